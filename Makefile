@@ -1,0 +1,56 @@
+# pagefleet: the two commands a new user needs are `make run` and `make test`.
+SHELL := /bin/bash
+PY := .venv/bin/python
+UV := $(PY) -m uv
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export UV_PROJECT_ENVIRONMENT := .venv
+
+.PHONY: run demo test test-fast lint typecheck fmt synth bench chaos clean deps chromium
+
+## Run the platform on the embedded local stack and watch the example jobs succeed.
+run: deps chromium
+	.venv/bin/pagefleet local up
+
+## Run the examples once and exit 0 only if every job succeeded (what CI-like checks use).
+demo: deps chromium
+	.venv/bin/pagefleet demo
+
+## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
+test: deps chromium lint typecheck
+	.venv/bin/pytest
+
+## The quick loop: everything but the suites marked slow.
+test-fast: deps lint
+	.venv/bin/pytest -m "not slow"
+
+lint: deps
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+typecheck: deps
+	.venv/bin/mypy pagefleet functions browser_task infra
+
+fmt: deps
+	.venv/bin/ruff format .
+	.venv/bin/ruff check --fix .
+
+## Synthesize the CDK app to cdk.out/ offline (no Docker, no AWS credentials).
+synth: deps
+	$(PY) -m infra.app
+
+bench: deps chromium
+	$(PY) bench/e2e_throughput.py
+
+deps: .venv/.synced
+
+.venv/.synced: pyproject.toml uv.lock
+	@test -x $(PY) || python3 -m venv .venv
+	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q 'uv>=0.4'
+	$(UV) sync --frozen --all-extras --inexact
+	@touch $@
+
+chromium:
+	@scripts/ensure-chromium.sh
+
+clean:
+	rm -rf .venv cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,121 @@
+"""The REST API: routes only. Each route parses, calls one service function, responds."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Annotated, Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+
+from functions.api import errors
+from pagefleet.aws import job_services
+from pagefleet.errors import InvalidRequest, PagefleetError, Unauthorized
+from pagefleet.jobs import service
+from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import JobRequest
+from pagefleet.settings import api_settings
+
+logger = Logger(service="pagefleet-api")
+app = APIGatewayRestResolver(enable_validation=True)
+
+JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-z]+$")]
+
+
+@lru_cache(maxsize=1)
+def services() -> JobServices:
+    return job_services(api_settings())
+
+
+def tenant_id() -> str:
+    """The tenant comes from the authorizer, never from the request."""
+    authorizer = app.current_event.request_context.authorizer
+    tenant = authorizer.get("tenant_id") if authorizer else None
+    if not tenant:
+        raise Unauthorized("no tenant in the authorizer context")
+    return str(tenant)
+
+
+def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response[str]:
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=json.dumps(payload, separators=(",", ":")),
+        headers=headers or {},
+    )
+
+
+@app.post("/v1/jobs")
+def create_job(request: Annotated[JobRequest, Body()]) -> Response[str]:
+    key = app.current_event.headers.get("Idempotency-Key")
+    if key is not None and not 1 <= len(key) <= 255:
+        raise InvalidRequest("Idempotency-Key must be 1 to 255 characters", field="Idempotency-Key")
+    correlation = app.current_event.headers.get("X-Correlation-Id")
+    submitted = service.submit_job(
+        services(),
+        tenant_id(),
+        request,
+        idempotency_key=key,
+        correlation_id=correlation or app.current_event.request_context.request_id,
+    )
+    job = submitted.job
+    headers = {"Location": f"/v1/jobs/{job.job_id}"}
+    if not submitted.created:
+        headers["Idempotent-Replayed"] = "true"
+    return _json(
+        202, {"job_id": job.job_id, "status": job.status.value, "job": job.public_view()}, headers
+    )
+
+
+@app.get("/v1/jobs/<job_id>")
+def get_job(job_id: JOB_ID) -> Response[str]:
+    return _json(200, service.get_job(services(), tenant_id(), job_id).public_view())
+
+
+@app.get("/v1/jobs")
+def list_jobs(
+    status: Annotated[JobStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[str]:
+    page_max = api_settings().page_size_max
+    if limit > page_max:
+        raise InvalidRequest(f"limit must be at most {page_max}", field="limit")
+    page = service.list_jobs(services(), tenant_id(), status=status, limit=limit, cursor=cursor)
+    return _json(
+        200,
+        {"jobs": [j.public_view() for j in page.jobs], "next_cursor": page.next_cursor},
+    )
+
+
+@app.get("/v1/jobs/<job_id>/artifacts")
+def list_artifacts(job_id: JOB_ID) -> Response[str]:
+    ttl = api_settings().presign_ttl_seconds
+    artifacts = service.list_artifacts(services(), tenant_id(), job_id, ttl_seconds=ttl)
+    return _json(200, {"job_id": job_id, "artifacts": artifacts})
+
+
+@app.exception_handler(RequestValidationError)
+def _validation_error(exc: RequestValidationError) -> Response[str]:
+    return errors.from_validation(exc.errors())
+
+
+@app.exception_handler(PagefleetError)
+def _domain_error(exc: PagefleetError) -> Response[str]:
+    return errors.from_domain(exc)
+
+
+@app.not_found
+def _route_not_found(exc: Exception) -> Response[str]:
+    return errors.error_response(404, "route_not_found", f"no route {app.current_event.path}")
+
+
+@app.exception_handler(Exception)
+def _unexpected(exc: Exception) -> Response[str]:
+    # Logged with the correlation id; the client gets a generic message, never internals.
+    logger.exception("unhandled error")
+    return errors.error_response(500, "internal_error", "internal error; retry later")

@@ -1,0 +1,63 @@
+"""TOKEN authorizer: maps `Authorization: Bearer <api key>` to a tenant.
+
+The policy allows every route of the API, because API Gateway caches it per token: a
+policy naming only the first method called would refuse the tenant's next call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from pagefleet.aws import tenant_store
+from pagefleet.errors import Unauthorized
+from pagefleet.settings import authorizer_settings
+from pagefleet.tenants import authenticate
+
+logger = Logger(service="pagefleet-authorizer")
+
+
+def api_wildcard_arn(method_arn: str) -> str:
+    # arn:aws:execute-api:region:account:api-id/stage/METHOD/path -> .../stage/*
+    prefix, _, rest = method_arn.partition(":execute-api:")
+    parts = rest.split("/")
+    if len(parts) < 2:
+        return method_arn
+    return f"{prefix}:execute-api:{parts[0]}/{parts[1]}/*"
+
+
+def _policy(principal: str, effect: str, resource: str, context: dict[str, str]) -> dict[str, Any]:
+    return {
+        "principalId": principal,
+        "policyDocument": {
+            "Version": "2012-10-17",
+            "Statement": [{"Action": "execute-api:Invoke", "Effect": effect, "Resource": resource}],
+        },
+        "context": context,
+    }
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    settings = authorizer_settings()
+    token = str(event.get("authorizationToken") or "")
+    scheme, _, api_key = token.partition(" ")
+    if scheme.lower() != "bearer" or not api_key.strip():
+        # API Gateway turns exactly this message into a 401.
+        raise Exception("Unauthorized")
+    try:
+        record = authenticate(tenant_store(settings.tenants_table), api_key.strip())
+    except Unauthorized:
+        logger.info("api key refused")
+        raise Exception("Unauthorized") from None
+    logger.append_keys(tenant_id=record.tenant_id, key_id=record.key_id)
+    return _policy(
+        principal=f"{record.tenant_id}:{record.key_id}",
+        effect="Allow",
+        resource=api_wildcard_arn(str(event.get("methodArn", "*"))),
+        context={
+            "tenant_id": record.tenant_id,
+            "key_id": record.key_id,
+            "admin": "true" if record.admin else "false",
+        },
+    )

@@ -1,0 +1,3 @@
+"""pagefleet: serverless browser automation on AWS."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,578 @@
+"""DynamoDB job store and tenant store.
+
+Every write that changes a job's status is a conditional write built from the transition
+table; every write by a worker is also fenced on (attempt, lease_owner). A refused write
+raises a named error instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from pagefleet.errors import IllegalTransition, InvalidRequest, LeaseLost, NotFound
+from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.models import (
+    Artifact,
+    AttemptRecord,
+    JobError,
+    JobRecord,
+    JobRequest,
+)
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+UNQUEUED = "unqueued"
+
+
+def tenant_pk(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}"
+
+
+def job_sk(job_id: str) -> str:
+    return f"JOB#{job_id}"
+
+
+def idempotency_sk(key: str) -> str:
+    # Hashed so that any client-chosen key fits and sorts harmlessly.
+    return "IDEM#" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def status_pk(tenant_id: str, status: JobStatus) -> str:
+    return f"{tenant_id}#{status.value}"
+
+
+def _serialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
+
+
+def _deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _de.deserialize(v) for k, v in item.items()}
+
+
+# Job fields stored as JSON text: they are nested documents the store never queries into.
+_JSON_FIELDS = ("request", "result", "artifacts", "error")
+
+
+def record_to_item(record: JobRecord) -> dict[str, Any]:
+    data = record.model_dump(mode="json")
+    item: dict[str, Any] = {
+        "pk": tenant_pk(record.tenant_id),
+        "sk": job_sk(record.job_id),
+        "status_pk": status_pk(record.tenant_id, record.status),
+    }
+    # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
+    item["attempt_log"] = [json.dumps(a, separators=(",", ":")) for a in data.pop("attempts")]
+    for key, value in data.items():
+        if key in _JSON_FIELDS:
+            item[key] = json.dumps(value, separators=(",", ":"))
+        else:
+            item[key] = value
+    return item
+
+
+def item_to_record(item: Mapping[str, Any]) -> JobRecord:
+    data = _deserialize(item)
+    for key in _JSON_FIELDS:
+        if isinstance(data.get(key), str):
+            data[key] = json.loads(data[key])
+    data["attempts"] = [json.loads(a) for a in data.pop("attempt_log", [])]
+    for key in ("attempt", "lease_expires_at"):
+        if data.get(key) is not None:
+            data[key] = int(data[key])
+    return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})
+
+
+@dataclass(frozen=True)
+class Page:
+    jobs: list[JobRecord]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    job_id: str
+    fingerprint: str
+
+
+class CursorCodec:
+    """Opaque pagination cursors bound to their tenant.
+
+    A cursor is the base64 of DynamoDB's LastEvaluatedKey; on the way back in it must name
+    the caller's own partition, so a cursor can never start a read in another tenant's data.
+    """
+
+    _KEYS = frozenset({"pk", "sk", "status_pk"})
+
+    def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str:
+        body = json.dumps(dict(key), separators=(",", ":"), sort_keys=True)
+        return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
+
+    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]:
+        try:
+            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+            key = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InvalidRequest("cursor is not one this API issued", field="cursor") from exc
+        if (
+            not isinstance(key, dict)
+            or not key
+            or not set(key) <= self._KEYS
+            or not all(isinstance(v, str) for v in key.values())
+            or key.get("pk", tenant_pk(tenant_id)) != tenant_pk(tenant_id)
+            or not key.get("status_pk", f"{tenant_id}#").startswith(f"{tenant_id}#")
+        ):
+            raise InvalidRequest("cursor is not one this API issued", field="cursor")
+        return key
+
+
+class DynamoJobStore:
+    """Job records and idempotency keys in one table, keyed by tenant first."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    # --- create / read ----------------------------------------------------------------------
+    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None:
+        """Write a new queued job, and its idempotency key in the same transaction.
+
+        Raises ``IdempotencyConflict`` when the key already exists (the caller re-reads it).
+        """
+        item = record_to_item(record)
+        item["unqueued_pk"] = UNQUEUED
+        put_job = {
+            "Put": {
+                "TableName": self._table,
+                "Item": _serialize(item),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+        if record.idempotency_key is None:
+            self._db.transact_write_items(TransactItems=[put_job])
+            return
+        idem = {
+            "pk": tenant_pk(record.tenant_id),
+            "sk": idempotency_sk(record.idempotency_key),
+            "job_id": record.job_id,
+            "fingerprint": idempotency_fingerprint,
+            "created_at": record.created_at,
+        }
+        put_idem = {
+            "Put": {
+                "TableName": self._table,
+                "Item": _serialize(idem),
+                "ConditionExpression": "attribute_not_exists(pk)",
+            }
+        }
+        try:
+            self._db.transact_write_items(TransactItems=[put_idem, put_job])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                raise IdempotencyConflict(record.idempotency_key) from exc
+            raise
+
+    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": idempotency_sk(key)}),
+            ConsistentRead=True,
+        )
+        if "Item" not in resp:
+            return None
+        data = _deserialize(resp["Item"])
+        return IdempotencyRecord(job_id=data["job_id"], fingerprint=data["fingerprint"])
+
+    def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            ConsistentRead=consistent,
+        )
+        if "Item" not in resp:
+            raise NotFound(f"job {job_id} not found", job_id=job_id)
+        return item_to_record(resp["Item"])
+
+    def list_page(
+        self,
+        tenant_id: str,
+        *,
+        status: JobStatus | None,
+        limit: int,
+        start_key: dict[str, Any] | None,
+    ) -> tuple[list[JobRecord], dict[str, Any] | None]:
+        """Newest first. With a status, reads the by_status index so pages stay full."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Limit": limit,
+            "ScanIndexForward": False,
+        }
+        if status is None:
+            kwargs["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :job)"
+            kwargs["ExpressionAttributeValues"] = _serialize(
+                {":pk": tenant_pk(tenant_id), ":job": "JOB#"}
+            )
+        else:
+            kwargs["IndexName"] = "by_status"
+            kwargs["KeyConditionExpression"] = "status_pk = :sp"
+            kwargs["ExpressionAttributeValues"] = _serialize({":sp": status_pk(tenant_id, status)})
+        if start_key:
+            kwargs["ExclusiveStartKey"] = _serialize(start_key)
+        resp = self._db.query(**kwargs)
+        jobs = [item_to_record(item) for item in resp.get("Items", [])]
+        last = resp.get("LastEvaluatedKey")
+        return jobs, (_deserialize(last) if last else None)
+
+    def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
+        """Jobs whose message is not known to have reached the queue (for the sweeper)."""
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="unqueued",
+            KeyConditionExpression="unqueued_pk = :u AND created_at < :t",
+            ExpressionAttributeValues=_serialize({":u": UNQUEUED, ":t": created_before}),
+            Limit=limit,
+        )
+        keys = [_deserialize(i) for i in resp.get("Items", [])]
+        out = []
+        for key in keys:
+            try:
+                out.append(self.get(key["tenant_id"], key["job_id"]))
+            except NotFound:
+                continue
+        return out
+
+    # --- writes -----------------------------------------------------------------------------
+    def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
+        self._db.update_item(
+            TableName=self._table,
+            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            UpdateExpression="SET enqueued_at = :t REMOVE unqueued_pk",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=_serialize({":t": at}),
+        )
+
+    def claim(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        owner: str,
+        lease_until: int,
+        now: int,
+        started_at: str,
+    ) -> JobRecord:
+        """Take the job for a new attempt.
+
+        Allowed from queued or retry_scheduled, or from running when the lease has expired.
+        """
+        sources = sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING}
+        names, values, in_clause = _status_in(sources)
+        values.update(
+            {
+                ":running": JobStatus.RUNNING.value,
+                ":now": now,
+                ":one": 1,
+                ":owner": owner,
+                ":until": lease_until,
+                ":started": started_at,
+                ":sp": status_pk(tenant_id, JobStatus.RUNNING),
+            }
+        )
+        condition = (
+            f"attribute_exists(pk) AND ({in_clause} OR "
+            "(#status = :running AND lease_expires_at < :now))"
+        )
+        return self._update(
+            tenant_id,
+            job_id,
+            update=(
+                "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "
+                "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
+                "updated_at = :started"
+            ),
+            condition=condition,
+            names=names,
+            values=values,
+            on_refused=lambda current: IllegalTransition(
+                f"job {job_id} is {current.status.value}, cannot start it",
+                status=current.status.value,
+            ),
+        )
+
+    def extend_lease(
+        self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int
+    ) -> JobRecord:
+        """Heartbeat: push the lease out; returns the record (to read the cancel flag)."""
+        return self._update(
+            tenant_id,
+            job_id,
+            update="SET lease_expires_at = :until",
+            condition=_FENCE,
+            names={"#status": "status"},
+            values={
+                ":until": lease_until,
+                ":attempt": attempt,
+                ":owner": owner,
+                ":running": JobStatus.RUNNING.value,
+            },
+            on_refused=lambda current: LeaseLost(
+                f"job {job_id} attempt {attempt} no longer holds the lease", attempt=current.attempt
+            ),
+        )
+
+    def finish(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        attempt: int,
+        owner: str,
+        status: JobStatus,
+        at: str,
+        result: dict[str, Any] | None,
+        artifacts: list[Artifact],
+        error: JobError | None,
+        history: AttemptRecord,
+    ) -> JobRecord:
+        """Write the attempt's outcome, fenced on (attempt, owner) and the transition table."""
+        if JobStatus.RUNNING not in sources_of(status):
+            raise IllegalTransition(f"a running job cannot become {status.value}")
+        values: dict[str, Any] = {
+            ":to": status.value,
+            ":sp": status_pk(tenant_id, status),
+            ":at": at,
+            ":result": json.dumps(result, separators=(",", ":")) if result is not None else None,
+            ":artifacts": json.dumps(
+                [a.model_dump(mode="json") for a in artifacts], separators=(",", ":")
+            ),
+            ":error": error.model_dump_json() if error else None,
+            ":hist": [json.dumps(history.model_dump(mode="json"), separators=(",", ":"))],
+            ":attempt": attempt,
+            ":owner": owner,
+            ":running": JobStatus.RUNNING.value,
+        }
+        sets = [
+            "#status = :to",
+            "status_pk = :sp",
+            "updated_at = :at",
+            "#artifacts = :artifacts",
+            "attempt_log = list_append(if_not_exists(attempt_log, :empty), :hist)",
+        ]
+        values[":empty"] = []
+        removes = ["lease_owner", "lease_expires_at"]
+        # RESULT and others are DynamoDB reserved words: always go through names.
+        names = {
+            "#status": "status",
+            "#result": "result",
+            "#error": "error",
+            "#artifacts": "artifacts",
+        }
+        if status.is_final:
+            sets.append("finished_at = :at")
+        for field, token in (("result", ":result"), ("error", ":error")):
+            if values[token] is None:
+                removes.append(f"#{field}")
+                del values[token]
+            else:
+                sets.append(f"#{field} = {token}")
+        return self._update(
+            tenant_id,
+            job_id,
+            update=f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
+            condition=_FENCE,
+            names=names,
+            values=values,
+            on_refused=lambda current: LeaseLost(
+                f"job {job_id} attempt {attempt} lost its lease before finishing",
+                attempt=current.attempt,
+                status=current.status.value,
+            ),
+        )
+
+    def transition(
+        self,
+        tenant_id: str,
+        job_id: str,
+        target: JobStatus,
+        *,
+        at: str,
+        error: JobError | None = None,
+    ) -> JobRecord:
+        """Move a job not held by a worker (cancel, expire, dead-letter, redrive)."""
+        names, values, in_clause = _status_in(sources_of(target))
+        values.update({":to": target.value, ":sp": status_pk(tenant_id, target), ":at": at})
+        sets = ["#status = :to", "status_pk = :sp", "updated_at = :at"]
+        if target.is_final:
+            sets.append("finished_at = :at")
+        if error is not None:
+            names["#error"] = "error"
+            sets.append("#error = :error")
+            values[":error"] = error.model_dump_json()
+        return self._update(
+            tenant_id,
+            job_id,
+            update="SET " + ", ".join(sets),
+            condition=f"attribute_exists(pk) AND {in_clause}",
+            names=names,
+            values=values,
+            on_refused=lambda current: IllegalTransition(
+                f"job {job_id} is {current.status.value}, cannot become {target.value}",
+                status=current.status.value,
+            ),
+        )
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _update(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        update: str,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        on_refused: Any,
+    ) -> JobRecord:
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=_serialize(values),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            current = self.get(tenant_id, job_id)  # raises NotFound for a missing job
+            raise on_refused(current) from exc
+        return item_to_record(resp["Attributes"])
+
+
+# A worker's write is valid only while it still holds the attempt it claimed.
+_FENCE = "#status = :running AND attempt = :attempt AND lease_owner = :owner"
+
+
+def _status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, Any], str]:
+    ordered = sorted(s.value for s in states)
+    values = {f":from{i}": s for i, s in enumerate(ordered)}
+    clause = f"#status IN ({', '.join(values)})"
+    return {"#status": "status"}, values, clause
+
+
+class IdempotencyConflict(Exception):
+    """The idempotency key is already taken (by an earlier or concurrent request)."""
+
+
+# --- tenants and API keys -------------------------------------------------------------------
+def hash_api_key(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    key_id: str
+    tenant_id: str
+    name: str
+    created_at: str
+    revoked: bool
+    admin: bool
+
+
+class DynamoTenantStore:
+    """API keys stored by their SHA-256 only; the plaintext is shown once at creation."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    def put_key(self, record: ApiKeyRecord, key_hash: str) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=_serialize(
+                {
+                    "pk": f"KEY#{key_hash}",
+                    "sk": "KEY",
+                    "key_id": record.key_id,
+                    "tenant_id": record.tenant_id,
+                    "name": record.name,
+                    "created_at": record.created_at,
+                    "revoked": record.revoked,
+                    "admin": record.admin,
+                }
+            ),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def find_key(self, key_hash: str) -> ApiKeyRecord | None:
+        resp = self._db.get_item(
+            TableName=self._table, Key=_serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"})
+        )
+        if "Item" not in resp:
+            return None
+        data = _deserialize(resp["Item"])
+        return ApiKeyRecord(
+            key_id=data["key_id"],
+            tenant_id=data["tenant_id"],
+            name=data.get("name", ""),
+            created_at=data.get("created_at", ""),
+            revoked=bool(data.get("revoked", False)),
+            admin=bool(data.get("admin", False)),
+        )
+
+    def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="by_tenant",
+            KeyConditionExpression="tenant_id = :t",
+            ExpressionAttributeValues=_serialize({":t": tenant_id}),
+        )
+        out = []
+        for item in resp.get("Items", []):
+            data = _deserialize(item)
+            out.append(
+                (
+                    data["pk"].removeprefix("KEY#"),
+                    ApiKeyRecord(
+                        key_id=data["key_id"],
+                        tenant_id=data["tenant_id"],
+                        name=data.get("name", ""),
+                        created_at=data.get("created_at", ""),
+                        revoked=bool(data.get("revoked", False)),
+                        admin=bool(data.get("admin", False)),
+                    ),
+                )
+            )
+        return out
+
+    def revoke(self, key_hash: str) -> None:
+        self._db.update_item(
+            TableName=self._table,
+            Key=_serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"}),
+            UpdateExpression="SET revoked = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=_serialize({":t": True}),
+        )
+
+
+__all__ = [
+    "ApiKeyRecord",
+    "CursorCodec",
+    "DynamoJobStore",
+    "DynamoTenantStore",
+    "IdempotencyConflict",
+    "IdempotencyRecord",
+    "JobRequest",
+    "Page",
+    "hash_api_key",
+]

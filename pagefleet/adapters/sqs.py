@@ -1,0 +1,80 @@
+"""SQS job queues, one per worker pool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pagefleet.models import JobMessage
+
+CORRELATION_ATTR = "correlation_id"
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    message: JobMessage | None  # None when the body is not a job message (poison)
+    receipt_handle: str
+    message_id: str
+    receive_count: int
+    sent_at_ms: int
+    body: str
+
+
+class SqsJobQueue:
+    def __init__(self, client: Any, queue_urls: Mapping[str, str]) -> None:
+        self._sqs = client
+        self._urls = dict(queue_urls)
+
+    def url(self, pool: str) -> str:
+        return self._urls[pool]
+
+    def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
+        resp = self._sqs.send_message(
+            QueueUrl=self._urls[message.pool],
+            MessageBody=message.model_dump_json(),
+            DelaySeconds=max(0, min(delay_seconds, 900)),
+            MessageAttributes={
+                CORRELATION_ATTR: {"DataType": "String", "StringValue": message.correlation_id}
+            },
+        )
+        return str(resp["MessageId"])
+
+    def receive(
+        self, pool: str, *, max_messages: int, wait_seconds: int, visibility: int
+    ) -> list[ReceivedMessage]:
+        resp = self._sqs.receive_message(
+            QueueUrl=self._urls[pool],
+            MaxNumberOfMessages=max(1, min(max_messages, 10)),
+            WaitTimeSeconds=wait_seconds,
+            VisibilityTimeout=visibility,
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            MessageAttributeNames=["All"],
+        )
+        return [parse_message(m) for m in resp.get("Messages", [])]
+
+    def delete(self, pool: str, receipt_handle: str) -> None:
+        self._sqs.delete_message(QueueUrl=self._urls[pool], ReceiptHandle=receipt_handle)
+
+    def change_visibility(self, pool: str, receipt_handle: str, seconds: int) -> None:
+        self._sqs.change_message_visibility(
+            QueueUrl=self._urls[pool], ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+        )
+
+
+def parse_message(raw: Mapping[str, Any]) -> ReceivedMessage:
+    """Accept both the SQS API shape and the Lambda SQS event record shape."""
+    body = raw.get("Body", raw.get("body", ""))
+    attrs = raw.get("Attributes", raw.get("attributes", {})) or {}
+    try:
+        message: JobMessage | None = JobMessage.model_validate_json(body)
+    except ValueError:
+        message = None
+    return ReceivedMessage(
+        message=message,
+        receipt_handle=raw.get("ReceiptHandle", raw.get("receiptHandle", "")),
+        message_id=raw.get("MessageId", raw.get("messageId", "")),
+        receive_count=int(attrs.get("ApproximateReceiveCount", 1)),
+        sent_at_ms=int(attrs.get("SentTimestamp", 0)),
+        body=body,
+    )

@@ -1,0 +1,41 @@
+"""Build the AWS clients and services from settings, at start (never at import)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore, DynamoTenantStore
+from pagefleet.adapters.s3 import S3ArtifactStore
+from pagefleet.adapters.sqs import SqsJobQueue
+from pagefleet.jobs.service import JobServices
+from pagefleet.settings import CoreSettings
+
+# Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+
+
+@lru_cache(maxsize=16)
+def client(service: str) -> Any:
+    """One boto3 client per service per process (clients are thread-safe).
+
+    ``AWS_ENDPOINT_URL`` (set by the local stack) points every client at moto, so no code
+    path differs between the local stack and AWS.
+    """
+    return boto3.session.Session().client(service, config=_CONFIG)  # type: ignore[call-overload]
+
+
+def job_services(settings: CoreSettings) -> JobServices:
+    return JobServices(
+        store=DynamoJobStore(client("dynamodb"), settings.jobs_table),
+        queue=SqsJobQueue(client("sqs"), settings.queue_urls),
+        artifacts=S3ArtifactStore(client("s3"), settings.artifacts_bucket),
+        cursors=CursorCodec(),
+    )
+
+
+def tenant_store(tenants_table: str) -> DynamoTenantStore:
+    return DynamoTenantStore(client("dynamodb"), tenants_table)

@@ -1,0 +1,67 @@
+"""Domain errors, named by what the caller should do about them.
+
+functions/api/errors.py maps these to HTTP in one place; the worker maps step errors to
+retry / fail decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PagefleetError(Exception):
+    """Base of every error pagefleet raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+# --- client must change the request ------------------------------------------------------
+class InvalidRequest(PagefleetError):
+    code = "invalid_request"
+
+    def __init__(self, message: str, *, field: str | None = None, **details: Any) -> None:
+        super().__init__(message, field=field, **details)
+        self.field = field
+
+
+class NotFound(PagefleetError):
+    code = "not_found"
+
+
+class IdempotencyKeyReused(PagefleetError):
+    """Same Idempotency-Key, different body: the client must pick a new key."""
+
+    code = "idempotency_key_reused"
+
+
+class JobNotCancellable(PagefleetError):
+    code = "conflict"
+
+
+class Unauthorized(PagefleetError):
+    code = "unauthorized"
+
+
+# --- caller may retry ----------------------------------------------------------------------
+class EnqueueFailed(PagefleetError):
+    """The job is recorded but its message did not reach the queue; retry with the same key."""
+
+    code = "enqueue_failed"
+
+
+# --- store-level: the write lost a race --------------------------------------------------
+class IllegalTransition(PagefleetError):
+    """The job is not in a state from which this move is allowed; re-read before acting."""
+
+    code = "illegal_transition"
+
+
+class LeaseLost(PagefleetError):
+    """Another attempt owns the job now: stop working on it and write nothing more."""
+
+    code = "lease_lost"

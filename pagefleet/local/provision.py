@@ -1,0 +1,140 @@
+"""Create pagefleet's tables, queues and bucket from pagefleet.resources (local stack, tests).
+
+The CDK constructs build from the same specs; tests/infra checks that both agree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, TABLES, TableSpec
+
+
+@dataclass
+class Provisioned:
+    jobs_table: str
+    tenants_table: str
+    artifacts_bucket: str
+    queue_urls: dict[str, str] = field(default_factory=dict)
+    dlq_urls: dict[str, str] = field(default_factory=dict)
+
+
+def _key_schema(pk: Any, sk: Any) -> list[dict[str, str]]:
+    schema = [{"AttributeName": pk.name, "KeyType": "HASH"}]
+    if sk is not None:
+        schema.append({"AttributeName": sk.name, "KeyType": "RANGE"})
+    return schema
+
+
+def create_table(dynamodb: Any, spec: TableSpec, name: str) -> None:
+    kwargs: dict[str, Any] = {
+        "TableName": name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": spec.attribute_definitions(),
+        "KeySchema": _key_schema(spec.partition_key, spec.sort_key),
+    }
+    if spec.indexes:
+        kwargs["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": _key_schema(index.partition_key, index.sort_key),
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in spec.indexes
+        ]
+    if spec.stream:
+        kwargs["StreamSpecification"] = {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_AND_OLD_IMAGES",
+        }
+    try:
+        dynamodb.create_table(**kwargs)
+    except dynamodb.exceptions.ResourceInUseException:
+        return
+    if spec.ttl_attribute:
+        dynamodb.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
+        )
+
+
+def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisioned:
+    """Idempotent: running it twice leaves one set of resources."""
+    names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
+    for spec in TABLES:
+        create_table(dynamodb, spec, names[spec.logical_id])
+
+    out = Provisioned(
+        jobs_table=names["JobsTable"],
+        tenants_table=names["TenantsTable"],
+        artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
+    )
+    for queue in QUEUES:
+        dlq_url = sqs.create_queue(
+            QueueName=prefix + queue.dlq_local_name,
+            Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
+        )["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        url = sqs.create_queue(
+            QueueName=prefix + queue.local_name,
+            Attributes={
+                "VisibilityTimeout": str(queue.visibility_timeout_s),
+                "MessageRetentionPeriod": str(queue.retention_s),
+                "ReceiveMessageWaitTimeSeconds": str(queue.receive_wait_s),
+                "RedrivePolicy": json.dumps(
+                    {
+                        "deadLetterTargetArn": dlq_arn,
+                        "maxReceiveCount": str(queue.max_receive_count),
+                    }
+                ),
+            },
+        )["QueueUrl"]
+        out.queue_urls[queue.pool] = url
+        out.dlq_urls[queue.pool] = dlq_url
+
+    bucket = out.artifacts_bucket
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=bucket)
+    s3.put_public_access_block(
+        Bucket=bucket,
+        PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
+        },
+    )
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+        },
+    )
+    rules: list[dict[str, Any]] = [
+        {
+            "ID": f"expire-{rule.retention_class}",
+            "Status": "Enabled",
+            "Filter": {
+                "Tag": {"Key": ARTIFACTS_BUCKET.retention_tag, "Value": rule.retention_class}
+            },
+            "Expiration": {"Days": rule.expire_days},
+        }
+        for rule in ARTIFACTS_BUCKET.lifecycle
+    ]
+    rules.append(
+        {
+            "ID": "abort-incomplete-uploads",
+            "Status": "Enabled",
+            "Filter": {"Prefix": ""},
+            "AbortIncompleteMultipartUpload": {
+                "DaysAfterInitiation": ARTIFACTS_BUCKET.abort_incomplete_upload_days
+            },
+        }
+    )
+    s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    return out

@@ -1,0 +1,165 @@
+"""Job request, job record and the queue message."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from ulid import ULID
+
+from pagefleet.jobs.states import JobStatus
+from pagefleet.resources import QUEUES
+from pagefleet.workflow import Step
+from pagefleet.workflow.templating import references
+
+InputValue = str | int | float | bool
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_job_id() -> str:
+    # ULIDs sort by creation time, so listing by sort key descending is newest first.
+    return str(ULID()).lower()
+
+
+class Viewport(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    width: int = Field(default=1280, ge=200, le=7680)
+    height: int = Field(default=800, ge=200, le=4320)
+
+
+class JobOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    viewport: Viewport = Viewport()
+    navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
+    action_timeout_ms: int = Field(default=10_000, ge=100, le=300_000)
+    job_timeout_s: int = Field(default=300, ge=1, le=3600)
+
+
+class JobRequest(BaseModel):
+    """What a client submits: a workflow of steps, its inputs and run options."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(default=None, max_length=200)
+    steps: list[Step] = Field(min_length=1, max_length=500)
+    inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
+    options: JobOptions = JobOptions()
+    pool: str = "standard"
+    max_attempts: int = Field(default=3, ge=1, le=10)
+
+    @field_validator("pool")
+    @classmethod
+    def _known_pool(cls, pool: str) -> str:
+        pools = [q.pool for q in QUEUES]
+        if pool not in pools:
+            raise ValueError(f"unknown pool {pool!r}; one of {', '.join(pools)}")
+        return pool
+
+    @field_validator("inputs")
+    @classmethod
+    def _input_names(cls, inputs: dict[str, InputValue]) -> dict[str, InputValue]:
+        for key in inputs:
+            if not key.isidentifier():
+                raise ValueError(f"input name {key!r} must be an identifier")
+        return inputs
+
+    @model_validator(mode="after")
+    def _inputs_exist(self) -> JobRequest:
+        for index, step in enumerate(self.steps):
+            for namespace, name in references(step.model_dump()):
+                if namespace == "inputs" and name not in self.inputs:
+                    raise ValueError(
+                        f"steps[{index}] uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+                    )
+        return self
+
+    def fingerprint(self) -> str:
+        """Stable hash of the request, to tell an idempotent retry from a different body."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class Artifact(BaseModel):
+    name: str
+    key: str
+    size: int
+    content_type: str
+    sha256: str
+    retention: str = "routine"
+    attempt: int = 1
+
+
+class JobError(BaseModel):
+    """Why an attempt failed, in words a user can act on."""
+
+    kind: str  # e.g. step_failed, timeout, browser_crashed, lease_lost
+    message: str
+    retryable: bool = False
+    step_index: int | None = None
+    step: str | None = None
+    timeout: str | None = None  # navigation | action | job | lease | deadline
+
+
+class AttemptRecord(BaseModel):
+    attempt: int
+    worker: str
+    started_at: str
+    finished_at: str | None = None
+    status: JobStatus | None = None
+    error: JobError | None = None
+
+
+class JobRecord(BaseModel):
+    tenant_id: str
+    job_id: str
+    status: JobStatus
+    request: JobRequest
+    created_at: str
+    updated_at: str
+    correlation_id: str
+    pool: str
+    attempt: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    enqueued_at: str | None = None
+    result: dict[str, Any] | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    error: JobError | None = None
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    idempotency_key: str | None = None
+
+    def public_view(self) -> dict[str, Any]:
+        """What the API returns for a job (no lease internals)."""
+        data = self.model_dump(
+            mode="json", exclude={"lease_owner", "lease_expires_at", "idempotency_key", "tenant_id"}
+        )
+        data["artifacts"] = [
+            {k: a[k] for k in ("name", "size", "content_type", "sha256", "retention", "attempt")}
+            for a in data["artifacts"]
+        ]
+        return data
+
+
+class JobMessage(BaseModel):
+    """The queue message: ids only. The workflow stays in the job record."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: str
+    job_id: str
+    attempt: int
+    correlation_id: str
+    pool: str

@@ -1,0 +1,129 @@
+"""The data resources of pagefleet, defined once.
+
+Both the CDK constructs (infra/) and the local stack (pagefleet/local/) build their tables,
+queues and bucket from these specs, and tests/infra checks that the synthesized template and
+the local resources agree, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class KeyAttr:
+    name: str
+    type: str = "S"  # DynamoDB scalar type: S or N
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_id: str
+    local_name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr | None = None
+    indexes: tuple[IndexSpec, ...] = ()
+    ttl_attribute: str | None = None
+    stream: bool = False
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        seen: dict[str, str] = {}
+        keys = [self.partition_key, self.sort_key]
+        for index in self.indexes:
+            keys += [index.partition_key, index.sort_key]
+        for key in keys:
+            if key is not None:
+                seen.setdefault(key.name, key.type)
+        return [{"AttributeName": n, "AttributeType": t} for n, t in sorted(seen.items())]
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    pool: str
+    local_name: str
+    visibility_timeout_s: int
+    max_receive_count: int
+    retention_s: int = 4 * 24 * 3600
+    dlq_retention_s: int = 14 * 24 * 3600
+    receive_wait_s: int = 20
+
+    @property
+    def dlq_local_name(self) -> str:
+        return f"{self.local_name}-dlq"
+
+
+@dataclass(frozen=True)
+class LifecycleRule:
+    retention_class: str
+    expire_days: int
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    logical_id: str
+    local_name: str
+    lifecycle: tuple[LifecycleRule, ...] = field(default_factory=tuple)
+    abort_incomplete_upload_days: int = 1
+    # Artifacts carry this object tag; the lifecycle rules filter on it.
+    retention_tag: str = "retention"
+
+
+# Job records, idempotency keys and attempt history, all keyed by tenant first.
+JOBS_TABLE = TableSpec(
+    logical_id="JobsTable",
+    local_name="pagefleet-jobs",
+    partition_key=KeyAttr("pk"),
+    sort_key=KeyAttr("sk"),
+    indexes=(
+        # Listing filtered by status, newest first: pk "<tenant>#<status>", sk = job id (ULID).
+        IndexSpec("by_status", KeyAttr("status_pk"), KeyAttr("sk")),
+        # Sparse index of jobs whose message is not known to be in the queue; the sweeper reads it.
+        IndexSpec("unqueued", KeyAttr("unqueued_pk"), KeyAttr("created_at")),
+    ),
+    ttl_attribute="expires_at",
+    stream=True,
+)
+
+# Tenants and their hashed API keys.
+TENANTS_TABLE = TableSpec(
+    logical_id="TenantsTable",
+    local_name="pagefleet-tenants",
+    partition_key=KeyAttr("pk"),
+    sort_key=KeyAttr("sk"),
+    indexes=(IndexSpec("by_tenant", KeyAttr("tenant_id"), KeyAttr("sk")),),
+)
+
+TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE)
+
+# The lease is the visibility timeout; the worker's heartbeat extends it while a job runs.
+LEASE_SECONDS = 60
+MAX_RECEIVE_COUNT = 5
+
+QUEUES: tuple[QueueSpec, ...] = (
+    QueueSpec("standard", "pagefleet-jobs-standard", LEASE_SECONDS, MAX_RECEIVE_COUNT),
+    QueueSpec("heavy", "pagefleet-jobs-heavy", LEASE_SECONDS, MAX_RECEIVE_COUNT),
+)
+DEFAULT_POOL = "standard"
+
+ROUTINE = "routine"
+DEBUG = "debug"
+
+ARTIFACTS_BUCKET = BucketSpec(
+    logical_id="ArtifactsBucket",
+    local_name="pagefleet-artifacts",
+    lifecycle=(LifecycleRule(ROUTINE, 7), LifecycleRule(DEBUG, 30)),
+)
+
+
+def queue_for_pool(pool: str) -> QueueSpec:
+    for queue in QUEUES:
+        if queue.pool == pool:
+            return queue
+    raise KeyError(pool)

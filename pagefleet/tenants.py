@@ -1,0 +1,58 @@
+"""Tenants and API keys: create, list, rotate, revoke (the admin commands call these)."""
+
+from __future__ import annotations
+
+import secrets
+
+from pagefleet.adapters.dynamodb import ApiKeyRecord, DynamoTenantStore, hash_api_key
+from pagefleet.errors import InvalidRequest, Unauthorized
+from pagefleet.models import iso, utcnow
+
+KEY_PREFIX = "pf_"
+
+
+def create_api_key(
+    store: DynamoTenantStore, tenant_id: str, *, name: str = "default", admin: bool = False
+) -> tuple[str, ApiKeyRecord]:
+    """Return the plaintext key (shown once) and its record; only the hash is stored."""
+    if not tenant_id or not tenant_id.replace("-", "").replace("_", "").isalnum():
+        raise InvalidRequest("tenant id must be letters, digits, '-' or '_'", field="tenant")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    record = ApiKeyRecord(
+        key_id=secrets.token_hex(6),
+        tenant_id=tenant_id,
+        name=name,
+        created_at=iso(utcnow()),
+        revoked=False,
+        admin=admin,
+    )
+    store.put_key(record, hash_api_key(plaintext))
+    return plaintext, record
+
+
+def authenticate(store: DynamoTenantStore, api_key: str) -> ApiKeyRecord:
+    """The tenant behind a key; a missing, unknown or revoked key is Unauthorized."""
+    if not api_key:
+        raise Unauthorized("missing API key")
+    record = store.find_key(hash_api_key(api_key))
+    if record is None or record.revoked:
+        raise Unauthorized("unknown or revoked API key")
+    return record
+
+
+def revoke_key(store: DynamoTenantStore, tenant_id: str, key_id: str) -> None:
+    for key_hash, record in store.keys_of(tenant_id):
+        if record.key_id == key_id:
+            store.revoke(key_hash)
+            return
+    raise InvalidRequest(f"tenant {tenant_id} has no key {key_id}", field="key_id")
+
+
+def rotate_key(store: DynamoTenantStore, tenant_id: str, key_id: str) -> tuple[str, ApiKeyRecord]:
+    """Issue a new key with the old one's name and rights, then revoke the old one."""
+    for key_hash, record in store.keys_of(tenant_id):
+        if record.key_id == key_id:
+            plaintext, new = create_api_key(store, tenant_id, name=record.name, admin=record.admin)
+            store.revoke(key_hash)
+            return plaintext, new
+    raise InvalidRequest(f"tenant {tenant_id} has no key {key_id}", field="key_id")

@@ -1,0 +1,32 @@
+"""What every step shares."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StepBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Optional label a user gives a step; failures and events name it.
+    label: str | None = Field(default=None, max_length=200)
+    # Per-step override of the job's action timeout.
+    timeout_ms: int | None = Field(default=None, ge=1, le=600_000)
+
+    def describe(self) -> str:
+        """A one-line summary for errors and events (secrets are masked by the caller)."""
+        fields = self.model_dump(exclude_none=True, exclude={"action", "label"})
+        args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
+        return f"{getattr(self, 'action', '?')}({args})"
+
+
+Selector = str
+SELECTOR = Field(
+    min_length=1, max_length=2000, description="A Playwright selector (CSS, text=, xpath=...)"
+)
+ARTIFACT_NAME = Field(
+    min_length=1,
+    max_length=100,
+    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+    description="Artifact file name: letters, digits, dot, dash, underscore",
+)

@@ -1,0 +1,34 @@
+"""Steps that move the page: goto, wait_for."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from pagefleet.workflow.steps.base import StepBase
+
+LoadState = Literal["load", "domcontentloaded", "networkidle", "commit"]
+
+
+class Goto(StepBase):
+    action: Literal["goto"] = "goto"
+    url: str = Field(min_length=1, max_length=8192, description="http(s) URL; may use {{inputs.x}}")
+    wait_until: LoadState = "load"
+
+
+class WaitFor(StepBase):
+    """Wait for a selector to reach a state, the URL to match, or a load state."""
+
+    action: Literal["wait_for"] = "wait_for"
+    selector: str | None = Field(default=None, min_length=1, max_length=2000)
+    state: Literal["attached", "detached", "visible", "hidden"] = "visible"
+    url: str | None = Field(default=None, min_length=1, max_length=8192, description="glob or URL")
+    load_state: LoadState | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_target(self) -> WaitFor:
+        targets = [t for t in (self.selector, self.url, self.load_state) if t is not None]
+        if len(targets) != 1:
+            raise ValueError("wait_for needs exactly one of selector, url or load_state")
+        return self

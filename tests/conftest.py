@@ -1,0 +1,94 @@
+"""Shared fixtures: a real moto server on loopback, provisioned from pagefleet.resources."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+
+from pagefleet.local.provision import Provisioned, create_all
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """One moto server for the session; tests reset its state, not the process."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in _AWS_ENV}
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+        }
+    )
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_AWS_ENV = (
+    "AWS_ENDPOINT_URL",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_DEFAULT_REGION",
+    "AWS_REGION",
+)
+
+
+def aws_client(service: str) -> Any:
+    return boto3.client(service)
+
+
+@pytest.fixture
+def provisioned(moto_endpoint: str) -> Provisioned:
+    """Fresh resources for each test: reset moto, then create from the shared specs."""
+    import urllib.request
+
+    urllib.request.urlopen(
+        urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
+    ).read()
+    return create_all(aws_client("dynamodb"), aws_client("sqs"), aws_client("s3"))
+
+
+@pytest.fixture
+def api_env(provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Iterator[Provisioned]:
+    """Environment for the API and authorizer handlers, as the stack sets it."""
+    import json
+
+    from functions.api import app as api_app
+    from pagefleet import settings
+
+    monkeypatch.setenv("PAGEFLEET_JOBS_TABLE", provisioned.jobs_table)
+    monkeypatch.setenv("PAGEFLEET_TENANTS_TABLE", provisioned.tenants_table)
+    monkeypatch.setenv("PAGEFLEET_ARTIFACTS_BUCKET", provisioned.artifacts_bucket)
+    monkeypatch.setenv("PAGEFLEET_QUEUE_URLS", json.dumps(provisioned.queue_urls))
+    for cached in (settings.api_settings, settings.authorizer_settings, api_app.services):
+        cached.cache_clear()
+    yield provisioned
+    for cached in (settings.api_settings, settings.authorizer_settings, api_app.services):
+        cached.cache_clear()

@@ -1,0 +1,117 @@
+"""Conditional writes enforce the transition table and the lease fence in DynamoDB itself."""
+
+from __future__ import annotations
+
+import pytest
+
+from pagefleet.aws import job_services
+from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.states import JobStatus
+from pagefleet.local.provision import Provisioned
+from pagefleet.models import AttemptRecord, JobRequest, iso, utcnow
+from pagefleet.settings import CoreSettings
+
+REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
+
+
+@pytest.fixture
+def svc(provisioned: Provisioned) -> JobServices:
+    settings = CoreSettings(
+        jobs_table=provisioned.jobs_table,
+        tenants_table=provisioned.tenants_table,
+        artifacts_bucket=provisioned.artifacts_bucket,
+        queue_urls=provisioned.queue_urls,
+    )
+    return job_services(settings)
+
+
+def _now() -> int:
+    return int(utcnow().timestamp())
+
+
+def _claim(svc: JobServices, job_id: str, owner: str, lease_s: int = 60, now: int | None = None):
+    now = _now() if now is None else now
+    return svc.store.claim(
+        "t", job_id, owner=owner, lease_until=now + lease_s, now=now, started_at=iso(utcnow())
+    )
+
+
+def _finish(svc: JobServices, job_id: str, attempt: int, owner: str, status: JobStatus):
+    return svc.store.finish(
+        "t",
+        job_id,
+        attempt=attempt,
+        owner=owner,
+        status=status,
+        at=iso(utcnow()),
+        result={"by": owner},
+        artifacts=[],
+        error=None,
+        history=AttemptRecord(attempt=attempt, worker=owner, started_at=iso(utcnow())),
+    )
+
+
+def test_claim_bumps_attempt_and_sets_lease(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    claimed = _claim(svc, job.job_id, "w1")
+    assert claimed.status is JobStatus.RUNNING
+    assert claimed.attempt == 1
+    assert claimed.lease_owner == "w1"
+
+
+def test_a_live_lease_cannot_be_claimed_again(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    with pytest.raises(IllegalTransition, match="running"):
+        _claim(svc, job.job_id, "w2")
+
+
+def test_fenced_writes_refuse_a_worker_that_lost_its_lease(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=-1)  # already expired: w1 was paused
+    _claim(svc, job.job_id, "w2")  # the reclaim is attempt 2
+    with pytest.raises(LeaseLost):
+        _finish(svc, job.job_id, 1, "w1", JobStatus.FAILED)
+    with pytest.raises(LeaseLost):
+        svc.store.extend_lease("t", job.job_id, attempt=1, owner="w1", lease_until=_now() + 60)
+    done = _finish(svc, job.job_id, 2, "w2", JobStatus.SUCCEEDED)
+    assert done.status is JobStatus.SUCCEEDED and done.result == {"by": "w2"}
+    # After the final write the stale worker still cannot change anything.
+    with pytest.raises(LeaseLost):
+        _finish(svc, job.job_id, 2, "w2", JobStatus.FAILED)
+    assert svc.store.get("t", job.job_id).result == {"by": "w2"}
+
+
+def test_final_jobs_never_move(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    _finish(svc, job.job_id, 1, "w1", JobStatus.SUCCEEDED)
+    with pytest.raises(IllegalTransition, match="succeeded"):
+        svc.store.transition("t", job.job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+    with pytest.raises(IllegalTransition):
+        _claim(svc, job.job_id, "w3")
+
+
+def test_queued_job_can_be_cancelled_and_then_not_started(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    svc.store.transition("t", job.job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+    with pytest.raises(IllegalTransition, match="cancelled"):
+        _claim(svc, job.job_id, "w1")
+
+
+def test_other_tenant_cannot_touch_the_job(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    with pytest.raises(NotFound):
+        svc.store.transition("other", job.job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+    with pytest.raises(NotFound):
+        svc.store.get("other", job.job_id)
+
+
+def test_attempt_history_accumulates(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=-1)
+    _claim(svc, job.job_id, "w2")
+    done = _finish(svc, job.job_id, 2, "w2", JobStatus.SUCCEEDED)
+    assert [a.worker for a in done.attempts] == ["w2"]
+    assert done.lease_owner is None and done.finished_at is not None

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from pagefleet.adapters.dynamodb import (
+    CursorCodec,
+    idempotency_sk,
+    item_to_record,
+    job_sk,
+    record_to_item,
+    status_pk,
+    tenant_pk,
+)
+from pagefleet.adapters.s3 import artifact_key
+from pagefleet.errors import InvalidRequest
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import AttemptRecord, JobRecord, JobRequest, new_job_id
+from pagefleet.workflow.templating import mask_secrets, references, render
+
+STEPS = [
+    {"action": "goto", "url": "{{inputs.site}}/a"},
+    {"action": "fill", "selector": "#pw", "value": "{{secrets.PASSWORD}}"},
+    {"action": "extract", "name": "items", "selector": "li", "many": True},
+    {"action": "screenshot", "name": "shot.png", "full_page": True},
+]
+
+
+def test_request_parses_each_step_kind() -> None:
+    request = JobRequest.model_validate({"steps": STEPS, "inputs": {"site": "http://x"}})
+    assert [s.action for s in request.steps] == ["goto", "fill", "extract", "screenshot"]
+    assert request.pool == "standard"
+    assert request.max_attempts == 3
+
+
+def test_unknown_input_reference_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"inputs has no 'site'"):
+        JobRequest.model_validate({"steps": STEPS})
+
+
+def test_extract_attribute_requires_kind_attribute() -> None:
+    with pytest.raises(ValidationError, match="attribute is required"):
+        JobRequest.model_validate(
+            {"steps": [{"action": "extract", "name": "x", "selector": "a", "kind": "attribute"}]}
+        )
+
+
+def test_wait_for_needs_exactly_one_target() -> None:
+    with pytest.raises(ValidationError, match="exactly one"):
+        JobRequest.model_validate({"steps": [{"action": "wait_for"}]})
+    with pytest.raises(ValidationError, match="exactly one"):
+        JobRequest.model_validate(
+            {"steps": [{"action": "wait_for", "selector": "a", "url": "**/b"}]}
+        )
+
+
+@pytest.mark.parametrize("name", ["../etc/passwd", "a/b.png", "", ".hidden"])
+def test_artifact_names_cannot_escape_their_prefix(name: str) -> None:
+    with pytest.raises(ValidationError):
+        JobRequest.model_validate({"steps": [{"action": "screenshot", "name": name}]})
+
+
+def test_fingerprint_ignores_key_order_but_not_content() -> None:
+    a = JobRequest.model_validate({"steps": STEPS[2:], "max_attempts": 2})
+    b = JobRequest.model_validate({"max_attempts": 2, "steps": STEPS[2:]})
+    c = JobRequest.model_validate({"steps": STEPS[2:], "max_attempts": 3})
+    assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def test_job_ids_sort_by_creation() -> None:
+    ids = [new_job_id() for _ in range(50)]
+    assert ids == sorted(ids)
+
+
+def test_keys_start_with_the_tenant() -> None:
+    assert tenant_pk("acme") == "TENANT#acme"
+    assert job_sk("01abc") == "JOB#01abc"
+    assert status_pk("acme", JobStatus.QUEUED) == "acme#queued"
+    assert artifact_key("acme", "01abc", 2, "shot.png") == "acme/01abc/2/shot.png"
+    assert idempotency_sk("k").startswith("IDEM#")
+    assert len(idempotency_sk("x" * 999)) == 69
+
+
+def test_record_round_trips_through_a_dynamodb_item() -> None:
+    request = JobRequest.model_validate({"steps": STEPS, "inputs": {"site": "http://x"}})
+    record = JobRecord(
+        tenant_id="acme",
+        job_id=new_job_id(),
+        status=JobStatus.RUNNING,
+        request=request,
+        created_at="2026-11-30T06:00:00.000Z",
+        updated_at="2026-11-30T06:00:00.000Z",
+        correlation_id="c1",
+        pool="standard",
+        attempt=2,
+        result={"price": 1.5, "names": ["a", "b"]},
+        attempts=[AttemptRecord(attempt=1, worker="w", started_at="2026-11-30T06:00:00.000Z")],
+    )
+    from boto3.dynamodb.types import TypeSerializer
+
+    ser = TypeSerializer()
+    item = {k: ser.serialize(v) for k, v in record_to_item(record).items() if v is not None}
+    assert item["pk"] == {"S": "TENANT#acme"}
+    assert item["status_pk"] == {"S": "acme#running"}
+    assert item_to_record(item) == record
+
+
+def test_cursor_is_bound_to_its_tenant() -> None:
+    codec = CursorCodec()
+    cursor = codec.encode("acme", {"pk": "TENANT#acme", "sk": "JOB#1"})
+    assert codec.decode("acme", cursor) == {"pk": "TENANT#acme", "sk": "JOB#1"}
+    by_status = codec.encode(
+        "acme", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "acme#queued"}
+    )
+    assert codec.decode("acme", by_status)["status_pk"] == "acme#queued"
+    with pytest.raises(InvalidRequest):
+        codec.decode("other", cursor)
+    forged = codec.encode("x", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "other#queued"})
+    with pytest.raises(InvalidRequest):
+        codec.decode("acme", forged)
+    with pytest.raises(InvalidRequest):
+        codec.decode("acme", codec.encode("acme", {"pk": "TENANT#acme", "evil": "1"}))
+    with pytest.raises(InvalidRequest):
+        codec.decode("acme", "%%%not-base64")
+
+
+def test_templating_renders_inputs_and_masks_secrets() -> None:
+    step = {"url": "{{ inputs.site }}/login", "value": "{{secrets.PW}}"}
+    assert sorted(references(step)) == [("inputs", "site"), ("secrets", "PW")]
+    rendered = render(step, {"site": "http://h"}, {"PW": "hunter2"})
+    assert rendered == {"url": "http://h/login", "value": "hunter2"}
+    assert mask_secrets(f"typed {rendered['value']} into #pw", ["hunter2"]) == "typed *** into #pw"
+    with pytest.raises(KeyError, match=r"secrets\.PW"):
+        render(step, {"site": "x"}, {})
