@@ -47,6 +47,10 @@ class Unauthorized(PagefleetError):
     code = "unauthorized"
 
 
+class Forbidden(PagefleetError):
+    code = "forbidden"
+
+
 # --- caller may retry ----------------------------------------------------------------------
 class EnqueueFailed(PagefleetError):
     """The job is recorded but its message did not reach the queue; retry with the same key."""
@@ -59,6 +63,12 @@ class IllegalTransition(PagefleetError):
     """The job is not in a state from which this move is allowed; re-read before acting."""
 
     code = "illegal_transition"
+
+
+class DeadlinePassed(IllegalTransition):
+    """The job's latest start time is behind us: expire it instead of running it."""
+
+    code = "deadline_passed"
 
 
 class LeaseLost(PagefleetError):

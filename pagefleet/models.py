@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,6 +48,21 @@ class JobOptions(BaseModel):
     job_timeout_s: int = Field(default=300, ge=1, le=3600)
 
 
+class RetryPolicy(BaseModel):
+    """Exponential backoff with full jitter: delay = random(0, min(cap, base * 2**(n-1)))."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_seconds: float = Field(default=2.0, gt=0, le=300)
+    cap_seconds: float = Field(default=300.0, gt=0, le=900)  # SQS delays stop at 15 minutes
+
+    def ceiling(self, retry_number: int) -> float:
+        return float(min(self.cap_seconds, self.base_seconds * 2 ** max(0, retry_number - 1)))
+
+    def delay(self, retry_number: int, rand: Callable[[], float] = random.random) -> float:
+        return rand() * self.ceiling(retry_number)
+
+
 class JobRequest(BaseModel):
     """What a client submits: a workflow of steps, its inputs and run options."""
 
@@ -57,6 +74,16 @@ class JobRequest(BaseModel):
     options: JobOptions = JobOptions()
     pool: str = "standard"
     max_attempts: int = Field(default=3, ge=1, le=10)
+    # Latest start: a job not started by then becomes `expired` and never runs.
+    deadline: datetime | None = None
+    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
+
+    @field_validator("deadline")
+    @classmethod
+    def _aware_deadline(cls, deadline: datetime | None) -> datetime | None:
+        if deadline is not None and deadline.tzinfo is None:
+            raise ValueError("deadline needs a timezone, e.g. 2026-12-01T10:00:00Z")
+        return deadline
 
     @field_validator("pool")
     @classmethod
@@ -140,11 +167,32 @@ class JobRecord(BaseModel):
     error: JobError | None = None
     attempts: list[AttemptRecord] = Field(default_factory=list)
     idempotency_key: str | None = None
+    # Epoch seconds of request.deadline, kept flat so conditions can compare it.
+    deadline_at: int | None = None
+    cancel_requested_at: str | None = None
+    retry_at: int | None = None
+    # Attempts spent before the last redrive; a redriven job gets its full retry budget back.
+    attempt_base: int = 0
+    # Why a queued job is waiting (e.g. its target's circuit is open).
+    deferred_reason: str | None = None
+
+    @property
+    def attempts_used(self) -> int:
+        return self.attempt - self.attempt_base
 
     def public_view(self) -> dict[str, Any]:
         """What the API returns for a job (no lease internals)."""
         data = self.model_dump(
-            mode="json", exclude={"lease_owner", "lease_expires_at", "idempotency_key", "tenant_id"}
+            mode="json",
+            exclude={
+                "lease_owner",
+                "lease_expires_at",
+                "idempotency_key",
+                "tenant_id",
+                "deadline_at",
+                "retry_at",
+                "attempt_base",
+            },
         )
         data["artifacts"] = [
             {k: a[k] for k in ("name", "size", "content_type", "sha256", "retention", "attempt")}

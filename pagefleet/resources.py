@@ -86,6 +86,10 @@ JOBS_TABLE = TableSpec(
         IndexSpec("by_status", KeyAttr("status_pk"), KeyAttr("sk")),
         # Sparse index of jobs whose message is not known to be in the queue; the sweeper reads it.
         IndexSpec("unqueued", KeyAttr("unqueued_pk"), KeyAttr("created_at")),
+        # Sparse index of jobs an operator or the sweeper must look at across tenants, by what
+        # they wait for: "deadline#N" (queued with a latest start), "lease#N" (running: lease
+        # expiry), "retry#N" (retry due time), "dead" (dead-lettered). sk is a sortable time.
+        IndexSpec("ops", KeyAttr("ops_pk"), KeyAttr("ops_sk")),
     ),
     ttl_attribute="expires_at",
     stream=True,

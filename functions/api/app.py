@@ -10,11 +10,12 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api import errors
 from pagefleet.aws import job_services
-from pagefleet.errors import InvalidRequest, PagefleetError, Unauthorized
-from pagefleet.jobs import service
+from pagefleet.errors import Forbidden, InvalidRequest, PagefleetError, Unauthorized
+from pagefleet.jobs import recovery, service
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRequest
@@ -38,6 +39,12 @@ def tenant_id() -> str:
     if not tenant:
         raise Unauthorized("no tenant in the authorizer context")
     return str(tenant)
+
+
+def require_admin() -> None:
+    authorizer = app.current_event.request_context.authorizer
+    if not authorizer or authorizer.get("admin") != "true":
+        raise Forbidden("this route needs an admin API key")
 
 
 def _json(status: int, payload: Any, headers: dict[str, str] | None = None) -> Response[str]:
@@ -97,6 +104,45 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
     ttl = api_settings().presign_ttl_seconds
     artifacts = service.list_artifacts(services(), tenant_id(), job_id, ttl_seconds=ttl)
     return _json(200, {"job_id": job_id, "artifacts": artifacts})
+
+
+@app.post("/v1/jobs/<job_id>/cancel")
+def cancel_job(job_id: JOB_ID) -> Response[str]:
+    job = service.cancel_job(services(), tenant_id(), job_id)
+    # 202 while a running job is being stopped; 200 once it is cancelled.
+    status = 200 if job.status is JobStatus.CANCELLED else 202
+    return _json(status, job.public_view())
+
+
+@app.get("/v1/admin/dead-letters")
+def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
+    require_admin()
+    jobs = recovery.list_dead_letters(services(), limit=limit)
+    return _json(
+        200,
+        {"dead_letters": [{"tenant_id": j.tenant_id, **j.public_view()} for j in jobs]},
+    )
+
+
+class RedriveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # Each entry "tenant_id/job_id"; omitted means every dead-lettered job.
+    jobs: list[str] | None = Field(default=None, max_length=1000)
+
+
+@app.post("/v1/admin/dead-letters/redrive")
+def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
+    require_admin()
+    if request.jobs is None:
+        targets = [(j.tenant_id, j.job_id) for j in recovery.list_dead_letters(services())]
+    else:
+        targets = []
+        for index, ref in enumerate(request.jobs):
+            tenant, _, job_id = ref.partition("/")
+            if not tenant or not job_id:
+                raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
+            targets.append((tenant, job_id))
+    return _json(200, {"redriven": recovery.redrive(services(), targets)})
 
 
 @app.exception_handler(RequestValidationError)

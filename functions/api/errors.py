@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from pagefleet.errors import (
     EnqueueFailed,
+    Forbidden,
     IdempotencyKeyReused,
     InvalidRequest,
     JobNotCancellable,
@@ -21,6 +22,7 @@ from pagefleet.errors import (
 STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     InvalidRequest: 400,
     Unauthorized: 401,
+    Forbidden: 403,
     NotFound: 404,
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,

@@ -8,16 +8,24 @@ raises a named error instead of overwriting.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from pagefleet.errors import IllegalTransition, InvalidRequest, LeaseLost, NotFound
+from pagefleet.errors import (
+    DeadlinePassed,
+    IllegalTransition,
+    InvalidRequest,
+    LeaseLost,
+    NotFound,
+)
 from pagefleet.jobs.states import JobStatus, sources_of
 from pagefleet.models import (
     Artifact,
@@ -31,6 +39,20 @@ _ser = TypeSerializer()
 _de = TypeDeserializer()
 
 UNQUEUED = "unqueued"
+# The ops index is sharded so no single GSI partition takes every claim and heartbeat.
+OPS_SHARDS = 4
+
+
+def ops_shard(job_id: str) -> int:
+    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % OPS_SHARDS
+
+
+def ops_key(kind: str, job_id: str) -> str:
+    return kind if kind == "dead" else f"{kind}#{ops_shard(job_id)}"
+
+
+def ops_time(epoch_seconds: int) -> str:
+    return f"{max(0, epoch_seconds):012d}"
 
 
 def tenant_pk(tenant_id: str) -> str:
@@ -149,6 +171,9 @@ class DynamoJobStore:
         """
         item = record_to_item(record)
         item["unqueued_pk"] = UNQUEUED
+        if record.deadline_at is not None:
+            item["ops_pk"] = ops_key("deadline", record.job_id)
+            item["ops_sk"] = ops_time(record.deadline_at)
         put_job = {
             "Put": {
                 "TableName": self._table,
@@ -271,7 +296,8 @@ class DynamoJobStore:
     ) -> JobRecord:
         """Take the job for a new attempt.
 
-        Allowed from queued or retry_scheduled, or from running when the lease has expired.
+        Allowed from queued or retry_scheduled, or from running when the lease has expired,
+        and only before the job's deadline (latest start).
         """
         sources = sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING}
         names, values, in_clause = _status_in(sources)
@@ -284,27 +310,44 @@ class DynamoJobStore:
                 ":until": lease_until,
                 ":started": started_at,
                 ":sp": status_pk(tenant_id, JobStatus.RUNNING),
+                ":ops": ops_key("lease", job_id),
+                ":ops_sk": ops_time(lease_until),
             }
         )
         condition = (
             f"attribute_exists(pk) AND ({in_clause} OR "
-            "(#status = :running AND lease_expires_at < :now))"
+            "(#status = :running AND lease_expires_at < :now)) AND "
+            "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running)"
         )
+
+        def refused(current: JobRecord) -> Exception:
+            if (
+                current.status is not JobStatus.RUNNING
+                and current.deadline_at is not None
+                and current.deadline_at < now
+                and not current.status.is_final
+            ):
+                return DeadlinePassed(
+                    f"job {job_id} was not started before its deadline", status=current.status.value
+                )
+            return IllegalTransition(
+                f"job {job_id} is {current.status.value}, cannot start it",
+                status=current.status.value,
+            )
+
         return self._update(
             tenant_id,
             job_id,
             update=(
                 "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "
                 "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
-                "updated_at = :started"
+                "updated_at = :started, ops_pk = :ops, ops_sk = :ops_sk "
+                "REMOVE deferred_reason, retry_at"
             ),
             condition=condition,
             names=names,
             values=values,
-            on_refused=lambda current: IllegalTransition(
-                f"job {job_id} is {current.status.value}, cannot start it",
-                status=current.status.value,
-            ),
+            on_refused=refused,
         )
 
     def extend_lease(
@@ -314,11 +357,12 @@ class DynamoJobStore:
         return self._update(
             tenant_id,
             job_id,
-            update="SET lease_expires_at = :until",
+            update="SET lease_expires_at = :until, ops_sk = :ops_sk",
             condition=_FENCE,
             names={"#status": "status"},
             values={
                 ":until": lease_until,
+                ":ops_sk": ops_time(lease_until),
                 ":attempt": attempt,
                 ":owner": owner,
                 ":running": JobStatus.RUNNING.value,
@@ -341,8 +385,13 @@ class DynamoJobStore:
         artifacts: list[Artifact],
         error: JobError | None,
         history: AttemptRecord,
+        retry_at: int | None = None,
     ) -> JobRecord:
-        """Write the attempt's outcome, fenced on (attempt, owner) and the transition table."""
+        """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
+
+        ``retry_at`` (epoch seconds) goes with ``retry_scheduled``: when the re-sent message is
+        due, so the sweeper can tell a lost retry from a pending one.
+        """
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
         values: dict[str, Any] = {
@@ -377,6 +426,13 @@ class DynamoJobStore:
         }
         if status.is_final:
             sets.append("finished_at = :at")
+            removes += ["ops_pk", "ops_sk"]
+        elif status is JobStatus.RETRY_SCHEDULED:
+            due = retry_at if retry_at is not None else 0
+            sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
+            values.update(
+                {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
+            )
         for field, token in (("result", ":result"), ("error", ":error")):
             if values[token] is None:
                 removes.append(f"#{field}")
@@ -405,22 +461,54 @@ class DynamoJobStore:
         *,
         at: str,
         error: JobError | None = None,
+        lease_expired_before: int | None = None,
+        retry_at: int | None = None,
     ) -> JobRecord:
-        """Move a job not held by a worker (cancel, expire, dead-letter, redrive)."""
+        """Move a job not held by a live worker (cancel, expire, dead-letter, redrive).
+
+        With ``lease_expired_before`` the move applies to a running job only if its lease
+        ran out before that time (the sweeper taking back a dead worker's job).
+        """
         names, values, in_clause = _status_in(sources_of(target))
+        condition = f"attribute_exists(pk) AND {in_clause}"
+        if lease_expired_before is not None:
+            condition += " AND #status = :running_now AND lease_expires_at < :expired_before"
+            values.update(
+                {":running_now": JobStatus.RUNNING.value, ":expired_before": lease_expired_before}
+            )
         values.update({":to": target.value, ":sp": status_pk(tenant_id, target), ":at": at})
         sets = ["#status = :to", "status_pk = :sp", "updated_at = :at"]
+        removes: list[str] = []
         if target.is_final:
             sets.append("finished_at = :at")
+            removes += ["ops_pk", "ops_sk", "lease_owner", "lease_expires_at", "unqueued_pk"]
+        elif target is JobStatus.DEAD_LETTERED:
+            sets += ["ops_pk = :ops", "ops_sk = :ops_sk"]
+            values.update({":ops": "dead", ":ops_sk": ops_time(_epoch(at))})
+            removes += ["lease_owner", "lease_expires_at", "unqueued_pk"]
+        elif target is JobStatus.RETRY_SCHEDULED:
+            due = retry_at if retry_at is not None else _epoch(at)
+            sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
+            values.update(
+                {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
+            )
+            removes += ["lease_owner", "lease_expires_at"]
+        elif target is JobStatus.QUEUED:
+            # Redrive: a fresh retry budget, and the message must be sent again.
+            sets += ["attempt_base = attempt", "unqueued_pk = :unq"]
+            values[":unq"] = UNQUEUED
+            removes += ["ops_pk", "ops_sk", "enqueued_at", "#error", "retry_at"]
+            names["#error"] = "error"
         if error is not None:
             names["#error"] = "error"
             sets.append("#error = :error")
             values[":error"] = error.model_dump_json()
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self._update(
             tenant_id,
             job_id,
-            update="SET " + ", ".join(sets),
-            condition=f"attribute_exists(pk) AND {in_clause}",
+            update=update,
+            condition=condition,
             names=names,
             values=values,
             on_refused=lambda current: IllegalTransition(
@@ -428,6 +516,74 @@ class DynamoJobStore:
                 status=current.status.value,
             ),
         )
+
+    def request_cancel(self, tenant_id: str, job_id: str, *, at: str) -> JobRecord:
+        """Flag a running job; its worker sees the flag within a second and stops it."""
+        return self._update(
+            tenant_id,
+            job_id,
+            update="SET cancel_requested_at = if_not_exists(cancel_requested_at, :at)",
+            condition="#status = :running",
+            names={"#status": "status"},
+            values={":at": at, ":running": JobStatus.RUNNING.value},
+            on_refused=lambda current: IllegalTransition(
+                f"job {job_id} is {current.status.value}, not running",
+                status=current.status.value,
+            ),
+        )
+
+    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:
+        """Note why a queued job waits (it stays queued; its message is delayed)."""
+        with contextlib.suppress(ClientError):
+            self._db.update_item(
+                TableName=self._table,
+                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression="SET deferred_reason = :r, updated_at = :at",
+                ConditionExpression="#status IN (:q, :r2)",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=_serialize(
+                    {
+                        ":r": reason,
+                        ":at": at,
+                        ":q": JobStatus.QUEUED.value,
+                        ":r2": JobStatus.RETRY_SCHEDULED.value,
+                    }
+                ),
+            )
+
+    def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:
+        """After re-sending a lost retry's message, look again only after ``due``."""
+        with contextlib.suppress(ClientError):
+            self._db.update_item(
+                TableName=self._table,
+                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression="SET retry_at = :due, ops_sk = :sk",
+                ConditionExpression="#status = :r",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=_serialize(
+                    {":due": due, ":sk": ops_time(due), ":r": JobStatus.RETRY_SCHEDULED.value}
+                ),
+            )
+
+    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]:
+        """(tenant_id, job_id) of jobs in the ops index of ``kind`` due before a time."""
+        out: list[tuple[str, str]] = []
+        shards = ["dead"] if kind == "dead" else [f"{kind}#{n}" for n in range(OPS_SHARDS)]
+        for shard in shards:
+            kwargs: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": "ops",
+                "KeyConditionExpression": "ops_pk = :p AND ops_sk < :t",
+                "ExpressionAttributeValues": _serialize(
+                    {":p": shard, ":t": ops_time(before_epoch)}
+                ),
+                "Limit": limit,
+            }
+            resp = self._db.query(**kwargs)
+            for item in resp.get("Items", []):
+                data = _deserialize(item)
+                out.append((str(data["tenant_id"]), str(data["job_id"])))
+        return out
 
     # --- helpers ----------------------------------------------------------------------------
     def _update(
@@ -468,6 +624,10 @@ def _status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, 
     values = {f":from{i}": s for i, s in enumerate(ordered)}
     clause = f"#status IN ({', '.join(values)})"
     return {"#status": "status"}, values, clause
+
+
+def _epoch(at: str) -> int:
+    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp())
 
 
 class IdempotencyConflict(Exception):

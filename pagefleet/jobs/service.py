@@ -15,7 +15,14 @@ from typing import Any
 from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore, IdempotencyConflict
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.sqs import SqsJobQueue
-from pagefleet.errors import EnqueueFailed, IdempotencyKeyReused, NotFound
+from pagefleet.errors import (
+    EnqueueFailed,
+    IdempotencyKeyReused,
+    IllegalTransition,
+    InvalidRequest,
+    JobNotCancellable,
+    NotFound,
+)
 from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobMessage, JobRecord, JobRequest, iso, new_job_id, utcnow
 
@@ -60,7 +67,10 @@ def submit_job(
         if existing is not None:
             return existing
 
-    now = iso(utcnow())
+    now_dt = utcnow()
+    if request.deadline is not None and request.deadline <= now_dt:
+        raise InvalidRequest("deadline is in the past", field="deadline")
+    now = iso(now_dt)
     record = JobRecord(
         tenant_id=tenant_id,
         job_id=new_job_id(),
@@ -71,6 +81,7 @@ def submit_job(
         correlation_id=correlation_id or str(uuid.uuid4()),
         pool=request.pool,
         idempotency_key=idempotency_key,
+        deadline_at=int(request.deadline.timestamp()) if request.deadline else None,
     )
     try:
         svc.store.create(record, idempotency_fingerprint=fingerprint)
@@ -145,6 +156,27 @@ def list_jobs(
     jobs, last_key = svc.store.list_page(tenant_id, status=status, limit=limit, start_key=start_key)
     next_cursor = svc.cursors.encode(tenant_id, last_key) if last_key else None
     return JobPage(jobs=jobs, next_cursor=next_cursor)
+
+
+def cancel_job(svc: JobServices, tenant_id: str, job_id: str) -> JobRecord:
+    """Cancel a job: at once if it has not started, through its worker if it is running.
+
+    A running job's worker reads the flag within a second, closes the job's browser context
+    mid-action and records it ``cancelled`` with the artifacts taken so far.
+    """
+    for _ in range(3):  # the job may start or finish while we look at it
+        job = svc.store.get(tenant_id, job_id)
+        if job.status.is_final:
+            raise JobNotCancellable(
+                f"job {job_id} already ended as {job.status.value}", status=job.status.value
+            )
+        try:
+            if job.status is JobStatus.RUNNING:
+                return svc.store.request_cancel(tenant_id, job_id, at=iso(utcnow()))
+            return svc.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+        except IllegalTransition:
+            continue
+    raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
 
 
 def list_artifacts(
