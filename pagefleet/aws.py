@@ -11,6 +11,7 @@ from botocore.config import Config
 from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore, DynamoTenantStore
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.sqs import SqsJobQueue
+from pagefleet.breaker import DomainBreakers
 from pagefleet.jobs.service import JobServices
 from pagefleet.settings import CoreSettings
 
@@ -35,6 +36,10 @@ def job_services(settings: CoreSettings) -> JobServices:
         artifacts=S3ArtifactStore(client("s3"), settings.artifacts_bucket),
         cursors=CursorCodec(),
     )
+
+
+def domain_breakers(settings: CoreSettings) -> DomainBreakers:
+    return DomainBreakers(client("dynamodb"), settings.jobs_table, settings.breaker)
 
 
 def tenant_store(tenants_table: str) -> DynamoTenantStore:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pagefleet.breaker import BreakerPolicy
 from pagefleet.resources import DEFAULT_POOL, LEASE_SECONDS
 
 ENV_PREFIX = "PAGEFLEET_"
@@ -31,6 +32,8 @@ class CoreSettings(_Base):
     # pool name -> queue URL, as JSON in the environment.
     queue_urls: dict[str, str]
     stage: str = "dev"
+    # Per-domain circuit breaker thresholds, as JSON: {"window_s": 60, "failure_rate": 0.5, ...}
+    breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]

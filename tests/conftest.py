@@ -87,8 +87,18 @@ def api_env(provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("PAGEFLEET_TENANTS_TABLE", provisioned.tenants_table)
     monkeypatch.setenv("PAGEFLEET_ARTIFACTS_BUCKET", provisioned.artifacts_bucket)
     monkeypatch.setenv("PAGEFLEET_QUEUE_URLS", json.dumps(provisioned.queue_urls))
-    for cached in (settings.api_settings, settings.authorizer_settings, api_app.services):
+    for cached in (
+        settings.api_settings,
+        settings.authorizer_settings,
+        api_app.services,
+        api_app.breakers,
+    ):
         cached.cache_clear()
     yield provisioned
-    for cached in (settings.api_settings, settings.authorizer_settings, api_app.services):
+    for cached in (
+        settings.api_settings,
+        settings.authorizer_settings,
+        api_app.services,
+        api_app.breakers,
+    ):
         cached.cache_clear()

@@ -13,7 +13,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api import errors
-from pagefleet.aws import job_services
+from pagefleet.aws import domain_breakers, job_services
+from pagefleet.breaker import DomainBreakers
 from pagefleet.errors import Forbidden, InvalidRequest, PagefleetError, Unauthorized
 from pagefleet.jobs import recovery, service
 from pagefleet.jobs.service import JobServices
@@ -143,6 +144,26 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
                 raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
             targets.append((tenant, job_id))
     return _json(200, {"redriven": recovery.redrive(services(), targets)})
+
+
+@lru_cache(maxsize=1)
+def breakers() -> DomainBreakers:
+    return domain_breakers(api_settings())
+
+
+@app.get("/v1/domains")
+def list_domains() -> Response[str]:
+    # Which sites every tenant automates is not for tenants to see: ops only.
+    require_admin()
+    return _json(200, {"domains": [d.as_dict() for d in breakers().list()]})
+
+
+@app.get("/v1/domains/<domain>")
+def get_domain(
+    domain: Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")],
+) -> Response[str]:
+    tenant_id()  # any authenticated tenant may ask about a site it names
+    return _json(200, breakers().get(domain.lower()).as_dict())
 
 
 @app.exception_handler(RequestValidationError)
