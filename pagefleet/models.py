@@ -39,6 +39,14 @@ class Viewport(BaseModel):
     height: int = Field(default=800, ge=200, le=4320)
 
 
+class ProxyOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    server: str = Field(min_length=1, max_length=2000, description="http://host:port")
+    username: str | None = Field(default=None, max_length=500)
+    password: str | None = Field(default=None, max_length=500, description="use {{secrets.NAME}}")
+
+
 class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,6 +54,27 @@ class JobOptions(BaseModel):
     navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
     action_timeout_ms: int = Field(default=10_000, ge=100, le=300_000)
     job_timeout_s: int = Field(default=300, ge=1, le=3600)
+    user_agent: str | None = Field(default=None, max_length=1000)
+    locale: str | None = Field(
+        default=None, max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+    )
+    timezone_id: str | None = Field(default=None, max_length=64)
+    extra_headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    proxy: ProxyOptions | None = None
+    # Record a Playwright trace (always recorded on failure too).
+    trace: bool = False
+
+    @field_validator("timezone_id")
+    @classmethod
+    def _known_timezone(cls, tz: str | None) -> str | None:
+        if tz is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(tz)
+            except (ZoneInfoNotFoundError, ValueError) as exc:
+                raise ValueError(f"unknown time zone {tz!r}") from exc
+        return tz
 
 
 class RetryPolicy(BaseModel):

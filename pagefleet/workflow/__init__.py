@@ -6,15 +6,91 @@ from typing import Annotated
 
 from pydantic import Field, TypeAdapter
 
-from pagefleet.workflow.steps.capture import Screenshot
-from pagefleet.workflow.steps.extraction import Extract
-from pagefleet.workflow.steps.interaction import Click, Fill
-from pagefleet.workflow.steps.navigation import Goto, WaitFor
+from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
+from pagefleet.workflow.steps.control import Evaluate, Paginate
+from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
+from pagefleet.workflow.steps.interaction import (
+    Check,
+    Click,
+    Fill,
+    Hover,
+    Press,
+    Scroll,
+    Select,
+    Type,
+    Uncheck,
+    Upload,
+)
+from pagefleet.workflow.steps.navigation import Goto, Sleep, WaitFor
+from pagefleet.workflow.steps.session import SaveSession, UseSession
 
 Step = Annotated[
-    Goto | WaitFor | Click | Fill | Extract | Screenshot, Field(discriminator="action")
+    Goto
+    | WaitFor
+    | Sleep
+    | Click
+    | Fill
+    | Type
+    | Press
+    | Select
+    | Check
+    | Uncheck
+    | Hover
+    | Scroll
+    | Upload
+    | Extract
+    | Assert
+    | Screenshot
+    | Pdf
+    | Download
+    | Paginate
+    | Evaluate
+    | SaveSession
+    | UseSession,
+    Field(discriminator="action"),
 ]
+
+# Paginate nests steps: resolve its forward reference now that Step exists.
+Paginate.model_rebuild(_types_namespace={"Step": Step})
 
 STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step)
 
-__all__ = ["STEP_ADAPTER", "Click", "Extract", "Fill", "Goto", "Screenshot", "Step", "WaitFor"]
+
+def iter_steps(steps: list[Step]) -> list[tuple[str, Step]]:
+    """Every step with its path (``3`` or ``3.steps[1]``), nested blocks included."""
+    out: list[tuple[str, Step]] = []
+    for index, step in enumerate(steps):
+        out.append((str(index), step))
+        if isinstance(step, Paginate):
+            out += [(f"{index}.steps[{sub}]", inner) for sub, inner in iter_steps(step.steps)]
+    return out
+
+
+__all__ = [
+    "STEP_ADAPTER",
+    "Assert",
+    "Check",
+    "Click",
+    "Download",
+    "Evaluate",
+    "Extract",
+    "FieldSpec",
+    "Fill",
+    "Goto",
+    "Hover",
+    "Paginate",
+    "Pdf",
+    "Press",
+    "SaveSession",
+    "Screenshot",
+    "Scroll",
+    "Select",
+    "Sleep",
+    "Step",
+    "Type",
+    "Uncheck",
+    "Upload",
+    "UseSession",
+    "WaitFor",
+    "iter_steps",
+]

@@ -1,4 +1,4 @@
-"""Steps that move the page: goto, wait_for."""
+"""Steps that move the page or wait: goto, wait_for, sleep."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pydantic import Field, model_validator
 from pagefleet.workflow.steps.base import StepBase
 
 LoadState = Literal["load", "domcontentloaded", "networkidle", "commit"]
+
+MAX_SLEEP_MS = 60_000
 
 
 class Goto(StepBase):
@@ -32,3 +34,10 @@ class WaitFor(StepBase):
         if len(targets) != 1:
             raise ValueError("wait_for needs exactly one of selector, url or load_state")
         return self
+
+
+class Sleep(StepBase):
+    """A bounded pause; prefer wait_for, which ends as soon as the page is ready."""
+
+    action: Literal["sleep"] = "sleep"
+    ms: int = Field(ge=0, le=MAX_SLEEP_MS)

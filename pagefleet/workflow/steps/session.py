@@ -1,0 +1,29 @@
+"""Steps that keep a login: save_session, use_session.
+
+The session is Playwright's storage state (cookies and local storage), stored encrypted in
+S3 under the tenant, so a later job can start logged in.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from pagefleet.workflow.steps.base import StepBase
+
+SESSION_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class SaveSession(StepBase):
+    action: Literal["save_session"] = "save_session"
+    name: str = SESSION_NAME
+
+
+class UseSession(StepBase):
+    """Load a saved session into this job's browser context (cookies + storage)."""
+
+    action: Literal["use_session"] = "use_session"
+    name: str = SESSION_NAME
+    # When false, a missing session is not an error: the job continues logged out.
+    required: bool = True
