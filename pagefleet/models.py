@@ -14,7 +14,7 @@ from ulid import ULID
 
 from pagefleet.jobs.states import JobStatus
 from pagefleet.resources import QUEUES
-from pagefleet.workflow import Step
+from pagefleet.workflow import Evaluate, Paginate, Step, Upload, iter_steps
 from pagefleet.workflow.templating import references
 
 InputValue = str | int | float | bool
@@ -132,13 +132,28 @@ class JobRequest(BaseModel):
 
     @model_validator(mode="after")
     def _inputs_exist(self) -> JobRequest:
-        for index, step in enumerate(self.steps):
-            for namespace, name in references(step.model_dump()):
+        for path, step in iter_steps(self.steps):
+            # A block's nested steps are checked on their own, under their own path.
+            own = step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
+            for namespace, name in references(own):
                 if namespace == "inputs" and name not in self.inputs:
                     raise ValueError(
-                        f"steps[{index}] uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+                        f"steps[{path}] uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
                     )
+            if isinstance(step, Upload) and step.input not in self.inputs:
+                raise ValueError(f"steps[{path}] uploads input {step.input!r} but inputs has none")
+        for namespace, name in references(self.options.model_dump()):
+            if namespace == "inputs" and name not in self.inputs:
+                raise ValueError(f"options use {{{{inputs.{name}}}}} but inputs has no {name!r}")
         return self
+
+    def secret_names(self) -> set[str]:
+        """Names of the secrets this job references (resolved only in the worker)."""
+        found = references([s.model_dump() for s in self.steps] + [self.options.model_dump()])
+        return {name for namespace, name in found if namespace == "secrets"}
+
+    def uses_evaluate(self) -> bool:
+        return any(isinstance(step, Evaluate) for _, step in iter_steps(self.steps))
 
     def fingerprint(self) -> str:
         """Stable hash of the request, to tell an idempotent retry from a different body."""

@@ -1,0 +1,43 @@
+"""goto and wait_for."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from browser_task.context import RunContext
+from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
+from browser_task.errors import FailJob, RetryJob
+from pagefleet.workflow import Goto, WaitFor
+
+
+async def goto(step: Goto, ctx: RunContext) -> None:
+    scheme = urlsplit(step.url).scheme.lower()
+    if scheme not in ALLOWED_SCHEMES:
+        raise FailJob(
+            f"goto only opens http and https URLs, not {scheme or 'a URL without a scheme'!r}",
+            kind="invalid_workflow",
+        )
+    verdict = await ctx.guard.check(step.url)
+    if not verdict.allowed:
+        reason = verdict.reason or "refused by the egress policy"
+        if reason.startswith(UNRESOLVED_PREFIX):
+            raise RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
+        raise FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
+    response = await ctx.page.goto(
+        step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms(step)
+    )
+    if response is not None and (response.status >= 500 or response.status == 429):
+        raise RetryJob(f"{step.url} answered HTTP {response.status}", kind="target_unavailable")
+
+
+async def wait_for(step: WaitFor, ctx: RunContext) -> None:
+    timeout = ctx.timeout_ms(step)
+    if step.selector is not None:
+        await ctx.page.locator(step.selector).first.wait_for(state=step.state, timeout=timeout)
+    elif step.url is not None:
+        await ctx.page.wait_for_url(step.url, timeout=timeout)
+    elif step.load_state is not None:
+        # "commit" (response received) is not a load state Playwright waits for; the nearest is
+        # domcontentloaded, reached right after it.
+        state = "domcontentloaded" if step.load_state == "commit" else step.load_state
+        await ctx.page.wait_for_load_state(state, timeout=timeout)

@@ -1,0 +1,120 @@
+"""Structured logs and EMF metrics for the worker.
+
+Logs: one Powertools Logger; per-job keys (correlation id, job id, tenant) travel as
+``extra`` on each call rather than ``append_keys``, because two slots log concurrently
+from one event loop and the logger's appended keys are process-wide.
+
+Metrics: Powertools ``EphemeralMetrics`` (no state shared between instances) buffer values
+in memory and are flushed as EMF lines on a timer and at shutdown, never per job, so the hot
+path only appends to a list. ``JobsFinished`` needs a ``status`` dimension, and an EMF blob
+has one dimension set, so each status gets its own buffer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+SERVICE = "browser_task"
+NAMESPACE = "pagefleet"
+
+logger = Logger(service=SERVICE)
+
+
+_EMITTERS: dict[int, Any] = {
+    logging.DEBUG: logger.debug,
+    logging.INFO: logger.info,
+    logging.WARNING: logger.warning,
+    logging.ERROR: logger.error,
+}
+
+
+class JobLog:
+    """Logs with the job's correlation keys on every line. Never pass page contents here."""
+
+    __slots__ = ("_keys",)
+
+    def __init__(self, **keys: Any) -> None:
+        self._keys = {k: v for k, v in keys.items() if v is not None}
+
+    def bind(self, **keys: Any) -> JobLog:
+        return JobLog(**{**self._keys, **keys})
+
+    @property
+    def keys(self) -> Mapping[str, Any]:
+        return self._keys
+
+    def _log(self, level: int, message: str, fields: dict[str, Any], exc_info: bool) -> None:
+        emit = _EMITTERS[level]
+        emit(message, extra={**self._keys, **fields}, exc_info=exc_info, stacklevel=4)
+
+    def debug(self, message: str, **fields: Any) -> None:
+        self._log(logging.DEBUG, message, fields, False)
+
+    def info(self, message: str, **fields: Any) -> None:
+        self._log(logging.INFO, message, fields, False)
+
+    def warning(self, message: str, *, exc_info: bool = False, **fields: Any) -> None:
+        self._log(logging.WARNING, message, fields, exc_info)
+
+    def error(self, message: str, *, exc_info: bool = False, **fields: Any) -> None:
+        self._log(logging.ERROR, message, fields, exc_info)
+
+
+class WorkerMetrics:
+    """Buffered EMF metrics with the ``pool`` dimension; ``flush()`` prints them."""
+
+    def __init__(self, pool: str, *, flush_interval_s: float = 60.0) -> None:
+        self._pool = pool
+        self._interval = flush_interval_s
+        self._main = self._new()
+        self._by_status: dict[str, EphemeralMetrics] = {}
+        self._pending = False
+        self._last_flush = time.monotonic()
+
+    def _new(self, **dimensions: str) -> EphemeralMetrics:
+        metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+        metrics.set_default_dimensions(pool=self._pool, **dimensions)
+        return metrics
+
+    def job_finished(self, status: str, duration_ms: float) -> None:
+        bucket = self._by_status.get(status)
+        if bucket is None:
+            bucket = self._by_status[status] = self._new(status=status)
+        bucket.add_metric(name="JobsFinished", unit=MetricUnit.Count, value=1)
+        self._main.add_metric(name="JobDuration", unit=MetricUnit.Milliseconds, value=duration_ms)
+        self._pending = True
+
+    def queue_delay(self, delay_ms: float) -> None:
+        self._main.add_metric(
+            name="QueueDelay", unit=MetricUnit.Milliseconds, value=max(0.0, delay_ms)
+        )
+        self._pending = True
+
+    def count(self, name: str, value: float = 1) -> None:
+        """Retries, Timeouts, BrowserCrashes."""
+        self._main.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        self._pending = True
+
+    def flush(self) -> None:
+        self._last_flush = time.monotonic()
+        if not self._pending:
+            return
+        self._pending = False
+        for metrics in (self._main, *self._by_status.values()):
+            if metrics.metric_set:
+                metrics.flush_metrics(raise_on_empty_metrics=True)
+
+    async def run_flusher(self) -> None:
+        """Flush on a timer until cancelled; the final flush is the caller's job."""
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(self._interval)
+                self.flush()

@@ -1,0 +1,192 @@
+"""Stage configuration (dev / prod), chosen by CDK context.
+
+``cdk deploy -c pagefleet:stage=prod`` selects a stage; ``-c pagefleet:overrides='{...}'``
+merges JSON over its defaults (e.g. ``{"alarm_email": "ops@example.com"}``). The data
+resources' own settings (keys, visibility, maxReceiveCount, lifecycle days) are not here:
+they live in ``pagefleet.resources`` so the local stack builds exactly the same ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from aws_cdk import aws_logs as logs
+from constructs import Node
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from pagefleet.resources import QUEUES
+
+STAGE_CONTEXT_KEY = "pagefleet:stage"
+OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"
+# Off for offline synth and tests; cdk.json turns it on so `cdk deploy` ships dependencies.
+BUNDLE_CONTEXT_KEY = "pagefleet:bundleDependencies"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AgeStep(_Model):
+    """Add ``add_tasks`` when the oldest queued job has waited at least ``age_seconds``."""
+
+    age_seconds: int = Field(ge=1)
+    add_tasks: int = Field(ge=1)
+
+
+class PoolConfig(_Model):
+    cpu: int = Field(description="Fargate CPU units per task (1024 = 1 vCPU)")
+    memory_mib: int
+    # Browser slots per task: each slot runs one job in its own BrowserContext.
+    concurrency: int = Field(ge=1, le=64)
+    min_tasks: int = Field(ge=0)
+    max_tasks: int = Field(ge=1)
+    # Step scaling on ApproximateAgeOfOldestMessage; steps must be increasing in age.
+    age_steps: tuple[AgeStep, ...] = (
+        AgeStep(age_seconds=30, add_tasks=1),
+        AgeStep(age_seconds=120, add_tasks=2),
+        AgeStep(age_seconds=300, add_tasks=4),
+    )
+    # Target tracking on visible messages per running task; defaults to the slot count.
+    backlog_per_task: int | None = None
+    spot: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> PoolConfig:
+        if self.min_tasks > self.max_tasks:
+            raise ValueError("min_tasks > max_tasks")
+        ages = [s.age_seconds for s in self.age_steps]
+        if ages != sorted(set(ages)) or not ages:
+            raise ValueError("age_steps must be non-empty and strictly increasing in age")
+        return self
+
+    @property
+    def backlog_target(self) -> int:
+        return self.backlog_per_task or self.concurrency
+
+
+_RETENTION = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+}
+
+
+class StageConfig(_Model):
+    stage: Literal["dev", "prod"]
+    # prod keeps tables and the bucket on stack deletion; dev destroys them.
+    retain_data: bool
+    log_retention_days: int
+    pools: dict[str, PoolConfig]
+    # Worker egress to target sites: "nat" = private subnets behind NAT gateways,
+    # "public" = public subnets with a public IP (no NAT cost, tasks still accept no inbound).
+    egress: Literal["nat", "public"]
+    nat_gateways: int = Field(default=1, ge=0)
+    max_azs: int = Field(default=2, ge=1)
+    worker_architecture: Literal["x86_64", "arm64"] = "x86_64"
+    # Fargate allows at most 120 s between SIGTERM and SIGKILL.
+    worker_stop_timeout_seconds: int = Field(default=120, ge=2, le=120)
+    api_throttle_rate: float = 50
+    api_throttle_burst: int = 100
+    authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
+    max_request_bytes: int = 256 * 1024
+    waf: bool = True
+    waf_rate_limit_per_5min: int = Field(default=3000, ge=10)
+    # Reserved concurrency by function name, where it protects something downstream.
+    reserved_concurrency: dict[str, int] = Field(default_factory=dict)
+    alarm_email: str | None = None
+    oldest_age_alarm_seconds: int = 900
+    failure_rate_alarm_percent: float = 20
+    api_5xx_alarm_count: int = 5
+    bundle_dependencies: bool = False
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return _RETENTION[self.log_retention_days]
+
+    @model_validator(mode="after")
+    def _pools_match_queues(self) -> StageConfig:
+        if self.log_retention_days not in _RETENTION:
+            raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
+        expected = {q.pool for q in QUEUES}
+        if set(self.pools) != expected:
+            raise ValueError(f"pools {sorted(self.pools)} != queue pools {sorted(expected)}")
+        if self.egress == "nat" and self.nat_gateways < 1:
+            raise ValueError("egress=nat needs at least one NAT gateway")
+        return self
+
+
+STAGES: dict[str, StageConfig] = {
+    "dev": StageConfig(
+        stage="dev",
+        retain_data=False,
+        log_retention_days=14,
+        egress="public",
+        nat_gateways=0,
+        pools={
+            "standard": PoolConfig(
+                cpu=1024, memory_mib=2048, concurrency=2, min_tasks=1, max_tasks=4
+            ),
+            "heavy": PoolConfig(cpu=2048, memory_mib=4096, concurrency=1, min_tasks=0, max_tasks=2),
+        },
+        waf=False,
+        # A new account's concurrency limit may be 10: reserving would fail the deploy.
+        reserved_concurrency={},
+    ),
+    "prod": StageConfig(
+        stage="prod",
+        retain_data=True,
+        log_retention_days=90,
+        egress="nat",
+        nat_gateways=2,
+        pools={
+            "standard": PoolConfig(
+                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=2, max_tasks=20
+            ),
+            "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=8),
+        },
+        api_throttle_rate=200,
+        api_throttle_burst=400,
+        reserved_concurrency={"dead_letters": 5, "sweeper": 1},
+    ),
+}
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def load_config(node: Node) -> StageConfig:
+    """The stage config selected by CDK context, with any JSON overrides applied."""
+    stage = str(node.try_get_context(STAGE_CONTEXT_KEY) or "dev")
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
+    data = STAGES[stage].model_dump()
+    overrides = node.try_get_context(OVERRIDES_CONTEXT_KEY)
+    if isinstance(overrides, str):
+        overrides = json.loads(overrides)
+    if overrides:
+        data = _deep_merge(data, overrides)
+    bundle = node.try_get_context(BUNDLE_CONTEXT_KEY)
+    if bundle is not None:
+        data["bundle_dependencies"] = _as_bool(bundle)
+    return StageConfig.model_validate(data)

@@ -1,0 +1,215 @@
+"""API: REST API with the tenant-key Lambda authorizer in front of the API function.
+
+The API function's Powertools resolver owns the route table (one ``{proxy+}`` integration),
+so the routes API Gateway serves and the resolver's OpenAPI description cannot disagree.
+Per-tenant limits (submissions per minute, queued and running jobs, request size → 413)
+are enforced by the API function against the tenants table; API Gateway adds stage-wide
+throttling and, when configured, a WAF rate limit per source IP.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_wafv2 as wafv2
+from constructs import Construct
+
+from infra import grants
+from infra.config import StageConfig
+from infra.nag import acknowledge
+from pagefleet.resources import DEFAULT_POOL
+from pagefleet.settings import ApiSettings, AuthorizerSettings
+
+from .artifacts import ArtifactsBucket
+from .job_queues import JobQueues
+from .job_store import JobStore
+from .lambda_factory import LambdaFactory
+
+STAGE_NAME = "v1"
+# The authorizer reads the tenant key from this header ("Bearer <key>" or the bare key).
+AUTH_HEADER = "Authorization"
+
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "time": "$context.requestTime",
+    "ip": "$context.identity.sourceIp",
+    "method": "$context.httpMethod",
+    "path": "$context.path",
+    "status": "$context.status",
+    "bytes": "$context.responseLength",
+    "latencyMs": "$context.responseLatency",
+    "tenant": "$context.authorizer.tenant_id",
+    "authorizerError": "$context.authorizer.error",
+    "integrationError": "$context.integration.error",
+    "waf": "$context.waf.status",
+}
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        functions: LambdaFactory,
+        store: JobStore,
+        queues: JobQueues,
+        artifacts: ArtifactsBucket,
+        queue_urls_json: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+
+        self.handler = functions.function(
+            "api",
+            settings_cls=ApiSettings,
+            description="pagefleet HTTPS API: submit, list, get, cancel jobs; artifact links",
+            timeout_seconds=29,
+            memory_mib=1024,
+            env={
+                "jobs_table": store.jobs.table_name,
+                "tenants_table": store.tenants.table_name,
+                "artifacts_bucket": artifacts.bucket.bucket_name,
+                "queue_urls": queue_urls_json,
+                "stage": config.stage,
+                "max_request_bytes": str(config.max_request_bytes),
+                "default_pool": DEFAULT_POOL,
+            },
+        )
+        grants.table(self.handler, store.jobs, grants.JOBS_API)
+        grants.table(self.handler, store.tenants, grants.TENANTS_QUOTA)
+        for pool in queues.pools.values():
+            grants.queue(self.handler, pool.queue, grants.QUEUE_SEND)
+        # Presigned GET links are signed with the function's credentials.
+        grants.objects(self.handler, artifacts.bucket, ("GetObject",))
+
+        self.authorizer_function = functions.function(
+            "authorizer",
+            settings_cls=AuthorizerSettings,
+            description="pagefleet API key authorizer: key hash -> tenant_id",
+            timeout_seconds=5,
+            memory_mib=512,
+            env={"tenants_table": store.tenants.table_name},
+        )
+        grants.table(self.authorizer_function, store.tenants, grants.TENANTS_READ)
+        self.authorizer = apigw.TokenAuthorizer(
+            self,
+            "TenantKeyAuthorizer",
+            handler=self.authorizer_function,
+            identity_source=apigw.IdentitySource.header(AUTH_HEADER),
+            # A revoked key stops working within this many seconds.
+            results_cache_ttl=Duration.seconds(config.authorizer_cache_seconds),
+        )
+
+        self.access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)
+        self.rest_api = apigw.LambdaRestApi(
+            self,
+            "RestApi",
+            handler=self.handler,
+            proxy=True,
+            description=f"pagefleet {config.stage} API",
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            cloud_watch_role=True,
+            deploy_options=apigw.StageOptions(
+                stage_name=STAGE_NAME,
+                throttling_rate_limit=config.api_throttle_rate,
+                throttling_burst_limit=config.api_throttle_burst,
+                access_log_destination=apigw.LogGroupLogDestination(self.access_logs),
+                access_log_format=apigw.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT)),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                metrics_enabled=True,
+                tracing_enabled=True,
+            ),
+            default_method_options=apigw.MethodOptions(
+                authorizer=self.authorizer,
+                authorization_type=apigw.AuthorizationType.CUSTOM,
+            ),
+        )
+        # Basic validation at the edge (declared parameters); the resolver validates bodies.
+        validator = self.rest_api.add_request_validator(
+            "RequestValidator", validate_request_body=True, validate_request_parameters=True
+        )
+        for method in self.rest_api.methods:
+            cfn_method = method.node.default_child
+            assert isinstance(cfn_method, apigw.CfnMethod)
+            cfn_method.request_validator_id = validator.request_validator_id
+        self.stage = self.rest_api.deployment_stage
+        self.web_acl = self._web_acl(config) if config.waf else None
+        self._acknowledge(config)
+
+    def _acknowledge(self, config: StageConfig) -> None:
+        acknowledge(
+            self.rest_api,
+            "COG4",
+            "Clients are machines holding tenant API keys, not Cognito users: every method "
+            "goes through the tenant-key Lambda authorizer.",
+        )
+        acknowledge(
+            self.rest_api,
+            "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonAPIGatewayPushToCloudWatchLogs]",
+            "API Gateway's account-level logging role, the AWS-documented managed policy.",
+        )
+        if not config.waf:
+            acknowledge(
+                self.stage,
+                "APIG3",
+                f"WAF is off in the {config.stage} stage config to save its cost; "
+                "stage throttling and per-tenant quotas still apply.",
+            )
+
+    @property
+    def functions(self) -> tuple[lambda_.Function, lambda_.Function]:
+        return (self.handler, self.authorizer_function)
+
+    def _web_acl(self, config: StageConfig) -> wafv2.CfnWebACL:
+        def visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
+            return wafv2.CfnWebACL.VisibilityConfigProperty(
+                cloud_watch_metrics_enabled=True, metric_name=name, sampled_requests_enabled=True
+            )
+
+        def managed(name: str, priority: int) -> wafv2.CfnWebACL.RuleProperty:
+            return wafv2.CfnWebACL.RuleProperty(
+                name=name,
+                priority=priority,
+                statement=wafv2.CfnWebACL.StatementProperty(
+                    managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
+                        vendor_name="AWS", name=name
+                    )
+                ),
+                override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
+                visibility_config=visibility(name),
+            )
+
+        acl = wafv2.CfnWebACL(
+            self,
+            "WebAcl",
+            scope="REGIONAL",
+            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
+            visibility_config=visibility("pagefleet-api"),
+            rules=[
+                wafv2.CfnWebACL.RuleProperty(
+                    name="rate-per-ip",
+                    priority=0,
+                    statement=wafv2.CfnWebACL.StatementProperty(
+                        rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
+                            limit=config.waf_rate_limit_per_5min, aggregate_key_type="IP"
+                        )
+                    ),
+                    action=wafv2.CfnWebACL.RuleActionProperty(block={}),
+                    visibility_config=visibility("rate-per-ip"),
+                ),
+                # Not the common rule set: its 8 KB body limit would block real workflows.
+                managed("AWSManagedRulesKnownBadInputsRuleSet", 1),
+                managed("AWSManagedRulesAmazonIpReputationList", 2),
+            ],
+        )
+        wafv2.CfnWebACLAssociation(
+            self, "WebAclAssociation", resource_arn=self.stage.stage_arn, web_acl_arn=acl.attr_arn
+        )
+        return acl

@@ -1,0 +1,441 @@
+"""Browser workers: ECS cluster and one Fargate service per pool, scaled on queue age.
+
+Network: a VPC whose worker subnets reach target sites either through NAT gateways
+(``egress="nat"``, private subnets) or directly (``egress="public"``, public IP, no inbound).
+AWS traffic avoids the NAT data-processing charge: gateway endpoints for S3 and DynamoDB
+always, interface endpoints (SQS, ECR, Logs, Secrets Manager) when tasks are private.
+
+Scaling: step scaling on ``ApproximateAgeOfOldestMessage`` adds tasks fast when jobs wait,
+target tracking on visible messages per running task follows the backlog both ways, between
+the pool's warm minimum and its maximum. Scale-in never kills a job: the worker turns on
+ECS task scale-in protection while it has jobs in flight and drains on SIGTERM within
+``stopTimeout``.
+
+Metrics: the worker prints EMF (Powertools Metrics) to stdout; a FireLens (Fluent Bit)
+router ships the container logs with ``log_format json/emf`` so CloudWatch extracts them
+(the plain awslogs driver would store the lines without extracting metrics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import ArnFormat, Aws, Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import grants
+from infra.config import PoolConfig, StageConfig
+from infra.grants import logical_id
+from infra.metric_names import NAMESPACE, WORKER_SERVICE
+from infra.nag import acknowledge
+from infra.runtime_env import settings_env
+from pagefleet.settings import WorkerSettings
+
+from .artifacts import ArtifactsBucket
+from .job_queues import JobQueues, PoolQueue
+from .job_store import JobStore
+from .lambda_factory import REPO_ROOT
+
+DOCKERFILE = "browser_task/Dockerfile"
+# AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
+FLUENT_BIT_IMAGE = "public.ecr.aws/aws-observability/aws-for-fluent-bit:stable"
+# Chromium, Playwright's driver and downloads need somewhere writable under a read-only root.
+WRITABLE_PATHS = {"tmp": "/tmp", "home": "/home/pwuser"}  # noqa: S108
+
+
+@dataclass(frozen=True)
+class WorkerPool:
+    name: str
+    config: PoolConfig
+    queue: PoolQueue
+    service: ecs.FargateService
+    task_definition: ecs.FargateTaskDefinition
+    scaling: ecs.ScalableTaskCount
+
+
+class BrowserWorkers(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        store: JobStore,
+        queues: JobQueues,
+        artifacts: ArtifactsBucket,
+        queue_urls_json: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self.vpc = self._vpc(config)
+        self.subnets = ec2.SubnetSelection(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+            if config.egress == "nat"
+            else ec2.SubnetType.PUBLIC
+        )
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "WorkerSecurityGroup",
+            vpc=self.vpc,
+            description="pagefleet browser workers: no inbound, outbound to target sites",
+            allow_all_outbound=True,
+        )
+        self.cluster = ecs.Cluster(
+            self,
+            "Cluster",
+            vpc=self.vpc,
+            container_insights_v2=ecs.ContainerInsights.ENABLED,
+            enable_fargate_capacity_providers=True,
+        )
+        arm = config.worker_architecture == "arm64"
+        self.image = ecr_assets.DockerImageAsset(
+            self,
+            "Image",
+            directory=str(REPO_ROOT),
+            file=DOCKERFILE,
+            platform=ecr_assets.Platform.LINUX_ARM64 if arm else ecr_assets.Platform.LINUX_AMD64,
+        )
+        self._platform = ecs.RuntimePlatform(
+            cpu_architecture=ecs.CpuArchitecture.ARM64 if arm else ecs.CpuArchitecture.X86_64,
+            operating_system_family=ecs.OperatingSystemFamily.LINUX,
+        )
+        self.pools: dict[str, WorkerPool] = {}
+        for name, pool_config in config.pools.items():
+            self.pools[name] = self._pool(
+                name,
+                pool_config,
+                queues.pools[name],
+                store=store,
+                artifacts=artifacts,
+                queue_urls_json=queue_urls_json,
+            )
+
+    def _vpc(self, config: StageConfig) -> ec2.Vpc:
+        private = config.egress == "nat"
+        subnets = [ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)]
+        if private:
+            subnets.append(
+                ec2.SubnetConfiguration(
+                    name="workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+                )
+            )
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=config.log_retention)
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=config.max_azs,
+            nat_gateways=config.nat_gateways if private else 0,
+            subnet_configuration=subnets,
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+                "DynamoDb": ec2.GatewayVpcEndpointOptions(
+                    service=ec2.GatewayVpcEndpointAwsService.DYNAMODB
+                ),
+            },
+            flow_logs={
+                "All": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+                    traffic_type=ec2.FlowLogTrafficType.ALL,
+                )
+            },
+        )
+        if private:
+            for endpoint_id, service in {
+                "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
+                "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+                "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+                "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+                "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+            }.items():
+                vpc.add_interface_endpoint(
+                    endpoint_id,
+                    service=service,
+                    subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                    private_dns_enabled=True,
+                )
+        return vpc
+
+    def _pool(
+        self,
+        name: str,
+        pool: PoolConfig,
+        queue: PoolQueue,
+        *,
+        store: JobStore,
+        artifacts: ArtifactsBucket,
+        queue_urls_json: str,
+    ) -> WorkerPool:
+        config = self._config
+        pool_id = name.capitalize()
+        log_group = logs.LogGroup(self, f"{pool_id}Logs", retention=config.log_retention)
+        task_role = iam.Role(
+            self,
+            f"{pool_id}TaskRole",
+            assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
+            description=f"pagefleet browser worker, pool {name}",
+        )
+        task_definition = ecs.FargateTaskDefinition(
+            self,
+            f"{pool_id}Task",
+            cpu=pool.cpu,
+            memory_limit_mib=pool.memory_mib,
+            runtime_platform=self._platform,
+            task_role=task_role,
+        )
+        task_definition.add_firelens_log_router(
+            "LogRouter",
+            image=ecs.ContainerImage.from_registry(FLUENT_BIT_IMAGE),
+            firelens_config=ecs.FirelensConfig(type=ecs.FirelensLogRouterType.FLUENTBIT),
+            logging=ecs.LogDrivers.aws_logs(stream_prefix="firelens", log_group=log_group),
+            memory_reservation_mib=64,
+            essential=True,
+        )
+        linux = ecs.LinuxParameters(self, f"{pool_id}Linux", init_process_enabled=True)
+        linux.drop_capabilities(ecs.Capability.ALL)
+        worker = task_definition.add_container(
+            "Worker",
+            image=ecs.ContainerImage.from_docker_image_asset(self.image),
+            essential=True,
+            readonly_root_filesystem=True,
+            linux_parameters=linux,
+            stop_timeout=Duration.seconds(config.worker_stop_timeout_seconds),
+            logging=ecs.LogDrivers.firelens(
+                options={
+                    "Name": "cloudwatch_logs",
+                    "region": Aws.REGION,
+                    "log_group_name": log_group.log_group_name,
+                    "log_stream_prefix": "worker/",
+                    "auto_create_group": "false",
+                    "log_format": "json/emf",
+                }
+            ),
+            environment={
+                **settings_env(
+                    WorkerSettings,
+                    jobs_table=store.jobs.table_name,
+                    tenants_table=store.tenants.table_name,
+                    artifacts_bucket=artifacts.bucket.bucket_name,
+                    queue_urls=queue_urls_json,
+                    stage=config.stage,
+                    pool=name,
+                    concurrency=str(pool.concurrency),
+                    lease_seconds=str(queue.spec.visibility_timeout_s),
+                ),
+                "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
+                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+            },
+        )
+        for volume, path in WRITABLE_PATHS.items():
+            task_definition.add_volume(name=volume)
+            worker.add_mount_points(
+                ecs.MountPoint(source_volume=volume, container_path=path, read_only=False)
+            )
+
+        # Least privilege: only this pool's queue, only the items and objects it writes.
+        log_group.grant_write(task_role)
+        grants.table(task_role, store.jobs, grants.JOBS_WORKER)
+        grants.table(task_role, store.tenants, grants.TENANTS_QUOTA)
+        grants.queue(task_role, queue.queue, grants.QUEUE_CONSUME)
+        grants.objects(task_role, artifacts.bucket, ("PutObject", "PutObjectTagging", "GetObject"))
+        stack = Stack.of(self)
+        task_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"],
+                resources=[
+                    stack.format_arn(
+                        service="secretsmanager",
+                        resource="secret",
+                        resource_name=f"pagefleet/{config.stage}/*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )
+        )
+        # Scale-in protection through $ECS_AGENT_URI/task-protection/v1/state.
+        task_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"],
+                resources=[
+                    stack.format_arn(
+                        service="ecs",
+                        resource="task",
+                        resource_name=f"{self.cluster.cluster_name}/*",
+                    )
+                ],
+            )
+        )
+
+        acknowledge(
+            task_role,
+            "IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>"
+            f":secret:pagefleet/{config.stage}/*]",
+            "Workflows reference secrets by name ({{secrets.NAME}}); the worker may read only "
+            "this stage's pagefleet/ namespace, tenant scoping of names is enforced in code.",
+        )
+        acknowledge(
+            task_role,
+            "IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"
+            f"<{logical_id(self.cluster)}>/*]",
+            "Task scale-in protection for its own task: task ids are only known at run time, "
+            "the grant is limited to this cluster's tasks.",
+        )
+        acknowledge(
+            task_definition.obtain_execution_role(),
+            "IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (image pulls "
+            "themselves are granted on the asset repository).",
+        )
+        acknowledge(
+            task_definition,
+            "ECS2",
+            "The environment holds resource names and tuning only (PAGEFLEET_* settings); "
+            "secrets are fetched by name from Secrets Manager at run time.",
+        )
+
+        service = ecs.FargateService(
+            self,
+            f"{pool_id}Service",
+            cluster=self.cluster,
+            task_definition=task_definition,
+            desired_count=pool.min_tasks,
+            min_healthy_percent=100,
+            max_healthy_percent=200,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+            vpc_subnets=self.subnets,
+            security_groups=[self.security_group],
+            assign_public_ip=config.egress == "public",
+            capacity_provider_strategies=[
+                ecs.CapacityProviderStrategy(
+                    capacity_provider="FARGATE_SPOT" if pool.spot else "FARGATE", weight=1
+                )
+            ],
+            platform_version=ecs.FargatePlatformVersion.LATEST,
+            propagate_tags=ecs.PropagatedTagSource.SERVICE,
+            enable_ecs_managed_tags=True,
+        )
+        scaling = self._autoscale(pool_id, pool, queue, service)
+        return WorkerPool(name, pool, queue, service, task_definition, scaling)
+
+    def _autoscale(
+        self, pool_id: str, pool: PoolConfig, queue: PoolQueue, service: ecs.FargateService
+    ) -> ecs.ScalableTaskCount:
+        scaling = service.auto_scale_task_count(
+            min_capacity=pool.min_tasks, max_capacity=pool.max_tasks
+        )
+        first_age = pool.age_steps[0].age_seconds
+        # Below the first step nothing happens here; scale-in is left to the backlog policy,
+        # which sees an empty queue, and to task protection, which guards running jobs.
+        steps = [appscaling.ScalingInterval(upper=first_age, change=0)]
+        for index, step in enumerate(pool.age_steps):
+            upper = (
+                pool.age_steps[index + 1].age_seconds if index + 1 < len(pool.age_steps) else None
+            )
+            steps.append(
+                appscaling.ScalingInterval(
+                    lower=step.age_seconds, upper=upper, change=step.add_tasks
+                )
+            )
+        scaling.scale_on_metric(
+            "ScaleOnOldestAge",
+            metric=queue.queue.metric_approximate_age_of_oldest_message(
+                period=Duration.minutes(1), statistic="Maximum"
+            ),
+            scaling_steps=steps,
+            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            cooldown=Duration.minutes(1),
+            evaluation_periods=1,
+        )
+        self._track_backlog_per_task(pool_id, pool, queue, service, scaling)
+        return scaling
+
+    # visible jobs per running task; with no task running, per one task, so 0 -> 1 scales.
+    BACKLOG_EXPRESSION = "visible / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
+
+    def _track_backlog_per_task(
+        self,
+        pool_id: str,
+        pool: PoolConfig,
+        queue: PoolQueue,
+        service: ecs.FargateService,
+        scaling: ecs.ScalableTaskCount,
+    ) -> None:
+        """Target tracking on a metric-math backlog (the L2 accepts only plain metrics)."""
+        target = scaling.node.find_child("Target")
+        assert isinstance(target, appscaling.ScalableTarget)
+        cfn = appscaling.CfnScalingPolicy
+
+        def stat(
+            namespace: str, name: str, dimensions: dict[str, str], query_id: str
+        ) -> appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty:
+            return cfn.TargetTrackingMetricDataQueryProperty(
+                id=query_id,
+                return_data=False,
+                metric_stat=cfn.TargetTrackingMetricStatProperty(
+                    stat="Average",
+                    metric=cfn.TargetTrackingMetricProperty(
+                        namespace=namespace,
+                        metric_name=name,
+                        dimensions=[
+                            cfn.TargetTrackingMetricDimensionProperty(name=k, value=v)
+                            for k, v in dimensions.items()
+                        ],
+                    ),
+                ),
+            )
+
+        cfn(
+            self,
+            f"{pool_id}TrackBacklogPerTask",
+            policy_name=f"{Stack.of(self).stack_name}-{pool_id}-backlog-per-task",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=target.scalable_target_id,
+            target_tracking_scaling_policy_configuration=cfn.TargetTrackingScalingPolicyConfigurationProperty(
+                target_value=pool.backlog_target,
+                scale_out_cooldown=60,
+                scale_in_cooldown=300,
+                customized_metric_specification=cfn.CustomizedMetricSpecificationProperty(
+                    metrics=[
+                        stat(
+                            "AWS/SQS",
+                            "ApproximateNumberOfMessagesVisible",
+                            {"QueueName": queue.queue.queue_name},
+                            "visible",
+                        ),
+                        stat(
+                            "ECS/ContainerInsights",
+                            "RunningTaskCount",
+                            {
+                                "ClusterName": self.cluster.cluster_name,
+                                "ServiceName": service.service_name,
+                            },
+                            "running",
+                        ),
+                        cfn.TargetTrackingMetricDataQueryProperty(
+                            id="backlog",
+                            expression=self.BACKLOG_EXPRESSION,
+                            label="Backlog per task",
+                            return_data=True,
+                        ),
+                    ]
+                ),
+            ),
+        )
+
+    def running_tasks(self, service: ecs.FargateService) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace="ECS/ContainerInsights",
+            metric_name="RunningTaskCount",
+            dimensions_map={
+                "ClusterName": self.cluster.cluster_name,
+                "ServiceName": service.service_name,
+            },
+            period=Duration.minutes(1),
+            statistic="Average",
+        )

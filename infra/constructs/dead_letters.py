@@ -1,0 +1,48 @@
+"""Dead letters: each pool's DLQ feeds ``functions/dead_letters``, which marks the job
+``dead_lettered`` (with the reason) and keeps it for redrive."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda_event_sources as sources
+from constructs import Construct
+
+from infra import grants
+from pagefleet.settings import CoreSettings
+
+from .job_queues import JobQueues
+from .job_store import JobStore
+from .lambda_factory import LambdaFactory
+
+
+class DeadLetters(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: LambdaFactory,
+        store: JobStore,
+        queues: JobQueues,
+        core_env: dict[str, str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function = functions.function(
+            "dead_letters",
+            settings_cls=CoreSettings,
+            description="pagefleet: mark jobs whose message reached a DLQ as dead_lettered",
+            timeout_seconds=30,
+            env=core_env,
+        )
+        grants.table(self.function, store.jobs, grants.JOBS_DEAD_LETTERS)
+        for pool in queues.pools.values():
+            # The event source grants receive/delete/visibility on the DLQ itself. The
+            # messages stay in the DLQ only until marked: redrive re-submits from the record.
+            self.function.add_event_source(
+                sources.SqsEventSource(
+                    pool.dlq,
+                    batch_size=10,
+                    max_batching_window=Duration.seconds(5),
+                    report_batch_item_failures=True,
+                )
+            )

@@ -1,0 +1,103 @@
+"""Job queues: one SQS queue per worker pool, each with its DLQ and alarms.
+
+Built from ``pagefleet.resources.QUEUES``: the visibility timeout is the lease, the
+redrive's maxReceiveCount and the retention periods come from the same spec the local
+stack uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from pagefleet.resources import QUEUES, QueueSpec
+
+from .alerts import Alerts
+
+
+@dataclass(frozen=True)
+class PoolQueue:
+    spec: QueueSpec
+    queue: sqs.Queue
+    dlq: sqs.Queue
+
+    @property
+    def pool(self) -> str:
+        return self.spec.pool
+
+
+class JobQueues(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        alerts: Alerts,
+        oldest_age_alarm_seconds: int,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.pools: dict[str, PoolQueue] = {}
+        self.alarms: list[cloudwatch.Alarm] = []
+        for spec in QUEUES:
+            pool_id = spec.pool.capitalize()
+            dlq = sqs.Queue(
+                self,
+                f"{pool_id}DeadLetters",
+                retention_period=Duration.seconds(spec.dlq_retention_s),
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+            )
+            queue = sqs.Queue(
+                self,
+                f"{pool_id}Jobs",
+                visibility_timeout=Duration.seconds(spec.visibility_timeout_s),
+                retention_period=Duration.seconds(spec.retention_s),
+                receive_message_wait_time=Duration.seconds(spec.receive_wait_s),
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                dead_letter_queue=sqs.DeadLetterQueue(
+                    queue=dlq, max_receive_count=spec.max_receive_count
+                ),
+            )
+            self.pools[spec.pool] = PoolQueue(spec, queue, dlq)
+
+            dlq_alarm = alerts.notify(
+                cloudwatch.Alarm(
+                    self,
+                    f"{pool_id}DeadLettersAlarm",
+                    alarm_description=f"Jobs of pool {spec.pool} reached the dead-letter queue",
+                    metric=dlq.metric_approximate_number_of_messages_visible(
+                        period=Duration.minutes(1), statistic="Maximum"
+                    ),
+                    threshold=1,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+            age_alarm = alerts.notify(
+                cloudwatch.Alarm(
+                    self,
+                    f"{pool_id}OldestAgeAlarm",
+                    alarm_description=(
+                        f"The oldest queued job of pool {spec.pool} has waited more than "
+                        f"{oldest_age_alarm_seconds} s: workers are not keeping up"
+                    ),
+                    metric=queue.metric_approximate_age_of_oldest_message(
+                        period=Duration.minutes(1), statistic="Maximum"
+                    ),
+                    threshold=oldest_age_alarm_seconds,
+                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    evaluation_periods=5,
+                    datapoints_to_alarm=3,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            )
+            self.alarms += [dlq_alarm, age_alarm]
+
+    def queue_urls(self) -> dict[str, str]:
+        return {pool: q.queue.queue_url for pool, q in self.pools.items()}

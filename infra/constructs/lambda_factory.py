@@ -1,0 +1,182 @@
+"""Lambda factory: every function gets the same runtime, architecture, logging and tracing.
+
+Each function gets its own role (only what it is granted afterwards, plus writing to its
+own log group), its own log group with the stage's retention, JSON logs, X-Ray tracing and
+an explicit retry policy for asynchronous invocations.
+
+Code: one asset with ``pagefleet/`` and ``functions/`` only. Dependencies: one layer built
+without Docker (``uv`` installs the locked runtime dependencies as manylinux wheels for the
+Lambda platform). Offline synth and the tests skip that install (context
+``pagefleet:bundleDependencies=false``) and the layer holds only a marker file; such an
+assembly must not be deployed, and the stack says so in a warning.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import jsii
+from aws_cdk import Annotations, BundlingOptions, DockerImage, Duration, ILocalBundling
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+from pydantic_settings import BaseSettings
+
+from infra.nag import acknowledge
+from infra.runtime_env import settings_env
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+# Wheels for the Lambda platform above.
+_PIP_PLATFORM = "aarch64-manylinux2014"
+_PIP_PYTHON = "3.14"
+
+# Only the code the functions import goes into the asset.
+CODE_EXCLUDE = [
+    "*",
+    ".*",
+    "!pagefleet",
+    "!pagefleet/**",
+    "!functions",
+    "!functions/**",
+    "**/__pycache__",
+    "**/*.pyc",
+    "pagefleet/local",
+    "pagefleet/local/**",
+]
+OFFLINE_MARKER = "DEPENDENCIES_NOT_BUNDLED"
+
+
+@jsii.implements(ILocalBundling)
+class _UvLayerBundling:
+    """Installs the locked runtime dependencies (no dev, no extras) into ``python/``."""
+
+    def __init__(self, *, install: bool) -> None:
+        self._install = install
+
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
+        target = Path(output_dir) / "python"
+        target.mkdir(parents=True, exist_ok=True)
+        if not self._install:
+            (target / OFFLINE_MARKER).write_text(
+                "Synthesized with pagefleet:bundleDependencies=false; do not deploy.\n"
+            )
+            return True
+        uv = shutil.which("uv")
+        if uv is None:
+            raise RuntimeError("bundling the Lambda dependencies needs `uv` on PATH")
+        with tempfile.TemporaryDirectory() as tmp:
+            requirements = Path(tmp) / "requirements.txt"
+            subprocess.run(
+                [uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes",
+                 "--project", str(REPO_ROOT), "--output-file", str(requirements)],
+                check=True,
+            )  # fmt: skip
+            subprocess.run(
+                [uv, "pip", "install", "--requirements", str(requirements),
+                 "--target", str(target), "--python-platform", _PIP_PLATFORM,
+                 "--python-version", _PIP_PYTHON, "--only-binary", ":all:",
+                 "--no-cache"],
+                check=True,
+            )  # fmt: skip
+        return True
+
+
+class LambdaFactory(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        log_retention: logs.RetentionDays,
+        bundle_dependencies: bool,
+        reserved_concurrency: dict[str, int],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._retention = log_retention
+        self._reserved = reserved_concurrency
+        self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDE)
+        self.dependencies = lambda_.LayerVersion(
+            self,
+            "Dependencies",
+            description="pagefleet runtime dependencies (uv.lock, no dev)",
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            code=lambda_.Code.from_asset(
+                str(REPO_ROOT),
+                # The layer's hash follows the lock file and nothing else.
+                exclude=["*", "!pyproject.toml", "!uv.lock"],
+                bundling=BundlingOptions(
+                    # Never used: local bundling always succeeds or raises.
+                    image=DockerImage.from_registry("unused-local-bundling-only"),
+                    local=_UvLayerBundling(install=bundle_dependencies),
+                ),
+            ),
+        )
+        if not bundle_dependencies:
+            Annotations.of(self).add_warning_v2(
+                "pagefleet:unbundled",
+                "Lambda dependencies were not bundled (pagefleet:bundleDependencies=false): "
+                "this assembly is for inspection and tests, do not deploy it.",
+            )
+        self.functions: dict[str, lambda_.Function] = {}
+
+    def function(
+        self,
+        name: str,
+        *,
+        settings_cls: type[BaseSettings],
+        env: dict[str, str],
+        description: str,
+        timeout_seconds: int = 10,
+        memory_mib: int = 512,
+        retry_attempts: int = 0,
+    ) -> lambda_.Function:
+        """``functions/<name>/handler.py:handler`` with environment from ``settings_cls``."""
+        node_id = "".join(part.capitalize() for part in name.split("_"))
+        log_group = logs.LogGroup(self, f"{node_id}Logs", retention=self._retention)
+        role = iam.Role(
+            self,
+            f"{node_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"pagefleet {name} function",
+        )
+        log_group.grant_write(role)
+        acknowledge(
+            role,
+            "IAM5[Resource::*]",
+            "Active tracing: X-Ray PutTraceSegments/PutTelemetryRecords have no resource-level "
+            "permissions.",
+        )
+        function = lambda_.Function(
+            self,
+            node_id,
+            description=description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            code=self.code,
+            handler=f"functions.{name}.handler.handler",
+            layers=[self.dependencies],
+            role=role,
+            timeout=Duration.seconds(timeout_seconds),
+            memory_size=memory_mib,
+            log_group=log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            tracing=lambda_.Tracing.ACTIVE,
+            retry_attempts=retry_attempts,
+            reserved_concurrent_executions=self._reserved.get(name),
+            environment={
+                **settings_env(settings_cls, **env),
+                "POWERTOOLS_SERVICE_NAME": f"pagefleet-{name.replace('_', '-')}",
+                "POWERTOOLS_METRICS_NAMESPACE": "pagefleet",
+            },
+        )
+        self.functions[name] = function
+        return function

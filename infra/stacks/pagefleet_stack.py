@@ -1,0 +1,126 @@
+"""The pagefleet stack: the whole platform, one construct per concern.
+
+client ─HTTPS─> Api (REST API + authorizer + api function)
+                  ├─> JobStore (DynamoDB: jobs, tenants)
+                  └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
+                                       DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
+EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
+Monitoring (dashboard + alarms) ─> Alerts (SNS)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from infra.config import StageConfig
+from infra.constructs.alerts import Alerts
+from infra.constructs.api import Api
+from infra.constructs.artifacts import ArtifactsBucket
+from infra.constructs.browser_workers import BrowserWorkers
+from infra.constructs.dead_letters import DeadLetters
+from infra.constructs.job_queues import JobQueues
+from infra.constructs.job_store import JobStore
+from infra.constructs.lambda_factory import LambdaFactory
+from infra.constructs.monitoring import Monitoring
+from infra.constructs.sweeper import Sweeper
+
+
+class PagefleetStack(Stack):
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: StageConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        Tags.of(self).add("project", "pagefleet")
+        Tags.of(self).add("stage", config.stage)
+
+        self.alerts = Alerts(self, "Alerts", email=config.alarm_email)
+        self.store = JobStore(self, "JobStore", retain=config.retain_data)
+        self.queues = JobQueues(
+            self,
+            "JobQueues",
+            alerts=self.alerts,
+            oldest_age_alarm_seconds=config.oldest_age_alarm_seconds,
+        )
+        self.artifacts = ArtifactsBucket(self, "Artifacts", retain=config.retain_data)
+        # {"standard": url, "heavy": url}: the runtimes' PAGEFLEET_QUEUE_URLS.
+        queue_urls_json = self.to_json_string(self.queues.queue_urls())
+        core_env = {
+            "jobs_table": self.store.jobs.table_name,
+            "tenants_table": self.store.tenants.table_name,
+            "artifacts_bucket": self.artifacts.bucket.bucket_name,
+            "queue_urls": queue_urls_json,
+            "stage": config.stage,
+        }
+
+        self.functions = LambdaFactory(
+            self,
+            "Functions",
+            log_retention=config.log_retention,
+            bundle_dependencies=config.bundle_dependencies,
+            reserved_concurrency=config.reserved_concurrency,
+        )
+        self.api = Api(
+            self,
+            "Api",
+            config=config,
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            artifacts=self.artifacts,
+            queue_urls_json=queue_urls_json,
+        )
+        self.dead_letters = DeadLetters(
+            self,
+            "DeadLetters",
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            core_env=core_env,
+        )
+        self.sweeper = Sweeper(
+            self,
+            "Sweeper",
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            core_env=core_env,
+        )
+        self.workers = BrowserWorkers(
+            self,
+            "BrowserWorkers",
+            config=config,
+            store=self.store,
+            queues=self.queues,
+            artifacts=self.artifacts,
+            queue_urls_json=queue_urls_json,
+        )
+        # Slots for later issues, each its own construct beside these:
+        #   Live (WebSocket API + connections table + functions/live on the jobs stream)
+        #   Schedules (EventBridge Scheduler group + functions/scheduler)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            alerts=self.alerts,
+            queues=self.queues,
+            workers=self.workers,
+            api=self.api,
+            functions=self.functions,
+        )
+
+        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="REST API base URL")
+        CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
+        CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
+        CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)
+        CfnOutput(
+            self,
+            "TenantsTableName",
+            value=self.store.tenants.table_name,
+            description="PAGEFLEET_TENANTS_TABLE for `pagefleet admin create-key`",
+        )
+        CfnOutput(self, "ArtifactsBucketName", value=self.artifacts.bucket.bucket_name)
+        CfnOutput(self, "ClusterName", value=self.workers.cluster.cluster_name)

@@ -1,0 +1,169 @@
+"""Lambda factory, runtime settings in the environment, and the REST API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Match
+
+from pagefleet.settings import (
+    ApiSettings,
+    AuthorizerSettings,
+    CoreSettings,
+    WorkerSettings,
+    env_names,
+)
+
+from .helpers import logical_id
+
+pytestmark = [pytest.mark.infra, pytest.mark.slow]
+
+SETTINGS_BY_HANDLER = {
+    "functions.api.handler.handler": ApiSettings,
+    "functions.authorizer.handler.handler": AuthorizerSettings,
+    "functions.dead_letters.handler.handler": CoreSettings,
+    "functions.sweeper.handler.handler": CoreSettings,
+}
+
+
+def _required(settings_cls) -> set[str]:  # type: ignore[no-untyped-def]
+    prefix = settings_cls.model_config["env_prefix"]
+    return {f"{prefix}{n}".upper() for n, f in settings_cls.model_fields.items() if f.is_required()}
+
+
+def _check_env(env: dict[str, object], settings_cls) -> None:  # type: ignore[no-untyped-def]
+    names = {k for k in env if k.startswith("PAGEFLEET_")}
+    assert names <= env_names(settings_cls), names - env_names(settings_cls)
+    assert _required(settings_cls) <= names, _required(settings_cls) - names
+
+
+def test_every_function_sets_exactly_its_settings(synth) -> None:
+    functions = synth.props("AWS::Lambda::Function")
+    ours = [f for f in functions if f.get("Handler") in SETTINGS_BY_HANDLER]
+    assert {f["Handler"] for f in ours} == set(SETTINGS_BY_HANDLER)
+    for function in ours:
+        _check_env(function["Environment"]["Variables"], SETTINGS_BY_HANDLER[function["Handler"]])
+
+
+def test_every_worker_task_sets_exactly_its_settings(synth) -> None:
+    for task in synth.props("AWS::ECS::TaskDefinition"):
+        worker = next(c for c in task["ContainerDefinitions"] if c["Name"] == "Worker")
+        env = {e["Name"]: e["Value"] for e in worker["Environment"]}
+        _check_env(env, WorkerSettings)
+        assert env["PAGEFLEET_POOL"] in synth.stack.config.pools
+
+
+def test_queue_urls_are_json_by_pool(synth) -> None:
+    api = synth.stack.api.handler
+    env = synth.raw["Resources"][logical_id(api)]["Properties"]["Environment"]["Variables"]
+    rendered = json.dumps(env["PAGEFLEET_QUEUE_URLS"])
+    for pool in synth.stack.queues.pools.values():
+        assert logical_id(pool.queue) in rendered
+    assert '\\"standard\\"' in rendered and '\\"heavy\\"' in rendered
+
+
+def test_functions_share_one_factory_profile(synth) -> None:
+    functions = [
+        f for f in synth.props("AWS::Lambda::Function") if f.get("Handler") in SETTINGS_BY_HANDLER
+    ]
+    roles = set()
+    for f in functions:
+        assert f["Runtime"] == "python3.14"
+        assert f["Architectures"] == ["arm64"]
+        assert f["TracingConfig"] == {"Mode": "Active"}
+        assert f["LoggingConfig"]["LogFormat"] == "JSON"
+        assert "LogGroup" in f["LoggingConfig"]
+        assert len(f["Layers"]) == 1
+        roles.add(json.dumps(f["Role"]))
+    assert len(roles) == len(functions)  # one role per function
+    retention = synth.stack.config.log_retention_days
+    for group in synth.props("AWS::Logs::LogGroup"):
+        assert group["RetentionInDays"] == retention
+
+
+def test_background_functions_are_wired(synth) -> None:
+    dead_letters = synth.stack.dead_letters.function
+    for pool in synth.stack.queues.pools.values():
+        synth.template.has_resource_properties(
+            "AWS::Lambda::EventSourceMapping",
+            {
+                "EventSourceArn": {"Fn::GetAtt": [logical_id(pool.dlq), "Arn"]},
+                "FunctionName": {"Ref": logical_id(dead_letters)},
+                "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            },
+        )
+    synth.template.has_resource_properties(
+        "AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)", "State": "ENABLED"}
+    )
+    synth.template.has_resource_properties(
+        "AWS::Lambda::EventInvokeConfig",
+        {
+            "FunctionName": {"Ref": logical_id(synth.stack.sweeper.function)},
+            "MaximumRetryAttempts": 0,
+        },
+    )
+
+
+def test_code_asset_holds_only_runtime_code(synth) -> None:
+    function = synth.raw["Resources"][logical_id(synth.stack.api.handler)]
+    asset = synth.outdir / function["Metadata"]["aws:asset:path"]
+    files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
+    assert "pagefleet/settings.py" in files
+    assert any(f.startswith("functions/api/") for f in files)
+    tops = {f.split("/")[0] for f in files}
+    assert tops <= {"pagefleet", "functions"}, tops
+    assert not any("__pycache__" in f or f.startswith("pagefleet/local/") for f in files)
+
+
+def test_rest_api_with_authorizer_throttling_and_access_logs(synth) -> None:
+    api = synth.stack.api
+    authorizer_fn = logical_id(api.authorizer_function)
+    synth.template.has_resource_properties(
+        "AWS::ApiGateway::Authorizer",
+        {
+            "Type": "TOKEN",
+            "IdentitySource": "method.request.header.Authorization",
+        },
+    )
+    authorizers = synth.resources("AWS::ApiGateway::Authorizer")
+    assert len(authorizers) == 1
+    assert authorizer_fn in json.dumps(next(iter(authorizers.values()))["Properties"])
+    methods = synth.props("AWS::ApiGateway::Method")
+    assert methods and all(m["AuthorizationType"] == "CUSTOM" for m in methods)
+    assert all("RequestValidatorId" in m for m in methods)
+    config = synth.stack.config
+    synth.template.has_resource_properties(
+        "AWS::ApiGateway::Stage",
+        {
+            "TracingEnabled": True,
+            "AccessLogSetting": {
+                "DestinationArn": Match.any_value(),
+                "Format": Match.string_like_regexp(r"\$context\.authorizer\.tenant_id"),
+            },
+            "MethodSettings": Match.array_with(
+                [
+                    Match.object_like(
+                        {
+                            "ThrottlingRateLimit": config.api_throttle_rate,
+                            "ThrottlingBurstLimit": config.api_throttle_burst,
+                        }
+                    )
+                ]
+            ),
+        },
+    )
+    env = synth.raw["Resources"][logical_id(api.handler)]["Properties"]["Environment"]
+    assert env["Variables"]["PAGEFLEET_MAX_REQUEST_BYTES"] == str(config.max_request_bytes)
+
+
+def test_dockerfile_pins_playwright_to_the_lock() -> None:
+    root = Path(__file__).resolve().parents[2]
+    lock = (root / "uv.lock").read_text()
+    block = lock.split('name = "playwright"\nversion = "', 1)[1]
+    version = block.split('"', 1)[0]
+    dockerfile = (root / "browser_task/Dockerfile").read_text()
+    assert f"ARG PLAYWRIGHT_VERSION={version}\n" in dockerfile
+    assert "mcr.microsoft.com/playwright/python:v${PLAYWRIGHT_VERSION}-noble" in dockerfile
+    assert "\nUSER pwuser\n" in dockerfile
