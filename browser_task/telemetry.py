@@ -22,8 +22,11 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-SERVICE = "browser_task"
-NAMESPACE = "pagefleet"
+from pagefleet import metrics_names as names
+
+# The dashboard matches metrics on their full dimension set, service included.
+SERVICE = names.WORKER_SERVICE
+NAMESPACE = names.NAMESPACE
 
 logger = Logger(service=SERVICE)
 
@@ -81,26 +84,33 @@ class WorkerMetrics:
 
     def _new(self, **dimensions: str) -> EphemeralMetrics:
         metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
-        metrics.set_default_dimensions(pool=self._pool, **dimensions)
+        metrics.set_default_dimensions(**{names.DIM_POOL: self._pool}, **dimensions)
         return metrics
 
     def job_finished(self, status: str, duration_ms: float) -> None:
         bucket = self._by_status.get(status)
         if bucket is None:
-            bucket = self._by_status[status] = self._new(status=status)
-        bucket.add_metric(name="JobsFinished", unit=MetricUnit.Count, value=1)
-        self._main.add_metric(name="JobDuration", unit=MetricUnit.Milliseconds, value=duration_ms)
+            bucket = self._by_status[status] = self._new(**{names.DIM_STATUS: status})
+        bucket.add_metric(name=names.JOBS_FINISHED, unit=MetricUnit.Count, value=1)
+        self._main.add_metric(
+            name=names.JOB_DURATION, unit=MetricUnit.Milliseconds, value=duration_ms
+        )
         self._pending = True
 
     def queue_delay(self, delay_ms: float) -> None:
         self._main.add_metric(
-            name="QueueDelay", unit=MetricUnit.Milliseconds, value=max(0.0, delay_ms)
+            name=names.QUEUE_DELAY, unit=MetricUnit.Milliseconds, value=max(0.0, delay_ms)
         )
         self._pending = True
 
     def count(self, name: str, value: float = 1) -> None:
-        """Retries, Timeouts, BrowserCrashes."""
+        """names.RETRIES, names.TIMEOUTS, names.BROWSER_CRASHES."""
         self._main.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        self._pending = True
+
+    def slots_busy(self, busy: int) -> None:
+        """Gauge of busy slots, sampled by the flusher (worker saturation on the dashboard)."""
+        self._main.add_metric(name=names.SLOTS_BUSY, unit=MetricUnit.Count, value=busy)
         self._pending = True
 
     def flush(self) -> None:

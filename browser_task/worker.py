@@ -39,6 +39,7 @@ from browser_task.executor import (
     run_workflow,
 )
 from browser_task.telemetry import JobLog, WorkerMetrics
+from pagefleet import metrics_names as metric
 from pagefleet.adapters.sqs import ReceivedMessage
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
 from pagefleet.jobs.service import JobServices
@@ -94,7 +95,9 @@ class Worker:
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
         self._clock = clock
-        self.browsers = BrowserPool(settings, on_crash=lambda: self.metrics.count("BrowserCrashes"))
+        self.browsers = BrowserPool(
+            settings, on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES)
+        )
         self._log = JobLog(worker=self.worker_id, pool=settings.pool)
         # Set from any thread; receive threads read it to hand back late messages at once.
         self._stop_flag = threading.Event()
@@ -502,7 +505,7 @@ class Worker:
 
         self.metrics.job_finished(outcome.status.value, duration_ms)
         if outcome.status is JobStatus.TIMED_OUT:
-            self.metrics.count("Timeouts")
+            self.metrics.count(metric.TIMEOUTS)
         fields: dict[str, Any] = {"status": outcome.status.value, "duration_ms": round(duration_ms)}
         if outcome.error is not None:
             fields.update(error_kind=outcome.error.kind, step_index=outcome.error.step_index)
@@ -512,7 +515,7 @@ class Worker:
             await self._release(received)
             return
         if outcome.retry_delay_s is not None:
-            self.metrics.count("Retries")
+            self.metrics.count(metric.RETRIES)
             retry = JobMessage(
                 tenant_id=record.tenant_id,
                 job_id=record.job_id,

@@ -33,9 +33,9 @@ from constructs import Construct
 from infra import grants
 from infra.config import PoolConfig, StageConfig
 from infra.grants import logical_id
-from infra.metric_names import NAMESPACE, WORKER_SERVICE
 from infra.nag import acknowledge
 from infra.runtime_env import settings_env
+from pagefleet.metrics_names import NAMESPACE, WORKER_SERVICE
 from pagefleet.settings import WorkerSettings
 
 from .artifacts import ArtifactsBucket

@@ -1,7 +1,7 @@
 """Monitoring: the dashboard ops watch and the alarms that page them.
 
 Queue figures come from SQS, worker figures from the worker's EMF metrics
-(``infra.metric_names``), task counts from Container Insights, API figures from API Gateway.
+(``pagefleet.metrics_names``), task counts from Container Insights, API figures from API Gateway.
 Queue alarms (DLQ depth, oldest age) live with the queues; this adds failure rate per pool
 and API 5xx. Every alarm notifies the alerts topic.
 """
@@ -12,8 +12,8 @@ from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cw
 from constructs import Construct
 
-from infra import metric_names as m
 from infra.config import StageConfig
+from pagefleet import metrics_names as m
 
 from .alerts import Alerts
 from .api import Api
