@@ -115,3 +115,28 @@ def test_attempt_history_accumulates(svc: JobServices) -> None:
     done = _finish(svc, job.job_id, 2, "w2", JobStatus.SUCCEEDED)
     assert [a.worker for a in done.attempts] == ["w2"]
     assert done.lease_owner is None and done.finished_at is not None
+
+
+def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
+    """Two workers receiving duplicate messages at once: exactly one attempt runs."""
+    import threading
+
+    job = submit_job(svc, "t", REQUEST).job
+    barrier = threading.Barrier(6)
+    outcomes: list[str] = []
+
+    def claim_it(owner: str) -> None:
+        barrier.wait()
+        try:
+            _claim(svc, job.job_id, owner)
+            outcomes.append("won")
+        except IllegalTransition:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=claim_it, args=(f"w{n}",)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["refused"] * 5 + ["won"]
+    assert svc.store.get("t", job.job_id).attempt == 1

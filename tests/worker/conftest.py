@@ -38,16 +38,9 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def worker_moto_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+def worker_moto_endpoint(moto_endpoint: str) -> str:
+    """The session's moto server (tests/conftest.py), with atomic DynamoDB writes."""
+    return moto_endpoint
 
 
 @pytest.fixture
