@@ -168,16 +168,20 @@ class DomainBreakers:
         """Count one outcome against the domain; returns the breaker's state afterwards."""
         if probe:
             return self._end_probe(domain, ok=ok, now=now, worker=worker)
+        return self.record_counts(domain, total=1, failures=0 if ok else 1, now=now)
+
+    def record_counts(self, domain: str, *, total: int, failures: int, now: int) -> BreakerState:
+        """Count a batch of outcomes (workers aggregate a second's worth per domain)."""
         status = self.get(domain)
         if status.window_start <= now - self.policy.window_s:
             self._reset_window(domain, status.window_start, now)
         resp = self._db.update_item(
             TableName=self._table,
             Key=self._key(domain),
-            UpdateExpression="ADD #total :one, failures :f SET #s = if_not_exists(#s, :closed)",
+            UpdateExpression="ADD #total :n, failures :f SET #s = if_not_exists(#s, :closed)",
             ExpressionAttributeNames={"#s": "state", "#total": "total"},
             ExpressionAttributeValues=_values(
-                {":one": 1, ":f": 0 if ok else 1, ":closed": BreakerState.CLOSED.value}
+                {":n": total, ":f": failures, ":closed": BreakerState.CLOSED.value}
             ),
             ReturnValues="ALL_NEW",
         )

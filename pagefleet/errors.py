@@ -71,6 +71,12 @@ class DeadlinePassed(IllegalTransition):
     code = "deadline_passed"
 
 
+class RetryNotDue(IllegalTransition):
+    """An early duplicate of a retry's message: put it back until the retry is due."""
+
+    code = "retry_not_due"
+
+
 class LeaseLost(PagefleetError):
     """Another attempt owns the job now: stop working on it and write nothing more."""
 

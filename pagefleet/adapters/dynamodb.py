@@ -18,6 +18,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
+from pydantic import BaseModel, ConfigDict
 
 from pagefleet.errors import (
     DeadlinePassed,
@@ -25,6 +26,7 @@ from pagefleet.errors import (
     InvalidRequest,
     LeaseLost,
     NotFound,
+    RetryNotDue,
 )
 from pagefleet.jobs.states import JobStatus, sources_of
 from pagefleet.models import (
@@ -39,6 +41,8 @@ _ser = TypeSerializer()
 _de = TypeDeserializer()
 
 UNQUEUED = "unqueued"
+# SQS delays are whole seconds and clocks differ a little: a retry may start this early.
+RETRY_DUE_SLACK_S = 2
 # The ops index is sharded so no single GSI partition takes every claim and heartbeat.
 OPS_SHARDS = 4
 
@@ -314,10 +318,14 @@ class DynamoJobStore:
                 ":ops_sk": ops_time(lease_until),
             }
         )
+        values[":retry"] = JobStatus.RETRY_SCHEDULED.value
+        values[":due"] = now + RETRY_DUE_SLACK_S
         condition = (
             f"attribute_exists(pk) AND ({in_clause} OR "
             "(#status = :running AND lease_expires_at < :now)) AND "
-            "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running)"
+            "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running) AND "
+            # A duplicate of a retry's message must not start the attempt before its backoff.
+            "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due)"
         )
 
         def refused(current: JobRecord) -> Exception:
@@ -329,6 +337,15 @@ class DynamoJobStore:
             ):
                 return DeadlinePassed(
                     f"job {job_id} was not started before its deadline", status=current.status.value
+                )
+            if (
+                current.status is JobStatus.RETRY_SCHEDULED
+                and current.retry_at is not None
+                and current.retry_at > now + RETRY_DUE_SLACK_S
+            ):
+                return RetryNotDue(
+                    f"job {job_id} retries at {current.retry_at}, not yet",
+                    retry_at=current.retry_at,
                 )
             return IllegalTransition(
                 f"job {job_id} is {current.status.value}, cannot start it",
@@ -649,6 +666,15 @@ class ApiKeyRecord:
     admin: bool
 
 
+class TenantPolicy(BaseModel):
+    """What a tenant's workflows may do beyond the defaults (set by an admin, read by workers)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # evaluate runs tenant-supplied JavaScript in the page; off unless granted.
+    allow_evaluate: bool = False
+
+
 class DynamoTenantStore:
     """API keys stored by their SHA-256 only; the plaintext is shown once at creation."""
 
@@ -715,6 +741,30 @@ class DynamoTenantStore:
             )
         return out
 
+    def get_policy(self, tenant_id: str) -> TenantPolicy:
+        """The tenant's policy; the defaults when none was ever stored."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_serialize({"pk": f"TENANT#{tenant_id}", "sk": "POLICY"}),
+            ConsistentRead=True,
+        )
+        if "Item" not in resp:
+            return TenantPolicy()
+        data = _deserialize(resp["Item"])
+        return TenantPolicy.model_validate(data.get("policy") or {})
+
+    def put_policy(self, tenant_id: str, policy: TenantPolicy) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=_serialize(
+                {
+                    "pk": f"TENANT#{tenant_id}",
+                    "sk": "POLICY",
+                    "policy": policy.model_dump(mode="json"),
+                }
+            ),
+        )
+
     def revoke(self, key_hash: str) -> None:
         self._db.update_item(
             TableName=self._table,
@@ -734,5 +784,6 @@ __all__ = [
     "IdempotencyRecord",
     "JobRequest",
     "Page",
+    "TenantPolicy",
     "hash_api_key",
 ]

@@ -140,3 +140,32 @@ def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
         t.join()
     assert sorted(outcomes) == ["refused"] * 5 + ["won"]
     assert svc.store.get("t", job.job_id).attempt == 1
+
+
+def test_a_retry_cannot_start_before_its_backoff(svc: JobServices) -> None:
+    from pagefleet.errors import RetryNotDue
+    from pagefleet.models import JobError
+
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    svc.store.finish(
+        "t",
+        job.job_id,
+        attempt=1,
+        owner="w1",
+        status=JobStatus.RETRY_SCHEDULED,
+        at=iso(utcnow()),
+        result=None,
+        artifacts=[],
+        error=JobError(kind="navigation", message="reset", retryable=True),
+        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+        retry_at=_now() + 30,
+    )
+    with pytest.raises(RetryNotDue):
+        _claim(svc, job.job_id, "w2")
+    later = _now() + 31
+    retried = svc.store.claim(
+        "t", job.job_id, owner="w2", lease_until=later + 60, now=later, started_at=iso(utcnow())
+    )
+    assert retried.attempt == 2
+    assert retried.retry_at is None

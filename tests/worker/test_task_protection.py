@@ -1,0 +1,85 @@
+"""ECS task scale-in protection against a stand-in for the ECS agent on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from browser_task.task_protection import TaskProtection
+
+
+class FakeAgent(BaseHTTPRequestHandler):
+    calls: list[dict] = []
+    fail = False
+
+    def do_PUT(self) -> None:
+        length = int(self.headers["Content-Length"])
+        body = json.loads(self.rfile.read(length))
+        FakeAgent.calls.append({"path": self.path, **body})
+        payload = {"failure": {"Reason": "MISSING"}} if FakeAgent.fail else {"protection": body}
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def agent() -> Iterator[str]:
+    FakeAgent.calls = []
+    FakeAgent.fail = False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAgent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_protected_while_any_job_runs(agent: str) -> None:
+    async def scenario() -> TaskProtection:
+        tp = TaskProtection(agent)
+        await tp.job_started()
+        assert tp.protected
+        await tp.job_started()  # second slot: no extra call
+        await tp.job_ended()
+        assert tp.protected  # one job still in flight
+        await tp.job_ended()
+        return tp
+
+    tp = asyncio.run(scenario())
+    assert not tp.protected
+    assert [c["ProtectionEnabled"] for c in FakeAgent.calls] == [True, False]
+    assert FakeAgent.calls[0]["path"] == "/task-protection/v1/state"
+    assert FakeAgent.calls[0]["ExpiresInMinutes"] == 60
+
+
+def test_refusal_is_not_taken_for_protection(agent: str) -> None:
+    FakeAgent.fail = True
+
+    async def scenario() -> TaskProtection:
+        tp = TaskProtection(agent)
+        await tp.job_started()
+        return tp
+
+    assert not asyncio.run(scenario()).protected
+
+
+def test_outside_ecs_it_does_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ECS_AGENT_URI", raising=False)
+
+    async def scenario() -> TaskProtection:
+        tp = TaskProtection()
+        await tp.job_started()
+        return tp
+
+    tp = asyncio.run(scenario())
+    assert not tp.enabled
+    assert tp.calls == 0
