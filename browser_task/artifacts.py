@@ -55,6 +55,10 @@ class ArtifactCollector:
         self._uploads: dict[str, asyncio.Task[Artifact]] = {}
 
     @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
     def names(self) -> list[str]:
         return list(self._uploads)
 

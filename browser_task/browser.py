@@ -1,29 +1,51 @@
 """One long-lived Chromium per worker, a fresh BrowserContext per job.
 
-The browser is launched at start (before polling) and kept warm. It is replaced:
-- after a crash (``disconnected``): the next job launches a new one;
-- after ``max_jobs_per_browser`` jobs: new jobs go to a new browser while jobs still running
-  on the old one finish there; the old one closes when its last context closes.
+The browser is launched at start (before polling) and kept warm, with all its traffic sent
+through the worker's egress proxy (``browser_task.egress_proxy``). It is replaced:
+- after a crash (``disconnected``): the next job launches a new one; what is left of the
+  dead browser's process tree is killed;
+- after ``max_jobs_per_browser`` jobs, when the RSS of its process tree passes
+  ``max_browser_rss_mb``, or when it stops answering (a context that will not open or
+  close): new jobs go to a new browser while jobs still running on the old one finish
+  there; the old one closes when its last context closes.
+
+Closing a browser is ``browser.close()`` bounded by a timeout, then a kill of whatever is
+left of its process tree. Only processes found as descendants of this worker (identified by
+a marker switch on the browser's command line) are ever signalled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
+import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
 
+from browser_task.egress import EgressPolicy, Resolver
+from browser_task.egress_proxy import Connector, EgressProxy, open_tcp
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
+log = logging.getLogger("pagefleet.browser")
+
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
+CONTEXT_OPEN_TIMEOUT_S = 20.0
 CONTEXT_CLOSE_TIMEOUT_S = 5.0
 BROWSER_CLOSE_TIMEOUT_S = 10.0
+# Summing RSS over ~10 processes costs a millisecond or two: at most this often.
+MEMORY_CHECK_INTERVAL_S = 2.0
+# A command-line switch Chromium ignores; it names the browser process of one launch so we
+# can find (and, if need be, kill) exactly that process tree.
+MARKER_SWITCH = "--pagefleet-browser"
 
 # Chromium phones home (updates, field trials, sync) unless told not to; in a locked-down
 # network those attempts are refused and waste time, and they are egress we do not want.
@@ -43,11 +65,27 @@ BASE_ARGS = (
 )
 
 
-def chromium_args(settings: WorkerSettings) -> list[str]:
+def chromium_args(settings: WorkerSettings, proxy_url: str | None = None) -> list[str]:
     args = list(BASE_ARGS)
     if not sandbox_enabled(settings):
         args.append("--no-sandbox")
+    if proxy_url is not None:
+        args += proxy_args(proxy_url)
     return args
+
+
+def proxy_args(proxy_url: str) -> list[str]:
+    """Everything through the egress proxy, loopback included; nothing around it."""
+    return [
+        f"--proxy-server={proxy_url}",
+        # Chromium bypasses proxies for localhost/127.0.0.1/[::1] by default; "<-loopback>"
+        # removes that implicit rule so loopback requests are filtered like any other.
+        "--proxy-bypass-list=<-loopback>",
+        # WebRTC would otherwise send UDP (STUN/TURN, host candidates) around the proxy.
+        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+        "--dns-prefetch-disable",
+    ]
 
 
 def sandbox_enabled(settings: WorkerSettings) -> bool:
@@ -80,6 +118,13 @@ class BrowserGeneration:
 
     browser: Browser
     number: int
+    process: psutil.Process | None = None
+    # Last seen members of the process tree: renderers orphaned by a crash are no longer
+    # children of the browser, but these (pid + start time checked by psutil) still name them.
+    known: dict[int, psutil.Process] = field(default_factory=dict)
+    rss_bytes: int = 0
+    memory_checked_at: float = 0.0
+    retire_reason: str | None = None
     jobs_started: int = 0
     active: int = 0
     retired: bool = False
@@ -108,8 +153,15 @@ class BrowserSession:
             return
         self.closed = True
         try:
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(self.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            except TimeoutError:
+                # A context that will not close means a wedged browser: stop giving it jobs
+                # (the other slot's job finishes there) and let it close when it is idle.
+                self.generation.retire_reason = self.generation.retire_reason or "unresponsive"
+                self.generation.retired = True
+            except Exception as exc:  # already gone with a crashed page or browser
+                log.debug("context close failed: %s", exc)
         finally:
             await self._release(self)
 
@@ -120,6 +172,9 @@ class BrowserPool:
         settings: WorkerSettings,
         *,
         on_crash: Callable[[], None] | None = None,
+        resolver: Resolver | None = None,
+        policy: EgressPolicy | None = None,
+        connect: Connector = open_tcp,
     ) -> None:
         self._settings = settings
         self._on_crash = on_crash
@@ -128,8 +183,16 @@ class BrowserPool:
         self._generations: set[BrowserGeneration] = set()
         self._launch_lock = asyncio.Lock()
         self._launched = 0
+        self._reapers: set[asyncio.Task[None]] = set()
+        self.recycles: dict[str, int] = {}
+        self.egress = EgressProxy(
+            policy or EgressPolicy(allow_loopback=settings.allow_loopback),
+            resolver,
+            connect=connect,
+        )
 
     async def start(self) -> None:
+        await self.egress.start()
         self._playwright = await async_playwright().start()
         await self._browser()
 
@@ -139,14 +202,18 @@ class BrowserPool:
 
     async def _launch(self) -> BrowserGeneration:
         assert self._playwright is not None, "BrowserPool.start() first"
+        marker = f"{MARKER_SWITCH}={os.getpid()}-{secrets.token_hex(6)}"
         browser = await self._playwright.chromium.launch(
             executable_path=chromium_executable(self._settings, self._playwright),
             headless=self._settings.headless,
-            args=chromium_args(self._settings),
+            args=[*chromium_args(self._settings, self.egress.url), marker],
             chromium_sandbox=sandbox_enabled(self._settings),
         )
         self._launched += 1
-        generation = BrowserGeneration(browser=browser, number=self._launched)
+        generation = BrowserGeneration(
+            browser=browser, number=self._launched, process=_find_browser_process(marker)
+        )
+        _remember_tree(generation)
         browser.on("disconnected", lambda _b: self._on_disconnected(generation))
         self._generations.add(generation)
         return generation
@@ -156,6 +223,10 @@ class BrowserPool:
             generation.crashed = True
             if self._on_crash is not None:
                 self._on_crash()
+            # Renderers and helpers of a dead browser may outlive it: kill what is left.
+            task = asyncio.get_running_loop().create_task(self._reap(generation))
+            self._reapers.add(task)
+            task.add_done_callback(self._reapers.discard)
         if self._current is generation:
             self._current = None
         self._generations.discard(generation)
@@ -171,35 +242,50 @@ class BrowserPool:
             self._current = await self._launch()
             return self._current
 
-    async def new_session(self, options: JobOptions) -> BrowserSession:
+    def _retire(self, generation: BrowserGeneration, reason: str) -> None:
+        """No new jobs on this browser; it closes once its running jobs are done."""
+        if generation.retired:
+            return
+        generation.retired = True
+        generation.retire_reason = reason
+        self.recycles[reason] = self.recycles.get(reason, 0) + 1
+        if self._current is generation:
+            self._current = None
+
+    async def new_session(
+        self, options: JobOptions, storage_state: dict[str, Any] | None = None
+    ) -> BrowserSession:
+        await self._check_memory()
         try:
-            return await self._new_session(options)
+            return await self._new_session(options, storage_state)
         except Exception:
             current = self._current
             if current is None or current.browser.is_connected():
                 raise
             # The browser died before its disconnected event reached us: relaunch once.
             self._on_disconnected(current)
-            return await self._new_session(options)
+            return await self._new_session(options, storage_state)
 
-    async def _new_session(self, options: JobOptions) -> BrowserSession:
+    async def _new_session(
+        self, options: JobOptions, storage_state: dict[str, Any] | None = None
+    ) -> BrowserSession:
         generation = await self._browser()
         generation.jobs_started += 1
         generation.active += 1
         if generation.jobs_started >= self._settings.max_jobs_per_browser:
             # This is the last job for this browser; the next one launches a fresh browser.
-            generation.retired = True
-            if self._current is generation:
-                self._current = None
+            self._retire(generation, "jobs")
         try:
-            context = await generation.browser.new_context(
-                viewport={"width": options.viewport.width, "height": options.viewport.height},
-                accept_downloads=True,
-                service_workers="block",
+            context, page = await asyncio.wait_for(
+                self._open_context(generation, options, storage_state), CONTEXT_OPEN_TIMEOUT_S
             )
-            context.set_default_timeout(options.action_timeout_ms)
-            context.set_default_navigation_timeout(options.navigation_timeout_ms)
-            page = await context.new_page()
+        except TimeoutError:
+            # The browser no longer answers. Retire it rather than kill it: a job running
+            # in the other slot may still finish there.
+            self._retire(generation, "unresponsive")
+            generation.active -= 1
+            await self._maybe_close(generation)
+            raise
         except BaseException:
             generation.active -= 1
             await self._maybe_close(generation)
@@ -209,6 +295,55 @@ class BrowserPool:
         )
         page.on("crash", lambda _p: setattr(session, "page_crashed", True))
         return session
+
+    async def _open_context(
+        self,
+        generation: BrowserGeneration,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+    ) -> tuple[BrowserContext, Page]:
+        context = await generation.browser.new_context(
+            viewport={"width": options.viewport.width, "height": options.viewport.height},
+            # Per-job identity; options.proxy is refused before this (executor.prepare_run).
+            user_agent=options.user_agent,
+            locale=options.locale,
+            timezone_id=options.timezone_id,
+            extra_http_headers=options.extra_headers or None,
+            # A saved login (the workflow's leading use_session steps).
+            storage_state=storage_state,  # type: ignore[arg-type]
+            accept_downloads=True,
+            # Service workers fetch on their own, outside the page; they would still go
+            # through the proxy, but blocking them keeps every request attributable.
+            service_workers="block",
+        )
+        try:
+            context.set_default_timeout(options.action_timeout_ms)
+            context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            page = await context.new_page()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            raise
+        return context, page
+
+    async def _check_memory(self) -> None:
+        """Retire the current browser when its process tree's RSS passes the limit."""
+        generation = self._current
+        if generation is None or generation.process is None:
+            return
+        now = time.monotonic()
+        if now - generation.memory_checked_at < MEMORY_CHECK_INTERVAL_S:
+            return
+        generation.memory_checked_at = now
+        rss = await asyncio.to_thread(_remember_tree, generation)
+        limit = self._settings.max_browser_rss_mb * 1024 * 1024
+        if rss > limit and not generation.retired:
+            log.info(
+                "recycling the browser: memory",
+                extra={"rss_mb": rss // (1024 * 1024), "limit_mb": limit // (1024 * 1024)},
+            )
+            self._retire(generation, "memory")
+            await self._maybe_close(generation)
 
     async def _release(self, session: BrowserSession) -> None:
         session.generation.active -= 1
@@ -223,12 +358,96 @@ class BrowserPool:
         self._generations.discard(generation)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
+        await self._reap(generation)
+
+    async def _reap(self, generation: BrowserGeneration) -> None:
+        """Kill and wait for whatever is left of this browser's process tree."""
+        await asyncio.to_thread(_kill_tree, generation)
+
+    def browser_rss_bytes(self) -> int:
+        """RSS of every live browser's process tree (sampled now), for metrics and benches."""
+        return sum(_remember_tree(g) for g in list(self._generations))
 
     async def close(self) -> None:
         for generation in list(self._generations):
             await self._close_generation(generation)
         self._current = None
+        if self._reapers:
+            await asyncio.wait(self._reapers, timeout=10)
         if self._playwright is not None:
             with contextlib.suppress(Exception):
                 await self._playwright.stop()
             self._playwright = None
+        await self.egress.close()
+
+
+# --- process tree ----------------------------------------------------------------------------
+def _find_browser_process(marker: str) -> psutil.Process | None:
+    """The browser process of one launch: a descendant of this worker carrying the marker."""
+    try:
+        descendants = psutil.Process(os.getpid()).children(recursive=True)
+    except psutil.Error:
+        return None
+    for proc in descendants:
+        with contextlib.suppress(psutil.Error):
+            cmdline = proc.cmdline()
+            if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
+                return proc
+    return None
+
+
+def _remember_tree(generation: BrowserGeneration) -> int:
+    """Refresh the generation's known processes; the summed RSS of the live tree.
+
+    RSS counts pages shared between Chromium's processes once per process, so this
+    overstates the true footprint; it is a consistent, cheap trigger for recycling.
+    """
+    root = generation.process
+    if root is None:
+        return 0
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in tree:
+        generation.known.setdefault(proc.pid, proc)
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    generation.rss_bytes = total
+    return total
+
+
+def _kill_tree(generation: BrowserGeneration) -> None:
+    procs: dict[int, psutil.Process] = {}
+    root = generation.process
+    if root is not None:
+        with contextlib.suppress(psutil.Error):
+            if root.is_running():
+                procs[root.pid] = root
+                for child in root.children(recursive=True):
+                    procs[child.pid] = child
+    for pid, proc in generation.known.items():
+        # is_running() also checks the start time, so a recycled pid is never signalled.
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running():
+                procs.setdefault(pid, proc)
+    alive = []
+    for proc in procs.values():
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                proc.kill()
+            alive.append(proc)
+    if alive:
+        psutil.wait_procs(alive, timeout=5)
+    _reap_own_zombies(procs)
+    generation.known.clear()
+
+
+def _reap_own_zombies(procs: dict[int, psutil.Process]) -> None:
+    """Collect exit statuses of those that are our own children (e.g. we are a subreaper)."""
+    me = os.getpid()
+    for pid, proc in procs.items():
+        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
+            if proc.ppid() == me:
+                os.waitpid(pid, os.WNOHANG)

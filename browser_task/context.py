@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from playwright.async_api import Page
+from playwright.async_api import FrameLocator, Page
 
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserSession
@@ -13,6 +13,10 @@ from browser_task.egress import EgressGuard
 from pagefleet.models import JobRequest
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
+
+if TYPE_CHECKING:
+    from browser_task.sessions import SessionStore, StorageState
+    from browser_task.tracing import TraceRecorder
 
 
 class SecretsResolver(Protocol):
@@ -22,10 +26,22 @@ class SecretsResolver(Protocol):
 
 
 class NoSecrets:
-    """The resolver until Secrets Manager is wired in: every secret is missing."""
+    """A resolver with no secrets at all (tools and tests that need none)."""
 
     async def resolve(self, tenant_id: str, name: str) -> str | None:
         return None
+
+
+@dataclass
+class PreparedRun:
+    """Everything settled before a browser context exists (see ``executor.prepare_run``)."""
+
+    # Resolved {{secrets.NAME}} values for this job only; never written anywhere.
+    secrets: dict[str, str] = field(default_factory=dict)
+    # Storage state to create the context with (the workflow's leading use_session steps).
+    storage_state: StorageState | None = None
+    # Indexes of the leading use_session steps already applied through storage_state.
+    applied_sessions: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -38,13 +54,25 @@ class RunContext:
     guard: EgressGuard
     artifacts: ArtifactCollector
     secrets: SecretsResolver
+    sessions: SessionStore | None = None
+    prepared: PreparedRun = field(default_factory=PreparedRun)
+    trace: TraceRecorder | None = None
     result: dict[str, Any] = field(default_factory=dict)
     secret_values: set[str] = field(default_factory=set)
     step_index: int | None = None
+    # >0 while running a paginate block: extract results accumulate instead of replacing.
+    paginate_depth: int = 0
+
+    def __post_init__(self) -> None:
+        self.secret_values.update(v for v in self.prepared.secrets.values() if v)
 
     @property
     def page(self) -> Page:
         return self.session.page
+
+    def scope(self, frame: str | None) -> Page | FrameLocator:
+        """Where a step's selector is resolved: the page, or the document of an iframe."""
+        return self.page if frame is None else self.page.frame_locator(frame)
 
     def mask(self, text: str) -> str:
         return mask_secrets(text, self.secret_values) if self.secret_values else text

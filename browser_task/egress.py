@@ -1,13 +1,15 @@
 """Egress policy: which addresses a job's browser may reach (SSRF guard).
 
-The address rules are pure functions, unit-tested without opening any connection. The
-``EgressGuard`` applies them to URLs, resolving host names once per job; the browser context
-routes every request (redirects and subresources included) through it.
+The address rules are pure functions, unit-tested without opening any connection. They are
+enforced in two places:
 
-This is a request-time check, not a network boundary: a host that resolves differently
-between our check and Chromium's own lookup (DNS rebinding) slips through. The forwarding
-egress proxy planned for a later issue closes that gap; this guard keeps the policy in one
-place so the proxy can reuse it.
+- ``browser_task.egress_proxy``: the forwarding proxy every request of Chromium goes
+  through. It resolves each host itself, checks every address, and connects to the checked
+  address, so WebSockets, service workers, redirects and DNS rebinding cannot slip past.
+  This is the boundary.
+- ``EgressGuard``: a per-job check of URLs the workflow names (``goto``) so a refusal gets a
+  clear job error before the browser is involved, plus a scheme check for the context's
+  route (non-http(s) navigations never reach a proxy).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from urllib.parse import urlsplit
 
@@ -30,6 +32,22 @@ _LOCAL_SCHEMES = frozenset({"data", "blob", "about"})
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _SHARED_CGNAT = ipaddress.ip_network("100.64.0.0/10")
 
+# Names of cloud metadata services. They resolve to link-local addresses (refused anyway),
+# but refusing the name means we never even ask DNS about them.
+METADATA_HOSTNAMES = frozenset(
+    {
+        "metadata",
+        "metadata.google.internal",
+        "metadata.goog",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.internal",
+        "metadata.packet.net",
+        "metadata.tencentyun.com",
+        "100-100-100-200.aliyun",
+    }
+)
+
 
 class AddressKind(StrEnum):
     PUBLIC = "public"
@@ -42,10 +60,13 @@ class AddressKind(StrEnum):
 
 
 def _embedded_ipv4(addr: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one stands for (mapped, NAT64, 6to4), judged in its place."""
     if addr.ipv4_mapped is not None:
         return addr.ipv4_mapped
     if addr in _NAT64:
         return ipaddress.IPv4Address(int(addr) & 0xFFFFFFFF)
+    if addr.sixtofour is not None:
+        return addr.sixtofour
     return None
 
 
@@ -96,21 +117,111 @@ def address_allowed(kind: AddressKind, *, allow_loopback: bool) -> bool:
 
 def addresses_allowed(addresses: Iterable[str], *, allow_loopback: bool) -> str | None:
     """None if every address may be reached, else the reason the first one may not."""
-    seen = False
-    for address in addresses:
-        seen = True
-        kind = classify_address(address)
-        if not address_allowed(kind, allow_loopback=allow_loopback):
-            return f"{address} is a {kind.value.replace('_', '-')} address"
-    return None if seen else "the host did not resolve to any address"
+    return EgressPolicy(allow_loopback=allow_loopback).addresses_reason(addresses)
+
+
+@dataclass(frozen=True)
+class EgressPolicy:
+    """Which addresses the browser may reach.
+
+    Production: public addresses only, plus all of loopback when ``allow_loopback`` (the
+    local stack's demo site). ``allowed_loopback`` lets tests allow a few loopback addresses
+    (say 127.0.0.2) while the rest of 127/8 and ::1 stay forbidden, so SSRF tests run end to
+    end without any traffic leaving the machine. It accepts loopback addresses only, so it
+    can never open a private, link-local or metadata range.
+    """
+
+    allow_loopback: bool = False
+    allowed_loopback: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        for value in self.allowed_loopback:
+            if classify_address(value) is not AddressKind.LOOPBACK:
+                raise ValueError(f"allowed_loopback takes loopback addresses only, not {value}")
+
+    def address_reason(self, value: str | IPAddress) -> str | None:
+        """None if the address may be reached, else why not."""
+        addr = ipaddress.ip_address(value) if isinstance(value, str) else value
+        kind = classify_address(addr)
+        if address_allowed(kind, allow_loopback=self.allow_loopback):
+            return None
+        if kind is AddressKind.LOOPBACK and self.allowed_loopback:
+            plain = _embedded_ipv4(addr) if isinstance(addr, ipaddress.IPv6Address) else None
+            if str(plain or addr) in self.allowed_loopback:
+                return None
+        return f"{addr} is a {kind.value.replace('_', '-')} address"
+
+    def addresses_reason(self, addresses: Iterable[str | IPAddress]) -> str | None:
+        """None if EVERY address may be reached (one bad answer refuses the host)."""
+        seen = False
+        for address in addresses:
+            seen = True
+            reason = self.address_reason(address)
+            if reason is not None:
+                return reason
+        return None if seen else "the host did not resolve to any address"
+
+    @staticmethod
+    def host_reason(host: str) -> str | None:
+        """Names refused before any lookup: cloud metadata services."""
+        if normalize_host(host) in METADATA_HOSTNAMES:
+            return f"{host} is a cloud metadata service"
+        return None
+
+
+def normalize_host(host: str) -> str:
+    """Lower case, no IPv6 brackets, no trailing root dot."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host[:-1] if host.endswith(".") and not host.endswith("..") else host
+
+
+def _ipv4_number(part: str) -> int | None:
+    """One dotted part as the WHATWG URL parser (and inet_aton) reads it: 0x.. hex, 0.. octal."""
+    if not part:
+        return None
+    base, digits = 10, part
+    if part[:2] in ("0x", "0X"):
+        base, digits = 16, part[2:] or "0"
+    elif len(part) > 1 and part[0] == "0":
+        base, digits = 8, part[1:]
+    try:
+        return int(digits, base) if digits.isalnum() else None
+    except ValueError:
+        return None
+
+
+def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
+    """Odd IPv4 spellings browsers and libc accept: 2130706433, 0x7f000001, 0177.0.0.1, 127.1.
+
+    The proxy normally sees Chromium's canonical form, but a host reaching the policy in any
+    of these spellings must be judged as the address it names, not looked up as a name.
+    """
+    parts = host.split(".")
+    if len(parts) > 4:
+        return None
+    numbers = [_ipv4_number(p) for p in parts]
+    if any(n is None for n in numbers):
+        return None
+    values = [n for n in numbers if n is not None]
+    *head, last = values
+    if any(n > 255 for n in head) or last >= 256 ** (5 - len(values)):
+        return None
+    value = last
+    for index, n in enumerate(head):
+        value += n << (8 * (3 - index))
+    return ipaddress.IPv4Address(value)
 
 
 def literal_address(host: str) -> IPAddress | None:
-    """The host as an IP address if it is one (brackets of IPv6 URLs already removed)."""
+    """The host as an IP address if it is one, in any spelling (brackets optional)."""
+    host = normalize_host(host)
     try:
         return ipaddress.ip_address(host.split("%", 1)[0] if ":" in host else host)
     except ValueError:
-        return None
+        pass
+    return None if ":" in host else parse_ipv4_loose(host)
 
 
 UNRESOLVED_PREFIX = "could not resolve"
@@ -125,13 +236,30 @@ class Verdict:
 
 
 class EgressGuard:
-    """Per-job URL check with a resolution cache (one DNS lookup per host per job)."""
+    """Per-job URL check with a resolution cache (one DNS lookup per host per job).
 
-    def __init__(self, *, allow_loopback: bool, resolver: Resolver) -> None:
-        self._allow_loopback = allow_loopback
+    Used for the URLs a workflow names, to fail a job early with a clear message; the
+    egress proxy enforces the same policy on every connection the browser makes.
+    """
+
+    def __init__(
+        self,
+        *,
+        allow_loopback: bool = False,
+        resolver: Resolver,
+        policy: EgressPolicy | None = None,
+    ) -> None:
+        self._policy = policy or EgressPolicy(allow_loopback=allow_loopback)
         self._resolve = resolver
         self._hosts: dict[str, Verdict] = {}
         self.refusals: list[str] = []
+
+    def check_scheme(self, url: str) -> Verdict:
+        """The scheme part of the check alone: no lookup, cheap enough for every request."""
+        scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+        if scheme in _LOCAL_SCHEMES or scheme in ALLOWED_SCHEMES:
+            return Verdict(True)
+        return self._refuse(f"scheme {scheme or '(none)'!r} is not allowed; only http and https")
 
     async def check(self, url: str) -> Verdict:
         try:
@@ -145,7 +273,7 @@ class EgressGuard:
             return self._refuse(
                 f"scheme {scheme or '(none)'!r} is not allowed; only http and https"
             )
-        host = (parts.hostname or "").lower()
+        host = normalize_host(parts.hostname or "")
         if not host:
             return self._refuse(f"{url[:200]!r} has no host")
         verdict = self._hosts.get(host)
@@ -158,6 +286,9 @@ class EgressGuard:
         return verdict
 
     async def _check_host(self, host: str) -> Verdict:
+        named = self._policy.host_reason(host)
+        if named is not None:
+            return Verdict(False, f"requests to {host} are not allowed: {named}")
         literal = literal_address(host)
         if literal is not None:
             addresses = [str(literal)]
@@ -168,7 +299,7 @@ class EgressGuard:
                 # Refused rather than waved through (Chromium's own lookup could differ),
                 # and marked so the caller can treat it as a transient failure.
                 return Verdict(False, f"{UNRESOLVED_PREFIX} {host}: {exc.strerror or exc}")
-        reason = addresses_allowed(addresses, allow_loopback=self._allow_loopback)
+        reason = self._policy.addresses_reason(addresses)
         if reason is None:
             return Verdict(True)
         return Verdict(False, f"requests to {host} are not allowed: {reason}")

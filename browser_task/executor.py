@@ -1,21 +1,28 @@
 """Run a job's workflow on a page: render each step, dispatch it, classify what went wrong.
 
 Every error leaving ``run_workflow`` is a ``JobFailure`` carrying the step index, the step
-(described with secret values masked) and a reason a user can act on.
+(described with secret values masked; a step inside a block is named by its path, e.g.
+``steps[3].steps[1]``) and a reason a user can act on.
+
+Before any browser work, ``prepare_run`` settles what would otherwise fail half-way: every
+``{{secrets.NAME}}`` is resolved, the tenant's policy is checked for evaluate, and the
+sessions of the workflow's leading use_session steps are loaded so the context can be
+created with them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+import json
+from typing import Any, Protocol
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Request, Route
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import ValidationError
 
-from browser_task.context import RunContext, is_navigation
+from browser_task.context import PreparedRun, RunContext, SecretsResolver, is_navigation
 from browser_task.egress import UNRESOLVED_PREFIX
 from browser_task.errors import (
     FailJob,
@@ -26,23 +33,154 @@ from browser_task.errors import (
     first_line,
     is_closed_error,
 )
-from browser_task.steps import HANDLERS
-from pagefleet.resources import DEBUG
-from pagefleet.workflow import STEP_ADAPTER, Goto, Step
-from pagefleet.workflow.templating import references, render
+from browser_task.sessions import SessionStore, StorageState
+from browser_task.steps import HANDLERS, control, session
+from browser_task.tracing import TraceRecorder
+from pagefleet.models import JobRequest
+from pagefleet.resources import DEBUG, ROUTINE
+from pagefleet.workflow import STEP_ADAPTER, Evaluate, Goto, Paginate, Step, UseSession, iter_steps
+from pagefleet.workflow.templating import mask_secrets, references, render
 
 FAILURE_SCREENSHOT = "failure.png"
+FAILURE_HTML = "failure.html"
 FAILURE_SCREENSHOT_TIMEOUT_MS = 3_000
+DATA_ARTIFACT = "data.json"
 # The job record lives in one DynamoDB item (400 KB); keep the result well inside it.
 MAX_RESULT_BYTES = 256 * 1024
 
 
+class TenantPolicies(Protocol):
+    """Reads a tenant's policy (``DynamoTenantStore`` is one)."""
+
+    def get_policy(self, tenant_id: str) -> Any: ...
+
+
+# --- before the browser ---------------------------------------------------------------------
+def _step_paths(request: JobRequest) -> list[tuple[int, str, Step]]:
+    """(top-level index, path, step) for every step, nested ones included."""
+    out: list[tuple[int, str, Step]] = []
+    for path, step in iter_steps(request.steps):
+        top = int(path.split(".", 1)[0])
+        pretty = f"steps[{path}]".replace(".steps[", "].steps[", 1) if "." in path else path
+        out.append((top, pretty, step))
+    return out
+
+
+def _failure_at(
+    failure: JobFailure, top: int, path: str, step: Step, masks: set[str]
+) -> JobFailure:
+    failure.message = mask_secrets(failure.message, masks)
+    text = mask_secrets(step.describe(), masks)
+    if "." in path:
+        text = f"{path} {text}"
+    return failure.at_step(top, _label(step, text))
+
+
+async def prepare_run(
+    request: JobRequest,
+    tenant_id: str,
+    *,
+    secrets: SecretsResolver,
+    sessions: SessionStore | None,
+    policies: TenantPolicies | None,
+) -> PreparedRun:
+    """Settle everything that must not fail half-way through; raises JobFailure."""
+    steps = _step_paths(request)
+    if request.options.proxy is not None:
+        # The worker's egress policy (SSRF guard) sees every request only when the browser
+        # talks to targets through it; a per-job upstream proxy would resolve names and
+        # connect on its own, outside the guard. Refused until the guard can chain proxies.
+        raise FailJob(
+            "options.proxy is not supported: per-job proxies would bypass the worker's "
+            "egress policy; remove options.proxy",
+            kind="proxy_not_supported",
+        )
+
+    resolved: dict[str, str] = {}
+    for name in sorted(request.secret_names()):
+        value = await secrets.resolve(tenant_id, name)
+        if value is None:
+            failure = FailJob(f"secret {name} not found", kind="secret_not_found")
+            user = next(
+                (s for s in steps if ("secrets", name) in set(references(_own_args(s[2])))),
+                None,
+            )
+            if user is not None:
+                raise _failure_at(failure, user[0], user[1], user[2], set(resolved.values()))
+            raise failure
+        resolved[name] = value
+
+    evaluates = [s for s in steps if isinstance(s[2], Evaluate)]
+    if evaluates:
+        allowed = False
+        if policies is not None:
+            try:
+                policy = await asyncio.to_thread(policies.get_policy, tenant_id)
+            except Exception as exc:
+                raise RetryJob(
+                    f"reading the tenant policy failed: {first_line(str(exc))}",
+                    kind="policy_unavailable",
+                ) from None
+            allowed = bool(getattr(policy, "allow_evaluate", False))
+        if not allowed:
+            top, path, step = evaluates[0]
+            failure = FailJob(
+                "evaluate is not allowed for this tenant (policy allow_evaluate is off); "
+                "ask an administrator to enable it, or remove the evaluate step",
+                kind="evaluate_refused",
+            )
+            raise _failure_at(failure, top, path, step, set(resolved.values()))
+
+    storage_state: StorageState | None = None
+    applied: set[int] = set()
+    for index, step in enumerate(request.steps):
+        if not isinstance(step, UseSession):
+            break
+        if sessions is None:
+            raise _failure_at(session._no_store(), index, str(index), step, set())
+        try:
+            state = await session.load_state(tenant_id, step, sessions)
+        except JobFailure as failure:
+            raise _failure_at(failure, index, str(index), step, set()) from None
+        applied.add(index)
+        if state is not None:
+            storage_state = _merge_states(storage_state, state)
+    return PreparedRun(
+        secrets=resolved, storage_state=storage_state, applied_sessions=frozenset(applied)
+    )
+
+
+def _own_args(step: Step) -> dict[str, Any]:
+    return step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
+
+
+def _merge_states(base: StorageState | None, extra: StorageState) -> StorageState:
+    """Several leading use_session steps: later sessions win for the same cookie / origin."""
+    if base is None:
+        return {
+            "cookies": list(extra.get("cookies") or []),
+            "origins": list(extra.get("origins") or []),
+        }
+    cookies = {(c.get("name"), c.get("domain"), c.get("path")): c for c in base["cookies"]}
+    cookies.update(
+        {(c.get("name"), c.get("domain"), c.get("path")): c for c in extra.get("cookies") or []}
+    )
+    origins = {o.get("origin"): o for o in base["origins"]}
+    origins.update({o.get("origin"): o for o in extra.get("origins") or []})
+    return {"cookies": list(cookies.values()), "origins": list(origins.values())}
+
+
+# --- the browser context ---------------------------------------------------------------------
 async def install_egress_guard(ctx: RunContext) -> None:
-    """Route every request of the job's context through the egress policy."""
+    """Refuse non-http(s) schemes on every request of the job's context.
+
+    Addresses are checked by the worker's egress proxy, which sees every connection the
+    browser makes (rebinding-proof); this route only adds the scheme check, with no DNS.
+    """
     guard = ctx.guard
 
     async def _route(route: Route, request: Request) -> None:
-        verdict = await guard.check(request.url)
+        verdict = guard.check_scheme(request.url)
         with contextlib.suppress(PlaywrightError):  # the context may be closing
             if verdict.allowed:
                 await route.continue_()
@@ -52,16 +190,32 @@ async def install_egress_guard(ctx: RunContext) -> None:
     await ctx.session.context.route("**/*", _route)
 
 
+async def start_tracing(ctx: RunContext) -> None:
+    """Record a trace from the start (see tracing.py for why, and the secrets exception)."""
+    requested = ctx.request.options.trace
+    if ctx.trace is not None or (ctx.prepared.secrets and not requested):
+        return
+    recorder = TraceRecorder(ctx.session.context, requested=requested)
+    try:
+        await recorder.start()
+    except PlaywrightError:
+        if requested:
+            raise
+        return  # a trace is a debugging aid; never fail a job for lack of one
+    ctx.trace = recorder
+
+
 async def render_step(step: Step, ctx: RunContext) -> Step:
     """Substitute ``{{inputs.x}}`` / ``{{secrets.NAME}}`` right before the step runs."""
     raw = step.model_dump(exclude_none=True)
     refs = list(references(raw))
     if not refs:
         return step
-    secrets: dict[str, str] = {}
+    secrets = dict(ctx.prepared.secrets)
     for namespace, name in refs:
         if namespace != "secrets" or name in secrets:
             continue
+        # Normally resolved up front by prepare_run; kept for callers that skip it.
         value = await ctx.secrets.resolve(ctx.tenant_id, name)
         if value is None:
             raise FailJob(f"secret {name} not found", kind="secret_not_found")
@@ -90,6 +244,9 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
         what = f"{step.action} timed out after {timeout_ms} ms"
         if selector is not None:
             what += f" waiting for selector {selector!r}"
+            frame: str | None = getattr(step, "frame", None)
+            if frame is not None:
+                what += f" in frame {frame!r}"
         elif isinstance(step, Goto):
             what += f" loading {step.url}"
         if isinstance(step, Goto):
@@ -112,63 +269,119 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
 
 
 async def run_workflow(ctx: RunContext) -> dict[str, Any]:
-    """Run every step in order; the JSON result (extract name -> value)."""
-    for index, step in enumerate(ctx.request.steps):
-        ctx.step_index = index
-        current: Step = step
-        try:
-            current = await render_step(step, ctx)
-            handler = HANDLERS.get(current.action)
-            if handler is None:
-                raise FailJob(
-                    f"step action {current.action!r} is not supported by this worker yet",
-                    kind="invalid_workflow",
-                )
-            await handler(current, ctx)
-        except JobFailure as exc:
-            exc.message = ctx.mask(exc.message)
-            raise exc.at_step(index, describe(current, ctx)) from None
-        except PlaywrightError as exc:
-            failure = classify_playwright_error(exc, current, ctx)
-            failure.message = ctx.mask(failure.message)
-            raise failure.at_step(index, describe(current, ctx)) from None
+    """Run every step in order; the JSON result (extract name -> value).
+
+    On success the extracted result is also kept as ``data.json`` and a requested trace is
+    written; on failure the worker calls ``capture_failure_artifacts``.
+    """
+    await start_tracing(ctx)
+    await run_steps(ctx.request.steps, ctx)
     ctx.step_index = None
-    size = len(_json_bytes(ctx.result))
-    if size > MAX_RESULT_BYTES:
+    if ctx.secret_values:
+        # A page may echo a secret back (a filled field read by extract): never store it.
+        ctx.result = _mask_values(ctx.result, ctx)
+    data = _json_bytes(ctx.result)
+    if len(data) > MAX_RESULT_BYTES:
         raise FailJob(
-            f"the extracted result is {size} bytes, over the {MAX_RESULT_BYTES}-byte limit "
+            f"the extracted result is {len(data)} bytes, over the {MAX_RESULT_BYTES}-byte limit "
             "of a job record; extract less (for example fewer fields or no html)",
             kind="result_too_large",
         )
+    if ctx.result:
+        ctx.artifacts.add(DATA_ARTIFACT, data, "application/json", retention=ROUTINE)
+    if ctx.trace is not None:
+        await ctx.trace.finish(ctx.artifacts, failed=False)
     return ctx.result
 
 
-def describe(step: Step, ctx: RunContext) -> str:
-    text = ctx.mask(step.describe())
+async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> None:
+    """Run steps in order. ``prefix`` is the path of the enclosing block (``steps[3].``)."""
+    for index, step in enumerate(steps):
+        path = f"{prefix}steps[{index}]" if prefix else str(index)
+        if not prefix:
+            ctx.step_index = index
+        current: Step = step
+        try:
+            current = await render_step(step, ctx)
+            if isinstance(current, Paginate):
+                await control.paginate(current, ctx, f"steps[{index}]" if not prefix else path)
+            elif isinstance(current, UseSession):
+                await session.use_session(current, ctx, index if not prefix else None)
+            else:
+                handler = HANDLERS.get(current.action)
+                if handler is None:
+                    raise FailJob(
+                        f"step action {current.action!r} is not supported by this worker yet",
+                        kind="invalid_workflow",
+                    )
+                await handler(current, ctx)
+        except JobFailure as exc:
+            exc.message = ctx.mask(exc.message)
+            raise _at(exc, path, current, ctx) from None
+        except PlaywrightError as exc:
+            failure = classify_playwright_error(exc, current, ctx)
+            failure.message = ctx.mask(failure.message)
+            raise _at(failure, path, current, ctx) from None
+
+
+def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailure:
+    """Name the failing step: its index at the top level, its full path inside a block."""
+    assert ctx.step_index is not None
+    text = describe(step, ctx)
+    if "." in path:
+        text = f"{path} {text}"
+    return failure.at_step(ctx.step_index, text)
+
+
+def _label(step: Step, text: str) -> str:
     if step.label:
         text = f"{step.label}: {text}"
     return text if len(text) <= 500 else text[:499] + "…"
 
 
-def _json_bytes(value: Any) -> bytes:
-    import json
+def describe(step: Step, ctx: RunContext) -> str:
+    return _label(step, ctx.mask(step.describe()))
 
+
+def _mask_values(value: Any, ctx: RunContext) -> Any:
+    if isinstance(value, str):
+        return ctx.mask(value)
+    if isinstance(value, dict):
+        return {k: _mask_values(v, ctx) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_values(v, ctx) for v in value]
+    return value
+
+
+def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
-async def capture_failure_screenshot(ctx: RunContext) -> None:
-    """Best effort, bounded: a debug screenshot of the page as it was when the job failed."""
+async def capture_failure_artifacts(ctx: RunContext) -> None:
+    """Best effort, bounded: the page as it was when the job failed, and the trace.
+
+    ``failure.png`` and ``failure.html`` (debug retention), plus ``trace.zip`` when tracing
+    ran. Nothing here may replace the real failure with another one.
+    """
     session = ctx.session
-    if session.closed or session.crashed or session.page.is_closed():
-        return
-    if FAILURE_SCREENSHOT in ctx.artifacts.names:
-        return
-    try:
-        data = await asyncio.wait_for(
-            session.page.screenshot(type="png", timeout=FAILURE_SCREENSHOT_TIMEOUT_MS),
-            FAILURE_SCREENSHOT_TIMEOUT_MS / 1000 + 0.5,
-        )
-    except (PlaywrightError, TimeoutError):
-        return
-    with contextlib.suppress(FailJob):  # too large: skip it rather than mask the real failure
-        ctx.artifacts.add(FAILURE_SCREENSHOT, data, "image/png", retention=DEBUG)
+    alive = not (session.closed or session.crashed or session.page.is_closed())
+    if alive and FAILURE_SCREENSHOT not in ctx.artifacts.names:
+        with contextlib.suppress(PlaywrightError, TimeoutError, FailJob):
+            data = await asyncio.wait_for(
+                session.page.screenshot(type="png", timeout=FAILURE_SCREENSHOT_TIMEOUT_MS),
+                FAILURE_SCREENSHOT_TIMEOUT_MS / 1000 + 0.5,
+            )
+            ctx.artifacts.add(FAILURE_SCREENSHOT, data, "image/png", retention=DEBUG)
+    if alive and FAILURE_HTML not in ctx.artifacts.names:
+        with contextlib.suppress(PlaywrightError, TimeoutError, FailJob):
+            html = await asyncio.wait_for(
+                session.page.content(), FAILURE_SCREENSHOT_TIMEOUT_MS / 1000
+            )
+            page_html = ctx.mask(html).encode()
+            ctx.artifacts.add(FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG)
+    if ctx.trace is not None and not session.closed and not session.crashed:
+        await ctx.trace.finish(ctx.artifacts, failed=True)
+
+
+# The worker's name for it before failure artifacts grew beyond a screenshot.
+capture_failure_screenshot = capture_failure_artifacts

@@ -22,7 +22,7 @@ from typing import Any
 
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
-from browser_task.context import NoSecrets, RunContext, SecretsResolver
+from browser_task.context import RunContext, SecretsResolver
 from browser_task.egress import EgressGuard, Resolver, system_resolver
 from browser_task.errors import (
     DEFAULT_RETRY_POLICY,
@@ -33,12 +33,17 @@ from browser_task.errors import (
     first_line,
 )
 from browser_task.executor import (
+    TenantPolicies,
     capture_failure_screenshot,
     describe,
     install_egress_guard,
+    prepare_run,
     run_workflow,
 )
+from browser_task.secrets import SecretsManagerResolver
+from browser_task.sessions import S3SessionStore, SessionStore
 from browser_task.telemetry import JobLog, WorkerMetrics
+from pagefleet import aws
 from pagefleet import metrics_names as metric
 from pagefleet.adapters.sqs import ReceivedMessage
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
@@ -80,6 +85,8 @@ class Worker:
         services: JobServices,
         *,
         secrets_resolver: SecretsResolver | None = None,
+        sessions: SessionStore | None = None,
+        policies: TenantPolicies | None = None,
         retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY,
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
@@ -90,13 +97,19 @@ class Worker:
         self._store = services.store
         self._queue = services.queue
         self._artifacts = services.artifacts
-        self._secrets = secrets_resolver or NoSecrets()
+        self._secrets = secrets_resolver or SecretsManagerResolver(
+            aws.client("secretsmanager"), settings.stage
+        )
+        self._sessions = sessions or S3SessionStore(aws.client("s3"), settings.artifacts_bucket)
+        self._policies = policies or aws.tenant_store(settings.tenants_table)
         self._retry = retry_policy
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
         self._clock = clock
         self.browsers = BrowserPool(
-            settings, on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES)
+            settings,
+            on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES),
+            resolver=self._resolver,
         )
         self._log = JobLog(worker=self.worker_id, pool=settings.pool)
         # Set from any thread; receive threads read it to hand back late messages at once.
@@ -299,7 +312,20 @@ class Worker:
         session: BrowserSession | None = None
         try:
             try:
-                session = await self.browsers.new_session(request.options)
+                # Secrets, evaluate policy, leading sessions: fail before any browser work.
+                prepared = await prepare_run(
+                    request,
+                    record.tenant_id,
+                    secrets=self._secrets,
+                    sessions=self._sessions,
+                    policies=self._policies,
+                )
+            except JobFailure as refused:
+                return self._failed(record, refused, {}, [])
+            try:
+                session = await self.browsers.new_session(
+                    request.options, storage_state=prepared.storage_state
+                )
             except Exception as launch_error:
                 failure: JobFailure = RotateBrowser(
                     f"could not open a browser context: {first_line(str(launch_error))}"
@@ -316,6 +342,8 @@ class Worker:
                 ),
                 artifacts=collector,
                 secrets=self._secrets,
+                sessions=self._sessions,
+                prepared=prepared,
             )
             await install_egress_guard(ctx)
             work = asyncio.create_task(run_workflow(ctx), name=f"job {record.job_id}")

@@ -63,6 +63,9 @@ class WorkerSettings(CoreSettings):
     chromium_sandbox: bool | None = None
     headless: bool = True
     max_jobs_per_browser: int = Field(default=200, ge=1)
+    # Recycle the browser when the RSS of its process tree (summed per process, so shared
+    # pages count more than once) passes this; running jobs finish on the old one.
+    max_browser_rss_mb: int = Field(default=1500, ge=100)
     max_artifact_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     worker_id: str | None = None
     # On SIGTERM, how long running jobs may take to finish before they are handed back to

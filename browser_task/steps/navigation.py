@@ -1,13 +1,14 @@
-"""goto and wait_for."""
+"""goto, wait_for and sleep."""
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlsplit
 
 from browser_task.context import RunContext
 from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
 from browser_task.errors import FailJob, RetryJob
-from pagefleet.workflow import Goto, WaitFor
+from pagefleet.workflow import Goto, Sleep, WaitFor
 
 
 async def goto(step: Goto, ctx: RunContext) -> None:
@@ -33,7 +34,8 @@ async def goto(step: Goto, ctx: RunContext) -> None:
 async def wait_for(step: WaitFor, ctx: RunContext) -> None:
     timeout = ctx.timeout_ms(step)
     if step.selector is not None:
-        await ctx.page.locator(step.selector).first.wait_for(state=step.state, timeout=timeout)
+        locator = ctx.scope(step.frame).locator(step.selector).first
+        await locator.wait_for(state=step.state, timeout=timeout)
     elif step.url is not None:
         await ctx.page.wait_for_url(step.url, timeout=timeout)
     elif step.load_state is not None:
@@ -41,3 +43,8 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
         # domcontentloaded, reached right after it.
         state = "domcontentloaded" if step.load_state == "commit" else step.load_state
         await ctx.page.wait_for_load_state(state, timeout=timeout)
+
+
+async def sleep(step: Sleep, ctx: RunContext) -> None:
+    # Bounded by the model (MAX_SLEEP_MS) and, like every step, by the job watchdog.
+    await asyncio.sleep(step.ms / 1000)

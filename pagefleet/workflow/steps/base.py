@@ -20,6 +20,21 @@ class StepBase(BaseModel):
         return f"{getattr(self, 'action', '?')}({args})"
 
 
+class FrameStep(StepBase):
+    """A step that finds its element by selector, optionally inside an iframe.
+
+    Playwright selectors do not pierce iframes; ``frame`` names the iframe (by selector)
+    whose document the step's selector is resolved in.
+    """
+
+    frame: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="selector of the iframe holding the element; omit for the page itself",
+    )
+
+
 Selector = str
 SELECTOR = Field(
     min_length=1, max_length=2000, description="A Playwright selector (CSS, text=, xpath=...)"

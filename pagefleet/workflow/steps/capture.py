@@ -6,12 +6,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from pagefleet.workflow.steps.base import ARTIFACT_NAME, SELECTOR, StepBase
+from pagefleet.workflow.steps.base import ARTIFACT_NAME, SELECTOR, FrameStep, StepBase
 
 Retention = Literal["routine", "debug"]
 
 
-class Screenshot(StepBase):
+class Screenshot(FrameStep):
     """PNG of the viewport, the full page, or one element (``selector``)."""
 
     action: Literal["screenshot"] = "screenshot"
@@ -30,7 +30,7 @@ class Pdf(StepBase):
     retention: Retention = "routine"
 
 
-class Download(StepBase):
+class Download(FrameStep):
     """Click something that starts a download; keep the file as an artifact.
 
     The artifact takes ``name`` if given, else the file name the site suggested.

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.workflow.steps.base import SELECTOR, StepBase
+from pagefleet.workflow.steps.base import SELECTOR, FrameStep
 
 ExtractKind = Literal["text", "attribute", "html", "inner_text"]
 RESULT_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -33,7 +33,7 @@ class FieldSpec(BaseModel):
         return self
 
 
-class Extract(StepBase):
+class Extract(FrameStep):
     """Read the first match, every match (``many``), or records (``fields`` per row).
 
     With ``fields`` the selector picks the rows and each field is read inside its row;
@@ -56,7 +56,7 @@ class Extract(StepBase):
         return self
 
 
-class Assert(StepBase):
+class Assert(FrameStep):
     """Fail the job (permanently) unless the page shows what it should."""
 
     action: Literal["assert"] = "assert"

@@ -7,23 +7,23 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pagefleet.workflow.steps.base import SELECTOR, StepBase
+from pagefleet.workflow.steps.base import SELECTOR, FrameStep
 
 
-class Click(StepBase):
+class Click(FrameStep):
     action: Literal["click"] = "click"
     selector: str = SELECTOR
     button: Literal["left", "right", "middle"] = "left"
     click_count: int = Field(default=1, ge=1, le=3)
 
 
-class Fill(StepBase):
+class Fill(FrameStep):
     action: Literal["fill"] = "fill"
     selector: str = SELECTOR
     value: str = Field(max_length=100_000, description="May use {{inputs.x}} and {{secrets.NAME}}")
 
 
-class Type(StepBase):
+class Type(FrameStep):
     """Type text key by key (for fields that react to keystrokes)."""
 
     action: Literal["type"] = "type"
@@ -32,13 +32,13 @@ class Type(StepBase):
     delay_ms: int = Field(default=0, ge=0, le=1_000)
 
 
-class Press(StepBase):
+class Press(FrameStep):
     action: Literal["press"] = "press"
     selector: str = SELECTOR
     key: str = Field(min_length=1, max_length=100, description="e.g. Enter, Tab, Control+A")
 
 
-class Select(StepBase):
+class Select(FrameStep):
     """Choose options of a <select> by value, visible text or index (exactly one of them)."""
 
     action: Literal["select"] = "select"
@@ -54,22 +54,22 @@ class Select(StepBase):
         return self
 
 
-class Check(StepBase):
+class Check(FrameStep):
     action: Literal["check"] = "check"
     selector: str = SELECTOR
 
 
-class Uncheck(StepBase):
+class Uncheck(FrameStep):
     action: Literal["uncheck"] = "uncheck"
     selector: str = SELECTOR
 
 
-class Hover(StepBase):
+class Hover(FrameStep):
     action: Literal["hover"] = "hover"
     selector: str = SELECTOR
 
 
-class Scroll(StepBase):
+class Scroll(FrameStep):
     """Scroll an element into view, or the page by an offset, or to the bottom."""
 
     action: Literal["scroll"] = "scroll"
@@ -86,7 +86,7 @@ class Scroll(StepBase):
         return self
 
 
-class Upload(StepBase):
+class Upload(FrameStep):
     """Set a file input to a file carried in the job's inputs (text or base64)."""
 
     action: Literal["upload"] = "upload"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from pagefleet.workflow.steps.base import StepBase
+from pagefleet.workflow.steps.base import FrameStep, StepBase
 
 LoadState = Literal["load", "domcontentloaded", "networkidle", "commit"]
 
@@ -19,7 +19,7 @@ class Goto(StepBase):
     wait_until: LoadState = "load"
 
 
-class WaitFor(StepBase):
+class WaitFor(FrameStep):
     """Wait for a selector to reach a state, the URL to match, or a load state."""
 
     action: Literal["wait_for"] = "wait_for"

@@ -1,0 +1,435 @@
+"""The egress filter: a small forwarding proxy every byte of the browser's traffic goes through.
+
+Chromium is launched with ``--proxy-server`` pointing here (and ``<-loopback>`` so loopback is
+not bypassed), so page loads, subresources, redirects, fetch/XHR, WebSockets and service
+workers all arrive as either
+
+- ``CONNECT host:port`` (https, wss, and ws: Chromium tunnels WebSockets), or
+- an absolute-URI request ``GET http://host:port/path HTTP/1.1`` (plain http).
+
+For each one the proxy resolves the host itself, checks EVERY resolved address with the
+``EgressPolicy``, then connects to one checked address itself. Nothing resolves the name a
+second time, so DNS rebinding cannot swap the address between check and connect. A refusal
+is a 403 carrying ``X-Pagefleet-Egress-Reason`` and is logged (host, port, reason; never a
+payload).
+
+Plain http is forwarded one request per client connection (``Connection: close`` both ways):
+the proxy never has to parse message bodies, and a kept-alive connection can never carry a
+second request for another host to the first host's address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from browser_task.egress import (
+    EgressPolicy,
+    Resolver,
+    literal_address,
+    normalize_host,
+    system_resolver,
+)
+
+log = logging.getLogger("pagefleet.egress")
+
+Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+# (checked IP address, port) -> streams. Injectable so tests can prove what was dialled.
+Connector = Callable[[str, int], Awaitable[Streams]]
+
+MAX_HEAD_BYTES = 64 * 1024
+CHUNK = 64 * 1024
+REFUSAL_HEADER = "X-Pagefleet-Egress-Reason"
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "proxy-authenticate",
+        "te",
+        "trailer",
+        "upgrade",
+    }
+)
+
+
+async def open_tcp(host: str, port: int) -> Streams:
+    return await asyncio.open_connection(host, port, limit=CHUNK)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One verdict of the proxy, kept (bounded) for tests and debugging."""
+
+    at: float
+    method: str
+    host: str
+    port: int
+    allowed: bool
+    address: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamProxy:
+    """Chain to another HTTP proxy AFTER the check: we CONNECT it to the checked address."""
+
+    host: str
+    port: int
+
+
+class Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class EgressProxy:
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        resolver: Resolver | None = None,
+        *,
+        connect: Connector = open_tcp,
+        upstream: UpstreamProxy | None = None,
+        max_connections: int = 512,
+        head_timeout_s: float = 30.0,
+        resolve_timeout_s: float = 10.0,
+        connect_timeout_s: float = 15.0,
+        idle_timeout_s: float = 120.0,
+        decision_log_size: int = 2000,
+    ) -> None:
+        self.policy = policy
+        self._resolve = resolver or system_resolver()
+        self._connect = connect
+        self._upstream = upstream
+        self._slots = asyncio.Semaphore(max_connections)
+        self._head_timeout = head_timeout_s
+        self._resolve_timeout = resolve_timeout_s
+        self._connect_timeout = connect_timeout_s
+        self._idle_timeout = idle_timeout_s
+        self.decisions: deque[Decision] = deque(maxlen=decision_log_size)
+        self._server: asyncio.Server | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def refusals(self) -> list[Decision]:
+        return [d for d in self.decisions if not d.allowed]
+
+    async def start(self) -> int:
+        """Listen on 127.0.0.1, ephemeral port (only this worker's browser talks to it)."""
+        self._server = await asyncio.start_server(
+            self._on_client, "127.0.0.1", 0, limit=MAX_HEAD_BYTES, backlog=256
+        )
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._handlers):
+                task.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+            self._server = None
+
+    # --- one client connection ------------------------------------------------------------
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+        try:
+            if self._slots.locked():
+                # Bounded: refuse rather than queue without end (the browser retries).
+                await _reply(writer, 503, "the egress proxy is at its connection limit")
+                return
+            async with self._slots:
+                await self._serve(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("egress proxy: unexpected error")
+        finally:
+            _close(writer)
+            if task is not None:
+                self._handlers.discard(task)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._head_timeout)
+        except asyncio.LimitOverrunError:
+            await _reply(writer, 431, "request head too large")
+            return
+        lines = head.decode("latin-1").split("\r\n")
+        try:
+            method, target, version = lines[0].split(" ")
+        except ValueError:
+            await _reply(writer, 400, "malformed request line")
+            return
+        method = method.upper()
+        try:
+            if method == "CONNECT":
+                host, port = _split_authority(target, default_port=443)
+                upstream = await self._open(method, host, port)
+            else:
+                host, port, origin_form = _absolute_target(target)
+                upstream = await self._open(method, host, port)
+        except Refused as refused:
+            await _reply(writer, refused.status, refused.reason)
+            return
+        up_reader, up_writer = upstream
+        try:
+            if method == "CONNECT":
+                writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                await writer.drain()
+                await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
+            else:
+                request_head, upgrade = _origin_request(method, origin_form, version, lines[1:])
+                up_writer.write(request_head)
+                await up_writer.drain()
+                await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=not upgrade)
+        finally:
+            _close(up_writer)
+
+    async def _open(self, method: str, host: str, port: int) -> Streams:
+        """Check host:port and connect to a checked address, or raise ``Refused``."""
+        shown = host[:253]
+        address = None
+        try:
+            address = await self._decide(host, port)
+            opened = await asyncio.wait_for(self._dial(address, port), self._connect_timeout)
+        except Refused as refused:
+            self._record(method, shown, port, False, address, refused.reason)
+            if refused.status == 403:
+                log.warning(
+                    "egress refused", extra={"host": shown, "port": port, "reason": refused.reason}
+                )
+            raise
+        except (OSError, TimeoutError) as exc:
+            reason = f"could not connect to {host}:{port}: {type(exc).__name__}"
+            self._record(method, shown, port, False, address, reason)
+            raise Refused(502, reason) from None
+        self._record(method, shown, port, True, address, None)
+        return opened
+
+    async def _decide(self, raw_host: str, port: int) -> str:
+        host = normalize_host(raw_host)
+        if not host or not 0 < port < 65536:
+            raise Refused(400, f"bad target {raw_host!r}:{port}")
+        named = self.policy.host_reason(host)
+        if named is not None:
+            raise Refused(403, named)
+        literal = literal_address(host)
+        if literal is not None:
+            addresses = [str(literal)]
+        else:
+            try:
+                addresses = await asyncio.wait_for(self._resolve(host), self._resolve_timeout)
+            except (OSError, TimeoutError) as exc:
+                raise Refused(502, f"could not resolve {host}: {type(exc).__name__}") from None
+        # Every answer is judged: one private address among public ones refuses the host,
+        # since the browser-facing answer is not ours to pick on the attacker's behalf.
+        reason = self.policy.addresses_reason(addresses)
+        if reason is not None:
+            raise Refused(403, f"requests to {host} are not allowed: {reason}")
+        return str(addresses[0])
+
+    async def _dial(self, address: str, port: int) -> Streams:
+        if self._upstream is None:
+            return await self._connect(address, port)
+        reader, writer = await self._connect(self._upstream.host, self._upstream.port)
+        target = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+        writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        await writer.drain()
+        answer = await reader.readuntil(b"\r\n\r\n")
+        if answer.split(b" ", 2)[1:2] != [b"200"]:
+            _close(writer)
+            raise Refused(502, "the upstream proxy refused the tunnel")
+        return reader, writer
+
+    def _record(
+        self,
+        method: str,
+        host: str,
+        port: int,
+        allowed: bool,
+        address: str | None,
+        reason: str | None,
+    ) -> None:
+        self.decisions.append(Decision(time.time(), method, host, port, allowed, address, reason))
+
+    # --- streaming ------------------------------------------------------------------------
+    async def _pipe(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+        *,
+        rewrite_response: bool,
+    ) -> None:
+        """Copy both ways until the server side ends (or either side idles too long)."""
+        upload = asyncio.create_task(self._copy(reader, up_writer, half_close=True))
+        try:
+            if rewrite_response:
+                await self._copy_response(up_reader, writer)
+            else:
+                await self._copy(up_reader, writer, half_close=False)
+        finally:
+            upload.cancel()
+            with contextlib.suppress(BaseException):
+                await upload
+
+    async def _copy(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, *, half_close: bool
+    ) -> None:
+        try:
+            while True:
+                data = await asyncio.wait_for(source.read(CHUNK), self._idle_timeout)
+                if not data:
+                    break
+                sink.write(data)
+                await sink.drain()
+        except (ConnectionError, TimeoutError):
+            return
+        if half_close and sink.can_write_eof():
+            with contextlib.suppress(OSError):
+                sink.write_eof()
+
+    async def _copy_response(
+        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter
+    ) -> None:
+        """Forward the response with its connection made non-reusable, then the body as is."""
+        try:
+            head = await asyncio.wait_for(source.readuntil(b"\r\n\r\n"), self._idle_timeout)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            # Not a well-formed head: pass along what came (the browser reports the error).
+            partial = getattr(exc, "partial", b"")
+            if partial:
+                sink.write(partial)
+            await self._copy(source, sink, half_close=False)
+            return
+        sink.write(_close_response_head(head))
+        await sink.drain()
+        await self._copy(source, sink, half_close=False)
+
+
+# --- HTTP head helpers -------------------------------------------------------------------
+def _split_authority(authority: str, *, default_port: int) -> tuple[str, int]:
+    if authority.startswith("["):
+        end = authority.find("]")
+        if end < 0:
+            raise Refused(400, "malformed IPv6 authority")
+        host, rest = authority[1:end], authority[end + 1 :]
+        port_text = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
+    try:
+        port = int(port_text) if port_text else default_port
+    except ValueError:
+        raise Refused(400, f"bad port in {authority[:100]!r}") from None
+    return host, port
+
+
+def _absolute_target(target: str) -> tuple[str, int, str]:
+    """(host, port, origin-form path) of ``http://host:port/path?q``; only http and ws."""
+    try:
+        parts = urlsplit(target)
+        port = parts.port
+    except ValueError:
+        raise Refused(400, "malformed request target") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "ws"):
+        raise Refused(400, f"the proxy forwards http only, not {scheme or 'origin-form'!r}")
+    host = parts.hostname or ""
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return host, port or 80, path
+
+
+def _origin_request(
+    method: str, path: str, version: str, header_lines: list[str]
+) -> tuple[bytes, bool]:
+    """The request as the origin server should see it, and whether it asks for an upgrade."""
+    headers: list[str] = []
+    upgrade: str | None = None
+    for line in header_lines:
+        if not line:
+            continue
+        name, _, value = line.partition(":")
+        lname = name.strip().lower()
+        if lname == "upgrade":
+            upgrade = value.strip()
+        if lname in _HOP_BY_HOP:
+            continue
+        headers.append(line)
+    if upgrade and upgrade.lower() == "websocket":
+        headers += [f"Upgrade: {upgrade}", "Connection: Upgrade"]
+    else:
+        upgrade = None
+        headers.append("Connection: close")
+    head = f"{method} {path} {version}\r\n" + "\r\n".join(headers) + "\r\n\r\n"
+    return head.encode("latin-1"), upgrade is not None
+
+
+def _close_response_head(head: bytes) -> bytes:
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ")
+    if len(status) > 1 and status[1] == "101":
+        return head  # switching protocols: the Connection/Upgrade headers are the point
+    kept = [
+        line
+        for line in lines[1:]
+        if line and line.partition(":")[0].strip().lower() not in _HOP_BY_HOP
+    ]
+    kept += ["Connection: close", "Proxy-Connection: close"]
+    return ("\r\n".join([lines[0], *kept]) + "\r\n\r\n").encode("latin-1")
+
+
+def _safe_header_value(text: str) -> str:
+    clean = "".join(c if 32 <= ord(c) < 127 else "?" for c in text)
+    return clean[:300]
+
+
+_STATUS_TEXT = {
+    400: "Bad Request",
+    403: "Forbidden",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+
+
+async def _reply(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+    body = f"pagefleet egress proxy: {reason}\n".encode()
+    head = (
+        f"HTTP/1.1 {status} {_STATUS_TEXT.get(status, 'Error')}\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n"
+        f"{REFUSAL_HEADER}: {_safe_header_value(reason)}\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Connection: close\r\nProxy-Connection: close\r\n\r\n"
+    )
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        writer.write(head.encode("latin-1") + body)
+        await writer.drain()
+
+
+def _close(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(Exception):
+        writer.close()

@@ -1,0 +1,70 @@
+"""Playwright tracing for a job: recorded from the start, kept only when it is wanted.
+
+A trace can only cover what happened after ``tracing.start``, so to have one for a failure
+it must be recording before the failure is known. It is therefore started with every
+context (DOM snapshots, no screencast screenshots: those are the expensive part) and the
+zip is written and uploaded only when the job asked for it (``options.trace``) or failed.
+
+One exception: a job that uses ``{{secrets.NAME}}`` records a trace only on request,
+because a trace holds the arguments of every action — a filled password included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import tempfile
+from pathlib import Path
+
+from playwright.async_api import BrowserContext
+from playwright.async_api import Error as PlaywrightError
+
+from browser_task.artifacts import ArtifactCollector
+from browser_task.errors import FailJob
+from pagefleet.resources import DEBUG, ROUTINE
+
+TRACE_ARTIFACT = "trace.zip"
+TRACE_STOP_TIMEOUT_S = 15.0
+
+
+class TraceRecorder:
+    def __init__(self, context: BrowserContext, *, requested: bool) -> None:
+        self._context = context
+        self.requested = requested
+        self.started = False
+        self.stopped = False
+
+    async def start(self) -> None:
+        await self._context.tracing.start(screenshots=False, snapshots=True, sources=False)
+        self.started = True
+
+    async def finish(self, artifacts: ArtifactCollector, *, failed: bool) -> None:
+        """Stop recording; keep the zip (requested: routine, failure: debug) or drop it.
+
+        Best effort on failure: a trace that cannot be written must not hide the real error.
+        """
+        if not self.started or self.stopped:
+            return
+        self.stopped = True
+        keep = self.requested or failed
+        if not keep:
+            with contextlib.suppress(PlaywrightError, TimeoutError):
+                await asyncio.wait_for(self._context.tracing.stop(), TRACE_STOP_TIMEOUT_S)
+            return
+        with tempfile.TemporaryDirectory(prefix="pagefleet-trace-") as tmp:
+            path = Path(tmp) / TRACE_ARTIFACT
+            try:
+                await asyncio.wait_for(
+                    self._context.tracing.stop(path=str(path)), TRACE_STOP_TIMEOUT_S
+                )
+                data = path.read_bytes()
+            except (PlaywrightError, TimeoutError, OSError):
+                if failed:
+                    return
+                raise
+        retention = DEBUG if failed else ROUTINE
+        if failed:
+            with contextlib.suppress(FailJob):  # too large: skip it, keep the real failure
+                artifacts.add(TRACE_ARTIFACT, data, "application/zip", retention=retention)
+        else:
+            artifacts.add(TRACE_ARTIFACT, data, "application/zip", retention=retention)

@@ -1,0 +1,236 @@
+"""Browser lifecycle under load: 200 jobs with renderer crashes, browser crashes, hung pages
+and recycling, and not one Chromium process left behind.
+
+The test process makes itself a child subreaper for the duration, so a Chromium helper
+orphaned by a crash is re-parented to us (not to init) and still counts as ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import http.server
+import os
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import psutil
+import pytest
+
+from pagefleet.jobs.states import JobStatus
+from tests.worker.conftest import submit, wait_for_job
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+async def no_dns(host: str) -> list[str]:
+    """The worker's resolver here: pages are on 127.0.0.1 literals, nothing else resolves."""
+    raise OSError(-2, "no DNS in this test")
+
+
+def chromium_descendants() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.Process(os.getpid()).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "chrom" in proc.name().lower() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+    return found
+
+
+def reap_orphaned_zombies() -> int:
+    """Zombies re-parented to us (the subreaper) are ours to collect."""
+    reaped = 0
+    for proc in psutil.Process(os.getpid()).children():
+        with contextlib.suppress(psutil.Error, ChildProcessError):
+            if proc.status() == psutil.STATUS_ZOMBIE and "chrom" in proc.name().lower():
+                os.waitpid(proc.pid, os.WNOHANG)
+                reaped += 1
+    return reaped
+
+
+@pytest.fixture
+def subreaper() -> Iterator[None]:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        pytest.skip("prctl(PR_SET_CHILD_SUBREAPER) unavailable")
+    try:
+        yield
+    finally:
+        reap_orphaned_zombies()
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+@pytest.fixture
+def slow_site() -> Iterator[str]:
+    """Small pages on 127.0.0.1, plus /hang, which never answers (until the test ends)."""
+    stop = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/hang"):
+                stop.wait(60)
+                return
+            body = b"<title>t</title><h1 id=h>ok</h1><p id=p>" + self.path.encode() + b"</p>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+
+
+def crash_renderer_showing(worker: Any, marker: str, timeout: float = 20) -> bool:
+    """Page.crash (CDP) on the page whose URL holds ``marker``: only that job's renderer dies."""
+
+    async def crash() -> bool:
+        for generation in list(worker.browsers._generations):
+            for context in generation.browser.contexts:
+                for page in context.pages:
+                    if marker in page.url:
+                        cdp = await context.new_cdp_session(page)
+                        with contextlib.suppress(Exception):
+                            await asyncio.wait_for(cdp.send("Page.crash"), 2)
+                        return True
+        return False
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        future = asyncio.run_coroutine_threadsafe(crash(), worker._loop)
+        if future.result(10):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def kill_browser(worker: Any) -> None:
+    """SIGKILL the current browser's main process (a whole-browser crash)."""
+    generation = worker.browsers._current
+    if generation is not None and generation.process is not None:
+        with contextlib.suppress(psutil.Error):
+            generation.process.kill()
+
+
+def test_200_jobs_with_crashes_and_hangs_leave_no_chromium_behind(
+    subreaper, slow_site, services, make_settings, run_worker
+):
+    before = chromium_descendants()
+    settings = make_settings(max_jobs_per_browser=40, heartbeat_seconds=30)
+    running = run_worker(settings, resolver=no_dns)
+    worker = running.worker
+    assert len(chromium_descendants()) > len(before)
+
+    kinds: dict[str, str] = {}
+    jobs: list[str] = []
+    requests: list[tuple[str, dict[str, Any]]] = []
+    crash_markers: list[str] = []
+    for n in range(200):
+        if n % 25 == 7:  # hung page: the job watchdog ends it
+            kind, steps, options = (
+                "hang",
+                [{"action": "goto", "url": f"{slow_site}/hang/{n}"}],
+                {"job_timeout_s": 1, "navigation_timeout_ms": 30_000},
+            )
+        elif n % 25 == 13:  # renderer crash while waiting on the page
+            kind, steps, options = (
+                "crash",
+                [
+                    {"action": "goto", "url": f"{slow_site}/crashme-{n}"},
+                    {"action": "wait_for", "selector": "#never", "timeout_ms": 3_000},
+                ],
+                {},
+            )
+            crash_markers.append(f"crashme-{n}")
+        else:
+            kind, steps, options = (
+                "ok",
+                [
+                    {"action": "goto", "url": f"{slow_site}/p/{n}"},
+                    {"action": "extract", "name": "p", "selector": "#p"},
+                ],
+                {},
+            )
+        requests.append((kind, {"steps": steps, "options": options, "max_attempts": 1}))
+
+    # Submitting through moto is slow-ish: several at once, while the worker already runs.
+    with ThreadPoolExecutor(4) as pool:
+        submitted = list(pool.map(lambda r: submit(services, r[1]).job_id, requests))
+    for (kind, _request), job_id in zip(requests, submitted, strict=True):
+        kinds[job_id] = kind
+        jobs.append(job_id)
+
+    started = time.monotonic()
+    crashed = 0
+    for marker in crash_markers:
+        crashed += crash_renderer_showing(worker, marker, timeout=120)
+    # Two whole-browser crashes while jobs run.
+    for _ in range(2):
+        kill_browser(worker)
+        time.sleep(1.0)
+
+    outcomes: dict[str, int] = {}
+    for job_id in jobs:
+        done = wait_for_job(services, job_id, timeout=240)
+        key = f"{kinds[job_id]}:{done.status.value}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    elapsed = time.monotonic() - started
+    running.stop()
+
+    reap_orphaned_zombies()
+    deadline = time.monotonic() + 10
+    while len(chromium_descendants()) > len(before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = chromium_descendants()
+    print(f"\n200 jobs in {elapsed:.0f}s: {outcomes}; launches={worker.browsers.launches}")
+
+    assert crashed == len(crash_markers)
+    assert outcomes.get("hang:timed_out", 0) == sum(1 for k in kinds.values() if k == "hang")
+    assert sum(v for k, v in outcomes.items() if k.startswith("crash:")) == len(crash_markers)
+    assert outcomes.get("crash:succeeded", 0) == 0
+    # Two browser kills cost at most the jobs running then (2 slots each); all else succeeds.
+    ok_total = sum(1 for k in kinds.values() if k == "ok")
+    assert outcomes.get("ok:succeeded", 0) >= ok_total - 4, outcomes
+    # 200 jobs / 40 per browser, plus the two crashes: several launches.
+    assert worker.browsers.launches >= 5
+    assert [p.pid for p in after] == [p.pid for p in before]
+
+
+def test_memory_limit_recycles_the_browser(
+    subreaper, slow_site, services, make_settings, run_worker
+):
+    before = chromium_descendants()
+    running = run_worker(make_settings(max_browser_rss_mb=100), resolver=no_dns)
+    jobs = [
+        submit(services, {"steps": [{"action": "goto", "url": f"{slow_site}/m/{n}"}]}).job_id
+        for n in range(6)
+    ]
+    for job_id in jobs:
+        done = wait_for_job(services, job_id, timeout=60)
+        assert done.status is JobStatus.SUCCEEDED, done.error
+        time.sleep(2.1)  # past the memory check interval
+    pool = running.worker.browsers
+    running.stop()
+    assert pool.recycles.get("memory", 0) >= 1
+    assert pool.launches >= 2
+    reap_orphaned_zombies()
+    deadline = time.monotonic() + 10
+    while len(chromium_descendants()) > len(before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(chromium_descendants()) == len(before)
