@@ -1,0 +1,249 @@
+"""End-to-end throughput: the whole local stack vs a bare Playwright loop, in one run.
+
+    .venv/bin/python bench/e2e_throughput.py [--jobs 100] [--concurrency 2]
+
+Both sides do the same work per job: open a demo-site page, wait for the list, extract the
+product names and links, take a full-page screenshot (and hash it). The bare loop is one
+Chromium launched exactly as the worker launches it, a fresh context per job, C asyncio
+tasks. The platform run submits every job through the HTTP API first and is timed from the
+first submission until every job is final (API, queue, worker, DynamoDB and S3 included).
+Both are measured after a warm-up; the bare loop runs half its jobs before and half after
+the platform run, so drifting machine load weighs on both alike.
+Target: platform / bare >= 0.8 at concurrency 2.
+
+This prints figures; it asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rich.console import Console
+from rich.table import Table
+
+from pagefleet.jobs.states import FINAL_STATES, JobStatus
+from pagefleet.local.demo_site import DemoSite
+from pagefleet.local.stack import LocalStack
+
+TARGET_RATIO = 0.8
+console = Console()
+
+
+def workflow(site: str) -> dict[str, Any]:
+    return {
+        "name": "bench-extract",
+        "inputs": {"site": site},
+        "max_attempts": 1,
+        "steps": [
+            {"action": "goto", "url": "{{inputs.site}}/"},
+            {"action": "wait_for", "selector": "#products .product"},
+            {"action": "extract", "name": "names", "selector": ".product .name", "many": True},
+            {
+                "action": "extract",
+                "name": "links",
+                "selector": ".product a.name",
+                "kind": "attribute",
+                "attribute": "href",
+                "many": True,
+            },
+            {"action": "screenshot", "name": "page.png", "full_page": True},
+        ],
+    }
+
+
+@dataclass
+class Run:
+    mode: str
+    jobs: int
+    seconds: float
+    succeeded: int
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds > 0 else 0.0
+
+
+# --- baseline: a bare Playwright loop -------------------------------------------------------
+async def _bare(site: str, jobs: int, warmup: int, concurrency: int) -> Run:
+    from playwright.async_api import async_playwright
+
+    from browser_task.browser import chromium_args, chromium_executable, sandbox_enabled
+    from pagefleet.models import JobOptions
+    from pagefleet.settings import WorkerSettings
+
+    settings = WorkerSettings(
+        jobs_table="-", tenants_table="-", artifacts_bucket="-", queue_urls={"standard": "-"}
+    )
+    options = JobOptions()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=chromium_executable(settings, pw),
+            headless=settings.headless,
+            args=chromium_args(settings),
+            chromium_sandbox=sandbox_enabled(settings),
+        )
+
+        async def one() -> bool:
+            context = await browser.new_context(
+                viewport={"width": options.viewport.width, "height": options.viewport.height},
+                accept_downloads=True,
+                service_workers="block",
+            )
+            try:
+                page = await context.new_page()
+                await page.goto(f"{site}/", wait_until="load")
+                await page.locator("#products .product").first.wait_for(state="visible")
+                names = await page.locator(".product .name").evaluate_all(
+                    "els => els.map(e => (e.textContent || '').trim())"
+                )
+                await page.locator(".product a.name").evaluate_all(
+                    "(els, n) => els.map(e => e.getAttribute(n))", "href"
+                )
+                shot = await page.screenshot(type="png", full_page=True)
+                hashlib.sha256(shot).hexdigest()
+                return bool(names)
+            finally:
+                await context.close()
+
+        async def drain(count: int) -> int:
+            remaining = count
+            ok = 0
+
+            async def task() -> None:
+                nonlocal remaining, ok
+                while remaining > 0:
+                    remaining -= 1
+                    succeeded = await one()
+                    ok += succeeded
+
+            await asyncio.gather(*(task() for _ in range(concurrency)))
+            return ok
+
+        await drain(warmup)
+        start = time.perf_counter()
+        ok = await drain(jobs)
+        elapsed = time.perf_counter() - start
+        await browser.close()
+    return Run("bare loop", jobs, elapsed, ok)
+
+
+# --- the platform ------------------------------------------------------------------------------
+def _final_counts(stack: LocalStack) -> dict[JobStatus, int]:
+    """Read the job store directly (not through the API) so polling costs almost nothing."""
+    from pagefleet.adapters.dynamodb import status_pk
+    from pagefleet.aws import client
+    from pagefleet.local.stack import DEV_TENANT
+
+    assert stack.provisioned is not None
+    db = client("dynamodb")
+    counts = {}
+    for status in FINAL_STATES:
+        resp = db.query(
+            TableName=stack.provisioned.jobs_table,
+            IndexName="by_status",
+            KeyConditionExpression="status_pk = :sp",
+            ExpressionAttributeValues={":sp": {"S": status_pk(DEV_TENANT, status)}},
+            Select="COUNT",
+        )
+        counts[status] = int(resp["Count"])
+    return counts
+
+
+def _platform(jobs: int, warmup: int, concurrency: int, workers: int, timeout_s: float) -> Run:
+    with LocalStack(api_port=0, workers=workers, concurrency=concurrency) as stack:
+        body = workflow(stack.site_url)
+        with stack.client() as api:
+            warm = [api.submit(body).job_id for _ in range(warmup)]
+            for job_id in warm:
+                api.wait(job_id, timeout=timeout_s, poll=0.5)
+            before = sum(_final_counts(stack).values())
+
+            start = time.perf_counter()
+            for _ in range(jobs):
+                api.submit(body)
+            submitted = time.perf_counter() - start
+            deadline = time.monotonic() + timeout_s
+            while True:
+                counts = _final_counts(stack)
+                done = sum(counts.values()) - before
+                if done >= jobs:
+                    break
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.25 if done >= jobs - concurrency * workers else 1.0)
+            elapsed = time.perf_counter() - start
+        succeeded = counts[JobStatus.SUCCEEDED] - warmup
+        note = f"submit phase {submitted:.1f}s"
+        if done < jobs:
+            note += f"; TIMED OUT with {done}/{jobs} final"
+        stack.cleanup_logs()
+    return Run("platform", jobs, elapsed, succeeded, note)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (platform)")
+    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--timeout", type=float, default=900, help="seconds for the platform run")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+    console.print(
+        f"{args.jobs} jobs, concurrency {args.concurrency}, warm-up {args.warmup}, "
+        f"{os.cpu_count()} CPUs"
+    )
+    # The bare loop runs in two halves around the platform run, so that a change in machine
+    # load during the run (other processes) weighs on both sides alike.
+    first, second = args.jobs // 2, args.jobs - args.jobs // 2
+    site = DemoSite().start()
+    try:
+        with console.status("bare Playwright loop (first half)…"):
+            bare_a = asyncio.run(_bare(site.url, first, args.warmup, args.concurrency))
+        with console.status("pagefleet local stack…"):
+            platform = _platform(
+                args.jobs, args.warmup, args.concurrency, args.workers, args.timeout
+            )
+        with console.status("bare Playwright loop (second half)…"):
+            bare_b = asyncio.run(_bare(site.url, second, args.warmup, args.concurrency))
+    finally:
+        site.stop()
+    bare = Run(
+        "bare loop",
+        args.jobs,
+        bare_a.seconds + bare_b.seconds,
+        bare_a.succeeded + bare_b.succeeded,
+        f"halves {bare_a.rate:.2f} / {bare_b.rate:.2f} jobs/s",
+    )
+
+    table = Table("mode", "jobs", "succeeded", "seconds", "jobs/s", "note")
+    for run in (bare, platform):
+        table.add_row(
+            run.mode,
+            str(run.jobs),
+            str(run.succeeded),
+            f"{run.seconds:.2f}",
+            f"{run.rate:.2f}",
+            run.note,
+        )
+    console.print(table)
+    ratio = platform.rate / bare.rate if bare.rate else 0.0
+    verdict = "meets" if ratio >= TARGET_RATIO else "below"
+    console.print(f"ratio platform/bare = {ratio:.2f} ({verdict} the {TARGET_RATIO} target)")
+    return 0 if platform.succeeded == args.jobs and bare.succeeded == args.jobs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

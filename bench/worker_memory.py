@@ -1,0 +1,204 @@
+"""Worker memory over many jobs: peak and steady-state RSS of the worker and its browser.
+
+    .venv/bin/python bench/worker_memory.py --jobs 500 [--concurrency 2]
+
+An in-process worker (real Chromium, through its egress proxy) runs N small jobs against a
+moto server and a page server, all on 127.0.0.1. Every 0.5 s it samples the RSS of
+- the Python process (worker + the in-process moto server and page server),
+- the Playwright driver (node),
+- the Chromium process tree (browser, renderers, helpers; RSS summed per process, so pages
+  shared between Chromium processes count more than once: an upper bound).
+It prints peak and steady state (median of the second half of the run). Nothing asserted.
+The worker's resolver resolves no names, so nothing can leave the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import http.server
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import boto3
+import psutil
+
+MB = 1024 * 1024
+
+
+async def no_dns(host: str) -> list[str]:
+    raise OSError(-2, "no DNS in this bench")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def page_server() -> tuple[http.server.ThreadingHTTPServer, str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            rows = "".join(f"<li class=item>item {i}</li>" for i in range(50))
+            body = f"<title>b</title><h1 id=h>bench</h1><ul>{rows}</ul>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def sample() -> tuple[int, int, int]:
+    me = psutil.Process(os.getpid())
+    python = me.memory_info().rss
+    driver = browser = 0
+    for proc in me.children(recursive=True):
+        try:
+            name = proc.name().lower()
+            rss = proc.memory_info().rss
+        except psutil.Error:
+            continue
+        if "chrom" in name:
+            browser += rss
+        elif "node" in name:
+            driver += rss
+    return python, driver, browser
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--concurrency", type=int, default=2)
+    args = parser.parse_args()
+
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    moto.start()
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+        }
+    )
+    import logging
+
+    logging.disable(logging.WARNING)
+
+    from browser_task.worker import Worker
+    from pagefleet import aws
+    from pagefleet.jobs.service import submit_job
+    from pagefleet.local.provision import create_all
+    from pagefleet.models import JobRequest
+    from pagefleet.settings import WorkerSettings
+
+    res = create_all(
+        boto3.client("dynamodb"),
+        boto3.client("sqs"),
+        boto3.client("s3"),
+        prefix=f"m{uuid.uuid4().hex[:6]}-",
+    )
+    settings = WorkerSettings(
+        jobs_table=res.jobs_table,
+        tenants_table=res.tenants_table,
+        artifacts_bucket=res.artifacts_bucket,
+        queue_urls=res.queue_urls,
+        allow_loopback=True,
+        poll_wait_seconds=1,
+        concurrency=args.concurrency,
+    )
+    services = aws.job_services(settings)
+    server, site = page_server()
+    worker = Worker(settings, services, resolver=no_dns)
+    thread = threading.Thread(target=lambda: asyncio.run(worker.run()), daemon=True)
+    thread.start()
+    assert worker.ready.wait(60), "worker did not start"
+
+    request = JobRequest.model_validate(
+        {
+            "max_attempts": 1,
+            "steps": [
+                {"action": "goto", "url": f"{site}/"},
+                {"action": "extract", "name": "items", "selector": ".item", "many": True},
+                {"action": "screenshot", "name": "page"},
+            ],
+        }
+    )
+    samples: list[tuple[float, int, int, int]] = []
+    stop = threading.Event()
+
+    def sampler() -> None:
+        while not stop.is_set():
+            samples.append((time.monotonic(), *sample()))
+            stop.wait(0.5)
+
+    threading.Thread(target=sampler, daemon=True).start()
+    started = time.monotonic()
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(
+            pool.map(lambda _n: submit_job(services, "bench", request).job.job_id, range(args.jobs))
+        )
+    statuses: dict[str, int] = {}
+    for job_id in ids:
+        while True:
+            job = services.store.get("bench", job_id)
+            if job.status.is_final:
+                statuses[job.status.value] = statuses.get(job.status.value, 0) + 1
+                break
+            time.sleep(0.2)
+    elapsed = time.monotonic() - started
+    stop.set()
+    launches = worker.browsers.launches
+    worker.request_stop()
+    thread.join(60)
+    server.shutdown()
+    moto.stop()
+
+    def figures(index: int) -> tuple[float, float]:
+        values = [s[index] for s in samples]
+        tail = values[len(values) // 2 :] or values
+        return max(values) / MB, statistics.median(tail) / MB
+
+    totals = [s[1] + s[2] + s[3] for s in samples]
+    browser_plus_worker = [s[1] + s[3] for s in samples]
+    print(f"jobs: {args.jobs} in {elapsed:.0f} s ({statuses}); browser launches: {launches}")
+    print(f"{'':32} {'peak MB':>9} {'steady MB':>10}")
+    for label, index in (
+        ("python (worker + moto + site)", 1),
+        ("playwright driver (node)", 2),
+        ("chromium tree (RSS summed)", 3),
+    ):
+        peak, steady = figures(index)
+        print(f"{label:32} {peak:9.0f} {steady:10.0f}")
+    for label, values in (("driver + chromium", browser_plus_worker), ("all of it", totals)):
+        tail = values[len(values) // 2 :] or values
+        print(f"{label:32} {max(values) / MB:9.0f} {statistics.median(tail) / MB:10.0f}")
+
+
+if __name__ == "__main__":
+    main()

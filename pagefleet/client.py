@@ -1,0 +1,274 @@
+"""Python client for the pagefleet HTTPS API.
+
+    with PagefleetClient("http://127.0.0.1:8080", api_key) as client:
+        job = client.submit({"steps": [{"action": "goto", "url": "https://example.com"}]})
+        done = client.wait(job.job_id)
+        for artifact in client.artifacts(job.job_id):
+            data = client.download_verified(artifact)
+
+Every 4xx/5xx raises ``ApiError`` with the API's error code, message and field details.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from pagefleet.jobs.states import FINAL_STATES, JobStatus
+from pagefleet.models import JobError, JobRequest
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ApiError(Exception):
+    """The API refused a request. ``details`` lists ``{"field", "reason"}`` for validation."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        details: list[dict[str, Any]] | None = None,
+        *,
+        field: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details or []
+        self.field = field
+        self.retry_after = retry_after
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiError:
+        code, message, field, details = (
+            f"http_{response.status_code}",
+            response.reason_phrase,
+            None,
+            None,
+        )
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if isinstance(payload, Mapping):
+            error = payload.get("error")
+            if isinstance(error, Mapping):
+                code = str(error.get("code") or code)
+                message = str(error.get("message") or message)
+                field = error.get("field")
+                raw = error.get("details")
+                details = (
+                    [dict(d) for d in raw if isinstance(d, Mapping)]
+                    if isinstance(raw, list)
+                    else None
+                )
+            elif "message" in payload:  # API Gateway's own answers: {"message": "Unauthorized"}
+                message = str(payload.get("message") or message)
+                code = {401: "unauthorized", 403: "forbidden", 413: "request_too_large"}.get(
+                    response.status_code, code
+                )
+        retry_after = response.headers.get("Retry-After")
+        return cls(
+            response.status_code,
+            code,
+            message,
+            details,
+            field=field,
+            retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
+        )
+
+
+class ChecksumMismatch(Exception):
+    """A downloaded artifact's sha256 differs from the one recorded for it."""
+
+
+class ArtifactInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    size: int
+    content_type: str
+    sha256: str
+    retention: str | None = None
+    attempt: int | None = None
+
+
+class ArtifactLink(ArtifactInfo):
+    """An artifact with a short-lived presigned download URL."""
+
+    url: str
+    expires_in: int | None = None
+
+
+class Job(BaseModel):
+    """A job as the API shows it (``JobRecord.public_view()``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    job_id: str
+    status: JobStatus
+    request: dict[str, Any] = Field(default_factory=dict)
+    created_at: str | None = None
+    updated_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    correlation_id: str | None = None
+    pool: str | None = None
+    attempt: int = 0
+    result: dict[str, Any] | None = None
+    artifacts: list[ArtifactInfo] = Field(default_factory=list)
+    error: JobError | None = None
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATES
+
+    @property
+    def name(self) -> str | None:
+        value = self.request.get("name")
+        return str(value) if value is not None else None
+
+
+class JobList(BaseModel):
+    jobs: list[Job]
+    next_cursor: str | None = None
+
+
+ArtifactLinks = list[ArtifactLink]
+
+
+class PagefleetClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"User-Agent": "pagefleet-client/0.1", "Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self.base_url = base_url.rstrip("/")
+        # trust_env=False: never route through a proxy from the environment (the local stack
+        # is on loopback, and a presigned URL carries its own credentials).
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            trust_env=False,
+        )
+        self._downloads = httpx.Client(timeout=timeout, transport=transport, trust_env=False)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+        self._downloads.close()
+
+    def __enter__(self) -> PagefleetClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- calls -------------------------------------------------------------------------------
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise ApiError.from_response(response)
+        return response
+
+    def submit(
+        self,
+        request: JobRequest | Mapping[str, Any],
+        idempotency_key: str | None = None,
+        *,
+        correlation_id: str | None = None,
+    ) -> Job:
+        """Submit a job; the API answers 202 with the queued job (or the replayed one)."""
+        body = (
+            request.model_dump(mode="json", exclude_none=True)
+            if isinstance(request, JobRequest)
+            else dict(request)
+        )
+        headers = {}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        if correlation_id is not None:
+            headers["X-Correlation-Id"] = correlation_id
+        payload = self._request("POST", "/v1/jobs", json=body, headers=headers).json()
+        return Job.model_validate(payload.get("job", payload))
+
+    def get(self, job_id: str) -> Job:
+        return Job.model_validate(self._request("GET", f"/v1/jobs/{job_id}").json())
+
+    def list(
+        self,
+        status: JobStatus | str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> JobList:
+        params: dict[str, Any] = {}
+        if status is not None:
+            params["status"] = str(status)
+        if limit is not None:
+            params["limit"] = limit
+        if cursor is not None:
+            params["cursor"] = cursor
+        return JobList.model_validate(self._request("GET", "/v1/jobs", params=params).json())
+
+    def iter_jobs(
+        self, status: JobStatus | str | None = None, page_size: int = 100
+    ) -> Iterator[Job]:
+        cursor: str | None = None
+        while True:
+            page = self.list(status=status, limit=page_size, cursor=cursor)
+            yield from page.jobs
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def artifacts(self, job_id: str) -> ArtifactLinks:
+        payload = self._request("GET", f"/v1/jobs/{job_id}/artifacts").json()
+        return [ArtifactLink.model_validate(a) for a in payload.get("artifacts", [])]
+
+    def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> Job:
+        """Poll until the job is final; raises TimeoutError (with the last status) otherwise."""
+        deadline = time.monotonic() + timeout
+        delay = min(poll, 0.2)
+        while True:
+            job = self.get(job_id)
+            if job.is_final:
+                return job
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {job.status.value} after {timeout:.0f}s")
+            time.sleep(delay)
+            delay = min(delay * 1.5, poll)
+
+    def download(self, url: str) -> bytes:
+        """Fetch a presigned artifact URL (no API key is sent to the storage endpoint)."""
+        response = self._downloads.get(url)
+        if response.status_code >= 400:
+            raise ApiError(
+                response.status_code, "download_failed", f"GET artifact: {response.reason_phrase}"
+            )
+        return response.content
+
+    def download_verified(self, artifact: ArtifactLink) -> bytes:
+        data = self.download(artifact.url)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != artifact.sha256:
+            raise ChecksumMismatch(
+                f"artifact {artifact.name}: sha256 {digest} differs from recorded {artifact.sha256}"
+            )
+        return data

@@ -1,0 +1,104 @@
+"""The demo website the example workflows run against, served on loopback only.
+
+Static pages from ``examples/site`` plus one handler: ``POST /contact`` answers with a
+confirmation page that echoes the submitted name (HTML-escaped).
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import zlib
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+SITE_DIR = Path(__file__).resolve().parents[2] / "examples" / "site"
+_MAX_FORM_BYTES = 64 * 1024
+
+_CONFIRMATION = """<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Thank you</title><link rel="stylesheet" href="/style.css"></head>
+<body>
+  <header><h1>Thank you</h1><nav><a href="/">Products</a></nav></header>
+  <main>
+    <div class="confirmation" id="confirmation">
+      <p>Thanks, <strong id="confirmed-name">{name}</strong>! We will answer
+      <span id="confirmed-email">{email}</span> soon.</p>
+      <p>Reference: <code id="reference">{reference}</code></p>
+    </div>
+  </main>
+</body>
+</html>
+"""
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    server_version = "pagefleet-demo/1"
+    disable_nagle_algorithm = True  # no delayed-ACK stall between headers and body
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the stack prints enough
+        return
+
+    def end_headers(self) -> None:
+        # Keep each page load cheap and deterministic for the benchmark and tests.
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+
+    def do_POST(self) -> None:
+        if self.path.split("?", 1)[0] != "/contact":
+            self.send_error(404)
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > _MAX_FORM_BYTES:
+            self.send_error(413)
+            return
+        form = parse_qs(self.rfile.read(length).decode("utf-8", "replace"))
+        name = form.get("name", [""])[0].strip()
+        email = form.get("email", [""])[0].strip()
+        if not name or not email:
+            self.send_error(400, "name and email are required")
+            return
+        reference = f"PF-{zlib.crc32(f'{name}|{email}'.encode()) % 1_000_000:06d}"
+        body = _CONFIRMATION.format(
+            name=html.escape(name), email=html.escape(email), reference=reference
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class DemoSite:
+    """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
+
+    def __init__(self, port: int = 0, root: Path = SITE_DIR) -> None:
+        handler = partial(_Handler, directory=str(root))
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> DemoSite:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="demo-site", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()

@@ -1,0 +1,379 @@
+"""The local stack: pagefleet on one machine, on loopback only.
+
+    with LocalStack(api_port=0) as stack:
+        client = stack.client()
+        ...
+
+Starts moto server (the embedded AWS), creates the same tables, queues and bucket as infra/
+(``pagefleet.local.provision``), serves the REST API through the local gateway with the real
+Lambda handlers, starts ``python -m browser_task`` workers, serves the demo website, and
+creates a dev tenant. ``stop()`` (also on exceptions and Ctrl-C) leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from pagefleet.client import PagefleetClient
+from pagefleet.local.demo_site import DemoSite
+from pagefleet.local.gateway import LocalGateway, RestApi, pagefleet_rest_api
+from pagefleet.local.pollers import Timer, sweeper_timer
+from pagefleet.local.processes import ManagedProcess, stop_all
+from pagefleet.local.provision import Provisioned, create_all
+from pagefleet.settings import ApiSettings, WorkerSettings, to_env
+
+log = logging.getLogger("pagefleet.local")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEV_TENANT = "dev"
+LOCAL_REGION = "us-east-1"
+LOCAL_POLL_WAIT_S = 2
+
+
+class StackError(RuntimeError):
+    """A part of the local stack did not start; the message says which and why."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def aws_env(endpoint_url: str) -> dict[str, str]:
+    """Point every boto3 client at moto with dummy credentials; nothing can reach AWS."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        "AWS_REGION": LOCAL_REGION,
+        # No profile or config file may add a real endpoint or credentials.
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+
+
+# Variables that could send a client somewhere else than moto; removed from our env.
+_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
+
+
+@dataclass
+class StackInfo:
+    api_url: str
+    site_url: str
+    aws_endpoint: str
+    dev_api_key: str
+    log_dir: Path
+    provisioned: Provisioned
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class LocalStack:
+    def __init__(
+        self,
+        *,
+        api_port: int = 8080,
+        moto_port: int = 0,
+        site_port: int = 0,
+        workers: int = 1,
+        concurrency: int = 2,
+        log_dir: Path | None = None,
+        authorizer_ttl_s: float = 300,
+        sweeper_interval_s: float = 60,
+        worker_env: dict[str, str] | None = None,
+        start_timeout_s: float = 60,
+    ) -> None:
+        if workers < 0:
+            raise ValueError("workers must be >= 0")
+        self.api_port = api_port
+        self.moto_port = moto_port or free_port()
+        self.site_port = site_port
+        self.workers = workers
+        self.concurrency = concurrency
+        self.authorizer_ttl_s = authorizer_ttl_s
+        self.sweeper_interval_s = sweeper_interval_s
+        self.worker_env = dict(worker_env or {})
+        self.start_timeout_s = start_timeout_s
+        self._own_log_dir = log_dir is None
+        self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+
+        self.moto: ManagedProcess | None = None
+        self.worker_processes: list[ManagedProcess] = []
+        self.gateway: LocalGateway | None = None
+        self.rest_api: RestApi | None = None
+        self.site: DemoSite | None = None
+        self.sweeper: Timer | None = None
+        self.provisioned: Provisioned | None = None
+        self.api_settings: ApiSettings | None = None
+        self.worker_settings: WorkerSettings | None = None
+        self.dev_api_key: str | None = None
+        self._saved_env: dict[str, str | None] = {}
+        self._started = False
+
+    # --- addresses -----------------------------------------------------------------------------
+    @property
+    def aws_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.moto_port}"
+
+    @property
+    def api_url(self) -> str:
+        if self.gateway is None:
+            raise StackError("the gateway is not running")
+        return self.gateway.url
+
+    @property
+    def site_url(self) -> str:
+        if self.site is None:
+            raise StackError("the demo site is not running")
+        return self.site.url
+
+    def info(self) -> StackInfo:
+        assert self.provisioned is not None and self.dev_api_key is not None
+        return StackInfo(
+            api_url=self.api_url,
+            site_url=self.site_url,
+            aws_endpoint=self.aws_endpoint,
+            dev_api_key=self.dev_api_key,
+            log_dir=self.log_dir,
+            provisioned=self.provisioned,
+            env=self.cli_env(),
+        )
+
+    def cli_env(self) -> dict[str, str]:
+        """What a shell needs to use the CLI against this stack (API and admin commands)."""
+        assert self.provisioned is not None
+        return {
+            "PAGEFLEET_API_URL": self.api_url,
+            "PAGEFLEET_API_KEY": self.dev_api_key or "",
+            "PAGEFLEET_TENANTS_TABLE": self.provisioned.tenants_table,
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": LOCAL_REGION,
+        }
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> LocalStack:
+        if self._started:
+            return self
+        self._started = True
+        try:
+            self._start_moto()
+            self._set_env(aws_env(self.aws_endpoint))
+            for name in _SCRUBBED:
+                self._set_env({name: None})
+            for name in list(os.environ):
+                if name.startswith("AWS_ENDPOINT_URL_"):
+                    self._set_env({name: None})
+            _reset_cached_clients()
+            self._provision()
+            self._start_site()
+            self._create_dev_tenant()
+            self._start_gateway()
+            self._start_workers()
+            self.sweeper = sweeper_timer(self._services, self.sweeper_interval_s).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop everything this stack started; safe to call twice and after a failed start."""
+        if self.sweeper is not None:
+            self.sweeper.stop()
+            self.sweeper = None
+        if self.gateway is not None:
+            with contextlib.suppress(Exception):
+                self.gateway.stop()
+        processes = list(self.worker_processes)
+        self.worker_processes = []
+        with contextlib.suppress(Exception):
+            stop_all(processes, grace_s=15)
+        if self.moto is not None:
+            with contextlib.suppress(Exception):
+                self.moto.stop(grace_s=5)
+            self.moto = None
+        if self.site is not None:
+            with contextlib.suppress(Exception):
+                self.site.stop()
+            self.site = None
+        self.gateway = None
+        self._restore_env()
+        _reset_cached_clients()
+        self._started = False
+
+    def cleanup_logs(self) -> None:
+        if self._own_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    # --- parts ---------------------------------------------------------------------------------
+    def _set_env(self, values: Mapping[str, str | None]) -> None:
+        for name, value in values.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def _restore_env(self) -> None:
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_env = {}
+
+    def _start_moto(self) -> None:
+        self.moto = ManagedProcess(
+            "moto",
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.moto_port)],
+            env={**os.environ, "NO_PROXY": "*"},
+            log_path=self.log_dir / "moto.log",
+        )
+        deadline = time.monotonic() + self.start_timeout_s
+        with httpx.Client(trust_env=False, timeout=2) as http:
+            while True:
+                if not self.moto.alive():
+                    raise StackError(f"moto server exited at start:\n{self.moto.tail()}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if http.get(f"{self.aws_endpoint}/moto-api/").status_code < 500:
+                        return
+                if time.monotonic() > deadline:
+                    raise StackError(f"moto server not ready on {self.aws_endpoint}")
+                time.sleep(0.1)
+
+    def _provision(self) -> None:
+        from pagefleet.aws import client
+
+        self.provisioned = create_all(client("dynamodb"), client("sqs"), client("s3"))
+        core: dict[str, Any] = {
+            "jobs_table": self.provisioned.jobs_table,
+            "tenants_table": self.provisioned.tenants_table,
+            "artifacts_bucket": self.provisioned.artifacts_bucket,
+            "queue_urls": self.provisioned.queue_urls,
+            "stage": "local",
+        }
+        self.api_settings = ApiSettings(**core)
+        self.worker_settings = WorkerSettings(
+            **core,
+            concurrency=self.concurrency,
+            allow_loopback=True,
+            # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
+            poll_wait_seconds=LOCAL_POLL_WAIT_S,
+        )
+        # The in-process handlers read their settings from the environment, as on Lambda.
+        self._set_env(dict(to_env(self.api_settings)))
+        from pagefleet.settings import api_settings, authorizer_settings
+
+        api_settings.cache_clear()
+        authorizer_settings.cache_clear()
+
+    def _services(self) -> Any:
+        from pagefleet.aws import job_services
+
+        assert self.api_settings is not None
+        return job_services(self.api_settings)
+
+    def _start_site(self) -> None:
+        self.site = DemoSite(self.site_port).start()
+
+    def _create_dev_tenant(self) -> None:
+        from pagefleet.aws import tenant_store
+        from pagefleet.tenants import create_api_key
+
+        assert self.provisioned is not None
+        self.dev_api_key, _ = create_api_key(
+            tenant_store(self.provisioned.tenants_table), DEV_TENANT, name="local-dev"
+        )
+
+    def create_tenant_key(self, tenant_id: str, name: str = "default", admin: bool = False) -> str:
+        from pagefleet.aws import tenant_store
+        from pagefleet.tenants import create_api_key
+
+        assert self.provisioned is not None
+        key, _ = create_api_key(
+            tenant_store(self.provisioned.tenants_table), tenant_id, name=name, admin=admin
+        )
+        return key
+
+    def _start_gateway(self) -> None:
+        self.rest_api = pagefleet_rest_api(authorizer_ttl_s=self.authorizer_ttl_s)
+        try:
+            self.gateway = LocalGateway([self.rest_api], port=self.api_port).start()
+        except OSError as exc:
+            raise StackError(
+                f"cannot serve the API on 127.0.0.1:{self.api_port} ({exc.strerror}); "
+                "pick another port with --api-port"
+            ) from exc
+
+    def worker_env_for(self, index: int) -> dict[str, str]:
+        assert self.worker_settings is not None
+        env = dict(os.environ)
+        env.update(to_env(self.worker_settings))
+        env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
+        env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.worker_env)
+        return env
+
+    def _start_workers(self) -> None:
+        if self.workers and not (REPO_ROOT / "browser_task" / "__main__.py").exists():
+            raise StackError("the worker (browser_task/__main__.py) is not in this checkout")
+        for index in range(self.workers):
+            proc = ManagedProcess(
+                f"worker-{index}",
+                [sys.executable, "-m", "browser_task"],
+                env=self.worker_env_for(index),
+                log_path=self.log_dir / f"worker-{index}.log",
+                cwd=REPO_ROOT,
+            )
+            self.worker_processes.append(proc)
+        time.sleep(0.5)
+        for proc in self.worker_processes:
+            if not proc.alive():
+                raise StackError(f"{proc.name} exited at start:\n{proc.tail()}")
+
+    def dead_children(self) -> list[ManagedProcess]:
+        """Children that exited on their own (the CLI reports them while running)."""
+        children = [*self.worker_processes, *([self.moto] if self.moto else [])]
+        return [p for p in children if not p.alive()]
+
+    # --- clients -------------------------------------------------------------------------------
+    def client(self, api_key: str | None = None) -> PagefleetClient:
+        return PagefleetClient(self.api_url, api_key or self.dev_api_key)
+
+
+def _reset_cached_clients() -> None:
+    """boto3 clients are cached per process; rebuild them against the current endpoint."""
+    from pagefleet.aws import client
+
+    client.cache_clear()
+    for module_name, attr in (("functions.api.app", "services"),):
+        module = sys.modules.get(module_name)
+        cached = getattr(module, attr, None) if module else None
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()

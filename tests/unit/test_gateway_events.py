@@ -1,0 +1,240 @@
+"""The local gateway shapes events and answers like API Gateway (no network, fake handlers)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from pagefleet.local.gateway import (
+    MAX_PAYLOAD_BYTES,
+    REST_ROUTES,
+    HttpRequest,
+    LambdaFunction,
+    RestApi,
+    Route,
+    method_arn,
+    policy_allows,
+    proxy_response,
+    rest_event,
+)
+
+
+def _request(
+    method: str = "GET", path: str = "/v1/jobs", body: bytes = b"", **headers: str
+) -> HttpRequest:
+    hdrs = [("Host", "127.0.0.1:8080"), ("Authorization", "Bearer pf_good"), *headers.items()]
+    return HttpRequest(method=method, raw_path=path, headers=hdrs, body=body)
+
+
+def _allow(principal: str = "dev:k1", tenant: str = "dev", effect: str = "Allow") -> dict[str, Any]:
+    return {
+        "principalId": principal,
+        "policyDocument": {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Action": "execute-api:Invoke",
+                    "Effect": effect,
+                    "Resource": "arn:aws:execute-api:us-east-1:123456789012:local/prod/*",
+                }
+            ],
+        },
+        "context": {"tenant_id": tenant, "admin": "false"},
+    }
+
+
+class Recorder:
+    def __init__(self, result: Any = None, error: Exception | None = None) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.result = result
+        self.error = error
+
+    def __call__(self, event: dict[str, Any], context: Any) -> Any:
+        assert context.get_remaining_time_in_millis() > 0
+        self.events.append(event)
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+def _api(authorizer: Recorder, handler: Recorder, now: list[float] | None = None) -> RestApi:
+    clock = now if now is not None else [0.0]
+    return RestApi(
+        handler=LambdaFunction("api", handler),
+        authorizer=LambdaFunction("authorizer", authorizer),
+        clock=lambda: clock[0],
+    )
+
+
+OK = {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
+
+
+def test_routes_match_resource_templates() -> None:
+    api = _api(Recorder(_allow()), Recorder(OK))
+    assert api.route("GET", "/v1/jobs") == (Route("/v1/jobs"), {})
+    assert api.route("GET", "/v1/jobs/01abc") == (Route("/v1/jobs/{job_id}"), {"job_id": "01abc"})
+    assert api.route("GET", "/v1/jobs/01abc/artifacts") == (
+        Route("/v1/jobs/{job_id}/artifacts"),
+        {"job_id": "01abc"},
+    )
+    assert api.route("GET", "/v2/other") is None
+    assert REST_ROUTES[0].resource == "/v1/jobs"
+
+
+def test_rest_event_has_the_proxy_integration_shape() -> None:
+    request = HttpRequest(
+        method="GET",
+        raw_path="/v1/jobs?status=queued&limit=5&tag=a&tag=b",
+        headers=[("Host", "h"), ("X-Multi", "1"), ("X-Multi", "2")],
+        body=b"",
+        source_ip="127.0.0.1",
+    )
+    event = rest_event(
+        request,
+        route=Route("/v1/jobs"),
+        path_parameters={},
+        authorizer={"tenant_id": "dev", "principalId": "dev:k1"},
+        api_id="local",
+        stage="prod",
+        request_id="rid-1",
+        now_ms=1_700_000_000_000,
+    )
+    assert event["resource"] == "/v1/jobs"
+    assert event["path"] == "/v1/jobs"
+    assert event["httpMethod"] == "GET"
+    assert event["queryStringParameters"] == {"status": "queued", "limit": "5", "tag": "b"}
+    assert event["multiValueQueryStringParameters"]["tag"] == ["a", "b"]
+    assert event["headers"]["X-Multi"] == "2"
+    assert event["multiValueHeaders"]["X-Multi"] == ["1", "2"]
+    assert event["pathParameters"] is None
+    assert event["body"] is None and event["isBase64Encoded"] is False
+    ctx = event["requestContext"]
+    assert ctx["requestId"] == "rid-1"
+    assert ctx["stage"] == "prod"
+    assert ctx["identity"]["sourceIp"] == "127.0.0.1"
+    assert ctx["authorizer"]["tenant_id"] == "dev"
+    assert ctx["resourcePath"] == "/v1/jobs"
+    assert ctx["requestTimeEpoch"] == 1_700_000_000_000
+
+
+def test_binary_body_is_base64_encoded() -> None:
+    event = rest_event(
+        _request("POST", body=b"\xff\xfe\x00"),
+        route=Route("/v1/jobs"),
+        path_parameters={},
+        authorizer=None,
+        api_id="local",
+        stage="prod",
+        request_id="r",
+    )
+    assert event["isBase64Encoded"] is True
+    assert base64.b64decode(event["body"]) == b"\xff\xfe\x00"
+
+
+def test_authorizer_gets_a_token_event_then_the_handler_gets_its_context() -> None:
+    authorizer, handler = Recorder(_allow()), Recorder(OK)
+    response = _api(authorizer, handler).handle(_request(path="/v1/jobs/01abc"))
+    assert response.status == 200
+    assert authorizer.events == [
+        {
+            "type": "TOKEN",
+            "authorizationToken": "Bearer pf_good",
+            "methodArn": method_arn("local", "prod", "GET", "/v1/jobs/01abc"),
+        }
+    ]
+    event = handler.events[0]
+    assert event["pathParameters"] == {"job_id": "01abc"}
+    assert event["requestContext"]["authorizer"]["tenant_id"] == "dev"
+    assert event["requestContext"]["authorizer"]["principalId"] == "dev:k1"
+
+
+def test_authorizer_raising_unauthorized_is_401_and_handler_never_runs() -> None:
+    handler = Recorder(OK)
+    response = _api(Recorder(error=Exception("Unauthorized")), handler).handle(_request())
+    assert response.status == 401
+    assert json.loads(response.body) == {"message": "Unauthorized"}
+    assert handler.events == []
+
+
+def test_missing_authorization_header_is_401_without_invoking_the_authorizer() -> None:
+    authorizer = Recorder(_allow())
+    request = HttpRequest(method="GET", raw_path="/v1/jobs", headers=[("Host", "h")], body=b"")
+    assert _api(authorizer, Recorder(OK)).handle(request).status == 401
+    assert authorizer.events == []
+
+
+def test_deny_policy_is_403() -> None:
+    response = _api(Recorder(_allow(effect="Deny")), Recorder(OK)).handle(_request())
+    assert response.status == 403
+
+
+def test_authorizer_error_other_than_unauthorized_is_500() -> None:
+    assert _api(Recorder(error=RuntimeError("boom")), Recorder(OK)).handle(_request()).status == 500
+
+
+def test_policy_is_cached_per_token_until_the_ttl() -> None:
+    now = [0.0]
+    authorizer = Recorder(_allow())
+    api = _api(authorizer, Recorder(OK), now)
+    api.handle(_request())
+    api.handle(_request(path="/v1/jobs/x"))
+    assert len(authorizer.events) == 1
+    api.handle(_request(Authorization="Bearer other"))
+    assert len(authorizer.events) == 2
+    now[0] = 301.0
+    api.handle(_request())
+    assert len(authorizer.events) == 3
+
+
+def test_unknown_path_is_missing_authentication_token() -> None:
+    response = _api(Recorder(_allow()), Recorder(OK)).handle(_request(path="/nope"))
+    assert response.status == 403
+    assert json.loads(response.body) == {"message": "Missing Authentication Token"}
+
+
+def test_payload_over_10_mb_is_413() -> None:
+    handler = Recorder(OK)
+    big = _request("POST", body=b"x" * (MAX_PAYLOAD_BYTES + 1))
+    assert _api(Recorder(_allow()), handler).handle(big).status == 413
+    assert handler.events == []
+
+
+def test_handler_exception_is_502() -> None:
+    api = _api(Recorder(_allow()), Recorder(error=RuntimeError("crash")))
+    assert api.handle(_request()).status == 502
+
+
+def test_proxy_response_writes_headers_and_base64_body() -> None:
+    response = proxy_response(
+        {
+            "statusCode": 202,
+            "headers": {"Location": "/v1/jobs/1", "Content-Type": "image/png"},
+            "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]},
+            "body": base64.b64encode(b"\x89PNG").decode(),
+            "isBase64Encoded": True,
+        },
+        "rid",
+    )
+    assert response.status == 202
+    assert response.body == b"\x89PNG"
+    assert ("Location", "/v1/jobs/1") in response.headers
+    assert [v for k, v in response.headers if k == "Set-Cookie"] == ["a=1", "b=2"]
+    assert ("x-amzn-RequestId", "rid") in response.headers
+
+
+def test_malformed_integration_response_is_502() -> None:
+    assert proxy_response({"body": "no status"}, "rid").status == 502
+
+
+@pytest.mark.parametrize(
+    ("arn", "allowed"),
+    [
+        ("arn:aws:execute-api:us-east-1:123456789012:local/prod/GET/v1/jobs", True),
+        ("arn:aws:execute-api:us-east-1:123456789012:local/test/GET/v1/jobs", False),
+    ],
+)
+def test_policy_resources_match_with_wildcards(arn: str, allowed: bool) -> None:
+    assert policy_allows(_allow(), arn) is allowed
