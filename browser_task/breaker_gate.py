@@ -14,14 +14,28 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.telemetry import logger
-from pagefleet.breaker import Admission, BreakerState, DomainBreakers
-from pagefleet.models import JobError
+from pagefleet.breaker import Admission, BreakerState, DomainBreakers, domain_of
+from pagefleet.models import JobError, JobRecord
+from pagefleet.workflow import Goto, iter_steps
+from pagefleet.workflow.templating import render
 
 # Failures that say the *site* is failing (not the workflow): only these count.
 TARGET_FAILURE_KINDS = frozenset({"navigation_failed", "target_unavailable"})
 
 ADMISSION_CACHE_S = 2.0
 FLUSH_INTERVAL_S = 1.0
+
+
+def target_domain(record: JobRecord) -> str | None:
+    """The domain a job works against: its first goto's host (None if it has no goto)."""
+    for _, step in iter_steps(record.request.steps):
+        if isinstance(step, Goto):
+            try:
+                url = render(step.url, record.request.inputs, {})
+            except KeyError:
+                return None  # the URL holds a secret: the worker cannot know it before claiming
+            return domain_of(url)
+    return None
 
 
 def counts_against_target(error: JobError | None) -> bool | None:

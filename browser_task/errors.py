@@ -8,9 +8,6 @@ Playwright's own exceptions are classified here, in one place, into those three.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
-
 from pagefleet.models import JobError
 
 
@@ -70,31 +67,7 @@ class RotateBrowser(RetryJob):
     default_kind = "browser_crashed"
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff with full jitter: delay ~ U(0, min(cap, base * 2**(attempt-1)))."""
 
-    base_seconds: float = 2.0
-    cap_seconds: float = 300.0
-
-    def __post_init__(self) -> None:
-        if self.base_seconds <= 0 or self.cap_seconds < self.base_seconds:
-            raise ValueError("RetryPolicy needs 0 < base_seconds <= cap_seconds")
-
-    def ceiling(self, attempt: int) -> float:
-        """The upper bound of the delay after the ``attempt``-th attempt failed (1-based)."""
-        exponent = max(0, attempt - 1)
-        if exponent >= 64:  # 2**64 * base is beyond any cap; avoid huge floats
-            return self.cap_seconds
-        return float(min(self.cap_seconds, self.base_seconds * (2**exponent)))
-
-    def delay_seconds(self, attempt: int, rng: random.Random | None = None) -> int:
-        """Whole seconds (SQS DelaySeconds), in [0, ceiling(attempt)]."""
-        draw = (rng or random).uniform(0.0, self.ceiling(attempt))
-        return int(draw)
-
-
-DEFAULT_RETRY_POLICY = RetryPolicy()
 
 
 def first_line(text: str, limit: int = 300) -> str:

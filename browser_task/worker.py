@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from browser_task.artifacts import ArtifactCollector
+from browser_task.breaker_gate import BreakerGate, target_domain
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext, SecretsResolver
 from browser_task.egress import EgressGuard, Resolver, system_resolver
 from browser_task.errors import (
-    DEFAULT_RETRY_POLICY,
     JobFailure,
     RetryJob,
-    RetryPolicy,
     RotateBrowser,
     first_line,
 )
@@ -42,11 +41,18 @@ from browser_task.executor import (
 )
 from browser_task.secrets import SecretsManagerResolver
 from browser_task.sessions import S3SessionStore, SessionStore
+from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
 from pagefleet import aws
 from pagefleet import metrics_names as metric
 from pagefleet.adapters.sqs import ReceivedMessage
-from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
+from pagefleet.errors import (
+    DeadlinePassed,
+    IllegalTransition,
+    LeaseLost,
+    NotFound,
+    RetryNotDue,
+)
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.models import (
@@ -62,6 +68,9 @@ from pagefleet.settings import WorkerSettings
 
 # After a drain gave up on a job, how long its slot may take to hand the job back.
 ABORT_GRACE_S = 15.0
+# How often a running job's cancel flag is read: a cancel takes effect within this, plus
+# the time to close the context (the promise is "within 3 seconds").
+CANCEL_POLL_S = 1.0
 
 
 def default_worker_id() -> str:
@@ -87,7 +96,8 @@ class Worker:
         secrets_resolver: SecretsResolver | None = None,
         sessions: SessionStore | None = None,
         policies: TenantPolicies | None = None,
-        retry_policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+        breakers: BreakerGate | None = None,
+        protection: TaskProtection | None = None,
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         clock: Callable[[], float] = time.time,
@@ -102,7 +112,11 @@ class Worker:
         )
         self._sessions = sessions or S3SessionStore(aws.client("s3"), settings.artifacts_bucket)
         self._policies = policies or aws.tenant_store(settings.tenants_table)
-        self._retry = retry_policy
+        self._breaker = breakers or BreakerGate(
+            aws.domain_breakers(settings), self.worker_id, clock=clock
+        )
+        self._protection = protection or TaskProtection()
+        self._busy = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
         self._clock = clock
@@ -144,6 +158,7 @@ class Worker:
         # Launch before polling: the first job should not pay for the browser start.
         await self.browsers.start()
         flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
+        breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
         slots = [
             asyncio.create_task(self._slot(n), name=f"slot-{n}")
             for n in range(settings.concurrency)
@@ -167,6 +182,9 @@ class Worker:
                 task.cancel()
             await self.browsers.close()
             flusher.cancel()
+            breaker_flusher.cancel()
+            with contextlib.suppress(Exception):
+                await self._breaker.flush()
             self.metrics.flush()
             self._log.info("worker stopped", jobs=self.jobs_handled)
 
@@ -245,12 +263,43 @@ class Worker:
             message_id=received.message_id,
         )
         now = self._clock()
+        # The breaker needs the job's target domain, which only the record knows.
+        try:
+            peek = await asyncio.to_thread(
+                self._store.get, message.tenant_id, message.job_id, consistent=False
+            )
+        except NotFound:
+            log.warning("job not found; deleting its message")
+            await self._delete(received, log)
+            return
+        except Exception as exc:
+            log.error(
+                "reading the job failed; the message will be redelivered",
+                error=first_line(str(exc)),
+            )
+            return
+        if peek.status.is_final:  # final states never change: a stale read is still right
+            log.info("duplicate delivery; deleting the message", status=peek.status.value)
+            await self._delete(received, log)
+            return
+        domain = target_domain(peek)
+        probe = False
+        if domain is not None:
+            admission = await self._breaker.admit(domain)
+            if not admission.allowed:
+                await self._defer(received, message, domain, admission.retry_after_s, log)
+                return
+            probe = admission.probe
+
+        # A fresh owner token per claim: a retried claim whose first reply was lost finds its
+        # own token, while another slot of this worker never mistakes the job for its own.
+        owner = f"{self.worker_id}/{secrets.token_hex(4)}"
         try:
             record = await asyncio.to_thread(
                 self._store.claim,
                 message.tenant_id,
                 message.job_id,
-                owner=self.worker_id,
+                owner=owner,
                 lease_until=int(now) + self.settings.lease_seconds,
                 now=int(now),
                 started_at=iso(utcnow()),
@@ -259,31 +308,63 @@ class Worker:
             log.warning("job not found; deleting its message")
             await self._delete(received, log)
             return
-        except IllegalTransition:
-            await self._claim_refused(message, received, now, log)
+        except DeadlinePassed:
+            await self._expire(message, received, log)
+            await self._release_probe(domain, probe)
             return
+        except RetryNotDue as early:
+            # An early duplicate of a retry's message: bring it back when the retry is due.
+            due = int(early.details.get("retry_at", now)) - int(now)
+            await self._hide(received, max(1, due))
+            await self._release_probe(domain, probe)
+            return
+        except IllegalTransition:
+            mine = await self._claim_refused(message, received, now, owner, log)
+            if mine is None:
+                await self._release_probe(domain, probe)
+                return
+            record = mine
         except Exception as exc:
             log.error("claim failed; the message will be redelivered", error=first_line(str(exc)))
+            await self._release_probe(domain, probe)
             return
         log = log.bind(attempt=record.attempt)
         if received.sent_at_ms:
             self.metrics.queue_delay(now * 1000 - received.sent_at_ms)
         started = time.monotonic()
         log.info("job started", receive_count=received.receive_count)
-        outcome = await self._run(record, received, log)
-        self.jobs_handled += 1
-        if outcome is None:
-            return
-        await self._finish(record, received, outcome, (time.monotonic() - started) * 1000, log)
+        await self._busy_changed(+1)
+        try:
+            outcome = await self._run(record, received, log)
+            self.jobs_handled += 1
+            if outcome is None:
+                await self._release_probe(domain, probe)
+                return
+            await self._finish(record, received, outcome, (time.monotonic() - started) * 1000, log)
+            if domain is not None and outcome.status is not JobStatus.CANCELLED:
+                await self._breaker.record(domain, outcome.error, probe=probe)
+            elif probe:
+                await self._release_probe(domain, probe)
+        finally:
+            await self._busy_changed(-1)
 
     async def _claim_refused(
-        self, message: JobMessage, received: ReceivedMessage, now: float, log: JobLog
-    ) -> None:
+        self,
+        message: JobMessage,
+        received: ReceivedMessage,
+        now: float,
+        owner: str,
+        log: JobLog,
+    ) -> JobRecord | None:
+        """Why could we not claim? Returns the record when the claim was ours after all."""
         try:
             current = await asyncio.to_thread(self._store.get, message.tenant_id, message.job_id)
         except NotFound:
             await self._delete(received, log)
-            return
+            return None
+        if current.status is JobStatus.RUNNING and current.lease_owner == owner:
+            log.info("claim applied though its reply was lost; running the job")
+            return current
         lease_live = current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= int(
             now
         )
@@ -292,6 +373,80 @@ class Worker:
             await self._delete(received, log)
         else:
             log.info("job cannot start now; leaving the message", status=current.status.value)
+        return None
+
+    async def _defer(
+        self,
+        received: ReceivedMessage,
+        message: JobMessage,
+        domain: str,
+        delay_s: int,
+        log: JobLog,
+    ) -> None:
+        """The target's circuit is open: the job waits, queued, without spending an attempt.
+
+        The message is re-sent with a delay (and the received one deleted) rather than hidden,
+        so waiting out an outage never counts toward the dead-letter queue's receive limit.
+        """
+        delay = max(1, min(900, delay_s))
+        reason = f"circuit open for {domain}; next try in {delay} s"
+        try:
+            await asyncio.to_thread(self._queue.send, message, delay_seconds=delay)
+        except Exception as exc:
+            log.warning(
+                "could not defer the job; the message will be redelivered",
+                error=first_line(str(exc)),
+            )
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(
+                self._store.defer,
+                message.tenant_id,
+                message.job_id,
+                reason=reason,
+                at=iso(utcnow()),
+            )
+        log.info("job deferred", domain=domain, delay_s=delay)
+        await self._delete(received, log)
+
+    async def _expire(self, message: JobMessage, received: ReceivedMessage, log: JobLog) -> None:
+        error = JobError(
+            kind="expired", message="the job did not start before its deadline", timeout="deadline"
+        )
+        try:
+            await asyncio.to_thread(
+                self._store.transition,
+                message.tenant_id,
+                message.job_id,
+                JobStatus.EXPIRED,
+                at=iso(utcnow()),
+                error=error,
+            )
+        except IllegalTransition:
+            pass  # someone else (the sweeper, a cancel) ended it first
+        except Exception as exc:
+            log.warning("could not expire the job", error=first_line(str(exc)))
+            return
+        self.metrics.job_finished(JobStatus.EXPIRED.value, 0.0)
+        log.info("job expired before it started")
+        await self._delete(received, log)
+
+    async def _release_probe(self, domain: str | None, probe: bool) -> None:
+        """A probe that did not run says nothing: reopen the circuit for another cooldown."""
+        if domain is not None and probe:
+            await self._breaker.record(
+                domain,
+                JobError(kind="target_unavailable", message="probe not run", retryable=True),
+                probe=True,
+            )
+
+    async def _busy_changed(self, delta: int) -> None:
+        self._busy += delta
+        self.metrics.slots_busy(self._busy)
+        if delta > 0:
+            await self._protection.job_started()
+        else:
+            await self._protection.job_ended()
 
     # --- running --------------------------------------------------------------------------
     async def _run(
@@ -349,15 +504,17 @@ class Worker:
             work = asyncio.create_task(run_workflow(ctx), name=f"job {record.job_id}")
             lost = asyncio.create_task(lease_lost.wait())
             abort = asyncio.create_task(self._abort.wait())
+            cancel = asyncio.create_task(self._watch_cancel(record))
             try:
                 await asyncio.wait(
-                    {work, lost, abort},
+                    {work, lost, abort, cancel},
                     timeout=request.options.job_timeout_s,
                     return_when=asyncio.FIRST_COMPLETED,
                 )
             finally:
                 lost.cancel()
                 abort.cancel()
+                cancel.cancel()
 
             if work.done():
                 crash = work.exception()
@@ -392,6 +549,22 @@ class Worker:
                 await self._kill(work, session)
                 collector.cancel()
                 return None
+
+            if cancel.done() and not cancel.cancelled() and cancel.result():
+                # Stopped mid-action by closing its context; what it made so far is kept.
+                await self._kill(work, session)
+                artifacts, _ = await collector.settle()
+                log.info("job cancelled while running", step_index=ctx.step_index)
+                return Outcome(
+                    JobStatus.CANCELLED,
+                    result=ctx.result or None,
+                    error=JobError(
+                        kind="cancelled",
+                        message="cancelled by the client while running",
+                        step_index=ctx.step_index,
+                    ),
+                    artifacts=artifacts,
+                )
 
             if self._abort.is_set():
                 await self._kill(work, session)
@@ -434,6 +607,20 @@ class Worker:
             if session is not None:
                 await session.close()
 
+    async def _watch_cancel(self, record: JobRecord) -> bool:
+        """Poll the job's cancel flag; True once a client asked to cancel it."""
+        if record.cancel_requested_at is not None:
+            return True
+        while True:
+            await asyncio.sleep(CANCEL_POLL_S)
+            try:
+                if await asyncio.to_thread(
+                    self._store.cancel_requested, record.tenant_id, record.job_id
+                ):
+                    return True
+            except Exception as exc:  # a missed poll only delays the cancel by one period
+                self._log.warning("cancel check failed", error=first_line(str(exc)))
+
     async def _kill(self, work: asyncio.Task[Any], session: BrowserSession) -> None:
         await session.close()
         work.cancel()
@@ -448,13 +635,13 @@ class Worker:
         artifacts: list[Artifact],
     ) -> Outcome:
         error = failure.to_job_error()
-        if failure.retryable and record.attempt < record.request.max_attempts:
+        if failure.retryable and record.attempts_used < record.request.max_attempts:
             return Outcome(
                 JobStatus.RETRY_SCHEDULED,
                 result=result or None,
                 error=error,
                 artifacts=artifacts,
-                retry_delay_s=self._retry.delay_seconds(record.attempt),
+                retry_delay_s=record.request.retry.delay_seconds(record.attempts_used),
             )
         return Outcome(JobStatus.FAILED, result=result or None, error=error, artifacts=artifacts)
 
@@ -477,7 +664,7 @@ class Worker:
                     record.tenant_id,
                     record.job_id,
                     attempt=record.attempt,
-                    owner=self.worker_id,
+                    owner=record.lease_owner or self.worker_id,
                     lease_until=until,
                 ),
                 return_exceptions=True,
@@ -507,6 +694,11 @@ class Worker:
             status=outcome.status,
             error=outcome.error,
         )
+        retry_at = (
+            int(self._clock()) + (outcome.retry_delay_s or 0)
+            if outcome.status is JobStatus.RETRY_SCHEDULED
+            else None
+        )
         # Earlier attempts' artifacts (failure snapshots) stay listed next to this one's.
         artifacts = [a for a in record.artifacts if a.attempt != record.attempt]
         artifacts += outcome.artifacts
@@ -516,17 +708,19 @@ class Worker:
                 record.tenant_id,
                 record.job_id,
                 attempt=record.attempt,
-                owner=self.worker_id,
+                owner=record.lease_owner or self.worker_id,
                 status=outcome.status,
                 at=at,
                 result=outcome.result,
                 artifacts=artifacts,
                 error=outcome.error,
                 history=history,
+                retry_at=retry_at,
             )
         except (LeaseLost, IllegalTransition) as exc:
-            log.warning("outcome not written: the job moved on", reason=exc.message)
-            return
+            if not await self._finish_landed(record, outcome):
+                log.warning("outcome not written: the job moved on", reason=exc.message)
+                return
         except Exception as exc:
             log.error("writing the outcome failed", error=first_line(str(exc)))
             return
@@ -563,6 +757,18 @@ class Worker:
         # The outcome is durable; deleting the message need not hold up the slot.
         self._spawn(self._delete(received, log))
 
+    async def _finish_landed(self, record: JobRecord, outcome: Outcome) -> bool:
+        """After a refused finish: did our own earlier try land (its reply lost on the way)?"""
+        try:
+            current = await asyncio.to_thread(self._store.get, record.tenant_id, record.job_id)
+        except Exception:
+            return False
+        return (
+            current.attempt == record.attempt
+            and current.status is outcome.status
+            and any(a.attempt == record.attempt for a in current.attempts)
+        )
+
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
         self._background.add(task)
@@ -573,6 +779,15 @@ class Worker:
             await asyncio.to_thread(self._queue.delete, self.settings.pool, received.receipt_handle)
         except Exception as exc:
             log.warning("deleting the message failed", error=first_line(str(exc)))
+
+    async def _hide(self, received: ReceivedMessage, seconds: int) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(
+                self._queue.change_visibility,
+                self.settings.pool,
+                received.receipt_handle,
+                min(seconds, 43_200),
+            )
 
     async def _release(self, received: ReceivedMessage) -> None:
         """Make a message visible again at once (we will not work on it)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,18 +77,25 @@ class JobOptions(BaseModel):
 
 
 class RetryPolicy(BaseModel):
-    """Exponential backoff with full jitter: delay = random(0, min(cap, base * 2**(n-1)))."""
+    """Exponential backoff with full jitter: delay ~ U(0, min(cap, base * 2**(n-1)))."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_seconds: float = Field(default=2.0, gt=0, le=300)
     cap_seconds: float = Field(default=300.0, gt=0, le=900)  # SQS delays stop at 15 minutes
 
-    def ceiling(self, retry_number: int) -> float:
-        return float(min(self.cap_seconds, self.base_seconds * 2 ** max(0, retry_number - 1)))
+    @model_validator(mode="after")
+    def _base_below_cap(self) -> RetryPolicy:
+        if self.base_seconds > self.cap_seconds:
+            raise ValueError("RetryPolicy needs 0 < base_seconds <= cap_seconds")
+        return self
 
-    def delay(self, retry_number: int, rand: Callable[[], float] = random.random) -> float:
-        return rand() * self.ceiling(retry_number)
+    def ceiling(self, attempt: int) -> float:
+        return float(min(self.cap_seconds, self.base_seconds * 2 ** max(0, attempt - 1)))
+
+    def delay_seconds(self, attempt: int, rng: random.Random | None = None) -> int:
+        """Whole seconds (SQS DelaySeconds), in [0, ceiling(attempt)]."""
+        return int((rng or random).uniform(0.0, self.ceiling(attempt)))
 
 
 class JobRequest(BaseModel):

@@ -230,6 +230,15 @@ class DynamoJobStore:
             raise NotFound(f"job {job_id} not found", job_id=job_id)
         return item_to_record(resp["Item"])
 
+    def cancel_requested(self, tenant_id: str, job_id: str) -> bool:
+        """Cheap read of the cancel flag (the worker polls it every second while running)."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            ProjectionExpression="cancel_requested_at",
+        )
+        return "cancel_requested_at" in resp.get("Item", {})
+
     def list_page(
         self,
         tenant_id: str,

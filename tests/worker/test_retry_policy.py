@@ -6,13 +6,8 @@ import random
 
 import pytest
 
-from browser_task.errors import (
-    FailJob,
-    RetryJob,
-    RetryPolicy,
-    RotateBrowser,
-    classify_navigation_error,
-)
+from browser_task.errors import FailJob, RetryJob, RotateBrowser, classify_navigation_error
+from pagefleet.models import RetryPolicy
 
 
 def test_ceiling_doubles_from_the_base_up_to_the_cap():
@@ -34,7 +29,7 @@ def test_delay_is_full_jitter_within_zero_and_the_ceiling():
 
 @pytest.mark.parametrize(("base", "cap"), [(0, 10), (-1, 10), (10, 5)])
 def test_nonsensical_policies_are_refused(base, cap):
-    with pytest.raises(ValueError, match="base_seconds"):
+    with pytest.raises(ValueError, match="base_seconds"):  # a pydantic ValidationError
         RetryPolicy(base_seconds=base, cap_seconds=cap)
 
 
