@@ -1,0 +1,119 @@
+"""Cancellation, deadlines and the circuit breaker, end to end with real Chromium."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+
+from pagefleet.breaker import BreakerPolicy, BreakerState
+from pagefleet.jobs.service import cancel_job
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import iso, utcnow
+from tests.worker.conftest import TENANT, submit, wait_for_empty_queue, wait_for_job
+
+pytestmark = pytest.mark.e2e
+
+SLOW_STEP = {"action": "wait_for", "selector": "#never", "timeout_ms": 120_000}
+
+
+def test_running_job_is_cancelled_mid_action_and_keeps_its_artifacts(
+    site, services, make_settings, run_worker
+):
+    url = site.add("/cancel-me", "<h1>before</h1>")
+    job = submit(
+        services,
+        {
+            "steps": [
+                {"action": "goto", "url": url},
+                {"action": "screenshot", "name": "before.png"},
+                SLOW_STEP,  # would wait two minutes
+            ],
+            "options": {"job_timeout_s": 600},
+        },
+    )
+    settings = make_settings()
+    run_worker(settings)
+    wait_for_job(services, job.job_id, {JobStatus.RUNNING})
+    # Let the screenshot land, then cancel while the slow step waits.
+    deadline = time.monotonic() + 30
+    while services.store.get(TENANT, job.job_id).status is JobStatus.RUNNING:
+        if site.hits.get("/cancel-me"):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(1.0)
+    asked = cancel_job(services, TENANT, job.job_id)
+    assert asked.status is JobStatus.RUNNING and asked.cancel_requested_at
+
+    # Bounded wait far below the step's two minutes: the worker stops it mid-action.
+    done = wait_for_job(services, job.job_id, timeout=20)
+    assert done.status is JobStatus.CANCELLED
+    assert done.error is not None and done.error.kind == "cancelled"
+    assert done.error.step_index == 2
+    assert "before.png" in {a.name for a in done.artifacts}
+    wait_for_empty_queue(settings.queue_url("standard"))
+
+
+def test_queued_job_cancelled_before_a_worker_sees_it_never_runs(
+    site, services, settings, run_worker
+):
+    url = site.add("/never-visited", "<h1>x</h1>")
+    job = submit(services, {"steps": [{"action": "goto", "url": url}]})
+    assert cancel_job(services, TENANT, job.job_id).status is JobStatus.CANCELLED
+    run_worker(settings)
+    wait_for_empty_queue(settings.queue_url("standard"))
+    assert site.hits.get("/never-visited", 0) == 0
+    assert services.store.get(TENANT, job.job_id).status is JobStatus.CANCELLED
+
+
+def test_job_not_started_by_its_deadline_expires_unrun(site, services, settings, run_worker):
+    url = site.add("/too-late", "<h1>x</h1>")
+    deadline = utcnow() + timedelta(seconds=2)
+    job = submit(services, {"steps": [{"action": "goto", "url": url}], "deadline": iso(deadline)})
+    time.sleep(max(0.0, (deadline - utcnow()).total_seconds()) + 1.2)
+    run_worker(settings)
+    done = wait_for_job(services, job.job_id, timeout=30)
+    assert done.status is JobStatus.EXPIRED
+    assert done.error is not None and done.error.timeout == "deadline"
+    assert site.hits.get("/too-late", 0) == 0
+    wait_for_empty_queue(settings.queue_url("standard"))
+
+
+def test_failing_site_opens_the_circuit_defers_jobs_then_recovers(
+    site, services, make_settings, run_worker
+):
+    down = site.add("/flaky", "<h1>down</h1>", status=503)
+    policy = BreakerPolicy(window_s=60, min_requests=2, failure_rate=0.5, cooldown_s=3)
+    settings = make_settings(breaker=policy, concurrency=1)
+    one_try = {"steps": [{"action": "goto", "url": down}], "max_attempts": 1}
+    failing = [submit(services, one_try) for _ in range(2)]
+    worker = run_worker(settings)
+    for job in failing:
+        assert wait_for_job(services, job.job_id, timeout=30).status is JobStatus.FAILED
+
+    breakers = worker.worker._breaker._breakers
+    deadline = time.monotonic() + 10  # outcomes are written once a second
+    while breakers.get("127.0.0.1").state is not BreakerState.OPEN:
+        assert time.monotonic() < deadline, "the circuit did not open"
+        time.sleep(0.1)
+
+    # While the circuit is open, new jobs wait queued with a reason; none runs yet.
+    waiting = [submit(services, {"steps": [{"action": "goto", "url": down}]}) for _ in range(3)]
+    deadline = time.monotonic() + 20
+    while not services.store.get(TENANT, waiting[0].job_id).deferred_reason:
+        assert time.monotonic() < deadline, "the job was not deferred"
+        time.sleep(0.05)
+    deferred = services.store.get(TENANT, waiting[0].job_id)
+    assert deferred.status is JobStatus.QUEUED
+    assert "circuit open for 127.0.0.1" in (deferred.deferred_reason or "")
+
+    # The site comes back: after the cooldown one probe passes, the circuit closes, and
+    # every deferred job runs once, without having spent an attempt on the outage.
+    site.add("/flaky", "<h1>up</h1>", status=200)
+    for job in waiting:
+        done = wait_for_job(services, job.job_id, timeout=60)
+        assert done.status is JobStatus.SUCCEEDED
+        assert done.attempt == 1
+    assert breakers.get("127.0.0.1").state is BreakerState.CLOSED
