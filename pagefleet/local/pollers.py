@@ -1,17 +1,21 @@
 """Pollers that play AWS event sources on the local stack.
 
-On AWS, EventBridge ``rate(1 minute)`` invokes the sweeper. Locally a timer thread calls
-the same service function. (DLQ -> dead_letters and stream -> live pollers join here when
-those functions exist.)
+On AWS, EventBridge ``rate(1 minute)`` invokes the sweeper and an SQS event source mapping
+feeds each DLQ to the dead_letters function. Locally a timer and a poller invoke the same
+handlers with the same event shapes. (The stream -> live poller joins here with that
+function.)
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
-from pagefleet.jobs.service import JobServices, requeue_unqueued
+from pagefleet.local.constants import LOCAL_ACCOUNT, LOCAL_REGION
 
 log = logging.getLogger("pagefleet.local")
 
@@ -51,13 +55,123 @@ class Timer:
             self._thread.join(timeout)
 
 
-def sweeper_timer(svc: Callable[[], JobServices], interval_s: float = 60) -> Timer:
-    """The sweeper's enqueue-failure duty: re-send jobs recorded but never queued."""
+def sweeper_timer(interval_s: float = 60) -> Timer:
+    """EventBridge ``rate(1 minute)``: invoke the real sweeper handler with a scheduled event."""
 
-    def sweep() -> int:
-        count = requeue_unqueued(svc())
-        if count:
-            log.info("sweeper re-enqueued %d job(s)", count)
-        return count
+    def tick() -> object:
+        from functions.sweeper.handler import handler
 
-    return Timer("sweeper", interval_s, sweep)
+        report = handler(scheduled_event(), None)
+        if any(report.values()):
+            log.info("sweeper: %s", report)
+        return report
+
+    return Timer("sweeper", interval_s, tick)
+
+
+def scheduled_event() -> dict[str, Any]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": LOCAL_ACCOUNT,
+        "time": now,
+        "region": LOCAL_REGION,
+        "resources": [f"arn:aws:events:{LOCAL_REGION}:{LOCAL_ACCOUNT}:rule/pagefleet-sweeper"],
+        "detail": {},
+    }
+
+
+def sqs_event_records(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+    """The Lambda SQS event an event source mapping builds from received messages."""
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {
+                        "stringValue": attr.get("StringValue"),
+                        "binaryValue": attr.get("BinaryValue"),
+                        "stringListValues": [],
+                        "binaryListValues": [],
+                        "dataType": attr["DataType"],
+                    }
+                    for name, attr in m.get("MessageAttributes", {}).items()
+                },
+                "md5OfBody": m["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": LOCAL_REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+class DeadLetterPoller:
+    """The DLQ event source mapping: long-poll each DLQ, invoke dead_letters, delete what
+    it handled (records named in ``batchItemFailures`` stay for another try)."""
+
+    def __init__(self, dlq_urls: dict[str, str], *, wait_s: int = 2) -> None:
+        self._urls = dict(dlq_urls)
+        self._wait = wait_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dlq-poller", daemon=True)
+        self.handled = 0
+
+    def start(self) -> DeadLetterPoller:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        from functions.dead_letters.handler import handler
+        from pagefleet.aws import client
+
+        sqs = client("sqs")
+        arns = {
+            url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+            for url in self._urls.values()
+        }
+        while not self._stop.is_set():
+            for url in self._urls.values():
+                try:
+                    self.poll_once(sqs, url, arns[url], handler)
+                except Exception:
+                    log.exception("dead-letter poller failed")
+                    self._stop.wait(1)
+
+    def poll_once(self, sqs: Any, url: str, arn: str, handler: Callable[..., Any]) -> int:
+        resp = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=self._wait,
+            VisibilityTimeout=30,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = resp.get("Messages", [])
+        if not messages:
+            return 0
+        try:
+            result = handler(sqs_event_records(messages, arn), None)
+            failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        except Exception:
+            log.exception("dead_letters failed the whole batch; it will be retried")
+            return 0
+        for m in messages:
+            if m["MessageId"] not in failed:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+                self.handled += 1
+        return len(messages) - len(failed)

@@ -28,9 +28,10 @@ from typing import Any
 import httpx
 
 from pagefleet.client import PagefleetClient
+from pagefleet.local.constants import LOCAL_REGION
 from pagefleet.local.demo_site import DemoSite
 from pagefleet.local.gateway import LocalGateway, RestApi, pagefleet_rest_api
-from pagefleet.local.pollers import Timer, sweeper_timer
+from pagefleet.local.pollers import DeadLetterPoller, Timer, sweeper_timer
 from pagefleet.local.processes import ManagedProcess, stop_all
 from pagefleet.local.provision import Provisioned, create_all
 from pagefleet.settings import ApiSettings, WorkerSettings, to_env
@@ -39,7 +40,6 @@ log = logging.getLogger("pagefleet.local")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEV_TENANT = "dev"
-LOCAL_REGION = "us-east-1"
 LOCAL_POLL_WAIT_S = 2
 
 
@@ -121,6 +121,7 @@ class LocalStack:
         self.rest_api: RestApi | None = None
         self.site: DemoSite | None = None
         self.sweeper: Timer | None = None
+        self.dead_letters: DeadLetterPoller | None = None
         self.provisioned: Provisioned | None = None
         self.api_settings: ApiSettings | None = None
         self.worker_settings: WorkerSettings | None = None
@@ -195,7 +196,9 @@ class LocalStack:
             self._create_dev_tenant()
             self._start_gateway()
             self._start_workers()
-            self.sweeper = sweeper_timer(self._services, self.sweeper_interval_s).start()
+            self.sweeper = sweeper_timer(self.sweeper_interval_s).start()
+            assert self.provisioned is not None
+            self.dead_letters = DeadLetterPoller(self.provisioned.dlq_urls).start()
         except BaseException:
             self.stop()
             raise
@@ -206,6 +209,9 @@ class LocalStack:
         if self.sweeper is not None:
             self.sweeper.stop()
             self.sweeper = None
+        if self.dead_letters is not None:
+            self.dead_letters.stop()
+            self.dead_letters = None
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
@@ -250,7 +256,16 @@ class LocalStack:
     def _start_moto(self) -> None:
         self.moto = ManagedProcess(
             "moto",
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.moto_port)],
+            # moto with DynamoDB's atomic conditional writes (see embedded_aws).
+            [
+                sys.executable,
+                "-m",
+                "pagefleet.local.embedded_aws",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.moto_port),
+            ],
             env={**os.environ, "NO_PROXY": "*"},
             log_path=self.log_dir / "moto.log",
         )
@@ -291,12 +306,6 @@ class LocalStack:
 
         api_settings.cache_clear()
         authorizer_settings.cache_clear()
-
-    def _services(self) -> Any:
-        from pagefleet.aws import job_services
-
-        assert self.api_settings is not None
-        return job_services(self.api_settings)
 
     def _start_site(self) -> None:
         self.site = DemoSite(self.site_port).start()
