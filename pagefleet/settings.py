@@ -34,6 +34,8 @@ class CoreSettings(_Base):
     stage: str = "dev"
     # Per-domain circuit breaker thresholds, as JSON: {"window_s": 60, "failure_rate": 0.5, ...}
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
+    # Chaos testing only: the share of AWS calls this runtime fails on purpose (0 = never).
+    aws_fault_rate: float = Field(default=0.0, ge=0.0, le=0.5)
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]
