@@ -5,7 +5,7 @@ UV := $(PY) -m uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export UV_PROJECT_ENVIRONMENT := .venv
 
-.PHONY: run demo test test-fast lint typecheck fmt synth bench chaos clean deps chromium
+.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth bench chaos clean deps chromium
 
 ## Run the platform on the embedded local stack and watch the example jobs succeed.
 run: deps chromium
@@ -23,12 +23,16 @@ test: deps chromium lint typecheck
 test-fast: deps lint
 	.venv/bin/pytest -m "not slow"
 
+## Only the suites that run the local stack with real Chromium.
+test-e2e: deps chromium
+	.venv/bin/pytest -m e2e
+
 lint: deps
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 
 typecheck: deps
-	.venv/bin/mypy pagefleet functions browser_task infra
+	.venv/bin/mypy pagefleet functions browser_task infra bench
 
 fmt: deps
 	.venv/bin/ruff format .
@@ -36,10 +40,15 @@ fmt: deps
 
 ## Synthesize the CDK app to cdk.out/ offline (no Docker, no AWS credentials).
 synth: deps
+	rm -rf cdk.out
 	$(PY) -m infra.app
 
+## Benchmarks: each runs a baseline and our code side by side and prints the ratio / figures.
 bench: deps chromium
 	$(PY) bench/e2e_throughput.py
+
+chaos: deps chromium
+	$(PY) bench/chaos.py
 
 deps: .venv/.synced
 

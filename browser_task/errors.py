@@ -67,9 +67,6 @@ class RotateBrowser(RetryJob):
     default_kind = "browser_crashed"
 
 
-
-
-
 def first_line(text: str, limit: int = 300) -> str:
     """Playwright messages carry a call log that may quote page contents: keep the headline."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
