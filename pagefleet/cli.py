@@ -241,6 +241,45 @@ def status(
 
 
 @app.command()
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Cancel a job: a queued one at once, a running one within seconds."""
+    with _client(api_url, api_key) as client:
+        job = client.cancel(job_id)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    elif job.status.value == "cancelled":
+        console.print(f"[bold]{job.job_id}[/] cancelled")
+    else:
+        console.print(f"[bold]{job.job_id}[/] is {_status(job)}; its worker is stopping it")
+
+
+@app.command("dead-letters")
+def dead_letters(
+    redrive: Annotated[
+        bool, typer.Option("--redrive", help="Send every dead-lettered job back to its queue.")
+    ] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Dead-lettered jobs of every tenant (needs an admin key); --redrive sends them back."""
+    with _client(api_url, api_key) as client:
+        if redrive:
+            done = client.redrive()
+            console.print(f"redriven: {len(done)} job(s)")
+            return
+        listed = client.dead_letters()
+    table = Table("job", "error", "updated")
+    for job in listed:
+        table.add_row(job.job_id, job.error.message if job.error else "", job.updated_at or "")
+    console.print(table)
+
+
+@app.command()
 def jobs(
     status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 20,

@@ -11,6 +11,7 @@ Every 4xx/5xx raises ``ApiError`` with the API's error code, message and field d
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import time
 from collections.abc import Iterator, Mapping
@@ -237,6 +238,22 @@ class PagefleetClient:
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a job: queued ones at once; running ones stop within seconds."""
+        return Job.model_validate(self._request("POST", f"/v1/jobs/{job_id}/cancel").json())
+
+    def dead_letters(self) -> builtins.list[Job]:
+        """Dead-lettered jobs of every tenant (admin key)."""
+        payload = self._request("GET", "/v1/admin/dead-letters").json()
+        return [Job.model_validate(j) for j in payload.get("dead_letters", [])]
+
+    def redrive(self, jobs: builtins.list[str] | None = None) -> builtins.list[str]:
+        """Send dead-lettered jobs ("tenant_id/job_id"; None = all) back to their queue."""
+        body: dict[str, Any] = {} if jobs is None else {"jobs": jobs}
+        return list(
+            self._request("POST", "/v1/admin/dead-letters/redrive", json=body).json()["redriven"]
+        )
 
     def artifacts(self, job_id: str) -> ArtifactLinks:
         payload = self._request("GET", f"/v1/jobs/{job_id}/artifacts").json()

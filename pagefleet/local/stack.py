@@ -352,19 +352,29 @@ class LocalStack:
     def _start_workers(self) -> None:
         if self.workers and not (REPO_ROOT / "browser_task" / "__main__.py").exists():
             raise StackError("the worker (browser_task/__main__.py) is not in this checkout")
-        for index in range(self.workers):
-            proc = ManagedProcess(
-                f"worker-{index}",
-                [sys.executable, "-m", "browser_task"],
-                env=self.worker_env_for(index),
-                log_path=self.log_dir / f"worker-{index}.log",
-                cwd=REPO_ROOT,
-            )
-            self.worker_processes.append(proc)
+        for _ in range(self.workers):
+            self.start_worker()
         time.sleep(0.5)
         for proc in self.worker_processes:
             if not proc.alive():
                 raise StackError(f"{proc.name} exited at start:\n{proc.tail()}")
+
+    def start_worker(self, extra_env: Mapping[str, str] | None = None) -> ManagedProcess:
+        """Start one more worker with the next free index (chaos tests replace killed ones).
+
+        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env``. Every
+        worker this stack started is stopped by ``stop()``, killed ones included.
+        """
+        index = len(self.worker_processes)
+        proc = ManagedProcess(
+            f"worker-{index}",
+            [sys.executable, "-m", "browser_task"],
+            env={**self.worker_env_for(index), **(extra_env or {})},
+            log_path=self.log_dir / f"worker-{index}.log",
+            cwd=REPO_ROOT,
+        )
+        self.worker_processes.append(proc)
+        return proc
 
     def dead_children(self) -> list[ManagedProcess]:
         """Children that exited on their own (the CLI reports them while running)."""
@@ -381,7 +391,12 @@ def _reset_cached_clients() -> None:
     from pagefleet.aws import client
 
     client.cache_clear()
-    for module_name, attr in (("functions.api.app", "services"),):
+    for module_name, attr in (
+        ("functions.api.app", "services"),
+        # The DLQ poller and the sweeper timer call these handlers in this process too.
+        ("functions.dead_letters.handler", "services"),
+        ("functions.sweeper.handler", "services"),
+    ):
         module = sys.modules.get(module_name)
         cached = getattr(module, attr, None) if module else None
         if cached is not None and hasattr(cached, "cache_clear"):

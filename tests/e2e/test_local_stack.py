@@ -170,3 +170,32 @@ def test_stopping_a_stack_leaves_no_process_behind() -> None:
     local.cleanup_logs()
     alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == []
+
+
+def test_cli_cancels_a_running_job_mid_action(stack: LocalStack, tmp_path: Path) -> None:
+    """A job stuck waiting is stopped within seconds; its earlier screenshot is kept."""
+    workflow = {
+        "steps": [
+            {"action": "goto", "url": "{{inputs.site}}/"},
+            {"action": "screenshot", "name": "before.png"},
+            {"action": "wait_for", "selector": "#never-there", "timeout_ms": 120000},
+        ],
+        "options": {"job_timeout_s": 600},
+    }
+    path = tmp_path / "stuck.json"
+    path.write_text(json.dumps(workflow))
+    env = stack.cli_env()
+    submitted = _cli("submit", str(path), "--input", f"site={stack.site_url}", "--json", env=env)
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = json.loads(submitted.stdout)["job_id"]
+    with PagefleetClient(stack.api_url, stack.dev_api_key) as client:
+        deadline = time.monotonic() + 60
+        while not any(a.name == "before.png" for a in client.get(job_id).artifacts):
+            if client.get(job_id).is_final or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        cancelled = _cli("cancel", job_id, env=env)
+        assert cancelled.returncode == 0, cancelled.stderr
+        job = client.wait(job_id, timeout=20)  # far below the step's two minutes
+    assert job.status.value == "cancelled"
+    assert job.error is not None and job.error.kind == "cancelled"
