@@ -738,13 +738,7 @@ class Worker:
             return
         if outcome.retry_delay_s is not None:
             self.metrics.count(metric.RETRIES)
-            retry = JobMessage(
-                tenant_id=record.tenant_id,
-                job_id=record.job_id,
-                attempt=record.attempt,
-                correlation_id=record.correlation_id,
-                pool=record.pool,
-            )
+            retry = JobMessage.for_job(record)
             try:
                 await asyncio.to_thread(
                     self._queue.send, retry, delay_seconds=outcome.retry_delay_s

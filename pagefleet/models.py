@@ -261,3 +261,13 @@ class JobMessage(BaseModel):
     attempt: int
     correlation_id: str
     pool: str
+
+    @classmethod
+    def for_job(cls, job: JobRecord) -> JobMessage:
+        return cls(
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            correlation_id=job.correlation_id,
+            pool=job.pool,
+        )

@@ -684,6 +684,17 @@ class TenantPolicy(BaseModel):
     allow_evaluate: bool = False
 
 
+def _key_record(data: Mapping[str, Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=data["key_id"],
+        tenant_id=data["tenant_id"],
+        name=data.get("name", ""),
+        created_at=data.get("created_at", ""),
+        revoked=bool(data.get("revoked", False)),
+        admin=bool(data.get("admin", False)),
+    )
+
+
 class DynamoTenantStore:
     """API keys stored by their SHA-256 only; the plaintext is shown once at creation."""
 
@@ -715,15 +726,7 @@ class DynamoTenantStore:
         )
         if "Item" not in resp:
             return None
-        data = _deserialize(resp["Item"])
-        return ApiKeyRecord(
-            key_id=data["key_id"],
-            tenant_id=data["tenant_id"],
-            name=data.get("name", ""),
-            created_at=data.get("created_at", ""),
-            revoked=bool(data.get("revoked", False)),
-            admin=bool(data.get("admin", False)),
-        )
+        return _key_record(_deserialize(resp["Item"]))
 
     def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
         resp = self._db.query(
@@ -735,19 +738,7 @@ class DynamoTenantStore:
         out = []
         for item in resp.get("Items", []):
             data = _deserialize(item)
-            out.append(
-                (
-                    data["pk"].removeprefix("KEY#"),
-                    ApiKeyRecord(
-                        key_id=data["key_id"],
-                        tenant_id=data["tenant_id"],
-                        name=data.get("name", ""),
-                        created_at=data.get("created_at", ""),
-                        revoked=bool(data.get("revoked", False)),
-                        admin=bool(data.get("admin", False)),
-                    ),
-                )
-            )
+            out.append((data["pk"].removeprefix("KEY#"), _key_record(data)))
         return out
 
     def get_policy(self, tenant_id: str) -> TenantPolicy:

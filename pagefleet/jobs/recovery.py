@@ -162,12 +162,4 @@ def _take_back_expired_lease(svc: JobServices, tenant_id: str, job_id: str, now:
 
 
 def _send(svc: JobServices, job: JobRecord) -> None:
-    svc.queue.send(
-        JobMessage(
-            tenant_id=job.tenant_id,
-            job_id=job.job_id,
-            attempt=job.attempt,
-            correlation_id=job.correlation_id,
-            pool=job.pool,
-        )
-    )
+    svc.queue.send(JobMessage.for_job(job))

@@ -95,13 +95,7 @@ def submit_job(
 
 def enqueue(svc: JobServices, record: JobRecord) -> JobRecord:
     """Send the job's message and note that it is in the queue."""
-    message = JobMessage(
-        tenant_id=record.tenant_id,
-        job_id=record.job_id,
-        attempt=record.attempt,
-        correlation_id=record.correlation_id,
-        pool=record.pool,
-    )
+    message = JobMessage.for_job(record)
     try:
         svc.queue.send(message)
     except Exception as exc:

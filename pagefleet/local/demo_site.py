@@ -7,13 +7,14 @@ confirmation page that echoes the submitted name (HTML-escaped).
 from __future__ import annotations
 
 import html
-import threading
 import zlib
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
+
+from pagefleet.local.loopback import LoopbackServer
 
 SITE_DIR = Path(__file__).resolve().parents[2] / "examples" / "site"
 _MAX_FORM_BYTES = 64 * 1024
@@ -72,33 +73,9 @@ class _Handler(SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class DemoSite:
+class DemoSite(LoopbackServer):
     """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
 
     def __init__(self, port: int = 0, root: Path = SITE_DIR) -> None:
         handler = partial(_Handler, directory=str(root))
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> DemoSite:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="demo-site", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", port), handler), "demo-site")

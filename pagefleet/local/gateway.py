@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from pagefleet.local.loopback import LoopbackServer
+
 # API Gateway refuses request payloads above 10 MB before any Lambda runs.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 ACCOUNT_ID = "123456789012"
@@ -450,35 +452,13 @@ class _Server(ThreadingHTTPServer):
     apps: Sequence[App]
 
 
-class LocalGateway:
+class LocalGateway(LoopbackServer):
     """Serves the given apps on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
 
     def __init__(self, apps: Sequence[App], port: int = 8080) -> None:
-        self._server = _Server(("127.0.0.1", port), _HttpHandler)
-        self._server.apps = list(apps)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> LocalGateway:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="local-gateway", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
+        server = _Server(("127.0.0.1", port), _HttpHandler)
+        server.apps = list(apps)
+        super().__init__(server, "local-gateway")
 
 
 def pagefleet_rest_api(authorizer_ttl_s: float = 300) -> RestApi:

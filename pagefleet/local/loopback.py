@@ -1,0 +1,39 @@
+"""A threaded HTTP server bound to 127.0.0.1, run on a daemon thread (local stack parts)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import ThreadingHTTPServer
+from typing import Self
+
+
+class LoopbackServer:
+    """Owns a server bound to loopback; ``start()`` serves it, ``stop()`` closes it."""
+
+    def __init__(self, server: ThreadingHTTPServer, name: str) -> None:
+        server.daemon_threads = True
+        self._server = server
+        self._name = name
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=self._name, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._server.server_close()
