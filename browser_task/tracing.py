@@ -48,8 +48,8 @@ class TraceRecorder:
         self.stopped = True
         keep = self.requested or failed
         if not keep:
-            with contextlib.suppress(PlaywrightError, TimeoutError):
-                await asyncio.wait_for(self._context.tracing.stop(), TRACE_STOP_TIMEOUT_S)
+            # Closing the context discards the recording; stopping it first would cost a
+            # round trip to the browser on every successful job.
             return
         with tempfile.TemporaryDirectory(prefix="pagefleet-trace-") as tmp:
             path = Path(tmp) / TRACE_ARTIFACT
