@@ -1,9 +1,7 @@
 # pagefleet: the two commands a new user needs are `make run` and `make test`.
 SHELL := /bin/bash
 PY := .venv/bin/python
-UV := $(PY) -m uv
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
-export UV_PROJECT_ENVIRONMENT := .venv
 
 .PHONY: run demo test test-fast test-e2e lint typecheck fmt synth bench chaos clean deps chromium
 
@@ -52,14 +50,12 @@ chaos: deps chromium
 
 deps: .venv/.synced
 
-.venv/.synced: pyproject.toml uv.lock
-	@test -x $(PY) || python3 -m venv .venv
-	@$(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q 'uv>=0.4'
-	$(UV) sync --frozen --all-extras --inexact
+.venv/.synced: pyproject.toml uv.lock scripts/bootstrap.sh
+	scripts/bootstrap.sh
 	@touch $@
 
 chromium:
 	@scripts/ensure-chromium.sh
 
 clean:
-	rm -rf .venv cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .tools cdk.out .pytest_cache .mypy_cache .ruff_cache
