@@ -18,10 +18,11 @@ else
       exit 1
     fi
   fi
-  .tools/bin/pip install -q 'uv>=0.4,<1'
+  .tools/bin/pip install -q 'uv==0.13.9'
   UV=.tools/bin/uv
 fi
 
 # The machine's own Python (>= 3.11); uv must not try to download one.
-export UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=.venv
+# System certificates: registries may sit behind a TLS-inspecting proxy with its own CA.
+export UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=.venv UV_SYSTEM_CERTS=1
 "$UV" sync --frozen --all-extras --python python3
