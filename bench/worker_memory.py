@@ -4,7 +4,8 @@
 
 An in-process worker (real Chromium, through its egress proxy) runs N small jobs against a
 moto server and a page server, all on 127.0.0.1. Every 0.5 s it samples the RSS of
-- the Python process (worker + the in-process moto server and page server),
+- the Python process (the worker and the small page server; moto runs in its own process
+  so its growing store is not counted),
 - the Playwright driver (node),
 - the Chromium process tree (browser, renderers, helpers; RSS summed per process, so pages
   shared between Chromium processes count more than once: an upper bound).
@@ -19,6 +20,7 @@ import asyncio
 import http.server
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -45,6 +47,18 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError("moto_server did not start")
 
 
 def page_server() -> tuple[http.server.ThreadingHTTPServer, str]:
@@ -75,6 +89,8 @@ def sample() -> tuple[int, int, int]:
         try:
             name = proc.name().lower()
             rss = proc.memory_info().rss
+            if "moto" in " ".join(proc.cmdline()):
+                continue  # the stand-in for AWS is not the worker
         except psutil.Error:
             continue
         if "chrom" in name:
@@ -90,11 +106,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
 
-    from moto.server import ThreadedMotoServer
-
     port = free_port()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    moto.start()
+    moto = subprocess.Popen(
+        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for_port(port)
     os.environ.update(
         {
             "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
@@ -173,11 +191,6 @@ def main() -> None:
             time.sleep(0.2)
     elapsed = time.monotonic() - started
     stop.set()
-    launches = worker.browsers.launches
-    worker.request_stop()
-    thread.join(60)
-    server.shutdown()
-    moto.stop()
 
     def figures(index: int) -> tuple[float, float]:
         values = [s[index] for s in samples]
@@ -185,19 +198,32 @@ def main() -> None:
         return max(values) / MB, statistics.median(tail) / MB
 
     totals = [s[1] + s[2] + s[3] for s in samples]
-    browser_plus_worker = [s[1] + s[3] for s in samples]
-    print(f"jobs: {args.jobs} in {elapsed:.0f} s ({statuses}); browser launches: {launches}")
+    driver_plus_browser = [s[2] + s[3] for s in samples]
+    print(
+        f"jobs: {args.jobs} in {elapsed:.0f} s ({statuses}); "
+        f"browser launches: {worker.browsers.launches}"
+    )
     print(f"{'':32} {'peak MB':>9} {'steady MB':>10}")
     for label, index in (
-        ("python (worker + moto + site)", 1),
+        ("python (worker + page server)", 1),
         ("playwright driver (node)", 2),
         ("chromium tree (RSS summed)", 3),
     ):
         peak, steady = figures(index)
         print(f"{label:32} {peak:9.0f} {steady:10.0f}")
-    for label, values in (("driver + chromium", browser_plus_worker), ("all of it", totals)):
+    for label, values in (("driver + chromium", driver_plus_browser), ("all of it", totals)):
         tail = values[len(values) // 2 :] or values
         print(f"{label:32} {max(values) / MB:9.0f} {statistics.median(tail) / MB:10.0f}")
+    sys.stdout.flush()
+
+    worker.request_stop()
+    thread.join(60)
+    server.shutdown()
+    moto.terminate()
+    try:
+        moto.wait(10)
+    except subprocess.TimeoutExpired:
+        moto.kill()
 
 
 if __name__ == "__main__":

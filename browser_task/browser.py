@@ -427,7 +427,7 @@ def _kill_tree(generation: BrowserGeneration) -> None:
                 procs[root.pid] = root
                 for child in root.children(recursive=True):
                     procs[child.pid] = child
-    for pid, proc in generation.known.items():
+    for pid, proc in list(generation.known.items()):
         # is_running() also checks the start time, so a recycled pid is never signalled.
         with contextlib.suppress(psutil.Error):
             if proc.is_running():

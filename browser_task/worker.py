@@ -500,7 +500,17 @@ class Worker:
                 sessions=self._sessions,
                 prepared=prepared,
             )
-            await install_egress_guard(ctx)
+            try:
+                await install_egress_guard(ctx)
+            except Exception as setup_error:
+                # The browser died between opening the context and the first step: retry
+                # on a fresh one rather than leave the job running with no one on it.
+                return self._failed(
+                    record,
+                    RotateBrowser(f"the browser closed: {first_line(str(setup_error))}"),
+                    {},
+                    [],
+                )
             work = asyncio.create_task(run_workflow(ctx), name=f"job {record.job_id}")
             lost = asyncio.create_task(lease_lost.wait())
             abort = asyncio.create_task(self._abort.wait())
