@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,6 +16,7 @@ from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
 
 if TYPE_CHECKING:
+    from browser_task.egress_proxy import Decision
     from browser_task.sessions import SessionStore, StorageState
     from browser_task.tracing import TraceRecorder
 
@@ -62,6 +64,8 @@ class RunContext:
     step_index: int | None = None
     # >0 while running a paginate block: extract results accumulate instead of replacing.
     paginate_depth: int = 0
+    # The egress proxy's refusals since this job started (to explain a refused redirect).
+    egress_refusals: Callable[[], list[Decision]] | None = None
 
     def __post_init__(self) -> None:
         self.secret_values.update(v for v in self.prepared.secrets.values() if v)

@@ -263,6 +263,16 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
                     f"navigation to {step.url} failed: {reason}", kind="navigation_failed"
                 )
             return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
+        if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
+            # An https redirect to a forbidden address: the egress proxy refused the tunnel.
+            refused = ctx.egress_refusals()
+            if refused:
+                last = refused[-1]
+                return FailJob(
+                    f"navigation to {step.url} was redirected to {last.host}, which the egress "
+                    f"filter refused: {last.reason}",
+                    kind="egress_refused",
+                )
         return classify_navigation_error(message, step.url)
     target = f" on selector {selector!r}" if selector is not None else ""
     return FailJob(f"{step.action} failed{target}: {first_line(message)}", kind="step_failed")

@@ -25,6 +25,7 @@ from browser_task.breaker_gate import BreakerGate, target_domain
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext, SecretsResolver
 from browser_task.egress import EgressGuard, Resolver, system_resolver
+from browser_task.egress_proxy import Decision
 from browser_task.errors import (
     JobFailure,
     RetryJob,
@@ -499,6 +500,7 @@ class Worker:
                 secrets=self._secrets,
                 sessions=self._sessions,
                 prepared=prepared,
+                egress_refusals=self._refusals_since(time.time()),
             )
             try:
                 await install_egress_guard(ctx)
@@ -616,6 +618,13 @@ class Worker:
             heartbeat.cancel()
             if session is not None:
                 await session.close()
+
+    def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
+        # The proxy serves both slots; a refusal after this job started is the likely cause.
+        def refusals() -> list[Decision]:
+            return [d for d in self.browsers.egress.refusals if d.at >= since]
+
+        return refusals
 
     async def _watch_cancel(self, record: JobRecord) -> bool:
         """Poll the job's cancel flag; True once a client asked to cancel it."""

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from browser_task.context import RunContext
 from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
+from browser_task.egress_proxy import REFUSAL_HEADER
 from browser_task.errors import FailJob, RetryJob
 from pagefleet.workflow import Goto, Sleep, WaitFor
 
@@ -27,6 +28,14 @@ async def goto(step: Goto, ctx: RunContext) -> None:
     response = await ctx.page.goto(
         step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms(step)
     )
+    refusal = response.headers.get(REFUSAL_HEADER.lower()) if response is not None else None
+    if refusal is not None:
+        # The page is the egress proxy's 403: a redirect led somewhere the policy forbids.
+        raise FailJob(
+            f"navigation to {step.url} ended at {response.url if response else step.url}, "
+            f"which the egress filter refused: {refusal}",
+            kind="egress_refused",
+        )
     if response is not None and (response.status >= 500 or response.status == 429):
         raise RetryJob(f"{step.url} answered HTTP {response.status}", kind="target_unavailable")
 

@@ -533,3 +533,37 @@ def test_proxy_refuses_before_connecting(target):
         assert REFUSAL_HEADER.encode() in answer
     assert connector.dialled == []
     assert resolver.calls == []  # literals and metadata names never reach DNS
+
+
+def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(harness, sites):
+    """The job's error names the refusal, instead of extracting from the proxy's 403 page."""
+    from browser_task.context import NoSecrets, RunContext
+    from browser_task.errors import FailJob
+    from browser_task.steps.navigation import goto
+    from pagefleet.models import JobRequest
+    from pagefleet.workflow import Goto
+
+    target = sites.url("/secret", "127.0.0.1")
+    step = Goto(url=sites.url(f"/redirect?to={target}"))
+
+    async def body(session: BrowserSession) -> Any:
+        ctx = RunContext(
+            tenant_id="t",
+            job_id="j",
+            attempt=1,
+            request=JobRequest(steps=[step]),
+            session=session,
+            guard=EgressGuard(resolver=harness.resolver, policy=POLICY),
+            artifacts=None,  # type: ignore[arg-type]  # goto makes none
+            secrets=NoSecrets(),
+        )
+        try:
+            await goto(step, ctx)
+        except FailJob as failure:
+            return failure
+        return None
+
+    failure = harness.page_test(body)
+    assert isinstance(failure, FailJob)
+    assert failure.kind == "egress_refused"
+    assert "refused" in failure.message
