@@ -69,6 +69,9 @@ from pagefleet.settings import WorkerSettings
 
 # After a drain gave up on a job, how long its slot may take to hand the job back.
 ABORT_GRACE_S = 15.0
+# The record's lease ends this long before the message's visibility does, so a message that
+# comes back after a worker died always finds the lease already expired and reclaims the job.
+LEASE_MARGIN_S = 2
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").
 CANCEL_POLL_S = 1.0
@@ -301,7 +304,7 @@ class Worker:
                 message.tenant_id,
                 message.job_id,
                 owner=owner,
-                lease_until=int(now) + self.settings.lease_seconds,
+                lease_until=self._lease_end(now),
                 now=int(now),
                 started_at=iso(utcnow()),
             )
@@ -330,6 +333,27 @@ class Worker:
             await self._release_probe(domain, probe)
             return
         log = log.bind(attempt=record.attempt)
+        if record.attempts_used > record.request.max_attempts:
+            # A reclaim after the last allowed attempt's worker died: no attempt is left.
+            await self._finish(
+                record,
+                received,
+                Outcome(
+                    JobStatus.FAILED,
+                    error=JobError(
+                        kind="lease_expired",
+                        message=(
+                            f"the worker of attempt {record.attempt - 1} stopped without "
+                            f"finishing and max_attempts ({record.request.max_attempts}) is spent"
+                        ),
+                        timeout="lease",
+                    ),
+                ),
+                0.0,
+                log,
+            )
+            await self._release_probe(domain, probe)
+            return
         if received.sent_at_ms:
             self.metrics.queue_delay(now * 1000 - received.sent_at_ms)
         started = time.monotonic()
@@ -366,12 +390,18 @@ class Worker:
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
             log.info("claim applied though its reply was lost; running the job")
             return current
-        lease_live = current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= int(
-            now
-        )
-        if current.status.is_final or lease_live:
+        if current.status.is_final:
             log.info("duplicate delivery; deleting the message", status=current.status.value)
             await self._delete(received, log)
+        elif current.status is JobStatus.RUNNING and current.lease_expires_at is not None:
+            # Another attempt holds a live lease. Keep this copy, hidden until that lease
+            # would run out: if its worker finishes, the copy is deleted as a duplicate then;
+            # if it dies, the copy is what brings the job back.
+            # Looked at again every two heartbeats at most, so a finished job's copy goes soon.
+            wait = max(1, current.lease_expires_at - int(now) + LEASE_MARGIN_S)
+            wait = min(wait, 2 * self.settings.heartbeat_seconds)
+            log.info("job running elsewhere; hiding this copy", hide_s=wait)
+            await self._hide(received, wait)
         else:
             log.info("job cannot start now; leaving the message", status=current.status.value)
         return None
@@ -619,6 +649,9 @@ class Worker:
             if session is not None:
                 await session.close()
 
+    def _lease_end(self, now: float) -> int:
+        return int(now) + self.settings.lease_seconds - LEASE_MARGIN_S
+
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.
         def refusals() -> list[Decision]:
@@ -670,7 +703,7 @@ class Worker:
         settings = self.settings
         while True:
             await asyncio.sleep(settings.heartbeat_seconds)
-            until = int(self._clock()) + settings.lease_seconds
+            until = self._lease_end(self._clock())
             results = await asyncio.gather(
                 asyncio.to_thread(
                     self._queue.change_visibility,

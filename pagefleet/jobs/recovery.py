@@ -27,6 +27,15 @@ def mark_dead_lettered(svc: JobServices, received: ReceivedMessage) -> str:
     if message is None:
         # Not a job message: nothing to mark; the body is logged by the caller (no job data).
         return "poison"
+    try:
+        current = svc.store.get(message.tenant_id, message.job_id)
+    except NotFound:
+        return "unknown_job"
+    if current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= int(
+        utcnow().timestamp()
+    ):
+        # A worker holds a live lease: this was a stale duplicate of the job's message.
+        return "alive"
     reason = JobError(
         kind="dead_lettered",
         message=(

@@ -4,6 +4,11 @@ Each child gets SIGTERM first (the worker drains), then its whole process group 
 SIGKILL after a grace period, so a Chromium the worker launched cannot outlive it. On Linux
 a child is also told to die with its parent (``PR_SET_PDEATHSIG``), covering a parent
 killed with SIGKILL.
+
+Caution: Linux ties ``PR_SET_PDEATHSIG`` to the *thread* that forked the child, not the
+process: a child started from a short-lived thread is sent SIGTERM when that thread exits.
+Start managed processes from a long-lived thread (the local stack starts them from the
+thread that runs it).
 """
 
 from __future__ import annotations

@@ -260,3 +260,13 @@ def test_sweeper_resends_a_retry_whose_message_was_lost(
     assert sweep(svc()).retries_resent == 1
     assert len(queued_messages(api_env)) == 1
     assert sweep(svc()).retries_resent == 0  # postponed, not re-sent every minute
+
+
+def test_a_stale_copy_in_the_dlq_does_not_touch_a_job_with_a_live_lease(tenant: ApiCaller) -> None:
+    from functions.dead_letters import handler as dl
+
+    dl.services.cache_clear()
+    job = tenant.post_job(SIMPLE).body
+    claim(job["job_id"], lease_s=60)
+    dl.handler(sqs_event([_dlq_message(job), "poison"]), None)
+    assert tenant.get_job(job["job_id"]).body["status"] == "running"

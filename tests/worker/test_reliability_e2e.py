@@ -117,3 +117,20 @@ def test_failing_site_opens_the_circuit_defers_jobs_then_recovers(
         assert done.status is JobStatus.SUCCEEDED
         assert done.attempt == 1
     assert breakers.get("127.0.0.1").state is BreakerState.CLOSED
+
+
+def test_reclaiming_a_dead_workers_last_attempt_fails_the_job(site, services, settings, run_worker):
+    url = site.add("/last-try", "<h1>x</h1>")
+    job = submit(services, {"steps": [{"action": "goto", "url": url}], "max_attempts": 1})
+    now = int(time.time())
+    # Attempt 1 was taken by a worker that died: its lease ran out.
+    services.store.claim(
+        TENANT, job.job_id, owner="dead/1", lease_until=now - 5, now=now, started_at=iso(utcnow())
+    )
+    run_worker(settings)  # the job's message is still queued: it comes to this worker
+    done = wait_for_job(services, job.job_id, timeout=30)
+    assert done.status is JobStatus.FAILED
+    assert done.error is not None and done.error.kind == "lease_expired"
+    assert "max_attempts (1) is spent" in done.error.message
+    assert site.hits.get("/last-try", 0) == 0
+    wait_for_empty_queue(settings.queue_url("standard"))

@@ -1,0 +1,53 @@
+"""One local stack per chaos module: moto, gateway, two workers on a short lease, and a
+target site (``ChaosSite``) that hangs, answers 503 or is slow when told to.
+
+A module may set ``WORKER_ENV`` (a dict) to start its workers with more settings, e.g. AWS
+fault injection.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from pagefleet.adapters.dynamodb import DynamoJobStore
+from pagefleet.client import PagefleetClient
+from pagefleet.local.stack import LocalStack
+from tests.chaos.harness import ChaosSite, chaos_worker_env, record_store
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[ChaosSite]:
+    chaos_site = ChaosSite().start()
+    yield chaos_site
+    chaos_site.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    extra = getattr(request.module, "WORKER_ENV", {})
+    local = LocalStack(
+        api_port=0,
+        workers=2,
+        concurrency=2,
+        # The sweeper's backstops (lost retries, dead leases) run often enough to matter here.
+        sweeper_interval_s=5,
+        worker_env=chaos_worker_env(**extra),
+    )
+    with local:
+        yield local
+    local.cleanup_logs()
+
+
+@pytest.fixture(scope="module")
+def client(stack: LocalStack) -> Iterator[PagefleetClient]:
+    with stack.client() as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def store(stack: LocalStack) -> DynamoJobStore:
+    return record_store(stack)
