@@ -62,13 +62,8 @@ def test_killed_workers_job_completes_on_another_worker_with_one_final_result(
     report = audit(store, [job.job_id])
     assert not report.lost and not report.doubled and not report.inconsistent
     assert replacement.alive()
-    if ("retry_scheduled", "lease_expired") in seen:
-        # The job was saved by the sweeper's backstop (lease + 60 s), not by the queue
-        # redelivering its message after the 10 s lease: see _claim_refused in the worker.
-        pytest.xfail(
-            "known bug: the redelivered message of a killed worker's job is deleted as a "
-            "'duplicate delivery' while the record's lease still looks live (same second)"
-        )
+    # The queue brought it back after the lease, not the sweeper's backstop (lease + 60 s).
+    assert ("retry_scheduled", "lease_expired") not in seen
 
 
 def _watch_statuses(
