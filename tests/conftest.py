@@ -63,6 +63,25 @@ _AWS_ENV = (
 )
 
 
+def _clear_runtime_caches() -> None:
+    """Forget clients and settings built for another endpoint (e.g. a local stack's moto)."""
+    from functions.api import app as api_app
+    from functions.dead_letters import handler as dead_letters
+    from functions.sweeper import handler as sweeper
+    from pagefleet import aws, settings
+
+    for cached in (
+        aws.client,
+        settings.api_settings,
+        settings.authorizer_settings,
+        api_app.services,
+        api_app.breakers,
+        dead_letters.services,
+        sweeper.services,
+    ):
+        cached.cache_clear()
+
+
 def aws_client(service: str) -> Any:
     return boto3.client(service)
 
@@ -75,6 +94,7 @@ def provisioned(moto_endpoint: str) -> Provisioned:
     urllib.request.urlopen(
         urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
     ).read()
+    _clear_runtime_caches()
     return create_all(aws_client("dynamodb"), aws_client("sqs"), aws_client("s3"))
 
 
@@ -83,25 +103,10 @@ def api_env(provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Iterat
     """Environment for the API and authorizer handlers, as the stack sets it."""
     import json
 
-    from functions.api import app as api_app
-    from pagefleet import settings
-
     monkeypatch.setenv("PAGEFLEET_JOBS_TABLE", provisioned.jobs_table)
     monkeypatch.setenv("PAGEFLEET_TENANTS_TABLE", provisioned.tenants_table)
     monkeypatch.setenv("PAGEFLEET_ARTIFACTS_BUCKET", provisioned.artifacts_bucket)
     monkeypatch.setenv("PAGEFLEET_QUEUE_URLS", json.dumps(provisioned.queue_urls))
-    for cached in (
-        settings.api_settings,
-        settings.authorizer_settings,
-        api_app.services,
-        api_app.breakers,
-    ):
-        cached.cache_clear()
+    _clear_runtime_caches()
     yield provisioned
-    for cached in (
-        settings.api_settings,
-        settings.authorizer_settings,
-        api_app.services,
-        api_app.breakers,
-    ):
-        cached.cache_clear()
+    _clear_runtime_caches()

@@ -1,4 +1,5 @@
-"""One local stack for the whole e2e session: moto, gateway, a worker, the demo site."""
+"""One local stack per e2e module (moto, gateway, a worker, the demo site), stopped before
+the next suite so its processes and environment never leak into other tests."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pagefleet.client import PagefleetClient
 from pagefleet.local.stack import LocalStack
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     local = LocalStack(api_port=0, workers=1, concurrency=2)
@@ -20,7 +21,7 @@ def stack() -> Iterator[LocalStack]:
     local.cleanup_logs()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def client(stack: LocalStack) -> Iterator[PagefleetClient]:
     with stack.client() as api:
         yield api
