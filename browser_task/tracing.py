@@ -2,8 +2,8 @@
 
 A trace can only cover what happened after ``tracing.start``, so to have one for a failure
 it must be recording before the failure is known. It is therefore started with every
-context (DOM snapshots, no screencast screenshots: those are the expensive part) and the
-zip is written and uploaded only when the job asked for it (``options.trace``) or failed.
+context (actions, console, network; DOM snapshots only when the job asked for a trace) and
+the zip is written and uploaded only when the job asked for it (``options.trace``) or failed.
 
 One exception: a job that uses ``{{secrets.NAME}}`` records a trace only on request,
 because a trace holds the arguments of every action — a filled password included.
@@ -35,7 +35,12 @@ class TraceRecorder:
         self.stopped = False
 
     async def start(self) -> None:
-        await self._context.tracing.start(screenshots=False, snapshots=True, sources=False)
+        # A requested trace gets DOM snapshots; the always-on one that exists in case of a
+        # failure records actions, console and network only (snapshots cost ~10 % of a
+        # worker's throughput), and the failure's own failure.html / failure.png show the page.
+        await self._context.tracing.start(
+            screenshots=False, snapshots=self.requested, sources=False
+        )
         self.started = True
 
     async def finish(self, artifacts: ArtifactCollector, *, failed: bool) -> None:
