@@ -34,6 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import boto3
 import psutil
 
+from pagefleet.local.loopback import LoopbackServer, serve_on_loopback
+
 MB = 1024 * 1024
 
 
@@ -61,7 +63,7 @@ def wait_for_port(port: int, timeout: float = 30) -> None:
     raise RuntimeError("moto_server did not start")
 
 
-def page_server() -> tuple[http.server.ThreadingHTTPServer, str]:
+def page_server() -> LoopbackServer:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             rows = "".join(f"<li class=item>item {i}</li>" for i in range(50))
@@ -75,10 +77,7 @@ def page_server() -> tuple[http.server.ThreadingHTTPServer, str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
+    return serve_on_loopback(Handler, "bench-site")
 
 
 def sample() -> tuple[int, int, int]:
@@ -151,7 +150,8 @@ def main() -> None:
         concurrency=args.concurrency,
     )
     services = aws.job_services(settings)
-    server, site = page_server()
+    server = page_server()
+    site = server.url
     worker = Worker(settings, services, resolver=no_dns)
     thread = threading.Thread(target=lambda: asyncio.run(worker.run()), daemon=True)
     thread.start()
@@ -218,7 +218,7 @@ def main() -> None:
 
     worker.request_stop()
     thread.join(60)
-    server.shutdown()
+    server.stop()
     moto.terminate()
     try:
         moto.wait(10)

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import threading
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
+
+
+def serve_on_loopback(
+    handler: type[BaseHTTPRequestHandler], name: str = "loopback-http"
+) -> LoopbackServer:
+    """Serve ``handler`` on 127.0.0.1 at a free port, started (tests, benchmarks, stand-ins)."""
+    return LoopbackServer(ThreadingHTTPServer(("127.0.0.1", 0), handler), name).start()
 
 
 class LoopbackServer:

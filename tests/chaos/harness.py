@@ -25,6 +25,7 @@ from botocore.config import Config
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.errors import NotFound
 from pagefleet.jobs.states import JobStatus
+from pagefleet.local.loopback import LoopbackServer, serve_on_loopback
 from pagefleet.local.processes import ManagedProcess
 from pagefleet.local.stack import DEV_TENANT, LocalStack
 from pagefleet.models import JobRecord
@@ -109,22 +110,22 @@ class ChaosSite:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._handler = Handler
+        self._server: LoopbackServer | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        assert self._server is not None, "start() the site first"
+        return self._server.url
 
     def start(self) -> ChaosSite:
-        self._thread.start()
+        self._server = serve_on_loopback(self._handler, "chaos-site")
         return self
 
     def stop(self) -> None:
         self._stopped.set()
-        self._server.shutdown()
-        self._server.server_close()
+        if self._server is not None:
+            self._server.stop()
 
     def outage(self, seconds: float) -> None:
         """Answer 503 on /flaky/* for the next ``seconds``."""

@@ -24,6 +24,7 @@ from browser_task.worker import Worker
 from pagefleet import aws
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
+from pagefleet.local.loopback import serve_on_loopback
 from pagefleet.local.provision import Provisioned, create_all
 from pagefleet.models import JobRecord, JobRequest
 from pagefleet.settings import WorkerSettings
@@ -137,14 +138,11 @@ def site() -> Iterator[Site]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = serve_on_loopback(Handler, "test-site")
     try:
-        yield Site(f"http://127.0.0.1:{server.server_address[1]}", pages, hits)
+        yield Site(server.url, pages, hits)
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 # --- the worker, in-process ----------------------------------------------------------------

@@ -8,12 +8,13 @@ Unlike conftest's ``site`` (HTML only), this one serves any content type, extra 
 from __future__ import annotations
 
 import http.server
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+
+from pagefleet.local.loopback import serve_on_loopback
 
 
 @dataclass
@@ -59,14 +60,11 @@ def serve(resources: dict[str, Resource]) -> Iterator[StepSite]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = serve_on_loopback(Handler, "step-site")
     try:
-        yield StepSite(f"http://127.0.0.1:{server.server_address[1]}", resources, seen)
+        yield StepSite(server.url, resources, seen)
     finally:
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def html(body: str, title: str = "test") -> Resource:

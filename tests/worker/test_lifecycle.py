@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from pagefleet.jobs.states import JobStatus
+from pagefleet.local.loopback import serve_on_loopback
 from tests.worker.conftest import submit, wait_for_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -86,15 +87,12 @@ def slow_site() -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_on_loopback(Handler, "lifecycle-site")
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield server.url
     finally:
         stop.set()
-        server.shutdown()
-        server.server_close()
+        server.stop()
 
 
 def crash_renderer_showing(worker: Any, marker: str, timeout: float = 20) -> bool:

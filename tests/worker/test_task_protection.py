@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from browser_task.task_protection import TaskProtection
+from pagefleet.local.loopback import serve_on_loopback
 
 
 class FakeAgent(BaseHTTPRequestHandler):
@@ -37,10 +37,9 @@ class FakeAgent(BaseHTTPRequestHandler):
 def agent() -> Iterator[str]:
     FakeAgent.calls = []
     FakeAgent.fail = False
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeAgent)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    server = serve_on_loopback(FakeAgent, "fake-ecs-agent")
+    yield server.url
+    server.stop()
 
 
 def test_protected_while_any_job_runs(agent: str) -> None:
