@@ -179,14 +179,14 @@ class DynamoJobStore:
             item["ops_pk"] = ops_key("deadline", record.job_id)
             item["ops_sk"] = ops_time(record.deadline_at)
         put_job = {
-            "Put": {
-                "TableName": self._table,
-                "Item": _serialize(item),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
+            "TableName": self._table,
+            "Item": _serialize(item),
+            "ConditionExpression": "attribute_not_exists(pk)",
         }
         if record.idempotency_key is None:
-            self._db.transact_write_items(TransactItems=[put_job])
+            # One item: a conditional put is as safe as a transaction at half the write cost
+            # (and moto copies the whole table for every transaction).
+            self._db.put_item(**put_job)
             return
         idem = {
             "pk": tenant_pk(record.tenant_id),
@@ -203,7 +203,7 @@ class DynamoJobStore:
             }
         }
         try:
-            self._db.transact_write_items(TransactItems=[put_idem, put_job])
+            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}])
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "TransactionCanceledException":
                 raise IdempotencyConflict(record.idempotency_key) from exc
