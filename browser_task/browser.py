@@ -22,7 +22,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,9 @@ from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
 log = logging.getLogger("pagefleet.browser")
+
+# Prepares a job's context (its routes) before the page's first request.
+ContextSetup = Callable[[BrowserContext], Awaitable[None]]
 
 SYSTEM_CHROMIUM = "/usr/bin/chromium"
 CONTEXT_OPEN_TIMEOUT_S = 20.0
@@ -253,21 +256,29 @@ class BrowserPool:
             self._current = None
 
     async def new_session(
-        self, options: JobOptions, storage_state: dict[str, Any] | None = None
+        self,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
     ) -> BrowserSession:
+        """A fresh context and page; ``setup`` (routes) is applied before the page's first
+        request, concurrently with opening the page."""
         await self._check_memory()
         try:
-            return await self._new_session(options, storage_state)
+            return await self._new_session(options, storage_state, setup)
         except Exception:
             current = self._current
             if current is None or current.browser.is_connected():
                 raise
             # The browser died before its disconnected event reached us: relaunch once.
             self._on_disconnected(current)
-            return await self._new_session(options, storage_state)
+            return await self._new_session(options, storage_state, setup)
 
     async def _new_session(
-        self, options: JobOptions, storage_state: dict[str, Any] | None = None
+        self,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
     ) -> BrowserSession:
         generation = await self._browser()
         generation.jobs_started += 1
@@ -277,7 +288,8 @@ class BrowserPool:
             self._retire(generation, "jobs")
         try:
             context, page = await asyncio.wait_for(
-                self._open_context(generation, options, storage_state), CONTEXT_OPEN_TIMEOUT_S
+                self._open_context(generation, options, storage_state, setup),
+                CONTEXT_OPEN_TIMEOUT_S,
             )
         except TimeoutError:
             # The browser no longer answers. Retire it rather than kill it: a job running
@@ -301,6 +313,7 @@ class BrowserPool:
         generation: BrowserGeneration,
         options: JobOptions,
         storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
     ) -> tuple[BrowserContext, Page]:
         context = await generation.browser.new_context(
             viewport={"width": options.viewport.width, "height": options.viewport.height},
@@ -319,7 +332,11 @@ class BrowserPool:
         try:
             context.set_default_timeout(options.action_timeout_ms)
             context.set_default_navigation_timeout(options.navigation_timeout_ms)
-            page = await context.new_page()
+            if setup is None:
+                page = await context.new_page()
+            else:
+                # Both are round trips to the browser; neither needs the other.
+                page, _ = await asyncio.gather(context.new_page(), setup(context))
         except BaseException:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)

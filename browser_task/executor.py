@@ -17,13 +17,14 @@ import contextlib
 import json
 from typing import Any, Protocol
 
+from playwright.async_api import BrowserContext, Request, Route
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import Request, Route
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import ValidationError
 
+from browser_task.browser import ContextSetup
 from browser_task.context import PreparedRun, RunContext, SecretsResolver, is_navigation
-from browser_task.egress import UNRESOLVED_PREFIX
+from browser_task.egress import UNRESOLVED_PREFIX, EgressGuard
 from browser_task.errors import (
     FailJob,
     JobFailure,
@@ -171,13 +172,12 @@ def _merge_states(base: StorageState | None, extra: StorageState) -> StorageStat
 
 
 # --- the browser context ---------------------------------------------------------------------
-async def install_egress_guard(ctx: RunContext) -> None:
-    """Refuse non-http(s) schemes on every request of the job's context.
+def scheme_guard(guard: EgressGuard) -> ContextSetup:
+    """Context setup refusing non-http(s) schemes on every request of a job's context.
 
     Addresses are checked by the worker's egress proxy, which sees every connection the
     browser makes (rebinding-proof); this route only adds the scheme check, with no DNS.
     """
-    guard = ctx.guard
 
     async def _route(route: Route, request: Request) -> None:
         verdict = guard.check_scheme(request.url)
@@ -187,7 +187,10 @@ async def install_egress_guard(ctx: RunContext) -> None:
             else:
                 await route.abort("blockedbyclient")
 
-    await ctx.session.context.route("**/*", _route)
+    async def install(context: BrowserContext) -> None:
+        await context.route("**/*", _route)
+
+    return install
 
 
 async def start_tracing(ctx: RunContext) -> None:

@@ -36,9 +36,9 @@ from browser_task.executor import (
     TenantPolicies,
     capture_failure_screenshot,
     describe,
-    install_egress_guard,
     prepare_run,
     run_workflow,
+    scheme_guard,
 )
 from browser_task.secrets import SecretsManagerResolver
 from browser_task.sessions import S3SessionStore, SessionStore
@@ -67,6 +67,8 @@ from pagefleet.models import (
 )
 from pagefleet.settings import WorkerSettings
 
+# How long a stopping worker waits for outcome writes and message deletes in flight.
+BACKGROUND_GRACE_S = 10.0
 # After a drain gave up on a job, how long its slot may take to hand the job back.
 ABORT_GRACE_S = 15.0
 # The record's lease ends this long before the message's visibility does, so a message that
@@ -179,8 +181,12 @@ class Worker:
                 _done, pending = await asyncio.wait(pending, timeout=ABORT_GRACE_S)
                 for task in pending:
                     task.cancel()
-            if self._background:
-                await asyncio.wait(self._background, timeout=10)
+            # Outcome writes and message deletes still in flight (they may spawn more).
+            settle_by = time.monotonic() + BACKGROUND_GRACE_S
+            while self._background and time.monotonic() < settle_by:
+                await asyncio.wait(
+                    set(self._background), timeout=max(0.0, settle_by - time.monotonic())
+                )
         finally:
             for task in slots:
                 task.cancel()
@@ -361,15 +367,36 @@ class Worker:
         await self._busy_changed(+1)
         try:
             outcome = await self._run(record, received, log)
-            self.jobs_handled += 1
+        except BaseException:
+            await self._busy_changed(-1)
+            raise
+        self.jobs_handled += 1
+        # The browser context is closed and the uploads are in: the slot takes its next
+        # message while this job's outcome is written (drain waits for these writes).
+        duration_ms = (time.monotonic() - started) * 1000
+        self._spawn(self._complete(record, received, outcome, duration_ms, domain, probe, log))
+
+    async def _complete(
+        self,
+        record: JobRecord,
+        received: ReceivedMessage,
+        outcome: Outcome | None,
+        duration_ms: float,
+        domain: str | None,
+        probe: bool,
+        log: JobLog,
+    ) -> None:
+        try:
             if outcome is None:
                 await self._release_probe(domain, probe)
                 return
-            await self._finish(record, received, outcome, (time.monotonic() - started) * 1000, log)
+            await self._finish(record, received, outcome, duration_ms, log)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
                 await self._breaker.record(domain, outcome.error, probe=probe)
             elif probe:
                 await self._release_probe(domain, probe)
+        except Exception:
+            log.error("unexpected error completing the job", exc_info=True)
         finally:
             await self._busy_changed(-1)
 
@@ -508,9 +535,14 @@ class Worker:
                 )
             except JobFailure as refused:
                 return self._failed(record, refused, {}, [])
+            guard = EgressGuard(
+                allow_loopback=self.settings.allow_loopback, resolver=self._resolver
+            )
             try:
                 session = await self.browsers.new_session(
-                    request.options, storage_state=prepared.storage_state
+                    request.options,
+                    storage_state=prepared.storage_state,
+                    setup=scheme_guard(guard),
                 )
             except Exception as launch_error:
                 failure: JobFailure = RotateBrowser(
@@ -523,26 +555,13 @@ class Worker:
                 attempt=record.attempt,
                 request=request,
                 session=session,
-                guard=EgressGuard(
-                    allow_loopback=self.settings.allow_loopback, resolver=self._resolver
-                ),
+                guard=guard,
                 artifacts=collector,
                 secrets=self._secrets,
                 sessions=self._sessions,
                 prepared=prepared,
                 egress_refusals=self._refusals_since(time.time()),
             )
-            try:
-                await install_egress_guard(ctx)
-            except Exception as setup_error:
-                # The browser died between opening the context and the first step: retry
-                # on a fresh one rather than leave the job running with no one on it.
-                return self._failed(
-                    record,
-                    RotateBrowser(f"the browser closed: {first_line(str(setup_error))}"),
-                    {},
-                    [],
-                )
             work = asyncio.create_task(run_workflow(ctx), name=f"job {record.job_id}")
             lost = asyncio.create_task(lease_lost.wait())
             abort = asyncio.create_task(self._abort.wait())

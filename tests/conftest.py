@@ -24,9 +24,9 @@ def moto_endpoint() -> Iterator[str]:
     """One moto server for the session; tests reset its state, not the process."""
     from moto.server import ThreadedMotoServer
 
-    from pagefleet.local.embedded_aws import make_dynamodb_atomic
+    from pagefleet.local.embedded_aws import prepare_moto
 
-    make_dynamodb_atomic()  # as the local stack does: conditional writes must be atomic
+    prepare_moto()  # as the local stack does: conditional writes must be atomic
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

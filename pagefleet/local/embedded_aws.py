@@ -1,26 +1,48 @@
-"""moto server as pagefleet's embedded AWS, with DynamoDB's write atomicity restored.
+"""moto server as pagefleet's embedded AWS, made atomic where we rely on it and fast enough.
 
-DynamoDB evaluates a condition expression and applies the write atomically; moto's
-threaded server does not (two concurrent conditional updates can both pass their check),
-which would let two workers claim one job. Serializing moto's DynamoDB requests restores
-the guarantee the job lifecycle is built on. Run as ``python -m pagefleet.local.embedded_aws``
-with moto server's own arguments.
+Run as ``python -m pagefleet.local.embedded_aws`` with moto server's own arguments. Before
+serving, ``prepare_moto`` patches moto in this process:
+
+- **Atomic DynamoDB writes.** DynamoDB evaluates a condition expression and applies the
+  write atomically; moto's threaded server does not (two concurrent conditional updates can
+  both pass their check), which would let two workers claim one job. Each DynamoDB request
+  runs alone.
+- **Item-level transaction rollback.** moto backs up every table a transaction touches with
+  a deep copy of the whole table, so each TransactWriteItems cost grew with the number of
+  jobs ever stored (and, serialized, held up every other DynamoDB call). Backing up the
+  items the transaction names gives the same all-or-nothing result.
+- **Cheaper dispatch.** moto lists its package directory on disk (twice) for every request
+  and logs one line per request; the list is cached and request logging is off.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import logging
 import threading
 from typing import Any
 
 _DYNAMODB_LOCK = threading.RLock()
+_PREPARED = False
 
 
-def make_dynamodb_atomic() -> None:
-    """Patch moto (in this process) so each DynamoDB request runs alone. Idempotent."""
+def prepare_moto() -> None:
+    """Patch moto in this process (see the module docstring). Idempotent."""
+    global _PREPARED
+    with _DYNAMODB_LOCK:
+        if _PREPARED:
+            return
+        _make_dynamodb_atomic()
+        _item_level_transactions()
+        _cache_module_list()
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+        _PREPARED = True
+
+
+def _make_dynamodb_atomic() -> None:
     from moto.dynamodb.responses import DynamoHandler
 
-    if getattr(DynamoHandler, "_pagefleet_atomic", False):
-        return
     original = DynamoHandler.call_action
 
     def call_action(self: Any) -> Any:
@@ -28,11 +50,99 @@ def make_dynamodb_atomic() -> None:
             return original(self)
 
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-    DynamoHandler._pagefleet_atomic = True  # type: ignore[attr-defined]
+
+
+class _CopyKeepingTables:
+    """Stands in for ``copy`` inside moto's DynamoDB backend: a Table is not deep-copied
+    (its transaction backup is taken per item instead); everything else is."""
+
+    def __init__(self, table_type: type) -> None:
+        self._table_type = table_type
+
+    def deepcopy(self, value: Any, memo: dict[int, Any] | None = None) -> Any:
+        if isinstance(value, self._table_type):
+            return value
+        return copy.deepcopy(value, memo)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(copy, name)
+
+
+def _item_level_transactions() -> None:
+    import moto.dynamodb.models as models
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    original = models.DynamoDBBackend.transact_write_items
+    models.copy = _CopyKeepingTables(Table)  # type: ignore[assignment]
+
+    def backup(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+        saved = []
+        for entry in transact_items:
+            if len(entry) != 1:
+                continue  # moto refuses it before writing anything
+            op_type, op = next(iter(entry.items()))
+            table = backend.tables.get(op.get("TableName"))
+            source = op.get("Item") if op_type == "Put" else op.get("Key")
+            if table is None or not isinstance(source, dict):
+                continue
+            try:
+                hash_key = DynamoType(source[table.hash_key_attr])
+                range_key = (
+                    DynamoType(source[table.range_key_attr]) if table.range_key_attr else None
+                )
+            except KeyError:
+                continue  # moto rejects the item; nothing of it is written
+            current = table.get_item(hash_key, range_key)
+            stream = table.stream_shard
+            saved.append(
+                (
+                    table,
+                    hash_key,
+                    range_key,
+                    copy.deepcopy(current),
+                    len(stream.items) if stream is not None else 0,
+                )
+            )
+        return saved
+
+    def restore(saved: list[tuple[Any, ...]]) -> None:
+        for table, hash_key, range_key, item, stream_length in reversed(saved):
+            if range_key is not None:
+                bucket = table.items[hash_key]
+                if item is None:
+                    bucket.pop(range_key, None)
+                    if not bucket:
+                        del table.items[hash_key]
+                else:
+                    bucket[range_key] = item
+            elif item is None:
+                table.items.pop(hash_key, None)
+            else:
+                table.items[hash_key] = item
+            if table.stream_shard is not None:
+                del table.stream_shard.items[stream_length:]
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        saved = backup(self, transact_items)
+        try:
+            original(self, transact_items)
+        except Exception:
+            restore(saved)
+            raise
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+def _cache_module_list() -> None:
+    from moto import backends
+
+    modules = tuple(backends.list_of_moto_modules())
+    backends.list_of_moto_modules = functools.cache(lambda: modules)
 
 
 def main() -> None:
-    make_dynamodb_atomic()
+    prepare_moto()
     from moto.server import main as moto_main
 
     moto_main()

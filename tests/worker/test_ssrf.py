@@ -25,6 +25,7 @@ import pytest
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.egress import EgressGuard, EgressPolicy
 from browser_task.egress_proxy import REFUSAL_HEADER, EgressProxy, Streams, open_tcp
+from browser_task.executor import scheme_guard
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
@@ -193,17 +194,11 @@ class Harness:
 
     def page_test(self, body: Callable[[BrowserSession], Awaitable[Any]]) -> Any:
         async def go() -> Any:
-            session = await self.pool.new_session(JobOptions(navigation_timeout_ms=10_000))
+            # The same context setup the worker gives every job.
             guard = EgressGuard(resolver=self.resolver, policy=POLICY)
-
-            async def scheme_route(route: Any, request: Any) -> None:
-                # The same check executor.install_egress_guard installs on a job's context.
-                if guard.check_scheme(request.url).allowed:
-                    await route.continue_()
-                else:
-                    await route.abort("blockedbyclient")
-
-            await session.context.route("**/*", scheme_route)
+            session = await self.pool.new_session(
+                JobOptions(navigation_timeout_ms=10_000), setup=scheme_guard(guard)
+            )
             try:
                 return await body(session)
             finally:

@@ -1,0 +1,85 @@
+"""The embedded AWS (moto server patched by ``pagefleet.local.embedded_aws``) keeps
+DynamoDB's transaction semantics: all or nothing, whatever else the table holds."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb import IdempotencyConflict, idempotency_sk, job_sk, tenant_pk
+from pagefleet.aws import job_services
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.local.provision import Provisioned
+from pagefleet.models import JobRequest
+from pagefleet.settings import CoreSettings
+from tests.conftest import aws_client
+
+REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
+
+
+@pytest.fixture
+def svc(provisioned: Provisioned) -> JobServices:
+    settings = CoreSettings(
+        jobs_table=provisioned.jobs_table,
+        tenants_table=provisioned.tenants_table,
+        artifacts_bucket=provisioned.artifacts_bucket,
+        queue_urls=provisioned.queue_urls,
+    )
+    return job_services(settings)
+
+
+def _item(table: str, pk: str, sk: str) -> dict | None:
+    reply = aws_client("dynamodb").get_item(
+        TableName=table, Key={"pk": {"S": pk}, "sk": {"S": sk}}, ConsistentRead=True
+    )
+    return reply.get("Item")
+
+
+def test_a_cancelled_transaction_writes_nothing(provisioned: Provisioned) -> None:
+    db = aws_client("dynamodb")
+    table = provisioned.jobs_table
+    db.put_item(TableName=table, Item={"pk": {"S": "T#x"}, "sk": {"S": "taken"}, "v": {"S": "0"}})
+    db.put_item(TableName=table, Item={"pk": {"S": "T#x"}, "sk": {"S": "kept"}, "v": {"S": "1"}})
+
+    with pytest.raises(ClientError) as refused:
+        db.transact_write_items(
+            TransactItems=[
+                # Would succeed on its own: it must not survive the cancellation.
+                {"Put": {"TableName": table, "Item": {"pk": {"S": "T#x"}, "sk": {"S": "new"}}}},
+                {
+                    "Update": {
+                        "TableName": table,
+                        "Key": {"pk": {"S": "T#x"}, "sk": {"S": "kept"}},
+                        "UpdateExpression": "SET v = :two",
+                        "ExpressionAttributeValues": {":two": {"S": "2"}},
+                    }
+                },
+                {
+                    "Put": {
+                        "TableName": table,
+                        "Item": {"pk": {"S": "T#x"}, "sk": {"S": "taken"}, "v": {"S": "9"}},
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                },
+            ]
+        )
+    assert refused.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert _item(table, "T#x", "new") is None
+    assert _item(table, "T#x", "kept")["v"] == {"S": "1"}  # type: ignore[index]
+    assert _item(table, "T#x", "taken")["v"] == {"S": "0"}  # type: ignore[index]
+
+
+def test_a_reused_idempotency_key_leaves_no_second_job(
+    svc: JobServices, provisioned: Provisioned
+) -> None:
+    first = submit_job(svc, "t", REQUEST, idempotency_key="k-1").job
+    other = REQUEST.model_copy(update={"max_attempts": 2})
+    record = first.model_copy(update={"job_id": "01jobthatmustnotexist0000000", "request": other})
+    with pytest.raises(IdempotencyConflict):
+        svc.store.create(record, idempotency_fingerprint=other.fingerprint())
+
+    table = provisioned.jobs_table
+    assert _item(table, tenant_pk("t"), job_sk(record.job_id)) is None
+    key = _item(table, tenant_pk("t"), idempotency_sk("k-1"))
+    assert key is not None and key["job_id"] == {"S": first.job_id}
+    assert svc.store.get("t", first.job_id).request == REQUEST
