@@ -201,8 +201,12 @@ def test_200_jobs_with_crashes_and_hangs_leave_no_chromium_behind(
             time.sleep(1.0)
 
         outcomes: dict[str, int] = {}
+        killed: list[str] = []  # jobs (not crash jobs) that were running when a kill came
         for job_id in jobs:
             done = wait_for_job(services, job_id, timeout=400)
+            if kinds[job_id] != "crash" and done.error and done.error.kind == "browser_crashed":
+                killed.append(job_id)
+                continue
             key = f"{kinds[job_id]}:{done.status.value}"
             outcomes[key] = outcomes.get(key, 0) + 1
     elapsed = time.monotonic() - started
@@ -214,18 +218,20 @@ def test_200_jobs_with_crashes_and_hangs_leave_no_chromium_behind(
         time.sleep(0.2)
     after = chromium_descendants()
     print(
-        f"\n200 jobs in {elapsed:.0f}s: {outcomes}; launches={worker.browsers.launches}; "
-        f"renderers crashed={len(crasher.crashed)}"
+        f"\n200 jobs in {elapsed:.0f}s: {outcomes}; killed with their browser={len(killed)}; "
+        f"launches={worker.browsers.launches}; renderers crashed={len(crasher.crashed)}"
     )
 
     # A crash job whose browser was killed first never shows its page: at most the two kills'.
     assert len(crasher.crashed) >= len(crash_markers) - 2, crasher.crashed
-    assert outcomes.get("hang:timed_out", 0) == sum(1 for k in kinds.values() if k == "hang")
-    assert sum(v for k, v in outcomes.items() if k.startswith("crash:")) == len(crash_markers)
-    assert outcomes.get("crash:succeeded", 0) == 0
-    # Two browser kills cost at most the jobs running then (2 slots each); all else succeeds.
-    ok_total = sum(1 for k in kinds.values() if k == "ok")
-    assert outcomes.get("ok:succeeded", 0) >= ok_total - 4, outcomes
+    # Two browser kills cost at most the jobs running then (2 slots each), whatever their
+    # kind; every other job ends as its kind says.
+    assert len(killed) <= 4, killed
+    expected = {"hang": "timed_out", "ok": "succeeded", "crash": "failed"}
+    for key in outcomes:
+        kind, status = key.split(":")
+        assert status == expected[kind], outcomes
+    assert sum(outcomes.values()) + len(killed) == len(jobs)
     # 200 jobs / 40 per browser, plus the two crashes: several launches.
     assert worker.browsers.launches >= 5
     assert [p.pid for p in after] == [p.pid for p in before]
