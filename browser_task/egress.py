@@ -8,8 +8,8 @@ enforced in two places:
   address, so WebSockets, service workers, redirects and DNS rebinding cannot slip past.
   This is the boundary.
 - ``EgressGuard``: a per-job check of URLs the workflow names (``goto``) so a refusal gets a
-  clear job error before the browser is involved, plus a scheme check for the context's
-  route (non-http(s) navigations never reach a proxy).
+  clear job error before the browser is involved, plus the scheme check the job context's
+  request watch applies (non-http(s) requests never reach a proxy).
 """
 
 from __future__ import annotations
@@ -253,6 +253,8 @@ class EgressGuard:
         self._resolve = resolver
         self._hosts: dict[str, Verdict] = {}
         self.refusals: list[str] = []
+        # Set by the context's scheme watch: why the job's browser context was stopped.
+        self.stopped: str | None = None
 
     def check_scheme(self, url: str) -> Verdict:
         """The scheme part of the check alone: no lookup, cheap enough for every request."""

@@ -23,11 +23,14 @@ from typing import Any
 import pytest
 
 from browser_task.browser import BrowserPool, BrowserSession
+from browser_task.context import NoSecrets, RunContext
 from browser_task.egress import EgressGuard, EgressPolicy
 from browser_task.egress_proxy import REFUSAL_HEADER, EgressProxy, Streams, open_tcp
-from browser_task.executor import scheme_guard
-from pagefleet.models import JobOptions
+from browser_task.errors import FailJob
+from browser_task.executor import run_steps, scheme_guard
+from pagefleet.models import JobOptions, JobRequest
 from pagefleet.settings import WorkerSettings
+from pagefleet.workflow import Extract
 
 pytestmark = pytest.mark.e2e
 
@@ -195,7 +198,7 @@ class Harness:
     def page_test(self, body: Callable[[BrowserSession], Awaitable[Any]]) -> Any:
         async def go() -> Any:
             # The same context setup the worker gives every job.
-            guard = EgressGuard(resolver=self.resolver, policy=POLICY)
+            self.guard = guard = EgressGuard(resolver=self.resolver, policy=POLICY)
             session = await self.pool.new_session(
                 JobOptions(navigation_timeout_ms=10_000), setup=scheme_guard(guard)
             )
@@ -464,16 +467,43 @@ def test_workflow_goto_refuses_non_http_schemes_before_the_browser(harness):
     for url in ("file:///etc/passwd", "view-source:http://x/", "chrome://version"):
         assert not guard.check_scheme(url).allowed
         assert not asyncio.run(guard.check(url)).allowed
-    # A file: request the browser makes (e.g. a goto done by Playwright) is caught by the route.
+
+
+def test_a_file_request_the_checks_missed_stops_the_job(harness):
+    """The backstop: a navigation to file: that got past goto's check (here Playwright's own
+    goto, which no step exposes) closes the job's context, and no later step runs."""
+    extract = Extract(name="leak", selector="body")
 
     async def body(session: BrowserSession) -> Any:
-        try:
+        ctx = RunContext(
+            tenant_id="t",
+            job_id="j",
+            attempt=1,
+            request=JobRequest(steps=[extract]),
+            session=session,
+            guard=harness.guard,
+            artifacts=None,  # type: ignore[arg-type]  # extract makes none
+            secrets=NoSecrets(),
+        )
+        with contextlib.suppress(Exception):
             await session.page.goto("file:///etc/passwd")
-        except Exception as exc:
-            return str(exc)
-        return await session.page.content()
+        failure: FailJob | None = None
+        try:
+            await run_steps([extract], ctx)
+        except FailJob as refused:
+            failure = refused
+        if not session.page.is_closed():
+            with contextlib.suppress(Exception):
+                await session.page.wait_for_event("close", timeout=5_000)
+        return failure, ctx.result, session.page.is_closed()
 
-    assert "ERR_BLOCKED_BY_CLIENT" in harness.page_test(body)
+    failure, result, closed = harness.page_test(body)
+    assert isinstance(failure, FailJob), result
+    assert failure.kind == "egress_refused"
+    assert "scheme 'file' is not allowed" in failure.message
+    assert result == {}
+    assert closed
+    assert harness.guard.stopped is not None
 
 
 # --- the proxy alone: refusals happen before any connect -------------------------------------
@@ -532,10 +562,7 @@ def test_proxy_refuses_before_connecting(target):
 
 def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(harness, sites):
     """The job's error names the refusal, instead of extracting from the proxy's 403 page."""
-    from browser_task.context import NoSecrets, RunContext
-    from browser_task.errors import FailJob
     from browser_task.steps.navigation import goto
-    from pagefleet.models import JobRequest
     from pagefleet.workflow import Goto
 
     target = sites.url("/secret", "127.0.0.1")
