@@ -7,8 +7,9 @@ product names and links, take a full-page screenshot (and hash it). The bare loo
 Chromium launched exactly as the worker launches it, a fresh context per job, C asyncio
 tasks. The platform run submits every job through the HTTP API first and is timed from the
 first submission until every job is final (API, queue, worker, DynamoDB and S3 included).
-Both are measured after a warm-up; the bare loop runs half its jobs before and half after
-the platform run, so drifting machine load weighs on both alike.
+Both are measured after a warm-up, in alternating segments (bare, platform, platform, bare,
+bare, platform, ...; the stack stays up and idle while the bare loop runs), so that machine
+load drifting during the run (these machines are shared) weighs on both sides alike.
 Target: platform / bare >= 0.8 at concurrency 2.
 
 This prints figures; it asserts nothing about time.
@@ -32,7 +33,6 @@ from rich.console import Console
 from rich.table import Table
 
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
-from pagefleet.local.demo_site import DemoSite
 from pagefleet.local.stack import LocalStack
 
 TARGET_RATIO = 0.8
@@ -163,25 +163,36 @@ def _wait_final(stack: LocalStack, job_ids: list[str], timeout_s: float) -> dict
     return counts
 
 
-def _platform(jobs: int, warmup: int, concurrency: int, workers: int, timeout_s: float) -> Run:
-    with LocalStack(api_port=0, workers=workers, concurrency=concurrency) as stack:
-        body = workflow(stack.site_url)
-        with stack.client() as api:
-            warm = [api.submit(body).job_id for _ in range(warmup)]
-            _wait_final(stack, warm, timeout_s)
+class Platform:
+    """The local stack, kept up between segments; each segment submits and waits."""
 
+    def __init__(self, stack: LocalStack, timeout_s: float) -> None:
+        self.stack = stack
+        self.timeout_s = timeout_s
+        self.body = workflow(stack.site_url)
+
+    def segment(self, jobs: int) -> Run:
+        with self.stack.client() as api:
             start = time.perf_counter()
-            job_ids = [api.submit(body).job_id for _ in range(jobs)]
+            job_ids = [api.submit(self.body).job_id for _ in range(jobs)]
             submitted = time.perf_counter() - start
-            counts = _wait_final(stack, job_ids, timeout_s)
+            counts = _wait_final(self.stack, job_ids, self.timeout_s)
             elapsed = time.perf_counter() - start
-        succeeded = counts.get(JobStatus.SUCCEEDED, 0)
         done = sum(n for status, n in counts.items() if status in FINAL_STATES)
         note = f"submit phase {submitted:.1f}s"
         if done < jobs:
             note += f"; TIMED OUT with {done}/{jobs} final"
-        stack.cleanup_logs()
-    return Run("platform", jobs, elapsed, succeeded, note)
+        return Run("platform", jobs, elapsed, counts.get(JobStatus.SUCCEEDED, 0), note)
+
+
+def _sum(runs: list[Run], note: str) -> Run:
+    return Run(
+        runs[0].mode,
+        sum(r.jobs for r in runs),
+        sum(r.seconds for r in runs),
+        sum(r.succeeded for r in runs),
+        note,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -190,7 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--workers", type=int, default=1, help="worker processes (platform)")
     parser.add_argument("--warmup", type=int, default=4)
-    parser.add_argument("--timeout", type=float, default=900, help="seconds for the platform run")
+    parser.add_argument("--segments", type=int, default=4, help="alternations of each side")
+    parser.add_argument(
+        "--timeout", type=float, default=900, help="seconds for each platform segment"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
@@ -198,27 +212,34 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.jobs} jobs, concurrency {args.concurrency}, warm-up {args.warmup}, "
         f"{os.cpu_count()} CPUs"
     )
-    # The bare loop runs in two halves around the platform run, so that a change in machine
-    # load during the run (other processes) weighs on both sides alike.
-    first, second = args.jobs // 2, args.jobs - args.jobs // 2
-    site = DemoSite().start()
-    try:
-        with console.status("bare Playwright loop (first half)…"):
-            bare_a = asyncio.run(_bare(site.url, first, args.warmup, args.concurrency))
-        with console.status("pagefleet local stack…"):
-            platform = _platform(
-                args.jobs, args.warmup, args.concurrency, args.workers, args.timeout
-            )
-        with console.status("bare Playwright loop (second half)…"):
-            bare_b = asyncio.run(_bare(site.url, second, args.warmup, args.concurrency))
-    finally:
-        site.stop()
-    bare = Run(
-        "bare loop",
-        args.jobs,
-        bare_a.seconds + bare_b.seconds,
-        bare_a.succeeded + bare_b.succeeded,
-        f"halves {bare_a.rate:.2f} / {bare_b.rate:.2f} jobs/s",
+    # Segments in the order B P P B B P P B ...: a linear drift in machine load weighs on
+    # both sides alike.
+    segments = max(1, min(args.segments, args.jobs))
+    base, extra = divmod(args.jobs, segments)
+    sizes = [base + (1 if i < extra else 0) for i in range(segments)]
+    bare_runs: list[Run] = []
+    platform_runs: list[Run] = []
+    with LocalStack(api_port=0, workers=args.workers, concurrency=args.concurrency) as stack:
+        platform_side = Platform(stack, args.timeout)
+        with console.status("warming up…"):
+            platform_side.segment(args.warmup)
+        for index, size in enumerate(sizes):
+            order = ("bare", "platform") if index % 2 == 0 else ("platform", "bare")
+            for side in order:
+                with console.status(f"segment {index + 1}/{segments}: {side}…"):
+                    if side == "bare":
+                        bare_runs.append(
+                            asyncio.run(_bare(stack.site_url, size, args.warmup, args.concurrency))
+                        )
+                    else:
+                        platform_runs.append(platform_side.segment(size))
+        stack.cleanup_logs()
+    bare = _sum(bare_runs, "segments " + " / ".join(f"{r.rate:.2f}" for r in bare_runs))
+    platform = _sum(
+        platform_runs,
+        "segments "
+        + " / ".join(f"{r.rate:.2f}" for r in platform_runs)
+        + "".join(f"; {r.note}" for r in platform_runs if "TIMED OUT" in r.note),
     )
 
     table = Table("mode", "jobs", "succeeded", "seconds", "jobs/s", "note")
