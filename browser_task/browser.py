@@ -31,7 +31,7 @@ import psutil
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
 
 from browser_task.egress import EgressPolicy, Resolver
-from browser_task.egress_proxy import Connector, EgressProxy, open_tcp
+from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
@@ -145,6 +145,8 @@ class BrowserSession:
     _release: Callable[[BrowserSession], Any] = field(repr=False)
     page_crashed: bool = False
     closed: bool = False
+    # The job's own egress listener when it has a per-job upstream proxy (closed with it).
+    egress: EgressProxy | None = None
 
     @property
     def crashed(self) -> bool:
@@ -166,6 +168,8 @@ class BrowserSession:
             except Exception as exc:  # already gone with a crashed page or browser
                 log.debug("context close failed: %s", exc)
         finally:
+            if self.egress is not None:
+                await self.egress.close()
             await self._release(self)
 
 
@@ -188,11 +192,26 @@ class BrowserPool:
         self._launched = 0
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
+        self._resolver = resolver
+        self._connect = connect
         self.egress = EgressProxy(
             policy or EgressPolicy(allow_loopback=settings.allow_loopback),
             resolver,
             connect=connect,
         )
+
+    async def job_egress(self, upstream: UpstreamProxy) -> EgressProxy:
+        """A started egress listener for one job that chains to the job's own proxy.
+
+        Same policy as the worker's: targets are checked here and the upstream is told the
+        checked address; the upstream's own address is checked first (raises ``Refused``).
+        """
+        proxy = EgressProxy(
+            self.egress.policy, self._resolver, connect=self._connect, upstream=upstream
+        )
+        await proxy.check_upstream()
+        await proxy.start()
+        return proxy
 
     async def start(self) -> None:
         await self.egress.start()
@@ -260,25 +279,33 @@ class BrowserPool:
         options: JobOptions,
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
     ) -> BrowserSession:
-        """A fresh context and page; ``setup`` (routes) is applied before the page's first
-        request, concurrently with opening the page."""
+        """A fresh context and page; ``setup`` is applied before the page's first request,
+        concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
+        context's proxy and is closed with the session."""
         await self._check_memory()
         try:
-            return await self._new_session(options, storage_state, setup)
-        except Exception:
-            current = self._current
-            if current is None or current.browser.is_connected():
-                raise
-            # The browser died before its disconnected event reached us: relaunch once.
-            self._on_disconnected(current)
-            return await self._new_session(options, storage_state, setup)
+            try:
+                return await self._new_session(options, storage_state, setup, egress)
+            except Exception:
+                current = self._current
+                if current is None or current.browser.is_connected():
+                    raise
+                # The browser died before its disconnected event reached us: relaunch once.
+                self._on_disconnected(current)
+                return await self._new_session(options, storage_state, setup, egress)
+        except BaseException:
+            if egress is not None:
+                await egress.close()
+            raise
 
     async def _new_session(
         self,
         options: JobOptions,
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
     ) -> BrowserSession:
         generation = await self._browser()
         generation.jobs_started += 1
@@ -288,7 +315,7 @@ class BrowserPool:
             self._retire(generation, "jobs")
         try:
             context, page = await asyncio.wait_for(
-                self._open_context(generation, options, storage_state, setup),
+                self._open_context(generation, options, storage_state, setup, egress),
                 CONTEXT_OPEN_TIMEOUT_S,
             )
         except TimeoutError:
@@ -303,7 +330,7 @@ class BrowserPool:
             await self._maybe_close(generation)
             raise
         session = BrowserSession(
-            context=context, page=page, generation=generation, _release=self._release
+            context=context, page=page, generation=generation, _release=self._release, egress=egress
         )
         page.on("crash", lambda _p: setattr(session, "page_crashed", True))
         return session
@@ -314,10 +341,15 @@ class BrowserPool:
         options: JobOptions,
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
     ) -> tuple[BrowserContext, Page]:
         context = await generation.browser.new_context(
             viewport={"width": options.viewport.width, "height": options.viewport.height},
-            # Per-job identity; options.proxy is refused before this (executor.prepare_run).
+            # A job with its own proxy talks to its own egress listener, which checks every
+            # target like the worker's and chains to that proxy (Playwright keeps loopback
+            # proxied for a context proxy, so nothing goes around the listener).
+            proxy={"server": egress.url} if egress is not None else None,
+            # Per-job identity.
             user_agent=options.user_agent,
             locale=options.locale,
             timezone_id=options.timezone_id,

@@ -11,7 +11,7 @@ from playwright.async_api import FrameLocator, Page
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserSession
 from browser_task.egress import EgressGuard
-from pagefleet.models import JobRequest
+from pagefleet.models import JobOptions, JobRequest
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
 
@@ -44,6 +44,8 @@ class PreparedRun:
     storage_state: StorageState | None = None
     # Indexes of the leading use_session steps already applied through storage_state.
     applied_sessions: frozenset[int] = frozenset()
+    # The job's options with {{inputs.x}} / {{secrets.NAME}} substituted (None: as submitted).
+    options: JobOptions | None = None
 
 
 @dataclass

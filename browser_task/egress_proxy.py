@@ -21,12 +21,13 @@ second request for another host to the first host's address.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from browser_task.egress import (
@@ -75,21 +76,43 @@ class Decision:
     allowed: bool
     address: str | None = None
     reason: str | None = None
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
 class UpstreamProxy:
-    """Chain to another HTTP proxy AFTER the check: we CONNECT it to the checked address."""
+    """Chain to another HTTP proxy AFTER the check: we CONNECT it to the checked address.
+
+    The upstream's own address is checked with the same policy (a job's proxy must not be a
+    way to reach the worker's private network), and the proxy connects to the checked one.
+    """
 
     host: str
     port: int
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+    def authorization(self) -> str | None:
+        if self.username is None and self.password is None:
+            return None
+        token = f"{self.username or ''}:{self.password or ''}".encode()
+        return "Basic " + base64.b64encode(token).decode()
+
+
+# Why a refusal happened, sent to the browser (X-Pagefleet-Egress-Kind) and kept in Decision.
+POLICY = "policy"  # the egress policy forbids the target (or the upstream proxy)
+UNREACHABLE = "unreachable"  # the target (or the upstream) could not be resolved / reached
+UPSTREAM_AUTH = "upstream_auth"  # the job's upstream proxy rejected its credentials (407)
+UPSTREAM_REFUSED = "upstream_refused"  # the job's upstream proxy refused the tunnel
+KIND_HEADER = "X-Pagefleet-Egress-Kind"
 
 
 class Refused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
+    def __init__(self, status: int, reason: str, kind: str = POLICY) -> None:
         super().__init__(reason)
         self.status = status
         self.reason = reason
+        self.kind = kind
 
 
 class EgressProxy:
@@ -111,6 +134,7 @@ class EgressProxy:
         self._resolve = resolver or system_resolver()
         self._connect = connect
         self._upstream = upstream
+        self._upstream_address: str | None = None
         self._slots = asyncio.Semaphore(max_connections)
         self._head_timeout = head_timeout_s
         self._resolve_timeout = resolve_timeout_s
@@ -154,7 +178,9 @@ class EgressProxy:
         try:
             if self._slots.locked():
                 # Bounded: refuse rather than queue without end (the browser retries).
-                await _reply(writer, 503, "the egress proxy is at its connection limit")
+                await _reply(
+                    writer, 503, "the egress proxy is at its connection limit", UNREACHABLE
+                )
                 return
             async with self._slots:
                 await self._serve(reader, writer)
@@ -190,7 +216,7 @@ class EgressProxy:
                 host, port, origin_form = _absolute_target(target)
                 upstream = await self._open(method, host, port)
         except Refused as refused:
-            await _reply(writer, refused.status, refused.reason)
+            await _reply(writer, refused.status, refused.reason, refused.kind)
             return
         up_reader, up_writer = upstream
         try:
@@ -214,16 +240,17 @@ class EgressProxy:
             address = await self._decide(host, port)
             opened = await asyncio.wait_for(self._dial(address, port), self._connect_timeout)
         except Refused as refused:
-            self._record(method, shown, port, False, address, refused.reason)
+            self._record(method, shown, port, False, address, refused.reason, refused.kind)
             if refused.status == 403:
                 log.warning(
                     "egress refused", extra={"host": shown, "port": port, "reason": refused.reason}
                 )
             raise
         except (OSError, TimeoutError) as exc:
-            reason = f"could not connect to {host}:{port}: {type(exc).__name__}"
-            self._record(method, shown, port, False, address, reason)
-            raise Refused(502, reason) from None
+            via = " through the job's proxy" if self._upstream is not None else ""
+            reason = f"could not connect to {host}:{port}{via}: {type(exc).__name__}"
+            self._record(method, shown, port, False, address, reason, UNREACHABLE)
+            raise Refused(502, reason, UNREACHABLE) from None
         self._record(method, shown, port, True, address, None)
         return opened
 
@@ -241,7 +268,9 @@ class EgressProxy:
             try:
                 addresses = await asyncio.wait_for(self._resolve(host), self._resolve_timeout)
             except (OSError, TimeoutError) as exc:
-                raise Refused(502, f"could not resolve {host}: {type(exc).__name__}") from None
+                raise Refused(
+                    502, f"could not resolve {host}: {type(exc).__name__}", UNREACHABLE
+                ) from None
         # Every answer is judged: one private address among public ones refuses the host,
         # since the browser-facing answer is not ours to pick on the attacker's behalf.
         reason = self.policy.addresses_reason(addresses)
@@ -249,18 +278,59 @@ class EgressProxy:
             raise Refused(403, f"requests to {host} are not allowed: {reason}")
         return str(addresses[0])
 
+    async def check_upstream(self) -> str | None:
+        """The checked address of the upstream proxy (None without one); raises ``Refused``.
+
+        Resolved and judged once per proxy (a job's), so the upstream cannot be rebound
+        between connections either.
+        """
+        upstream = self._upstream
+        if upstream is None:
+            return None
+        if self._upstream_address is None:
+            try:
+                self._upstream_address = await self._decide(upstream.host, upstream.port)
+            except Refused as refused:
+                raise Refused(
+                    refused.status,
+                    f"the job's proxy {upstream.host}:{upstream.port}: {refused.reason}",
+                    refused.kind,
+                ) from None
+        return self._upstream_address
+
     async def _dial(self, address: str, port: int) -> Streams:
-        if self._upstream is None:
+        upstream = self._upstream
+        if upstream is None:
             return await self._connect(address, port)
-        reader, writer = await self._connect(self._upstream.host, self._upstream.port)
+        upstream_address = await self.check_upstream()
+        assert upstream_address is not None
+        reader, writer = await self._connect(upstream_address, upstream.port)
         target = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-        writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        head = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+        authorization = upstream.authorization()
+        if authorization is not None:
+            head += f"Proxy-Authorization: {authorization}\r\n"
+        writer.write((head + "\r\n").encode())
         await writer.drain()
-        answer = await reader.readuntil(b"\r\n\r\n")
-        if answer.split(b" ", 2)[1:2] != [b"200"]:
+        try:
+            answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._connect_timeout)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             _close(writer)
-            raise Refused(502, "the upstream proxy refused the tunnel")
-        return reader, writer
+            raise Refused(
+                502, "the job's proxy closed the connection without answering", UNREACHABLE
+            ) from None
+        status = answer.split(b" ", 2)[1:2]
+        if status == [b"200"]:
+            return reader, writer
+        _close(writer)
+        code = status[0].decode("latin-1", "replace") if status else "?"
+        if code == "407":
+            raise Refused(502, "the job's proxy rejected its credentials (HTTP 407)", UPSTREAM_AUTH)
+        raise Refused(
+            502,
+            f"the job's proxy refused the tunnel to {target} (HTTP {code[:3]})",
+            UPSTREAM_REFUSED,
+        )
 
     def _record(
         self,
@@ -270,8 +340,11 @@ class EgressProxy:
         allowed: bool,
         address: str | None,
         reason: str | None,
+        kind: str | None = None,
     ) -> None:
-        self.decisions.append(Decision(time.time(), method, host, port, allowed, address, reason))
+        self.decisions.append(
+            Decision(time.time(), method, host, port, allowed, address, reason, kind)
+        )
 
     # --- streaming ------------------------------------------------------------------------
     async def _pipe(
@@ -416,12 +489,15 @@ _STATUS_TEXT = {
 }
 
 
-async def _reply(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+async def _reply(
+    writer: asyncio.StreamWriter, status: int, reason: str, kind: str = POLICY
+) -> None:
     body = f"pagefleet egress proxy: {reason}\n".encode()
     head = (
         f"HTTP/1.1 {status} {_STATUS_TEXT.get(status, 'Error')}\r\n"
         "Content-Type: text/plain; charset=utf-8\r\n"
         f"{REFUSAL_HEADER}: {_safe_header_value(reason)}\r\n"
+        f"{KIND_HEADER}: {kind}\r\n"
         f"Content-Length: {len(body)}\r\n"
         "Connection: close\r\nProxy-Connection: close\r\n\r\n"
     )

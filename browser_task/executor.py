@@ -36,8 +36,9 @@ from browser_task.errors import (
 )
 from browser_task.sessions import SessionStore, StorageState
 from browser_task.steps import HANDLERS, control, session
+from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder
-from pagefleet.models import JobRequest
+from pagefleet.models import JobOptions, JobRequest
 from pagefleet.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Goto, Paginate, Step, UseSession, iter_steps
 from pagefleet.workflow.templating import mask_secrets, references, render
@@ -87,15 +88,6 @@ async def prepare_run(
 ) -> PreparedRun:
     """Settle everything that must not fail half-way through; raises JobFailure."""
     steps = _step_paths(request)
-    if request.options.proxy is not None:
-        # The worker's egress policy (SSRF guard) sees every request only when the browser
-        # talks to targets through it; a per-job upstream proxy would resolve names and
-        # connect on its own, outside the guard. Refused until the guard can chain proxies.
-        raise FailJob(
-            "options.proxy is not supported: per-job proxies would bypass the worker's "
-            "egress policy; remove options.proxy",
-            kind="proxy_not_supported",
-        )
 
     resolved: dict[str, str] = {}
     for name in sorted(request.secret_names()):
@@ -147,8 +139,29 @@ async def prepare_run(
         if state is not None:
             storage_state = _merge_states(storage_state, state)
     return PreparedRun(
-        secrets=resolved, storage_state=storage_state, applied_sessions=frozenset(applied)
+        secrets=resolved,
+        storage_state=storage_state,
+        applied_sessions=frozenset(applied),
+        options=_render_options(request, resolved),
     )
+
+
+def _render_options(request: JobRequest, secrets: dict[str, str]) -> JobOptions:
+    """The job's options with references substituted (proxy credentials, headers, ...)."""
+    raw = request.options.model_dump(exclude_none=True)
+    if not any(True for _ in references(raw)):
+        return request.options
+    try:
+        return JobOptions.model_validate(render(raw, request.inputs, secrets))
+    except KeyError as exc:
+        raise FailJob(
+            f"options use {{{{{exc.args[0]}}}}}, which has no value", kind="invalid_workflow"
+        ) from None
+    except ValidationError as exc:
+        problem = mask_secrets(exc.errors()[0].get("msg", "invalid value"), set(secrets.values()))
+        raise FailJob(
+            f"after templating the options are invalid: {problem}", kind="invalid_workflow"
+        ) from None
 
 
 def _own_args(step: Step) -> dict[str, Any]:
@@ -278,14 +291,13 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
                 )
             return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
         if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
-            # An https redirect to a forbidden address: the egress proxy refused the tunnel.
+            # https: the egress proxy refused (or could not open) the tunnel, for the target,
+            # a redirect's target, or through the job's proxy.
             refused = ctx.egress_refusals()
             if refused:
                 last = refused[-1]
-                return FailJob(
-                    f"navigation to {step.url} was redirected to {last.host}, which the egress "
-                    f"filter refused: {last.reason}",
-                    kind="egress_refused",
+                return egress_failure(
+                    step.url, f"{last.host}:{last.port}", last.reason or "refused", last.kind
                 )
         return classify_navigation_error(message, step.url)
     target = f" on selector {selector!r}" if selector is not None else ""

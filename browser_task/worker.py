@@ -25,8 +25,15 @@ from browser_task.breaker_gate import BreakerGate, target_domain
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext, SecretsResolver
 from browser_task.egress import EgressGuard, Resolver, system_resolver
-from browser_task.egress_proxy import Decision
+from browser_task.egress_proxy import (
+    UNREACHABLE,
+    Decision,
+    EgressProxy,
+    Refused,
+    UpstreamProxy,
+)
 from browser_task.errors import (
+    FailJob,
     JobFailure,
     RetryJob,
     RotateBrowser,
@@ -62,6 +69,7 @@ from pagefleet.models import (
     JobError,
     JobMessage,
     JobRecord,
+    ProxyOptions,
     iso,
     utcnow,
 )
@@ -77,6 +85,25 @@ LEASE_MARGIN_S = 2
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").
 CANCEL_POLL_S = 1.0
+
+
+def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
+    return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
+
+
+def proxy_refused(refused: Refused) -> JobFailure:
+    """The job's proxy could not be used at all (checked before any browser work)."""
+    if refused.kind == UNREACHABLE:
+        return RetryJob(refused.reason, kind="proxy_failed")
+    return FailJob(
+        f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
+        kind="egress_refused",
+    )
+
+
+def _all_refusals(proxy: EgressProxy) -> Callable[[], list[Decision]]:
+    # The job's own listener serves only this job: all of its refusals are the job's.
+    return lambda: proxy.refusals
 
 
 def default_worker_id() -> str:
@@ -535,14 +562,22 @@ class Worker:
                 )
             except JobFailure as refused:
                 return self._failed(record, refused, {}, [])
+            options = prepared.options or request.options
             guard = EgressGuard(
                 allow_loopback=self.settings.allow_loopback, resolver=self._resolver
             )
+            job_egress: EgressProxy | None = None
+            if options.proxy is not None:
+                try:
+                    job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
+                except Refused as refused:
+                    return self._failed(record, proxy_refused(refused), {}, [])
             try:
                 session = await self.browsers.new_session(
-                    request.options,
+                    options,
                     storage_state=prepared.storage_state,
                     setup=scheme_guard(guard),
+                    egress=job_egress,
                 )
             except Exception as launch_error:
                 failure: JobFailure = RotateBrowser(
@@ -560,7 +595,11 @@ class Worker:
                 secrets=self._secrets,
                 sessions=self._sessions,
                 prepared=prepared,
-                egress_refusals=self._refusals_since(time.time()),
+                egress_refusals=(
+                    _all_refusals(job_egress)
+                    if job_egress is not None
+                    else self._refusals_since(time.time())
+                ),
             )
             work = asyncio.create_task(run_workflow(ctx), name=f"job {record.job_id}")
             lost = asyncio.create_task(lease_lost.wait())

@@ -7,6 +7,7 @@ import json
 import random
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ulid import ULID
@@ -39,11 +40,46 @@ class Viewport(BaseModel):
 
 
 class ProxyOptions(BaseModel):
+    """The job's own HTTP proxy. The worker's egress filter still checks every target (and
+    this proxy's own address) and asks the proxy to tunnel to the checked address."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    server: str = Field(min_length=1, max_length=2000, description="http://host:port")
+    server: str = Field(
+        min_length=1, max_length=2000, description="http://host:port (an HTTP CONNECT proxy)"
+    )
     username: str | None = Field(default=None, max_length=500)
     password: str | None = Field(default=None, max_length=500, description="use {{secrets.NAME}}")
+
+    @field_validator("server")
+    @classmethod
+    def _http_proxy(cls, server: str) -> str:
+        try:
+            parts = urlsplit(server)
+            _ = parts.port  # raises on a bad port
+        except ValueError as exc:
+            raise ValueError(f"not a proxy URL: {exc}") from None
+        if parts.scheme.lower() != "http":
+            raise ValueError(
+                "only http:// proxies are supported (HTTP CONNECT), e.g. http://host:3128"
+            )
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("put the credentials in username and password, not in the URL")
+        if not parts.hostname:
+            raise ValueError("the proxy URL has no host")
+        if parts.path not in ("", "/") or parts.query or parts.fragment:
+            raise ValueError("the proxy URL is scheme, host and port only")
+        if "{{" in server:
+            raise ValueError("the proxy server cannot use {{...}} references")
+        return f"http://{parts.netloc}"
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.server).hostname or ""
+
+    @property
+    def port(self) -> int:
+        return urlsplit(self.server).port or 80
 
 
 class JobOptions(BaseModel):

@@ -7,8 +7,14 @@ from urllib.parse import urlsplit
 
 from browser_task.context import RunContext
 from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
-from browser_task.egress_proxy import REFUSAL_HEADER
-from browser_task.errors import FailJob, RetryJob
+from browser_task.egress_proxy import (
+    KIND_HEADER,
+    POLICY,
+    REFUSAL_HEADER,
+    UNREACHABLE,
+    UPSTREAM_AUTH,
+)
+from browser_task.errors import FailJob, JobFailure, RetryJob
 from pagefleet.workflow import Goto, Sleep, WaitFor
 
 
@@ -29,13 +35,11 @@ async def goto(step: Goto, ctx: RunContext) -> None:
         step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms(step)
     )
     refusal = response.headers.get(REFUSAL_HEADER.lower()) if response is not None else None
-    if refusal is not None:
-        # The page is the egress proxy's 403: a redirect led somewhere the policy forbids.
-        raise FailJob(
-            f"navigation to {step.url} ended at {response.url if response else step.url}, "
-            f"which the egress filter refused: {refusal}",
-            kind="egress_refused",
-        )
+    if response is not None and refusal is not None:
+        # The page is the egress proxy's own answer: the target (or a redirect's) was refused
+        # or could not be reached, directly or through the job's proxy.
+        kind = response.headers.get(KIND_HEADER.lower())
+        raise egress_failure(step.url, response.url, refusal, kind)
     if response is not None and (response.status >= 500 or response.status == 429):
         raise RetryJob(f"{step.url} answered HTTP {response.status}", kind="target_unavailable")
 
@@ -57,3 +61,22 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
 async def sleep(step: Sleep, ctx: RunContext) -> None:
     # Bounded by the model (MAX_SLEEP_MS) and, like every step, by the job watchdog.
     await asyncio.sleep(step.ms / 1000)
+
+
+def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> JobFailure:
+    """What the egress proxy's refusal of a navigation means for the job."""
+    where = url if ended_at in ("", url) else f"{url} (redirected to {ended_at})"
+    if kind == UNREACHABLE:
+        return RetryJob(f"navigation to {where} failed: {reason}", kind="navigation_failed")
+    if kind == UPSTREAM_AUTH:
+        return FailJob(
+            f"navigation to {where} failed: {reason}; check options.proxy username and password",
+            kind="proxy_auth_failed",
+        )
+    if kind not in (None, POLICY):
+        # The job's own upstream proxy said no (or failed): it may well answer next time.
+        return RetryJob(f"navigation to {where} failed: {reason}", kind="proxy_failed")
+    return FailJob(
+        f"navigation to {where} was refused by the egress filter: {reason}",
+        kind="egress_refused",
+    )

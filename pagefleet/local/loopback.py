@@ -1,17 +1,21 @@
-"""A threaded HTTP server bound to 127.0.0.1, run on a daemon thread (local stack parts)."""
+"""A threaded HTTP server bound to loopback, run on a daemon thread (local stack parts)."""
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
 
 def serve_on_loopback(
-    handler: type[BaseHTTPRequestHandler], name: str = "loopback-http"
+    handler: type[BaseHTTPRequestHandler], name: str = "loopback-http", host: str = "127.0.0.1"
 ) -> LoopbackServer:
-    """Serve ``handler`` on 127.0.0.1 at a free port, started (tests, benchmarks, stand-ins)."""
-    return LoopbackServer(ThreadingHTTPServer(("127.0.0.1", 0), handler), name).start()
+    """Serve ``handler`` on a loopback address (127.0.0.0/8) at a free port, started (tests,
+    benchmarks, stand-ins)."""
+    if not ipaddress.ip_address(host).is_loopback:
+        raise ValueError(f"{host} is not a loopback address")
+    return LoopbackServer(ThreadingHTTPServer((host, 0), handler), name).start()
 
 
 class LoopbackServer:
@@ -28,8 +32,12 @@ class LoopbackServer:
         return int(self._server.server_address[1])
 
     @property
+    def host(self) -> str:
+        return str(self._server.server_address[0])
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{self.host}:{self.port}"
 
     def start(self) -> Self:
         self._thread = threading.Thread(

@@ -139,6 +139,18 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
         ({**SIMPLE, "pool": "gpu"}, 422, "pool", "unknown pool"),
         ({**SIMPLE, "surprise": 1}, 422, "surprise", "Extra inputs"),
         ([1, 2], 422, "body", "valid dictionary"),
+        (
+            {**SIMPLE, "options": {"proxy": {"server": "socks5://proxy.example:1080"}}},
+            422,
+            "options.proxy.server",
+            "only http:// proxies",
+        ),
+        (
+            {**SIMPLE, "options": {"proxy": {"server": "http://u:pw@proxy.example:3128"}}},
+            422,
+            "options.proxy.server",
+            "username and password",
+        ),
     ],
 )
 def test_client_mistakes_get_4xx_with_field_and_reason(

@@ -25,12 +25,20 @@ import pytest
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import NoSecrets, RunContext
 from browser_task.egress import EgressGuard, EgressPolicy
-from browser_task.egress_proxy import REFUSAL_HEADER, EgressProxy, Streams, open_tcp
+from browser_task.egress_proxy import (
+    REFUSAL_HEADER,
+    EgressProxy,
+    Refused,
+    Streams,
+    UpstreamProxy,
+    open_tcp,
+)
 from browser_task.errors import FailJob
 from browser_task.executor import run_steps, scheme_guard
 from pagefleet.models import JobOptions, JobRequest
 from pagefleet.settings import WorkerSettings
 from pagefleet.workflow import Extract
+from tests.support.upstream_proxy import upstream_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -589,3 +597,69 @@ def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(
     assert isinstance(failure, FailJob)
     assert failure.kind == "egress_refused"
     assert "refused" in failure.message
+
+
+# --- a job's own upstream proxy ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    "upstream_host",
+    ["169.254.169.254", "10.0.0.1", "127.0.0.1", "::ffff:a9fe:a9fe", "metadata.google.internal"],
+)
+def test_a_jobs_upstream_proxy_on_a_forbidden_address_is_refused_before_connecting(
+    upstream_host,
+):
+    resolver = TableResolver()
+    connector = LoopbackOnlyConnector()
+
+    async def go() -> Refused:
+        proxy = EgressProxy(
+            POLICY, resolver, connect=connector, upstream=UpstreamProxy(upstream_host, 3128)
+        )
+        try:
+            await proxy.check_upstream()
+        except Refused as refused:
+            return refused
+        raise AssertionError("the upstream was accepted")
+
+    refused = asyncio.run(go())
+    assert refused.status == 403 and refused.kind == "policy"
+    assert upstream_host in refused.reason
+    assert connector.dialled == []
+
+
+def test_behind_a_jobs_proxy_targets_are_checked_and_tunnelled_by_checked_address(sites):
+    resolver = TableResolver()
+    resolver.set("shop.example", [ALLOWED])
+    resolver.set("rebind.example", ["127.0.0.1"])
+    connector = LoopbackOnlyConnector()
+
+    async def go(upstream_url: str, password: str) -> list[bytes]:
+        host, port = upstream_url.removeprefix("http://").rsplit(":", 1)
+        proxy = EgressProxy(
+            POLICY,
+            resolver,
+            connect=connector,
+            upstream=UpstreamProxy(host, int(port), "fleet", password),
+        )
+        await proxy.start()
+        answers = []
+        try:
+            for target in (f"shop.example:{sites.port}", f"rebind.example:{sites.port}"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+                writer.write(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+                answers.append(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5))
+                writer.close()
+        finally:
+            await proxy.close()
+        return answers
+
+    with upstream_proxy("fleet", "pw", host=ALLOWED) as upstream:
+        allowed, forbidden = asyncio.run(go(upstream.url, "pw"))
+        assert allowed.startswith(b"HTTP/1.1 200")
+        assert forbidden.startswith(b"HTTP/1.1 403")
+        # The upstream was asked for the checked address only, never for the forbidden one.
+        assert upstream.targets() == [f"{ALLOWED}:{sites.port}"]
+
+        wrong, _ = asyncio.run(go(upstream.url, "nope"))
+        assert wrong.startswith(b"HTTP/1.1 502")
+        assert b"X-Pagefleet-Egress-Kind: upstream_auth" in wrong
+    assert all(ipaddress.ip_address(host).is_loopback for host, _ in connector.dialled)

@@ -25,8 +25,9 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.local.provision import create_all
 from pagefleet.models import JobRecord
 from pagefleet.settings import WorkerSettings
+from tests.support.upstream_proxy import upstream_proxy
 from tests.worker.conftest import TENANT, RunningWorker, submit, wait_for_job
-from tests.worker.site_pages import StepSite, all_pages, serve
+from tests.worker.site_pages import StepSite, all_pages, html, serve
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -391,15 +392,81 @@ def test_evaluate_is_refused_until_the_tenant_policy_allows_it(stack: Stack) -> 
     assert allowed.result == {"v": "test:42"}
 
 
-def test_per_job_proxy_is_refused(stack: Stack) -> None:
-    done = stack.run(
-        {
-            "options": {"proxy": {"server": "http://127.0.0.1:9"}},
-            "steps": [{"action": "goto", "url": stack.site.url("/plain")}],
-        }
+def test_a_jobs_own_proxy_carries_its_traffic_with_credentials_from_a_secret(
+    stack: Stack,
+) -> None:
+    boto3.client("secretsmanager").create_secret(
+        Name=f"pagefleet/test/{TENANT}/PROXY_PASSWORD", SecretString="pr0xy-pass"
     )
+    with upstream_proxy("fleet", "pr0xy-pass") as upstream:
+        done = stack.run(
+            {
+                "options": {
+                    "proxy": {
+                        "server": upstream.url,
+                        "username": "fleet",
+                        "password": "{{secrets.PROXY_PASSWORD}}",
+                    }
+                },
+                "steps": [
+                    {"action": "goto", "url": stack.site.url("/plain")},
+                    {"action": "extract", "name": "title", "selector": "h1"},
+                ],
+            }
+        )
+        tunnels = upstream.targets()
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result and done.result["title"]
+    site_port = stack.site.url("/").split(":")[2].split("/")[0]
+    # The egress filter resolved and checked the target, then asked for the checked address.
+    assert f"127.0.0.1:{site_port}" in tunnels
+    stored = stack.services.store.get(TENANT, done.job_id).model_dump_json()
+    assert "pr0xy-pass" not in stored and "{{secrets.PROXY_PASSWORD}}" in stored
+
+
+def test_a_jobs_proxy_that_rejects_its_credentials_fails_the_job_once(stack: Stack) -> None:
+    with upstream_proxy("fleet", "right") as upstream:
+        done = stack.run(
+            {
+                "options": {
+                    "proxy": {"server": upstream.url, "username": "fleet", "password": "wrong"}
+                },
+                "max_attempts": 3,
+                "steps": [{"action": "goto", "url": stack.site.url("/plain")}],
+            }
+        )
+        refused = upstream.targets(accepted=False)
     assert done.status is JobStatus.FAILED
-    assert done.error is not None and done.error.kind == "proxy_not_supported"
+    assert done.error is not None and done.error.kind == "proxy_auth_failed", done.error
+    assert "407" in done.error.message and "username and password" in done.error.message
+    assert done.attempt == 1  # wrong credentials are not retried
+    assert refused
+
+
+def test_the_egress_filter_still_checks_every_target_behind_a_jobs_proxy(stack: Stack) -> None:
+    site = stack.site
+    site.resources["/proxied-leak"] = html(
+        '<body><h1 id="t">page</h1><img src="http://169.254.169.254/latest/meta-data/">'
+        '<script>fetch("http://10.0.0.1/x").catch(() => {});</script></body>'
+    )
+    page = site.url("/proxied-leak")
+    with upstream_proxy("fleet", "pw") as upstream:
+        done = stack.run(
+            {
+                "options": {
+                    "proxy": {"server": upstream.url, "username": "fleet", "password": "pw"}
+                },
+                "steps": [
+                    {"action": "goto", "url": page},
+                    {"action": "sleep", "ms": 500},
+                    {"action": "extract", "name": "t", "selector": "#t"},
+                ],
+            }
+        )
+        asked = [target for target, _ in upstream.connects]
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    # The forbidden subresources were refused by the job's listener: the proxy never saw them.
+    assert asked and all(target.startswith("127.0.0.1:") for target in asked), asked
 
 
 def test_login_session_is_saved_then_reused_with_the_secret_never_stored(
