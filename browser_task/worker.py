@@ -150,6 +150,7 @@ class Worker:
         )
         self._protection = protection or TaskProtection()
         self._busy = 0
+        self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
         self._clock = clock
@@ -392,11 +393,14 @@ class Worker:
         started = time.monotonic()
         log.info("job started", receive_count=received.receive_count)
         await self._busy_changed(+1)
+        self._slot_in_use(+1)
         try:
             outcome = await self._run(record, received, log)
         except BaseException:
             await self._busy_changed(-1)
             raise
+        finally:
+            self._slot_in_use(-1)
         self.jobs_handled += 1
         # The browser context is closed and the uploads are in: the slot takes its next
         # message while this job's outcome is written (drain waits for these writes).
@@ -525,9 +529,14 @@ class Worker:
                 probe=True,
             )
 
+    def _slot_in_use(self, delta: int) -> None:
+        """Slots running a job's browser work (saturation: at most ``concurrency``)."""
+        self._running += delta
+        self.metrics.slots_busy(self._running)
+
     async def _busy_changed(self, delta: int) -> None:
+        """Jobs in flight, outcome writes included: the task stays protected until done."""
         self._busy += delta
-        self.metrics.slots_busy(self._busy)
         if delta > 0:
             await self._protection.job_started()
         else:
