@@ -149,7 +149,7 @@ async def prepare_run(
 def _render_options(request: JobRequest, secrets: dict[str, str]) -> JobOptions:
     """The job's options with references substituted (proxy credentials, headers, ...)."""
     raw = request.options.model_dump(exclude_none=True)
-    if not any(True for _ in references(raw)):
+    if next(iter(references(raw)), None) is None:
         return request.options
     try:
         return JobOptions.model_validate(render(raw, request.inputs, secrets))
