@@ -7,25 +7,12 @@ import pytest
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb import IdempotencyConflict, idempotency_sk, job_sk, tenant_pk
-from pagefleet.aws import job_services
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.local.provision import Provisioned
 from pagefleet.models import JobRequest
-from pagefleet.settings import CoreSettings
 from tests.conftest import aws_client
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
-
-
-@pytest.fixture
-def svc(provisioned: Provisioned) -> JobServices:
-    settings = CoreSettings(
-        jobs_table=provisioned.jobs_table,
-        tenants_table=provisioned.tenants_table,
-        artifacts_bucket=provisioned.artifacts_bucket,
-        queue_urls=provisioned.queue_urls,
-    )
-    return job_services(settings)
 
 
 def _item(table: str, pk: str, sk: str) -> dict | None:

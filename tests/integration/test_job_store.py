@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from pagefleet.aws import job_services
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.provision import Provisioned
 from pagefleet.models import AttemptRecord, JobRequest, iso, utcnow
-from pagefleet.settings import CoreSettings
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
-
-
-@pytest.fixture
-def svc(provisioned: Provisioned) -> JobServices:
-    settings = CoreSettings(
-        jobs_table=provisioned.jobs_table,
-        tenants_table=provisioned.tenants_table,
-        artifacts_bucket=provisioned.artifacts_bucket,
-        queue_urls=provisioned.queue_urls,
-    )
-    return job_services(settings)
 
 
 def _now() -> int:
