@@ -477,22 +477,27 @@ def test_workflow_goto_refuses_non_http_schemes_before_the_browser(harness):
         assert not asyncio.run(guard.check(url)).allowed
 
 
+def step_context(session: BrowserSession, step: Any, guard: EgressGuard) -> RunContext:
+    """A job context for running one step directly (these steps make no artifacts)."""
+    return RunContext(
+        tenant_id="t",
+        job_id="j",
+        attempt=1,
+        request=JobRequest(steps=[step]),
+        session=session,
+        guard=guard,
+        artifacts=None,  # type: ignore[arg-type]
+        secrets=NoSecrets(),
+    )
+
+
 def test_a_file_request_the_checks_missed_stops_the_job(harness):
     """The backstop: a navigation to file: that got past goto's check (here Playwright's own
     goto, which no step exposes) closes the job's context, and no later step runs."""
     extract = Extract(name="leak", selector="body")
 
     async def body(session: BrowserSession) -> Any:
-        ctx = RunContext(
-            tenant_id="t",
-            job_id="j",
-            attempt=1,
-            request=JobRequest(steps=[extract]),
-            session=session,
-            guard=harness.guard,
-            artifacts=None,  # type: ignore[arg-type]  # extract makes none
-            secrets=NoSecrets(),
-        )
+        ctx = step_context(session, extract, harness.guard)
         with contextlib.suppress(Exception):
             await session.page.goto("file:///etc/passwd")
         failure: FailJob | None = None
@@ -577,16 +582,7 @@ def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(
     step = Goto(url=sites.url(f"/redirect?to={target}"))
 
     async def body(session: BrowserSession) -> Any:
-        ctx = RunContext(
-            tenant_id="t",
-            job_id="j",
-            attempt=1,
-            request=JobRequest(steps=[step]),
-            session=session,
-            guard=EgressGuard(resolver=harness.resolver, policy=POLICY),
-            artifacts=None,  # type: ignore[arg-type]  # goto makes none
-            secrets=NoSecrets(),
-        )
+        ctx = step_context(session, step, EgressGuard(resolver=harness.resolver, policy=POLICY))
         try:
             await goto(step, ctx)
         except FailJob as failure:
