@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.stack import DEV_TENANT, LocalStack
 from tests.chaos.harness import (
     SETTLED,
     ChaosSite,

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from devstack.stack import LocalStack
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
-from pagefleet.local.stack import LocalStack
 
 TARGET_RATIO = 0.8
 console = Console()
@@ -150,11 +150,11 @@ def _wait_final(
     from the records (``finished_at``, written by the worker), so the polling can be slow
     and cost the system being measured next to nothing.
     """
-    from pagefleet.aws import job_services
-    from pagefleet.local.stack import DEV_TENANT
+    from devstack.stack import DEV_TENANT
+    from pagefleet.runtime import RUNTIME
 
     assert stack.worker_settings is not None
-    store = job_services(stack.worker_settings).store
+    store = RUNTIME.job_services(stack.worker_settings).store
     deadline = time.monotonic() + timeout_s
     counts: dict[JobStatus, int] = {}
     last_finish: float | None = None

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import boto3
 import psutil
 
-from pagefleet.local.loopback import LoopbackServer, serve_on_loopback
+from devstack.loopback import LoopbackServer, serve_on_loopback
 
 MB = 1024 * 1024
 
@@ -128,10 +128,10 @@ def main() -> None:
     logging.disable(logging.WARNING)
 
     from browser_task.worker import Worker
-    from pagefleet import aws
+    from devstack.provision import create_all
     from pagefleet.jobs.service import submit_job
-    from pagefleet.local.provision import create_all
     from pagefleet.models import JobRequest
+    from pagefleet.runtime import RUNTIME
     from pagefleet.settings import WorkerSettings
 
     res = create_all(
@@ -149,7 +149,7 @@ def main() -> None:
         poll_wait_seconds=1,
         concurrency=args.concurrency,
     )
-    services = aws.job_services(settings)
+    services = RUNTIME.job_services(settings)
     server = page_server()
     site = server.url
     worker = Worker(settings, services, resolver=no_dns)

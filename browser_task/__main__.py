@@ -13,7 +13,7 @@ from browser_task.worker import Worker
 
 
 def main() -> int:
-    from pagefleet.aws import job_services
+    from pagefleet.runtime import RUNTIME
     from pagefleet.settings import WorkerSettings
 
     try:
@@ -25,7 +25,7 @@ def main() -> int:
         )
         print(f"browser_task: invalid settings\n{problems}", file=sys.stderr)
         return 2
-    worker = Worker(settings, job_services(settings))
+    worker = Worker(settings, RUNTIME.job_services(settings))
     try:
         asyncio.run(_serve(worker))
     except Exception:

@@ -7,25 +7,11 @@ hold up the workflow for an S3 round trip.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
 
 from browser_task.errors import FailJob, RetryJob, first_line
 from pagefleet.models import Artifact
+from pagefleet.ports import ArtifactStore
 from pagefleet.resources import ROUTINE
-
-
-class ArtifactStore(Protocol):
-    def put(
-        self,
-        *,
-        tenant_id: str,
-        job_id: str,
-        attempt: int,
-        name: str,
-        data: bytes,
-        content_type: str,
-        retention: str = ROUTINE,
-    ) -> Artifact: ...
 
 
 def human_size(size: float) -> str:
@@ -46,8 +32,10 @@ class ArtifactCollector:
         job_id: str,
         attempt: int,
         max_bytes: int,
+        correlation_id: str | None = None,
     ) -> None:
         self._store = store
+        self._correlation_id = correlation_id
         self._tenant_id = tenant_id
         self._job_id = job_id
         self._attempt = attempt
@@ -83,6 +71,7 @@ class ArtifactCollector:
                 data=data,
                 content_type=content_type,
                 retention=retention,
+                correlation_id=self._correlation_id,
             ),
             name=f"upload {name}",
         )

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.telemetry import logger
-from pagefleet.breaker import Admission, BreakerState, DomainBreakers, domain_of
+from pagefleet.breaker import Admission, Breakers, BreakerState, domain_of
 from pagefleet.models import JobError, JobRecord
 from pagefleet.workflow import Goto, iter_steps
 from pagefleet.workflow.templating import render
@@ -50,7 +50,7 @@ def counts_against_target(error: JobError | None) -> bool | None:
 class BreakerGate:
     def __init__(
         self,
-        breakers: DomainBreakers,
+        breakers: Breakers,
         worker_id: str,
         *,
         clock: Callable[[], float] = time.time,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import FrameLocator, Page
 
@@ -12,6 +12,7 @@ from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserSession
 from browser_task.egress import EgressGuard
 from pagefleet.models import JobOptions, JobRequest
+from pagefleet.ports import SecretStore
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
 
@@ -21,10 +22,8 @@ if TYPE_CHECKING:
     from browser_task.tracing import TraceRecorder
 
 
-class SecretsResolver(Protocol):
-    """Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret."""
-
-    async def resolve(self, tenant_id: str, name: str) -> str | None: ...
+# Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret.
+SecretsResolver = SecretStore
 
 
 class NoSecrets:

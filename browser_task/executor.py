@@ -38,6 +38,7 @@ from browser_task.sessions import SessionStore, StorageState
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder
+from pagefleet.errors import SecretsUnavailable, SecretUnreadable
 from pagefleet.models import JobOptions, JobRequest
 from pagefleet.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Goto, Paginate, Step, UseSession, iter_steps
@@ -58,6 +59,16 @@ class TenantPolicies(Protocol):
 
 
 # --- before the browser ---------------------------------------------------------------------
+async def resolve_secret(secrets: SecretsResolver, tenant_id: str, name: str) -> str | None:
+    """A secret's value; a secret store's trouble becomes the job's failure or retry."""
+    try:
+        return await secrets.resolve(tenant_id, name)
+    except SecretUnreadable as exc:
+        raise FailJob(exc.message, kind="secret_unreadable") from None
+    except SecretsUnavailable as exc:
+        raise RetryJob(exc.message, kind="secrets_unavailable") from None
+
+
 def _step_paths(request: JobRequest) -> list[tuple[int, str, Step]]:
     """(top-level index, path, step) for every step, nested ones included."""
     out: list[tuple[int, str, Step]] = []
@@ -91,7 +102,7 @@ async def prepare_run(
 
     resolved: dict[str, str] = {}
     for name in sorted(request.secret_names()):
-        value = await secrets.resolve(tenant_id, name)
+        value = await resolve_secret(secrets, tenant_id, name)
         if value is None:
             failure = FailJob(f"secret {name} not found", kind="secret_not_found")
             user = next(
@@ -241,7 +252,7 @@ async def render_step(step: Step, ctx: RunContext) -> Step:
         if namespace != "secrets" or name in secrets:
             continue
         # Normally resolved up front by prepare_run; kept for callers that skip it.
-        value = await ctx.secrets.resolve(ctx.tenant_id, name)
+        value = await resolve_secret(ctx.secrets, ctx.tenant_id, name)
         if value is None:
             raise FailJob(f"secret {name} not found", kind="secret_not_found")
         secrets[name] = value
@@ -342,7 +353,9 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
                 raise _scheme_refused(ctx.guard.stopped)
             current = await render_step(step, ctx)
             if isinstance(current, Paginate):
-                await control.paginate(current, ctx, f"steps[{index}]" if not prefix else path)
+                await control.paginate(
+                    current, ctx, f"steps[{index}]" if not prefix else path, run_steps
+                )
             elif isinstance(current, UseSession):
                 await session.use_session(current, ctx, index if not prefix else None)
             else:
@@ -426,7 +439,3 @@ async def capture_failure_artifacts(ctx: RunContext) -> None:
             ctx.artifacts.add(FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG)
     if ctx.trace is not None and not session.closed and not session.crashed:
         await ctx.trace.finish(ctx.artifacts, failed=True)
-
-
-# The worker's name for it before failure artifacts grew beyond a screenshot.
-capture_failure_screenshot = capture_failure_artifacts

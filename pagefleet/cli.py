@@ -402,7 +402,7 @@ def _print_examples(results: list[Any]) -> bool:
 
 
 def _start_stack(api_port: int, workers: int, concurrency: int) -> Any:
-    from pagefleet.local.stack import LocalStack, StackError
+    from devstack.stack import LocalStack, StackError
 
     _quiet_handlers()
     stack = LocalStack(api_port=api_port, workers=workers, concurrency=concurrency)
@@ -424,7 +424,7 @@ def local_up(
     examples: Annotated[bool, typer.Option("--examples/--no-examples")] = True,
 ) -> None:
     """Start everything on loopback and keep it running until Ctrl-C."""
-    from pagefleet.local.examples import run_examples
+    from devstack.examples import run_examples
 
     with _sigterm_as_interrupt():
         stack = _start_stack(api_port, workers, concurrency)
@@ -457,7 +457,7 @@ def demo(
     concurrency: Annotated[int, typer.Option(min=1)] = 2,
 ) -> None:
     """Start the local stack, run every example, check artifacts, stop. Exit 0 only if all pass."""
-    from pagefleet.local.examples import run_examples
+    from devstack.examples import run_examples
 
     with _sigterm_as_interrupt():
         stack = _start_stack(api_port, workers, concurrency)
@@ -482,11 +482,11 @@ TenantsTable = Annotated[
 
 
 def _tenant_store(table: str | None) -> Any:
-    from pagefleet.aws import tenant_store
+    from pagefleet.runtime import RUNTIME
 
     if not table:
         raise CliError("no tenants table: pass --tenants-table or set PAGEFLEET_TENANTS_TABLE")
-    return tenant_store(table)
+    return RUNTIME.tenant_store(table)
 
 
 @admin_app.command("create-key")

@@ -58,6 +58,19 @@ class EnqueueFailed(PagefleetError):
     code = "enqueue_failed"
 
 
+# --- secrets: the worker fails the job, or retries it ---------------------------------------
+class SecretUnreadable(PagefleetError):
+    """The secret exists but cannot be used (policy, key, binary): fix it, then resubmit."""
+
+    code = "secret_unreadable"
+
+
+class SecretsUnavailable(PagefleetError):
+    """Secrets Manager did not answer: the job may run again later."""
+
+    code = "secrets_unavailable"
+
+
 # --- store-level: the write lost a race --------------------------------------------------
 class IllegalTransition(PagefleetError):
     """The job is not in a state from which this move is allowed; re-read before acting."""
@@ -75,6 +88,12 @@ class RetryNotDue(IllegalTransition):
     """An early duplicate of a retry's message: put it back until the retry is due."""
 
     code = "retry_not_due"
+
+
+class IdempotencyConflict(PagefleetError):
+    """The idempotency key is already taken (by an earlier or a concurrent request)."""
+
+    code = "idempotency_conflict"
 
 
 class LeaseLost(PagefleetError):

@@ -307,3 +307,12 @@ class JobMessage(BaseModel):
             correlation_id=job.correlation_id,
             pool=job.pool,
         )
+
+
+class TenantPolicy(BaseModel):
+    """What a tenant's workflows may do beyond the defaults (set by an admin, read by workers)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    # evaluate runs tenant-supplied JavaScript in the page; off unless granted.
+    allow_evaluate: bool = False

@@ -1,6 +1,6 @@
 """The data resources of pagefleet, defined once.
 
-Both the CDK constructs (infra/) and the local stack (pagefleet/local/) build their tables,
+Both the CDK constructs (infra/) and the local stack (devstack/) build their tables,
 queues and bucket from these specs, and tests/infra checks that the synthesized template and
 the local resources agree, so the two cannot drift.
 """

@@ -7,7 +7,6 @@ stack sets exactly these.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from pydantic import Field
@@ -95,13 +94,3 @@ def to_env(settings: BaseSettings) -> dict[str, str]:
             text = "true" if value else "false"
         out[f"{prefix}{name}".upper()] = str(text)
     return out
-
-
-@lru_cache(maxsize=1)
-def api_settings() -> ApiSettings:
-    return ApiSettings()
-
-
-@lru_cache(maxsize=1)
-def authorizer_settings() -> AuthorizerSettings:
-    return AuthorizerSettings()

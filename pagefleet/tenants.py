@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 
-from pagefleet.adapters.dynamodb import ApiKeyRecord, DynamoTenantStore, hash_api_key
 from pagefleet.errors import InvalidRequest, Unauthorized
 from pagefleet.models import iso, utcnow
+from pagefleet.ports import ApiKeyRecord, TenantStore
 
 KEY_PREFIX = "pf_"
 
 
+def hash_api_key(api_key: str) -> str:
+    # Keys are 256-bit random tokens: a plain SHA-256 is enough (no dictionary to guard).
+    return hashlib.sha256(api_key.encode()).hexdigest()
+
+
 def create_api_key(
-    store: DynamoTenantStore, tenant_id: str, *, name: str = "default", admin: bool = False
+    store: TenantStore, tenant_id: str, *, name: str = "default", admin: bool = False
 ) -> tuple[str, ApiKeyRecord]:
     """Return the plaintext key (shown once) and its record; only the hash is stored."""
     if not tenant_id or not tenant_id.replace("-", "").replace("_", "").isalnum():
@@ -30,7 +36,7 @@ def create_api_key(
     return plaintext, record
 
 
-def authenticate(store: DynamoTenantStore, api_key: str) -> ApiKeyRecord:
+def authenticate(store: TenantStore, api_key: str) -> ApiKeyRecord:
     """The tenant behind a key; a missing, unknown or revoked key is Unauthorized."""
     if not api_key:
         raise Unauthorized("missing API key")
@@ -40,7 +46,7 @@ def authenticate(store: DynamoTenantStore, api_key: str) -> ApiKeyRecord:
     return record
 
 
-def revoke_key(store: DynamoTenantStore, tenant_id: str, key_id: str) -> None:
+def revoke_key(store: TenantStore, tenant_id: str, key_id: str) -> None:
     for key_hash, record in store.keys_of(tenant_id):
         if record.key_id == key_id:
             store.revoke(key_hash)
@@ -48,7 +54,7 @@ def revoke_key(store: DynamoTenantStore, tenant_id: str, key_id: str) -> None:
     raise InvalidRequest(f"tenant {tenant_id} has no key {key_id}", field="key_id")
 
 
-def rotate_key(store: DynamoTenantStore, tenant_id: str, key_id: str) -> tuple[str, ApiKeyRecord]:
+def rotate_key(store: TenantStore, tenant_id: str, key_id: str) -> tuple[str, ApiKeyRecord]:
     """Issue a new key with the old one's name and rights, then revoke the old one."""
     for key_hash, record in store.keys_of(tenant_id):
         if record.key_id == key_id:

@@ -10,7 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
-from pagefleet.local.provision import Provisioned, create_all
+from devstack.provision import Provisioned, create_all
 
 
 def _free_port() -> int:
@@ -24,7 +24,7 @@ def moto_endpoint() -> Iterator[str]:
     """One moto server for the session; tests reset its state, not the process."""
     from moto.server import ThreadedMotoServer
 
-    from pagefleet.local.embedded_aws import prepare_moto
+    from devstack.embedded_aws import prepare_moto
 
     prepare_moto()  # as the local stack does: conditional writes must be atomic
     port = _free_port()
@@ -65,21 +65,9 @@ _AWS_ENV = (
 
 def _clear_runtime_caches() -> None:
     """Forget clients and settings built for another endpoint (e.g. a local stack's moto)."""
-    from functions.api import app as api_app
-    from functions.dead_letters import handler as dead_letters
-    from functions.sweeper import handler as sweeper
-    from pagefleet import aws, settings
+    from pagefleet.runtime import RUNTIME
 
-    for cached in (
-        aws.client,
-        settings.api_settings,
-        settings.authorizer_settings,
-        api_app.services,
-        api_app.breakers,
-        dead_letters.services,
-        sweeper.services,
-    ):
-        cached.cache_clear()
+    RUNTIME.reset()
 
 
 def aws_client(service: str) -> Any:

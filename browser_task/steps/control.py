@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 
 from browser_task.context import RunContext
 from browser_task.errors import FailJob
-from pagefleet.workflow import Evaluate, Paginate
+from browser_task.steps.extraction import store
+from pagefleet.workflow import Evaluate, Paginate, Step
+
+# The executor's step loop, passed in (a block runs nested steps under its path).
+RunSteps = Callable[[list[Step], RunContext, str], Awaitable[None]]
 
 # The aria-disabled / disabled checks Playwright's is_enabled does not cover for links.
 _LOOKS_DISABLED = (
@@ -17,19 +22,16 @@ _LOOKS_DISABLED = (
 MAX_EVALUATE_RESULT_BYTES = 64 * 1024
 
 
-async def paginate(step: Paginate, ctx: RunContext, path: str) -> int:
+async def paginate(step: Paginate, ctx: RunContext, path: str, run_steps: RunSteps) -> int:
     """Run the block on each page; the number of pages visited.
 
     Stops when ``next`` is missing, hidden or disabled, or after ``max_pages`` pages.
     """
-    # Imported here: the executor imports this module to dispatch steps.
-    from browser_task.executor import run_steps
-
     timeout = ctx.timeout_ms(step)
     ctx.paginate_depth += 1
     try:
         for number in range(1, step.max_pages + 1):
-            await run_steps(step.steps, ctx, prefix=f"{path}.")
+            await run_steps(step.steps, ctx, f"{path}.")
             if number == step.max_pages:
                 return number
             following = ctx.page.locator(step.next).first
@@ -69,6 +71,4 @@ async def evaluate(step: Evaluate, ctx: RunContext) -> None:
             f"{MAX_EVALUATE_RESULT_BYTES}-byte limit; return less",
             kind="result_too_large",
         )
-    from browser_task.steps.extraction import store
-
     store(ctx, step.name, value, many=False)

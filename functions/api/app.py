@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
@@ -13,14 +12,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.api import errors
-from pagefleet.aws import domain_breakers, job_services
-from pagefleet.breaker import DomainBreakers
+from pagefleet.breaker import Breakers
 from pagefleet.errors import Forbidden, InvalidRequest, PagefleetError, Unauthorized
 from pagefleet.jobs import recovery, service
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRequest
-from pagefleet.settings import api_settings
+from pagefleet.runtime import RUNTIME
+from pagefleet.settings import ApiSettings
 
 logger = Logger(service="pagefleet-api")
 app = APIGatewayRestResolver(enable_validation=True)
@@ -28,9 +27,12 @@ app = APIGatewayRestResolver(enable_validation=True)
 JOB_ID = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-z]+$")]
 
 
-@lru_cache(maxsize=1)
+def api_settings() -> ApiSettings:
+    return RUNTIME.settings(ApiSettings)
+
+
 def services() -> JobServices:
-    return job_services(api_settings())
+    return RUNTIME.job_services(api_settings())
 
 
 def tenant_id() -> str:
@@ -146,9 +148,8 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
     return _json(200, {"redriven": recovery.redrive(services(), targets)})
 
 
-@lru_cache(maxsize=1)
-def breakers() -> DomainBreakers:
-    return domain_breakers(api_settings())
+def breakers() -> Breakers:
+    return RUNTIME.breakers(api_settings())
 
 
 @app.get("/v1/domains")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from functions.api.app import app, logger
-from pagefleet.settings import api_settings
+from functions.api.app import api_settings, app, logger
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

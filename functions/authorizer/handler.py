@@ -10,9 +10,9 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from pagefleet.aws import tenant_store
 from pagefleet.errors import Unauthorized
-from pagefleet.settings import authorizer_settings
+from pagefleet.runtime import RUNTIME
+from pagefleet.settings import AuthorizerSettings
 from pagefleet.tenants import authenticate
 
 logger = Logger(service="pagefleet-authorizer")
@@ -39,14 +39,14 @@ def _policy(principal: str, effect: str, resource: str, context: dict[str, str])
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    settings = authorizer_settings()
+    settings = RUNTIME.settings(AuthorizerSettings)
     token = str(event.get("authorizationToken") or "")
     scheme, _, api_key = token.partition(" ")
     if scheme.lower() != "bearer" or not api_key.strip():
         # API Gateway turns exactly this message into a 401.
         raise Exception("Unauthorized")
     try:
-        record = authenticate(tenant_store(settings.tenants_table), api_key.strip())
+        record = authenticate(RUNTIME.tenant_store(settings.tenants_table), api_key.strip())
     except Unauthorized:
         logger.info("api key refused")
         raise Exception("Unauthorized") from None

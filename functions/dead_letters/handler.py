@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -15,18 +14,17 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from pagefleet.adapters.sqs import parse_message
-from pagefleet.aws import job_services
 from pagefleet.jobs.recovery import mark_dead_lettered
 from pagefleet.jobs.service import JobServices
+from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 
 logger = Logger(service="pagefleet-dead-letters")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-@lru_cache(maxsize=1)
 def services() -> JobServices:
-    return job_services(CoreSettings())
+    return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
 
 
 def record_handler(record: SQSRecord) -> str:

@@ -46,8 +46,6 @@ CODE_EXCLUDE = [
     "!functions/**",
     "**/__pycache__",
     "**/*.pyc",
-    "pagefleet/local",
-    "pagefleet/local/**",
 ]
 OFFLINE_MARKER = "DEPENDENCIES_NOT_BUNDLED"
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pagefleet.models import Artifact
 from pagefleet.resources import ARTIFACTS_BUCKET, ROUTINE
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 
 def artifact_key(tenant_id: str, job_id: str, attempt: int, name: str) -> str:
@@ -16,7 +20,7 @@ def artifact_key(tenant_id: str, job_id: str, attempt: int, name: str) -> str:
 
 
 class S3ArtifactStore:
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str) -> None:
         self._s3 = client
         self._bucket = bucket
 
@@ -30,6 +34,7 @@ class S3ArtifactStore:
         data: bytes,
         content_type: str,
         retention: str = ROUTINE,
+        correlation_id: str | None = None,
     ) -> Artifact:
         """Upload one artifact.
 
@@ -37,6 +42,9 @@ class S3ArtifactStore:
         """
         key = artifact_key(tenant_id, job_id, attempt, name)
         digest = hashlib.sha256(data).hexdigest()
+        metadata = {"sha256": digest}
+        if correlation_id:
+            metadata["correlation-id"] = correlation_id
         self._s3.put_object(
             Bucket=self._bucket,
             Key=key,
@@ -44,7 +52,7 @@ class S3ArtifactStore:
             ContentType=content_type,
             ChecksumSHA256=_b64_sha256(data),
             Tagging=f"{ARTIFACTS_BUCKET.retention_tag}={quote(retention)}",
-            Metadata={"sha256": digest},
+            Metadata=metadata,
         )
         return Artifact(
             name=name,
@@ -69,6 +77,4 @@ class S3ArtifactStore:
 
 
 def _b64_sha256(data: bytes) -> str:
-    import base64
-
     return base64.b64encode(hashlib.sha256(data).digest()).decode()

@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pagefleet.models import JobMessage
+from pagefleet.ports import ReceivedMessage
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
 
 CORRELATION_ATTR = "correlation_id"
 
 
-@dataclass(frozen=True)
-class ReceivedMessage:
-    message: JobMessage | None  # None when the body is not a job message (poison)
-    receipt_handle: str
-    message_id: str
-    receive_count: int
-    sent_at_ms: int
-    body: str
-
-
 class SqsJobQueue:
-    def __init__(self, client: Any, queue_urls: Mapping[str, str]) -> None:
+    def __init__(self, client: SQSClient, queue_urls: Mapping[str, str]) -> None:
         self._sqs = client
         self._urls = dict(queue_urls)
 
@@ -51,7 +44,7 @@ class SqsJobQueue:
             MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             MessageAttributeNames=["All"],
         )
-        return [parse_message(m) for m in resp.get("Messages", [])]
+        return [parse_message(dict(m)) for m in resp.get("Messages", [])]
 
     def delete(self, pool: str, receipt_handle: str) -> None:
         self._sqs.delete_message(QueueUrl=self._urls[pool], ReceiptHandle=receipt_handle)

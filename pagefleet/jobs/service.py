@@ -8,31 +8,36 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore, IdempotencyConflict
-from pagefleet.adapters.s3 import S3ArtifactStore
-from pagefleet.adapters.sqs import SqsJobQueue
 from pagefleet.errors import (
     EnqueueFailed,
+    IdempotencyConflict,
     IdempotencyKeyReused,
-    IllegalTransition,
     InvalidRequest,
-    JobNotCancellable,
     NotFound,
 )
+from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.states import JobStatus
-from pagefleet.models import JobMessage, JobRecord, JobRequest, iso, new_job_id, utcnow
+from pagefleet.models import JobRecord, JobRequest, iso, new_job_id
+from pagefleet.ports import SYSTEM_CLOCK, ArtifactStore, Clock, CursorCodec, JobQueue, JobStore
 
 
 @dataclass(frozen=True)
 class JobServices:
-    store: DynamoJobStore
-    queue: SqsJobQueue
-    artifacts: S3ArtifactStore
+    """What the job services need from the outside, as ports (adapters or fakes)."""
+
+    store: JobStore
+    queue: JobQueue
+    artifacts: ArtifactStore
     cursors: CursorCodec
+    clock: Clock = SYSTEM_CLOCK
+    lifecycle: Lifecycle = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lifecycle", Lifecycle(self.store, self.queue, self.clock))
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ def submit_job(
         if existing is not None:
             return existing
 
-    now_dt = utcnow()
+    now_dt = datetime.fromtimestamp(svc.clock.now(), UTC)
     if request.deadline is not None and request.deadline <= now_dt:
         raise InvalidRequest("deadline is in the past", field="deadline")
     now = iso(now_dt)
@@ -90,22 +95,7 @@ def submit_job(
         assert idempotency_key is not None
         replay = _wait_for_replay(svc, tenant_id, idempotency_key, fingerprint)
         return replay
-    return Submitted(job=enqueue(svc, record), created=True)
-
-
-def enqueue(svc: JobServices, record: JobRecord) -> JobRecord:
-    """Send the job's message and note that it is in the queue."""
-    message = JobMessage.for_job(record)
-    try:
-        svc.queue.send(message)
-    except Exception as exc:
-        raise EnqueueFailed(
-            "the job was recorded but could not be queued; retry with the same Idempotency-Key",
-            job_id=record.job_id,
-        ) from exc
-    at = iso(utcnow())
-    svc.store.mark_enqueued(record.tenant_id, record.job_id, at)
-    return record.model_copy(update={"enqueued_at": at})
+    return Submitted(job=svc.lifecycle.enqueue(record), created=True)
 
 
 def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted | None:
@@ -120,7 +110,7 @@ def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Sub
     job = svc.store.get(tenant_id, idem.job_id)
     if job.status is JobStatus.QUEUED and job.enqueued_at is None:
         # The first request recorded the job but did not get it queued: finish its work.
-        job = enqueue(svc, job)
+        job = svc.lifecycle.enqueue(job)
     return Submitted(job=job, created=False)
 
 
@@ -158,19 +148,7 @@ def cancel_job(svc: JobServices, tenant_id: str, job_id: str) -> JobRecord:
     A running job's worker reads the flag within a second, closes the job's browser context
     mid-action and records it ``cancelled`` with the artifacts taken so far.
     """
-    for _ in range(3):  # the job may start or finish while we look at it
-        job = svc.store.get(tenant_id, job_id)
-        if job.status.is_final:
-            raise JobNotCancellable(
-                f"job {job_id} already ended as {job.status.value}", status=job.status.value
-            )
-        try:
-            if job.status is JobStatus.RUNNING:
-                return svc.store.request_cancel(tenant_id, job_id, at=iso(utcnow()))
-            return svc.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=iso(utcnow()))
-        except IllegalTransition:
-            continue
-    raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
+    return svc.lifecycle.cancel(tenant_id, job_id)
 
 
 def list_artifacts(
@@ -201,12 +179,12 @@ def requeue_unqueued(svc: JobServices, *, older_than_s: int = 60) -> int:
     Only jobs older than ``older_than_s`` are touched, so a submission still in flight is
     left to finish its own enqueue.
     """
-    cutoff = iso(utcnow() - timedelta(seconds=older_than_s))
+    cutoff = iso(datetime.fromtimestamp(svc.clock.now() - older_than_s, UTC))
     count = 0
     for job in svc.store.list_unqueued(cutoff):
         if job.status is JobStatus.QUEUED and job.enqueued_at is None:
             try:
-                enqueue(svc, job)
+                svc.lifecycle.enqueue(job)
                 count += 1
             except (EnqueueFailed, NotFound):
                 continue

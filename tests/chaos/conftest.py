@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.client import PagefleetClient
-from pagefleet.local.stack import LocalStack
 from tests.chaos.harness import ChaosSite, chaos_worker_env, record_store
 
 

@@ -22,12 +22,12 @@ import boto3
 import psutil
 from botocore.config import Config
 
+from devstack.loopback import LoopbackServer, serve_on_loopback
+from devstack.processes import ManagedProcess
+from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.errors import NotFound
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.loopback import LoopbackServer, serve_on_loopback
-from pagefleet.local.processes import ManagedProcess
-from pagefleet.local.stack import DEV_TENANT, LocalStack
 from pagefleet.models import JobRecord
 
 # Final for the purpose of "lost": nothing more happens to the job without an operator.
@@ -328,13 +328,10 @@ def wait_settled(store: DynamoJobStore, job_ids: Iterable[str], timeout: float) 
 @contextlib.contextmanager
 def faults_in_this_process(rate: float) -> Iterator[Any]:
     """Inject AWS faults into the gateway's handlers (and the pollers) in this process."""
-    from pagefleet import aws
-    from pagefleet.local.stack import _reset_cached_clients
+    from pagefleet.runtime import RUNTIME
 
-    injector = aws.inject_faults(rate)
-    _reset_cached_clients()
+    injector = RUNTIME.inject_faults(rate)
     try:
         yield injector
     finally:
-        aws._faults = None
-        _reset_cached_clients()
+        RUNTIME.reset()

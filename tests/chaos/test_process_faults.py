@@ -6,11 +6,12 @@ import time
 
 import pytest
 
+from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
-from pagefleet.breaker import BreakerState, DomainBreakers
+from pagefleet.adapters.dynamodb.breakers import DomainBreakers
+from pagefleet.breaker import BreakerState
 from pagefleet.client import PagefleetClient
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.stack import DEV_TENANT, LocalStack
 from tests.chaos.harness import (
     ChaosSite,
     audit,

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
-from pagefleet.local.stack import LocalStack
 
 
 @pytest.fixture(scope="module")

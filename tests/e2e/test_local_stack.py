@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from devstack.examples import EXAMPLES_DIR, load_example
+from devstack.stack import LocalStack
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.local.examples import EXAMPLES_DIR, load_example
-from pagefleet.local.stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -114,7 +114,7 @@ def test_code_asset_holds_only_runtime_code(synth) -> None:
     assert any(f.startswith("functions/api/") for f in files)
     tops = {f.split("/")[0] for f in files}
     assert tops <= {"pagefleet", "functions"}, tops
-    assert not any("__pycache__" in f or f.startswith("pagefleet/local/") for f in files)
+    assert not any("__pycache__" in f or f.startswith("devstack/") for f in files)
 
 
 def test_rest_api_with_authorizer_throttling_and_access_logs(synth) -> None:

@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from pagefleet.local.provision import create_all
+from devstack.provision import create_all
 from pagefleet.resources import QUEUES
 
 from .helpers import logical_id

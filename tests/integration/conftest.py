@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pagefleet.aws import job_services
+from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
-from pagefleet.local.provision import Provisioned
+from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 
 
@@ -18,4 +18,4 @@ def svc(provisioned: Provisioned) -> JobServices:
         artifacts_bucket=provisioned.artifacts_bucket,
         queue_urls=provisioned.queue_urls,
     )
-    return job_services(settings)
+    return RUNTIME.job_services(settings)

@@ -9,8 +9,8 @@ from typing import Any
 import boto3
 import pytest
 
-from pagefleet.aws import tenant_store
-from pagefleet.local.provision import Provisioned
+from devstack.provision import Provisioned
+from pagefleet.runtime import RUNTIME
 from pagefleet.tenants import create_api_key, revoke_key
 from tests.support.api import ApiCaller
 
@@ -26,13 +26,13 @@ SIMPLE = {
 
 @pytest.fixture
 def tenant_a(api_env: Provisioned) -> ApiCaller:
-    key, _ = create_api_key(tenant_store(api_env.tenants_table), "tenant-a")
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "tenant-a")
     return ApiCaller(key)
 
 
 @pytest.fixture
 def tenant_b(api_env: Provisioned) -> ApiCaller:
-    key, _ = create_api_key(tenant_store(api_env.tenants_table), "tenant-b")
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "tenant-b")
     return ApiCaller(key)
 
 
@@ -60,7 +60,7 @@ def test_missing_or_unknown_key_is_401(api_env: Provisioned) -> None:
 
 
 def test_revoked_key_is_401(api_env: Provisioned) -> None:
-    store = tenant_store(api_env.tenants_table)
+    store = RUNTIME.tenant_store(api_env.tenants_table)
     key, record = create_api_key(store, "tenant-r")
     assert ApiCaller(key).call("GET", "/v1/jobs").status == 200
     revoke_key(store, "tenant-r", record.key_id)
@@ -68,7 +68,7 @@ def test_revoked_key_is_401(api_env: Provisioned) -> None:
 
 
 def test_keys_are_stored_hashed(api_env: Provisioned) -> None:
-    key, _ = create_api_key(tenant_store(api_env.tenants_table), "tenant-h")
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "tenant-h")
     items = boto3.client("dynamodb").scan(TableName=api_env.tenants_table)["Items"]
     assert key not in json.dumps(items)
 

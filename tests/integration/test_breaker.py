@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from pagefleet.aws import client
-from pagefleet.breaker import BreakerPolicy, BreakerState, DomainBreakers, domain_of
-from pagefleet.local.provision import Provisioned
+from devstack.provision import Provisioned
+from pagefleet.adapters.dynamodb.breakers import DomainBreakers
+from pagefleet.breaker import BreakerPolicy, BreakerState, domain_of
+from pagefleet.runtime import RUNTIME
 
 POLICY = BreakerPolicy(window_s=60, min_requests=4, failure_rate=0.5, cooldown_s=30)
 
 
 @pytest.fixture
 def breakers(provisioned: Provisioned) -> DomainBreakers:
-    return DomainBreakers(client("dynamodb"), provisioned.jobs_table, POLICY)
+    return DomainBreakers(RUNTIME.client("dynamodb"), provisioned.jobs_table, POLICY)
 
 
 def test_domain_of() -> None:
@@ -96,12 +97,14 @@ def test_breakers_are_listed(breakers: DomainBreakers) -> None:
 
 def test_domains_are_visible_in_the_api(api_env: Provisioned) -> None:
     from functions.api import app as api_app
-    from pagefleet.aws import tenant_store
+    from pagefleet.runtime import RUNTIME
     from pagefleet.tenants import create_api_key
     from tests.support.api import ApiCaller
 
-    tenant = ApiCaller(create_api_key(tenant_store(api_env.tenants_table), "acme")[0])
-    admin = ApiCaller(create_api_key(tenant_store(api_env.tenants_table), "ops", admin=True)[0])
+    tenant = ApiCaller(create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "acme")[0])
+    admin = ApiCaller(
+        create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "ops", admin=True)[0]
+    )
     for _ in range(5):
         api_app.breakers().record("down.test", ok=False, now=2_000_000_000)
     listed = admin.call("GET", "/v1/domains")

@@ -1,4 +1,4 @@
-"""The embedded AWS (moto server patched by ``pagefleet.local.embedded_aws``) keeps
+"""The embedded AWS (moto server patched by ``devstack.embedded_aws``) keeps
 DynamoDB's transaction semantics: all or nothing, whatever else the table holds."""
 
 from __future__ import annotations
@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb import IdempotencyConflict, idempotency_sk, job_sk, tenant_pk
+from devstack.provision import Provisioned
+from pagefleet.adapters.dynamodb.codec import idempotency_sk, job_sk, tenant_pk
+from pagefleet.errors import IdempotencyConflict
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.local.provision import Provisioned
 from pagefleet.models import JobRequest
 from tests.conftest import aws_client
 

@@ -6,9 +6,9 @@ import json
 
 import boto3
 
-from pagefleet.aws import tenant_store
-from pagefleet.local.pollers import DeadLetterPoller, sweeper_timer
-from pagefleet.local.provision import Provisioned
+from devstack.pollers import DeadLetterPoller, sweeper_timer
+from devstack.provision import Provisioned
+from pagefleet.runtime import RUNTIME
 from pagefleet.tenants import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
 from tests.support.api import ApiCaller
@@ -17,8 +17,8 @@ from tests.support.api import ApiCaller
 def test_dead_letter_poller_marks_jobs_and_deletes_what_it_handled(api_env: Provisioned) -> None:
     from functions.dead_letters import handler as dl
 
-    dl.services.cache_clear()
-    tenant = ApiCaller(create_api_key(tenant_store(api_env.tenants_table), "acme")[0])
+    RUNTIME.reset()
+    tenant = ApiCaller(create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "acme")[0])
     job = tenant.post_job(SIMPLE).body
     [message] = queued_messages(api_env)
     sqs = boto3.client("sqs")
@@ -47,9 +47,8 @@ def test_dead_letter_poller_marks_jobs_and_deletes_what_it_handled(api_env: Prov
 
 
 def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
-    from functions.sweeper import handler as sweeper
 
-    sweeper.services.cache_clear()
+    RUNTIME.reset()
     timer = sweeper_timer(interval_s=3600)
     report = timer._action()  # one EventBridge tick
     assert isinstance(report, dict)

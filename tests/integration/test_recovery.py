@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from pagefleet.aws import tenant_store
+from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
 from pagefleet.jobs.recovery import LEASE_GRACE_S, RETRY_GRACE_S, sweep
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.provision import Provisioned
 from pagefleet.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.runtime import RUNTIME
 from pagefleet.tenants import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
 from tests.support.api import ApiCaller
@@ -22,12 +22,14 @@ from tests.support.sqs_events import sqs_event
 
 @pytest.fixture
 def tenant(api_env: Provisioned) -> ApiCaller:
-    return ApiCaller(create_api_key(tenant_store(api_env.tenants_table), "acme")[0])
+    return ApiCaller(create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "acme")[0])
 
 
 @pytest.fixture
 def admin(api_env: Provisioned) -> ApiCaller:
-    return ApiCaller(create_api_key(tenant_store(api_env.tenants_table), "ops", admin=True)[0])
+    return ApiCaller(
+        create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "ops", admin=True)[0]
+    )
 
 
 def svc() -> Any:
@@ -101,7 +103,7 @@ def test_dead_letters_handler_marks_jobs_and_reports_partial_failures(
 ) -> None:
     from functions.dead_letters import handler as dl
 
-    dl.services.cache_clear()
+    RUNTIME.reset()
     first = tenant.post_job(SIMPLE).body
     done = tenant.post_job(SIMPLE).body
     tenant.call("POST", f"/v1/jobs/{done['job_id']}/cancel")
@@ -119,7 +121,7 @@ def test_dead_letters_handler_retries_a_record_when_the_store_fails(
 ) -> None:
     from functions.dead_letters import handler as dl
 
-    dl.services.cache_clear()
+    RUNTIME.reset()
     first = tenant.post_job(SIMPLE).body
     event = sqs_event([_dlq_message(first), "not a job message"])
 
@@ -137,7 +139,7 @@ def test_admin_lists_and_redrives_dead_letters(
 ) -> None:
     from functions.dead_letters import handler as dl
 
-    dl.services.cache_clear()
+    RUNTIME.reset()
     job = tenant.post_job(SIMPLE).body
     queued_messages(api_env)  # drain the original message
     dl.handler(sqs_event([_dlq_message(job)]), None)
@@ -265,7 +267,7 @@ def test_sweeper_resends_a_retry_whose_message_was_lost(
 def test_a_stale_copy_in_the_dlq_does_not_touch_a_job_with_a_live_lease(tenant: ApiCaller) -> None:
     from functions.dead_letters import handler as dl
 
-    dl.services.cache_clear()
+    RUNTIME.reset()
     job = tenant.post_job(SIMPLE).body
     claim(job["job_id"], lease_s=60)
     dl.handler(sqs_event([_dlq_message(job), "poison"]), None)

@@ -34,6 +34,7 @@ class ApiCaller:
         *,
         headers: dict[str, str] | None = None,
         query: str = "",
+        raw_body: bytes | None = None,
     ) -> HttpResult:
         token = f"Bearer {self.api_key}" if self.api_key else None
         try:
@@ -45,14 +46,24 @@ class ApiCaller:
             return HttpResult(401, {}, {"message": "Unauthorized"})
         assert policy["policyDocument"]["Statement"][0]["Effect"] == "Allow"
         event = rest_event(
-            method, path, body=body, headers=headers, query=query, authorizer=policy["context"]
+            method,
+            path,
+            body=body,
+            headers=headers,
+            query=query,
+            authorizer=policy["context"],
+            raw_body=raw_body,
         )
         resp = api_handler(event, None)
         flat = {k: v for k, v in (resp.get("headers") or {}).items()}
         for k, values in (resp.get("multiValueHeaders") or {}).items():
             flat[k] = values[-1]
         text = resp.get("body") or ""
-        return HttpResult(resp["statusCode"], flat, json.loads(text) if text else None)
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = text
+        return HttpResult(resp["statusCode"], flat, parsed)
 
     def post_job(self, request: Any, **kw: Any) -> HttpResult:
         return self.call("POST", "/v1/jobs", request, **kw)

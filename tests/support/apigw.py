@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from typing import Any
@@ -35,10 +36,19 @@ def rest_event(
     headers: dict[str, str] | None = None,
     query: str = "",
     authorizer: dict[str, str] | None = None,
+    raw_body: bytes | None = None,
 ) -> dict[str, Any]:
+    """``raw_body`` sends exact bytes (base64-encoded when they are not UTF-8, as API
+    Gateway does), for the tests of bodies no JSON encoder would produce."""
     resource, path_params = _match(path)
     hdrs = {"Content-Type": "application/json", "Host": "api.example.test", **(headers or {})}
-    raw_body = body if isinstance(body, str) or body is None else json.dumps(body)
+    is_b64 = False
+    text: str | None = body if isinstance(body, str) or body is None else json.dumps(body)
+    if raw_body is not None:
+        try:
+            text = raw_body.decode("utf-8")
+        except UnicodeDecodeError:
+            text, is_b64 = base64.b64encode(raw_body).decode(), True
     mv_query = parse_qs(query, keep_blank_values=True) if query else None
     request_id = str(uuid.uuid4())
     return {
@@ -68,8 +78,8 @@ def rest_event(
             "authorizer": authorizer,
             "domainName": "api.example.test",
         },
-        "body": raw_body,
-        "isBase64Encoded": False,
+        "body": text,
+        "isBase64Encoded": is_b64,
     }
 
 

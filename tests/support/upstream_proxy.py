@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from pagefleet.local.loopback import LoopbackServer, serve_on_loopback
+from devstack.loopback import LoopbackServer, serve_on_loopback
 
 
 @dataclass

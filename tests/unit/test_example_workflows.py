@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pagefleet.local.examples import example_files, load_example
+from devstack.examples import example_files, load_example
 from pagefleet.models import JobRequest
 from pagefleet.workflow import Click, Extract, Fill, Screenshot, WaitFor
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pagefleet.local.gateway import (
+from devstack.gateway import (
     MAX_PAYLOAD_BYTES,
     REST_ROUTES,
     HttpRequest,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from pagefleet.local.pollers import Timer
+from devstack.pollers import Timer
 
 
 def test_timer_calls_its_action_repeatedly_and_survives_failures() -> None:

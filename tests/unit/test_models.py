@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pagefleet.adapters.dynamodb import (
-    CursorCodec,
+from pagefleet.adapters.dynamodb import CursorCodec
+from pagefleet.adapters.dynamodb.codec import (
     idempotency_sk,
     item_to_record,
     job_sk,

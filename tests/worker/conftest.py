@@ -21,12 +21,12 @@ import boto3
 import pytest
 
 from browser_task.worker import Worker
-from pagefleet import aws
+from devstack.loopback import serve_on_loopback
+from devstack.provision import Provisioned, create_all
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.loopback import serve_on_loopback
-from pagefleet.local.provision import Provisioned, create_all
 from pagefleet.models import JobRecord, JobRequest
+from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
 
 TENANT = "tenant-a"
@@ -60,9 +60,9 @@ def aws_env(worker_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Itera
     for name in list(__import__("os").environ):
         if name.startswith("PAGEFLEET_"):
             monkeypatch.delenv(name)
-    aws.client.cache_clear()
+    RUNTIME.reset()
     yield worker_moto_endpoint
-    aws.client.cache_clear()
+    RUNTIME.reset()
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def settings(make_settings: Callable[..., WorkerSettings]) -> WorkerSettings:
 
 @pytest.fixture
 def services(settings: WorkerSettings) -> JobServices:
-    return aws.job_services(settings)
+    return RUNTIME.job_services(settings)
 
 
 # --- a small site on 127.0.0.1 -------------------------------------------------------------
@@ -183,7 +183,7 @@ def run_worker(
 
     def start(worker_settings: WorkerSettings | None = None, **kwargs: Any) -> RunningWorker:
         chosen = worker_settings or settings
-        running = RunningWorker(Worker(chosen, aws.job_services(chosen), **kwargs)).start()
+        running = RunningWorker(Worker(chosen, RUNTIME.job_services(chosen), **kwargs)).start()
         started.append(running)
         return running
 

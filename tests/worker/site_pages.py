@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pagefleet.local.loopback import serve_on_loopback
+from devstack.loopback import serve_on_loopback
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Any
 import psutil
 import pytest
 
+from devstack.loopback import serve_on_loopback
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.loopback import serve_on_loopback
 from tests.worker.conftest import submit, wait_for_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]

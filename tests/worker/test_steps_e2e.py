@@ -18,12 +18,11 @@ import boto3
 import pytest
 
 from browser_task.worker import Worker
-from pagefleet import aws
-from pagefleet.adapters.dynamodb import TenantPolicy
+from devstack.provision import create_all
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
-from pagefleet.local.provision import create_all
-from pagefleet.models import JobRecord
+from pagefleet.models import JobRecord, TenantPolicy
+from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
 from tests.support.upstream_proxy import upstream_proxy
 from tests.worker.conftest import TENANT, RunningWorker, submit, wait_for_job
@@ -69,7 +68,7 @@ def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }.items():
             mp.setenv(key, value)
-        aws.client.cache_clear()
+        RUNTIME.reset()
         prefix = f"s{uuid.uuid4().hex[:8]}-"
         res = create_all(
             boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3"), prefix=prefix
@@ -86,7 +85,7 @@ def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
             stage="test",
             max_artifact_bytes=2 * 1024 * 1024,
         )
-        services = aws.job_services(settings)
+        services = RUNTIME.job_services(settings)
         boto3.client("secretsmanager").create_secret(
             Name=f"pagefleet/test/{TENANT}/SITE_PASSWORD", SecretString=SECRET
         )
@@ -96,7 +95,7 @@ def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
                 yield Stack(settings, services, site)
             finally:
                 running.stop()
-        aws.client.cache_clear()
+        RUNTIME.reset()
 
 
 def test_interaction_steps_and_context_options(stack: Stack) -> None:
@@ -382,7 +381,7 @@ def test_evaluate_is_refused_until_the_tenant_policy_allows_it(stack: Stack) -> 
     assert refused.error.step_index == 1
     assert refused.artifacts == []  # refused before any browser work
 
-    tenants = aws.tenant_store(stack.settings.tenants_table)
+    tenants = RUNTIME.tenant_store(stack.settings.tenants_table)
     tenants.put_policy(TENANT, TenantPolicy(allow_evaluate=True))
     try:
         allowed = stack.run(request)
@@ -577,8 +576,8 @@ STEP_FAMILY_EXAMPLES = [
 
 
 def test_step_family_examples_succeed_on_the_demo_site(stack: Stack) -> None:
-    from pagefleet.local.demo_site import DemoSite
-    from pagefleet.local.examples import EXAMPLES_DIR, load_example
+    from devstack.demo_site import DemoSite
+    from devstack.examples import EXAMPLES_DIR, load_example
 
     demo = DemoSite().start()
     try:

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from browser_task.task_protection import TaskProtection
-from pagefleet.local.loopback import serve_on_loopback
+from devstack.loopback import serve_on_loopback
 
 
 class FakeAgent(BaseHTTPRequestHandler):

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pagefleet.local.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 
-log = logging.getLogger("pagefleet.local")
+log = logging.getLogger("devstack")
 
 
 class Timer:
@@ -135,9 +135,9 @@ class DeadLetterPoller:
 
     def _run(self) -> None:
         from functions.dead_letters.handler import handler
-        from pagefleet.aws import client
+        from pagefleet.runtime import RUNTIME
 
-        sqs = client("sqs")
+        sqs = RUNTIME.client("sqs")
         arns = {
             url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"

@@ -8,9 +8,12 @@ the tenant that submitted it (the tenant comes from the job record, never the wo
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
-from browser_task.errors import FailJob, RetryJob
+from pagefleet.errors import SecretsUnavailable, SecretUnreadable
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
 
 
 def secret_id(stage: str, tenant_id: str, name: str) -> str:
@@ -23,10 +26,10 @@ _PERMANENT = {"AccessDeniedException", "DecryptionFailure", "InvalidRequestExcep
 
 
 class SecretsManagerResolver:
-    """A ``SecretsResolver`` over Secrets Manager. Values are never logged or cached here:
+    """A ``SecretStore`` over Secrets Manager. Values are never logged or cached here:
     the executor resolves a job's secrets once, up front, and keeps them for that job only."""
 
-    def __init__(self, client: Any, stage: str) -> None:
+    def __init__(self, client: SecretsManagerClient, stage: str) -> None:
         self._client = client
         self._stage = stage
 
@@ -41,18 +44,13 @@ class SecretsManagerResolver:
             if code in _MISSING:
                 return None
             if code in _PERMANENT:
-                raise FailJob(
-                    f"secret {name} cannot be read ({code}); check its policy and key",
-                    kind="secret_unreadable",
+                raise SecretUnreadable(
+                    f"secret {name} cannot be read ({code}); check its policy and key"
                 ) from None
-            raise RetryJob(
-                f"reading secret {name} failed ({code or type(exc).__name__})",
-                kind="secrets_unavailable",
+            raise SecretsUnavailable(
+                f"reading secret {name} failed ({code or type(exc).__name__})"
             ) from None
         value = answer.get("SecretString")
         if value is None:
-            raise FailJob(
-                f"secret {name} holds binary data; store it as a string",
-                kind="secret_unreadable",
-            )
+            raise SecretUnreadable(f"secret {name} holds binary data; store it as a string")
         return str(value)

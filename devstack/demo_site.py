@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from pagefleet.local.loopback import LoopbackServer
+from devstack.loopback import LoopbackServer
 
-SITE_DIR = Path(__file__).resolve().parents[2] / "examples" / "site"
+SITE_DIR = Path(__file__).resolve().parents[1] / "examples" / "site"
 _MAX_FORM_BYTES = 64 * 1024
 
 _CONFIRMATION = """<!doctype html>

@@ -1,6 +1,6 @@
 """moto server as pagefleet's embedded AWS, made atomic where we rely on it and fast enough.
 
-Run as ``python -m pagefleet.local.embedded_aws`` with moto server's own arguments. Before
+Run as ``python -m devstack.embedded_aws`` with moto server's own arguments. Before
 serving, ``prepare_moto`` patches moto in this process:
 
 - **Atomic DynamoDB writes.** DynamoDB evaluates a condition expression and applies the

@@ -10,7 +10,7 @@ from typing import Any
 
 from pagefleet.client import ApiError, ArtifactLink, ChecksumMismatch, Job, PagefleetClient
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples" / "workflows"
+EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples" / "workflows"
 
 
 def example_files(directory: Path = EXAMPLES_DIR) -> list[Path]:

@@ -5,7 +5,7 @@
         ...
 
 Starts moto server (the embedded AWS), creates the same tables, queues and bucket as infra/
-(``pagefleet.local.provision``), serves the REST API through the local gateway with the real
+(``devstack.provision``), serves the REST API through the local gateway with the real
 Lambda handlers, starts ``python -m browser_task`` workers, serves the demo website, and
 creates a dev tenant. ``stop()`` (also on exceptions and Ctrl-C) leaves no process behind.
 """
@@ -27,18 +27,20 @@ from typing import Any
 
 import httpx
 
+from devstack.constants import LOCAL_REGION
+from devstack.demo_site import DemoSite
+from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
+from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
+from devstack.processes import ManagedProcess, stop_all
+from devstack.provision import Provisioned, create_all
 from pagefleet.client import PagefleetClient
-from pagefleet.local.constants import LOCAL_REGION
-from pagefleet.local.demo_site import DemoSite
-from pagefleet.local.gateway import LocalGateway, RestApi, pagefleet_rest_api
-from pagefleet.local.pollers import DeadLetterPoller, Timer, sweeper_timer
-from pagefleet.local.processes import ManagedProcess, stop_all
-from pagefleet.local.provision import Provisioned, create_all
+from pagefleet.runtime import RUNTIME
 from pagefleet.settings import ApiSettings, WorkerSettings, to_env
+from pagefleet.tenants import create_api_key
 
-log = logging.getLogger("pagefleet.local")
+log = logging.getLogger("devstack")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 DEV_TENANT = "dev"
 LOCAL_POLL_WAIT_S = 2
 
@@ -190,7 +192,7 @@ class LocalStack:
             for name in list(os.environ):
                 if name.startswith("AWS_ENDPOINT_URL_"):
                     self._set_env({name: None})
-            _reset_cached_clients()
+            RUNTIME.reset()
             self._provision()
             self._start_site()
             self._create_dev_tenant()
@@ -229,7 +231,7 @@ class LocalStack:
             self.site = None
         self.gateway = None
         self._restore_env()
-        _reset_cached_clients()
+        RUNTIME.reset()
         self._started = False
 
     def cleanup_logs(self) -> None:
@@ -260,7 +262,7 @@ class LocalStack:
             [
                 sys.executable,
                 "-m",
-                "pagefleet.local.embedded_aws",
+                "devstack.embedded_aws",
                 "-H",
                 "127.0.0.1",
                 "-p",
@@ -282,9 +284,9 @@ class LocalStack:
                 time.sleep(0.1)
 
     def _provision(self) -> None:
-        from pagefleet.aws import client
-
-        self.provisioned = create_all(client("dynamodb"), client("sqs"), client("s3"))
+        self.provisioned = create_all(
+            RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
+        )
         core: dict[str, Any] = {
             "jobs_table": self.provisioned.jobs_table,
             "tenants_table": self.provisioned.tenants_table,
@@ -302,30 +304,21 @@ class LocalStack:
         )
         # The in-process handlers read their settings from the environment, as on Lambda.
         self._set_env(dict(to_env(self.api_settings)))
-        from pagefleet.settings import api_settings, authorizer_settings
-
-        api_settings.cache_clear()
-        authorizer_settings.cache_clear()
+        RUNTIME.reset()
 
     def _start_site(self) -> None:
         self.site = DemoSite(self.site_port).start()
 
     def _create_dev_tenant(self) -> None:
-        from pagefleet.aws import tenant_store
-        from pagefleet.tenants import create_api_key
-
         assert self.provisioned is not None
         self.dev_api_key, _ = create_api_key(
-            tenant_store(self.provisioned.tenants_table), DEV_TENANT, name="local-dev"
+            RUNTIME.tenant_store(self.provisioned.tenants_table), DEV_TENANT, name="local-dev"
         )
 
     def create_tenant_key(self, tenant_id: str, name: str = "default", admin: bool = False) -> str:
-        from pagefleet.aws import tenant_store
-        from pagefleet.tenants import create_api_key
-
         assert self.provisioned is not None
         key, _ = create_api_key(
-            tenant_store(self.provisioned.tenants_table), tenant_id, name=name, admin=admin
+            RUNTIME.tenant_store(self.provisioned.tenants_table), tenant_id, name=name, admin=admin
         )
         return key
 
@@ -384,20 +377,3 @@ class LocalStack:
     # --- clients -------------------------------------------------------------------------------
     def client(self, api_key: str | None = None) -> PagefleetClient:
         return PagefleetClient(self.api_url, api_key or self.dev_api_key)
-
-
-def _reset_cached_clients() -> None:
-    """boto3 clients are cached per process; rebuild them against the current endpoint."""
-    from pagefleet.aws import client
-
-    client.cache_clear()
-    for module_name, attr in (
-        ("functions.api.app", "services"),
-        # The DLQ poller and the sweeper timer call these handlers in this process too.
-        ("functions.dead_letters.handler", "services"),
-        ("functions.sweeper.handler", "services"),
-    ):
-        module = sys.modules.get(module_name)
-        cached = getattr(module, attr, None) if module else None
-        if cached is not None and hasattr(cached, "cache_clear"):
-            cached.cache_clear()

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from pagefleet.local.loopback import LoopbackServer
+from devstack.loopback import LoopbackServer
 
 # API Gateway refuses request payloads above 10 MB before any Lambda runs.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024

@@ -1,4 +1,4 @@
-"""DynamoDB job store and tenant store.
+"""The DynamoDB job store: job records and idempotency keys in one table, tenant first.
 
 Every write that changes a job's status is a conditional write built from the transition
 table; every write by a worker is also fenced on (attempt, lease_owner). A refused write
@@ -7,163 +7,48 @@ raises a named error instead of overwriting.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
-from pydantic import BaseModel, ConfigDict
 
+from pagefleet.adapters.dynamodb.codec import (
+    OPS_SHARDS,
+    UNQUEUED,
+    deserialize,
+    epoch_of,
+    idempotency_sk,
+    item_to_record,
+    job_sk,
+    ops_key,
+    ops_time,
+    record_to_item,
+    serialize,
+    status_pk,
+    tenant_pk,
+)
 from pagefleet.errors import (
     DeadlinePassed,
+    IdempotencyConflict,
     IllegalTransition,
-    InvalidRequest,
     LeaseLost,
     NotFound,
     RetryNotDue,
 )
+from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
 from pagefleet.jobs.states import JobStatus, sources_of
-from pagefleet.models import (
-    Artifact,
-    AttemptRecord,
-    JobError,
-    JobRecord,
-    JobRequest,
-)
+from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.ports import IdempotencyRecord
 
-_ser = TypeSerializer()
-_de = TypeDeserializer()
-
-UNQUEUED = "unqueued"
-# SQS delays are whole seconds and clocks differ a little: a retry may start this early.
-RETRY_DUE_SLACK_S = 2
-# The ops index is sharded so no single GSI partition takes every claim and heartbeat.
-OPS_SHARDS = 4
-
-
-def ops_shard(job_id: str) -> int:
-    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % OPS_SHARDS
-
-
-def ops_key(kind: str, job_id: str) -> str:
-    return kind if kind == "dead" else f"{kind}#{ops_shard(job_id)}"
-
-
-def ops_time(epoch_seconds: int) -> str:
-    return f"{max(0, epoch_seconds):012d}"
-
-
-def tenant_pk(tenant_id: str) -> str:
-    return f"TENANT#{tenant_id}"
-
-
-def job_sk(job_id: str) -> str:
-    return f"JOB#{job_id}"
-
-
-def idempotency_sk(key: str) -> str:
-    # Hashed so that any client-chosen key fits and sorts harmlessly.
-    return "IDEM#" + hashlib.sha256(key.encode()).hexdigest()
-
-
-def status_pk(tenant_id: str, status: JobStatus) -> str:
-    return f"{tenant_id}#{status.value}"
-
-
-def _serialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
-
-
-def _deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _de.deserialize(v) for k, v in item.items()}
-
-
-# Job fields stored as JSON text: they are nested documents the store never queries into.
-_JSON_FIELDS = ("request", "result", "artifacts", "error")
-
-
-def record_to_item(record: JobRecord) -> dict[str, Any]:
-    data = record.model_dump(mode="json")
-    item: dict[str, Any] = {
-        "pk": tenant_pk(record.tenant_id),
-        "sk": job_sk(record.job_id),
-        "status_pk": status_pk(record.tenant_id, record.status),
-    }
-    # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
-    item["attempt_log"] = [json.dumps(a, separators=(",", ":")) for a in data.pop("attempts")]
-    for key, value in data.items():
-        if key in _JSON_FIELDS:
-            item[key] = json.dumps(value, separators=(",", ":"))
-        else:
-            item[key] = value
-    return item
-
-
-def item_to_record(item: Mapping[str, Any]) -> JobRecord:
-    data = _deserialize(item)
-    for key in _JSON_FIELDS:
-        if isinstance(data.get(key), str):
-            data[key] = json.loads(data[key])
-    data["attempts"] = [json.loads(a) for a in data.pop("attempt_log", [])]
-    for key in ("attempt", "lease_expires_at"):
-        if data.get(key) is not None:
-            data[key] = int(data[key])
-    return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})
-
-
-@dataclass(frozen=True)
-class Page:
-    jobs: list[JobRecord]
-    next_cursor: str | None
-
-
-@dataclass(frozen=True)
-class IdempotencyRecord:
-    job_id: str
-    fingerprint: str
-
-
-class CursorCodec:
-    """Opaque pagination cursors bound to their tenant.
-
-    A cursor is the base64 of DynamoDB's LastEvaluatedKey; on the way back in it must name
-    the caller's own partition, so a cursor can never start a read in another tenant's data.
-    """
-
-    _KEYS = frozenset({"pk", "sk", "status_pk"})
-
-    def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str:
-        body = json.dumps(dict(key), separators=(",", ":"), sort_keys=True)
-        return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
-
-    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]:
-        try:
-            raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-            key = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequest("cursor is not one this API issued", field="cursor") from exc
-        if (
-            not isinstance(key, dict)
-            or not key
-            or not set(key) <= self._KEYS
-            or not all(isinstance(v, str) for v in key.values())
-            or key.get("pk", tenant_pk(tenant_id)) != tenant_pk(tenant_id)
-            or not key.get("status_pk", f"{tenant_id}#").startswith(f"{tenant_id}#")
-        ):
-            raise InvalidRequest("cursor is not one this API issued", field="cursor")
-        return key
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 
 class DynamoJobStore:
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
         self._db = client
         self._table = table_name
 
@@ -178,9 +63,9 @@ class DynamoJobStore:
         if record.deadline_at is not None:
             item["ops_pk"] = ops_key("deadline", record.job_id)
             item["ops_sk"] = ops_time(record.deadline_at)
-        put_job = {
+        put_job: Any = {
             "TableName": self._table,
-            "Item": _serialize(item),
+            "Item": serialize(item),
             "ConditionExpression": "attribute_not_exists(pk)",
         }
         if record.idempotency_key is None:
@@ -195,10 +80,10 @@ class DynamoJobStore:
             "fingerprint": idempotency_fingerprint,
             "created_at": record.created_at,
         }
-        put_idem = {
+        put_idem: Any = {
             "Put": {
                 "TableName": self._table,
-                "Item": _serialize(idem),
+                "Item": serialize(idem),
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
@@ -212,18 +97,18 @@ class DynamoJobStore:
     def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         resp = self._db.get_item(
             TableName=self._table,
-            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": idempotency_sk(key)}),
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": idempotency_sk(key)}),
             ConsistentRead=True,
         )
         if "Item" not in resp:
             return None
-        data = _deserialize(resp["Item"])
+        data = deserialize(resp["Item"])
         return IdempotencyRecord(job_id=data["job_id"], fingerprint=data["fingerprint"])
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
         resp = self._db.get_item(
             TableName=self._table,
-            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
             ConsistentRead=consistent,
         )
         if "Item" not in resp:
@@ -234,7 +119,7 @@ class DynamoJobStore:
         """Cheap read of the cancel flag (the worker polls it every second while running)."""
         resp = self._db.get_item(
             TableName=self._table,
-            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
             ProjectionExpression="cancel_requested_at",
         )
         return "cancel_requested_at" in resp.get("Item", {})
@@ -255,19 +140,19 @@ class DynamoJobStore:
         }
         if status is None:
             kwargs["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :job)"
-            kwargs["ExpressionAttributeValues"] = _serialize(
+            kwargs["ExpressionAttributeValues"] = serialize(
                 {":pk": tenant_pk(tenant_id), ":job": "JOB#"}
             )
         else:
             kwargs["IndexName"] = "by_status"
             kwargs["KeyConditionExpression"] = "status_pk = :sp"
-            kwargs["ExpressionAttributeValues"] = _serialize({":sp": status_pk(tenant_id, status)})
+            kwargs["ExpressionAttributeValues"] = serialize({":sp": status_pk(tenant_id, status)})
         if start_key:
-            kwargs["ExclusiveStartKey"] = _serialize(start_key)
+            kwargs["ExclusiveStartKey"] = serialize(start_key)
         resp = self._db.query(**kwargs)
         jobs = [item_to_record(item) for item in resp.get("Items", [])]
         last = resp.get("LastEvaluatedKey")
-        return jobs, (_deserialize(last) if last else None)
+        return jobs, (deserialize(last) if last else None)
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         """Jobs whose message is not known to have reached the queue (for the sweeper)."""
@@ -275,10 +160,10 @@ class DynamoJobStore:
             TableName=self._table,
             IndexName="unqueued",
             KeyConditionExpression="unqueued_pk = :u AND created_at < :t",
-            ExpressionAttributeValues=_serialize({":u": UNQUEUED, ":t": created_before}),
+            ExpressionAttributeValues=serialize({":u": UNQUEUED, ":t": created_before}),
             Limit=limit,
         )
-        keys = [_deserialize(i) for i in resp.get("Items", [])]
+        keys = [deserialize(i) for i in resp.get("Items", [])]
         out = []
         for key in keys:
             try:
@@ -291,10 +176,10 @@ class DynamoJobStore:
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
         self._db.update_item(
             TableName=self._table,
-            Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
             UpdateExpression="SET enqueued_at = :t REMOVE unqueued_pk",
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues=_serialize({":t": at}),
+            ExpressionAttributeValues=serialize({":t": at}),
         )
 
     def claim(
@@ -510,10 +395,10 @@ class DynamoJobStore:
             removes += ["ops_pk", "ops_sk", "lease_owner", "lease_expires_at", "unqueued_pk"]
         elif target is JobStatus.DEAD_LETTERED:
             sets += ["ops_pk = :ops", "ops_sk = :ops_sk"]
-            values.update({":ops": "dead", ":ops_sk": ops_time(_epoch(at))})
+            values.update({":ops": "dead", ":ops_sk": ops_time(epoch_of(at))})
             removes += ["lease_owner", "lease_expires_at", "unqueued_pk"]
         elif target is JobStatus.RETRY_SCHEDULED:
-            due = retry_at if retry_at is not None else _epoch(at)
+            due = retry_at if retry_at is not None else epoch_of(at)
             sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
             values.update(
                 {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
@@ -563,11 +448,11 @@ class DynamoJobStore:
         with contextlib.suppress(ClientError):
             self._db.update_item(
                 TableName=self._table,
-                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
                 UpdateExpression="SET deferred_reason = :r, updated_at = :at",
                 ConditionExpression="#status IN (:q, :r2)",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=_serialize(
+                ExpressionAttributeValues=serialize(
                     {
                         ":r": reason,
                         ":at": at,
@@ -582,11 +467,11 @@ class DynamoJobStore:
         with contextlib.suppress(ClientError):
             self._db.update_item(
                 TableName=self._table,
-                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
                 UpdateExpression="SET retry_at = :due, ops_sk = :sk",
                 ConditionExpression="#status = :r",
                 ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=_serialize(
+                ExpressionAttributeValues=serialize(
                     {":due": due, ":sk": ops_time(due), ":r": JobStatus.RETRY_SCHEDULED.value}
                 ),
             )
@@ -600,14 +485,12 @@ class DynamoJobStore:
                 "TableName": self._table,
                 "IndexName": "ops",
                 "KeyConditionExpression": "ops_pk = :p AND ops_sk < :t",
-                "ExpressionAttributeValues": _serialize(
-                    {":p": shard, ":t": ops_time(before_epoch)}
-                ),
+                "ExpressionAttributeValues": serialize({":p": shard, ":t": ops_time(before_epoch)}),
                 "Limit": limit,
             }
             resp = self._db.query(**kwargs)
             for item in resp.get("Items", []):
-                data = _deserialize(item)
+                data = deserialize(item)
                 out.append((str(data["tenant_id"]), str(data["job_id"])))
         return out
 
@@ -626,11 +509,11 @@ class DynamoJobStore:
         try:
             resp = self._db.update_item(
                 TableName=self._table,
-                Key=_serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
                 UpdateExpression=update,
                 ConditionExpression=condition,
                 ExpressionAttributeNames=names,
-                ExpressionAttributeValues=_serialize(values),
+                ExpressionAttributeValues=serialize(values),
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
@@ -650,140 +533,3 @@ def _status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, 
     values = {f":from{i}": s for i, s in enumerate(ordered)}
     clause = f"#status IN ({', '.join(values)})"
     return {"#status": "status"}, values, clause
-
-
-def _epoch(at: str) -> int:
-    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp())
-
-
-class IdempotencyConflict(Exception):
-    """The idempotency key is already taken (by an earlier or concurrent request)."""
-
-
-# --- tenants and API keys -------------------------------------------------------------------
-def hash_api_key(api_key: str) -> str:
-    return hashlib.sha256(api_key.encode()).hexdigest()
-
-
-@dataclass(frozen=True)
-class ApiKeyRecord:
-    key_id: str
-    tenant_id: str
-    name: str
-    created_at: str
-    revoked: bool
-    admin: bool
-
-
-class TenantPolicy(BaseModel):
-    """What a tenant's workflows may do beyond the defaults (set by an admin, read by workers)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    # evaluate runs tenant-supplied JavaScript in the page; off unless granted.
-    allow_evaluate: bool = False
-
-
-def _key_record(data: Mapping[str, Any]) -> ApiKeyRecord:
-    return ApiKeyRecord(
-        key_id=data["key_id"],
-        tenant_id=data["tenant_id"],
-        name=data.get("name", ""),
-        created_at=data.get("created_at", ""),
-        revoked=bool(data.get("revoked", False)),
-        admin=bool(data.get("admin", False)),
-    )
-
-
-class DynamoTenantStore:
-    """API keys stored by their SHA-256 only; the plaintext is shown once at creation."""
-
-    def __init__(self, client: Any, table_name: str) -> None:
-        self._db = client
-        self._table = table_name
-
-    def put_key(self, record: ApiKeyRecord, key_hash: str) -> None:
-        self._db.put_item(
-            TableName=self._table,
-            Item=_serialize(
-                {
-                    "pk": f"KEY#{key_hash}",
-                    "sk": "KEY",
-                    "key_id": record.key_id,
-                    "tenant_id": record.tenant_id,
-                    "name": record.name,
-                    "created_at": record.created_at,
-                    "revoked": record.revoked,
-                    "admin": record.admin,
-                }
-            ),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
-
-    def find_key(self, key_hash: str) -> ApiKeyRecord | None:
-        resp = self._db.get_item(
-            TableName=self._table, Key=_serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"})
-        )
-        if "Item" not in resp:
-            return None
-        return _key_record(_deserialize(resp["Item"]))
-
-    def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
-        resp = self._db.query(
-            TableName=self._table,
-            IndexName="by_tenant",
-            KeyConditionExpression="tenant_id = :t",
-            ExpressionAttributeValues=_serialize({":t": tenant_id}),
-        )
-        out = []
-        for item in resp.get("Items", []):
-            data = _deserialize(item)
-            out.append((data["pk"].removeprefix("KEY#"), _key_record(data)))
-        return out
-
-    def get_policy(self, tenant_id: str) -> TenantPolicy:
-        """The tenant's policy; the defaults when none was ever stored."""
-        resp = self._db.get_item(
-            TableName=self._table,
-            Key=_serialize({"pk": f"TENANT#{tenant_id}", "sk": "POLICY"}),
-            ConsistentRead=True,
-        )
-        if "Item" not in resp:
-            return TenantPolicy()
-        data = _deserialize(resp["Item"])
-        return TenantPolicy.model_validate(data.get("policy") or {})
-
-    def put_policy(self, tenant_id: str, policy: TenantPolicy) -> None:
-        self._db.put_item(
-            TableName=self._table,
-            Item=_serialize(
-                {
-                    "pk": f"TENANT#{tenant_id}",
-                    "sk": "POLICY",
-                    "policy": policy.model_dump(mode="json"),
-                }
-            ),
-        )
-
-    def revoke(self, key_hash: str) -> None:
-        self._db.update_item(
-            TableName=self._table,
-            Key=_serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"}),
-            UpdateExpression="SET revoked = :t",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues=_serialize({":t": True}),
-        )
-
-
-__all__ = [
-    "ApiKeyRecord",
-    "CursorCodec",
-    "DynamoJobStore",
-    "DynamoTenantStore",
-    "IdempotencyConflict",
-    "IdempotencyRecord",
-    "JobRequest",
-    "Page",
-    "TenantPolicy",
-    "hash_api_key",
-]

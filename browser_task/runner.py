@@ -1,0 +1,325 @@
+"""One attempt of one job in the browser: the worker's slot hands a claimed job here.
+
+The run happens in a fresh browser context under a heartbeat (queue visibility + lease,
+through the lifecycle), a job-level watchdog, a cancel watch and the worker's abort signal.
+Whatever ends it, the answer is an ``Outcome`` for the lifecycle to write, or None when the
+lease was lost (another attempt owns the job: write nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from browser_task.artifacts import ArtifactCollector
+from browser_task.browser import BrowserPool, BrowserSession
+from browser_task.context import RunContext, SecretsResolver
+from browser_task.egress import EgressGuard, Resolver
+from browser_task.egress_proxy import UNREACHABLE, Decision, EgressProxy, Refused, UpstreamProxy
+from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
+from browser_task.executor import (
+    TenantPolicies,
+    capture_failure_artifacts,
+    describe,
+    prepare_run,
+    run_workflow,
+    scheme_guard,
+)
+from browser_task.sessions import SessionStore
+from browser_task.telemetry import JobLog
+from pagefleet.errors import LeaseLost
+from pagefleet.jobs.lifecycle import Lifecycle, Outcome
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import JobError, JobRecord, ProxyOptions
+from pagefleet.ports import ArtifactStore, ReceivedMessage
+from pagefleet.settings import WorkerSettings
+
+# How often a running job's cancel flag is read: a cancel takes effect within this, plus
+# the time to close the context (the promise is "within 3 seconds").
+CANCEL_POLL_S = 1.0
+
+
+def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
+    return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
+
+
+def proxy_refused(refused: Refused) -> JobFailure:
+    """The job's proxy could not be used at all (checked before any browser work)."""
+    if refused.kind == UNREACHABLE:
+        return RetryJob(refused.reason, kind="proxy_failed")
+    return FailJob(
+        f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
+        kind="egress_refused",
+    )
+
+
+class JobRunner:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        lifecycle: Lifecycle,
+        artifacts: ArtifactStore,
+        browsers: BrowserPool,
+        *,
+        secrets: SecretsResolver,
+        sessions: SessionStore | None,
+        policies: TenantPolicies | None,
+        resolver: Resolver,
+        abort: asyncio.Event,
+    ) -> None:
+        self.settings = settings
+        self.lifecycle = lifecycle
+        self._artifacts = artifacts
+        self.browsers = browsers
+        self._secrets = secrets
+        self._sessions = sessions
+        self._policies = policies
+        self._resolver = resolver
+        self._abort = abort
+
+    async def run(self, job: JobRecord, received: ReceivedMessage, log: JobLog) -> Outcome | None:
+        lease_lost = asyncio.Event()
+        heartbeat = asyncio.create_task(self._heartbeat(job, received, lease_lost, log))
+        collector = ArtifactCollector(
+            self._artifacts,
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            max_bytes=self.settings.max_artifact_bytes,
+            correlation_id=job.correlation_id,
+        )
+        session: BrowserSession | None = None
+        try:
+            opened = await self._open(job, collector)
+            if isinstance(opened, Outcome):
+                return opened
+            ctx = opened
+            session = ctx.session
+            return await self._watch(job, ctx, collector, lease_lost, log)
+        finally:
+            heartbeat.cancel()
+            if session is not None:
+                await session.close()
+
+    async def _open(self, job: JobRecord, collector: ArtifactCollector) -> RunContext | Outcome:
+        """Everything before the first step; a failure here is the job's outcome."""
+        request = job.request
+        try:
+            # Secrets, evaluate policy, leading sessions: fail before any browser work.
+            prepared = await prepare_run(
+                request,
+                job.tenant_id,
+                secrets=self._secrets,
+                sessions=self._sessions,
+                policies=self._policies,
+            )
+        except JobFailure as refused:
+            return self._failed(job, refused, {}, [])
+        options = prepared.options or request.options
+        guard = EgressGuard(allow_loopback=self.settings.allow_loopback, resolver=self._resolver)
+        job_egress: EgressProxy | None = None
+        if options.proxy is not None:
+            try:
+                job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
+            except Refused as refused:
+                return self._failed(job, proxy_refused(refused), {}, [])
+        try:
+            session = await self.browsers.new_session(
+                options,
+                storage_state=prepared.storage_state,
+                setup=scheme_guard(guard),
+                egress=job_egress,
+            )
+        except Exception as launch_error:
+            failure = RotateBrowser(
+                f"could not open a browser context: {first_line(str(launch_error))}"
+            )
+            return self._failed(job, failure, {}, [])
+        return RunContext(
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            request=request,
+            session=session,
+            guard=guard,
+            artifacts=collector,
+            secrets=self._secrets,
+            sessions=self._sessions,
+            prepared=prepared,
+            egress_refusals=(
+                (lambda: job_egress.refusals)
+                if job_egress is not None
+                else self._refusals_since(time.time())
+            ),
+        )
+
+    async def _watch(
+        self,
+        job: JobRecord,
+        ctx: RunContext,
+        collector: ArtifactCollector,
+        lease_lost: asyncio.Event,
+        log: JobLog,
+    ) -> Outcome | None:
+        """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
+        watchdog; each ending has its own outcome."""
+        request = job.request
+        session = ctx.session
+        work = asyncio.create_task(run_workflow(ctx), name=f"job {job.job_id}")
+        lost = asyncio.create_task(lease_lost.wait())
+        abort = asyncio.create_task(self._abort.wait())
+        cancel = asyncio.create_task(self._watch_cancel(job, log))
+        try:
+            await asyncio.wait(
+                {work, lost, abort, cancel},
+                timeout=request.options.job_timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            lost.cancel()
+            abort.cancel()
+            cancel.cancel()
+
+        if work.done():
+            return await self._ended(job, ctx, collector, work, log)
+
+        if lease_lost.is_set():
+            log.warning("lease lost; abandoning the run without writing")
+            await self._kill(work, session)
+            collector.cancel()
+            return None
+
+        if cancel.done() and not cancel.cancelled() and cancel.result():
+            # Stopped mid-action by closing its context; what it made so far is kept.
+            await self._kill(work, session)
+            artifacts, _ = await collector.settle()
+            log.info("job cancelled while running", step_index=ctx.step_index)
+            error = JobError(
+                kind="cancelled",
+                message="cancelled by the client while running",
+                step_index=ctx.step_index,
+            )
+            return Outcome(
+                JobStatus.CANCELLED, result=ctx.result or None, error=error, artifacts=artifacts
+            )
+
+        if self._abort.is_set():
+            await self._kill(work, session)
+            artifacts, _ = await collector.settle()
+            error = JobError(
+                kind="interrupted",
+                message="the worker shut down before the job finished; it will run again",
+                retryable=True,
+                step_index=ctx.step_index,
+            )
+            return Outcome(
+                JobStatus.RETRY_SCHEDULED, error=error, artifacts=artifacts, release_message=True
+            )
+
+        # The watchdog: the run outlived job_timeout_s. Snapshot, then close the context
+        # from outside the page, which ends whatever the step was waiting on.
+        await capture_failure_artifacts(ctx)
+        await self._kill(work, session)
+        artifacts, _ = await collector.settle()
+        timeout_s = request.options.job_timeout_s
+        step = ctx.step_index
+        error = JobError(
+            kind="timeout",
+            message=f"the job ran longer than its job_timeout_s of {timeout_s} s",
+            timeout="job",
+            step_index=step,
+            step=describe(request.steps[step], ctx) if step is not None else None,
+        )
+        return Outcome(
+            JobStatus.TIMED_OUT, result=ctx.result or None, error=error, artifacts=artifacts
+        )
+
+    async def _ended(
+        self,
+        job: JobRecord,
+        ctx: RunContext,
+        collector: ArtifactCollector,
+        work: asyncio.Task[dict[str, Any]],
+        log: JobLog,
+    ) -> Outcome:
+        """The workflow returned or raised: success, or a failure to retry or fail."""
+        crash = work.exception()
+        if crash is None:
+            await ctx.session.close()
+            try:
+                artifacts = await collector.collect()
+            except JobFailure as upload_failure:
+                artifacts, _ = await collector.settle()
+                return self._failed(job, upload_failure, ctx.result, artifacts)
+            return Outcome(JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts)
+        if isinstance(crash, JobFailure):
+            failure = crash
+        else:
+            log.error(
+                "internal error running the workflow",
+                error=f"{type(crash).__name__}: {first_line(str(crash))}",
+            )
+            failure = RetryJob(
+                f"internal worker error: {type(crash).__name__}", kind="internal_error"
+            )
+            if ctx.step_index is not None:
+                failure.at_step(ctx.step_index, describe(job.request.steps[ctx.step_index], ctx))
+        await capture_failure_artifacts(ctx)
+        await ctx.session.close()
+        artifacts, _ = await collector.settle()
+        return self._failed(job, failure, ctx.result, artifacts)
+
+    def _failed(
+        self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
+    ) -> Outcome:
+        return self.lifecycle.after_failure(
+            job, failure.to_job_error(), result=result, artifacts=artifacts
+        )
+
+    def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
+        # The proxy serves both slots; a refusal after this job started is the likely cause.
+        def refusals() -> list[Decision]:
+            return [d for d in self.browsers.egress.refusals if d.at >= since]
+
+        return refusals
+
+    async def _watch_cancel(self, job: JobRecord, log: JobLog) -> bool:
+        """Poll the job's cancel flag; True once a client asked to cancel it."""
+        if job.cancel_requested_at is not None:
+            return True
+        while True:
+            await asyncio.sleep(CANCEL_POLL_S)
+            try:
+                if await asyncio.to_thread(self.lifecycle.cancel_requested, job):
+                    return True
+            except Exception as exc:  # a missed poll only delays the cancel by one period
+                log.warning("cancel check failed", error=first_line(str(exc)))
+
+    async def _kill(self, work: asyncio.Task[Any], session: BrowserSession) -> None:
+        await session.close()
+        work.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(work, 5)
+
+    async def _heartbeat(
+        self, job: JobRecord, received: ReceivedMessage, lease_lost: asyncio.Event, log: JobLog
+    ) -> None:
+        settings = self.settings
+        while True:
+            await asyncio.sleep(settings.heartbeat_seconds)
+            try:
+                problems = await asyncio.to_thread(
+                    self.lifecycle.heartbeat,
+                    job,
+                    received,
+                    settings.pool,
+                    lease_seconds=settings.lease_seconds,
+                )
+            except LeaseLost:
+                lease_lost.set()
+                return
+            for problem in problems:
+                log.warning("heartbeat failed", error=problem)

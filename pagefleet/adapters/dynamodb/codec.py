@@ -1,0 +1,97 @@
+"""How job records sit in the jobs table: keys, index attributes and item (de)serialization.
+
+Shared by the job store, the cursors and the tests that read items directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import JobRecord
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+UNQUEUED = "unqueued"
+# The ops index is sharded so no single GSI partition takes every claim and heartbeat.
+OPS_SHARDS = 4
+
+
+def ops_shard(job_id: str) -> int:
+    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % OPS_SHARDS
+
+
+def ops_key(kind: str, job_id: str) -> str:
+    return kind if kind == "dead" else f"{kind}#{ops_shard(job_id)}"
+
+
+def ops_time(epoch_seconds: int) -> str:
+    return f"{max(0, epoch_seconds):012d}"
+
+
+def tenant_pk(tenant_id: str) -> str:
+    return f"TENANT#{tenant_id}"
+
+
+def job_sk(job_id: str) -> str:
+    return f"JOB#{job_id}"
+
+
+def idempotency_sk(key: str) -> str:
+    # Hashed so that any client-chosen key fits and sorts harmlessly.
+    return "IDEM#" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def status_pk(tenant_id: str, status: JobStatus) -> str:
+    return f"{tenant_id}#{status.value}"
+
+
+def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _de.deserialize(v) for k, v in item.items()}
+
+
+# Job fields stored as JSON text: they are nested documents the store never queries into.
+_JSON_FIELDS = ("request", "result", "artifacts", "error")
+
+
+def record_to_item(record: JobRecord) -> dict[str, Any]:
+    data = record.model_dump(mode="json")
+    item: dict[str, Any] = {
+        "pk": tenant_pk(record.tenant_id),
+        "sk": job_sk(record.job_id),
+        "status_pk": status_pk(record.tenant_id, record.status),
+    }
+    # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
+    item["attempt_log"] = [json.dumps(a, separators=(",", ":")) for a in data.pop("attempts")]
+    for key, value in data.items():
+        if key in _JSON_FIELDS:
+            item[key] = json.dumps(value, separators=(",", ":"))
+        else:
+            item[key] = value
+    return item
+
+
+def item_to_record(item: Mapping[str, Any]) -> JobRecord:
+    data = deserialize(item)
+    for key in _JSON_FIELDS:
+        if isinstance(data.get(key), str):
+            data[key] = json.loads(data[key])
+    data["attempts"] = [json.loads(a) for a in data.pop("attempt_log", [])]
+    for key in ("attempt", "lease_expires_at"):
+        if data.get(key) is not None:
+            data[key] = int(data[key])
+    return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})
+
+
+def epoch_of(at: str) -> int:
+    return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp())

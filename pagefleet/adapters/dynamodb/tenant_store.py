@@ -1,0 +1,104 @@
+"""Tenants and their API keys (stored by SHA-256 only), and each tenant's policy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize
+from pagefleet.models import TenantPolicy
+from pagefleet.ports import ApiKeyRecord
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def _key_record(data: Mapping[str, Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=data["key_id"],
+        tenant_id=data["tenant_id"],
+        name=data.get("name", ""),
+        created_at=data.get("created_at", ""),
+        revoked=bool(data.get("revoked", False)),
+        admin=bool(data.get("admin", False)),
+    )
+
+
+class DynamoTenantStore:
+    """API keys stored by their SHA-256 only; the plaintext is shown once at creation."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    def put_key(self, record: ApiKeyRecord, key_hash: str) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=serialize(
+                {
+                    "pk": f"KEY#{key_hash}",
+                    "sk": "KEY",
+                    "key_id": record.key_id,
+                    "tenant_id": record.tenant_id,
+                    "name": record.name,
+                    "created_at": record.created_at,
+                    "revoked": record.revoked,
+                    "admin": record.admin,
+                }
+            ),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def find_key(self, key_hash: str) -> ApiKeyRecord | None:
+        resp = self._db.get_item(
+            TableName=self._table, Key=serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"})
+        )
+        if "Item" not in resp:
+            return None
+        return _key_record(deserialize(resp["Item"]))
+
+    def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="by_tenant",
+            KeyConditionExpression="tenant_id = :t",
+            ExpressionAttributeValues=serialize({":t": tenant_id}),
+        )
+        out = []
+        for item in resp.get("Items", []):
+            data = deserialize(item)
+            out.append((data["pk"].removeprefix("KEY#"), _key_record(data)))
+        return out
+
+    def get_policy(self, tenant_id: str) -> TenantPolicy:
+        """The tenant's policy; the defaults when none was ever stored."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=serialize({"pk": f"TENANT#{tenant_id}", "sk": "POLICY"}),
+            ConsistentRead=True,
+        )
+        if "Item" not in resp:
+            return TenantPolicy()
+        data = deserialize(resp["Item"])
+        return TenantPolicy.model_validate(data.get("policy") or {})
+
+    def put_policy(self, tenant_id: str, policy: TenantPolicy) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=serialize(
+                {
+                    "pk": f"TENANT#{tenant_id}",
+                    "sk": "POLICY",
+                    "policy": policy.model_dump(mode="json"),
+                }
+            ),
+        )
+
+    def revoke(self, key_hash: str) -> None:
+        self._db.update_item(
+            TableName=self._table,
+            Key=serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"}),
+            UpdateExpression="SET revoked = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=serialize({":t": True}),
+        )

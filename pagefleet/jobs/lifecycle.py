@@ -1,0 +1,489 @@
+"""THE job lifecycle: every move of a job, and the one way to send a job message.
+
+The API (submit, cancel, redrive), the worker (claim, heartbeat, finish, defer), the
+dead-letters handler and the sweeper all move jobs through this class and nothing else.
+Each move is one conditional write in the ``JobStore`` (the transition table and the
+attempt/owner fence are enforced there); what happens to the SQS message that asked for the
+move (delete, hide, hand back) is decided and done here too, so the whole life of a
+message can be tested on in-memory fakes.
+
+Every method is safe to run twice or concurrently: a refused write means someone else
+moved the job first, and the answer says what to do with the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pagefleet.errors import (
+    DeadlinePassed,
+    EnqueueFailed,
+    IllegalTransition,
+    JobNotCancellable,
+    LeaseLost,
+    NotFound,
+    RetryNotDue,
+)
+from pagefleet.jobs.rules import (
+    LEASE_MARGIN_S,
+    MAX_DELAY_S,
+    MAX_VISIBILITY_S,
+    attempt_allowed,
+    lease_until,
+)
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import Artifact, AttemptRecord, JobError, JobMessage, JobRecord, iso
+from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
+
+
+class Then(StrEnum):
+    """What to do with the message that asked for a move."""
+
+    RUN = "run"  # the job is claimed: run it
+    DELETE = "delete"  # done with (deleted by the lifecycle)
+    HIDE = "hide"  # hidden for a while (done by the lifecycle)
+    RELEASE = "release"  # visible again at once (done by the lifecycle)
+    LEAVE = "leave"  # untouched: its visibility timeout brings it back
+
+
+@dataclass(frozen=True)
+class Step:
+    """The answer to a message: what became of it, the job when it must run, and why."""
+
+    then: Then
+    job: JobRecord | None = None
+    reason: str = ""
+    status: JobStatus | None = None  # the final state this move wrote, if any
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended, as the worker saw it."""
+
+    status: JobStatus
+    result: dict[str, Any] | None = None
+    error: JobError | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+    retry_delay_s: int | None = None
+    release_message: bool = False  # hand the message back instead of deleting it
+
+
+def expired_error() -> JobError:
+    return JobError(
+        kind="expired", message="the job did not start before its deadline", timeout="deadline"
+    )
+
+
+class Lifecycle:
+    def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+
+    # --- time ---------------------------------------------------------------------------------
+    def now(self) -> int:
+        return int(self.clock.now())
+
+    def at(self) -> str:
+        return iso(datetime.fromtimestamp(self.clock.now(), UTC))
+
+    # --- the one way a job message is sent -----------------------------------------------------
+    def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
+        self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
+
+    def enqueue(self, job: JobRecord) -> JobRecord:
+        """Send a recorded job's message and note that it is in the queue."""
+        try:
+            self.send(job)
+        except Exception as exc:
+            raise EnqueueFailed(
+                "the job was recorded but could not be queued; retry with the same Idempotency-Key",
+                job_id=job.job_id,
+            ) from exc
+        at = self.at()
+        self.store.mark_enqueued(job.tenant_id, job.job_id, at)
+        return job.model_copy(update={"enqueued_at": at})
+
+    # --- the worker's side ----------------------------------------------------------------------
+    def peek(self, received: ReceivedMessage, pool: str) -> Step:
+        """Look at the job before claiming it (the breaker needs its target)."""
+        message = _job_message(received)
+        try:
+            job = self.store.get(message.tenant_id, message.job_id, consistent=False)
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"reading the job failed: {_headline(exc)}")
+        if job.status.is_final:  # final states never change: a stale read is still right
+            return self._done(received, pool, f"duplicate delivery ({job.status.value})")
+        return Step(Then.RUN, job=job)
+
+    def claim(
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        *,
+        owner: str,
+        lease_seconds: int,
+        recheck_s: int,
+        worker: str,
+    ) -> Step:
+        """Take the job for a new attempt, or say what to do with its message instead.
+
+        ``recheck_s`` bounds how long a copy of a job running elsewhere is hidden before it
+        is looked at again.
+        """
+        message = _job_message(received)
+        now = self.clock.now()
+        try:
+            job = self.store.claim(
+                message.tenant_id,
+                message.job_id,
+                owner=owner,
+                lease_until=lease_until(now, lease_seconds),
+                now=int(now),
+                started_at=self.at(),
+            )
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except DeadlinePassed:
+            written = self.expire(message.tenant_id, message.job_id)
+            status = JobStatus.EXPIRED if written else None
+            step = self._done(received, pool, "the job expired before it started")
+            return Step(step.then, reason=step.reason, status=status)
+        except RetryNotDue as early:
+            # An early duplicate of a retry's message: bring it back when the retry is due.
+            due = int(early.details.get("retry_at", now)) - int(now)
+            return self._hide(received, pool, max(1, due), "retry not due yet")
+        except IllegalTransition:
+            return self._claim_refused(received, pool, message, owner, recheck_s)
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"claim failed: {_headline(exc)}")
+        if not attempt_allowed(job, job.attempt):
+            # A reclaim after the last allowed attempt's worker died: no attempt is left.
+            error = JobError(
+                kind="lease_expired",
+                message=(
+                    f"the worker of attempt {job.attempt - 1} stopped without finishing and "
+                    f"max_attempts ({job.request.max_attempts}) is spent"
+                ),
+                timeout="lease",
+            )
+            done = self.finish(job, Outcome(JobStatus.FAILED, error=error), received, pool, worker)
+            return Step(done.then, reason="max_attempts spent", status=done.status)
+        return Step(Then.RUN, job=job)
+
+    def _claim_refused(
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        message: JobMessage,
+        owner: str,
+        recheck_s: int,
+    ) -> Step:
+        try:
+            current = self.store.get(message.tenant_id, message.job_id)
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"reading the job failed: {_headline(exc)}")
+        if current.status is JobStatus.RUNNING and current.lease_owner == owner:
+            return Step(Then.RUN, job=current, reason="claim applied though its reply was lost")
+        if current.status.is_final:
+            return self._done(received, pool, f"duplicate delivery ({current.status.value})")
+        if current.status is JobStatus.RUNNING and current.lease_expires_at is not None:
+            # Another attempt holds a live lease. Keep this copy hidden until that lease would
+            # run out: if its worker finishes, the copy is deleted as a duplicate then; if it
+            # dies, the copy is what brings the job back.
+            wait = max(1, current.lease_expires_at - self.now() + LEASE_MARGIN_S)
+            return self._hide(received, pool, min(wait, recheck_s), "running elsewhere")
+        return Step(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
+
+    def heartbeat(
+        self, job: JobRecord, received: ReceivedMessage, pool: str, *, lease_seconds: int
+    ) -> list[str]:
+        """Extend the message's visibility and the record's lease; raises ``LeaseLost``.
+
+        Returns what failed without losing the lease (worth a warning, not a stop).
+        """
+        problems = []
+        try:
+            self.queue.change_visibility(pool, received.receipt_handle, lease_seconds)
+        except Exception as exc:
+            problems.append(f"visibility: {_headline(exc)}")
+        try:
+            self.store.extend_lease(
+                job.tenant_id,
+                job.job_id,
+                attempt=job.attempt,
+                owner=job.lease_owner or "",
+                lease_until=lease_until(self.clock.now(), lease_seconds),
+            )
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            problems.append(f"lease: {_headline(exc)}")
+        return problems
+
+    def cancel_requested(self, job: JobRecord) -> bool:
+        return self.store.cancel_requested(job.tenant_id, job.job_id)
+
+    def after_failure(
+        self,
+        job: JobRecord,
+        error: JobError,
+        *,
+        result: dict[str, Any] | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Outcome:
+        """Retry or fail: the one place that applies the attempt budget to a failure."""
+        if error.retryable and attempt_allowed(job, job.attempt + 1):
+            return Outcome(
+                JobStatus.RETRY_SCHEDULED,
+                result=result or None,
+                error=error,
+                artifacts=list(artifacts or []),
+                retry_delay_s=job.request.retry.delay_seconds(job.attempts_used),
+            )
+        return Outcome(
+            JobStatus.FAILED, result=result or None, error=error, artifacts=list(artifacts or [])
+        )
+
+    def finish(
+        self,
+        job: JobRecord,
+        outcome: Outcome,
+        received: ReceivedMessage,
+        pool: str,
+        worker: str,
+    ) -> Step:
+        """Write the attempt's outcome (fenced), send a retry's message, settle the message."""
+        at = self.at()
+        history = AttemptRecord(
+            attempt=job.attempt,
+            worker=worker,
+            started_at=job.started_at or at,
+            finished_at=at,
+            status=outcome.status,
+            error=outcome.error,
+        )
+        retrying = outcome.status is JobStatus.RETRY_SCHEDULED
+        delay = outcome.retry_delay_s or 0
+        # Earlier attempts' artifacts (failure snapshots) stay listed next to this one's.
+        artifacts = [a for a in job.artifacts if a.attempt != job.attempt] + outcome.artifacts
+        try:
+            self.store.finish(
+                job.tenant_id,
+                job.job_id,
+                attempt=job.attempt,
+                owner=job.lease_owner or worker,
+                status=outcome.status,
+                at=at,
+                result=outcome.result,
+                artifacts=artifacts,
+                error=outcome.error,
+                history=history,
+                retry_at=self.now() + delay if retrying else None,
+            )
+        except (LeaseLost, IllegalTransition) as exc:
+            if not self._landed(job, outcome):
+                return Step(Then.LEAVE, reason=f"outcome not written: {exc.message}")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"writing the outcome failed: {_headline(exc)}")
+        if outcome.release_message:
+            self._release(received, pool)
+            return Step(Then.RELEASE, status=outcome.status)
+        if retrying and outcome.retry_delay_s is not None:
+            try:
+                self.send(job, delay_s=delay)
+            except Exception as exc:
+                # Keep the original message: redelivered, it claims the retry_scheduled job.
+                return Step(
+                    Then.LEAVE,
+                    status=outcome.status,
+                    reason=f"could not enqueue the retry: {_headline(exc)}",
+                )
+        step = self._done(received, pool, "")
+        return Step(step.then, status=outcome.status, reason=step.reason)
+
+    def _landed(self, job: JobRecord, outcome: Outcome) -> bool:
+        """After a refused finish: did our own earlier try land (its reply lost on the way)?"""
+        try:
+            current = self.store.get(job.tenant_id, job.job_id)
+        except Exception:
+            return False
+        return (
+            current.attempt == job.attempt
+            and current.status is outcome.status
+            and any(a.attempt == job.attempt for a in current.attempts)
+        )
+
+    def defer(self, received: ReceivedMessage, pool: str, *, reason: str, delay_s: int) -> Step:
+        """The job must wait (e.g. its target's circuit is open) without spending an attempt.
+
+        The message is re-sent with a delay (and the received one deleted) rather than
+        hidden, so waiting never counts toward the dead-letter queue's receive limit.
+        """
+        message = _job_message(received)
+        delay = max(1, min(MAX_DELAY_S, delay_s))
+        try:
+            self.queue.send(message, delay_seconds=delay)
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"could not defer the job: {_headline(exc)}")
+        with contextlib.suppress(Exception):  # the reason is a courtesy to the user
+            self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
+        return self._done(received, pool, reason)
+
+    def expire(self, tenant_id: str, job_id: str) -> bool:
+        """A job not started before its deadline never runs. True if this call expired it."""
+        try:
+            self.store.transition(
+                tenant_id, job_id, JobStatus.EXPIRED, at=self.at(), error=expired_error()
+            )
+        except (IllegalTransition, NotFound):
+            return False  # someone else (the sweeper, a cancel) ended it first
+        return True
+
+    # --- the API's side -------------------------------------------------------------------------
+    def cancel(self, tenant_id: str, job_id: str) -> JobRecord:
+        """At once if the job has not started; through its worker if it is running."""
+        for _ in range(3):  # the job may start or finish while we look at it
+            job = self.store.get(tenant_id, job_id)
+            if job.status.is_final:
+                raise JobNotCancellable(
+                    f"job {job_id} already ended as {job.status.value}", status=job.status.value
+                )
+            try:
+                if job.status is JobStatus.RUNNING:
+                    return self.store.request_cancel(tenant_id, job_id, at=self.at())
+                return self.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=self.at())
+            except IllegalTransition:
+                continue
+        raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
+
+    def redrive(self, tenant_id: str, job_id: str) -> bool:
+        """A dead-lettered job goes back to its queue with a fresh attempt budget."""
+        try:
+            job = self.store.transition(tenant_id, job_id, JobStatus.QUEUED, at=self.at())
+        except (IllegalTransition, NotFound):
+            return False
+        self.enqueue(job.model_copy(update={"enqueued_at": None}))
+        return True
+
+    # --- the dead-letter queue's and the sweeper's side -----------------------------------------
+    def dead_letter(self, received: ReceivedMessage) -> str:
+        """Record why a message landed in the DLQ. Returns what happened (logs, tests)."""
+        message = received.message
+        if message is None:
+            return "poison"  # not a job message: nothing to mark
+        try:
+            current = self.store.get(message.tenant_id, message.job_id)
+        except NotFound:
+            return "unknown_job"
+        if current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= self.now():
+            return "alive"  # a live lease: this was a stale duplicate of the job's message
+        reason = JobError(
+            kind="dead_lettered",
+            message=(
+                f"the job's message was received {received.receive_count} times without "
+                "finishing; it was moved to the dead-letter queue"
+            ),
+            retryable=True,
+        )
+        try:
+            self.store.transition(
+                message.tenant_id,
+                message.job_id,
+                JobStatus.DEAD_LETTERED,
+                at=self.at(),
+                error=reason,
+            )
+        except NotFound:
+            return "unknown_job"
+        except IllegalTransition:
+            return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
+        return "marked"
+
+    def take_back(self, tenant_id: str, job_id: str, *, expired_before: int) -> str:
+        """A running job whose worker stopped heartbeating: retry it, or fail it when the
+        budget is spent. Returns "requeued", "failed", "alive" or "gone"."""
+        try:
+            job = self.store.get(tenant_id, job_id)
+        except NotFound:
+            return "gone"
+        if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
+            return "alive"
+        error = JobError(
+            kind="lease_expired",
+            message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",
+            retryable=True,
+            timeout="lease",
+        )
+        retry = attempt_allowed(job, job.attempt + 1)
+        try:
+            moved = self.store.transition(
+                tenant_id,
+                job_id,
+                JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
+                at=self.at(),
+                error=error,
+                lease_expired_before=expired_before,
+                retry_at=self.now(),
+            )
+        except IllegalTransition:
+            return "alive"  # the heartbeat came back, or another sweeper got there first
+        if not retry:
+            return "failed"
+        self.send(moved)
+        return "requeued"
+
+    def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
+        """A retry whose message never came back: send it again."""
+        try:
+            job = self.store.get(tenant_id, job_id)
+        except NotFound:
+            return False
+        if job.status is not JobStatus.RETRY_SCHEDULED:
+            return False
+        self.send(job)
+        self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
+        return True
+
+    # --- messages -------------------------------------------------------------------------------
+    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
+        try:
+            self.queue.delete(pool, received.receipt_handle)
+        except Exception as exc:  # it comes back and is recognised as done then
+            return Step(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
+        return Step(Then.DELETE, reason=reason)
+
+    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Step:
+        with contextlib.suppress(Exception):
+            self.queue.change_visibility(
+                pool, received.receipt_handle, min(seconds, MAX_VISIBILITY_S)
+            )
+        return Step(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
+
+    def _release(self, received: ReceivedMessage, pool: str) -> None:
+        with contextlib.suppress(Exception):
+            self.queue.change_visibility(pool, received.receipt_handle, 0)
+
+    def release(self, received: ReceivedMessage, pool: str) -> Step:
+        """Make a message visible again at once (this worker will not work on it)."""
+        self._release(received, pool)
+        return Step(Then.RELEASE, reason="handed back")
+
+
+def _job_message(received: ReceivedMessage) -> JobMessage:
+    if received.message is None:
+        raise ValueError("not a job message")
+    return received.message
+
+
+def _headline(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]

@@ -1,0 +1,38 @@
+"""The lifecycle's rules as values: one attempt budget, one lease arithmetic, one slack.
+
+The store adapters and the lifecycle read these; nothing else restates them.
+"""
+
+from __future__ import annotations
+
+from pagefleet.models import JobRecord
+
+# SQS delays are whole seconds and clocks differ a little: a retry may start this early.
+RETRY_DUE_SLACK_S = 2
+# The record's lease ends this long before the message's visibility does, so a message that
+# comes back after a worker died always finds the lease already expired and reclaims the job.
+LEASE_MARGIN_S = 2
+# How long past its due time a retry's message may be late before the sweeper re-sends it.
+RETRY_GRACE_S = 120
+# How long after its lease ran out a running job is taken back by the sweeper (the SQS
+# message normally comes back on its own at the same time; this is the backstop).
+LEASE_GRACE_S = 60
+# SQS caps a message delay at 15 minutes and a visibility timeout at 12 hours.
+MAX_DELAY_S = 900
+MAX_VISIBILITY_S = 43_200
+
+
+def attempt_allowed(job: JobRecord, attempt: int) -> bool:
+    """THE attempt budget: may attempt number ``attempt`` of ``job`` run?
+
+    Attempts count from the last redrive (a redriven job gets its whole budget back).
+    Every decision asks this one question: whether a failed attempt is retried
+    (``attempt + 1``), whether a reclaimed attempt may run (``attempt``), and whether the
+    sweeper hands a dead worker's job to another attempt (``attempt + 1``).
+    """
+    return attempt - job.attempt_base <= job.request.max_attempts
+
+
+def lease_until(now: float, lease_seconds: int) -> int:
+    """The record's lease end for a claim or heartbeat at ``now``."""
+    return int(now) + lease_seconds - LEASE_MARGIN_S

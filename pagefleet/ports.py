@@ -1,0 +1,203 @@
+"""The interfaces the core needs from the outside world (ports), and the clock.
+
+Services and the lifecycle are typed on these Protocols, never on an adapter. The AWS
+adapters in ``pagefleet.adapters`` implement them for DynamoDB, SQS, S3 and Secrets Manager;
+``tests/fakes`` implements them in memory with the same conditions, and the contract suite
+in ``tests/contract`` holds both to the same behaviour.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import (
+    Artifact,
+    AttemptRecord,
+    JobError,
+    JobMessage,
+    JobRecord,
+    TenantPolicy,
+)
+
+
+class Clock(Protocol):
+    """Wall-clock time in epoch seconds (the lease, retry and deadline arithmetic)."""
+
+    def now(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+
+SYSTEM_CLOCK: Clock = SystemClock()
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    job_id: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class ReceivedMessage:
+    message: JobMessage | None  # None when the body is not a job message (poison)
+    receipt_handle: str
+    message_id: str
+    receive_count: int
+    sent_at_ms: int
+    body: str
+
+
+class JobStore(Protocol):
+    """Job records and idempotency keys, tenant first. Every status change is conditional
+    on the transition table; every worker write is fenced on (attempt, lease_owner).
+    Refused writes raise ``IllegalTransition`` (or a subclass) or ``LeaseLost``."""
+
+    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None: ...
+
+    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
+
+    def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord: ...
+
+    def cancel_requested(self, tenant_id: str, job_id: str) -> bool: ...
+
+    def list_page(
+        self,
+        tenant_id: str,
+        *,
+        status: JobStatus | None,
+        limit: int,
+        start_key: dict[str, Any] | None,
+    ) -> tuple[list[JobRecord], dict[str, Any] | None]: ...
+
+    def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]: ...
+
+    def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None: ...
+
+    def claim(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        owner: str,
+        lease_until: int,
+        now: int,
+        started_at: str,
+    ) -> JobRecord: ...
+
+    def extend_lease(
+        self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int
+    ) -> JobRecord: ...
+
+    def finish(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        attempt: int,
+        owner: str,
+        status: JobStatus,
+        at: str,
+        result: dict[str, Any] | None,
+        artifacts: list[Artifact],
+        error: JobError | None,
+        history: AttemptRecord,
+        retry_at: int | None = None,
+    ) -> JobRecord: ...
+
+    def transition(
+        self,
+        tenant_id: str,
+        job_id: str,
+        target: JobStatus,
+        *,
+        at: str,
+        error: JobError | None = None,
+        lease_expired_before: int | None = None,
+        retry_at: int | None = None,
+    ) -> JobRecord: ...
+
+    def request_cancel(self, tenant_id: str, job_id: str, *, at: str) -> JobRecord: ...
+
+    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None: ...
+
+    def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None: ...
+
+    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]: ...
+
+
+class JobQueue(Protocol):
+    """One queue per worker pool; messages carry ids only."""
+
+    def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str: ...
+
+    def receive(
+        self, pool: str, *, max_messages: int, wait_seconds: int, visibility: int
+    ) -> list[ReceivedMessage]: ...
+
+    def delete(self, pool: str, receipt_handle: str) -> None: ...
+
+    def change_visibility(self, pool: str, receipt_handle: str, seconds: int) -> None: ...
+
+
+class ArtifactStore(Protocol):
+    def put(
+        self,
+        *,
+        tenant_id: str,
+        job_id: str,
+        attempt: int,
+        name: str,
+        data: bytes,
+        content_type: str,
+        retention: str = ...,
+        correlation_id: str | None = None,
+    ) -> Artifact: ...
+
+    def presign_get(self, key: str, ttl_seconds: int, download_name: str | None = None) -> str: ...
+
+    def get(self, key: str) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    key_id: str
+    tenant_id: str
+    name: str
+    created_at: str
+    revoked: bool
+    admin: bool
+
+
+class TenantStore(Protocol):
+    """API keys (stored by their SHA-256 only) and each tenant's policy."""
+
+    def put_key(self, record: ApiKeyRecord, key_hash: str) -> None: ...
+
+    def find_key(self, key_hash: str) -> ApiKeyRecord | None: ...
+
+    def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]: ...
+
+    def revoke(self, key_hash: str) -> None: ...
+
+    def get_policy(self, tenant_id: str) -> TenantPolicy: ...
+
+    def put_policy(self, tenant_id: str, policy: TenantPolicy) -> None: ...
+
+
+class SecretStore(Protocol):
+    """Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret."""
+
+    async def resolve(self, tenant_id: str, name: str) -> str | None: ...
+
+
+class CursorCodec(Protocol):
+    def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str: ...
+
+    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]: ...

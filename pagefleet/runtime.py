@@ -1,0 +1,140 @@
+"""The one place a process builds its settings, AWS clients, adapters and services.
+
+Handlers, the worker and the CLI ask ``RUNTIME`` for what they need; it builds each thing
+once, on first use (never at import), and keeps it for the life of the process, as a Lambda
+execution environment keeps its globals warm. Tests and the local stack call
+``RUNTIME.reset()`` to forget everything built against another endpoint or environment.
+
+``AWS_ENDPOINT_URL`` (set by the local stack) points every client at the embedded AWS, so
+no code path differs between the local stack and AWS.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import boto3
+from botocore.config import Config
+from pydantic_settings import BaseSettings
+
+from pagefleet.faults import FaultInjector
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+    from mypy_boto3_sqs import SQSClient
+
+    from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
+    from pagefleet.breaker import Breakers
+    from pagefleet.jobs.service import JobServices
+    from pagefleet.settings import CoreSettings
+
+# Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
+_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
+# S3 presigned URLs must be SigV4: regions opened since 2014 (ap-south-1 among them) refuse
+# botocore's legacy default for S3.
+_S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
+
+S = TypeVar("S", bound=BaseSettings)
+T = TypeVar("T")
+
+
+class Runtime:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._built: dict[Any, Any] = {}
+        self._faults: FaultInjector | None = None
+
+    def reset(self) -> None:
+        """Forget every client, adapter and settings object built so far."""
+        with self._lock:
+            self._built.clear()
+            self._faults = None
+
+    def _once(self, key: Any, build: Callable[[], T]) -> T:
+        with self._lock:
+            if key not in self._built:
+                self._built[key] = build()
+            return self._built[key]
+
+    # --- settings -------------------------------------------------------------------------
+    def settings(self, cls: type[S]) -> S:
+        """The runtime's settings, read from the environment and validated once."""
+        return self._once(("settings", cls), cls)
+
+    # --- clients --------------------------------------------------------------------------
+    @overload
+    def client(self, service: Literal["dynamodb"]) -> DynamoDBClient: ...
+    @overload
+    def client(self, service: Literal["sqs"]) -> SQSClient: ...
+    @overload
+    def client(self, service: Literal["s3"]) -> S3Client: ...
+    @overload
+    def client(self, service: Literal["secretsmanager"]) -> SecretsManagerClient: ...
+    @overload
+    def client(self, service: str) -> Any: ...
+
+    def client(self, service: str) -> Any:
+        """One boto3 client per service per process (clients are thread-safe)."""
+
+        def build() -> Any:
+            config = _S3_CONFIG if service == "s3" else _CONFIG
+            made = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+            if self._faults is not None:
+                self._faults.attach(made)
+            return made
+
+        return self._once(("client", service), build)
+
+    def inject_faults(self, rate: float) -> FaultInjector | None:
+        """Chaos testing only: fail ``rate`` of this process's AWS calls the way AWS does."""
+        if rate <= 0:
+            return None
+        with self._lock:
+            self._faults = FaultInjector(rate=rate)
+            # Clients (and what holds them) made from now on carry the injector.
+            for key in [k for k in self._built if k[0] != "settings"]:
+                del self._built[key]
+            return self._faults
+
+    # --- adapters and services ------------------------------------------------------------
+    def job_services(self, settings: CoreSettings) -> JobServices:
+        from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore
+        from pagefleet.adapters.s3 import S3ArtifactStore
+        from pagefleet.adapters.sqs import SqsJobQueue
+        from pagefleet.jobs.service import JobServices
+
+        if settings.aws_fault_rate > 0 and self._faults is None:
+            self.inject_faults(settings.aws_fault_rate)
+
+        def build() -> JobServices:
+            return JobServices(
+                store=DynamoJobStore(self.client("dynamodb"), settings.jobs_table),
+                queue=SqsJobQueue(self.client("sqs"), settings.queue_urls),
+                artifacts=S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
+                cursors=CursorCodec(),
+            )
+
+        return self._once(("jobs", settings.model_dump_json()), build)
+
+    def breakers(self, settings: CoreSettings) -> Breakers:
+        from pagefleet.adapters.dynamodb.breakers import DomainBreakers
+
+        return self._once(
+            ("breakers", settings.model_dump_json()),
+            lambda: DomainBreakers(self.client("dynamodb"), settings.jobs_table, settings.breaker),
+        )
+
+    def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
+        from pagefleet.adapters.dynamodb import DynamoTenantStore
+
+        return self._once(
+            ("tenants", tenants_table),
+            lambda: DynamoTenantStore(self.client("dynamodb"), tenants_table),
+        )
+
+
+RUNTIME = Runtime()
