@@ -5,6 +5,8 @@ The store adapters and the lifecycle read these; nothing else restates them.
 
 from __future__ import annotations
 
+from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
+from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRecord
 
 # SQS delays are whole seconds and clocks differ a little: a retry may start this early.
@@ -36,3 +38,27 @@ def attempt_allowed(job: JobRecord, attempt: int) -> bool:
 def lease_until(now: float, lease_seconds: int) -> int:
     """The record's lease end for a claim or heartbeat at ``now``."""
     return int(now) + lease_seconds - LEASE_MARGIN_S
+
+
+def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
+    """Why a claim of ``job`` at ``now`` was refused, as the error that says what to do."""
+    if (
+        job.status is not JobStatus.RUNNING
+        and job.deadline_at is not None
+        and job.deadline_at < now
+        and not job.status.is_final
+    ):
+        return DeadlinePassed(
+            f"job {job.job_id} was not started before its deadline", status=job.status.value
+        )
+    if (
+        job.status is JobStatus.RETRY_SCHEDULED
+        and job.retry_at is not None
+        and job.retry_at > now + RETRY_DUE_SLACK_S
+    ):
+        return RetryNotDue(
+            f"job {job.job_id} retries at {job.retry_at}, not yet", retry_at=job.retry_at
+        )
+    return IllegalTransition(
+        f"job {job.job_id} is {job.status.value}, cannot start it", status=job.status.value
+    )

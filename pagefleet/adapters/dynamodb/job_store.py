@@ -29,14 +29,12 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.errors import (
-    DeadlinePassed,
     IdempotencyConflict,
     IllegalTransition,
     LeaseLost,
     NotFound,
-    RetryNotDue,
 )
-from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
+from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, claim_refusal
 from pagefleet.jobs.states import JobStatus, sources_of
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.ports import IdempotencyRecord
@@ -174,13 +172,18 @@ class DynamoJobStore:
 
     # --- writes -----------------------------------------------------------------------------
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
-        self._db.update_item(
-            TableName=self._table,
-            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-            UpdateExpression="SET enqueued_at = :t REMOVE unqueued_pk",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues=serialize({":t": at}),
-        )
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression="SET enqueued_at = :t REMOVE unqueued_pk",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=serialize({":t": at}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise NotFound(f"job {job_id} not found", job_id=job_id) from exc
+            raise
 
     def claim(
         self,
@@ -222,30 +225,6 @@ class DynamoJobStore:
             "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due)"
         )
 
-        def refused(current: JobRecord) -> Exception:
-            if (
-                current.status is not JobStatus.RUNNING
-                and current.deadline_at is not None
-                and current.deadline_at < now
-                and not current.status.is_final
-            ):
-                return DeadlinePassed(
-                    f"job {job_id} was not started before its deadline", status=current.status.value
-                )
-            if (
-                current.status is JobStatus.RETRY_SCHEDULED
-                and current.retry_at is not None
-                and current.retry_at > now + RETRY_DUE_SLACK_S
-            ):
-                return RetryNotDue(
-                    f"job {job_id} retries at {current.retry_at}, not yet",
-                    retry_at=current.retry_at,
-                )
-            return IllegalTransition(
-                f"job {job_id} is {current.status.value}, cannot start it",
-                status=current.status.value,
-            )
-
         return self._update(
             tenant_id,
             job_id,
@@ -258,7 +237,7 @@ class DynamoJobStore:
             condition=condition,
             names=names,
             values=values,
-            on_refused=refused,
+            on_refused=lambda current: claim_refusal(current, now),
         )
 
     def extend_lease(

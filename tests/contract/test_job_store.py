@@ -1,4 +1,4 @@
-"""Conditional writes enforce the transition table and the lease fence in DynamoDB itself."""
+"""Conditional writes enforce the transition table and the lease fence, in the store itself."""
 
 from __future__ import annotations
 

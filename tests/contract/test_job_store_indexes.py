@@ -1,0 +1,182 @@
+"""What the sweeper, the listing and the API read: indexes, idempotency and flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from pagefleet.errors import IdempotencyConflict, IllegalTransition, NotFound
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import AttemptRecord, JobError, JobRequest, iso, utcnow
+
+REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
+NOW = 2_000_000_000
+
+
+def _claim(svc: JobServices, job_id: str, owner: str, *, now: int = NOW, lease_s: int = 60):
+    return svc.store.claim(
+        "t", job_id, owner=owner, lease_until=now + lease_s, now=now, started_at=iso(utcnow())
+    )
+
+
+def test_listing_is_newest_first_and_pages_cover_everything_once(svc: JobServices) -> None:
+    ids = [submit_job(svc, "t", REQUEST).job.job_id for _ in range(7)]
+    submit_job(svc, "other", REQUEST)
+    seen: list[str] = []
+    start = None
+    while True:
+        page, start = svc.store.list_page("t", status=None, limit=3, start_key=start)
+        seen += [j.job_id for j in page]
+        if start is None:
+            break
+        assert set(start) == {"pk", "sk"}
+    assert seen == sorted(ids, reverse=True)
+
+
+def test_listing_by_status_keeps_pages_full(svc: JobServices) -> None:
+    ids = [submit_job(svc, "t", REQUEST).job.job_id for _ in range(5)]
+    for job_id in ids[:3]:
+        svc.store.transition("t", job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+    page, start = svc.store.list_page("t", status=JobStatus.CANCELLED, limit=2, start_key=None)
+    assert [j.job_id for j in page] == sorted(ids[:3], reverse=True)[:2]
+    assert start is not None and set(start) == {"pk", "sk", "status_pk"}
+    rest, end = svc.store.list_page("t", status=JobStatus.CANCELLED, limit=2, start_key=start)
+    assert [j.job_id for j in rest] == [min(ids[:3])]
+    assert end is None
+
+
+def test_a_job_is_unqueued_until_its_message_is_known_sent(svc: JobServices) -> None:
+    record = submit_job(svc, "t", REQUEST).job.model_copy(
+        update={"job_id": "0" * 26, "enqueued_at": None}
+    )
+    svc.store.create(record)
+    later = "9999-01-01T00:00:00.000Z"
+    assert record.job_id in {j.job_id for j in svc.store.list_unqueued(later)}
+    assert record.job_id not in {j.job_id for j in svc.store.list_unqueued(record.created_at)}
+    svc.store.mark_enqueued("t", record.job_id, iso(utcnow()))
+    assert record.job_id not in {j.job_id for j in svc.store.list_unqueued(later)}
+    with pytest.raises(NotFound):
+        svc.store.mark_enqueued("t", "nosuchjob", iso(utcnow()))
+
+
+def test_an_idempotency_key_is_taken_once(svc: JobServices) -> None:
+    first = submit_job(svc, "t", REQUEST, idempotency_key="order-42").job
+    idem = svc.store.get_idempotency("t", "order-42")
+    assert idem is not None and idem.job_id == first.job_id
+    assert idem.fingerprint == REQUEST.fingerprint()
+    clash = first.model_copy(update={"job_id": "1" * 26})
+    with pytest.raises(IdempotencyConflict):
+        svc.store.create(clash, idempotency_fingerprint="x")
+    assert svc.store.get_idempotency("other", "order-42") is None
+
+
+def test_the_ops_index_holds_each_job_in_the_set_it_waits_in(svc: JobServices) -> None:
+    later = {"deadline": utcnow().replace(year=2040)}
+    deadline_job = submit_job(
+        svc, "t", REQUEST.model_copy(update={"deadline": later["deadline"]})
+    ).job
+    assert deadline_job.deadline_at is not None
+    due = deadline_job.deadline_at + 1
+    assert ("t", deadline_job.job_id) in svc.store.ops_due("deadline", due)
+    assert ("t", deadline_job.job_id) not in svc.store.ops_due("deadline", due - 2)
+
+    running = submit_job(svc, "t", REQUEST).job
+    _claim(svc, running.job_id, "w1", lease_s=30)
+    assert ("t", running.job_id) in svc.store.ops_due("lease", NOW + 31)
+    assert ("t", running.job_id) not in svc.store.ops_due("lease", NOW + 30)
+    # A claim moves the job out of the deadline set.
+    _claim(svc, deadline_job.job_id, "w2")
+    assert ("t", deadline_job.job_id) not in svc.store.ops_due("deadline", due)
+
+    svc.store.finish(
+        "t",
+        running.job_id,
+        attempt=1,
+        owner="w1",
+        status=JobStatus.RETRY_SCHEDULED,
+        at=iso(utcnow()),
+        result=None,
+        artifacts=[],
+        error=JobError(kind="navigation_failed", message="reset", retryable=True),
+        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+        retry_at=NOW + 100,
+    )
+    assert ("t", running.job_id) not in svc.store.ops_due("lease", NOW + 1000)
+    assert ("t", running.job_id) in svc.store.ops_due("retry", NOW + 101)
+    svc.store.postpone_retry("t", running.job_id, due=NOW + 500)
+    assert ("t", running.job_id) not in svc.store.ops_due("retry", NOW + 101)
+    assert svc.store.get("t", running.job_id).retry_at == NOW + 500
+
+
+def test_dead_letters_are_listed_and_a_redrive_restores_the_budget(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=-1)
+    _claim(svc, job.job_id, "w2", lease_s=-1)
+    svc.store.transition(
+        "t",
+        job.job_id,
+        JobStatus.DEAD_LETTERED,
+        at=iso(utcnow()),
+        error=JobError(kind="dead_lettered", message="too many receives"),
+    )
+    assert ("t", job.job_id) in svc.store.ops_due("dead", 4_000_000_000)
+    redriven = svc.store.transition("t", job.job_id, JobStatus.QUEUED, at=iso(utcnow()))
+    assert redriven.status is JobStatus.QUEUED
+    assert redriven.attempts_used == 0 and redriven.error is None
+    assert ("t", job.job_id) not in svc.store.ops_due("dead", 4_000_000_000)
+    assert job.job_id in {j.job_id for j in svc.store.list_unqueued("9999")}
+
+
+def test_a_dead_workers_job_is_taken_back_only_after_its_lease(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=60)
+    with pytest.raises(IllegalTransition):
+        svc.store.transition(
+            "t", job.job_id, JobStatus.RETRY_SCHEDULED, at=iso(utcnow()), lease_expired_before=NOW
+        )
+    moved = svc.store.transition(
+        "t",
+        job.job_id,
+        JobStatus.RETRY_SCHEDULED,
+        at=iso(utcnow()),
+        lease_expired_before=NOW + 61,
+        retry_at=NOW + 61,
+    )
+    assert moved.status is JobStatus.RETRY_SCHEDULED and moved.lease_owner is None
+
+
+def test_cancel_flag_and_deferral_note(svc: JobServices) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    with pytest.raises(IllegalTransition):
+        svc.store.request_cancel("t", job.job_id, at=iso(utcnow()))
+    svc.store.defer("t", job.job_id, reason="circuit open", at=iso(utcnow()))
+    assert svc.store.get("t", job.job_id).deferred_reason == "circuit open"
+    claimed = _claim(svc, job.job_id, "w1")
+    assert claimed.deferred_reason is None
+    assert svc.store.cancel_requested("t", job.job_id) is False
+    first = svc.store.request_cancel("t", job.job_id, at="2026-01-01T00:00:00.000Z")
+    again = svc.store.request_cancel("t", job.job_id, at="2027-01-01T00:00:00.000Z")
+    assert first.cancel_requested_at == again.cancel_requested_at == "2026-01-01T00:00:00.000Z"
+    assert svc.store.cancel_requested("t", job.job_id) is True
+    svc.store.defer("t", job.job_id, reason="late", at=iso(utcnow()))  # running: no note
+    assert svc.store.get("t", job.job_id).deferred_reason is None
+
+
+def test_a_running_job_cannot_be_finished_into_a_state_it_cannot_enter(
+    svc: JobServices,
+) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    with pytest.raises(IllegalTransition):
+        svc.store.finish(
+            "t",
+            job.job_id,
+            attempt=1,
+            owner="w1",
+            status=JobStatus.QUEUED,
+            at=iso(utcnow()),
+            result=None,
+            artifacts=[],
+            error=None,
+            history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+        )

@@ -1,0 +1,308 @@
+"""An in-memory ``JobStore`` with the DynamoDB store's conditions, for fast lifecycle tests.
+
+Every condition the DynamoDB adapter writes as a condition expression is written here as
+Python over the same transition table and fence; ``tests/contract`` runs one suite against
+both, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pagefleet.adapters.dynamodb.codec import epoch_of, job_sk, ops_key, status_pk, tenant_pk
+from pagefleet.errors import (
+    IdempotencyConflict,
+    IllegalTransition,
+    LeaseLost,
+    NotFound,
+)
+from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, claim_refusal
+from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.ports import IdempotencyRecord
+
+
+@dataclass
+class _Row:
+    job: JobRecord
+    unqueued: bool = True
+    ops: tuple[str, int] | None = None  # (ops_pk, due epoch) in the sparse ops index
+
+
+class FakeJobStore:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._rows: dict[tuple[str, str], _Row] = {}
+        self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
+
+    # --- create / read ----------------------------------------------------------------------
+    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None:
+        key = (record.tenant_id, record.job_id)
+        with self._lock:
+            idem_key = (record.tenant_id, record.idempotency_key or "")
+            if record.idempotency_key is not None and idem_key in self._idempotency:
+                raise IdempotencyConflict(record.idempotency_key)
+            if key in self._rows:
+                raise IdempotencyConflict(record.job_id)
+            ops = None
+            if record.deadline_at is not None:
+                ops = (ops_key("deadline", record.job_id), record.deadline_at)
+            self._rows[key] = _Row(record.model_copy(deep=True), ops=ops)
+            if record.idempotency_key is not None:
+                self._idempotency[idem_key] = IdempotencyRecord(
+                    job_id=record.job_id, fingerprint=idempotency_fingerprint or ""
+                )
+
+    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+        with self._lock:
+            return self._idempotency.get((tenant_id, key))
+
+    def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
+        with self._lock:
+            return self._row(tenant_id, job_id).job.model_copy(deep=True)
+
+    def cancel_requested(self, tenant_id: str, job_id: str) -> bool:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            return row is not None and row.job.cancel_requested_at is not None
+
+    def list_page(
+        self,
+        tenant_id: str,
+        *,
+        status: JobStatus | None,
+        limit: int,
+        start_key: dict[str, Any] | None,
+    ) -> tuple[list[JobRecord], dict[str, Any] | None]:
+        with self._lock:
+            jobs = sorted(
+                (r.job for (t, _), r in self._rows.items() if t == tenant_id),
+                key=lambda j: j.job_id,
+                reverse=True,
+            )
+        if status is not None:
+            jobs = [j for j in jobs if j.status is status]
+        if start_key:
+            after = str(start_key["sk"]).removeprefix("JOB#")
+            jobs = [j for j in jobs if j.job_id < after]
+        page = [j.model_copy(deep=True) for j in jobs[:limit]]
+        if len(jobs) <= limit:
+            return page, None
+        last = page[-1]
+        key = {"pk": tenant_pk(tenant_id), "sk": job_sk(last.job_id)}
+        if status is not None:
+            key["status_pk"] = status_pk(tenant_id, status)
+        return page, key
+
+    def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
+        with self._lock:
+            found = [
+                r.job.model_copy(deep=True)
+                for r in self._rows.values()
+                if r.unqueued and r.job.created_at < created_before
+            ]
+        return found[:limit]
+
+    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]:
+        with self._lock:
+            due = [
+                (r.ops[1], r.job.tenant_id, r.job.job_id)
+                for r in self._rows.values()
+                if r.ops is not None
+                and (r.ops[0] == kind if kind == "dead" else r.ops[0].startswith(f"{kind}#"))
+                and r.ops[1] < before_epoch
+            ]
+        return [(tenant, job) for _, tenant, job in sorted(due)][: limit * 4]
+
+    # --- writes -----------------------------------------------------------------------------
+    def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
+        with self._lock:
+            row = self._row(tenant_id, job_id)
+            row.job = row.job.model_copy(update={"enqueued_at": at})
+            row.unqueued = False
+
+    def claim(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        owner: str,
+        lease_until: int,
+        now: int,
+        started_at: str,
+    ) -> JobRecord:
+        with self._lock:
+            row = self._row(tenant_id, job_id)
+            job = row.job
+            status = job.status
+            startable = status in sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING} or (
+                status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now
+            )
+            before_deadline = (
+                job.deadline_at is None or job.deadline_at >= now or status is JobStatus.RUNNING
+            )
+            retry_due = (
+                status is not JobStatus.RETRY_SCHEDULED
+                or job.retry_at is None
+                or job.retry_at <= now + RETRY_DUE_SLACK_S
+            )
+            if not (startable and before_deadline and retry_due):
+                raise claim_refusal(job, now)
+            row.job = job.model_copy(
+                update={
+                    "status": JobStatus.RUNNING,
+                    "attempt": job.attempt + 1,
+                    "lease_owner": owner,
+                    "lease_expires_at": lease_until,
+                    "started_at": started_at,
+                    "updated_at": started_at,
+                    "deferred_reason": None,
+                    "retry_at": None,
+                }
+            )
+            row.ops = (ops_key("lease", job_id), lease_until)
+            return row.job.model_copy(deep=True)
+
+    def extend_lease(
+        self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int
+    ) -> JobRecord:
+        with self._lock:
+            row = self._fenced(tenant_id, job_id, attempt, owner, "no longer holds the lease")
+            row.job = row.job.model_copy(update={"lease_expires_at": lease_until})
+            if row.ops is not None:
+                row.ops = (row.ops[0], lease_until)
+            return row.job.model_copy(deep=True)
+
+    def finish(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        attempt: int,
+        owner: str,
+        status: JobStatus,
+        at: str,
+        result: dict[str, Any] | None,
+        artifacts: list[Artifact],
+        error: JobError | None,
+        history: AttemptRecord,
+        retry_at: int | None = None,
+    ) -> JobRecord:
+        if JobStatus.RUNNING not in sources_of(status):
+            raise IllegalTransition(f"a running job cannot become {status.value}")
+        with self._lock:
+            row = self._fenced(tenant_id, job_id, attempt, owner, "lost its lease before finishing")
+            update: dict[str, Any] = {
+                "status": status,
+                "updated_at": at,
+                "artifacts": list(artifacts),
+                "attempts": [*row.job.attempts, history],
+                "result": result,
+                "error": error,
+                "lease_owner": None,
+                "lease_expires_at": None,
+            }
+            if status.is_final:
+                update["finished_at"] = at
+                row.ops = None
+            elif status is JobStatus.RETRY_SCHEDULED:
+                due = retry_at if retry_at is not None else 0
+                update["retry_at"] = due
+                row.ops = (ops_key("retry", job_id), due)
+            row.job = row.job.model_copy(update=update, deep=True)
+            return row.job.model_copy(deep=True)
+
+    def transition(
+        self,
+        tenant_id: str,
+        job_id: str,
+        target: JobStatus,
+        *,
+        at: str,
+        error: JobError | None = None,
+        lease_expired_before: int | None = None,
+        retry_at: int | None = None,
+    ) -> JobRecord:
+        with self._lock:
+            row = self._row(tenant_id, job_id)
+            job = row.job
+            allowed = job.status in sources_of(target)
+            if lease_expired_before is not None:
+                allowed = allowed and (
+                    job.status is JobStatus.RUNNING
+                    and (job.lease_expires_at or 0) < lease_expired_before
+                )
+            if not allowed:
+                raise IllegalTransition(
+                    f"job {job_id} is {job.status.value}, cannot become {target.value}",
+                    status=job.status.value,
+                )
+            update: dict[str, Any] = {"status": target, "updated_at": at}
+            if target.is_final:
+                update.update(finished_at=at, lease_owner=None, lease_expires_at=None)
+                row.ops, row.unqueued = None, False
+            elif target is JobStatus.DEAD_LETTERED:
+                update.update(lease_owner=None, lease_expires_at=None)
+                row.ops, row.unqueued = ("dead", epoch_of(at)), False
+            elif target is JobStatus.RETRY_SCHEDULED:
+                due = retry_at if retry_at is not None else epoch_of(at)
+                update.update(retry_at=due, lease_owner=None, lease_expires_at=None)
+                row.ops = (ops_key("retry", job_id), due)
+            elif target is JobStatus.QUEUED:
+                # Redrive: a fresh retry budget, and the message must be sent again.
+                update.update(attempt_base=job.attempt, enqueued_at=None, error=None, retry_at=None)
+                row.ops, row.unqueued = None, True
+            if error is not None:
+                update["error"] = error
+            row.job = job.model_copy(update=update, deep=True)
+            return row.job.model_copy(deep=True)
+
+    def request_cancel(self, tenant_id: str, job_id: str, *, at: str) -> JobRecord:
+        with self._lock:
+            row = self._row(tenant_id, job_id)
+            if row.job.status is not JobStatus.RUNNING:
+                raise IllegalTransition(
+                    f"job {job_id} is {row.job.status.value}, not running",
+                    status=row.job.status.value,
+                )
+            if row.job.cancel_requested_at is None:
+                row.job = row.job.model_copy(update={"cancel_requested_at": at})
+            return row.job.model_copy(deep=True)
+
+    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is not None and row.job.status in (
+                JobStatus.QUEUED,
+                JobStatus.RETRY_SCHEDULED,
+            ):
+                row.job = row.job.model_copy(update={"deferred_reason": reason, "updated_at": at})
+
+    def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is not None and row.job.status is JobStatus.RETRY_SCHEDULED:
+                row.job = row.job.model_copy(update={"retry_at": due})
+                row.ops = (ops_key("retry", job_id), due)
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _row(self, tenant_id: str, job_id: str) -> _Row:
+        row = self._rows.get((tenant_id, job_id))
+        if row is None:
+            raise NotFound(f"job {job_id} not found", job_id=job_id)
+        return row
+
+    def _fenced(self, tenant_id: str, job_id: str, attempt: int, owner: str, what: str) -> _Row:
+        row = self._row(tenant_id, job_id)
+        job = row.job
+        if not (
+            job.status is JobStatus.RUNNING and job.attempt == attempt and job.lease_owner == owner
+        ):
+            raise LeaseLost(
+                f"job {job_id} attempt {attempt} {what}",
+                attempt=job.attempt,
+                status=job.status.value,
+            )
+        return row

@@ -1,0 +1,337 @@
+"""Lifecycle decisions on in-memory fakes: what happens to a job and to its message.
+
+Each test plays the parts (API, worker, sweeper, DLQ) through ``Lifecycle`` alone, moving a
+fake clock instead of sleeping; the contract suite holds the fakes to the AWS adapters.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pagefleet.errors import EnqueueFailed, JobNotCancellable
+from pagefleet.jobs import recovery
+from pagefleet.jobs.lifecycle import Outcome, Then
+from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S
+from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
+from pagefleet.jobs.states import JobStatus
+from pagefleet.models import JobError, JobRecord, JobRequest
+from pagefleet.ports import ReceivedMessage
+from tests.fakes import FakeClock, FakeQueue, fake_services
+
+POOL = "standard"
+LEASE = 60
+
+
+def request(**extra: object) -> JobRequest:
+    return JobRequest.model_validate(
+        {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}], **extra}
+    )
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def svc(clock: FakeClock) -> JobServices:
+    return fake_services(clock)
+
+
+@pytest.fixture
+def queue(svc: JobServices) -> FakeQueue:
+    assert isinstance(svc.queue, FakeQueue)
+    return svc.queue
+
+
+def receive(svc: JobServices) -> ReceivedMessage:
+    [received] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    return received
+
+
+def claim(svc: JobServices, received: ReceivedMessage, owner: str = "w1"):
+    return svc.lifecycle.claim(
+        received, POOL, owner=owner, lease_seconds=LEASE, recheck_s=30, worker=owner
+    )
+
+
+def run_once(svc: JobServices, owner: str = "w1") -> tuple[JobRecord, ReceivedMessage]:
+    """Play a worker: take messages until one claims a job to run."""
+    while True:
+        received = receive(svc)
+        step = claim(svc, received, owner)
+        if step.then is Then.RUN:
+            assert step.job is not None
+            return step.job, received
+        assert step.then is Then.DELETE, step.reason
+
+
+def failure(retryable: bool = True) -> JobError:
+    return JobError(kind="navigation_failed", message="connection reset", retryable=retryable)
+
+
+def test_submit_records_then_queues_and_a_replay_returns_the_same_job(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    first = submit_job(svc, "t", request(), idempotency_key="k")
+    again = submit_job(svc, "t", request(), idempotency_key="k")
+    assert first.created and not again.created
+    assert again.job.job_id == first.job.job_id
+    assert [m.job_id for m in queue.visible(POOL)] == [first.job.job_id]
+    assert svc.store.get("t", first.job.job_id).enqueued_at is not None
+
+
+def test_a_failed_enqueue_is_finished_by_the_sweeper(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> str:
+        raise ConnectionError("queue down")
+
+    monkeypatch.setattr(queue, "send", broken)
+    with pytest.raises(EnqueueFailed):
+        submit_job(svc, "t", request())
+    monkeypatch.undo()
+    assert requeue_unqueued(svc) == 0  # too fresh: its own client may still retry
+    clock.advance(61)
+    assert requeue_unqueued(svc) == 1
+    assert queue.depth(POOL) == 1
+
+
+def test_a_job_runs_once_and_its_message_is_deleted(svc: JobServices, queue: FakeQueue) -> None:
+    submitted = submit_job(svc, "t", request()).job
+    job, received = run_once(svc)
+    assert job.status is JobStatus.RUNNING and job.attempt == 1
+    done = svc.lifecycle.finish(
+        job, Outcome(JobStatus.SUCCEEDED, result={"a": 1}), received, POOL, "w1"
+    )
+    assert done.then is Then.DELETE and done.status is JobStatus.SUCCEEDED
+    record = svc.store.get("t", submitted.job_id)
+    assert record.status is JobStatus.SUCCEEDED and record.result == {"a": 1}
+    assert [a.worker for a in record.attempts] == ["w1"]
+    assert queue.depth(POOL) == 0
+
+
+def test_a_duplicate_of_a_finished_job_is_deleted_unrun(svc: JobServices, queue: FakeQueue) -> None:
+    job = submit_job(svc, "t", request()).job
+    queue.send(queue.visible(POOL)[0])  # SQS delivered the message twice
+    running, received = run_once(svc)
+    svc.lifecycle.finish(running, Outcome(JobStatus.SUCCEEDED), received, POOL, "w1")
+    duplicate = receive(svc)
+    peek = svc.lifecycle.peek(duplicate, POOL)
+    assert peek.then is Then.DELETE and "duplicate" in peek.reason
+    assert queue.depth(POOL) == 0
+    assert svc.store.get("t", job.job_id).attempt == 1
+
+
+def test_a_copy_of_a_running_job_is_hidden_until_its_lease_would_end(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    submit_job(svc, "t", request())
+    queue.send(queue.visible(POOL)[0])
+    run_once(svc, "w1")
+    copy = receive(svc)
+    step = claim(svc, copy, "w2")
+    assert step.then is Then.HIDE
+    assert queue.visible(POOL) == []
+    clock.advance(31)  # recheck_s: looked at again well before the lease runs out
+    assert len(queue.visible(POOL)) == 1
+
+
+def test_a_retryable_failure_is_retried_after_backoff_until_the_budget_is_spent(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    job_id = submit_job(svc, "t", request(max_attempts=2)).job.job_id
+    job, received = run_once(svc)
+    outcome = svc.lifecycle.after_failure(job, failure())
+    assert outcome.status is JobStatus.RETRY_SCHEDULED
+    assert outcome.retry_delay_s is not None
+    svc.lifecycle.finish(job, outcome, received, POOL, "w1")
+    assert svc.store.get("t", job_id).status is JobStatus.RETRY_SCHEDULED
+    assert queue.sent[-1][1] == outcome.retry_delay_s  # the retry message waits its backoff
+    clock.advance(outcome.retry_delay_s + 1)
+    second, received = run_once(svc, "w2")
+    assert second.attempt == 2
+    last = svc.lifecycle.after_failure(second, failure())
+    assert last.status is JobStatus.FAILED  # max_attempts=2 is spent
+    svc.lifecycle.finish(second, last, received, POOL, "w2")
+    record = svc.store.get("t", job_id)
+    assert record.status is JobStatus.FAILED
+    assert [a.attempt for a in record.attempts] == [1, 2]
+
+
+def test_a_permanent_failure_fails_at_once(svc: JobServices) -> None:
+    submit_job(svc, "t", request(max_attempts=5))
+    job, _ = run_once(svc)
+    assert svc.lifecycle.after_failure(job, failure(retryable=False)).status is JobStatus.FAILED
+
+
+def test_an_early_copy_of_a_retry_is_hidden_until_the_retry_is_due(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    submit_job(svc, "t", request())
+    job, received = run_once(svc)
+    outcome = Outcome(JobStatus.RETRY_SCHEDULED, error=failure(), retry_delay_s=100)
+    svc.lifecycle.finish(job, outcome, received, POOL, "w1")
+    # The retry's message waits out its backoff; a copy arrives now (a duplicate delivery).
+    svc.lifecycle.send(svc.store.get("t", job.job_id))
+    early = receive(svc)
+    step = claim(svc, early, "w2")
+    assert step.then is Then.HIDE and "not due" in step.reason
+    clock.advance(101)
+    assert claim(svc, receive(svc), "w2").then is Then.RUN
+
+
+def test_a_paused_worker_can_write_nothing_after_its_job_was_reclaimed(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    stale, stale_msg = run_once(svc, "w1")
+    clock.advance(LEASE + 1)  # w1 paused; the message came back
+    fresh, fresh_msg = run_once(svc, "w2")
+    assert fresh.attempt == 2
+    with pytest.raises(Exception, match="lease"):
+        svc.lifecycle.heartbeat(stale, stale_msg, POOL, lease_seconds=LEASE)
+    late = svc.lifecycle.finish(
+        stale, Outcome(JobStatus.FAILED, error=failure()), stale_msg, POOL, "w1"
+    )
+    assert late.then is Then.LEAVE and late.status is None
+    svc.lifecycle.finish(fresh, Outcome(JobStatus.SUCCEEDED), fresh_msg, POOL, "w2")
+    assert svc.store.get("t", job_id).status is JobStatus.SUCCEEDED
+
+
+def test_a_heartbeat_keeps_the_lease_and_the_message(svc: JobServices, clock: FakeClock) -> None:
+    submit_job(svc, "t", request())
+    job, received = run_once(svc)
+    for _ in range(5):
+        clock.advance(LEASE - 10)
+        assert svc.lifecycle.heartbeat(job, received, POOL, lease_seconds=LEASE) == []
+    assert svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE) == []
+
+
+def test_a_reclaim_past_the_budget_fails_the_job(svc: JobServices, clock: FakeClock) -> None:
+    job_id = submit_job(svc, "t", request(max_attempts=1)).job.job_id
+    run_once(svc, "w1")
+    clock.advance(LEASE + 1)  # the only attempt's worker died
+    step = claim(svc, receive(svc), "w2")
+    assert step.then is Then.DELETE and step.status is JobStatus.FAILED
+    record = svc.store.get("t", job_id)
+    assert record.status is JobStatus.FAILED and record.error is not None
+    assert record.error.kind == "lease_expired"
+
+
+def test_a_job_past_its_deadline_expires_unrun(svc: JobServices, clock: FakeClock) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    deadline = datetime.fromtimestamp(clock.now(), UTC) + timedelta(seconds=30)
+    job_id = submit_job(svc, "t", request(deadline=deadline.isoformat())).job.job_id
+    clock.advance(31)
+    step = claim(svc, receive(svc))
+    assert step.then is Then.DELETE and step.status is JobStatus.EXPIRED
+    record = svc.store.get("t", job_id)
+    assert record.status is JobStatus.EXPIRED and record.attempt == 0
+    assert record.error is not None and record.error.timeout == "deadline"
+
+
+def test_a_deferred_job_waits_without_spending_an_attempt(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    received = receive(svc)
+    step = svc.lifecycle.defer(received, POOL, reason="circuit open for x", delay_s=40)
+    assert step.then is Then.DELETE
+    record = svc.store.get("t", job_id)
+    assert record.status is JobStatus.QUEUED and record.attempt == 0
+    assert record.deferred_reason == "circuit open for x"
+    assert queue.sent[-1][1] == 40 and queue.depth(POOL) == 1
+
+
+def test_cancel_queued_at_once_running_through_the_worker_final_refused(
+    svc: JobServices,
+) -> None:
+    queued = submit_job(svc, "t", request()).job
+    assert svc.lifecycle.cancel("t", queued.job_id).status is JobStatus.CANCELLED
+    with pytest.raises(JobNotCancellable):
+        svc.lifecycle.cancel("t", queued.job_id)
+    submit_job(svc, "t", request())
+    job, _ = run_once(svc)
+    flagged = svc.lifecycle.cancel("t", job.job_id)
+    assert flagged.status is JobStatus.RUNNING and svc.lifecycle.cancel_requested(job)
+
+
+def test_dead_letters_are_marked_unless_a_worker_still_holds_the_job(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    _, received = run_once(svc)
+    assert svc.lifecycle.dead_letter(received) == "alive"
+    clock.advance(LEASE + 1)
+    assert svc.lifecycle.dead_letter(received) == "marked"
+    assert svc.store.get("t", job_id).status is JobStatus.DEAD_LETTERED
+    assert svc.lifecycle.dead_letter(received) == "already_final"
+    poison = ReceivedMessage(None, "r", "m", 6, 0, "not json")
+    assert svc.lifecycle.dead_letter(poison) == "poison"
+    assert [j.job_id for j in recovery.list_dead_letters(svc)] == [job_id]
+
+
+def test_a_redriven_job_gets_its_whole_budget_back(svc: JobServices, clock: FakeClock) -> None:
+    job_id = submit_job(svc, "t", request(max_attempts=1)).job.job_id
+    _, received = run_once(svc)
+    clock.advance(LEASE + 1)
+    svc.lifecycle.dead_letter(received)
+    assert recovery.redrive(svc, [("t", job_id), ("t", "nosuchjob")]) == [job_id]
+    job, _ = run_once(svc, "w2")
+    assert job.attempt == 2 and job.attempts_used == 1  # allowed: budget restored
+
+
+def test_the_sweeper_takes_back_a_dead_workers_job(svc: JobServices, clock: FakeClock) -> None:
+    retried = submit_job(svc, "t", request(max_attempts=2)).job.job_id
+    spent = submit_job(svc, "t", request(max_attempts=1)).job.job_id
+    # Both workers die, and their messages are gone too (deleted by mistake).
+    for _ in range(2):
+        _, received = run_once(svc, "w1")
+        svc.queue.delete(POOL, received.receipt_handle)
+    clock.advance(LEASE + LEASE_GRACE_S + 1)
+    report = recovery.sweep(svc)
+    assert (report.leases_recovered, report.leases_failed) == (1, 1)
+    assert svc.store.get("t", retried).status is JobStatus.RETRY_SCHEDULED
+    assert svc.store.get("t", spent).status is JobStatus.FAILED
+    assert [m.job_id for m in svc.queue.visible(POOL)] == [retried]
+
+
+def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    job_id = submit_job(svc, "t", request()).job.job_id
+    job, received = run_once(svc)
+    svc.lifecycle.finish(
+        job,
+        Outcome(JobStatus.RETRY_SCHEDULED, error=failure(), retry_delay_s=5),
+        received,
+        POOL,
+        "w1",
+    )
+    clock.advance(6)
+    lost = receive(svc)  # the retry's message is received, then lost with its worker
+    svc.queue.delete(POOL, lost.receipt_handle)
+    assert svc.queue.visible(POOL) == []
+    deadline = datetime.fromtimestamp(clock.now(), UTC) + timedelta(seconds=10)
+    late_id = submit_job(svc, "t", request(deadline=deadline.isoformat())).job.job_id
+    clock.advance(RETRY_GRACE_S + 10)
+    report = recovery.sweep(svc)
+    assert report.retries_resent == 1 and report.expired == 1
+    assert svc.store.get("t", late_id).status is JobStatus.EXPIRED
+    assert [m.job_id for m in svc.queue.visible(POOL)].count(job_id) == 1
+    assert recovery.sweep(svc).retries_resent == 0  # looked at again only later
+
+
+def test_a_message_received_too_often_moves_to_the_dead_letter_queue(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    submit_job(svc, "t", request())
+    for _ in range(5):
+        receive(svc)
+        clock.advance(LEASE + 1)
+    assert svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE) == []
+    assert len(queue.dead_letters[POOL]) == 1
