@@ -28,9 +28,10 @@ test-e2e: deps chromium
 lint: deps
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
 
 typecheck: deps
-	.venv/bin/mypy pagefleet functions browser_task infra bench
+	.venv/bin/mypy pagefleet functions browser_task devstack infra bench
 
 fmt: deps
 	.venv/bin/ruff format .

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from devstack.stack import LocalStack
-from pagefleet.jobs.states import FINAL_STATES, JobStatus
+from pagefleet.states import FINAL_STATES, JobStatus
 
 TARGET_RATIO = 0.8
 console = Console()

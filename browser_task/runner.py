@@ -32,10 +32,10 @@ from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobError, JobRecord, ProxyOptions
 from pagefleet.ports import ArtifactStore, ReceivedMessage
 from pagefleet.settings import WorkerSettings
+from pagefleet.states import JobStatus
 
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").

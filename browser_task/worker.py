@@ -34,11 +34,11 @@ from pagefleet import metrics_names as metric
 from pagefleet.adapters.secrets import SecretsManagerResolver
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.service import JobServices
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobError, JobRecord
 from pagefleet.ports import ReceivedMessage
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
+from pagefleet.states import JobStatus
 
 # How long a stopping worker waits for outcome writes and message deletes in flight.
 BACKGROUND_GRACE_S = 10.0

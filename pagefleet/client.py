@@ -20,8 +20,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.models import JobError, JobRequest
+from pagefleet.states import FINAL_STATES, JobStatus
 
 DEFAULT_TIMEOUT_S = 30.0
 

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ulid import ULID
 
-from pagefleet.jobs.states import JobStatus
 from pagefleet.resources import QUEUES
+from pagefleet.states import JobStatus
 from pagefleet.workflow import Evaluate, Paginate, Step, Upload, iter_steps
 from pagefleet.workflow.templating import references
 

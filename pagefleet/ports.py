@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import (
     Artifact,
     AttemptRecord,
@@ -22,6 +21,7 @@ from pagefleet.models import (
     JobRecord,
     TenantPolicy,
 )
+from pagefleet.states import JobStatus
 
 
 class Clock(Protocol):

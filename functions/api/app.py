@@ -16,10 +16,10 @@ from pagefleet.breaker import Breakers
 from pagefleet.errors import Forbidden, InvalidRequest, PagefleetError, Unauthorized
 from pagefleet.jobs import recovery, service
 from pagefleet.jobs.service import JobServices
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRequest
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import ApiSettings
+from pagefleet.states import JobStatus
 
 logger = Logger(service="pagefleet-api")
 app = APIGatewayRestResolver(enable_validation=True)

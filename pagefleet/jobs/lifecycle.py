@@ -35,9 +35,9 @@ from pagefleet.jobs.rules import (
     attempt_allowed,
     lease_until,
 )
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobMessage, JobRecord, iso
 from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
+from pagefleet.states import JobStatus
 
 
 class Then(StrEnum):

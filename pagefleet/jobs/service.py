@@ -20,9 +20,9 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRecord, JobRequest, iso, new_job_id
 from pagefleet.ports import SYSTEM_CLOCK, ArtifactStore, Clock, CursorCodec, JobQueue, JobStore
+from pagefleet.states import JobStatus
 
 
 @dataclass(frozen=True)

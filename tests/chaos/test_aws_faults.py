@@ -9,7 +9,7 @@ import pytest
 
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.jobs.states import JobStatus
+from pagefleet.states import JobStatus
 from tests.chaos.harness import (
     ChaosSite,
     faults_in_this_process,

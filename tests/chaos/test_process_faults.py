@@ -11,7 +11,7 @@ from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.breaker import BreakerState
 from pagefleet.client import PagefleetClient
-from pagefleet.jobs.states import JobStatus
+from pagefleet.states import JobStatus
 from tests.chaos.harness import (
     ChaosSite,
     audit,

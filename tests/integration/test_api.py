@@ -282,8 +282,8 @@ def test_listing_is_newest_first_with_cursor_pagination(tenant_a: ApiCaller) -> 
 
 def test_listing_filters_by_status(tenant_a: ApiCaller, api_env: Provisioned) -> None:
     from functions.api import app as api_app
-    from pagefleet.jobs.states import JobStatus
     from pagefleet.models import iso, utcnow
+    from pagefleet.states import JobStatus
 
     ids = [tenant_a.post_job(SIMPLE).body["job_id"] for _ in range(3)]
     api_app.services().store.transition("tenant-a", ids[1], JobStatus.CANCELLED, at=iso(utcnow()))
@@ -341,8 +341,8 @@ def test_artifacts_listing_gives_presigned_urls(tenant_a: ApiCaller, api_env: Pr
     import urllib.request
 
     from functions.api import app as api_app
-    from pagefleet.jobs.states import JobStatus
     from pagefleet.models import AttemptRecord, iso, utcnow
+    from pagefleet.states import JobStatus
 
     svc = api_app.services()
     job_id = tenant_a.post_job(SIMPLE).body["job_id"]

@@ -11,9 +11,9 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
 from pagefleet.jobs.recovery import LEASE_GRACE_S, RETRY_GRACE_S, sweep
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import AttemptRecord, JobError, iso, utcnow
 from pagefleet.runtime import RUNTIME
+from pagefleet.states import JobStatus
 from pagefleet.tenants import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
 from tests.support.api import ApiCaller

@@ -13,9 +13,9 @@ from pagefleet.jobs import recovery
 from pagefleet.jobs.lifecycle import Outcome, Then
 from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobError, JobRecord, JobRequest
 from pagefleet.ports import ReceivedMessage
+from pagefleet.states import JobStatus
 from tests.fakes import FakeClock, FakeQueue, fake_services
 
 POOL = "standard"

@@ -24,10 +24,10 @@ from browser_task.worker import Worker
 from devstack.loopback import serve_on_loopback
 from devstack.provision import Provisioned, create_all
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRecord, JobRequest
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
+from pagefleet.states import JobStatus
 
 TENANT = "tenant-a"
 

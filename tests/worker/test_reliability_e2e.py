@@ -9,8 +9,8 @@ import pytest
 
 from pagefleet.breaker import BreakerPolicy, BreakerState
 from pagefleet.jobs.service import cancel_job
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import iso, utcnow
+from pagefleet.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_empty_queue, wait_for_job
 
 pytestmark = pytest.mark.e2e

@@ -13,8 +13,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-from pagefleet.jobs.states import JobStatus
 from pagefleet.models import JobRecord
+from pagefleet.states import JobStatus
 
 _ser = TypeSerializer()
 _de = TypeDeserializer()

@@ -35,9 +35,9 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, claim_refusal
-from pagefleet.jobs.states import JobStatus, sources_of
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.ports import IdempotencyRecord
+from pagefleet.states import JobStatus, sources_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
