@@ -80,7 +80,7 @@ class Run:
 async def _bare(site: str, jobs: int, warmup: int, concurrency: int) -> Run:
     from playwright.async_api import async_playwright
 
-    from browser_task.browser import chromium_args, chromium_executable, sandbox_enabled
+    from browser_task.chromium import chromium_args, chromium_executable, sandbox_enabled
     from pagefleet.models import JobOptions
     from pagefleet.settings import WorkerSettings
 

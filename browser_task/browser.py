@@ -24,12 +24,12 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psutil
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
 
+from browser_task.chromium import chromium_args, chromium_executable, sandbox_enabled
 from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
 from pagefleet.models import JobOptions
@@ -40,7 +40,6 @@ log = logging.getLogger("pagefleet.browser")
 # Prepares a job's context (its routes) before the page's first request.
 ContextSetup = Callable[[BrowserContext], Awaitable[None]]
 
-SYSTEM_CHROMIUM = "/usr/bin/chromium"
 CONTEXT_OPEN_TIMEOUT_S = 20.0
 CONTEXT_CLOSE_TIMEOUT_S = 5.0
 BROWSER_CLOSE_TIMEOUT_S = 10.0
@@ -49,70 +48,6 @@ MEMORY_CHECK_INTERVAL_S = 2.0
 # A command-line switch Chromium ignores; it names the browser process of one launch so we
 # can find (and, if need be, kill) exactly that process tree.
 MARKER_SWITCH = "--pagefleet-browser"
-
-# Chromium phones home (updates, field trials, sync) unless told not to; in a locked-down
-# network those attempts are refused and waste time, and they are egress we do not want.
-BASE_ARGS = (
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-quic",
-    "--metrics-recording-only",
-    "--password-store=basic",
-)
-
-
-def chromium_args(settings: WorkerSettings, proxy_url: str | None = None) -> list[str]:
-    args = list(BASE_ARGS)
-    if not sandbox_enabled(settings):
-        args.append("--no-sandbox")
-    if proxy_url is not None:
-        args += proxy_args(proxy_url)
-    return args
-
-
-def proxy_args(proxy_url: str) -> list[str]:
-    """Everything through the egress proxy, loopback included; nothing around it."""
-    return [
-        f"--proxy-server={proxy_url}",
-        # Chromium bypasses proxies for localhost/127.0.0.1/[::1] by default; "<-loopback>"
-        # removes that implicit rule so loopback requests are filtered like any other.
-        "--proxy-bypass-list=<-loopback>",
-        # WebRTC would otherwise send UDP (STUN/TURN, host candidates) around the proxy.
-        "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-        "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-        "--dns-prefetch-disable",
-    ]
-
-
-def sandbox_enabled(settings: WorkerSettings) -> bool:
-    """Explicit setting wins; by default the sandbox is on unless we run as root.
-
-    Chromium refuses to start sandboxed as root, and Fargate grants no user namespaces, so
-    containers usually run it unsandboxed and rely on the task's isolation instead.
-    """
-    if settings.chromium_sandbox is not None:
-        return settings.chromium_sandbox
-    geteuid = getattr(os, "geteuid", None)
-    return not (geteuid is not None and geteuid() == 0)
-
-
-def chromium_executable(settings: WorkerSettings, playwright: Playwright) -> str:
-    if settings.chromium_path:
-        return settings.chromium_path
-    try:
-        managed = playwright.chromium.executable_path
-    except Exception:  # no managed browser registered for this platform
-        managed = ""
-    if managed and Path(managed).exists():
-        return managed
-    return SYSTEM_CHROMIUM
 
 
 @dataclass(eq=False)

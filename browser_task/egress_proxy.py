@@ -28,7 +28,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from browser_task.egress import (
     EgressPolicy,
@@ -36,6 +35,18 @@ from browser_task.egress import (
     literal_address,
     normalize_host,
     system_resolver,
+)
+from browser_task.egress_http import (
+    UNREACHABLE,
+    UPSTREAM_AUTH,
+    UPSTREAM_REFUSED,
+    Refused,
+    absolute_target,
+    close_response_head,
+    close_writer,
+    origin_request,
+    reply,
+    split_authority,
 )
 
 log = logging.getLogger("pagefleet.egress")
@@ -46,19 +57,6 @@ Connector = Callable[[str, int], Awaitable[Streams]]
 
 MAX_HEAD_BYTES = 64 * 1024
 CHUNK = 64 * 1024
-REFUSAL_HEADER = "X-Pagefleet-Egress-Reason"
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "proxy-authorization",
-        "proxy-authenticate",
-        "te",
-        "trailer",
-        "upgrade",
-    }
-)
 
 
 async def open_tcp(host: str, port: int) -> Streams:
@@ -97,22 +95,6 @@ class UpstreamProxy:
             return None
         token = f"{self.username or ''}:{self.password or ''}".encode()
         return "Basic " + base64.b64encode(token).decode()
-
-
-# Why a refusal happened, sent to the browser (X-Pagefleet-Egress-Kind) and kept in Decision.
-POLICY = "policy"  # the egress policy forbids the target (or the upstream proxy)
-UNREACHABLE = "unreachable"  # the target (or the upstream) could not be resolved / reached
-UPSTREAM_AUTH = "upstream_auth"  # the job's upstream proxy rejected its credentials (407)
-UPSTREAM_REFUSED = "upstream_refused"  # the job's upstream proxy refused the tunnel
-KIND_HEADER = "X-Pagefleet-Egress-Kind"
-
-
-class Refused(Exception):
-    def __init__(self, status: int, reason: str, kind: str = POLICY) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-        self.kind = kind
 
 
 class EgressProxy:
@@ -178,9 +160,7 @@ class EgressProxy:
         try:
             if self._slots.locked():
                 # Bounded: refuse rather than queue without end (the browser retries).
-                await _reply(
-                    writer, 503, "the egress proxy is at its connection limit", UNREACHABLE
-                )
+                await reply(writer, 503, "the egress proxy is at its connection limit", UNREACHABLE)
                 return
             async with self._slots:
                 await self._serve(reader, writer)
@@ -191,7 +171,7 @@ class EgressProxy:
         except Exception:
             log.exception("egress proxy: unexpected error")
         finally:
-            _close(writer)
+            close_writer(writer)
             if task is not None:
                 self._handlers.discard(task)
 
@@ -199,24 +179,24 @@ class EgressProxy:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._head_timeout)
         except asyncio.LimitOverrunError:
-            await _reply(writer, 431, "request head too large")
+            await reply(writer, 431, "request head too large")
             return
         lines = head.decode("latin-1").split("\r\n")
         try:
             method, target, version = lines[0].split(" ")
         except ValueError:
-            await _reply(writer, 400, "malformed request line")
+            await reply(writer, 400, "malformed request line")
             return
         method = method.upper()
         try:
             if method == "CONNECT":
-                host, port = _split_authority(target, default_port=443)
+                host, port = split_authority(target, default_port=443)
                 upstream = await self._open(method, host, port)
             else:
-                host, port, origin_form = _absolute_target(target)
+                host, port, origin_form = absolute_target(target)
                 upstream = await self._open(method, host, port)
         except Refused as refused:
-            await _reply(writer, refused.status, refused.reason, refused.kind)
+            await reply(writer, refused.status, refused.reason, refused.kind)
             return
         up_reader, up_writer = upstream
         try:
@@ -225,12 +205,12 @@ class EgressProxy:
                 await writer.drain()
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
             else:
-                request_head, upgrade = _origin_request(method, origin_form, version, lines[1:])
+                request_head, upgrade = origin_request(method, origin_form, version, lines[1:])
                 up_writer.write(request_head)
                 await up_writer.drain()
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=not upgrade)
         finally:
-            _close(up_writer)
+            close_writer(up_writer)
 
     async def _open(self, method: str, host: str, port: int) -> Streams:
         """Check host:port and connect to a checked address, or raise ``Refused``."""
@@ -315,14 +295,14 @@ class EgressProxy:
         try:
             answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._connect_timeout)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            _close(writer)
+            close_writer(writer)
             raise Refused(
                 502, "the job's proxy closed the connection without answering", UNREACHABLE
             ) from None
         status = answer.split(b" ", 2)[1:2]
         if status == [b"200"]:
             return reader, writer
-        _close(writer)
+        close_writer(writer)
         code = status[0].decode("latin-1", "replace") if status else "?"
         if code == "407":
             raise Refused(502, "the job's proxy rejected its credentials (HTTP 407)", UPSTREAM_AUTH)
@@ -397,115 +377,6 @@ class EgressProxy:
                 sink.write(partial)
             await self._copy(source, sink, half_close=False)
             return
-        sink.write(_close_response_head(head))
+        sink.write(close_response_head(head))
         await sink.drain()
         await self._copy(source, sink, half_close=False)
-
-
-# --- HTTP head helpers -------------------------------------------------------------------
-def _split_authority(authority: str, *, default_port: int) -> tuple[str, int]:
-    if authority.startswith("["):
-        end = authority.find("]")
-        if end < 0:
-            raise Refused(400, "malformed IPv6 authority")
-        host, rest = authority[1:end], authority[end + 1 :]
-        port_text = rest[1:] if rest.startswith(":") else ""
-    else:
-        host, _, port_text = authority.rpartition(":") if ":" in authority else (authority, "", "")
-    try:
-        port = int(port_text) if port_text else default_port
-    except ValueError:
-        raise Refused(400, f"bad port in {authority[:100]!r}") from None
-    return host, port
-
-
-def _absolute_target(target: str) -> tuple[str, int, str]:
-    """(host, port, origin-form path) of ``http://host:port/path?q``; only http and ws."""
-    try:
-        parts = urlsplit(target)
-        port = parts.port
-    except ValueError:
-        raise Refused(400, "malformed request target") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "ws"):
-        raise Refused(400, f"the proxy forwards http only, not {scheme or 'origin-form'!r}")
-    host = parts.hostname or ""
-    path = parts.path or "/"
-    if parts.query:
-        path += "?" + parts.query
-    return host, port or 80, path
-
-
-def _origin_request(
-    method: str, path: str, version: str, header_lines: list[str]
-) -> tuple[bytes, bool]:
-    """The request as the origin server should see it, and whether it asks for an upgrade."""
-    headers: list[str] = []
-    upgrade: str | None = None
-    for line in header_lines:
-        if not line:
-            continue
-        name, _, value = line.partition(":")
-        lname = name.strip().lower()
-        if lname == "upgrade":
-            upgrade = value.strip()
-        if lname in _HOP_BY_HOP:
-            continue
-        headers.append(line)
-    if upgrade and upgrade.lower() == "websocket":
-        headers += [f"Upgrade: {upgrade}", "Connection: Upgrade"]
-    else:
-        upgrade = None
-        headers.append("Connection: close")
-    head = f"{method} {path} {version}\r\n" + "\r\n".join(headers) + "\r\n\r\n"
-    return head.encode("latin-1"), upgrade is not None
-
-
-def _close_response_head(head: bytes) -> bytes:
-    lines = head.decode("latin-1").split("\r\n")
-    status = lines[0].split(" ")
-    if len(status) > 1 and status[1] == "101":
-        return head  # switching protocols: the Connection/Upgrade headers are the point
-    kept = [
-        line
-        for line in lines[1:]
-        if line and line.partition(":")[0].strip().lower() not in _HOP_BY_HOP
-    ]
-    kept += ["Connection: close", "Proxy-Connection: close"]
-    return ("\r\n".join([lines[0], *kept]) + "\r\n\r\n").encode("latin-1")
-
-
-def _safe_header_value(text: str) -> str:
-    clean = "".join(c if 32 <= ord(c) < 127 else "?" for c in text)
-    return clean[:300]
-
-
-_STATUS_TEXT = {
-    400: "Bad Request",
-    403: "Forbidden",
-    431: "Request Header Fields Too Large",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-
-
-async def _reply(
-    writer: asyncio.StreamWriter, status: int, reason: str, kind: str = POLICY
-) -> None:
-    body = f"pagefleet egress proxy: {reason}\n".encode()
-    head = (
-        f"HTTP/1.1 {status} {_STATUS_TEXT.get(status, 'Error')}\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        f"{REFUSAL_HEADER}: {_safe_header_value(reason)}\r\n"
-        f"{KIND_HEADER}: {kind}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\nProxy-Connection: close\r\n\r\n"
-    )
-    with contextlib.suppress(ConnectionError, RuntimeError):
-        writer.write(head.encode("latin-1") + body)
-        await writer.drain()
-
-
-def _close(writer: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(Exception):
-        writer.close()

@@ -18,7 +18,8 @@ from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext, SecretsResolver
 from browser_task.egress import EgressGuard, Resolver
-from browser_task.egress_proxy import UNREACHABLE, Decision, EgressProxy, Refused, UpstreamProxy
+from browser_task.egress_http import UNREACHABLE, Refused
+from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
 from browser_task.executor import (
     TenantPolicies,

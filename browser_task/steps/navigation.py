@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from browser_task.context import RunContext
 from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
-from browser_task.egress_proxy import (
+from browser_task.egress_http import (
     KIND_HEADER,
     POLICY,
     REFUSAL_HEADER,

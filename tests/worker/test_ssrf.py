@@ -25,10 +25,9 @@ import pytest
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import NoSecrets, RunContext
 from browser_task.egress import EgressGuard, EgressPolicy
+from browser_task.egress_http import REFUSAL_HEADER, Refused
 from browser_task.egress_proxy import (
-    REFUSAL_HEADER,
     EgressProxy,
-    Refused,
     Streams,
     UpstreamProxy,
     open_tcp,
