@@ -75,9 +75,16 @@ class RunContext:
     def page(self) -> Page:
         return self.session.page
 
-    def scope(self, frame: str | None) -> Page | FrameLocator:
-        """Where a step's selector is resolved: the page, or the document of an iframe."""
-        return self.page if frame is None else self.page.frame_locator(frame)
+    def scope(self, frame: str | list[str] | None) -> Page | FrameLocator:
+        """Where a step's selector is resolved: the page, or the document of an iframe
+        (nested iframes: each selector inside the previous one's document)."""
+        if frame is None:
+            return self.page
+        path = [frame] if isinstance(frame, str) else frame
+        scope = self.page.frame_locator(path[0])
+        for inner in path[1:]:
+            scope = scope.frame_locator(inner)
+        return scope
 
     def mask(self, text: str) -> str:
         return mask_secrets(text, self.secret_values) if self.secret_values else text

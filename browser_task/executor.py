@@ -282,7 +282,7 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
         what = f"{step.action} timed out after {timeout_ms} ms"
         if selector is not None:
             what += f" waiting for selector {selector!r}"
-            frame: str | None = getattr(step, "frame", None)
+            frame: str | list[str] | None = getattr(step, "frame", None)
             if frame is not None:
                 what += f" in frame {frame!r}"
         elif isinstance(step, Goto):

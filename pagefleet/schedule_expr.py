@@ -58,10 +58,8 @@ class ScheduleExpression:
         if self.kind == "rate":
             step = timedelta(seconds=_rate_seconds(self.text))
             start = (anchor or after).astimezone(UTC).replace(microsecond=0)
-            if start > after:
-                when = start
-            else:
-                when = start + step * ((after - start) // step + 1)
+            # The first fire after ``after`` on the anchor's grid.
+            when = start if start > after else start + step * ((after - start) // step + 1)
             while True:
                 yield when
                 when += step
@@ -114,7 +112,7 @@ def parse(expression: str, timezone: str = "UTC") -> ScheduleExpression:
         raise InvalidExpression(f"cron() takes 6 fields, got {len(fields)}")
     if (fields[2] == "?") == (fields[4] == "?"):
         raise InvalidExpression("cron(): exactly one of day-of-month and day-of-week must be ?")
-    five, years = _to_cronsim(fields)
+    five, _ = _to_cronsim(fields)
     try:
         CronSim(five, datetime(2026, 1, 1, tzinfo=UTC))
     except CronSimError as exc:

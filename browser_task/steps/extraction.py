@@ -29,6 +29,7 @@ _MANY_JS = {
     "inner_text": "els => els.map(e => e.innerText)",
     "html": "els => els.map(e => e.innerHTML)",
     "attribute": "(els, name) => els.map(e => e.getAttribute(name))",
+    "value": "els => els.map(e => ('value' in e) ? e.value : null)",
 }
 # Read one value from an element; shared by rows (``fields``) and their first sub-match.
 _ONE_JS = {
@@ -36,6 +37,7 @@ _ONE_JS = {
     "inner_text": "(e, _) => e.innerText",
     "html": "(e, _) => e.innerHTML",
     "attribute": "(e, name) => e.getAttribute(name)",
+    "value": "(e, _) => ('value' in e) ? e.value : null",
 }
 
 
@@ -51,7 +53,9 @@ async def extract(step: Extract, ctx: RunContext) -> None:
     locator = ctx.scope(step.frame).locator(step.selector)
     timeout = ctx.timeout_ms(step)
     value: Any
-    if step.fields is not None:
+    if step.kind == "count":
+        value = await locator.count()
+    elif step.fields is not None:
         value = await _records(step, ctx)
     elif step.many:
         value = await locator.evaluate_all(_MANY_JS[step.kind], step.attribute)
@@ -64,6 +68,8 @@ async def extract(step: Extract, ctx: RunContext) -> None:
             value = await first.inner_text(timeout=timeout)
         elif step.kind == "html":
             value = await first.inner_html(timeout=timeout)
+        elif step.kind == "value":
+            value = await first.input_value(timeout=timeout)
         else:
             assert step.attribute is not None
             value = await first.get_attribute(step.attribute, timeout=timeout)

@@ -27,7 +27,7 @@ from pagefleet.workflow import (
 )
 
 
-def target(ctx: RunContext, selector: str, frame: str | None) -> Locator:
+def target(ctx: RunContext, selector: str, frame: str | list[str] | None) -> Locator:
     return ctx.scope(frame).locator(selector).first
 
 

@@ -105,6 +105,23 @@ def test_upload_needs_its_input() -> None:
             },
             "attribute is required",
         ),
+        (
+            {"action": "extract", "name": "n", "selector": "li", "kind": "count", "many": True},
+            "kind 'count' gives one number",
+        ),
+        (
+            {
+                "action": "extract",
+                "name": "rows",
+                "selector": "tr",
+                "fields": {"a": {"kind": "count"}},
+            },
+            "count is for a whole extract",
+        ),
+        (
+            {"action": "click", "selector": "#b", "frame": []},
+            "frame lists 1 to 10",
+        ),
     ],
 )
 def test_bad_steps_say_what_is_wrong(step: dict, message: str) -> None:
@@ -130,3 +147,14 @@ def test_schema_covers_every_step() -> None:
     schema = json.dumps(JobRequest.model_json_schema())
     for step in EVERY_STEP:
         assert f'"const": "{step["action"]}"' in schema
+
+
+def test_a_frame_may_be_one_selector_or_a_path_of_nested_ones() -> None:
+    one = JobRequest.model_validate(
+        {"steps": [{"action": "click", "selector": "#b", "frame": "#f"}]}
+    )
+    nested = JobRequest.model_validate(
+        {"steps": [{"action": "click", "selector": "#b", "frame": ["#outer", "#inner"]}]}
+    )
+    assert getattr(one.steps[0], "frame") == "#f"  # noqa: B009
+    assert getattr(nested.steps[0], "frame") == ["#outer", "#inner"]  # noqa: B009

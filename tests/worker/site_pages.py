@@ -132,6 +132,13 @@ REPORT = Resource(
 )
 FRAMED = html('<body><h1>outer</h1><iframe id="inner" src="/frame-inner"></iframe></body>')
 FRAME_INNER = html('<body><p class="msg">hello from the frame</p><button id="b">x</button></body>')
+# An iframe inside an iframe, and a form whose fields hold what a user typed.
+NESTED = html('<body><iframe id="outer" src="/nested-middle"></iframe></body>')
+NESTED_MIDDLE = html('<body><iframe id="deep" src="/nested-inner"></iframe></body>')
+NESTED_INNER = html(
+    '<body><input id="q" value="initial"><select id="s"><option>a</option>'
+    "<option selected>b</option></select><li>1</li><li>2</li><li>3</li></body>"
+)
 
 # --- slow, and changes after a delay ------------------------------------------------------------
 SLOW = Resource(html("<body><h1 id='slow'>finally</h1></body>").body, delay_s=1.5)
@@ -177,6 +184,9 @@ def all_pages() -> dict[str, Resource]:
         "/files/report": REPORT,
         "/framed": FRAMED,
         "/frame-inner": FRAME_INNER,
+        "/nested": NESTED,
+        "/nested-middle": NESTED_MIDDLE,
+        "/nested-inner": NESTED_INNER,
         "/slow": SLOW,
         "/late": LATE,
         "/login": LOGIN,

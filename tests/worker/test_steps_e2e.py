@@ -306,6 +306,57 @@ def test_extract_and_click_inside_an_iframe(stack: Stack) -> None:
     assert done.result == {"msg": "hello from the frame", "outer": "outer"}
 
 
+def test_nested_iframes_by_a_list_of_selectors_and_typed_values(stack: Stack) -> None:
+    deep = ["#outer", "#deep"]
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/nested")},
+                {"action": "fill", "selector": "#q", "value": "typed by the job", "frame": deep},
+                {
+                    "action": "extract",
+                    "name": "typed",
+                    "selector": "#q",
+                    "kind": "value",
+                    "frame": deep,
+                },
+                {
+                    "action": "extract",
+                    "name": "attr",
+                    "selector": "#q",
+                    "kind": "attribute",
+                    "attribute": "value",
+                    "frame": deep,
+                },
+                {
+                    "action": "extract",
+                    "name": "picked",
+                    "selector": "#s",
+                    "kind": "value",
+                    "frame": deep,
+                },
+                {
+                    "action": "extract",
+                    "name": "items",
+                    "selector": "li",
+                    "kind": "count",
+                    "frame": deep,
+                },
+                {"action": "extract", "name": "none", "selector": ".absent", "kind": "count"},
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    # What the user typed is the value; the attribute still holds the page's initial value.
+    assert done.result == {
+        "typed": "typed by the job",
+        "attr": "initial",
+        "picked": "b",
+        "items": 3,
+        "none": 0,
+    }
+
+
 def test_slow_page_loads_and_late_content_is_waited_for(stack: Stack) -> None:
     ok = stack.run(
         {

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+FrameSelector = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
 class StepBase(BaseModel):
@@ -24,15 +28,24 @@ class FrameStep(StepBase):
     """A step that finds its element by selector, optionally inside an iframe.
 
     Playwright selectors do not pierce iframes; ``frame`` names the iframe (by selector)
-    whose document the step's selector is resolved in.
+    whose document the step's selector is resolved in, or a list of selectors for nested
+    iframes, outermost first (each resolved inside the previous one's document).
     """
 
-    frame: str | None = Field(
+    frame: FrameSelector | list[FrameSelector] | None = Field(
         default=None,
-        min_length=1,
-        max_length=2000,
-        description="selector of the iframe holding the element; omit for the page itself",
+        description=(
+            "selector of the iframe holding the element, or a list for nested iframes "
+            "(outermost first); omit for the page itself"
+        ),
     )
+
+    @field_validator("frame")
+    @classmethod
+    def _frame_path(cls, frame: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(frame, list) and not 1 <= len(frame) <= 10:
+            raise ValueError("frame lists 1 to 10 nested iframe selectors")
+        return frame
 
 
 Selector = str

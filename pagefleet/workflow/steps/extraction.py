@@ -8,7 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.workflow.steps.base import SELECTOR, FrameStep
 
-ExtractKind = Literal["text", "attribute", "html", "inner_text"]
+# value: an input's current value (what a user typed or picked, which no attribute holds);
+# count: how many elements match (a number, never waits).
+ExtractKind = Literal["text", "attribute", "html", "inner_text", "value", "count"]
 RESULT_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
@@ -30,6 +32,8 @@ class FieldSpec(BaseModel):
     def _attribute_named(self) -> FieldSpec:
         if (self.kind == "attribute") != (self.attribute is not None):
             raise ValueError("attribute is required with kind 'attribute' and only then")
+        if self.kind == "count":
+            raise ValueError("a field reads one value per row; count is for a whole extract")
         return self
 
 
@@ -53,6 +57,8 @@ class Extract(FrameStep):
     def _attribute_named(self) -> Extract:
         if (self.kind == "attribute") != (self.attribute is not None):
             raise ValueError("attribute is required with kind 'attribute' and only then")
+        if self.kind == "count" and (self.many or self.fields is not None):
+            raise ValueError("kind 'count' gives one number: drop many and fields")
         return self
 
 
