@@ -1,0 +1,178 @@
+"""Schedule records and their runs in the jobs table, under their tenant's partition.
+
+``SCHED#<id>`` is the schedule; ``SCHEDRUN#<id>#<scheduled time>`` one run, written once per
+scheduled time (a retried fire finds it there). A schedule whose mirror in EventBridge
+Scheduler is not known to be up to date sits in the sparse ``ops`` index (``schedsync``),
+where the sweeper finds it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
+from pagefleet.errors import NotFound
+from pagefleet.schedules import Schedule, ScheduleRun
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+UNSYNCED = "schedsync"
+
+
+def schedule_sk(schedule_id: str) -> str:
+    return f"SCHED#{schedule_id}"
+
+
+def run_sk(schedule_id: str, scheduled_time: str) -> str:
+    return f"SCHEDRUN#{schedule_id}#{scheduled_time}"
+
+
+class DynamoScheduleStore:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    def create(self, schedule: Schedule) -> None:
+        self._put(schedule, "attribute_not_exists(pk)")
+
+    def replace(self, schedule: Schedule) -> None:
+        try:
+            self._put(schedule, "attribute_exists(pk)")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise _missing(schedule.schedule_id) from exc
+            raise
+
+    def _put(self, schedule: Schedule, condition: str) -> None:
+        item: dict[str, Any] = {
+            "pk": tenant_pk(schedule.tenant_id),
+            "sk": schedule_sk(schedule.schedule_id),
+            "tenant_id": schedule.tenant_id,
+            "schedule_id": schedule.schedule_id,
+            "doc": schedule.model_dump_json(exclude={"synced"}),
+            "updated_at": schedule.updated_at,
+        }
+        if not schedule.synced:
+            item.update(ops_pk=UNSYNCED, ops_sk=schedule.updated_at)
+        self._db.put_item(
+            TableName=self._table, Item=serialize(item), ConditionExpression=condition
+        )
+
+    def get(self, tenant_id: str, schedule_id: str) -> Schedule:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": schedule_sk(schedule_id.lower())}),
+            ConsistentRead=True,
+        )
+        if "Item" not in resp:
+            raise _missing(schedule_id)
+        return _schedule(deserialize(resp["Item"]))
+
+    def list_for(self, tenant_id: str) -> list[Schedule]:
+        items = self._query(tenant_id, "SCHED#", newest_first=False, limit=None)
+        return [_schedule(i) for i in items]
+
+    def delete(self, tenant_id: str, schedule_id: str) -> None:
+        self._db.delete_item(
+            TableName=self._table,
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": schedule_sk(schedule_id.lower())}),
+        )
+
+    def mark_synced(self, tenant_id: str, schedule_id: str, updated_at: str) -> None:
+        """Only the version that was mirrored: a change made meanwhile stays unsynced."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": schedule_sk(schedule_id)}),
+                UpdateExpression="REMOVE ops_pk, ops_sk",
+                ConditionExpression="updated_at = :u",
+                ExpressionAttributeValues=serialize({":u": updated_at}),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def unsynced(self, limit: int = 100) -> list[tuple[str, str]]:
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="ops",
+            KeyConditionExpression="ops_pk = :p",
+            ExpressionAttributeValues=serialize({":p": UNSYNCED}),
+            Limit=limit,
+        )
+        items = [deserialize(i) for i in resp.get("Items", [])]
+        return [(str(i["tenant_id"]), str(i["schedule_id"])) for i in items]
+
+    def record_run(self, tenant_id: str, schedule_id: str, run: ScheduleRun) -> bool:
+        pk = tenant_pk(tenant_id)
+        item = {
+            "pk": pk,
+            "sk": run_sk(schedule_id, run.scheduled_time),
+            "doc": run.model_dump_json(),
+        }
+        items: Any = [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": serialize(item),
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": serialize({"pk": pk, "sk": schedule_sk(schedule_id)}),
+                    "UpdateExpression": "SET last_run = :r",
+                    "ConditionExpression": "attribute_exists(pk)",
+                    "ExpressionAttributeValues": serialize({":r": run.model_dump_json()}),
+                }
+            },
+        ]
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                return False
+            raise
+        return True
+
+    def runs(self, tenant_id: str, schedule_id: str, limit: int) -> list[ScheduleRun]:
+        items = self._query(tenant_id, f"SCHEDRUN#{schedule_id}#", newest_first=True, limit=limit)
+        return [ScheduleRun.model_validate_json(i["doc"]) for i in items]
+
+    def _query(
+        self, tenant_id: str, prefix: str, *, newest_first: bool, limit: int | None
+    ) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": serialize(
+                {":pk": tenant_pk(tenant_id), ":prefix": prefix}
+            ),
+            "ScanIndexForward": not newest_first,
+        }
+        out: list[dict[str, Any]] = []
+        while True:
+            if limit is not None:
+                kwargs["Limit"] = limit - len(out)
+            resp = self._db.query(**kwargs)
+            out += [deserialize(i) for i in resp.get("Items", [])]
+            if "LastEvaluatedKey" not in resp or (limit is not None and len(out) >= limit):
+                return out
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+
+def _schedule(data: dict[str, Any]) -> Schedule:
+    doc = json.loads(data["doc"])
+    if data.get("last_run"):
+        doc["last_run"] = json.loads(data["last_run"])
+    doc["synced"] = "ops_pk" not in data
+    return Schedule.model_validate(doc)
+
+
+def _missing(schedule_id: str) -> NotFound:
+    return NotFound(f"schedule {schedule_id} not found", field="schedule_id")

@@ -1,0 +1,256 @@
+"""Recurring and one-off jobs: schedule records, mirrored as EventBridge Scheduler schedules.
+
+The record (jobs table, tenant partition) is the source of truth; the Scheduler holds a
+mirror that fires ``functions/scheduler`` with the schedule id and the scheduled time. A
+record that could not be mirrored stays marked unsynced and the sweeper mirrors it again,
+so the two converge. A fire submits the schedule's job through the normal submit service
+with the idempotency key ``schedule:<id>:<scheduled time>``: a retried invocation of the same
+fire finds the same job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from ulid import ULID
+
+from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet.ports import Clock
+from pagefleet.schedule_expr import InvalidExpression, parse
+from pagefleet.states import JobStatus
+
+NEXT_FIRE_TIMES = 5
+MAX_SCHEDULES_PER_TENANT = 1000
+Overlap = Literal["allow", "skip"]
+
+
+class ScheduleChange(BaseModel):
+    """A PATCH: any of the fields, each replacing the stored one."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    expression: str | None = Field(default=None, min_length=1, max_length=256)
+    timezone: str | None = Field(default=None, min_length=1, max_length=64)
+    job: dict[str, Any] | None = None
+    enabled: bool | None = None
+    overlap: Overlap | None = None
+
+
+class ScheduleSpec(BaseModel):
+    """What a client sends to create a schedule."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    expression: str = Field(min_length=1, max_length=256)
+    timezone: str = Field(default="UTC", min_length=1, max_length=64)
+    job: dict[str, Any]
+    enabled: bool = True
+    overlap: Overlap = "allow"
+
+    def check(self) -> ScheduleSpec:
+        """Refuse an expression or time zone EventBridge Scheduler would refuse."""
+        try:
+            parse(self.expression, self.timezone)
+        except InvalidExpression as exc:
+            field = "timezone" if "time zone" in str(exc) else "expression"
+            raise InvalidRequest(str(exc), field=field) from None
+        return self
+
+
+class ScheduleRun(BaseModel):
+    scheduled_time: str
+    job_id: str | None = None
+    skipped: str | None = None  # why no job was made (overlap, paused)
+    fired_at: str
+
+
+class Schedule(ScheduleSpec):
+    model_config = ConfigDict(extra="ignore")
+
+    schedule_id: str
+    tenant_id: str
+    created_at: str
+    updated_at: str
+    last_run: ScheduleRun | None = None
+    synced: bool = False
+
+    @field_validator("schedule_id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return value.lower()
+
+    def next_fire_times(self, after: datetime, count: int = NEXT_FIRE_TIMES) -> list[str]:
+        if not self.enabled:
+            return []
+        expr = parse(self.expression, self.timezone)
+        anchor = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
+        return [_iso(t) for t in expr.next_times(after, count, anchor=anchor)]
+
+
+class ScheduleStore(Protocol):
+    def create(self, schedule: Schedule) -> None: ...
+
+    def replace(self, schedule: Schedule) -> None: ...
+
+    def get(self, tenant_id: str, schedule_id: str) -> Schedule:
+        """Raises ``NotFound`` for a schedule the tenant does not have."""
+
+    def list_for(self, tenant_id: str) -> list[Schedule]: ...
+
+    def delete(self, tenant_id: str, schedule_id: str) -> None: ...
+
+    def mark_synced(self, tenant_id: str, schedule_id: str, updated_at: str) -> None: ...
+
+    def unsynced(self, limit: int = 100) -> list[tuple[str, str]]: ...
+
+    def record_run(self, tenant_id: str, schedule_id: str, run: ScheduleRun) -> bool:
+        """Store a run once per scheduled time; False if that time already has one."""
+
+    def runs(self, tenant_id: str, schedule_id: str, limit: int) -> list[ScheduleRun]: ...
+
+
+class SchedulerMirror(Protocol):
+    """EventBridge Scheduler (or the local stack's stand-in for it)."""
+
+    def sync(self, schedule: Schedule) -> None: ...
+
+    def remove(self, schedule_id: str) -> None: ...
+
+
+# --- the API's side ---------------------------------------------------------------------------
+def create(
+    store: ScheduleStore,
+    mirror: SchedulerMirror,
+    clock: Clock,
+    tenant_id: str,
+    spec: ScheduleSpec,
+    check_job: Callable[[dict[str, Any]], None],
+) -> Schedule:
+    """Record the schedule, then mirror it; ``check_job`` refuses a job that could not run."""
+    spec.check()
+    _check_job(check_job, spec.job)
+    if len(store.list_for(tenant_id)) >= MAX_SCHEDULES_PER_TENANT:
+        raise InvalidRequest(
+            f"a tenant has at most {MAX_SCHEDULES_PER_TENANT} schedules", field="name"
+        )
+    now = _iso(_now(clock))
+    schedule = Schedule(
+        **spec.model_dump(),
+        schedule_id=str(ULID()).lower(),
+        tenant_id=tenant_id,
+        created_at=now,
+        updated_at=now,
+    )
+    store.create(schedule)
+    return _mirror(store, mirror, schedule)
+
+
+def change(
+    store: ScheduleStore,
+    mirror: SchedulerMirror,
+    clock: Clock,
+    tenant_id: str,
+    schedule_id: str,
+    patch: ScheduleChange,
+    check_job: Callable[[dict[str, Any]], None],
+) -> Schedule:
+    current = store.get(tenant_id, schedule_id)
+    fields = patch.model_dump(exclude_unset=True)
+    if fields.get("job") is not None:
+        _check_job(check_job, fields["job"])
+    merged = {**current.model_dump(), **{k: v for k, v in fields.items() if v is not None}}
+    spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields}).check()
+    updated = current.model_copy(
+        update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}
+    )
+    store.replace(updated)
+    return _mirror(store, mirror, updated)
+
+
+def delete(store: ScheduleStore, mirror: SchedulerMirror, tenant_id: str, schedule_id: str) -> None:
+    store.get(tenant_id, schedule_id)  # NotFound for another tenant's schedule
+    mirror.remove(schedule_id)  # first: a failed delete leaves the record to try again
+    store.delete(tenant_id, schedule_id)
+
+
+def resync(store: ScheduleStore, mirror: SchedulerMirror, limit: int = 100) -> int:
+    """Sweeper duty: mirror every record whose last mirroring failed."""
+    count = 0
+    for tenant_id, schedule_id in store.unsynced(limit):
+        try:
+            _mirror(store, mirror, store.get(tenant_id, schedule_id), strict=True)
+            count += 1
+        except NotFound:
+            continue
+    return count
+
+
+def _mirror(
+    store: ScheduleStore, mirror: SchedulerMirror, schedule: Schedule, *, strict: bool = False
+) -> Schedule:
+    try:
+        mirror.sync(schedule)
+    except Exception:
+        if strict:
+            raise
+        return schedule  # stays unsynced: the sweeper mirrors it again
+    store.mark_synced(schedule.tenant_id, schedule.schedule_id, schedule.updated_at)
+    return schedule.model_copy(update={"synced": True})
+
+
+def _check_job(check_job: Callable[[dict[str, Any]], None], job: dict[str, Any]) -> None:
+    try:
+        check_job(job)
+    except InvalidRequest as exc:
+        field = f"job.{exc.field}" if exc.field and exc.field != "body" else "job"
+        raise InvalidRequest(exc.message, field=field) from None
+
+
+# --- the Scheduler's side ---------------------------------------------------------------------
+def fire(
+    store: ScheduleStore,
+    clock: Clock,
+    tenant_id: str,
+    schedule_id: str,
+    scheduled_time: str,
+    *,
+    submit: Callable[[dict[str, Any], str], str],
+    job_status: Callable[[str], JobStatus | None],
+) -> ScheduleRun:
+    """One fire: submit the schedule's job (idempotent per scheduled time), or skip it.
+
+    ``submit(job, idempotency_key)`` returns the job id; ``job_status(job_id)`` says whether
+    the previous run is still going (for ``overlap: skip``).
+    """
+    schedule = store.get(tenant_id, schedule_id)
+    if schedule.last_run is not None and schedule.last_run.scheduled_time == scheduled_time:
+        return schedule.last_run  # a retried invocation of a fire already recorded
+    fired_at = _iso(_now(clock))
+    skipped: str | None = None
+    if not schedule.enabled:
+        skipped = "paused"
+    elif schedule.overlap == "skip" and schedule.last_run and schedule.last_run.job_id:
+        previous = job_status(schedule.last_run.job_id)
+        if previous is not None and not previous.is_final:
+            skipped = f"the previous run {schedule.last_run.job_id} is still {previous.value}"
+    job_id = None
+    if skipped is None:
+        job_id = submit(schedule.job, f"schedule:{schedule_id}:{scheduled_time}")
+    run = ScheduleRun(
+        scheduled_time=scheduled_time, job_id=job_id, skipped=skipped, fired_at=fired_at
+    )
+    store.record_run(tenant_id, schedule_id, run)
+    return run
+
+
+def _now(clock: Clock) -> datetime:
+    return datetime.fromtimestamp(clock.now(), UTC)
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

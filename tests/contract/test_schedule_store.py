@@ -1,0 +1,147 @@
+"""Schedules: records, runs once per scheduled time, the mirror kept in step."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from devstack.provision import Provisioned
+from pagefleet import schedules
+from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
+from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget, mirror_name
+from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet.runtime import RUNTIME
+from pagefleet.schedules import ScheduleChange, ScheduleRun, ScheduleSpec, ScheduleStore
+from pagefleet.states import JobStatus
+from tests.fakes import FakeClock
+from tests.fakes.schedules import FakeMirror, FakeScheduleStore
+
+GROUP = "pagefleet-test"
+JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
+
+
+@pytest.fixture
+def store(backend: str, request: pytest.FixtureRequest) -> ScheduleStore:
+    if backend == "fake":
+        return FakeScheduleStore()
+    provisioned: Provisioned = request.getfixturevalue("provisioned")
+    return DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+
+
+def ok(job: dict) -> None:
+    if "steps" not in job:
+        raise InvalidRequest("steps: Field required", field="steps")
+
+
+def spec(**extra: object) -> ScheduleSpec:
+    return ScheduleSpec.model_validate(
+        {"name": "nightly", "expression": "cron(0 2 * * ? *)", "job": JOB, **extra}
+    )
+
+
+def test_a_schedule_is_recorded_mirrored_changed_and_deleted(store: ScheduleStore) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    made = schedules.create(store, mirror, clock, "t", spec(), ok)
+    assert made.synced and mirror.schedules[made.schedule_id].expression == "cron(0 2 * * ? *)"
+    assert store.get("t", made.schedule_id).synced
+    clock.advance(5)
+    paused = schedules.change(
+        store, mirror, clock, "t", made.schedule_id, ScheduleChange(enabled=False), ok
+    )
+    assert paused.enabled is False and mirror.schedules[made.schedule_id].enabled is False
+    assert paused.next_fire_times(datetime.now(UTC)) == []
+    with pytest.raises(NotFound):
+        store.get("other", made.schedule_id)
+    schedules.delete(store, mirror, "t", made.schedule_id)
+    assert made.schedule_id not in mirror.schedules
+    with pytest.raises(NotFound):
+        store.get("t", made.schedule_id)
+
+
+def test_a_failed_mirror_is_retried_by_the_sweeper(store: ScheduleStore) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    mirror.fail = True
+    made = schedules.create(store, mirror, clock, "t", spec(), ok)
+    assert not made.synced and (("t", made.schedule_id) in store.unsynced())
+    mirror.fail = False
+    assert schedules.resync(store, mirror) == 1
+    assert store.unsynced() == [] and made.schedule_id in mirror.schedules
+
+
+def test_bad_expressions_time_zones_and_jobs_name_their_field(store: ScheduleStore) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    for bad, field in (
+        (spec(expression="cron(0 2 * * * *)"), "expression"),
+        (spec(timezone="Mars/Base"), "timezone"),
+        (spec(job={"nosteps": True}), "job.steps"),
+    ):
+        with pytest.raises(InvalidRequest) as refused:
+            schedules.create(store, mirror, clock, "t", bad, ok)
+        assert refused.value.field == field
+    assert store.list_for("t") == []
+
+
+def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
+    store: ScheduleStore,
+) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    made = schedules.create(store, mirror, clock, "t", spec(overlap="skip"), ok)
+    submitted: dict[str, str] = {}
+    status: dict[str, JobStatus] = {}
+
+    def submit(job: dict, key: str) -> str:
+        job_id = submitted.setdefault(key, f"job-{len(submitted) + 1}")
+        status.setdefault(job_id, JobStatus.RUNNING)
+        return job_id
+
+    def fire(at: str) -> ScheduleRun:
+        return schedules.fire(
+            store, clock, "t", made.schedule_id, at, submit=submit, job_status=status.get
+        )
+
+    first = fire("2026-12-01T02:00:00Z")
+    again = fire("2026-12-01T02:00:00Z")  # the Scheduler retried the same fire
+    assert first.job_id == again.job_id == "job-1" and len(submitted) == 1
+    overlapped = fire("2026-12-02T02:00:00Z")
+    assert overlapped.job_id is None and "still running" in (overlapped.skipped or "")
+    status["job-1"] = JobStatus.SUCCEEDED
+    assert fire("2026-12-03T02:00:00Z").job_id == "job-2"
+    runs = store.runs("t", made.schedule_id, 10)
+    assert [r.scheduled_time for r in runs] == [
+        "2026-12-03T02:00:00Z",
+        "2026-12-02T02:00:00Z",
+        "2026-12-01T02:00:00Z",
+    ]
+
+
+def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisioned) -> None:
+    client = RUNTIME.client("scheduler")
+    client.create_schedule_group(Name=GROUP)
+    target = SchedulerTarget(
+        group=GROUP,
+        function_arn="arn:aws:lambda:us-east-1:123456789012:function:pagefleet-scheduler",
+        role_arn="arn:aws:iam::123456789012:role/pagefleet-scheduler",
+        dead_letter_arn="arn:aws:sqs:us-east-1:123456789012:pagefleet-scheduler-dlq",
+    )
+    mirror = EventBridgeSchedulerMirror(client, target)
+    store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+    made = schedules.create(store, mirror, FakeClock(time.time()), "t", spec(), ok)
+    got = client.get_schedule(Name=mirror_name(made.schedule_id), GroupName=GROUP)
+    assert got["ScheduleExpression"] == "cron(0 2 * * ? *)" and got["State"] == "ENABLED"
+    assert '"scheduled_time":"<aws.scheduler.scheduled-time>"' in got["Target"]["Input"]
+    assert got["Target"]["DeadLetterConfig"]["Arn"] == target.dead_letter_arn
+    schedules.change(
+        store,
+        mirror,
+        FakeClock(time.time() + 1),
+        "t",
+        made.schedule_id,
+        ScheduleChange(enabled=False, expression="rate(5 minutes)"),
+        ok,
+    )
+    got = client.get_schedule(Name=mirror_name(made.schedule_id), GroupName=GROUP)
+    assert (got["State"], got["ScheduleExpression"]) == ("DISABLED", "rate(5 minutes)")
+    schedules.delete(store, mirror, "t", made.schedule_id)
+    assert client.list_schedules(GroupName=GROUP)["Schedules"] == []
