@@ -46,7 +46,10 @@ DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
 FLUENT_BIT_IMAGE = "public.ecr.aws/aws-observability/aws-for-fluent-bit:stable"
 # Chromium, Playwright's driver and downloads need somewhere writable under a read-only root.
+# Each is an empty bind-mount volume on Fargate, root-owned 0755 unless the image declares
+# the path as a VOLUME (the Dockerfile does, owned by the worker's user).
 WRITABLE_PATHS = {"tmp": "/tmp", "home": "/home/pwuser"}  # noqa: S108
+HEALTH_CHECK = ["CMD", "python", "-m", "browser_task.health"]
 
 
 @dataclass(frozen=True)
@@ -221,6 +224,15 @@ class BrowserWorkers(Construct):
             essential=True,
             readonly_root_filesystem=True,
             linux_parameters=linux,
+            # Replaces a task whose poll loop stopped (browser_task.health); the start period
+            # covers the browser's launch before the first poll.
+            health_check=ecs.HealthCheck(
+                command=HEALTH_CHECK,
+                interval=Duration.seconds(30),
+                timeout=Duration.seconds(10),
+                retries=3,
+                start_period=Duration.seconds(120),
+            ),
             stop_timeout=Duration.seconds(config.worker_stop_timeout_seconds),
             logging=ecs.LogDrivers.firelens(
                 options={
@@ -243,6 +255,10 @@ class BrowserWorkers(Construct):
                     pool=name,
                     concurrency=str(pool.concurrency),
                     lease_seconds=str(queue.spec.visibility_timeout_s),
+                    # Chromium's sandbox needs user namespaces, which Fargate's seccomp
+                    # profile refuses to a non-root task: the worker would not start
+                    # ("No usable sandbox"). The task is the isolation (see the Dockerfile).
+                    chromium_sandbox="false",
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
