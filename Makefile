@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth bench chaos clean deps chromium
+.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium
 
 ## Run the platform on the embedded local stack and watch the example jobs succeed.
 run: deps chromium
@@ -41,6 +41,18 @@ fmt: deps
 synth: deps
 	rm -rf cdk.out
 	$(PY) -m infra.app
+
+## Before `cdk deploy`: every stage synthesized offline with cdk-nag and cfn-lint, the
+## Dockerfile linted, and the worker run the way its task definition runs it (bubblewrap:
+## read-only root, non-root, no capabilities, only the task's volumes writable) through a
+## real job against the embedded AWS. Needs root for bubblewrap's mounts.
+DEPLOY_CHECK_OUT := cdk.out/deploy-check
+deploy-check: deps chromium
+	rm -rf $(DEPLOY_CHECK_OUT)
+	$(PY) scripts/synth_check.py --outdir $(DEPLOY_CHECK_OUT)
+	.venv/bin/hadolint browser_task/Dockerfile
+	scripts/ensure-bwrap.sh
+	$(PY) scripts/worker_smoke.py --template $(DEPLOY_CHECK_OUT)/prod/pagefleet-prod.template.json
 
 ## Benchmarks: each runs a baseline and our code side by side and prints the ratio / figures.
 bench: deps chromium

@@ -26,6 +26,7 @@ from browser_task.context import SecretsResolver
 from browser_task.egress import Resolver, system_resolver
 from browser_task.errors import first_line
 from browser_task.executor import TenantPolicies
+from browser_task.health import Liveness
 from browser_task.runner import JobRunner
 from browser_task.sessions import S3SessionStore, SessionStore
 from browser_task.task_protection import TaskProtection
@@ -63,6 +64,7 @@ class Worker:
         protection: TaskProtection | None = None,
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
+        liveness: Liveness | None = None,
     ) -> None:
         self.settings = settings
         self.worker_id = settings.worker_id or default_worker_id()
@@ -78,6 +80,7 @@ class Worker:
             RUNTIME.breakers(settings), self.worker_id, clock=clock
         )
         self._protection = protection or TaskProtection()
+        self.liveness = liveness or Liveness()
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
@@ -173,6 +176,7 @@ class Worker:
     async def _slot(self, number: int) -> None:
         assert self._stopping is not None
         while not self._stopping.is_set():
+            self.liveness.beat()  # the container health check reads it
             try:
                 messages = await self._receive()
             except Exception as exc:
@@ -294,7 +298,8 @@ class Worker:
         await self._protection.job_started()
         self._slot_in_use(+1)
         try:
-            outcome = await self._runner.run(job, received, log)
+            async with self.liveness.busy():
+                outcome = await self._runner.run(job, received, log)
         except BaseException:
             await self._protection.job_ended()
             raise

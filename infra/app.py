@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App, Validations
+from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import load_config
@@ -43,6 +43,8 @@ def build_app(
         stack_name(config.stage),
         config=config,
         description=f"pagefleet {config.stage}: serverless browser automation",
+        # Account-agnostic always (offline synth); region-bound where the stage says so.
+        env=Environment(region=config.region) if config.region else None,
     )
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
     return app, stack

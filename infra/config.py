@@ -1,4 +1,4 @@
-"""Stage configuration (dev / prod), chosen by CDK context.
+"""Stage configuration (dev, prod, and an ap-south-1 example), chosen by CDK context.
 
 ``cdk deploy -c pagefleet:stage=prod`` selects a stage; ``-c pagefleet:overrides='{...}'``
 merges JSON over its defaults (e.g. ``{"alarm_email": "ops@example.com"}``). The data
@@ -15,7 +15,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.resources import QUEUES
+from pagefleet.resources import QUEUES, TABLES
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
 OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"
@@ -79,8 +79,15 @@ _RETENTION = {
 }
 
 
+# Lambda keeps this much of an account's concurrency unreserved: a reservation that would
+# leave less fails the deploy (a new account's limit may be as low as 10).
+LAMBDA_UNRESERVED_MINIMUM = 100
+
+
 class StageConfig(_Model):
-    stage: Literal["dev", "prod"]
+    stage: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}$")
+    # A fixed region for the stack (e.g. "ap-south-1"); None deploys to the CLI's region.
+    region: str | None = None
     # prod keeps tables and the bucket on stack deletion; dev destroys them.
     retain_data: bool
     log_retention_days: int
@@ -99,12 +106,26 @@ class StageConfig(_Model):
     max_request_bytes: int = 256 * 1024
     waf: bool = True
     waf_rate_limit_per_5min: int = Field(default=3000, ge=10)
-    # Reserved concurrency by function name, where it protects something downstream.
+    # Reserved concurrency by function name, where it protects something downstream. Only
+    # deployable where the account's Lambda concurrency limit is at least
+    # ``min_account_concurrency`` (checked below; `aws lambda get-account-settings`).
     reserved_concurrency: dict[str, int] = Field(default_factory=dict)
+    min_account_concurrency: int = Field(default=10, ge=10)
     alarm_email: str | None = None
     oldest_age_alarm_seconds: int = 900
     failure_rate_alarm_percent: float = 20
     api_5xx_alarm_count: int = 5
+    # Lambda errors (per function, per minute) that count as a failing minute.
+    lambda_errors_alarm_count: int = Field(default=1, ge=1)
+    # DynamoDB read + write throttle events per table per minute that count as a bad minute.
+    dynamodb_throttle_alarm_count: int = Field(default=10, ge=1)
+    # Worker tasks stopped by a crash, failed start or failed health check in 15 minutes.
+    task_stops_alarm_count: int = Field(default=3, ge=1)
+    # AWS Backup of the tables (daily, this many days kept); None: PITR only.
+    backup_retention_days: int | None = Field(default=None, ge=1)
+    # Tables restored from a backup or PITR that the stack uses instead of its own, by
+    # logical id ("JobsTable" / "TenantsTable"): see docs/runbooks.md, "Restore a table".
+    restored_tables: dict[str, str] = Field(default_factory=dict)
     bundle_dependencies: bool = False
 
     @property
@@ -120,6 +141,18 @@ class StageConfig(_Model):
             raise ValueError(f"pools {sorted(self.pools)} != queue pools {sorted(expected)}")
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")
+        reserved = sum(self.reserved_concurrency.values())
+        if reserved and reserved > self.min_account_concurrency - LAMBDA_UNRESERVED_MINIMUM:
+            raise ValueError(
+                f"reserved_concurrency totals {reserved}, but an account whose Lambda "
+                f"concurrency limit is {self.min_account_concurrency} can reserve at most "
+                f"{max(0, self.min_account_concurrency - LAMBDA_UNRESERVED_MINIMUM)} "
+                f"(Lambda keeps {LAMBDA_UNRESERVED_MINIMUM} unreserved); raise "
+                "min_account_concurrency after a quota increase, or reserve nothing"
+            )
+        unknown = set(self.restored_tables) - {t.logical_id for t in TABLES}
+        if unknown:
+            raise ValueError(f"restored_tables names unknown tables {sorted(unknown)}")
         return self
 
 
@@ -154,7 +187,28 @@ STAGES: dict[str, StageConfig] = {
         },
         api_throttle_rate=200,
         api_throttle_burst=400,
+        # One sweeper at a time; dead letters at a pace the jobs table takes in a burst.
+        # Needs an account limit of 1,000 (the usual default; new accounts may start at 10:
+        # deploy with -c 'pagefleet:overrides={"reserved_concurrency": {}}' until raised).
         reserved_concurrency={"dead_letters": 5, "sweeper": 1},
+        min_account_concurrency=1000,
+        backup_retention_days=35,
+    ),
+    # An example of a regional stage: prod's shape at a smaller scale, pinned to Mumbai.
+    "ap-south-1": StageConfig(
+        stage="ap-south-1",
+        region="ap-south-1",
+        retain_data=True,
+        log_retention_days=30,
+        egress="nat",
+        nat_gateways=1,
+        pools={
+            "standard": PoolConfig(
+                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=1, max_tasks=8
+            ),
+            "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4),
+        },
+        backup_retention_days=35,
     ),
 }
 
@@ -162,7 +216,8 @@ STAGES: dict[str, StageConfig] = {
 def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        # An empty object replaces: `{"reserved_concurrency": {}}` reserves nothing.
+        if value and isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _deep_merge(out[key], value)
         else:
             out[key] = value

@@ -13,7 +13,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import IConstruct
 
-from infra.nag import acknowledge
+from infra.nag import acknowledge, resource_text
 
 # Conditional writes and transactions are authorized per item action (there is no
 # separate IAM action for TransactWriteItems).
@@ -40,7 +40,7 @@ def table(principal: iam.IGrantable, target: dynamodb.ITable, actions: tuple[str
     target.grant(principal, *(f"dynamodb:{a}" for a in actions))
     acknowledge(
         _role(principal),
-        f"IAM5[Resource::<{logical_id(target)}.Arn>/index/*]",
+        f"IAM5[Resource::{resource_text(target, f'{target.table_arn}/index/*')}]",
         "Queries go through the table's own GSIs: '/index/*' under one named table.",
     )
 

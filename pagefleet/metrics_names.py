@@ -26,3 +26,5 @@ DIM_STATUS = "status"
 # Final states counted by JOBS_FINISHED (the ``status`` dimension values).
 FINAL_STATES = ("succeeded", "failed", "timed_out", "cancelled", "expired", "dead_lettered")
 FAILED_STATES = ("failed", "timed_out", "dead_lettered")
+
+DEAD_LETTERED = "JobsDeadLettered"  # count of jobs marked dead_lettered; dims: service

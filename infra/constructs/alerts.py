@@ -1,4 +1,9 @@
-"""Alerts: the SNS topic every alarm notifies (encrypted, TLS only, optional e-mail)."""
+"""Alerts: the SNS topic every alarm notifies (encrypted, TLS only, optional e-mail).
+
+Every alarm goes through ``notify`` with the anchor of its entry in ``docs/runbooks.md``
+(what it means, how to look, what to do); an infra test checks that each alarm notifies the
+topic and that its runbook entry exists.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
+RUNBOOK = "docs/runbooks.md"
+
+
+def runbook_link(anchor: str) -> str:
+    return f"Runbook: {RUNBOOK}#{anchor}"
 
 
 class Alerts(Construct):
@@ -26,9 +38,21 @@ class Alerts(Construct):
         if email:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         self._action = cw_actions.SnsAction(self.topic)
+        self.alarms: list[cloudwatch.Alarm] = []
+        # Dead-letter queues that no redrive policy names (e.g. a Scheduler target's or a
+        # Lambda destination's): register them so the alarms construct watches them too.
+        self.extra_dead_letter_queues: dict[str, sqs.IQueue] = {}
 
-    def notify(self, alarm: cloudwatch.Alarm) -> cloudwatch.Alarm:
-        """Send the alarm and its recovery to the topic."""
+    def notify(self, alarm: cloudwatch.Alarm, *, runbook: str) -> cloudwatch.Alarm:
+        """Send the alarm and its recovery to the topic; its description links the runbook."""
         alarm.add_alarm_action(self._action)
         alarm.add_ok_action(self._action)
+        cfn = alarm.node.default_child
+        assert isinstance(cfn, cloudwatch.CfnAlarm)
+        cfn.alarm_description = f"{cfn.alarm_description or alarm.node.id}. {runbook_link(runbook)}"
+        self.alarms.append(alarm)
         return alarm
+
+    def watch_dead_letter_queue(self, name: str, queue: sqs.IQueue) -> None:
+        """Alarm on ``queue`` as a DLQ (for DLQs that are not a queue's redrive target)."""
+        self.extra_dead_letter_queues[name] = queue

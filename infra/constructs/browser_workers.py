@@ -32,8 +32,7 @@ from constructs import Construct
 
 from infra import grants
 from infra.config import PoolConfig, StageConfig
-from infra.grants import logical_id
-from infra.nag import acknowledge
+from infra.nag import acknowledge, resource_text
 from infra.runtime_env import settings_env
 from pagefleet.metrics_names import NAMESPACE, WORKER_SERVICE
 from pagefleet.settings import WorkerSettings
@@ -47,7 +46,10 @@ DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
 FLUENT_BIT_IMAGE = "public.ecr.aws/aws-observability/aws-for-fluent-bit:stable"
 # Chromium, Playwright's driver and downloads need somewhere writable under a read-only root.
+# Each is an empty bind-mount volume on Fargate, root-owned 0755 unless the image declares
+# the path as a VOLUME (the Dockerfile does, owned by the worker's user).
 WRITABLE_PATHS = {"tmp": "/tmp", "home": "/home/pwuser"}  # noqa: S108
+HEALTH_CHECK = ["CMD", "python", "-m", "browser_task.health"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,8 @@ class BrowserWorkers(Construct):
             description="pagefleet browser workers: no inbound, outbound to target sites",
             allow_all_outbound=True,
         )
+        if config.egress == "nat":
+            self._interface_endpoints(self.vpc, self.security_group)
         self.cluster = ecs.Cluster(
             self,
             "Cluster",
@@ -146,21 +150,36 @@ class BrowserWorkers(Construct):
                 )
             },
         )
-        if private:
-            for endpoint_id, service in {
-                "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
-                "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
-                "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-                "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-                "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
-            }.items():
-                vpc.add_interface_endpoint(
-                    endpoint_id,
-                    service=service,
-                    subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                    private_dns_enabled=True,
-                )
         return vpc
+
+    def _interface_endpoints(self, vpc: ec2.Vpc, clients: ec2.ISecurityGroup) -> None:
+        """Private DNS endpoints for the AWS APIs the tasks call, reachable from the workers'
+        security group only (not the whole VPC CIDR: nothing else in it needs them)."""
+        self.endpoint_security_group = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=vpc,
+            description="pagefleet interface endpoints: HTTPS from the browser workers only",
+            allow_all_outbound=False,
+        )
+        self.endpoint_security_group.add_ingress_rule(
+            clients, ec2.Port.tcp(443), "HTTPS from the browser workers"
+        )
+        for endpoint_id, service in {
+            "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
+            "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
+            "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
+            "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
+            "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+        }.items():
+            vpc.add_interface_endpoint(
+                endpoint_id,
+                service=service,
+                subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                private_dns_enabled=True,
+                open=False,
+                security_groups=[self.endpoint_security_group],
+            )
 
     def _pool(
         self,
@@ -205,6 +224,15 @@ class BrowserWorkers(Construct):
             essential=True,
             readonly_root_filesystem=True,
             linux_parameters=linux,
+            # Replaces a task whose poll loop stopped (browser_task.health); the start period
+            # covers the browser's launch before the first poll.
+            health_check=ecs.HealthCheck(
+                command=HEALTH_CHECK,
+                interval=Duration.seconds(30),
+                timeout=Duration.seconds(10),
+                retries=3,
+                start_period=Duration.seconds(120),
+            ),
             stop_timeout=Duration.seconds(config.worker_stop_timeout_seconds),
             logging=ecs.LogDrivers.firelens(
                 options={
@@ -227,6 +255,10 @@ class BrowserWorkers(Construct):
                     pool=name,
                     concurrency=str(pool.concurrency),
                     lease_seconds=str(queue.spec.visibility_timeout_s),
+                    # Chromium's sandbox needs user namespaces, which Fargate's seccomp
+                    # profile refuses to a non-root task: the worker would not start
+                    # ("No usable sandbox"). The task is the isolation (see the Dockerfile).
+                    chromium_sandbox="false",
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
@@ -245,44 +277,35 @@ class BrowserWorkers(Construct):
         grants.queue(task_role, queue.queue, grants.QUEUE_CONSUME)
         grants.objects(task_role, artifacts.bucket, ("PutObject", "PutObjectTagging", "GetObject"))
         stack = Stack.of(self)
+        secrets_arn = stack.format_arn(
+            service="secretsmanager",
+            resource="secret",
+            resource_name=f"pagefleet/{config.stage}/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         task_role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["secretsmanager:GetSecretValue"],
-                resources=[
-                    stack.format_arn(
-                        service="secretsmanager",
-                        resource="secret",
-                        resource_name=f"pagefleet/{config.stage}/*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
-            )
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secrets_arn])
         )
         # Scale-in protection through $ECS_AGENT_URI/task-protection/v1/state.
+        tasks_arn = stack.format_arn(
+            service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
+        )
         task_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["ecs:UpdateTaskProtection", "ecs:GetTaskProtection"],
-                resources=[
-                    stack.format_arn(
-                        service="ecs",
-                        resource="task",
-                        resource_name=f"{self.cluster.cluster_name}/*",
-                    )
-                ],
+                resources=[tasks_arn],
             )
         )
 
         acknowledge(
             task_role,
-            "IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>"
-            f":secret:pagefleet/{config.stage}/*]",
+            f"IAM5[Resource::{resource_text(self, secrets_arn)}]",
             "Workflows reference secrets by name ({{secrets.NAME}}); the worker may read only "
             "this stage's pagefleet/ namespace, tenant scoping of names is enforced in code.",
         )
         acknowledge(
             task_role,
-            "IAM5[Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/"
-            f"<{logical_id(self.cluster)}>/*]",
+            f"IAM5[Resource::{resource_text(self, tasks_arn)}]",
             "Task scale-in protection for its own task: task ids are only known at run time, "
             "the grant is limited to this cluster's tasks.",
         )
@@ -304,7 +327,8 @@ class BrowserWorkers(Construct):
             f"{pool_id}Service",
             cluster=self.cluster,
             task_definition=task_definition,
-            desired_count=pool.min_tasks,
+            # No desired count: CloudFormation would reset it to this number on every
+            # deploy, undoing autoscaling. Created at 1, the scalable target's min/max bound it.
             min_healthy_percent=100,
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),

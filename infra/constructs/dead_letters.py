@@ -12,7 +12,12 @@ from pagefleet.settings import CoreSettings
 
 from .job_queues import JobQueues
 from .job_store import JobStore
-from .lambda_factory import LambdaFactory
+from .lambda_factory import LambdaFactory, sqs_visibility_for
+
+TIMEOUT_S = 30
+BATCHING_WINDOW_S = 5
+# What each DLQ's visibility timeout must be for this consumer (JobQueues applies it).
+DLQ_VISIBILITY_S = sqs_visibility_for(TIMEOUT_S, BATCHING_WINDOW_S)
 
 
 class DeadLetters(Construct):
@@ -31,7 +36,7 @@ class DeadLetters(Construct):
             "dead_letters",
             settings_cls=CoreSettings,
             description="pagefleet: mark jobs whose message reached a DLQ as dead_lettered",
-            timeout_seconds=30,
+            timeout_seconds=TIMEOUT_S,
             env=core_env,
         )
         grants.table(self.function, store.jobs, grants.JOBS_DEAD_LETTERS)
@@ -42,7 +47,7 @@ class DeadLetters(Construct):
                 sources.SqsEventSource(
                     pool.dlq,
                     batch_size=10,
-                    max_batching_window=Duration.seconds(5),
+                    max_batching_window=Duration.seconds(BATCHING_WINDOW_S),
                     report_batch_item_failures=True,
                 )
             )

@@ -1,8 +1,8 @@
-"""Job queues: one SQS queue per worker pool, each with its DLQ and alarms.
+"""Job queues: one SQS queue per worker pool, each with its DLQ and an age alarm.
 
 Built from ``pagefleet.resources.QUEUES``: the visibility timeout is the lease, the
 redrive's maxReceiveCount and the retention periods come from the same spec the local
-stack uses.
+stack uses. The DLQs' alarms are the alarms construct's, like every other DLQ's.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class JobQueues(Construct):
         *,
         alerts: Alerts,
         oldest_age_alarm_seconds: int,
+        dlq_visibility_timeout_s: int,
     ) -> None:
         super().__init__(scope, construct_id)
         self.pools: dict[str, PoolQueue] = {}
@@ -48,6 +49,8 @@ class JobQueues(Construct):
                 self,
                 f"{pool_id}DeadLetters",
                 retention_period=Duration.seconds(spec.dlq_retention_s),
+                # The DLQ's consumer is functions/dead_letters: its timeout sets this.
+                visibility_timeout=Duration.seconds(dlq_visibility_timeout_s),
                 encryption=sqs.QueueEncryption.SQS_MANAGED,
                 enforce_ssl=True,
             )
@@ -65,20 +68,6 @@ class JobQueues(Construct):
             )
             self.pools[spec.pool] = PoolQueue(spec, queue, dlq)
 
-            dlq_alarm = alerts.notify(
-                cloudwatch.Alarm(
-                    self,
-                    f"{pool_id}DeadLettersAlarm",
-                    alarm_description=f"Jobs of pool {spec.pool} reached the dead-letter queue",
-                    metric=dlq.metric_approximate_number_of_messages_visible(
-                        period=Duration.minutes(1), statistic="Maximum"
-                    ),
-                    threshold=1,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    evaluation_periods=1,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
-            )
             age_alarm = alerts.notify(
                 cloudwatch.Alarm(
                     self,
@@ -95,9 +84,10 @@ class JobQueues(Construct):
                     evaluation_periods=5,
                     datapoints_to_alarm=3,
                     treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
+                ),
+                runbook="queue-oldest-age",
             )
-            self.alarms += [dlq_alarm, age_alarm]
+            self.alarms.append(age_alarm)
 
     def queue_urls(self) -> dict[str, str]:
         return {pool: q.queue.queue_url for pool, q in self.pools.items()}

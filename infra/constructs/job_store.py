@@ -43,10 +43,36 @@ def build_table(scope: Construct, spec: TableSpec, *, retain: bool) -> dynamodb.
     return table
 
 
-class JobStore(Construct):
-    """Jobs (records, attempts, events, idempotency keys) and tenants (hashed API keys)."""
+def restored_table(scope: Construct, spec: TableSpec, name: str) -> dynamodb.ITable:
+    """A table restored outside the stack (PITR or AWS Backup; scripts/restore_table.py),
+    used in place of the stack's own: see docs/runbooks.md, "Restore a table"."""
+    return dynamodb.Table.from_table_attributes(
+        scope, spec.logical_id, table_name=name, global_indexes=[i.name for i in spec.indexes]
+    )
 
-    def __init__(self, scope: Construct, construct_id: str, *, retain: bool) -> None:
+
+class JobStore(Construct):
+    """Jobs (records, attempts, events, idempotency keys) and tenants (hashed API keys).
+
+    ``restored`` maps a table's logical id to the name of a restored table to use instead:
+    the stack's own table then leaves the template (kept by its retain policy, in prod).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        retain: bool,
+        restored: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(scope, construct_id)
-        self.jobs = build_table(self, JOBS_TABLE, retain=retain)
-        self.tenants = build_table(self, TENANTS_TABLE, retain=retain)
+        restored = restored or {}
+
+        def table(spec: TableSpec) -> dynamodb.ITable:
+            if spec.logical_id in restored:
+                return restored_table(self, spec, restored[spec.logical_id])
+            return build_table(self, spec, retain=retain)
+
+        self.jobs = table(JOBS_TABLE)
+        self.tenants = table(TENANTS_TABLE)

@@ -13,21 +13,30 @@ assembly must not be deployed, and the stack says so in a warning.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import jsii
-from aws_cdk import Annotations, BundlingOptions, DockerImage, Duration, ILocalBundling
+from aws_cdk import (
+    Annotations,
+    AssetHashType,
+    BundlingOptions,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IValidation
 from pydantic_settings import BaseSettings
 
 from infra.nag import acknowledge
 from infra.runtime_env import settings_env
+from pagefleet.metrics_names import NAMESPACE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -48,6 +57,35 @@ CODE_EXCLUDE = [
     "**/*.pyc",
 ]
 OFFLINE_MARKER = "DEPENDENCIES_NOT_BUNDLED"
+
+
+def service_name(function: str) -> str:
+    """Powertools' ``service`` (a dimension of every metric the function emits)."""
+    return f"pagefleet-{function.replace('_', '-')}"
+
+
+def sqs_visibility_for(timeout_s: int, batching_window_s: int = 0) -> int:
+    """The visibility timeout a queue needs for a Lambda consumer: AWS's rule of six times
+    the function timeout plus the batching window, so a batch being retried after a
+    throttle or a timeout is not delivered to a second invocation meanwhile."""
+    return 6 * timeout_s + batching_window_s
+
+
+# What the layer's content depends on besides the bundling mode.
+LAYER_INPUTS = ("pyproject.toml", "uv.lock")
+
+
+def layer_asset_hash(*, bundled: bool, root: Path = REPO_ROOT) -> str:
+    """The dependency layer's asset hash: the lock inputs, the target platform and whether
+    the dependencies were installed. CDK's own source hash cannot see the last one (the
+    local bundler is a Python object), so an offline assembly's marker-only layer would
+    otherwise be published under the same hash as the real layer."""
+    digest = hashlib.sha256()
+    mode = f"uv:{_PIP_PLATFORM}:{_PIP_PYTHON}" if bundled else f"offline:{OFFLINE_MARKER}"
+    digest.update(mode.encode())
+    for name in LAYER_INPUTS:
+        digest.update(b"\0" + name.encode() + b"\0" + (root / name).read_bytes())
+    return digest.hexdigest()
 
 
 @jsii.implements(ILocalBundling)
@@ -85,6 +123,18 @@ class _UvLayerBundling:
         return True
 
 
+@jsii.implements(IValidation)
+class _ReservedConcurrencyNames:
+    """A reservation for a function the stack does not have is a typo, not a no-op."""
+
+    def __init__(self, factory: LambdaFactory) -> None:
+        self._factory = factory
+
+    def validate(self) -> list[str]:
+        unknown = sorted(set(self._factory.reserved) - set(self._factory.functions))
+        return [f"reserved_concurrency names unknown functions {unknown}"] if unknown else []
+
+
 class LambdaFactory(Construct):
     def __init__(
         self,
@@ -97,7 +147,7 @@ class LambdaFactory(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self._retention = log_retention
-        self._reserved = reserved_concurrency
+        self.reserved = dict(reserved_concurrency)
         self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDE)
         self.dependencies = lambda_.LayerVersion(
             self,
@@ -107,8 +157,9 @@ class LambdaFactory(Construct):
             compatible_architectures=[ARCHITECTURE],
             code=lambda_.Code.from_asset(
                 str(REPO_ROOT),
-                # The layer's hash follows the lock file and nothing else.
-                exclude=["*", "!pyproject.toml", "!uv.lock"],
+                exclude=["*", *(f"!{name}" for name in LAYER_INPUTS)],
+                asset_hash_type=AssetHashType.CUSTOM,
+                asset_hash=layer_asset_hash(bundled=bundle_dependencies),
                 bundling=BundlingOptions(
                     # Never used: local bundling always succeeds or raises.
                     image=DockerImage.from_registry("unused-local-bundling-only"),
@@ -123,6 +174,7 @@ class LambdaFactory(Construct):
                 "this assembly is for inspection and tests, do not deploy it.",
             )
         self.functions: dict[str, lambda_.Function] = {}
+        self.node.add_validation(_ReservedConcurrencyNames(self))
 
     def function(
         self,
@@ -169,11 +221,11 @@ class LambdaFactory(Construct):
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=lambda_.Tracing.ACTIVE,
             retry_attempts=retry_attempts,
-            reserved_concurrent_executions=self._reserved.get(name),
+            reserved_concurrent_executions=self.reserved.get(name),
             environment={
                 **settings_env(settings_cls, **env),
-                "POWERTOOLS_SERVICE_NAME": f"pagefleet-{name.replace('_', '-')}",
-                "POWERTOOLS_METRICS_NAMESPACE": "pagefleet",
+                "POWERTOOLS_SERVICE_NAME": service_name(name),
+                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             },
         )
         self.functions[name] = function

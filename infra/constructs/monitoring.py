@@ -2,8 +2,9 @@
 
 Queue figures come from SQS, worker figures from the worker's EMF metrics
 (``pagefleet.metrics_names``), task counts from Container Insights, API figures from API Gateway.
-Queue alarms (DLQ depth, oldest age) live with the queues; this adds failure rate per pool
-and API 5xx. Every alarm notifies the alerts topic.
+The queues' age alarms live with the queues and the operational alarms (functions, tasks,
+tables, sweeper, dead letters) in ``alarms``; this adds failure rate per pool and API 5xx,
+and shows every alarm's state. Every alarm notifies the alerts topic.
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ class Monitoring(Construct):
                         evaluation_periods=3,
                         datapoints_to_alarm=2,
                         treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
-                    )
+                    ),
+                    runbook="job-failure-rate",
                 )
             )
         rest_api = api.rest_api
@@ -131,7 +133,8 @@ class Monitoring(Construct):
                     evaluation_periods=5,
                     datapoints_to_alarm=3,
                     treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
-                )
+                ),
+                runbook="api-5xx",
             )
         )
 
@@ -315,9 +318,7 @@ class Monitoring(Construct):
             ),
         )
         d.add_widgets(
-            cw.AlarmStatusWidget(
-                title="Alarms", width=24, height=4, alarms=[*queues.alarms, *self.alarms]
-            )
+            cw.AlarmStatusWidget(title="Alarms", width=24, height=8, alarms=list(alerts.alarms))
         )
         self.dashboard_url = (
             f"https://{Aws.REGION}.console.aws.amazon.com/cloudwatch/home?region={Aws.REGION}"

@@ -5,7 +5,8 @@ client ─HTTPS─> Api (REST API + authorizer + api function)
                   └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
                                        DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
 EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
-Monitoring (dashboard + alarms) ─> Alerts (SNS)
+Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
+(dashboard + job alarms); Backups (AWS Backup plan of the tables, where configured)
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
 from infra.config import StageConfig
+from infra.constructs import dead_letters
+from infra.constructs.alarms import Alarms
 from infra.constructs.alerts import Alerts
 from infra.constructs.api import Api
 from infra.constructs.artifacts import ArtifactsBucket
+from infra.constructs.backups import Backups
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.dead_letters import DeadLetters
 from infra.constructs.job_queues import JobQueues
@@ -38,12 +42,15 @@ class PagefleetStack(Stack):
         Tags.of(self).add("stage", config.stage)
 
         self.alerts = Alerts(self, "Alerts", email=config.alarm_email)
-        self.store = JobStore(self, "JobStore", retain=config.retain_data)
+        self.store = JobStore(
+            self, "JobStore", retain=config.retain_data, restored=config.restored_tables
+        )
         self.queues = JobQueues(
             self,
             "JobQueues",
             alerts=self.alerts,
             oldest_age_alarm_seconds=config.oldest_age_alarm_seconds,
+            dlq_visibility_timeout_s=dead_letters.DLQ_VISIBILITY_S,
         )
         self.artifacts = ArtifactsBucket(self, "Artifacts", retain=config.retain_data)
         # {"standard": url, "heavy": url}: the runtimes' PAGEFLEET_QUEUE_URLS.
@@ -101,6 +108,29 @@ class PagefleetStack(Stack):
         # Slots for later issues, each its own construct beside these:
         #   Live (WebSocket API + connections table + functions/live on the jobs stream)
         #   Schedules (EventBridge Scheduler group + functions/scheduler)
+        self.alarms = Alarms(
+            self,
+            "Alarms",
+            config=config,
+            alerts=self.alerts,
+            functions=self.functions,
+            workers=self.workers,
+            store=self.store,
+            sweeper=self.sweeper,
+        )
+        self.backups = (
+            Backups(
+                self,
+                "Backups",
+                tables=[self.store.jobs, self.store.tenants],
+                retention_days=config.backup_retention_days,
+                retain=config.retain_data,
+                alerts=self.alerts,
+                log_retention=config.log_retention,
+            )
+            if config.backup_retention_days
+            else None
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",

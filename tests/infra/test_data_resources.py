@@ -108,21 +108,9 @@ def test_queues_reject_plain_http(synth) -> None:
 
 
 @pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.pool)
-def test_queue_alarms_notify_the_topic(synth, spec) -> None:
+def test_queue_age_alarm_notifies_the_topic(synth, spec) -> None:
     pool = synth.stack.queues.pools[spec.pool]
     topic = {"Ref": logical_id(synth.stack.alerts.topic)}
-    synth.template.has_resource_properties(
-        "AWS::CloudWatch::Alarm",
-        {
-            "MetricName": "ApproximateNumberOfMessagesVisible",
-            "Namespace": "AWS/SQS",
-            "Dimensions": [
-                {"Name": "QueueName", "Value": {"Fn::GetAtt": [logical_id(pool.dlq), "QueueName"]}}
-            ],
-            "Threshold": 1,
-            "AlarmActions": [topic],
-        },
-    )
     synth.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {

@@ -1,0 +1,66 @@
+"""Synthesize every stage offline, with cdk-nag and cfn-lint: ``make deploy-check``'s first gate.
+
+    .venv/bin/python scripts/synth_check.py [--outdir cdk.out/deploy-check] [STAGE ...]
+
+Each stage goes to ``OUTDIR/<stage>/`` (the worker smoke run reads prod's task definition
+from there). A synth fails on any unacknowledged cdk-nag finding; cfn-lint must report no
+error or warning (W3005 aside: CDK adds DependsOn next to GetAtt on purpose).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+
+
+def synth_stage(stage: str, outdir: Path) -> Path:
+    """Synthesize ``stage`` offline into ``outdir``; returns the template's path."""
+    from infra.app import build_app
+
+    app, stack = build_app(
+        context={"pagefleet:stage": stage, "pagefleet:bundleDependencies": False},
+        outdir=str(outdir),
+    )
+    assembly = app.synth()  # raises on an unacknowledged cdk-nag finding
+    return Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
+
+
+def lint(template: Path, region: str) -> list[str]:
+    from cfnlint.api import ManualArgs, lint_file
+
+    matches = lint_file(template, config=ManualArgs(ignore_checks=["W3005"], regions=[region]))
+    return [str(m) for m in matches]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from infra.config import STAGES
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--outdir", type=Path, default=REPO_ROOT / "cdk.out" / "deploy-check")
+    parser.add_argument("stages", nargs="*", default=list(STAGES))
+    args = parser.parse_args(argv)
+    failed = False
+    for stage in args.stages:
+        try:
+            template = synth_stage(stage, args.outdir / stage)
+        except Exception as exc:
+            print(f"FAIL {stage}: synth: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        problems = lint(template, STAGES[stage].region or "us-east-1")
+        if problems:
+            print(f"FAIL {stage}: cfn-lint\n  " + "\n  ".join(problems), file=sys.stderr)
+            failed = True
+            continue
+        print(f"ok   {stage}: synth, cdk-nag, cfn-lint clean  ({template})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

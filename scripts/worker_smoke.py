@@ -1,0 +1,484 @@
+"""Run the worker the way its Fargate task definition runs it, here, and one real job through it.
+
+    .venv/bin/python scripts/worker_smoke.py \
+        --template cdk.out/deploy-check/prod/pagefleet-prod.template.json
+
+Docker cannot run here, so bubblewrap reproduces the task definition's constraints:
+- the root filesystem read-only (``readonlyRootFilesystem``);
+- a non-root user (the image's ``USER``) with no capabilities (``drop: ALL``), no new
+  privileges, and no user namespaces (Fargate applies Docker's default seccomp profile,
+  which refuses them without CAP_SYS_ADMIN; a filter here does the same);
+- writable only the task's mount points, each an empty directory as Fargate creates a bind
+  mount: root-owned 0755, unless the Dockerfile declares the path a ``VOLUME``, when it
+  starts as the image makes it (owner and mode from the Dockerfile's ``install -d`` /
+  ``chmod`` of that path);
+- its own PID namespace with an init (``initProcessEnabled``);
+- the environment of the synthesized task definition (its ``PAGEFLEET_*`` and Powertools
+  variables; table, queue and bucket names replaced by a local embedded AWS's) plus the
+  Dockerfile's ``ENV`` (paths mapped to this checkout), pointed at that embedded AWS.
+  One deviation: ``PAGEFLEET_ALLOW_LOOPBACK=true``, since the test page is on 127.0.0.1.
+
+Then it submits a job (goto a page on 127.0.0.1, extract, screenshot), waits for
+``succeeded``, checks the screenshot in S3, runs the container health check in the same
+sandbox, and stops the worker with SIGTERM (it must drain and exit 0). Exit 0 only if all
+of that held. Run as root (bwrap mounts, then drops to the user).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+
+from sandbox_seccomp import no_user_namespaces  # noqa: E402
+
+DOCKERFILE = REPO_ROOT / "browser_task" / "Dockerfile"
+# Any non-root uid will do: the image's user has no fixed uid (see the Dockerfile).
+WORKER_UID = 1001
+# Names in the task definition that point at AWS resources: replaced by the local ones.
+RESOURCE_ENV = (
+    "PAGEFLEET_JOBS_TABLE",
+    "PAGEFLEET_TENANTS_TABLE",
+    "PAGEFLEET_ARTIFACTS_BUCKET",
+    "PAGEFLEET_QUEUE_URLS",
+)
+PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
+<body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
+
+
+class SmokeFailed(RuntimeError):
+    pass
+
+
+# --- what the task definition and the image say ----------------------------------------
+@dataclass(frozen=True)
+class TaskSpec:
+    env: dict[str, Any]
+    writable: list[str]
+    read_only_root: bool
+    dropped: list[str]
+    init: bool
+    health_check: list[str]
+
+
+def task_spec(template: dict[str, Any], pool: str) -> TaskSpec:
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::ECS::TaskDefinition":
+            continue
+        for container in resource["Properties"]["ContainerDefinitions"]:
+            env = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
+            if container["Name"] == "Worker" and env.get("PAGEFLEET_POOL") == pool:
+                linux = container.get("LinuxParameters", {})
+                return TaskSpec(
+                    env=env,
+                    writable=[m["ContainerPath"] for m in container.get("MountPoints", [])],
+                    read_only_root=bool(container.get("ReadonlyRootFilesystem")),
+                    dropped=linux.get("Capabilities", {}).get("Drop", []),
+                    init=bool(linux.get("InitProcessEnabled")),
+                    health_check=container.get("HealthCheck", {}).get("Command", []),
+                )
+    raise SmokeFailed(f"no Worker container for pool {pool!r} in the template")
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    user: str
+    volumes: list[str]
+    env: dict[str, str]
+    # path -> (owner, mode) as the image leaves it, for declared volumes.
+    dirs: dict[str, tuple[str, int]]
+
+
+def image_spec(dockerfile: str) -> ImageSpec:
+    """The final stage's USER, VOLUMEs, ENV and the owner/mode it gives directories."""
+    text = dockerfile.replace("\\\n", " ")
+    final = text.split("\nFROM ")[-1]
+    user = "root"
+    volumes: list[str] = []
+    env: dict[str, str] = {}
+    dirs: dict[str, tuple[str, int]] = {}
+    for line in final.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word == "USER":
+            user = rest.strip().split(":")[0]
+        elif word == "VOLUME":
+            volumes += json.loads(rest) if rest.strip().startswith("[") else rest.split()
+        elif word == "ENV":
+            for pair in shlex.split(rest):
+                name, _, value = pair.partition("=")
+                env[name] = value
+        elif word == "RUN":
+            for owner, mode, path in re.findall(r"install -d -o (\S+) -g \S+ -m (\d+) (\S+)", rest):
+                dirs[path] = (owner, int(mode, 8))
+            for mode, path in re.findall(r"chmod (\d+) (\S+)", rest):
+                owner = dirs.get(path, ("root", 0))[0]
+                dirs[path] = (owner, int(mode, 8))
+    return ImageSpec(user, volumes, env, dirs)
+
+
+def fargate_volume(path: str, image: ImageSpec) -> tuple[str, int]:
+    """(owner, mode) of the empty directory Fargate mounts at ``path``."""
+    if path in image.volumes:
+        return image.dirs.get(path, ("root", 0o755))
+    return ("root", 0o755)
+
+
+# --- the local pieces ---------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def embedded_aws(log: Path) -> Iterator[str]:
+    import httpx
+
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "devstack.embedded_aws", "-H", "127.0.0.1", "-p", str(port)],
+            cwd=REPO_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "NO_PROXY": "*"},
+        )
+    try:
+        deadline = time.monotonic() + 60
+        with httpx.Client(trust_env=False, timeout=2) as http:
+            while True:
+                if proc.poll() is not None:
+                    raise SmokeFailed(f"embedded AWS exited:\n{log.read_text()[-2000:]}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if http.get(f"{endpoint}/moto-api/").status_code < 500:
+                        break
+                if time.monotonic() > deadline:
+                    raise SmokeFailed("embedded AWS did not start")
+                time.sleep(0.2)
+        yield endpoint
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def test_page() -> Iterator[str]:
+    from devstack.loopback import serve_on_loopback
+
+    server = serve_on_loopback(_Page, "smoke-page")
+    try:
+        yield f"{server.url}/"
+    finally:
+        server.stop()
+
+
+def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any) -> dict[str, str]:
+    env = {k: v for k, v in image.env.items() if not k.startswith("UV_")}
+    # The image's paths, mapped to this checkout.
+    env["PATH"] = f"{REPO_ROOT / '.venv' / 'bin'}:/usr/bin:/bin"
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    replaced = {
+        "PAGEFLEET_JOBS_TABLE": local.jobs_table,
+        "PAGEFLEET_TENANTS_TABLE": local.tenants_table,
+        "PAGEFLEET_ARTIFACTS_BUCKET": local.artifacts_bucket,
+        "PAGEFLEET_QUEUE_URLS": json.dumps(local.queue_urls),
+    }
+    for name, value in task.env.items():
+        if name in replaced:
+            env[name] = replaced[name]
+        elif isinstance(value, str):
+            env[name] = value
+        else:
+            raise SmokeFailed(f"{name} is not a plain value in the task definition: {value}")
+    missing = set(RESOURCE_ENV) - set(task.env)
+    if missing:
+        raise SmokeFailed(f"the task definition does not set {sorted(missing)}")
+    env.update(aws)
+    env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
+    return env
+
+
+def bwrap_argv(
+    task: TaskSpec, image: ImageSpec, mounts: dict[str, Path], env: dict[str, str], seccomp_fd: int
+) -> list[str]:
+    if not task.read_only_root:
+        raise SmokeFailed("the task definition does not make the root filesystem read-only")
+    if task.dropped != ["ALL"]:
+        raise SmokeFailed(f"the task definition drops {task.dropped}, not ALL capabilities")
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # A mount point the host lacks (/home/pwuser) is made on a tmpfs over its parent, which
+    # is then made read-only again.
+    missing = {str(Path(p).parent) for p in mounts if not Path(p).exists()}
+    for parent in sorted(missing):
+        argv += ["--perms", "0755", "--tmpfs", parent]
+    for path, source in mounts.items():
+        argv += ["--bind", str(source), path]
+    for parent in sorted(missing):
+        argv += ["--remount-ro", parent]
+    argv += interpreter_mounts()
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent"]
+    argv += ["--new-session", "--chdir", str(REPO_ROOT), "--clearenv"]
+    for name, value in env.items():
+        argv += ["--setenv", name, value]
+    argv += ["--seccomp", str(seccomp_fd)]
+    # Drop to the image's user: every capability and the bounding set go with it.
+    argv += ["--", "setpriv", f"--reuid={WORKER_UID}", f"--regid={WORKER_UID}"]
+    argv += ["--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
+    return argv
+
+
+def interpreter_mounts() -> list[str]:
+    """Make this venv's base interpreter reachable by the worker's user, read-only.
+
+    In the image Python sits in /usr and /app/.venv, readable by anyone; here the venv's
+    interpreter may live under a directory only root can enter (e.g. pyenv in /root). Only
+    the interpreter's own tree is shown there, on a read-only tmpfs; nothing else of it.
+    """
+    prefix = Path(sys.base_prefix).resolve()
+    closed = next(
+        (p for p in reversed(prefix.parents) if p != Path("/") and not p.stat().st_mode & 0o001),
+        None,
+    )
+    if closed is None:
+        return []
+    argv = ["--perms", "0755", "--tmpfs", str(closed)]
+    for directory in reversed(prefix.parents):
+        if directory in closed.parents or directory == closed or directory == Path("/"):
+            continue
+        argv += ["--perms", "0755", "--dir", str(directory)]  # bwrap's default is 0700
+    return [*argv, "--ro-bind", str(prefix), str(prefix), "--remount-ro", str(closed)]
+
+
+def prepare_mounts(task: TaskSpec, image: ImageSpec, root: Path) -> dict[str, Path]:
+    mounts = {}
+    for path in task.writable:
+        owner, mode = fargate_volume(path, image)
+        source = root / path.strip("/").replace("/", "_")
+        source.mkdir()
+        uid = WORKER_UID if owner == image.user else 0
+        os.chown(source, uid, uid)
+        source.chmod(mode)
+        mounts[path] = source
+    return mounts
+
+
+def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | None) -> None:
+    import boto3
+
+    from devstack.provision import create_all
+    from devstack.stack import aws_env
+    from pagefleet.jobs.service import get_job, submit_job
+    from pagefleet.jobs.states import JobStatus
+    from pagefleet.models import JobRequest
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import CoreSettings
+
+    if os.geteuid() != 0:
+        raise SmokeFailed("run as root: bwrap mounts the volumes, then drops to the user")
+    task = task_spec(json.loads(template_path.read_text()), pool)
+    image = image_spec(DOCKERFILE.read_text())
+    if image.user == "root":
+        raise SmokeFailed("the image runs as root")
+    print(f"task definition: read-only root, drop {task.dropped}, writable {task.writable}")
+    print(f"image: USER {image.user}, VOLUME {image.volumes}")
+
+    work = Path(tempfile.mkdtemp(prefix="pagefleet-smoke-"))
+    mounts = prepare_mounts(task, image, work)
+    for path, source in mounts.items():
+        st = source.stat()
+        print(f"  {path}: empty, uid {st.st_uid}, mode {oct(st.st_mode & 0o7777)}")
+    worker_log = work / "worker.log"
+    try:
+        with contextlib.ExitStack() as stack:
+            endpoint = stack.enter_context(embedded_aws(work / "embedded-aws.log"))
+            page = stack.enter_context(test_page())
+            aws = aws_env(endpoint)
+            saved_env = dict(os.environ)
+            os.environ.update(aws)
+            RUNTIME.reset()
+            stack.callback(_restore_env, saved_env)
+            local = create_all(
+                boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3"), prefix="smoke-"
+            )
+            env = worker_env(task, image, aws, local)
+            settings = CoreSettings(
+                jobs_table=local.jobs_table,
+                tenants_table=local.tenants_table,
+                artifacts_bucket=local.artifacts_bucket,
+                queue_urls=local.queue_urls,
+            )
+            services = RUNTIME.job_services(settings)
+            seccomp_fd = _seccomp_fd()
+            argv = bwrap_argv(task, image, mounts, env, seccomp_fd)
+            with worker_log.open("wb") as out:
+                worker = subprocess.Popen(
+                    [*argv, "python", "-m", "browser_task"],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(seccomp_fd,),
+                )
+            os.close(seccomp_fd)
+            try:
+                request = JobRequest.model_validate(
+                    {
+                        "pool": pool,
+                        "steps": [
+                            {"action": "goto", "url": page},
+                            {"action": "extract", "name": "title", "selector": "h1"},
+                            {"action": "screenshot", "name": "page.png"},
+                        ],
+                    }
+                )
+                job = submit_job(services, "smoke", request).job
+                print(f"job {job.job_id} submitted to pool {pool}")
+                deadline = time.monotonic() + timeout_s
+                while not job.status.is_final:
+                    if worker.poll() is not None:
+                        raise SmokeFailed(f"the worker exited ({worker.returncode})")
+                    if time.monotonic() > deadline:
+                        raise SmokeFailed(f"job still {job.status.value} after {timeout_s} s")
+                    time.sleep(0.5)
+                    job = get_job(services, "smoke", job.job_id)
+                if job.status is not JobStatus.SUCCEEDED:
+                    raise SmokeFailed(f"job {job.status.value}: {job.error}")
+                result = job.result or {}
+                print(f"job succeeded: result {json.dumps(result)[:200]}")
+                if "pagefleet smoke" not in json.dumps(result):
+                    raise SmokeFailed("the extracted title is not in the result")
+                shots = [a for a in job.artifacts if a.name == "page.png"]
+                body = (
+                    boto3.client("s3")
+                    .get_object(Bucket=local.artifacts_bucket, Key=shots[0].key)["Body"]
+                    .read()
+                    if shots
+                    else b""
+                )
+                if not body.startswith(b"\x89PNG"):
+                    raise SmokeFailed("no PNG screenshot in the artifacts bucket")
+                print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
+                health_fd = _seccomp_fd()
+                health = subprocess.run(
+                    [*bwrap_argv(task, image, mounts, env, health_fd), *task.health_check[1:]],
+                    capture_output=True,
+                    text=True,
+                    pass_fds=(health_fd,),
+                    check=False,
+                )
+                os.close(health_fd)
+                if task.health_check[:1] != ["CMD"] or health.returncode != 0:
+                    raise SmokeFailed(
+                        f"health check {task.health_check} failed: {health.stderr.strip()}"
+                    )
+                print(f"health check {task.health_check[1:]}: healthy")
+            finally:
+                if worker.poll() is None:
+                    stop_worker(worker)
+                    try:
+                        worker.wait(60)
+                    except subprocess.TimeoutExpired:
+                        worker.kill()
+                        raise SmokeFailed(
+                            "the worker did not stop within 60 s of SIGTERM"
+                        ) from None
+            if worker.returncode != 0:
+                raise SmokeFailed(f"the worker exited {worker.returncode} after SIGTERM")
+            print("worker drained and exited 0 on SIGTERM")
+    except BaseException:
+        if worker_log.exists():
+            print(
+                f"--- worker log (last lines) ---\n{worker_log.read_text()[-4000:]}",
+                file=sys.stderr,
+            )
+        raise
+    finally:
+        if keep is not None:
+            with contextlib.suppress(shutil.Error):  # sockets and dangling links
+                shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _restore_env(saved: dict[str, str]) -> None:
+    from pagefleet.runtime import RUNTIME
+
+    os.environ.clear()
+    os.environ.update(saved)
+    RUNTIME.reset()
+
+
+def stop_worker(sandbox: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the worker itself, as ECS's init process forwards a task stop to it
+    (signalling bwrap would only end the sandbox)."""
+    import psutil
+
+    for child in psutil.Process(sandbox.pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if child.name() != "bwrap" and child.cmdline()[-2:] == ["-m", "browser_task"]:
+                child.send_signal(signal.SIGTERM)
+                return
+    sandbox.send_signal(signal.SIGTERM)
+
+
+def _seccomp_fd() -> int:
+    """A fresh readable fd holding the filter (bwrap reads it to the end)."""
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, no_user_namespaces())
+    os.close(write_fd)
+    return read_fd
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", type=Path, required=True, help="a synthesized template")
+    parser.add_argument("--pool", default="standard")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds for the job")
+    parser.add_argument("--keep", type=Path, help="copy the volumes and logs here")
+    args = parser.parse_args(argv)
+    if shutil.which("bwrap") is None:
+        print("worker smoke: needs bubblewrap (apt-get install -y bubblewrap)", file=sys.stderr)
+        return 2
+    try:
+        run_smoke(args.template, args.pool, args.timeout, args.keep)
+    except SmokeFailed as exc:
+        print(f"worker smoke FAILED: {exc}", file=sys.stderr)
+        return 1
+    print("worker smoke: ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
