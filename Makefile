@@ -31,7 +31,7 @@ lint: deps
 	.venv/bin/lint-imports
 
 typecheck: deps
-	.venv/bin/mypy pagefleet functions browser_task devstack infra bench
+	.venv/bin/mypy pagefleet functions browser_task devstack infra bench scripts
 
 fmt: deps
 	.venv/bin/ruff format .

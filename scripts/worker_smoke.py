@@ -303,10 +303,10 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
     from devstack.provision import create_all
     from devstack.stack import aws_env
     from pagefleet.jobs.service import get_job, submit_job
-    from pagefleet.jobs.states import JobStatus
     from pagefleet.models import JobRequest
     from pagefleet.runtime import RUNTIME
     from pagefleet.settings import CoreSettings
+    from pagefleet.states import JobStatus
 
     if os.geteuid() != 0:
         raise SmokeFailed("run as root: bwrap mounts the volumes, then drops to the user")
