@@ -219,6 +219,11 @@ class LambdaFunction:
         with self._cond:
             return self._count
 
+    def processes(self) -> list[ManagedProcess]:
+        """The processes of the environments alive now (busy or idle)."""
+        with self._cond:
+            return [e.process for e in self._live if e.process is not None and e.alive()]
+
     # --- invoking --------------------------------------------------------------------------
     def invoke(self, event: Any, *, timeout_s: float | None = None) -> Any:
         """The handler's result; raises an ``InvokeError`` as Lambda would report one."""

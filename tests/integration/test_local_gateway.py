@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 from devstack.gateway import LambdaFunction, LocalGateway, RestApi
 from tests.support.lambda_handlers import handler as echo_handler
 
 HANDLER = "tests.support.lambda_handlers:handler"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _serve(function: LambdaFunction, *, read_timeout_s: float = 30) -> LocalGateway:
@@ -224,3 +228,27 @@ def _wait_for(path: Path, timeout_s: float = 60) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.02)
+
+
+def test_environments_die_with_a_killed_parent(tmp_path: Path) -> None:
+    """A stack killed with SIGKILL leaves no execution environment behind."""
+    script = (
+        "import os, sys, time\n"
+        "from devstack.lambda_env import LambdaFunction\n"
+        f"fn = LambdaFunction('orphan', {HANDLER!r}, env=os.environ)\n"
+        "fn.prewarm(1)\n"
+        "print(fn.processes()[0].pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        assert parent.stdout is not None
+        child = psutil.Process(int(parent.stdout.readline()))
+        assert child.is_running()
+    finally:
+        parent.kill()
+        parent.wait(30)
+    gone, _ = psutil.wait_procs([child], timeout=30)
+    assert gone == [child]
