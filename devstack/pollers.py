@@ -49,6 +49,8 @@ class Timer:
                 self._action()
                 self.runs += 1
             except Exception:
+                if self._stop.is_set():
+                    break  # stopped mid-run: the stack closed the function under it
                 self.failures += 1
                 log.exception("timer %s failed", self.name)
 
@@ -185,7 +187,8 @@ class DeadLetterPoller:
             result = handler(sqs_event_records(messages, arn), None)
             failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         except Exception:
-            log.exception("dead_letters failed the whole batch; it will be retried")
+            if not self._stop.is_set():
+                log.exception("dead_letters failed the whole batch; it will be retried")
             return 0
         for m in messages:
             if m["MessageId"] not in failed:
