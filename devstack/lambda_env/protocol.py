@@ -59,8 +59,16 @@ class PayloadTooLarge(InvokeError):
     error_type = "RequestEntityTooLargeException"
 
 
+def encode(message: Any) -> bytes:
+    """JSON as Lambda carries it; ``TypeError`` / ``ValueError`` for what JSON cannot hold."""
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode()
+
+
 def send_frame(sock: socket.socket, message: Any, deadline: float | None = None) -> None:
-    data = json.dumps(message, separators=(",", ":")).encode()
+    send_encoded(sock, encode(message), deadline)
+
+
+def send_encoded(sock: socket.socket, data: bytes, deadline: float | None = None) -> None:
     _set_timeout(sock, deadline)
     sock.sendall(_HEADER.pack(len(data)) + data)
 

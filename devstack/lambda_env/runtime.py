@@ -21,7 +21,14 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from devstack.lambda_env.protocol import LambdaContext, recv_frame, send_frame
+from devstack.lambda_env.protocol import (
+    MAX_PAYLOAD_BYTES,
+    LambdaContext,
+    encode,
+    recv_frame,
+    send_encoded,
+    send_frame,
+)
 
 Handler = Callable[[Any, Any], Any]
 
@@ -77,12 +84,15 @@ def serve(sock: socket.socket, target: str) -> int:
             init_ms = 0.0
         _log(report)
         try:
-            send_frame(sock, reply)
-        except (
-            TypeError,
-            ValueError,
-        ) as exc:  # the result is not JSON: Lambda cannot return it either
-            send_frame(sock, {"error": _error(exc, "Runtime.MarshalError")})
+            data = encode(reply)
+        except (TypeError, ValueError) as exc:  # not JSON: Lambda cannot return it either
+            data = encode({"error": _error(exc, "Runtime.MarshalError")})
+        if len(data) > MAX_PAYLOAD_BYTES:
+            too_large = f"Response payload size ({len(data)} bytes) exceeded maximum allowed"
+            data = encode(
+                {"error": {"errorType": "Function.ResponseSizeTooLarge", "errorMessage": too_large}}
+            )
+        send_encoded(sock, data)
 
 
 def main(argv: list[str] | None = None) -> int:

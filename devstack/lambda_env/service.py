@@ -96,6 +96,9 @@ class ExecutionEnvironment:
 
         try:
             self.process = spawn(popen)
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         self._sock = ours

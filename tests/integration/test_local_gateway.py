@@ -252,3 +252,14 @@ def test_environments_die_with_a_killed_parent(tmp_path: Path) -> None:
         parent.wait(30)
     gone, _ = psutil.wait_procs([child], timeout=30)
     assert gone == [child]
+
+
+def test_event_over_lambdas_payload_limit_is_413_before_any_invocation(
+    pooled: tuple[LambdaFunction, LocalGateway],
+) -> None:
+    """API Gateway takes up to 10 MB, Lambda's invoke only 6 MB: nothing runs."""
+    function, gateway = pooled
+    with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+        response = http.post("/echo", content=b"x" * (7 * 1024 * 1024))
+    assert response.status_code == 413
+    assert function.cold_starts == 0
