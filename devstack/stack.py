@@ -333,7 +333,8 @@ class LocalStack:
             # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
             poll_wait_seconds=LOCAL_POLL_WAIT_S,
         )
-        # In-process users of RUNTIME (pollers, the CLI, tests) find the API's settings.
+        # In-process code that asks RUNTIME for settings (tests, benchmarks) finds the API's;
+        # the functions get theirs explicitly (devstack.functions).
         self._set_env(dict(to_env(self.api_settings)))
         RUNTIME.reset()
 
