@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from devstack.pollers import scheduled_event
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.states import JobStatus
@@ -43,10 +44,11 @@ from tests.chaos.harness import (
     SETTLED,
     ChaosSite,
     audit,
+    aws_fault_env,
     chaos_worker_env,
-    faults_in_this_process,
     flaky_job,
     hang_job,
+    injected_faults,
     kill_chromium,
     kill_worker,
     live_workers,
@@ -229,12 +231,13 @@ def main() -> int:
         workers=2,
         concurrency=2,
         sweeper_interval_s=10,
-        worker_env=chaos_worker_env(PAGEFLEET_AWS_FAULT_RATE=str(args.fault_rate)),
+        worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
+        lambda_env=aws_fault_env(args.fault_rate),
     )
     run = Run()
     started = time.monotonic()
     try:
-        with stack, faults_in_this_process(args.fault_rate) as injector:
+        with stack:
             store = record_store(stack)
             console.print(f"stack up; logs in {stack.log_dir}")
             send_poison(stack, run, args.poison)
@@ -263,18 +266,13 @@ def main() -> int:
                 console.print(f"waiting for {len(report.lost)} jobs: {dict(pending)}")
                 time.sleep(5)
             # One more sweep, as the minute timer would, then the final look.
-            from functions.sweeper.handler import handler as sweeper
-
-            sweeper({}, None)
+            stack.functions["sweeper"].invoke(scheduled_event())
             time.sleep(3)
             report = audit(store, list(run.kinds))
             elapsed = time.monotonic() - started
-            api_faults = injector.injected if injector else 0
+            api_faults = injected_faults(stack.function_logs()["api"])
             dlq_handled = stack.dead_letters.handled if stack.dead_letters else 0
-            worker_faults = sum(
-                p.log_path.read_text(errors="replace").count("injected fault")
-                for p in stack.worker_processes
-            )
+            worker_faults = injected_faults(*(p.log_path for p in stack.worker_processes))
     finally:
         site.stop()
 
@@ -324,7 +322,7 @@ def main() -> int:
             f"{pct(list(run.recovered_final.values()), 99)}",
         ),
         ("503 answers served", str(site.served_503)),
-        ("AWS faults injected: API process / workers (logged)", f"{api_faults} / {worker_faults}"),
+        ("AWS faults injected: API function / workers (logged)", f"{api_faults} / {worker_faults}"),
         (
             "submit retries (HTTP status)",
             ", ".join(f"{k}: {v}" for k, v in run.submit_errors.items()) or "0",

@@ -2,12 +2,14 @@
 
 On AWS, EventBridge ``rate(1 minute)`` invokes the sweeper and an SQS event source mapping
 feeds each DLQ to the dead_letters function. Locally a timer and a poller invoke the same
-handlers with the same event shapes. (The stream -> live poller joins here with that
-function.)
+functions with the same event shapes: through the stack's Lambda service (each function in
+its own execution environments, like the API), or, when none is given, in this process.
+(The stream -> live poller joins here with that function.)
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 import uuid
@@ -16,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from devstack.lambda_env import LambdaFunction
 
 log = logging.getLogger("devstack")
 
@@ -46,6 +49,8 @@ class Timer:
                 self._action()
                 self.runs += 1
             except Exception:
+                if self._stop.is_set():
+                    break  # stopped mid-run: the stack closed the function under it
                 self.failures += 1
                 log.exception("timer %s failed", self.name)
 
@@ -55,14 +60,23 @@ class Timer:
             self._thread.join(timeout)
 
 
-def sweeper_timer(interval_s: float = 60) -> Timer:
-    """EventBridge ``rate(1 minute)``: invoke the real sweeper handler with a scheduled event."""
+def in_process(name: str, module: str) -> LambdaFunction:
+    """``functions.<module>.handler`` run in this process (imported on the first call)."""
+
+    def handler(event: dict[str, Any], context: Any) -> Any:
+        target = importlib.import_module(f"functions.{module}.handler")
+        return target.handler(event, context)
+
+    return LambdaFunction(name, handler)
+
+
+def sweeper_timer(interval_s: float = 60, function: LambdaFunction | None = None) -> Timer:
+    """EventBridge ``rate(1 minute)``: invoke the real sweeper with a scheduled event."""
+    sweeper = function or in_process("pagefleet-sweeper", "sweeper")
 
     def tick() -> object:
-        from functions.sweeper.handler import handler
-
-        report = handler(scheduled_event(), None)
-        if any(report.values()):
+        report = sweeper.invoke(scheduled_event())
+        if isinstance(report, dict) and any(report.values()):
             log.info("sweeper: %s", report)
         return report
 
@@ -117,8 +131,11 @@ class DeadLetterPoller:
     """The DLQ event source mapping: long-poll each DLQ, invoke dead_letters, delete what
     it handled (records named in ``batchItemFailures`` stay for another try)."""
 
-    def __init__(self, dlq_urls: dict[str, str], *, wait_s: int = 2) -> None:
+    def __init__(
+        self, dlq_urls: dict[str, str], *, wait_s: int = 2, function: LambdaFunction | None = None
+    ) -> None:
         self._urls = dict(dlq_urls)
+        self._function = function or in_process("pagefleet-dead-letters", "dead_letters")
         self._wait = wait_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dlq-poller", daemon=True)
@@ -134,8 +151,10 @@ class DeadLetterPoller:
             self._thread.join(timeout)
 
     def _run(self) -> None:
-        from functions.dead_letters.handler import handler
         from pagefleet.runtime import RUNTIME
+
+        def handler(event: dict[str, Any], context: Any) -> Any:
+            return self._function.invoke(event)
 
         sqs = RUNTIME.client("sqs")
         arns = {
@@ -168,7 +187,8 @@ class DeadLetterPoller:
             result = handler(sqs_event_records(messages, arn), None)
             failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         except Exception:
-            log.exception("dead_letters failed the whole batch; it will be retried")
+            if not self._stop.is_set():
+                log.exception("dead_letters failed the whole batch; it will be retried")
             return 0
         for m in messages:
             if m["MessageId"] not in failed:

@@ -46,6 +46,7 @@ class ManagedProcess:
         env: Mapping[str, str],
         log_path: Path,
         cwd: Path | None = None,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -60,6 +61,7 @@ class ManagedProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # own process group: Ctrl-C reaches only us; we stop it
             preexec_fn=_die_with_parent,
+            pass_fds=tuple(pass_fds),
         )
 
     @property

@@ -5,9 +5,11 @@
         ...
 
 Starts moto server (the embedded AWS), creates the same tables, queues and bucket as infra/
-(``devstack.provision``), serves the REST API through the local gateway with the real
-Lambda handlers, starts ``python -m browser_task`` workers, serves the demo website, and
-creates a dev tenant. ``stop()`` (also on exceptions and Ctrl-C) leaves no process behind.
+(``devstack.provision``), runs the Lambda functions in their own execution environments
+(``devstack.functions``), serves the REST API through the local gateway, plays the event
+sources (``devstack.pollers``), starts ``python -m browser_task`` workers, serves the demo
+website, and creates a dev tenant. ``stop()`` (also on exceptions and Ctrl-C) leaves no
+process behind.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +32,9 @@ import httpx
 
 from devstack.constants import LOCAL_REGION
 from devstack.demo_site import DemoSite
+from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
+from devstack.lambda_env import LambdaFunction
 from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
@@ -47,6 +52,13 @@ LOCAL_POLL_WAIT_S = 2
 
 class StackError(RuntimeError):
     """A part of the local stack did not start; the message says which and why."""
+
+
+def _collect_errors(action: Callable[[], object], errors: list[BaseException]) -> None:
+    try:
+        action()
+    except BaseException as exc:
+        errors.append(exc)
 
 
 def free_port() -> int:
@@ -100,8 +112,11 @@ class LocalStack:
         authorizer_ttl_s: float = 300,
         sweeper_interval_s: float = 60,
         worker_env: dict[str, str] | None = None,
+        lambda_env: dict[str, str] | None = None,
         start_timeout_s: float = 60,
     ) -> None:
+        """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
+        Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs)."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
         self.api_port = api_port
@@ -112,6 +127,7 @@ class LocalStack:
         self.authorizer_ttl_s = authorizer_ttl_s
         self.sweeper_interval_s = sweeper_interval_s
         self.worker_env = dict(worker_env or {})
+        self.lambda_env = dict(lambda_env or {})
         self.start_timeout_s = start_timeout_s
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
@@ -121,10 +137,12 @@ class LocalStack:
         self.worker_processes: list[ManagedProcess] = []
         self.gateway: LocalGateway | None = None
         self.rest_api: RestApi | None = None
+        self.functions: dict[str, LambdaFunction] = {}
         self.site: DemoSite | None = None
         self.sweeper: Timer | None = None
         self.dead_letters: DeadLetterPoller | None = None
         self.provisioned: Provisioned | None = None
+        self.core_settings: dict[str, Any] = {}
         self.api_settings: ApiSettings | None = None
         self.worker_settings: WorkerSettings | None = None
         self.dev_api_key: str | None = None
@@ -196,11 +214,18 @@ class LocalStack:
             self._provision()
             self._start_site()
             self._create_dev_tenant()
+            self._start_functions()
+            # The first request should not pay for a cold start; workers start meanwhile.
+            warming = self._prewarm()
             self._start_gateway()
             self._start_workers()
-            self.sweeper = sweeper_timer(self.sweeper_interval_s).start()
+            self._await(warming)
+            self.sweeper = sweeper_timer(self.sweeper_interval_s, self.functions["sweeper"])
+            self.sweeper.start()
             assert self.provisioned is not None
-            self.dead_letters = DeadLetterPoller(self.provisioned.dlq_urls).start()
+            self.dead_letters = DeadLetterPoller(
+                self.provisioned.dlq_urls, function=self.functions["dead_letters"]
+            ).start()
         except BaseException:
             self.stop()
             raise
@@ -217,6 +242,10 @@ class LocalStack:
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
+        functions, self.functions = list(self.functions.values()), {}
+        for function in functions:
+            with contextlib.suppress(Exception):
+                function.close()
         processes = list(self.worker_processes)
         self.worker_processes = []
         with contextlib.suppress(Exception):
@@ -230,6 +259,7 @@ class LocalStack:
                 self.site.stop()
             self.site = None
         self.gateway = None
+        self.rest_api = None
         self._restore_env()
         RUNTIME.reset()
         self._started = False
@@ -287,13 +317,14 @@ class LocalStack:
         self.provisioned = create_all(
             RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
         )
-        core: dict[str, Any] = {
+        self.core_settings = {
             "jobs_table": self.provisioned.jobs_table,
             "tenants_table": self.provisioned.tenants_table,
             "artifacts_bucket": self.provisioned.artifacts_bucket,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
         }
+        core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)
         self.worker_settings = WorkerSettings(
             **core,
@@ -302,7 +333,8 @@ class LocalStack:
             # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
             poll_wait_seconds=LOCAL_POLL_WAIT_S,
         )
-        # The in-process handlers read their settings from the environment, as on Lambda.
+        # In-process code that asks RUNTIME for settings (tests, benchmarks) finds the API's;
+        # the functions get theirs explicitly (devstack.functions).
         self._set_env(dict(to_env(self.api_settings)))
         RUNTIME.reset()
 
@@ -322,8 +354,41 @@ class LocalStack:
         )
         return key
 
+    def _start_functions(self) -> None:
+        self.functions = local_functions(
+            self.core_settings,
+            aws_env(self.aws_endpoint),
+            log_dir=self.log_dir,
+            extra_env=self.lambda_env,
+        )
+
+    def _prewarm(self) -> list[tuple[threading.Thread, list[BaseException]]]:
+        """One warm environment of the API and of the authorizer, started in the background."""
+        started = []
+        for name in ("api", "authorizer"):
+            errors: list[BaseException] = []
+            thread = threading.Thread(
+                target=_collect_errors,
+                args=(self.functions[name].prewarm, errors),
+                name=f"prewarm-{name}",
+                daemon=True,
+            )
+            thread.start()
+            started.append((thread, errors))
+        return started
+
+    def _await(self, warming: list[tuple[threading.Thread, list[BaseException]]]) -> None:
+        for thread, errors in warming:
+            thread.join(self.start_timeout_s)
+            if errors:
+                raise StackError(f"a Lambda function did not start: {errors[0]}") from errors[0]
+
+    def function_logs(self) -> dict[str, Path]:
+        """Each Lambda function's log file (all its execution environments append to it)."""
+        return {name: function.log_path for name, function in self.functions.items()}
+
     def _start_gateway(self) -> None:
-        self.rest_api = pagefleet_rest_api(authorizer_ttl_s=self.authorizer_ttl_s)
+        self.rest_api = pagefleet_rest_api(self.functions, authorizer_ttl_s=self.authorizer_ttl_s)
         try:
             self.gateway = LocalGateway([self.rest_api], port=self.api_port).start()
         except OSError as exc:

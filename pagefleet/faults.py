@@ -10,6 +10,7 @@ botocore's retry mode sees ordinary AWS errors. Off unless a runtime turns it on
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 from dataclasses import dataclass, field
@@ -17,6 +18,10 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
+
+log = logging.getLogger("pagefleet.faults")
+# Each injection is logged, so a chaos run can count them in every process's log.
+INJECTED = "injected fault"
 
 
 class _Raw:
@@ -52,8 +57,12 @@ class FaultInjector:
         protocol = client.meta.service_model.protocol
         state = threading.local()
 
-        def before_send(request: Any, **_: Any) -> AWSResponse | None:
+        def before_send(request: Any, event_name: str = "", **_: Any) -> AWSResponse | None:
             fault = self._roll()
+            if fault is not None:
+                log.warning(
+                    "%s: %s on %s", INJECTED, fault, event_name.removeprefix("before-send.")
+                )
             state.lose_reply = fault == "lost"
             if fault == "reject":
                 throttle = self.rng.random() < 0.5

@@ -1,8 +1,8 @@
 """One local stack per chaos module: moto, gateway, two workers on a short lease, and a
 target site (``ChaosSite``) that hangs, answers 503 or is slow when told to.
 
-A module may set ``WORKER_ENV`` (a dict) to start its workers with more settings, e.g. AWS
-fault injection.
+A module may set ``WORKER_ENV`` / ``LAMBDA_ENV`` (dicts) to start its workers / its Lambda
+functions with more settings, e.g. AWS fault injection.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
         # The sweeper's backstops (lost retries, dead leases) run often enough to matter here.
         sweeper_interval_s=5,
         worker_env=chaos_worker_env(**extra),
+        lambda_env=getattr(request.module, "LAMBDA_ENV", {}),
     )
     with local:
         yield local

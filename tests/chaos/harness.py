@@ -13,8 +13,9 @@ import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -27,6 +28,7 @@ from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.errors import NotFound
+from pagefleet.faults import INJECTED
 from pagefleet.models import JobRecord
 from pagefleet.states import JobStatus
 
@@ -325,13 +327,14 @@ def wait_settled(store: DynamoJobStore, job_ids: Iterable[str], timeout: float) 
     return audit(store, job_ids)
 
 
-@contextlib.contextmanager
-def faults_in_this_process(rate: float) -> Iterator[Any]:
-    """Inject AWS faults into the gateway's handlers (and the pollers) in this process."""
-    from pagefleet.runtime import RUNTIME
+def aws_fault_env(rate: float) -> dict[str, str]:
+    """Settings that make a runtime fail ``rate`` of its AWS calls (workers and Lambda
+    functions alike: ``RUNTIME.job_services`` turns the injector on in that process)."""
+    return {"PAGEFLEET_AWS_FAULT_RATE": str(rate)}
 
-    injector = RUNTIME.inject_faults(rate)
-    try:
-        yield injector
-    finally:
-        RUNTIME.reset()
+
+def injected_faults(*logs: Path) -> int:
+    """How many AWS faults the processes writing these logs injected (each logs one line)."""
+    return sum(
+        path.read_text(errors="replace").count(f"{INJECTED}: ") for path in logs if path.exists()
+    )

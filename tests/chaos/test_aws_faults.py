@@ -3,17 +3,17 @@ applied), in the workers and in the API's handlers: every job still ends once, c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
+from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.states import JobStatus
 from tests.chaos.harness import (
     ChaosSite,
-    faults_in_this_process,
+    aws_fault_env,
     hang_job,
+    injected_faults,
     page_job,
     wait_settled,
 )
@@ -21,14 +21,10 @@ from tests.chaos.harness import (
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 FAULT_RATE = 0.1
-WORKER_ENV = {"PAGEFLEET_AWS_FAULT_RATE": str(FAULT_RATE)}
+# The workers and every Lambda function (API, sweeper, dead letters) in its environments.
+WORKER_ENV = aws_fault_env(FAULT_RATE)
+LAMBDA_ENV = aws_fault_env(FAULT_RATE)
 PAGE_JOBS = 24
-
-
-@pytest.fixture
-def api_faults() -> Iterator[object]:
-    with faults_in_this_process(FAULT_RATE) as injector:
-        yield injector
 
 
 def _submit(client: PagefleetClient, body: dict[str, object], key: str) -> str:
@@ -43,7 +39,7 @@ def _submit(client: PagefleetClient, body: dict[str, object], key: str) -> str:
 
 
 def test_jobs_end_once_in_their_right_state_under_aws_faults(
-    client: PagefleetClient, store: DynamoJobStore, site: ChaosSite, api_faults: object
+    stack: LocalStack, client: PagefleetClient, store: DynamoJobStore, site: ChaosSite
 ) -> None:
     pages = [_submit(client, page_job(site, f"p{n}"), f"page-{n}") for n in range(PAGE_JOBS)]
     hangs = [_submit(client, hang_job(site, f"h{n}"), f"hang-{n}") for n in range(2)]
@@ -60,4 +56,5 @@ def test_jobs_end_once_in_their_right_state_under_aws_faults(
         record = report.records[job_id]
         assert record.status is JobStatus.TIMED_OUT and record.error is not None
         assert record.error.timeout == "job"
-    assert getattr(api_faults, "injected", 0) > 0, "no fault was injected in the API"
+    api_log = stack.function_logs()["api"]
+    assert injected_faults(api_log) > 0, "no fault was injected in the API"

@@ -155,7 +155,9 @@ def test_stopping_a_stack_leaves_no_process_behind() -> None:
     import psutil
 
     def family_of(local: LocalStack) -> list[psutil.Process]:
-        roots = [psutil.Process(p.pid) for p in (local.moto, *local.worker_processes) if p]
+        environments = [p for f in local.functions.values() for p in f.processes()]
+        children = (local.moto, *local.worker_processes, *environments)
+        roots = [psutil.Process(p.pid) for p in children if p]
         return roots + [c for r in roots for c in r.children(recursive=True)]
 
     local = LocalStack(api_port=0, workers=1, concurrency=1)
@@ -167,6 +169,8 @@ def test_stopping_a_stack_leaves_no_process_behind() -> None:
                 break
             time.sleep(0.05)
         assert any("chrom" in p.name() for p in family)
+        # The API and the authorizer have a warm execution environment each.
+        assert sum(len(f.processes()) for f in local.functions.values()) >= 2
     local.cleanup_logs()
     alive = [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == []

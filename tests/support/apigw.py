@@ -1,31 +1,52 @@
-"""API Gateway REST (v1, Lambda proxy) event shapes, as AWS documents them."""
+"""API Gateway REST (v1, Lambda proxy) events for tests, built by the local gateway's own
+event builder (``devstack.gateway``), so tests and the local stack cannot disagree."""
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import quote
 
-RESOURCES = ("/v1/jobs/{job_id}/artifacts", "/v1/jobs/{job_id}", "/v1/jobs")
+from devstack.gateway import HttpRequest, method_arn, proxy_resource, token_authorizer_event
+from devstack.gateway import rest_event as gateway_rest_event
+
+API_ID = "abcdef1234"
+STAGE = "prod"
+HOST = "api.example.test"
+REQUEST_TIME_MS = 1796018400000  # 30/Nov/2026:06:00:00 +0000: events are reproducible
+
+# Quoting that ``HttpRequest.path`` (which unquotes) turns back into exactly the given path.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
 
-def _match(path: str) -> tuple[str, dict[str, str] | None]:
-    parts = path.strip("/").split("/")
-    for resource in RESOURCES:
-        tpl = resource.strip("/").split("/")
-        if len(tpl) != len(parts):
-            continue
-        params: dict[str, str] = {}
-        for t, p in zip(tpl, parts, strict=True):
-            if t.startswith("{"):
-                params[t[1:-1]] = p
-            elif t != p:
-                break
-        else:
-            return resource, params or None
-    return path, None
+def http_request(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    query: str = "",
+    raw_body: bytes | None = None,
+) -> HttpRequest:
+    """The HTTP request a client sends: JSON ``body`` (a str is sent as is) or exact
+    ``raw_body`` bytes; ``Content-Type: application/json`` unless ``headers`` say otherwise."""
+    hdrs = {"Content-Type": "application/json", "Host": HOST, **(headers or {})}
+    if raw_body is not None:
+        data = raw_body
+    elif body is None:
+        data = b""
+    else:
+        text = body if isinstance(body, str) else json.dumps(body)
+        data = text.encode("utf-8", "surrogatepass")
+    raw_path = quote(path, safe=_PATH_SAFE) + (f"?{query}" if query else "")
+    return HttpRequest(
+        method=method,
+        raw_path=raw_path,
+        headers=list(hdrs.items()),
+        body=data,
+        source_ip="127.0.0.1",
+    )
 
 
 def rest_event(
@@ -40,54 +61,19 @@ def rest_event(
 ) -> dict[str, Any]:
     """``raw_body`` sends exact bytes (base64-encoded when they are not UTF-8, as API
     Gateway does), for the tests of bodies no JSON encoder would produce."""
-    resource, path_params = _match(path)
-    hdrs = {"Content-Type": "application/json", "Host": "api.example.test", **(headers or {})}
-    is_b64 = False
-    text: str | None = body if isinstance(body, str) or body is None else json.dumps(body)
-    if raw_body is not None:
-        try:
-            text = raw_body.decode("utf-8")
-        except UnicodeDecodeError:
-            text, is_b64 = base64.b64encode(raw_body).decode(), True
-    mv_query = parse_qs(query, keep_blank_values=True) if query else None
-    request_id = str(uuid.uuid4())
-    return {
-        "resource": resource,
-        "path": path,
-        "httpMethod": method,
-        "headers": hdrs,
-        "multiValueHeaders": {k: [v] for k, v in hdrs.items()},
-        "queryStringParameters": {k: v[-1] for k, v in mv_query.items()} if mv_query else None,
-        "multiValueQueryStringParameters": mv_query,
-        "pathParameters": path_params,
-        "stageVariables": None,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "abcdef1234",
-            "resourceId": "res123",
-            "resourcePath": resource,
-            "httpMethod": method,
-            "path": f"/prod{path}",
-            "stage": "prod",
-            "requestId": request_id,
-            "extendedRequestId": request_id,
-            "protocol": "HTTP/1.1",
-            "requestTime": "30/Nov/2026:06:00:00 +0000",
-            "requestTimeEpoch": 1796018400000,
-            "identity": {"sourceIp": "127.0.0.1", "userAgent": "pytest"},
-            "authorizer": authorizer,
-            "domainName": "api.example.test",
-        },
-        "body": text,
-        "isBase64Encoded": is_b64,
-    }
+    request = http_request(method, path, body=body, headers=headers, query=query, raw_body=raw_body)
+    resource, params = proxy_resource(request.path)
+    return gateway_rest_event(
+        request,
+        resource=resource,
+        path_parameters=params,
+        authorizer=authorizer,
+        api_id=API_ID,
+        stage=STAGE,
+        request_id=str(uuid.uuid4()),
+        now_ms=REQUEST_TIME_MS,
+    )
 
 
 def token_event(token: str | None, method: str = "GET", path: str = "/v1/jobs") -> dict[str, Any]:
-    event: dict[str, Any] = {
-        "type": "TOKEN",
-        "methodArn": f"arn:aws:execute-api:us-east-1:123456789012:abcdef1234/prod/{method}{path}",
-    }
-    if token is not None:
-        event["authorizationToken"] = token
-    return event
+    return token_authorizer_event(token, method_arn(API_ID, STAGE, method, path))

@@ -10,16 +10,18 @@ import pytest
 
 from devstack.gateway import (
     MAX_PAYLOAD_BYTES,
-    REST_ROUTES,
+    PROXY_RESOURCE,
+    ROOT_RESOURCE,
     HttpRequest,
     LambdaFunction,
     RestApi,
-    Route,
     method_arn,
     policy_allows,
+    proxy_resource,
     proxy_response,
     rest_event,
 )
+from tests.support.apigw import rest_event as support_rest_event
 
 
 def _request(
@@ -72,16 +74,34 @@ def _api(authorizer: Recorder, handler: Recorder, now: list[float] | None = None
 OK = {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": "{}"}
 
 
-def test_routes_match_resource_templates() -> None:
-    api = _api(Recorder(_allow()), Recorder(OK))
-    assert api.route("GET", "/v1/jobs") == (Route("/v1/jobs"), {})
-    assert api.route("GET", "/v1/jobs/01abc") == (Route("/v1/jobs/{job_id}"), {"job_id": "01abc"})
-    assert api.route("GET", "/v1/jobs/01abc/artifacts") == (
-        Route("/v1/jobs/{job_id}/artifacts"),
-        {"job_id": "01abc"},
+def test_every_path_is_the_proxy_resource_as_lambda_rest_api_deploys_it() -> None:
+    assert proxy_resource("/") == (ROOT_RESOURCE, {})
+    assert proxy_resource("/v1/jobs") == (PROXY_RESOURCE, {"proxy": "v1/jobs"})
+    assert proxy_resource("/v1/admin/dead-letters/redrive") == (
+        PROXY_RESOURCE,
+        {"proxy": "v1/admin/dead-letters/redrive"},
     )
-    assert api.route("GET", "/v2/other") is None
-    assert REST_ROUTES[0].resource == "/v1/jobs"
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("GET", "/v1/domains"),
+        ("GET", "/v1/admin/dead-letters"),
+        ("POST", "/v1/jobs/01abc/cancel"),
+        ("DELETE", "/v2/anything/at/all"),
+        ("GET", "/"),
+    ],
+)
+def test_every_method_and_path_reaches_the_handler(method: str, path: str) -> None:
+    """The resolver decides what exists; the gateway never answers Missing Authentication
+    Token for a path it does not know."""
+    handler = Recorder(OK)
+    response = _api(Recorder(_allow()), handler).handle(_request(method, path))
+    assert response.status == 200
+    [event] = handler.events
+    assert event["path"] == path and event["httpMethod"] == method
+    assert event["resource"] == (ROOT_RESOURCE if path == "/" else PROXY_RESOURCE)
 
 
 def test_rest_event_has_the_proxy_integration_shape() -> None:
@@ -94,37 +114,37 @@ def test_rest_event_has_the_proxy_integration_shape() -> None:
     )
     event = rest_event(
         request,
-        route=Route("/v1/jobs"),
-        path_parameters={},
+        resource=PROXY_RESOURCE,
+        path_parameters={"proxy": "v1/jobs"},
         authorizer={"tenant_id": "dev", "principalId": "dev:k1"},
         api_id="local",
         stage="prod",
         request_id="rid-1",
         now_ms=1_700_000_000_000,
     )
-    assert event["resource"] == "/v1/jobs"
+    assert event["resource"] == "/{proxy+}"
     assert event["path"] == "/v1/jobs"
     assert event["httpMethod"] == "GET"
     assert event["queryStringParameters"] == {"status": "queued", "limit": "5", "tag": "b"}
     assert event["multiValueQueryStringParameters"]["tag"] == ["a", "b"]
     assert event["headers"]["X-Multi"] == "2"
     assert event["multiValueHeaders"]["X-Multi"] == ["1", "2"]
-    assert event["pathParameters"] is None
+    assert event["pathParameters"] == {"proxy": "v1/jobs"}
     assert event["body"] is None and event["isBase64Encoded"] is False
     ctx = event["requestContext"]
     assert ctx["requestId"] == "rid-1"
     assert ctx["stage"] == "prod"
     assert ctx["identity"]["sourceIp"] == "127.0.0.1"
     assert ctx["authorizer"]["tenant_id"] == "dev"
-    assert ctx["resourcePath"] == "/v1/jobs"
+    assert ctx["resourcePath"] == "/{proxy+}"
     assert ctx["requestTimeEpoch"] == 1_700_000_000_000
 
 
 def test_binary_body_is_base64_encoded() -> None:
     event = rest_event(
         _request("POST", body=b"\xff\xfe\x00"),
-        route=Route("/v1/jobs"),
-        path_parameters={},
+        resource=PROXY_RESOURCE,
+        path_parameters={"proxy": "v1/jobs"},
         authorizer=None,
         api_id="local",
         stage="prod",
@@ -146,7 +166,7 @@ def test_authorizer_gets_a_token_event_then_the_handler_gets_its_context() -> No
         }
     ]
     event = handler.events[0]
-    assert event["pathParameters"] == {"job_id": "01abc"}
+    assert event["pathParameters"] == {"proxy": "v1/jobs/01abc"}
     assert event["requestContext"]["authorizer"]["tenant_id"] == "dev"
     assert event["requestContext"]["authorizer"]["principalId"] == "dev:k1"
 
@@ -187,12 +207,6 @@ def test_policy_is_cached_per_token_until_the_ttl() -> None:
     now[0] = 301.0
     api.handle(_request())
     assert len(authorizer.events) == 3
-
-
-def test_unknown_path_is_missing_authentication_token() -> None:
-    response = _api(Recorder(_allow()), Recorder(OK)).handle(_request(path="/nope"))
-    assert response.status == 403
-    assert json.loads(response.body) == {"message": "Missing Authentication Token"}
 
 
 def test_payload_over_10_mb_is_413() -> None:
@@ -238,3 +252,23 @@ def test_malformed_integration_response_is_502() -> None:
 )
 def test_policy_resources_match_with_wildcards(arn: str, allowed: bool) -> None:
     assert policy_allows(_allow(), arn) is allowed
+
+
+def test_test_events_are_the_gateways_events() -> None:
+    """tests/support/apigw builds its events with the gateway's builder: same shape."""
+    event = support_rest_event(
+        "POST",
+        "/v1/jobs/a b",
+        body={"x": 1},
+        query="limit=5&tag=a&tag=b",
+        authorizer={"tenant_id": "acme"},
+    )
+    assert event["path"] == "/v1/jobs/a b"
+    assert event["resource"] == PROXY_RESOURCE
+    assert event["pathParameters"] == {"proxy": "v1/jobs/a b"}
+    assert json.loads(event["body"]) == {"x": 1}
+    assert event["multiValueQueryStringParameters"]["tag"] == ["a", "b"]
+    assert event["headers"]["Content-Type"] == "application/json"
+    assert event["requestContext"]["authorizer"] == {"tenant_id": "acme"}
+    raw = support_rest_event("POST", "/v1/jobs", raw_body=b"\xff")
+    assert raw["isBase64Encoded"] is True and base64.b64decode(raw["body"]) == b"\xff"

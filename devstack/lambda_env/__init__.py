@@ -1,0 +1,28 @@
+"""A local Lambda service: functions as pools of execution environments (child processes).
+
+``service`` is the side the local stack uses (``LambdaFunction``); ``runtime`` runs inside
+each environment (``python -m devstack.lambda_env module:function --fd N``); ``protocol`` is
+what they say to each other and the errors an invocation can end with.
+"""
+
+from devstack.lambda_env.protocol import (
+    FunctionError,
+    InvokeError,
+    InvokeTimeout,
+    LambdaContext,
+    PayloadTooLarge,
+    RuntimeExitError,
+)
+from devstack.lambda_env.service import ExecutionEnvironment, FunctionClosed, LambdaFunction
+
+__all__ = [
+    "ExecutionEnvironment",
+    "FunctionClosed",
+    "FunctionError",
+    "InvokeError",
+    "InvokeTimeout",
+    "LambdaContext",
+    "LambdaFunction",
+    "PayloadTooLarge",
+    "RuntimeExitError",
+]

@@ -1,0 +1,82 @@
+"""The ``pagefleet`` command line: the local stack, job commands over HTTP, key admin.
+
+Job commands talk to the API as any client does; the URL and key come from ``--api-url`` /
+``--api-key`` or ``PAGEFLEET_API_URL`` / ``PAGEFLEET_API_KEY``. Bad input ends with a clear
+message and a non-zero exit code, never a traceback.
+
+The commands live in ``jobs`` (job commands), ``admin`` (dead letters, API keys) and
+``local`` (the local stack: the one module that starts ``devstack``); this module is the
+command table and the entry point.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import httpx
+import typer
+
+from pagefleet.cli import admin, jobs, local
+from pagefleet.cli.common import (
+    EXIT_FAILED,
+    EXIT_SERVICE,
+    EXIT_USAGE,
+    CliError,
+    err,
+    validation_lines,
+)
+from pagefleet.client import ApiError
+
+app = typer.Typer(
+    help="pagefleet: serverless browser automation. Run it locally, submit jobs, manage keys.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(local.local_app, name="local")
+app.add_typer(admin.admin_app, name="admin")
+app.command()(jobs.submit)
+app.command()(jobs.status)
+app.command()(jobs.cancel)
+app.command("dead-letters")(admin.dead_letters)
+app.command()(jobs.jobs)
+app.command()(jobs.artifacts)
+app.command()(jobs.schema)
+app.command()(local.demo)
+
+
+def main(argv: list[str] | None = None) -> None:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from pagefleet.errors import PagefleetError
+
+    try:
+        app(args=argv, prog_name="pagefleet")
+    except CliError as exc:
+        _report(str(exc), exc.code)
+    except ApiError as exc:
+        fields = [d for d in exc.details if "field" in d]
+        head = f"API refused the request ({exc.status} {exc.code})"
+        lines = [f"{head}:", *validation_lines(fields)] if fields else [f"{head}: {exc.message}"]
+        _report("\n".join(lines), EXIT_USAGE if 400 <= exc.status < 500 else EXIT_SERVICE)
+    except httpx.HTTPError as exc:
+        _report(f"cannot reach the API: {exc}", EXIT_SERVICE)
+    except TimeoutError as exc:
+        _report(str(exc), EXIT_FAILED)
+    except PagefleetError as exc:
+        field = exc.details.get("field")
+        _report(f"{field + ': ' if field else ''}{exc.message}", EXIT_USAGE)
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        _report(f"AWS refused: {error.get('Code')}: {error.get('Message')}", EXIT_SERVICE)
+    except BotoCoreError as exc:
+        _report(f"AWS call failed: {exc}", EXIT_SERVICE)
+
+
+def _report(message: str, code: int) -> NoReturn:
+    err.print(f"[red]error:[/] {message}", highlight=False)
+    sys.exit(code)
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,196 @@
+"""Job commands: talk to the API as any client does (``--api-url`` / ``--api-key``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from pagefleet.cli import render
+from pagefleet.cli.common import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    ApiKey,
+    ApiUrl,
+    AsJson,
+    CliError,
+    api_client,
+    console,
+    fail,
+    pydantic_details,
+    validation_lines,
+)
+from pagefleet.models import JobRequest
+
+
+def _parse_input(pair: str) -> tuple[str, Any]:
+    name, sep, raw = pair.partition("=")
+    if not sep or not name:
+        raise CliError(f"--input expects NAME=VALUE, got {pair!r}")
+    try:
+        value = json.loads(raw)
+        if not isinstance(value, str | int | float | bool):
+            value = raw
+    except ValueError:
+        value = raw
+    return name.strip(), value
+
+
+def _load_workflow(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise CliError(f"{path}: no such file")
+    text = path.read_text()
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError as exc:
+            raise CliError("YAML workflows need PyYAML; use JSON or install pyyaml") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise CliError(f"{path} is not valid YAML: {exc}") from exc
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(
+                f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            ) from exc
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: a workflow is a JSON object with 'steps'")
+    return data
+
+
+def submit(
+    file: Annotated[Path, typer.Argument(help="Workflow file (JSON, or YAML with PyYAML).")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until the job is final.")] = False,
+    inputs: Annotated[
+        list[str] | None, typer.Option("--input", "-i", help="NAME=VALUE, repeatable.")
+    ] = None,
+    idempotency_key: Annotated[str | None, typer.Option("--idempotency-key")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait with --wait.")] = 300,
+    local_check: Annotated[
+        bool, typer.Option("--local-check/--no-local-check", help="Validate before sending.")
+    ] = True,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Submit a workflow file as a job."""
+    workflow = _load_workflow(file)
+    for pair in inputs or []:
+        name, value = _parse_input(pair)
+        workflow.setdefault("inputs", {})
+        if isinstance(workflow["inputs"], dict):
+            workflow["inputs"][name] = value
+    if local_check:
+        try:
+            JobRequest.model_validate(workflow)
+        except ValidationError as exc:
+            lines = validation_lines(pydantic_details(exc))
+            fail(f"{file} is not a valid workflow:\n" + "\n".join(lines), EXIT_USAGE)
+    with api_client(api_url, api_key) as client:
+        job = client.submit(workflow, idempotency_key=idempotency_key)
+        if not wait:
+            if as_json:
+                console.print_json(job.model_dump_json())
+            else:
+                console.print(f"submitted [bold]{job.job_id}[/] ({render.status(job)})")
+            return
+        if not as_json:
+            console.print(f"submitted [bold]{job.job_id}[/], waiting…")
+        job = client.wait(job.job_id, timeout=timeout)
+        if as_json:
+            console.print_json(job.model_dump_json())
+        else:
+            render.print_job(job)
+            if job.artifacts:
+                render.print_artifacts(client.artifacts(job.job_id))
+    if job.status.value != "succeeded":
+        raise typer.Exit(EXIT_FAILED)
+
+
+def status(
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Show one job."""
+    with api_client(api_url, api_key) as client:
+        job = client.get(job_id)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    else:
+        render.print_job(job)
+
+
+def cancel(
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Cancel a job: a queued one at once, a running one within seconds."""
+    with api_client(api_url, api_key) as client:
+        job = client.cancel(job_id)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    elif job.status.value == "cancelled":
+        console.print(f"[bold]{job.job_id}[/] cancelled")
+    else:
+        console.print(f"[bold]{job.job_id}[/] is {render.status(job)}; its worker is stopping it")
+
+
+def jobs(
+    status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    cursor: Annotated[str | None, typer.Option("--cursor")] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """List jobs, newest first."""
+    with api_client(api_url, api_key) as client:
+        page = client.list(status=status, limit=limit, cursor=cursor)
+    if as_json:
+        console.print_json(page.model_dump_json())
+        return
+    table = Table("job", "status", "name", "created", "finished")
+    table.columns[0].no_wrap = True
+    for job in page.jobs:
+        table.add_row(
+            job.job_id,
+            render.status(job),
+            job.name or "",
+            job.created_at or "",
+            job.finished_at or "",
+        )
+    console.print(table)
+    if page.next_cursor:
+        console.print(f"more: --cursor {page.next_cursor}")
+
+
+def artifacts(
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """List a job's artifacts with short-lived download links."""
+    with api_client(api_url, api_key) as client:
+        links = client.artifacts(job_id)
+    if as_json:
+        console.print_json(json.dumps([a.model_dump() for a in links]))
+    else:
+        render.print_artifacts(links)
+
+
+def schema() -> None:
+    """Print the JSON Schema of a job request (for editors)."""
+    sys.stdout.write(json.dumps(JobRequest.model_json_schema(), indent=2) + "\n")

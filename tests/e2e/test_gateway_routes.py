@@ -1,0 +1,171 @@
+"""Every route the API's resolver serves works through the local gateway, over HTTP.
+
+The routes come from the resolver itself (its OpenAPI description), so a route added
+later is walked too. The local stack runs without workers: nothing here needs Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+
+from devstack.stack import DEV_TENANT, LocalStack
+from pagefleet.client import PagefleetClient
+from pagefleet.resources import DEFAULT_POOL
+
+pytestmark = [pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+METHODS = ("get", "put", "post", "delete", "patch", "head", "options")
+# Known admin-only routes; every route under /v1/admin/ must be admin-only too.
+ADMIN_ROUTES = {("GET", "/v1/domains"), ("GET", "/v1/admin/dead-letters")}
+SIMPLE_JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
+
+
+def resolver_routes() -> list[tuple[str, str]]:
+    """(METHOD, path template) for every route of ``functions.api.app``."""
+    from functions.api.app import app
+
+    schema = app.get_openapi_schema()
+    return sorted(
+        (method.upper(), path)
+        for path, item in schema.paths.items()
+        for method in METHODS
+        if getattr(item, method, None) is not None
+    )
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    local = LocalStack(api_port=0, workers=0)
+    with local:
+        yield local
+    local.cleanup_logs()
+
+
+@pytest.fixture(scope="module")
+def admin_key(stack: LocalStack) -> str:
+    # Same tenant as the dev key: the two keys differ only in the admin right.
+    return stack.create_tenant_key(DEV_TENANT, name="ops", admin=True)
+
+
+def _call(stack: LocalStack, key: str, method: str, path: str) -> httpx.Response:
+    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=60) as http:
+        return http.request(
+            method,
+            path,
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+            content=b"{}" if method in ("POST", "PUT", "PATCH") else None,
+        )
+
+
+def _error_code(response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return (body.get("error") or {}).get("code") if isinstance(body, dict) else None
+
+
+def test_every_resolver_route_answers_through_the_gateway(
+    stack: LocalStack, admin_key: str
+) -> None:
+    routes = resolver_routes()
+    assert ADMIN_ROUTES <= set(routes), "the known admin routes are not in the resolver"
+    with stack.client() as client:
+        job_id = client.submit(SIMPLE_JOB).job_id
+    values = {"job_id": job_id, "domain": "example.com"}
+
+    answers: dict[tuple[str, str], dict[str, httpx.Response]] = {}
+    for method, template in routes:
+        path = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), "x"), template)
+        answers[(method, template)] = {
+            who: _call(stack, key, method, path)
+            for who, key in (("tenant", stack.dev_api_key or ""), ("admin", admin_key))
+        }
+
+    for route, by_key in answers.items():
+        for who, response in by_key.items():
+            seen = f"{route} as {who}: {response.status_code} {response.text[:200]}"
+            assert response.json() != {"message": "Missing Authentication Token"}, seen
+            assert response.status_code < 500, seen
+            assert _error_code(response) != "route_not_found", seen
+    admin_only = {
+        route
+        for route, by_key in answers.items()
+        if by_key["tenant"].status_code == 403 and _error_code(by_key["tenant"]) == "forbidden"
+    }
+    assert ADMIN_ROUTES <= admin_only
+    assert {r for r in answers if r[1].startswith("/v1/admin/")} <= admin_only
+    for route in admin_only:
+        response = answers[route]["admin"]
+        assert 200 <= response.status_code < 300, f"{route}: {response.text[:200]}"
+
+
+def _cli(*args: str, key: str, stack: LocalStack) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pagefleet.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={
+            **os.environ,
+            "PAGEFLEET_API_URL": stack.api_url,
+            "PAGEFLEET_API_KEY": key,
+            "COLUMNS": "200",
+        },
+        check=False,
+    )
+
+
+def _dead_letter(stack: LocalStack, client: PagefleetClient) -> str:
+    """A queued job whose message lands in the DLQ, as SQS redrive does after
+    maxReceiveCount; the stack's DLQ poller marks it dead-lettered."""
+    assert stack.provisioned is not None
+    sqs = boto3.client("sqs", endpoint_url=stack.aws_endpoint)
+    job_id = client.submit(SIMPLE_JOB).job_id
+    queue = stack.provisioned.queue_urls[DEFAULT_POOL]
+    deadline = time.monotonic() + 60
+    while True:
+        messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+        mine = [m for m in messages if json.loads(m["Body"]).get("job_id") == job_id]
+        if mine:
+            break
+        assert time.monotonic() < deadline, "the job's message never showed up"
+    sqs.send_message(QueueUrl=stack.provisioned.dlq_urls[DEFAULT_POOL], MessageBody=mine[0]["Body"])
+    while client.get(job_id).status.value != "dead_lettered":
+        assert time.monotonic() < deadline + 60, "the DLQ poller never marked the job"
+        time.sleep(0.2)
+    return job_id
+
+
+def test_cli_lists_and_redrives_dead_letters_with_an_admin_key(
+    stack: LocalStack, admin_key: str
+) -> None:
+    with stack.client() as client:
+        job_id = _dead_letter(stack, client)
+
+        listed = _cli("dead-letters", key=admin_key, stack=stack)
+        refused = _cli("dead-letters", key=stack.dev_api_key or "", stack=stack)
+        redriven = _cli("dead-letters", "--redrive", key=admin_key, stack=stack)
+        after = client.get(job_id)
+
+    assert listed.returncode == 0, listed.stderr
+    assert job_id in listed.stdout
+    assert refused.returncode == 2 and "403" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert redriven.returncode == 0, redriven.stderr
+    assert re.search(r"redriven: [1-9]\d* job", redriven.stdout)
+    assert after.status.value == "queued"
