@@ -37,6 +37,14 @@ JOB_ID = Annotated[
 ]
 # Carried to the queue message's attributes and every log line: printable ASCII only.
 CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
+SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 503)
+SUBMIT_RESPONSES[202]["headers"] = {
+    "Location": {"description": "/v1/jobs/{job_id}", "schema": {"type": "string"}},
+    "Idempotent-Replayed": {
+        "description": "true when an Idempotency-Key replay returned an existing job",
+        "schema": {"type": "string"},
+    },
+}
 
 
 @router.post(
@@ -46,7 +54,7 @@ CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
         "Records the job and queues it. The same Idempotency-Key with the same body returns "
         "the same job (Idempotent-Replayed: true); with another body it is a 409."
     ),
-    responses=documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 503),
+    responses=SUBMIT_RESPONSES,
     tags=["jobs"],
 )
 def create_job(
