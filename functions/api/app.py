@@ -38,4 +38,4 @@ def _unexpected(exc: Exception) -> Response[str]:
     # A fault of ours, never of the request (hostile input is refused before it gets here).
     # Logged with the correlation id; the client gets that id, never internals.
     logger.exception("unhandled error")
-    return errors.internal_error(app.current_event.request_context.request_id)
+    return errors.internal_error(exc, app.current_event.request_context.request_id)

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pagefleet.api_models import ErrorBody, ErrorDetail
 from pagefleet.errors import (
@@ -76,9 +77,39 @@ def proxy_error(status: int, code: str, message: str, *, field: str) -> dict[str
     }
 
 
-def internal_error(request_id: str | None) -> Response[str]:
-    """A fault of ours: the client gets the request id to quote, never internals."""
+# AWS answers that say "not now" rather than "never": the client may retry the same request.
+_TRANSIENT_AWS_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+    }
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error.get("Code") in _TRANSIENT_AWS_CODES or int(status or 0) >= 500
+    return isinstance(exc, BotoCoreError)  # connection refused, timed out, reset
+
+
+def internal_error(exc: BaseException, request_id: str | None) -> Response[str]:
+    """A fault of ours, never of the request: the client gets the request id to quote, never
+    internals, and is told to retry only when AWS was briefly unavailable."""
     ref = f" (request id {request_id})" if request_id else ""
+    if is_transient(exc):
+        return error_response(
+            503,
+            "service_unavailable",
+            f"a backing service is briefly unavailable; retry the same request{ref}",
+            headers={"Retry-After": "1"},
+        )
     return error_response(500, "internal_error", f"internal error{ref}")
 
 

@@ -271,3 +271,21 @@ def test_an_unexpected_fault_is_a_500_without_retry_advice(
     assert "retry" not in resp.error["message"]
     assert "request id" in resp.error["message"]
     assert "a bug of ours" not in json.dumps(resp.body)
+
+
+def test_aws_briefly_unavailable_is_a_503_to_retry(
+    caller: ApiCaller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ClientError
+
+    from functions.api import app as api_app
+
+    def throttled(*args: Any, **kwargs: Any) -> Any:
+        error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
+        raise ClientError(error, "GetItem")  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api_app.services().store, "get", throttled)
+    resp = caller.get_job("01jzzzzzzzzzzzzzzzzzzzzzzz")
+    assert resp.status == 503
+    assert resp.headers.get("Retry-After") == "1"
+    assert "retry" in resp.error["message"]

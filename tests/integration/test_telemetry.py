@@ -3,6 +3,7 @@ nothing anywhere when it runs off Lambda (no X-Ray daemon, no network at import)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -40,14 +41,25 @@ class Records(logging.Handler):
         self.lines.append(json.loads(self.format(record)))
 
 
+@contextlib.contextmanager
+def recorded(powertools_logger: Any) -> Iterator[Records]:
+    """Collect the logger's lines at INFO (whatever level it was created with)."""
+    records, level = Records(powertools_logger), powertools_logger.log_level
+    powertools_logger.addHandler(records)
+    powertools_logger.setLevel(logging.INFO)
+    try:
+        yield records
+    finally:
+        powertools_logger.removeHandler(records)
+        powertools_logger.setLevel(level)
+
+
 @pytest.fixture
 def api_logs() -> Iterator[Records]:
     from functions.api.context import logger
 
-    records = Records(logger)
-    logger.addHandler(records)
-    yield records
-    logger.removeHandler(records)
+    with recorded(logger) as records:
+        yield records
 
 
 @pytest.fixture
@@ -119,9 +131,7 @@ def test_sqs_correlation_id_is_injected_from_the_message_attribute(
 ) -> None:
     from functions.dead_letters import handler as dl
 
-    records = Records(dl.logger)
-    dl.logger.addHandler(records)
-    try:
+    with recorded(dl.logger) as records:
         job = tenant.post_job(JOB, headers={"X-Correlation-Id": "dlq-trace"}).body
         body = json.dumps(
             {
@@ -137,8 +147,6 @@ def test_sqs_correlation_id_is_injected_from_the_message_attribute(
             "correlation_id": {"stringValue": "dlq-trace", "dataType": "String"}
         }
         dl.handler(event, None)
-    finally:
-        dl.logger.removeHandler(records)
     [line] = [r for r in records.lines if r["message"] == "dead letter"]
     assert line["correlation_id"] == "dlq-trace"
     assert line["service"] == "pagefleet-dead-letters"
