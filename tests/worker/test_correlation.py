@@ -69,8 +69,9 @@ def test_one_correlation_id_from_api_to_worker_logs_to_artifact_metadata(
         resp = ApiCaller(key).post_job(workflow, headers={"X-Correlation-Id": "corr-e2e-1"})
         assert resp.status == 202, resp.body
         job_id = resp.body["job_id"]
-        run_worker()
+        worker = run_worker()
         done = wait_for_job(services, job_id)
+        worker.stop()  # every line of the job is logged once the worker has stopped
     finally:
         api_logger.removeHandler(api_lines)
         worker_logger.removeHandler(worker_lines)
