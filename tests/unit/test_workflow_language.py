@@ -130,3 +130,18 @@ def test_schema_covers_every_step() -> None:
     schema = json.dumps(JobRequest.model_json_schema())
     for step in EVERY_STEP:
         assert f'"const": "{step["action"]}"' in schema
+
+
+def test_blocks_nested_too_deep_are_refused_naming_the_step_before_parsing() -> None:
+    def nested(levels: int) -> dict[str, object]:
+        step: dict[str, object] = {"action": "extract", "name": "t", "selector": "h1"}
+        for _ in range(levels):
+            step = {"action": "paginate", "next": "a.next", "steps": [step]}
+        return {"steps": [step]}
+
+    assert JobRequest.model_validate(nested(3)).steps[0].action == "paginate"
+    for levels in (4, 200, 5_000):  # no RecursionError, however deep
+        with pytest.raises(
+            ValidationError, match=r"steps\[0\]\.steps\[0\]\.steps\[0\]\.steps\[0\] "
+        ):
+            JobRequest.model_validate(nested(levels))
