@@ -48,7 +48,8 @@ FAILURE_SCREENSHOT = "failure.png"
 FAILURE_HTML = "failure.html"
 FAILURE_SCREENSHOT_TIMEOUT_MS = 3_000
 DATA_ARTIFACT = "data.json"
-# The job record lives in one DynamoDB item (400 KB); keep the result well inside it.
+# A cap on what one job may extract. The job record keeps only a small result inline
+# (pagefleet.jobs.limits); a bigger one is read from DATA_ARTIFACT, uploaded below.
 MAX_RESULT_BYTES = 256 * 1024
 
 
@@ -331,7 +332,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     if len(data) > MAX_RESULT_BYTES:
         raise FailJob(
             f"the extracted result is {len(data)} bytes, over the {MAX_RESULT_BYTES}-byte limit "
-            "of a job record; extract less (for example fewer fields or no html)",
+            "of a job's result; extract less (for example fewer fields or no html)",
             kind="result_too_large",
         )
     if ctx.result:

@@ -29,6 +29,12 @@ class InvalidRequest(PagefleetError):
         self.field = field
 
 
+class RequestTooLarge(InvalidRequest):
+    """The request (or the job record it would make) is over a size limit: send less."""
+
+    code = "request_too_large"
+
+
 class NotFound(PagefleetError):
     code = "not_found"
 

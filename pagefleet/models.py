@@ -14,7 +14,15 @@ from ulid import ULID
 
 from pagefleet.resources import QUEUES
 from pagefleet.states import JobStatus
-from pagefleet.workflow import Evaluate, Paginate, Step, Upload, iter_steps
+from pagefleet.workflow import (
+    MAX_BLOCK_DEPTH,
+    Evaluate,
+    Paginate,
+    Step,
+    Upload,
+    iter_steps,
+    too_deep_block,
+)
 from pagefleet.workflow.templating import references
 
 InputValue = str | int | float | bool
@@ -149,6 +157,18 @@ class JobRequest(BaseModel):
     deadline: datetime | None = None
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
 
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _blocks_not_too_deep(cls, steps: Any) -> Any:
+        # Before the step models parse (and recurse into) the workflow.
+        path = too_deep_block(steps)
+        if path is not None:
+            raise ValueError(
+                f"{path} is a block nested more than {MAX_BLOCK_DEPTH} levels deep "
+                f"(paginate inside paginate); at most {MAX_BLOCK_DEPTH} levels are allowed"
+            )
+        return steps
+
     @field_validator("deadline")
     @classmethod
     def _aware_deadline(cls, deadline: datetime | None) -> datetime | None:
@@ -249,6 +269,9 @@ class JobRecord(BaseModel):
     finished_at: str | None = None
     enqueued_at: str | None = None
     result: dict[str, Any] | None = None
+    # A result too large to keep in the record lives only in this artifact (data.json).
+    result_artifact: str | None = None
+    result_bytes: int | None = None
     artifacts: list[Artifact] = Field(default_factory=list)
     error: JobError | None = None
     attempts: list[AttemptRecord] = Field(default_factory=list)
@@ -265,26 +288,6 @@ class JobRecord(BaseModel):
     @property
     def attempts_used(self) -> int:
         return self.attempt - self.attempt_base
-
-    def public_view(self) -> dict[str, Any]:
-        """What the API returns for a job (no lease internals)."""
-        data = self.model_dump(
-            mode="json",
-            exclude={
-                "lease_owner",
-                "lease_expires_at",
-                "idempotency_key",
-                "tenant_id",
-                "deadline_at",
-                "retry_at",
-                "attempt_base",
-            },
-        )
-        data["artifacts"] = [
-            {k: a[k] for k in ("name", "size", "content_type", "sha256", "retention", "attempt")}
-            for a in data["artifacts"]
-        ]
-        return data
 
 
 class JobMessage(BaseModel):

@@ -109,6 +109,9 @@ class JobStore(Protocol):
         error: JobError | None,
         history: AttemptRecord,
         retry_at: int | None = None,
+        result_artifact: str | None = None,
+        result_bytes: int | None = None,
+        attempt_log: list[AttemptRecord] | None = None,
     ) -> JobRecord: ...
 
     def transition(
@@ -198,6 +201,11 @@ class SecretStore(Protocol):
 
 
 class CursorCodec(Protocol):
+    """Pagination cursors: ``decode`` accepts only what ``encode`` gave the same listing
+    (tenant and status filter), else raises ``InvalidRequest`` on ``cursor``."""
+
     def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str: ...
 
-    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]: ...
+    def decode(
+        self, tenant_id: str, cursor: str, *, status: JobStatus | None = None
+    ) -> dict[str, Any]: ...

@@ -14,9 +14,7 @@ moved the job first, and the answer says what to do with the message.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from pagefleet.errors import (
@@ -28,6 +26,8 @@ from pagefleet.errors import (
     NotFound,
     RetryNotDue,
 )
+from pagefleet.jobs.limits import bound_outcome
+from pagefleet.jobs.moves import Outcome, Step, Then, expired_error, headline, job_message
 from pagefleet.jobs.rules import (
     LEASE_MARGIN_S,
     MAX_DELAY_S,
@@ -35,47 +35,12 @@ from pagefleet.jobs.rules import (
     attempt_allowed,
     lease_until,
 )
-from pagefleet.models import Artifact, AttemptRecord, JobError, JobMessage, JobRecord, iso
+from pagefleet.models import Artifact, JobError, JobMessage, JobRecord, iso
 from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
 from pagefleet.states import JobStatus
 
-
-class Then(StrEnum):
-    """What to do with the message that asked for a move."""
-
-    RUN = "run"  # the job is claimed: run it
-    DELETE = "delete"  # done with (deleted by the lifecycle)
-    HIDE = "hide"  # hidden for a while (done by the lifecycle)
-    RELEASE = "release"  # visible again at once (done by the lifecycle)
-    LEAVE = "leave"  # untouched: its visibility timeout brings it back
-
-
-@dataclass(frozen=True)
-class Step:
-    """The answer to a message: what became of it, the job when it must run, and why."""
-
-    then: Then
-    job: JobRecord | None = None
-    reason: str = ""
-    status: JobStatus | None = None  # the final state this move wrote, if any
-
-
-@dataclass
-class Outcome:
-    """How an attempt ended, as the worker saw it."""
-
-    status: JobStatus
-    result: dict[str, Any] | None = None
-    error: JobError | None = None
-    artifacts: list[Artifact] = field(default_factory=list)
-    retry_delay_s: int | None = None
-    release_message: bool = False  # hand the message back instead of deleting it
-
-
-def expired_error() -> JobError:
-    return JobError(
-        kind="expired", message="the job did not start before its deadline", timeout="deadline"
-    )
+# Re-exported: the worker takes these from here with the Lifecycle.
+__all__ = ["Lifecycle", "Outcome", "Step", "Then", "expired_error"]
 
 
 class Lifecycle:
@@ -111,13 +76,13 @@ class Lifecycle:
     # --- the worker's side ----------------------------------------------------------------------
     def peek(self, received: ReceivedMessage, pool: str) -> Step:
         """Look at the job before claiming it (the breaker needs its target)."""
-        message = _job_message(received)
+        message = job_message(received)
         try:
             job = self.store.get(message.tenant_id, message.job_id, consistent=False)
         except NotFound:
             return self._done(received, pool, "job not found")
         except Exception as exc:
-            return Step(Then.LEAVE, reason=f"reading the job failed: {_headline(exc)}")
+            return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if job.status.is_final:  # final states never change: a stale read is still right
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
         return Step(Then.RUN, job=job)
@@ -137,7 +102,7 @@ class Lifecycle:
         ``recheck_s`` bounds how long a copy of a job running elsewhere is hidden before it
         is looked at again.
         """
-        message = _job_message(received)
+        message = job_message(received)
         now = self.clock.now()
         try:
             job = self.store.claim(
@@ -162,7 +127,7 @@ class Lifecycle:
         except IllegalTransition:
             return self._claim_refused(received, pool, message, owner, recheck_s)
         except Exception as exc:
-            return Step(Then.LEAVE, reason=f"claim failed: {_headline(exc)}")
+            return Step(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
         if not attempt_allowed(job, job.attempt):
             # A reclaim after the last allowed attempt's worker died: no attempt is left.
             error = JobError(
@@ -190,7 +155,7 @@ class Lifecycle:
         except NotFound:
             return self._done(received, pool, "job not found")
         except Exception as exc:
-            return Step(Then.LEAVE, reason=f"reading the job failed: {_headline(exc)}")
+            return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
             return Step(Then.RUN, job=current, reason="claim applied though its reply was lost")
         if current.status.is_final:
@@ -214,7 +179,7 @@ class Lifecycle:
         try:
             self.queue.change_visibility(pool, received.receipt_handle, lease_seconds)
         except Exception as exc:
-            problems.append(f"visibility: {_headline(exc)}")
+            problems.append(f"visibility: {headline(exc)}")
         try:
             self.store.extend_lease(
                 job.tenant_id,
@@ -226,7 +191,7 @@ class Lifecycle:
         except LeaseLost:
             raise
         except Exception as exc:
-            problems.append(f"lease: {_headline(exc)}")
+            problems.append(f"lease: {headline(exc)}")
         return problems
 
     def cancel_requested(self, job: JobRecord) -> bool:
@@ -263,18 +228,10 @@ class Lifecycle:
     ) -> Step:
         """Write the attempt's outcome (fenced), send a retry's message, settle the message."""
         at = self.at()
-        history = AttemptRecord(
-            attempt=job.attempt,
-            worker=worker,
-            started_at=job.started_at or at,
-            finished_at=at,
-            status=outcome.status,
-            error=outcome.error,
-        )
         retrying = outcome.status is JobStatus.RETRY_SCHEDULED
         delay = outcome.retry_delay_s or 0
-        # Earlier attempts' artifacts (failure snapshots) stay listed next to this one's.
-        artifacts = [a for a in job.artifacts if a.attempt != job.attempt] + outcome.artifacts
+        # Every part is bounded so that the record always fits in one item.
+        bounded = bound_outcome(job, outcome, worker=worker, at=at)
         try:
             self.store.finish(
                 job.tenant_id,
@@ -283,17 +240,20 @@ class Lifecycle:
                 owner=job.lease_owner or worker,
                 status=outcome.status,
                 at=at,
-                result=outcome.result,
-                artifacts=artifacts,
-                error=outcome.error,
-                history=history,
+                result=bounded.result,
+                artifacts=bounded.artifacts,
+                error=bounded.error,
+                history=bounded.history,
                 retry_at=self.now() + delay if retrying else None,
+                result_artifact=bounded.result_artifact,
+                result_bytes=bounded.result_bytes,
+                attempt_log=bounded.attempt_log,
             )
         except (LeaseLost, IllegalTransition) as exc:
             if not self._landed(job, outcome):
                 return Step(Then.LEAVE, reason=f"outcome not written: {exc.message}")
         except Exception as exc:
-            return Step(Then.LEAVE, reason=f"writing the outcome failed: {_headline(exc)}")
+            return Step(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
         if outcome.release_message:
             self._release(received, pool)
             return Step(Then.RELEASE, status=outcome.status)
@@ -305,7 +265,7 @@ class Lifecycle:
                 return Step(
                     Then.LEAVE,
                     status=outcome.status,
-                    reason=f"could not enqueue the retry: {_headline(exc)}",
+                    reason=f"could not enqueue the retry: {headline(exc)}",
                 )
         step = self._done(received, pool, "")
         return Step(step.then, status=outcome.status, reason=step.reason)
@@ -328,12 +288,12 @@ class Lifecycle:
         The message is re-sent with a delay (and the received one deleted) rather than
         hidden, so waiting never counts toward the dead-letter queue's receive limit.
         """
-        message = _job_message(received)
+        message = job_message(received)
         delay = max(1, min(MAX_DELAY_S, delay_s))
         try:
             self.queue.send(message, delay_seconds=delay)
         except Exception as exc:
-            return Step(Then.LEAVE, reason=f"could not defer the job: {_headline(exc)}")
+            return Step(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
         with contextlib.suppress(Exception):  # the reason is a courtesy to the user
             self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
         return self._done(received, pool, reason)
@@ -476,14 +436,3 @@ class Lifecycle:
         """Make a message visible again at once (this worker will not work on it)."""
         self._release(received, pool)
         return Step(Then.RELEASE, reason="handed back")
-
-
-def _job_message(received: ReceivedMessage) -> JobMessage:
-    if received.message is None:
-        raise ValueError("not a job message")
-    return received.message
-
-
-def _headline(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]

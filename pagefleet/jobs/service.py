@@ -18,8 +18,10 @@ from pagefleet.errors import (
     IdempotencyKeyReused,
     InvalidRequest,
     NotFound,
+    RequestTooLarge,
 )
 from pagefleet.jobs.lifecycle import Lifecycle
+from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
 from pagefleet.models import JobRecord, JobRequest, iso, new_job_id
 from pagefleet.ports import SYSTEM_CLOCK, ArtifactStore, Clock, CursorCodec, JobQueue, JobStore
 from pagefleet.states import JobStatus
@@ -88,6 +90,7 @@ def submit_job(
         idempotency_key=idempotency_key,
         deadline_at=int(request.deadline.timestamp()) if request.deadline else None,
     )
+    _check_record_size(record)
     try:
         svc.store.create(record, idempotency_fingerprint=fingerprint)
     except IdempotencyConflict:
@@ -96,6 +99,17 @@ def submit_job(
         replay = _wait_for_replay(svc, tenant_id, idempotency_key, fingerprint)
         return replay
     return Submitted(job=svc.lifecycle.enqueue(record), created=True)
+
+
+def _check_record_size(record: JobRecord) -> None:
+    """Refuse a job whose record would not fit in one item once its attempts have run."""
+    size = json_bytes(record.model_dump(mode="json"))
+    if size > SUBMIT_RECORD_MAX_BYTES:
+        raise RequestTooLarge(
+            f"the job's record would take {size} bytes, over the {SUBMIT_RECORD_MAX_BYTES} "
+            "a job may use for its request; send fewer or smaller steps or inputs",
+            field="body",
+        )
 
 
 def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted | None:
@@ -136,7 +150,7 @@ def list_jobs(
     limit: int = 20,
     cursor: str | None = None,
 ) -> JobPage:
-    start_key = svc.cursors.decode(tenant_id, cursor) if cursor else None
+    start_key = svc.cursors.decode(tenant_id, cursor, status=status) if cursor else None
     jobs, last_key = svc.store.list_page(tenant_id, status=status, limit=limit, start_key=start_key)
     next_cursor = svc.cursors.encode(tenant_id, last_key) if last_key else None
     return JobPage(jobs=jobs, next_cursor=next_cursor)
