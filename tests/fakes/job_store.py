@@ -189,6 +189,9 @@ class FakeJobStore:
         error: JobError | None,
         history: AttemptRecord,
         retry_at: int | None = None,
+        result_artifact: str | None = None,
+        result_bytes: int | None = None,
+        attempt_log: list[AttemptRecord] | None = None,
     ) -> JobRecord:
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
@@ -198,8 +201,13 @@ class FakeJobStore:
                 "status": status,
                 "updated_at": at,
                 "artifacts": list(artifacts),
-                "attempts": [*row.job.attempts, history],
+                # attempt_log, when given, replaces the history (bounded by the caller).
+                "attempts": attempt_log
+                if attempt_log is not None
+                else [*row.job.attempts, history],
                 "result": result,
+                "result_artifact": result_artifact,
+                "result_bytes": result_bytes,
                 "error": error,
                 "lease_owner": None,
                 "lease_expires_at": None,
