@@ -32,10 +32,10 @@ import httpx
 
 from devstack.constants import LOCAL_REGION
 from devstack.demo_site import DemoSite
+from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.lambda_env import LambdaFunction
-from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from pagefleet.client import PagefleetClient
@@ -139,8 +139,7 @@ class LocalStack:
         self.rest_api: RestApi | None = None
         self.functions: dict[str, LambdaFunction] = {}
         self.site: DemoSite | None = None
-        self.sweeper: Timer | None = None
-        self.dead_letters: DeadLetterPoller | None = None
+        self.sources: EventSources | None = None
         self.provisioned: Provisioned | None = None
         self.core_settings: dict[str, Any] = {}
         self.api_settings: ApiSettings | None = None
@@ -220,11 +219,12 @@ class LocalStack:
             self._start_gateway()
             self._start_workers()
             self._await(warming)
-            self.sweeper = sweeper_timer(self.sweeper_interval_s, self.functions["sweeper"])
-            self.sweeper.start()
             assert self.provisioned is not None
-            self.dead_letters = DeadLetterPoller(
-                self.provisioned.dlq_urls, function=self.functions["dead_letters"]
+            self.sources = EventSources(
+                self.functions,
+                jobs_table=self.provisioned.jobs_table,
+                dlq_urls=self.provisioned.dlq_urls,
+                sweeper_interval_s=self.sweeper_interval_s,
             ).start()
         except BaseException:
             self.stop()
@@ -233,12 +233,9 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop everything this stack started; safe to call twice and after a failed start."""
-        if self.sweeper is not None:
-            self.sweeper.stop()
-            self.sweeper = None
-        if self.dead_letters is not None:
-            self.dead_letters.stop()
-            self.dead_letters = None
+        if self.sources is not None:
+            self.sources.stop()
+            self.sources = None
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()

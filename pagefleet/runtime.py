@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
     from pagefleet.breaker import Breakers
+    from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
     from pagefleet.settings import CoreSettings
 
@@ -127,6 +128,14 @@ class Runtime:
             ("breakers", settings.model_dump_json()),
             lambda: DomainBreakers(self.client("dynamodb"), settings.jobs_table, settings.breaker),
         )
+
+    def change_consumers(self, settings: CoreSettings) -> list[ChangeConsumer]:
+        """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
+
+        def build() -> list[ChangeConsumer]:
+            return []
+
+        return self._once(("changes", settings.model_dump_json()), build)
 
     def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
         from pagefleet.adapters.dynamodb import DynamoTenantStore

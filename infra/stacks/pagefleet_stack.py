@@ -5,6 +5,7 @@ client ─HTTPS─> Api (REST API + authorizer + api function)
                   └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
                                        DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
 EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
+jobs table stream ─> JobChanges (its one reader: dependants, live delivery, notifications)
 Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
 (dashboard + job alarms); Backups (AWS Backup plan of the tables, where configured)
 """
@@ -25,6 +26,7 @@ from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.dead_letters import DeadLetters
+from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
@@ -105,9 +107,15 @@ class PagefleetStack(Stack):
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
         )
-        # Slots for later issues, each its own construct beside these:
-        #   Live (WebSocket API + connections table + functions/live on the jobs stream)
-        #   Schedules (EventBridge Scheduler group + functions/scheduler)
+        self.job_changes = JobChanges(
+            self,
+            "JobChanges",
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.alarms = Alarms(
             self,
             "Alarms",
