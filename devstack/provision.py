@@ -18,6 +18,7 @@ class Provisioned:
     jobs_table: str
     tenants_table: str
     artifacts_bucket: str
+    usage_table: str = ""
     queue_urls: dict[str, str] = field(default_factory=dict)
     dlq_urls: dict[str, str] = field(default_factory=dict)
 
@@ -70,6 +71,7 @@ def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisi
     out = Provisioned(
         jobs_table=names["JobsTable"],
         tenants_table=names["TenantsTable"],
+        usage_table=names["UsageTable"],
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
     for queue in QUEUES:

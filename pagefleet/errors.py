@@ -58,6 +58,28 @@ class Forbidden(PagefleetError):
 
 
 # --- caller may retry ----------------------------------------------------------------------
+class TooManyRequests(PagefleetError):
+    """A tenant limit said no for now (429); ``headers`` say when to try again."""
+
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None, **details: Any):
+        super().__init__(message, **details)
+        self.headers = dict(headers or {})
+
+
+class RateLimited(TooManyRequests):
+    """Over the tenant's submissions per minute: retry after ``Retry-After`` seconds."""
+
+    code = "rate_limited"
+
+
+class QueueFull(TooManyRequests):
+    """The tenant has ``max_queued`` jobs waiting: retry when some have started."""
+
+    code = "queue_full"
+
+
 class EnqueueFailed(PagefleetError):
     """The job is recorded but its message did not reach the queue; retry with the same key."""
 

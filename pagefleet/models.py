@@ -284,6 +284,8 @@ class JobRecord(BaseModel):
     attempt_base: int = 0
     # Why a queued job is waiting (e.g. its target's circuit is open).
     deferred_reason: str | None = None
+    # Set by DELETE /v1/jobs/{id} on a running job: deleted once it has stopped.
+    delete_requested_at: str | None = None
 
     @property
     def attempts_used(self) -> int:
@@ -300,6 +302,9 @@ class JobMessage(BaseModel):
     attempt: int
     correlation_id: str
     pool: str
+    # How often this job was deferred in a row (its tenant at its running limit): the next
+    # deferral waits longer, so a deep backlog does not spin through the queue.
+    deferrals: int = 0
 
     @classmethod
     def for_job(cls, job: JobRecord) -> JobMessage:
@@ -313,9 +318,20 @@ class JobMessage(BaseModel):
 
 
 class TenantPolicy(BaseModel):
-    """What a tenant's workflows may do beyond the defaults (set by an admin, read by workers)."""
+    """A tenant's limits and rights as an admin set them (``pagefleet admin set-limits``).
+
+    None means "the stage's default" (``pagefleet.tenancy.limits``), so a stage can change a
+    default without rewriting every tenant; ``effective_limits`` resolves both.
+    """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     # evaluate runs tenant-supplied JavaScript in the page; off unless granted.
-    allow_evaluate: bool = False
+    allow_evaluate: bool | None = None
+    submits_per_minute: int | None = Field(default=None, ge=1, le=100_000)
+    burst: int | None = Field(default=None, ge=1, le=100_000)
+    max_queued: int | None = Field(default=None, ge=1, le=1_000_000)
+    # The running set is kept in one item: a few hundred ids at most.
+    max_running: int | None = Field(default=None, ge=1, le=200)
+    retention_days: int | None = Field(default=None, ge=1, le=3650)
+    session_days: int | None = Field(default=None, ge=1, le=365)

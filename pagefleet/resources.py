@@ -95,16 +95,29 @@ JOBS_TABLE = TableSpec(
     stream=True,
 )
 
-# Tenants and their hashed API keys.
+# Tenants and their hashed API keys, each tenant's limits and counters, and audit records
+# (which expire).
 TENANTS_TABLE = TableSpec(
     logical_id="TenantsTable",
     local_name="pagefleet-tenants",
     partition_key=KeyAttr("pk"),
     sort_key=KeyAttr("sk"),
     indexes=(IndexSpec("by_tenant", KeyAttr("tenant_id"), KeyAttr("sk")),),
+    ttl_attribute="expires_at",
 )
 
-TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE)
+# Usage per attempt and per tenant and day (and workflow), tenant first; the sparse by_day
+# index lists every tenant's day for operators.
+USAGE_TABLE = TableSpec(
+    logical_id="UsageTable",
+    local_name="pagefleet-usage",
+    partition_key=KeyAttr("pk"),
+    sort_key=KeyAttr("sk"),
+    indexes=(IndexSpec("by_day", KeyAttr("day_pk"), KeyAttr("day_sk")),),
+    ttl_attribute="expires_at",
+)
+
+TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE)
 
 # The lease is the visibility timeout; the worker's heartbeat extends it while a job runs.
 LEASE_SECONDS = 60
@@ -118,11 +131,19 @@ DEFAULT_POOL = "standard"
 
 ROUTINE = "routine"
 DEBUG = "debug"
+# Saved login sessions: each expires when its tenant's session_days say (checked on use);
+# the bucket rule removes what nobody saved again within the longest allowed session life.
+SESSION = "session"
+SESSION_MAX_DAYS = 365
 
 ARTIFACTS_BUCKET = BucketSpec(
     logical_id="ArtifactsBucket",
     local_name="pagefleet-artifacts",
-    lifecycle=(LifecycleRule(ROUTINE, 7), LifecycleRule(DEBUG, 30)),
+    lifecycle=(
+        LifecycleRule(ROUTINE, 7),
+        LifecycleRule(DEBUG, 30),
+        LifecycleRule(SESSION, SESSION_MAX_DAYS),
+    ),
 )
 
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
     from pagefleet.settings import CoreSettings
+    from pagefleet.tenancy.service import Tenancy
 
 # Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
@@ -117,9 +118,18 @@ class Runtime:
                 queue=SqsJobQueue(self.client("sqs"), settings.queue_urls),
                 artifacts=S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
                 cursors=CursorCodec(),
+                hooks=self.tenancy(settings).gate,
             )
 
         return self._once(("jobs", settings.model_dump_json()), build)
+
+    def tenancy(self, settings: CoreSettings) -> Tenancy:
+        """Tenant limits, counters, audit and usage (the lifecycle's hooks among them)."""
+        from pagefleet.tenant_runtime import build_tenancy
+
+        return self._once(
+            ("tenancy", settings.model_dump_json()), lambda: build_tenancy(self, settings)
+        )
 
     def breakers(self, settings: CoreSettings) -> Breakers:
         from pagefleet.adapters.dynamodb.breakers import DomainBreakers

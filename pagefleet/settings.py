@@ -13,7 +13,9 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pagefleet.breaker import BreakerPolicy
+from pagefleet.pricing import Worker as WorkerShape
 from pagefleet.resources import DEFAULT_POOL, LEASE_SECONDS
+from pagefleet.tenancy.defaults import LimitDefaults
 
 ENV_PREFIX = "PAGEFLEET_"
 
@@ -35,6 +37,10 @@ class CoreSettings(_Base):
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
     # Chaos testing only: the share of AWS calls this runtime fails on purpose (0 = never).
     aws_fault_rate: float = Field(default=0.0, ge=0.0, le=0.5)
+    # Usage per attempt and day (None: usage is not recorded nor reported).
+    usage_table: str | None = None
+    # The limits of a tenant an admin set none for, as JSON (the stage's defaults).
+    tenant_defaults: LimitDefaults = Field(default_factory=LimitDefaults)
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]
@@ -45,6 +51,8 @@ class ApiSettings(CoreSettings):
     max_request_bytes: int = Field(default=256 * 1024, ge=1024)
     default_pool: str = DEFAULT_POOL
     page_size_max: int = Field(default=100, ge=1, le=1000)
+    # The Fargate task a slot lives in, to price browser-seconds (the standard pool's).
+    pricing_worker: WorkerShape = Field(default_factory=WorkerShape)
 
 
 class AuthorizerSettings(_Base):
@@ -72,6 +80,9 @@ class WorkerSettings(CoreSettings):
     # On SIGTERM, how long running jobs may take to finish before they are handed back to
     # the queue; keep it below the ECS stop timeout minus poll_wait_seconds.
     drain_seconds: int = Field(default=20, ge=0, le=110)
+    # The role a job's tenant data (artifacts, sessions, secrets, usage) is reached through,
+    # assumed per tenant with the session tag tenant=<id>; None: the worker's own identity.
+    job_role_arn: str | None = None
 
 
 def env_names(settings_cls: type[BaseSettings]) -> set[str]:

@@ -18,6 +18,7 @@ from pagefleet.errors import (
     NotFound,
     PagefleetError,
     RequestTooLarge,
+    TooManyRequests,
     Unauthorized,
 )
 
@@ -30,6 +31,7 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     NotFound: 404,
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,
+    TooManyRequests: 429,
     EnqueueFailed: 503,
 }
 
@@ -116,6 +118,8 @@ def internal_error(exc: BaseException, request_id: str | None) -> Response[str]:
 def from_domain(exc: PagefleetError) -> Response[str]:
     status = next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
     headers = {"Retry-After": "1"} if status == 503 else None
+    if isinstance(exc, TooManyRequests):
+        headers = exc.headers  # Retry-After and the RateLimit-* fields
     extra = {k: v for k, v in exc.details.items() if k != "field" and v is not None}
     return error_response(
         status,

@@ -26,6 +26,7 @@ from pagefleet.errors import (
     NotFound,
     RetryNotDue,
 )
+from pagefleet.jobs.hooks import NO_HOOKS
 from pagefleet.jobs.limits import bound_outcome
 from pagefleet.jobs.moves import Outcome, Step, Then, expired_error, headline, job_message
 from pagefleet.jobs.rules import (
@@ -44,6 +45,8 @@ __all__ = ["Lifecycle", "Outcome", "Step", "Then", "expired_error"]
 
 
 class Lifecycle:
+    hooks = NO_HOOKS  # tenant limits: a slot taken before each claim, given back after moves
+
     def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store
         self.queue = queue
@@ -100,9 +103,11 @@ class Lifecycle:
         """Take the job for a new attempt, or say what to do with its message instead.
 
         ``recheck_s`` bounds how long a copy of a job running elsewhere is hidden before it
-        is looked at again.
+        is looked at again. The hooks may defer the job first (its tenant's running cap).
         """
         message = job_message(received)
+        if (deferral := self.hooks.before_claim(message)) is not None:
+            return self.defer(received, pool, reason=deferral.reason, delay_s=deferral.delay_s)
         now = self.clock.now()
         try:
             job = self.store.claim(
@@ -140,6 +145,7 @@ class Lifecycle:
             )
             done = self.finish(job, Outcome(JobStatus.FAILED, error=error), received, pool, worker)
             return Step(done.then, reason="max_attempts spent", status=done.status)
+        self.hooks.after_claim(job)
         return Step(Then.RUN, job=job)
 
     def _claim_refused(
@@ -157,6 +163,7 @@ class Lifecycle:
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
+            self.hooks.after_claim(current)
             return Step(Then.RUN, job=current, reason="claim applied though its reply was lost")
         if current.status.is_final:
             return self._done(received, pool, f"duplicate delivery ({current.status.value})")
@@ -254,6 +261,7 @@ class Lifecycle:
                 return Step(Then.LEAVE, reason=f"outcome not written: {exc.message}")
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
+        self.hooks.after_move(job.model_copy(update={"status": outcome.status}))
         if outcome.release_message:
             self._release(received, pool)
             return Step(Then.RELEASE, status=outcome.status)
@@ -290,8 +298,9 @@ class Lifecycle:
         """
         message = job_message(received)
         delay = max(1, min(MAX_DELAY_S, delay_s))
+        again = message.model_copy(update={"deferrals": message.deferrals + 1})  # backs off
         try:
-            self.queue.send(message, delay_seconds=delay)
+            self.queue.send(again, delay_seconds=delay)
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
         with contextlib.suppress(Exception):  # the reason is a courtesy to the user
@@ -301,9 +310,7 @@ class Lifecycle:
     def expire(self, tenant_id: str, job_id: str) -> bool:
         """A job not started before its deadline never runs. True if this call expired it."""
         try:
-            self.store.transition(
-                tenant_id, job_id, JobStatus.EXPIRED, at=self.at(), error=expired_error()
-            )
+            self._transition(tenant_id, job_id, JobStatus.EXPIRED, error=expired_error())
         except (IllegalTransition, NotFound):
             return False  # someone else (the sweeper, a cancel) ended it first
         return True
@@ -320,7 +327,7 @@ class Lifecycle:
             try:
                 if job.status is JobStatus.RUNNING:
                     return self.store.request_cancel(tenant_id, job_id, at=self.at())
-                return self.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=self.at())
+                return self._transition(tenant_id, job_id, JobStatus.CANCELLED)
             except IllegalTransition:
                 continue
         raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
@@ -328,7 +335,7 @@ class Lifecycle:
     def redrive(self, tenant_id: str, job_id: str) -> bool:
         """A dead-lettered job goes back to its queue with a fresh attempt budget."""
         try:
-            job = self.store.transition(tenant_id, job_id, JobStatus.QUEUED, at=self.at())
+            job = self._transition(tenant_id, job_id, JobStatus.QUEUED)
         except (IllegalTransition, NotFound):
             return False
         self.enqueue(job.model_copy(update={"enqueued_at": None}))
@@ -355,12 +362,8 @@ class Lifecycle:
             retryable=True,
         )
         try:
-            self.store.transition(
-                message.tenant_id,
-                message.job_id,
-                JobStatus.DEAD_LETTERED,
-                at=self.at(),
-                error=reason,
+            self._transition(
+                message.tenant_id, message.job_id, JobStatus.DEAD_LETTERED, error=reason
             )
         except NotFound:
             return "unknown_job"
@@ -385,11 +388,10 @@ class Lifecycle:
         )
         retry = attempt_allowed(job, job.attempt + 1)
         try:
-            moved = self.store.transition(
+            moved = self._transition(
                 tenant_id,
                 job_id,
                 JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
-                at=self.at(),
                 error=error,
                 lease_expired_before=expired_before,
                 retry_at=self.now(),
@@ -412,6 +414,11 @@ class Lifecycle:
         self.send(job)
         self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
         return True
+
+    def _transition(self, tenant_id: str, job_id: str, to: JobStatus, **kw: Any) -> JobRecord:
+        moved = self.store.transition(tenant_id, job_id, to, at=self.at(), **kw)
+        self.hooks.after_move(moved)
+        return moved
 
     # --- messages -------------------------------------------------------------------------------
     def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:

@@ -20,6 +20,7 @@ from pagefleet.errors import (
     NotFound,
     RequestTooLarge,
 )
+from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
 from pagefleet.models import JobRecord, JobRequest, iso, new_job_id
@@ -36,10 +37,15 @@ class JobServices:
     artifacts: ArtifactStore
     cursors: CursorCodec
     clock: Clock = SYSTEM_CLOCK
+    # The tenant limits' part in the lifecycle (``pagefleet.tenancy.gate``); none in tests
+    # that do not need them.
+    hooks: JobHooks = NO_HOOKS
     lifecycle: Lifecycle = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "lifecycle", Lifecycle(self.store, self.queue, self.clock))
+        lifecycle = Lifecycle(self.store, self.queue, self.clock)
+        lifecycle.hooks = self.hooks
+        object.__setattr__(self, "lifecycle", lifecycle)
 
 
 @dataclass(frozen=True)

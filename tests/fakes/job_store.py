@@ -55,6 +55,11 @@ class FakeJobStore:
                     job_id=record.job_id, fingerprint=idempotency_fingerprint or ""
                 )
 
+    def all_jobs(self) -> list[JobRecord]:
+        """Every job of every tenant (tests and the fake unstarted-jobs count)."""
+        with self._lock:
+            return [row.job.model_copy(deep=True) for row in self._rows.values()]
+
     def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
         with self._lock:
             return self._idempotency.get((tenant_id, key))

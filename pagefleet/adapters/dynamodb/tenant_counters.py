@@ -1,0 +1,293 @@
+"""A tenant's counters in the tenants table: submission bucket, queued count, running set.
+
+Items (partition ``TENANT#<id>``, beside the tenant's policy):
+
+- ``LIMIT#BUCKET``: ``tat`` (epoch ms, see ``pagefleet.tenancy.bucket``), ``minute`` (epoch
+  minute) and ``minute_count``, the submissions of that minute.
+- ``LIMIT#QUEUED``: ``queued``, ``version`` (bumped by every change; a recount writes only
+  if nothing moved meanwhile), ``recounted_at``.
+- ``LIMIT#RUNNING``: ``running``, a string set of job ids.
+
+Every change is one conditional update: the table decides, so concurrent API calls and
+workers never lose an update or let a cap slip. None of these items has a ``tenant_id``
+attribute, so the ``by_tenant`` index (API keys) never lists them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize, status_pk, tenant_pk
+from pagefleet.states import JobStatus
+from pagefleet.tenancy.ports import CounterView, SlotTake, SpendResult
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BUCKET_SK = "LIMIT#BUCKET"
+QUEUED_SK = "LIMIT#QUEUED"
+RUNNING_SK = "LIMIT#RUNNING"
+
+
+@dataclass(frozen=True)
+class Case:
+    """Which of four conditional writes a spend is: the bucket idle (tat behind now: start
+    again from now) or busy (push tat on, within the burst), in the minute of the last
+    spend (count on) or a new one (count from zero)."""
+
+    busy: bool
+    same_minute: bool
+
+
+def case_of(old: dict[str, Any], *, cost_ms: int, tolerance_ms: int, now_ms: int) -> Case | None:
+    """The case the stored bucket is in; None when the spend must be refused."""
+    same = int(old.get("minute", -1)) == now_ms // 60_000
+    tat = int(old["tat"]) if "tat" in old else None
+    if tat is None or tat < now_ms:
+        return Case(busy=False, same_minute=same)
+    if tat + cost_ms - now_ms <= tolerance_ms:
+        return Case(busy=True, same_minute=same)
+    return None
+
+
+def _refused(exc: ClientError) -> bool:
+    return exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
+
+
+def _old_item(exc: ClientError) -> dict[str, Any]:
+    """The item as it was, from a refused write's ReturnValuesOnConditionCheckFailure."""
+    item: Any = exc.response.get("Item")
+    return deserialize(item) if item else {}
+
+
+class DynamoTenantCounters:
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+        # Each tenant's bucket (tat, minute) as this process last saw it: the first write
+        # guesses the case right nearly always; a wrong guess costs one more conditional write.
+        self._last: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, tenant_id: str, sk: str) -> dict[str, Any]:
+        return serialize({"pk": tenant_pk(tenant_id), "sk": sk})
+
+    # --- submission bucket ------------------------------------------------------------------
+    def spend(
+        self, tenant_id: str, *, jobs: int, cost_ms: int, tolerance_ms: int, now_ms: int
+    ) -> SpendResult:
+        if cost_ms > tolerance_ms:
+            return SpendResult(False, self.view(tenant_id, now_ms=now_ms).tat_ms, 0)
+        minute = now_ms // 60_000
+        with self._lock:
+            last_tat, last_minute = self._last.get(tenant_id, (0, -1))
+        guess = Case(busy=last_tat >= now_ms, same_minute=last_minute == minute)
+        writes = 0
+        for _ in range(4):  # each refusal says which case holds; concurrent spends may move it
+            writes += 1
+            try:
+                tat = self._spend(tenant_id, guess, jobs, cost_ms, tolerance_ms, now_ms)
+            except ClientError as exc:
+                if not _refused(exc):
+                    raise
+                old = _old_item(exc)
+                found = case_of(old, cost_ms=cost_ms, tolerance_ms=tolerance_ms, now_ms=now_ms)
+                if found is None:
+                    self._remember(tenant_id, int(old["tat"]), int(old.get("minute", -1)))
+                    return SpendResult(False, int(old["tat"]), writes)
+                guess = found
+                continue
+            self._remember(tenant_id, tat, minute)
+            return SpendResult(True, tat, writes)
+        return SpendResult(False, self.view(tenant_id, now_ms=now_ms).tat_ms, writes)
+
+    def _remember(self, tenant_id: str, tat: int, minute: int) -> None:
+        with self._lock:
+            if len(self._last) > 10_000:
+                self._last.clear()
+            self._last[tenant_id] = (tat, minute)
+
+    def _spend(
+        self, tenant_id: str, case: Case, jobs: int, cost_ms: int, tolerance_ms: int, now_ms: int
+    ) -> int:
+        """One conditional write for one case of the bucket (see ``Case``)."""
+        minute = now_ms // 60_000
+        values: dict[str, Any] = {":now": now_ms, ":min": minute, ":jobs": jobs}
+        if case.busy:
+            tat_set = "tat = tat + :cost"
+            condition = "tat >= :now AND tat <= :limit"
+            values.update({":cost": cost_ms, ":limit": now_ms + tolerance_ms - cost_ms})
+        else:
+            tat_set = "tat = :tat"
+            condition = "(attribute_not_exists(tat) OR tat < :now)"
+            values[":tat"] = now_ms + cost_ms
+        if case.same_minute:
+            expression = f"SET {tat_set} ADD minute_count :jobs"
+            condition += " AND #minute = :min"
+        else:
+            expression = f"SET {tat_set}, #minute = :min, minute_count = :jobs"
+            condition += " AND (attribute_not_exists(#minute) OR #minute <> :min)"
+        resp = self._db.update_item(
+            TableName=self._table,
+            Key=self._key(tenant_id, BUCKET_SK),
+            UpdateExpression=expression,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={"#minute": "minute"},
+            ExpressionAttributeValues=serialize(values),
+            ReturnValues="UPDATED_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        return int(deserialize(resp["Attributes"])["tat"])
+
+    # --- queued -----------------------------------------------------------------------------
+    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> bool:
+        if jobs > limit:
+            return False
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, QUEUED_SK),
+                UpdateExpression="ADD queued :n, version :one",
+                ConditionExpression="attribute_not_exists(queued) OR queued <= :room",
+                ExpressionAttributeValues=serialize({":n": jobs, ":one": 1, ":room": limit - jobs}),
+            )
+        except ClientError as exc:
+            if _refused(exc):
+                return False
+            raise
+        return True
+
+    def sub_queued(self, tenant_id: str, jobs: int) -> None:
+        # Never below zero: a count a recount set low must not turn into extra room later.
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, QUEUED_SK),
+                UpdateExpression="ADD queued :minus, version :one",
+                ConditionExpression="queued >= :n",
+                ExpressionAttributeValues=serialize({":minus": -jobs, ":one": 1, ":n": jobs}),
+            )
+        except ClientError as exc:
+            if not _refused(exc):
+                raise
+
+    def recount_queued(
+        self, tenant_id: str, actual: Callable[[], int], *, now: int, every_s: int
+    ) -> int | None:
+        """Set the count to ``actual()`` unless recounted in the last ``every_s`` seconds or
+        changed while counting. Returns the new count, or None when it did not write."""
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, QUEUED_SK),
+                UpdateExpression="SET recounted_at = :now",
+                ConditionExpression="attribute_not_exists(recounted_at) OR recounted_at < :due",
+                ExpressionAttributeValues=serialize({":now": now, ":due": now - every_s}),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if _refused(exc):
+                return None
+            raise
+        version = int(deserialize(resp["Attributes"]).get("version", 0))
+        count = actual()
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, QUEUED_SK),
+                UpdateExpression="SET queued = :count",
+                ConditionExpression="attribute_not_exists(version) OR version = :v",
+                ExpressionAttributeValues=serialize({":count": count, ":v": version}),
+            )
+        except ClientError as exc:
+            if _refused(exc):
+                return None
+            raise
+        return count
+
+    # --- running ----------------------------------------------------------------------------
+    def take_slot(self, tenant_id: str, job_id: str, *, limit: int) -> SlotTake:
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, RUNNING_SK),
+                UpdateExpression="ADD running :job",
+                ConditionExpression=(
+                    "attribute_not_exists(running) OR size(running) < :limit "
+                    "OR contains(running, :id)"
+                ),
+                ExpressionAttributeValues=serialize(
+                    {":job": {job_id}, ":limit": limit, ":id": job_id}
+                ),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _refused(exc):
+                raise
+            return SlotTake(False, frozenset(_old_item(exc).get("running", set())))
+        return SlotTake(True, frozenset(deserialize(resp["Attributes"]).get("running", set())))
+
+    def give_back(self, tenant_id: str, job_id: str) -> None:
+        self._db.update_item(
+            TableName=self._table,
+            Key=self._key(tenant_id, RUNNING_SK),
+            UpdateExpression="DELETE running :job",
+            ExpressionAttributeValues=serialize({":job": {job_id}}),
+        )
+
+    # --- reading ----------------------------------------------------------------------------
+    def view(self, tenant_id: str, *, now_ms: int) -> CounterView:
+        resp = self._db.batch_get_item(
+            RequestItems={
+                self._table: {
+                    "Keys": [self._key(tenant_id, sk) for sk in (BUCKET_SK, QUEUED_SK, RUNNING_SK)],
+                    "ConsistentRead": True,
+                }
+            }
+        )
+        items = {
+            str(data["sk"]): data
+            for data in (deserialize(i) for i in resp.get("Responses", {}).get(self._table, []))
+        }
+        bucket = items.get(BUCKET_SK, {})
+        same_minute = int(bucket.get("minute", -1)) == now_ms // 60_000
+        return CounterView(
+            tat_ms=int(bucket["tat"]) if "tat" in bucket else None,
+            minute_submits=int(bucket.get("minute_count", 0)) if same_minute else 0,
+            queued=max(0, int(items.get(QUEUED_SK, {}).get("queued", 0))),
+            running=frozenset(items.get(RUNNING_SK, {}).get("running", set())),
+        )
+
+
+class DynamoUnstartedJobs:
+    """Counts a tenant's queued jobs not yet started (the ``by_status`` index of the jobs
+    table), for the rare recount of the queued counter."""
+
+    def __init__(self, client: DynamoDBClient, jobs_table: str) -> None:
+        self._db = client
+        self._table = jobs_table
+
+    def count_unstarted(self, tenant_id: str) -> int:
+        count = 0
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "by_status",
+            "KeyConditionExpression": "status_pk = :sp",
+            # Redriven jobs are queued again with attempt_base = attempt.
+            "FilterExpression": "attempt = attempt_base",
+            "ExpressionAttributeValues": serialize({":sp": status_pk(tenant_id, JobStatus.QUEUED)}),
+            "Select": "COUNT",
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            count += int(resp.get("Count", 0))
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                return count
+            kwargs["ExclusiveStartKey"] = last

@@ -1,0 +1,53 @@
+"""What the lifecycle lets others add to its moves, without knowing who they are.
+
+The tenant limits (``pagefleet.tenancy.gate``) take a running slot before a claim and give
+it back when the job leaves ``running``; they are one ``JobHooks``. A hook never moves a
+job itself: it may only ask the lifecycle to defer one, before its claim. Hooks must not
+raise (a move is written by then, or the answer is a deferral): they keep their own books
+and repair them themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from pagefleet.models import JobMessage, JobRecord
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """Do not claim the job now: send its message again after ``delay_s``."""
+
+    reason: str
+    delay_s: int
+
+
+class JobHooks(Protocol):
+    def before_claim(self, message: JobMessage) -> Deferral | None:
+        """Before every claim; a Deferral defers the job (its message is sent again with a
+        delay, which never counts toward the dead-letter queue)."""
+        ...
+
+    def after_claim(self, job: JobRecord) -> None:
+        """After a claim that started the job (``job`` as claimed)."""
+        ...
+
+    def after_move(self, job: JobRecord) -> None:
+        """After a move the lifecycle wrote (an attempt's outcome, the sweeper's take-back, a
+        cancel, an expiry, a dead letter, a redrive), with the job as it is now."""
+        ...
+
+
+class NoHooks:
+    def before_claim(self, message: JobMessage) -> Deferral | None:
+        return None
+
+    def after_claim(self, job: JobRecord) -> None:
+        return None
+
+    def after_move(self, job: JobRecord) -> None:
+        return None
+
+
+NO_HOOKS: JobHooks = NoHooks()

@@ -1,0 +1,233 @@
+"""Submissions under the tenant's limits: the rate (token bucket) and the queued cap.
+
+``submit`` and ``submit_batch`` are what the API calls instead of ``jobs.service.submit_job``:
+tokens first (one conditional write; 429 with ``Retry-After`` and ``RateLimit-*``), then
+room in the queued count (one conditional write; 429 naming ``max_queued``), then the job.
+A replay of an Idempotency-Key takes a token (it is a request) but no queued room.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimited
+from pagefleet.jobs import service
+from pagefleet.jobs.service import JobServices, Submitted
+from pagefleet.models import JobRequest
+from pagefleet.ports import SYSTEM_CLOCK, Clock
+from pagefleet.tenancy.bucket import Bucket, Spend, answer
+from pagefleet.tenancy.limits import TenantLimits
+from pagefleet.tenancy.ports import CounterView, TenantCounters, UnstartedJobs
+
+# A refused submission recounts the queued jobs at most this often per tenant.
+RECOUNT_EVERY_S = 30
+MAX_BATCH = 100
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """The API's side of the tenant limits."""
+
+    counters: TenantCounters
+    limits: Callable[[str], TenantLimits]
+    unstarted: UnstartedJobs
+    clock: Clock = SYSTEM_CLOCK
+
+    def now_ms(self) -> int:
+        return int(self.clock.now() * 1000)
+
+    def bucket(self, tenant_id: str) -> Bucket:
+        limits = self.limits(tenant_id)
+        return Bucket(per_minute=limits.submits_per_minute, burst=limits.burst)
+
+    def spend(self, tenant_id: str, jobs: int = 1) -> Spend:
+        """Take ``jobs`` tokens, or raise RateLimited with the headers to send."""
+        spent = self.try_spend(tenant_id, jobs)
+        if not spent.allowed:
+            bucket = self.bucket(tenant_id)
+            raise RateLimited(
+                f"tenant {tenant_id} is over its submission rate ({bucket.per_minute} jobs a "
+                f"minute, bursts of {bucket.burst}); retry in {spent.retry_after_s} s",
+                headers=spent.headers(),
+                limit="submits_per_minute",
+                retry_after_s=spent.retry_after_s,
+            )
+        return spent
+
+    def try_spend(self, tenant_id: str, jobs: int) -> Spend:
+        bucket = self.bucket(tenant_id)
+        now = self.now_ms()
+        result = self.counters.spend(
+            tenant_id,
+            jobs=jobs,
+            cost_ms=bucket.cost_ms(jobs),
+            tolerance_ms=bucket.tolerance_ms,
+            now_ms=now,
+        )
+        return answer(bucket, allowed=result.allowed, tat_ms=result.tat_ms, now_ms=now, cost=jobs)
+
+    def hold_queued(self, tenant_id: str, jobs: int = 1) -> None:
+        """Room for ``jobs`` more queued jobs, or QueueFull naming the limit."""
+        limit = self.limits(tenant_id).max_queued
+        if self.counters.add_queued(tenant_id, jobs, limit=limit):
+            return
+        # A crash may have left the count high: recount (rarely) before saying no.
+        recount = self.counters.recount_queued(
+            tenant_id,
+            lambda: self.unstarted.count_unstarted(tenant_id),
+            now=int(self.clock.now()),
+            every_s=RECOUNT_EVERY_S,
+        )
+        if recount is not None and self.counters.add_queued(tenant_id, jobs, limit=limit):
+            return
+        raise QueueFull(
+            f"tenant {tenant_id} has {limit} jobs waiting to start, its limit (max_queued); "
+            "submit again when some have started",
+            headers={"Retry-After": str(RECOUNT_EVERY_S)},
+            limit="max_queued",
+            max_queued=limit,
+        )
+
+    def release_queued(self, tenant_id: str, jobs: int = 1) -> None:
+        if jobs > 0:
+            self.counters.sub_queued(tenant_id, jobs)
+
+    def view(self, tenant_id: str) -> CounterView:
+        return self.counters.view(tenant_id, now_ms=self.now_ms())
+
+
+@dataclass(frozen=True)
+class Admitted:
+    submitted: Submitted
+    rate: Spend
+
+
+def submit(
+    svc: JobServices,
+    quotas: Quotas,
+    tenant_id: str,
+    request: JobRequest,
+    *,
+    idempotency_key: str | None = None,
+    correlation_id: str | None = None,
+) -> Admitted:
+    rate = quotas.spend(tenant_id)
+    submitted = _submit_one(svc, quotas, tenant_id, request, idempotency_key, correlation_id)
+    return Admitted(submitted, rate)
+
+
+def _submit_one(
+    svc: JobServices,
+    quotas: Quotas,
+    tenant_id: str,
+    request: JobRequest,
+    key: str | None,
+    correlation_id: str | None,
+    *,
+    held: bool = False,
+) -> Submitted:
+    """One job whose token is spent; ``held``: its queued room is already held."""
+    if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
+        if held:
+            quotas.release_queued(tenant_id)
+        return service.submit_job(
+            svc, tenant_id, request, idempotency_key=key, correlation_id=correlation_id
+        )
+    if not held:
+        quotas.hold_queued(tenant_id)
+    try:
+        submitted = service.submit_job(
+            svc, tenant_id, request, idempotency_key=key, correlation_id=correlation_id
+        )
+    except EnqueueFailed:
+        raise  # recorded, and queued by the sweeper: it holds its room
+    except BaseException:
+        quotas.release_queued(tenant_id)
+        raise
+    if not submitted.created:  # a concurrent request with the same key made it
+        quotas.release_queued(tenant_id)
+    return submitted
+
+
+# --- batches ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BatchItem:
+    request: JobRequest
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    index: int
+    status: int  # as the item alone would have been answered: 202, 409, 429...
+    submitted: Submitted | None = None
+    error: PagefleetError | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    items: list[ItemResult]
+    rate: Spend
+
+
+def submit_batch(
+    svc: JobServices,
+    quotas: Quotas,
+    tenant_id: str,
+    items: Sequence[BatchItem],
+    *,
+    correlation_id: str | None = None,
+    status_of: Callable[[PagefleetError], int],
+) -> BatchResult:
+    """Submit up to ``MAX_BATCH`` jobs; each takes a token and queued room like a single
+    submission. Items past the tokens or the room left are answered 429 each, in order."""
+    rate = quotas.try_spend(tenant_id, len(items))
+    admitted = len(items)
+    if not rate.allowed:
+        admitted = min(rate.remaining, len(items))
+        rate = quotas.try_spend(tenant_id, admitted) if admitted else rate
+        if not rate.allowed:
+            admitted = 0
+    held = _hold_room(quotas, tenant_id, admitted)
+    results: list[ItemResult] = []
+    for index, item in enumerate(items):
+        try:
+            if index >= admitted:
+                raise _rate_limited(quotas, tenant_id, rate)
+            if index >= held:
+                quotas.hold_queued(tenant_id)  # raises QueueFull (and may find room)
+            correlation = f"{correlation_id}-{index}" if correlation_id else None
+            submitted = _submit_one(
+                svc, quotas, tenant_id, item.request, item.idempotency_key, correlation, held=True
+            )
+            results.append(ItemResult(index, 202, submitted=submitted))
+        except PagefleetError as exc:
+            results.append(ItemResult(index, status_of(exc), error=exc))
+    return BatchResult(results, rate)
+
+
+def _hold_room(quotas: Quotas, tenant_id: str, wanted: int) -> int:
+    """Hold queued room for as many of ``wanted`` jobs as fit (one or two writes)."""
+    if wanted <= 0:
+        return 0
+    limit = quotas.limits(tenant_id).max_queued
+    if quotas.counters.add_queued(tenant_id, wanted, limit=limit):
+        return wanted
+    room = max(0, limit - quotas.view(tenant_id).queued)
+    if room and quotas.counters.add_queued(tenant_id, min(room, wanted), limit=limit):
+        return min(room, wanted)
+    return 0
+
+
+def _rate_limited(quotas: Quotas, tenant_id: str, rate: Spend) -> RateLimited:
+    bucket = quotas.bucket(tenant_id)
+    retry = max(rate.retry_after_s, 1)
+    headers = {**rate.headers(), "Retry-After": str(retry)}
+    return RateLimited(
+        f"over the submission rate ({bucket.per_minute} jobs a minute, bursts of "
+        f"{bucket.burst}); retry in {retry} s",
+        headers=headers,
+        limit="submits_per_minute",
+        retry_after_s=retry,
+    )

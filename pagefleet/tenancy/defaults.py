@@ -1,0 +1,21 @@
+"""The stage's default tenant limits: part of every runtime's settings, so kept free of
+anything but pydantic (infra/ reads the settings models)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LimitDefaults(BaseModel):
+    """The limits of a tenant nobody set limits for (one set per stage)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    submits_per_minute: int = Field(default=120, ge=1, le=100_000)
+    # None: as many as a minute's rate.
+    burst: int | None = Field(default=None, ge=1, le=100_000)
+    max_queued: int = Field(default=1000, ge=1, le=1_000_000)
+    max_running: int = Field(default=10, ge=1, le=200)
+    allow_evaluate: bool = False
+    retention_days: int = Field(default=30, ge=1, le=3650)
+    session_days: int = Field(default=30, ge=1, le=365)

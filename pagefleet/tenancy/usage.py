@@ -1,0 +1,163 @@
+"""Usage: what each attempt used, summed per tenant and day and per workflow, and priced.
+
+The worker records one ``AttemptUsage`` per attempt it ran (browser-seconds of its slot,
+the requests the page made, artifact bytes and uploads); the store adds it to the tenant's
+day and to the day of its workflow at most once per (job, attempt). What the platform
+spends around a job (the API call, queue messages, table writes, Lambda time) is not
+measured per job: ``as_priced`` estimates it from the counts with the figures below, so
+the price table prices everything a job costs.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pagefleet.pricing import REGIONS, Usage, Worker, as_dict, cost
+
+ALL_WORKFLOWS = "*"
+# A job without a name or workflow is counted under this workflow name.
+UNNAMED = "(unnamed)"
+# How many days one usage query may span.
+MAX_DAYS = 92
+
+# What a job and an attempt cost around the browser, by count (see the module docstring).
+PER_JOB = {
+    "api_requests": 1,  # the submission
+    "lambda_invocations": 2,  # the API call and the authorizer (cached calls are free)
+    "lambda_gb_seconds": 0.1,  # 1 GB for ~100 ms
+    "queue_requests": 1,  # the send
+    "table_writes": 6,  # record, idempotency key, bucket, queued count, stream consumer
+    "table_reads": 2,
+}
+PER_ATTEMPT = {
+    "queue_requests": 2,  # receive, delete
+    "table_writes": 7,  # claim, finish, slot taken and given back, usage (3 items)
+    "table_reads": 2,  # peek, limits
+}
+# Heartbeats (queue visibility + lease) every 15 s of browser time.
+HEARTBEAT_S = 15
+# Lambda invocations of the jobs stream reader per job change it reads (batched).
+STREAM_SHARE = 0.2
+
+
+class AttemptUsage(BaseModel):
+    """What one attempt used, as the worker measured it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tenant_id: str
+    job_id: str
+    attempt: int = Field(ge=1)
+    workflow: str = UNNAMED
+    day: str = Field(description="UTC day the attempt ended, YYYY-MM-DD")
+    first_attempt: bool = Field(description="the job's first attempt: counts the job")
+    browser_seconds: float = Field(ge=0)
+    page_requests: int = Field(default=0, ge=0)
+    artifact_bytes: int = Field(default=0, ge=0)
+    artifact_puts: int = Field(default=0, ge=0)
+    status: str | None = None
+    ended_at: str | None = None
+
+
+class UsageRow(BaseModel):
+    """Usage summed over a day, for a tenant (``workflow == "*"``) or one of its workflows."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: str
+    day: str
+    workflow: str = ALL_WORKFLOWS
+    jobs: int = 0
+    attempts: int = 0
+    browser_seconds: float = 0.0
+    page_requests: int = 0
+    artifact_bytes: int = 0
+    artifact_puts: int = 0
+
+    def add(self, other: UsageRow | AttemptUsage) -> UsageRow:
+        counts = _counts(other)
+        return self.model_copy(update={k: getattr(self, k) + v for k, v in counts.items()})
+
+
+def _counts(item: UsageRow | AttemptUsage) -> dict[str, Any]:
+    if isinstance(item, AttemptUsage):
+        return {
+            "jobs": int(item.first_attempt),
+            "attempts": 1,
+            "browser_seconds": item.browser_seconds,
+            "page_requests": item.page_requests,
+            "artifact_bytes": item.artifact_bytes,
+            "artifact_puts": item.artifact_puts,
+        }
+    return {
+        "jobs": item.jobs,
+        "attempts": item.attempts,
+        "browser_seconds": item.browser_seconds,
+        "page_requests": item.page_requests,
+        "artifact_bytes": item.artifact_bytes,
+        "artifact_puts": item.artifact_puts,
+    }
+
+
+def counts_of(item: UsageRow | AttemptUsage) -> dict[str, Any]:
+    """The additive counts (what the store ADDs to a day)."""
+    return _counts(item)
+
+
+def as_priced(row: UsageRow) -> Usage:
+    """The row as the price table's ``Usage``: measured counts plus the platform's share."""
+    jobs, attempts = row.jobs, row.attempts
+    heartbeats = row.browser_seconds / HEARTBEAT_S
+    return Usage(
+        jobs=jobs,
+        browser_seconds=row.browser_seconds,
+        api_requests=round(jobs * PER_JOB["api_requests"]),
+        lambda_invocations=round(
+            jobs * PER_JOB["lambda_invocations"] + (jobs + attempts * 2) * STREAM_SHARE
+        ),
+        lambda_gb_seconds=jobs * PER_JOB["lambda_gb_seconds"],
+        queue_requests=round(
+            jobs * PER_JOB["queue_requests"] + attempts * PER_ATTEMPT["queue_requests"] + heartbeats
+        ),
+        table_writes=round(
+            jobs * PER_JOB["table_writes"] + attempts * PER_ATTEMPT["table_writes"] + heartbeats
+        ),
+        table_reads=round(jobs * PER_JOB["table_reads"] + attempts * PER_ATTEMPT["table_reads"]),
+        artifact_puts=row.artifact_puts,
+        artifact_bytes=row.artifact_bytes,
+    )
+
+
+def priced(row: UsageRow, worker: Worker, retention_days: float) -> dict[str, Any]:
+    """Cost of a row in every priced region (us-east-1 and ap-south-1)."""
+    usage = as_priced(row)
+    return {
+        region: as_dict(cost(usage, region, worker, retention_days=retention_days))
+        for region in REGIONS
+    }
+
+
+def total(rows: list[UsageRow], tenant_id: str, label: str) -> UsageRow:
+    out = UsageRow(tenant_id=tenant_id, day=label)
+    for row in rows:
+        out = out.add(row)
+    return out
+
+
+def day_of(epoch_s: float) -> str:
+    return datetime.fromtimestamp(epoch_s, UTC).date().isoformat()
+
+
+def day_range(first: str, last: str) -> list[str]:
+    """Every day from ``first`` to ``last`` (inclusive), ISO dates; refuses a reversed or too
+    long range with ValueError."""
+    start, end = date.fromisoformat(first), date.fromisoformat(last)
+    if end < start:
+        raise ValueError("to is before from")
+    span = (end - start).days + 1
+    if span > MAX_DAYS:
+        raise ValueError(f"at most {MAX_DAYS} days at once, asked for {span}")
+    return [(start + timedelta(days=n)).isoformat() for n in range(span)]

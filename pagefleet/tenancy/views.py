@@ -1,0 +1,166 @@
+"""The tenancy routes' response bodies (the API, the OpenAPI document and the client share
+them, as they share ``pagefleet.api_models``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pagefleet.api_models import JobView
+from pagefleet.tenancy.audit import AuditRecord
+from pagefleet.tenancy.limits import TenantLimits
+from pagefleet.tenancy.usage import UsageRow
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class LimitsView(_View):
+    submits_per_minute: int
+    burst: int = Field(description="submissions allowed at once before the rate applies")
+    max_queued: int = Field(description="jobs waiting to start, at most")
+    max_running: int = Field(description="jobs running at once, at most")
+    allow_evaluate: bool
+    retention_days: int = Field(description="days jobs, events and usage markers are kept")
+    session_days: int = Field(description="days a saved login session stays usable")
+
+    @classmethod
+    def of(cls, limits: TenantLimits) -> LimitsView:
+        return cls.model_validate(limits.model_dump())
+
+
+class CurrentUsage(_View):
+    running: int
+    queued: int = Field(description="submitted and not started yet")
+    submissions_this_minute: int
+    submissions_available: int = Field(description="submissions the rate allows right now")
+    rate_resets_in_s: int = Field(description="seconds until the full burst is available")
+
+
+class TenantView(_View):
+    """A tenant's limits (and which of them an admin set) and what it uses right now."""
+
+    tenant_id: str
+    limits: LimitsView
+    overrides: list[str] = Field(
+        default_factory=list, description="limits set for this tenant (the rest: stage defaults)"
+    )
+    usage: CurrentUsage
+
+
+class RegionCost(_View):
+    region: str
+    total_usd: float
+    by_service_usd: dict[str, float]
+    prices_as_of: str
+
+
+class UsageLine(_View):
+    """Usage summed over a day, a workflow or a period, with its estimated cost."""
+
+    day: str | None = None
+    workflow: str | None = None
+    tenant_id: str | None = None
+    jobs: int = 0
+    attempts: int = 0
+    browser_seconds: float = 0.0
+    page_requests: int = 0
+    artifact_bytes: int = 0
+    artifact_puts: int = 0
+    cost: dict[str, RegionCost] = Field(
+        default_factory=dict, description="by region: us-east-1 and ap-south-1"
+    )
+
+    @classmethod
+    def of(cls, row: UsageRow, cost: dict[str, Any], **labels: str | None) -> UsageLine:
+        counts = row.model_dump(exclude={"tenant_id", "day", "workflow"})
+        return cls.model_validate({**counts, **labels, "cost": cost})
+
+
+class PriceSource(_View):
+    as_of: str
+    source: str
+    currency: str
+
+
+class UsageReport(_View):
+    tenant_id: str
+    first_day: str
+    last_day: str
+    total: UsageLine
+    days: list[UsageLine]
+    workflows: list[UsageLine]
+    prices: PriceSource
+
+
+class AttemptUsageView(_View):
+    attempt: int
+    day: str
+    browser_seconds: float
+    page_requests: int
+    artifact_bytes: int
+    artifact_puts: int
+    status: str | None = None
+    ended_at: str | None = None
+
+
+class JobUsage(_View):
+    job_id: str
+    attempts: list[AttemptUsageView]
+    total: UsageLine
+    prices: PriceSource
+
+
+class TenantsUsage(_View):
+    """Every tenant's usage over a period (admin view)."""
+
+    first_day: str
+    last_day: str
+    tenants: list[UsageLine]
+    total: UsageLine
+    prices: PriceSource
+
+
+class AuditPage(_View):
+    records: list[AuditRecord]
+    next_before: str | None = Field(
+        default=None, description="pass as ?before= to read older records"
+    )
+
+
+class SessionInfoView(_View):
+    name: str
+    saved_at: str | None = None
+    expires_at: str | None = None
+    expired: bool = False
+    size: int = 0
+
+
+class SessionList(_View):
+    sessions: list[SessionInfoView]
+
+
+class Deleted(_View):
+    """``DELETE /v1/jobs/{id}``: ``deleted`` (record, events and artifacts gone) or
+    ``deleting`` (the job was running: cancelled, and deleted once it has stopped)."""
+
+    job_id: str
+    status: str = Field(description="deleted | deleting")
+    artifacts_deleted: int = 0
+    items_deleted: int = 0
+
+
+class BatchItemResult(_View):
+    index: int
+    status: int = Field(description="as the job alone would have been answered: 202, 409, 429...")
+    job_id: str | None = None
+    replayed: bool = False
+    job: JobView | None = None
+    error: dict[str, Any] | None = None
+
+
+class BatchResponse(_View):
+    accepted: int
+    results: list[BatchItemResult]
