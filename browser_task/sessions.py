@@ -1,24 +1,30 @@
-"""Saved login sessions: Playwright storage state (cookies + local storage) per tenant.
+"""Saved login sessions as the worker uses them: ``pagefleet.sessions`` in threads.
 
-Kept in the artifacts bucket under ``<tenant>/sessions/<name>.json`` — outside any job's
-prefix, so no artifact listing or presigned artifact link can reach it — and encrypted at
-rest: SSE-KMS when a key is configured, else SSE-S3 (the bucket's own default on AWS).
+Where and how sessions are kept (per tenant, encrypted, expiring) is the core's
+``SessionArchive``; the worker reaches it through the job's tenant-scoped credentials
+(``browser_task.tenant_access``), and saves each session for its tenant's ``session_days``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any, Protocol
+import time
+from collections.abc import Callable
+from typing import Protocol
 
-StorageState = dict[str, Any]
+from pagefleet.sessions import MAX_SESSION_BYTES, SessionArchive, StorageState, session_key
 
-# A storage state is cookies and local storage; a few MB means something is wrong.
-MAX_SESSION_BYTES = 5 * 1024 * 1024
+__all__ = [
+    "MAX_SESSION_BYTES",
+    "MemorySessionStore",
+    "S3SessionStore",
+    "SessionStore",
+    "StorageState",
+    "session_key",
+]
 
-
-def session_key(tenant_id: str, name: str) -> str:
-    return f"{tenant_id}/sessions/{name}.json"
+# When no tenant limits are at hand (tools, tests): the platform's default.
+DEFAULT_SESSION_S = 30 * 86_400
 
 
 class SessionStore(Protocol):
@@ -28,41 +34,27 @@ class SessionStore(Protocol):
 
 
 class S3SessionStore:
-    def __init__(self, client: Any, bucket: str, *, kms_key_id: str | None = None) -> None:
-        self._s3 = client
-        self._bucket = bucket
-        self._kms_key_id = kms_key_id
+    def __init__(
+        self,
+        client: object,
+        bucket: str,
+        *,
+        kms_key_id: str | None = None,
+        ttl_s: Callable[[str], int] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._archive = SessionArchive(client, bucket, kms_key_id=kms_key_id)  # type: ignore[arg-type]
+        self._ttl_s = ttl_s or (lambda tenant_id: DEFAULT_SESSION_S)
+        self._clock = clock
 
     async def load(self, tenant_id: str, name: str) -> StorageState | None:
-        return await asyncio.to_thread(self._load, tenant_id, name)
+        """None when never saved or expired."""
+        return await asyncio.to_thread(self._archive.load, tenant_id, name, now=self._clock())
 
     async def save(self, tenant_id: str, name: str, state: StorageState) -> None:
-        body = json.dumps(state, separators=(",", ":")).encode()
-        if len(body) > MAX_SESSION_BYTES:
-            raise ValueError(f"session state is {len(body)} bytes, over {MAX_SESSION_BYTES}")
-        await asyncio.to_thread(self._save, tenant_id, name, body)
-
-    def _load(self, tenant_id: str, name: str) -> StorageState | None:
-        try:
-            answer = self._s3.get_object(Bucket=self._bucket, Key=session_key(tenant_id, name))
-        except Exception as exc:
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-            if code in {"NoSuchKey", "404"}:
-                return None
-            raise
-        state = json.loads(answer["Body"].read())
-        return state if isinstance(state, dict) else None
-
-    def _save(self, tenant_id: str, name: str, body: bytes) -> None:
-        encryption: dict[str, str] = {"ServerSideEncryption": "AES256"}
-        if self._kms_key_id:
-            encryption = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": self._kms_key_id}
-        self._s3.put_object(
-            Bucket=self._bucket,
-            Key=session_key(tenant_id, name),
-            Body=body,
-            ContentType="application/json",
-            **encryption,
+        ttl = await asyncio.to_thread(self._ttl_s, tenant_id)
+        await asyncio.to_thread(
+            self._archive.save, tenant_id, name, state, ttl_s=ttl, now=self._clock()
         )
 
 

@@ -9,7 +9,15 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from ulid import ULID
 
 from pagefleet.resources import QUEUES
@@ -305,6 +313,13 @@ class JobMessage(BaseModel):
     # How often this job was deferred in a row (its tenant at its running limit): the next
     # deferral waits longer, so a deep backlog does not spin through the queue.
     deferrals: int = 0
+
+    @model_serializer(mode="wrap")
+    def _ids_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("deferrals"):
+            data.pop("deferrals", None)  # a message that was never deferred stays ids only
+        return data
 
     @classmethod
     def for_job(cls, job: JobRecord) -> JobMessage:

@@ -128,7 +128,8 @@ class Runtime:
         from pagefleet.tenant_runtime import build_tenancy
 
         return self._once(
-            ("tenancy", settings.model_dump_json()), lambda: build_tenancy(self, settings)
+            ("tenancy", settings.model_dump_json()),
+            lambda: build_tenancy(self.client("dynamodb"), settings),
         )
 
     def breakers(self, settings: CoreSettings) -> Breakers:
@@ -143,7 +144,10 @@ class Runtime:
         """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
 
         def build() -> list[ChangeConsumer]:
-            return []
+            from pagefleet.tenant_runtime import retention_consumer
+
+            db, s3 = self.client("dynamodb"), self.client("s3")
+            return [retention_consumer(db, s3, settings, self.tenancy(settings))]
 
         return self._once(("changes", settings.model_dump_json()), build)
 

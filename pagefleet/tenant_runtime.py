@@ -1,5 +1,6 @@
 """Builds a process's ``Tenancy`` (limits, counters, the lifecycle's tenant gate, audit,
-usage) from its settings: called once per process by ``RUNTIME.tenancy``."""
+usage) and its jobs-stream consumer from its settings and AWS clients: called once per
+process through ``RUNTIME.tenancy`` and ``RUNTIME.change_consumers``."""
 
 from __future__ import annotations
 
@@ -10,18 +11,21 @@ from pagefleet.adapters.dynamodb.job_store import DynamoJobStore
 from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters, DynamoUnstartedJobs
 from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
+from pagefleet.adapters.job_data import AwsJobData
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.gate import TenantGate
 from pagefleet.tenancy.limits import LimitsCache
+from pagefleet.tenancy.retention import RetentionConsumer
 from pagefleet.tenancy.service import Tenancy
 
 if TYPE_CHECKING:
-    from pagefleet.runtime import Runtime
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
     from pagefleet.settings import CoreSettings
 
 
-def build_tenancy(runtime: Runtime, settings: CoreSettings) -> Tenancy:
-    db = runtime.client("dynamodb")
+def build_tenancy(db: DynamoDBClient, settings: CoreSettings) -> Tenancy:
     policies = DynamoTenantStore(db, settings.tenants_table)
     limits = LimitsCache(policies, settings.tenant_defaults)
     counters = DynamoTenantCounters(db, settings.tenants_table)
@@ -33,3 +37,13 @@ def build_tenancy(runtime: Runtime, settings: CoreSettings) -> Tenancy:
         audit=DynamoAuditLog(db, settings.tenants_table),
         usage=DynamoUsageStore(db, settings.usage_table) if settings.usage_table else None,
     )
+
+
+def job_data(db: DynamoDBClient, s3: S3Client, settings: CoreSettings) -> AwsJobData:
+    return AwsJobData(db, settings.jobs_table, s3, settings.artifacts_bucket)
+
+
+def retention_consumer(
+    db: DynamoDBClient, s3: S3Client, settings: CoreSettings, tenancy: Tenancy
+) -> RetentionConsumer:
+    return RetentionConsumer(job_data(db, s3, settings), tenancy.limits)

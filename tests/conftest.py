@@ -95,6 +95,7 @@ def api_env(provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("PAGEFLEET_TENANTS_TABLE", provisioned.tenants_table)
     monkeypatch.setenv("PAGEFLEET_ARTIFACTS_BUCKET", provisioned.artifacts_bucket)
     monkeypatch.setenv("PAGEFLEET_QUEUE_URLS", json.dumps(provisioned.queue_urls))
+    monkeypatch.setenv("PAGEFLEET_USAGE_TABLE", provisioned.usage_table)
     _clear_runtime_caches()
     yield provisioned
     _clear_runtime_caches()

@@ -43,8 +43,8 @@ async def load_state(ctx_tenant: str, step: UseSession, store: Any) -> StorageSt
         ) from None
     if state is None and step.required:
         raise FailJob(
-            f"session {step.name} was never saved (save it with save_session first, "
-            "or set required: false)",
+            f"session {step.name} was never saved or has expired (save it with save_session "
+            "first, or set required: false)",
             kind="session_not_found",
         )
     return state

@@ -115,8 +115,12 @@ def internal_error(exc: BaseException, request_id: str | None) -> Response[str]:
     return error_response(500, "internal_error", f"internal error{ref}")
 
 
+def status_of(exc: PagefleetError) -> int:
+    return next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
+
+
 def from_domain(exc: PagefleetError) -> Response[str]:
-    status = next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
+    status = status_of(exc)
     headers = {"Retry-After": "1"} if status == 503 else None
     if isinstance(exc, TooManyRequests):
         headers = exc.headers  # Retry-After and the RateLimit-* fields

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimited
 from pagefleet.jobs import service
@@ -20,6 +21,15 @@ from pagefleet.tenancy.bucket import Bucket, Spend, answer
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.ports import CounterView, TenantCounters, UnstartedJobs
 
+# The headers of every submission's answer (OpenAPI), after the IETF RateLimit fields.
+RATE_HEADERS_DOC: dict[str, Any] = {
+    name: {"description": text, "schema": {"type": "integer"}}
+    for name, text in (
+        ("RateLimit-Limit", "submissions allowed at once (the tenant's burst)"),
+        ("RateLimit-Remaining", "submissions the rate allows right now"),
+        ("RateLimit-Reset", "seconds until the whole burst is available again"),
+    )
+}
 # A refused submission recounts the queued jobs at most this often per tenant.
 RECOUNT_EVERY_S = 30
 MAX_BATCH = 100

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet.api_models import JobView
+from pagefleet.models import JobRequest
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.usage import UsageRow
@@ -164,3 +165,18 @@ class BatchItemResult(_View):
 class BatchResponse(_View):
     accepted: int
     results: list[BatchItemResult]
+
+
+class BatchJob(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    job: JobRequest
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
+
+
+class BatchRequest(BaseModel):
+    """``POST /v1/batches``: up to 100 jobs, each with its own Idempotency-Key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[BatchJob] = Field(min_length=1, max_length=100)

@@ -10,9 +10,11 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from functions.api.context import documented, require_admin, respond, services
+from functions.api.tenancy_context import actor, tenancy
 from pagefleet.api_models import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import recovery
+from pagefleet.tenancy import service as tenants
 
 router = Router()
 
@@ -49,4 +51,9 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
                 raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
             tenant, _, job_id = ref.partition("/")
             targets.append((tenant, job_id))
-    return respond(200, RedriveResponse(redriven=recovery.redrive(services(), targets)))
+    redriven = recovery.redrive(services(), targets)
+    if redriven:
+        tenants.record(
+            tenancy(), actor(router), "dead_letters.redriven", details={"jobs": redriven[:100]}
+        )
+    return respond(200, RedriveResponse(redriven=redriven))

@@ -17,6 +17,7 @@ from functions.api.context import (
     services,
     tenant_id,
 )
+from functions.api.tenancy_context import tenancy
 from pagefleet.api_models import (
     ArtifactLink,
     ArtifactList,
@@ -29,6 +30,7 @@ from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import service
 from pagefleet.models import JobRequest
 from pagefleet.states import JobStatus
+from pagefleet.tenancy import admission
 
 router = Router()
 
@@ -37,13 +39,14 @@ JOB_ID = Annotated[
 ]
 # Carried to the queue message's attributes and every log line: printable ASCII only.
 CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
-SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 503)
+SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 429, 503)
 SUBMIT_RESPONSES[202]["headers"] = {
     "Location": {"description": "/v1/jobs/{job_id}", "schema": {"type": "string"}},
     "Idempotent-Replayed": {
         "description": "true when an Idempotency-Key replay returned an existing job",
         "schema": {"type": "string"},
     },
+    **admission.RATE_HEADERS_DOC,
 }
 
 
@@ -52,7 +55,8 @@ SUBMIT_RESPONSES[202]["headers"] = {
     summary="Submit a job",
     description=(
         "Records the job and queues it. The same Idempotency-Key with the same body returns "
-        "the same job (Idempotent-Replayed: true); with another body it is a 409."
+        "the same job (Idempotent-Replayed: true); with another body it is a 409. Over the "
+        "tenant's submission rate or queued jobs it is a 429 (Retry-After, RateLimit-*)."
     ),
     responses=SUBMIT_RESPONSES,
     tags=["jobs"],
@@ -73,19 +77,21 @@ def create_job(
     correlation = x_correlation_id or request_id(router)
     if logger.get_correlation_id() != correlation:
         logger.set_correlation_id(correlation)
-    submitted = service.submit_job(
+    admitted = admission.submit(
         services(),
+        tenancy().quotas,
         tenant,
         request,
         idempotency_key=idempotency_key,
         correlation_id=correlation,
     )
+    submitted = admitted.submitted
     job = submitted.job
     logger.info(
         "job submitted",
         extra={"job_id": job.job_id, "tenant_id": tenant, "replayed": not submitted.created},
     )
-    headers = {"Location": f"/v1/jobs/{job.job_id}"}
+    headers = {"Location": f"/v1/jobs/{job.job_id}", **admitted.rate.headers()}
     if not submitted.created:
         headers["Idempotent-Replayed"] = "true"
     body = SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job))

@@ -16,6 +16,7 @@ from pagefleet.adapters.dynamodb.codec import (
     OPS_SHARDS,
     UNQUEUED,
     deserialize,
+    epoch_of,
     idempotency_sk,
     item_to_record,
     job_sk,
@@ -43,6 +44,7 @@ from pagefleet.jobs.rules import claim_refusal
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.ports import IdempotencyRecord
 from pagefleet.states import JobStatus, sources_of
+from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -82,6 +84,7 @@ class DynamoJobStore:
             "job_id": record.job_id,
             "fingerprint": idempotency_fingerprint,
             "created_at": record.created_at,
+            "expires_at": epoch_of(record.created_at) + IDEMPOTENCY_TTL_S,  # DynamoDB's TTL
         }
         put_idem: Any = {
             "Put": {

@@ -1,0 +1,60 @@
+"""A tenant's saved login sessions: list, show, delete (their contents never leave S3)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from functions.api.context import documented, respond, tenant_id
+from functions.api.tenancy_context import actor, sessions, tenancy
+from pagefleet.errors import NotFound
+from pagefleet.sessions import NAME_PATTERN
+from pagefleet.tenancy import service as tenants
+from pagefleet.tenancy.views import SessionInfoView, SessionList
+
+router = Router()
+
+NAME = Annotated[str, Path(pattern=NAME_PATTERN, description="the session's name")]
+
+
+@router.get(
+    "/v1/sessions",
+    summary="The caller's saved login sessions",
+    responses=documented({200: ("names, sizes, when saved and when they expire", SessionList)}),
+    tags=["sessions"],
+)
+def list_sessions() -> Response[str]:
+    now = time.time()
+    found = sessions().list(tenant_id(router))
+    return respond(200, SessionList(sessions=[SessionInfoView(**s.as_view(now)) for s in found]))
+
+
+@router.get(
+    "/v1/sessions/<name>",
+    summary="One saved session (not its contents)",
+    responses=documented({200: ("the session", SessionInfoView)}, 404),
+    tags=["sessions"],
+)
+def get_session(name: NAME) -> Response[str]:
+    info = sessions().info(tenant_id(router), name)
+    if info is None:
+        raise NotFound(f"no session {name}")
+    return respond(200, SessionInfoView(**info.as_view(time.time())))
+
+
+@router.delete(
+    "/v1/sessions/<name>",
+    summary="Delete a saved session (idempotent)",
+    responses={204: {"description": "deleted (or there was none)"}, **documented({})},
+    tags=["sessions"],
+)
+def delete_session(name: NAME) -> Response[str]:
+    tenant = tenant_id(router)
+    existed = sessions().delete(tenant, name)
+    if existed:
+        tenants.record(tenancy(), actor(router), "session.deleted", tenant_id=tenant, target=name)
+    return Response(status_code=204, body="")

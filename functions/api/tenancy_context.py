@@ -1,0 +1,33 @@
+"""What the tenancy routes need besides ``functions.api.context``: the tenancy services,
+the job data store, the sessions archive, and who is acting (for audit records)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from functions.api.context import api_settings, event_of, tenant_id
+from pagefleet.adapters.job_data import AwsJobData
+from pagefleet.runtime import RUNTIME
+from pagefleet.sessions import SessionArchive
+from pagefleet.tenancy.service import Tenancy
+from pagefleet.tenant_runtime import job_data
+
+
+def tenancy() -> Tenancy:
+    return RUNTIME.tenancy(api_settings())
+
+
+def data() -> AwsJobData:
+    return job_data(RUNTIME.client("dynamodb"), RUNTIME.client("s3"), api_settings())
+
+
+def sessions() -> SessionArchive:
+    return SessionArchive(RUNTIME.client("s3"), api_settings().artifacts_bucket)
+
+
+def actor(router: Router) -> str:
+    """The caller as audit records name it: ``tenant:key_id`` of its API key."""
+    authorizer: dict[str, Any] = dict(event_of(router).request_context.authorizer or {})
+    return f"{tenant_id(router)}:{authorizer.get('key_id') or '?'}"

@@ -1,0 +1,138 @@
+"""A job's data beyond its record's moves: artifacts in S3 and items in the jobs table, to
+delete on request and to expire (``pagefleet.tenancy.retention``)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb.codec import (
+    deserialize,
+    idempotency_sk,
+    job_sk,
+    serialize,
+    tenant_pk,
+)
+from pagefleet.states import JobStatus
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+
+def job_prefix(tenant_id: str, job_id: str) -> str:
+    """Every attempt's artifacts (``pagefleet.adapters.s3.artifact_key``)."""
+    return f"{tenant_id}/{job_id}/"
+
+
+class AwsJobData:
+    def __init__(self, dynamodb: DynamoDBClient, table: str, s3: S3Client, bucket: str) -> None:
+        self._db = dynamodb
+        self._table = table
+        self._s3 = s3
+        self._bucket = bucket
+
+    def delete_artifacts(self, tenant_id: str, job_id: str) -> int:
+        deleted = 0
+        pages = self._s3.get_paginator("list_objects_v2").paginate(
+            Bucket=self._bucket, Prefix=job_prefix(tenant_id, job_id)
+        )
+        for page in pages:
+            keys: Any = [{"Key": item["Key"]} for item in page.get("Contents", []) if "Key" in item]
+            if not keys:
+                continue
+            answer = self._s3.delete_objects(
+                Bucket=self._bucket, Delete={"Objects": keys, "Quiet": True}
+            )
+            errors = answer.get("Errors", [])
+            if errors:
+                raise RuntimeError(f"{len(errors)} artifacts were not deleted: {errors[0]}")
+            deleted += len(keys)
+        return deleted
+
+    def delete_items(self, tenant_id: str, job_id: str, idempotency_key: str | None) -> int:
+        """The record and every item kept under it (``JOB#<id>...``), and its key."""
+        pk = tenant_pk(tenant_id)
+        keys: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :job)",
+            "ExpressionAttributeValues": serialize({":pk": pk, ":job": job_sk(job_id)}),
+            "ProjectionExpression": "pk, sk",
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            keys += [deserialize(item) for item in resp.get("Items", [])]
+            if not resp.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        if idempotency_key is not None:
+            keys.append({"pk": pk, "sk": idempotency_sk(idempotency_key)})
+        # The record last: if anything fails before, the job can still be found and deleted.
+        keys.sort(key=lambda k: k["sk"] == job_sk(job_id))
+        for start in range(0, len(keys), 25):
+            self._batch_delete(keys[start : start + 25])
+        return len(keys)
+
+    def _batch_delete(self, keys: list[dict[str, Any]]) -> None:
+        requests: Any = [{"DeleteRequest": {"Key": serialize(k)}} for k in keys]
+        for delay in (0.0, 0.05, 0.2, 0.5, 1.0, 2.0):
+            time.sleep(delay)
+            resp = self._db.batch_write_item(RequestItems={self._table: requests})
+            requests = resp.get("UnprocessedItems", {}).get(self._table, [])
+            if not requests:
+                return
+        raise RuntimeError(f"{len(requests)} items of the job were not deleted; retry")
+
+    def request_delete(self, tenant_id: str, job_id: str, at: str) -> None:
+        with contextlib.suppress(ClientError):
+            self._db.update_item(
+                TableName=self._table,
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression=(
+                    "SET delete_requested_at = if_not_exists(delete_requested_at, :at)"
+                ),
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues=serialize({":at": at}),
+            )
+
+    def set_expiry(
+        self, tenant_id: str, job_id: str, expires_at: int, *, status: JobStatus
+    ) -> None:
+        # Only while the job is still in the state that earned the expiry (not redriven,
+        # not deleted meanwhile).
+        self._conditional(
+            tenant_id,
+            job_id,
+            "SET expires_at = :e",
+            "#status = :s",
+            {":e": expires_at, ":s": status.value},
+        )
+
+    def clear_expiry(self, tenant_id: str, job_id: str) -> None:
+        self._conditional(
+            tenant_id,
+            job_id,
+            "REMOVE expires_at",
+            "#status <> :dead",
+            {":dead": JobStatus.DEAD_LETTERED.value},
+        )
+
+    def _conditional(
+        self, tenant_id: str, job_id: str, update: str, condition: str, values: dict[str, Any]
+    ) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(pk) AND {condition}",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues=serialize(values),
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
