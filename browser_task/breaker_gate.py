@@ -1,8 +1,10 @@
-"""The worker's side of the per-domain circuit breaker.
+"""The worker's side of the per-origin circuit breakers (``pagefleet.breaker``).
 
-Admissions of closed domains are cached for a moment and outcomes are added up per domain
-and written once a second, so the breaker costs a few DynamoDB calls a second per worker,
-not several per job. Probe outcomes are written at once: they decide the breaker's state.
+Admissions of closed origins are cached for a moment per tenant and outcomes are added up
+per origin and tenant and written once a second, so the breakers cost a few DynamoDB calls
+a second per worker, not several per job. Probe outcomes are written at once: they decide
+the breaker's state. Only failures that say the site is failing count; a host that does not
+resolve is the job's own mistake and counts for nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.telemetry import logger
-from pagefleet.breaker import Admission, Breakers, BreakerState, domain_of
+from pagefleet.breaker import Admission, Breakers, BreakerState, origin_of
 from pagefleet.models import JobError, JobRecord
 from pagefleet.workflow import Goto, iter_steps
 from pagefleet.workflow.templating import render
@@ -26,15 +28,15 @@ ADMISSION_CACHE_S = 2.0
 FLUSH_INTERVAL_S = 1.0
 
 
-def target_domain(record: JobRecord) -> str | None:
-    """The domain a job works against: its first goto's host (None if it has no goto)."""
+def target_origin(record: JobRecord) -> str | None:
+    """The origin a job works against: its first goto's (None if it has no goto)."""
     for _, step in iter_steps(record.request.steps):
         if isinstance(step, Goto):
             try:
                 url = render(step.url, record.request.inputs, {})
             except KeyError:
                 return None  # the URL holds a secret: the worker cannot know it before claiming
-            return domain_of(url)
+            return origin_of(url)
     return None
 
 
@@ -58,59 +60,65 @@ class BreakerGate:
         self._breakers = breakers
         self._worker = worker_id
         self._clock = clock
-        self._closed_until: dict[str, float] = {}
-        self._pending: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # total, failures
+        # (origin, tenant) -> until when its breakers are known closed / counts to write
+        self._closed_until: dict[tuple[str, str], float] = {}
+        self._pending: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
 
-    async def admit(self, domain: str) -> Admission:
-        if self._closed_until.get(domain, 0.0) > time.monotonic():
+    async def admit(self, origin: str, tenant: str) -> Admission:
+        key = (origin, tenant)
+        if self._closed_until.get(key, 0.0) > time.monotonic():
             return Admission(allowed=True)
         admission = await asyncio.to_thread(
-            self._breakers.admit, domain, now=int(self._clock()), worker=self._worker
+            self._breakers.admit, origin, tenant=tenant, now=int(self._clock()), worker=self._worker
         )
         if admission.allowed and not admission.probe:
-            self._closed_until[domain] = time.monotonic() + ADMISSION_CACHE_S
+            self._closed_until[key] = time.monotonic() + ADMISSION_CACHE_S
         return admission
 
-    async def record(self, domain: str, error: JobError | None, *, probe: bool) -> None:
+    async def record(
+        self, origin: str, tenant: str, error: JobError | None, *, probes: frozenset[str]
+    ) -> None:
         failed = counts_against_target(error)
-        if probe:
+        if probes:
             # A probe that says nothing about the site (e.g. a workflow error) still ends the
             # half-open period: count it as the site having answered.
             await asyncio.to_thread(
                 self._breakers.record,
-                domain,
+                origin,
+                tenant=tenant,
                 ok=not failed,
                 now=int(self._clock()),
-                probe=True,
+                probes=probes,
                 worker=self._worker,
             )
-            self._closed_until.pop(domain, None)
+            self._closed_until.pop((origin, tenant), None)
             return
         if failed is None:
             return
-        counts = self._pending[domain]
+        counts = self._pending[(origin, tenant)]
         counts[0] += 1
         counts[1] += int(failed)
 
     async def flush(self) -> None:
         pending, self._pending = self._pending, defaultdict(lambda: [0, 0])
-        for domain, (total, failures) in pending.items():
+        for (origin, tenant), (total, failures) in pending.items():
             try:
                 state = await asyncio.to_thread(
                     self._breakers.record_counts,
-                    domain,
+                    origin,
+                    tenant=tenant,
                     total=total,
                     failures=failures,
                     now=int(self._clock()),
                 )
             except Exception as exc:
                 logger.warning(
-                    "breaker update failed", extra={"domain": domain, "error": str(exc)[:200]}
+                    "breaker update failed", extra={"origin": origin, "error": str(exc)[:200]}
                 )
                 continue
             if state is not BreakerState.CLOSED:
-                self._closed_until.pop(domain, None)
-                logger.warning("circuit open for domain", extra={"domain": domain})
+                self._closed_until.pop((origin, tenant), None)
+                logger.warning("circuit open", extra={"origin": origin, "tenant_id": tenant})
 
     async def run_flusher(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 
 # Why a refusal happened, sent to the browser (X-Pagefleet-Egress-Kind) and kept in Decision.
 POLICY = "policy"  # the egress policy forbids the target (or the upstream proxy)
-UNREACHABLE = "unreachable"  # the target (or the upstream) could not be resolved / reached
+UNREACHABLE = "unreachable"  # the target (or the upstream) could not be reached
+UNRESOLVED = "unresolved"  # the target's name does not resolve: the job's mistake, not the site's
 UPSTREAM_AUTH = "upstream_auth"  # the job's upstream proxy rejected its credentials (407)
 UPSTREAM_REFUSED = "upstream_refused"  # the job's upstream proxy refused the tunnel
 KIND_HEADER = "X-Pagefleet-Egress-Kind"

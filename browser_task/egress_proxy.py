@@ -38,6 +38,7 @@ from browser_task.egress import (
 )
 from browser_task.egress_http import (
     UNREACHABLE,
+    UNRESOLVED,
     UPSTREAM_AUTH,
     UPSTREAM_REFUSED,
     Refused,
@@ -221,10 +222,15 @@ class EgressProxy:
             opened = await asyncio.wait_for(self._dial(address, port), self._connect_timeout)
         except Refused as refused:
             self._record(method, shown, port, False, address, refused.reason, refused.kind)
-            if refused.status == 403:
-                log.warning(
-                    "egress refused", extra={"host": shown, "port": port, "reason": refused.reason}
-                )
+            # The line itself names what was refused and why (a plain log shows no extras).
+            log.warning(
+                "egress refused %s:%s (%s): %s",
+                shown,
+                port,
+                refused.kind,
+                refused.reason,
+                extra={"host": shown, "port": port, "reason": refused.reason, "kind": refused.kind},
+            )
             raise
         except (OSError, TimeoutError) as exc:
             via = " through the job's proxy" if self._upstream is not None else ""
@@ -249,7 +255,7 @@ class EgressProxy:
                 addresses = await asyncio.wait_for(self._resolve(host), self._resolve_timeout)
             except (OSError, TimeoutError) as exc:
                 raise Refused(
-                    502, f"could not resolve {host}: {type(exc).__name__}", UNREACHABLE
+                    502, f"could not resolve {host}: {type(exc).__name__}", UNRESOLVED
                 ) from None
         # Every answer is judged: one private address among public ones refuses the host,
         # since the browser-facing answer is not ours to pick on the attacker's behalf.

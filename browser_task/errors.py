@@ -106,8 +106,14 @@ def is_closed_error(message: str) -> bool:
     return any(marker in message for marker in _CLOSED_MARKERS)
 
 
+# The name does not resolve: the job's own mistake (or DNS), never counted against the site.
+_UNRESOLVED_NET_ERRORS = ("net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTION_FAILED")
+
+
 def classify_navigation_error(message: str, url: str) -> JobFailure:
     headline = first_line(message)
+    if any(code in message for code in _UNRESOLVED_NET_ERRORS):
+        return RetryJob(f"navigation to {url} failed: {headline}", kind="host_unresolved")
     if any(code in message for code in _RETRYABLE_NET_ERRORS):
         return RetryJob(f"navigation to {url} failed: {headline}", kind="navigation_failed")
     return FailJob(f"navigation to {url} failed: {headline}", kind="navigation_failed")

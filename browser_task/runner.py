@@ -16,9 +16,9 @@ from typing import Any
 
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
-from browser_task.context import RunContext, SecretsResolver
+from browser_task.context import RunContext
 from browser_task.egress import EgressGuard, Resolver
-from browser_task.egress_http import UNREACHABLE, Refused
+from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
 from browser_task.executor import (
@@ -29,12 +29,13 @@ from browser_task.executor import (
     run_workflow,
     scheme_guard,
 )
-from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
+from browser_task.tenant_access import TenantData, TenantDataSource
+from browser_task.usage import AttemptMeter
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.models import JobError, JobRecord, ProxyOptions
-from pagefleet.ports import ArtifactStore, ReceivedMessage
+from pagefleet.ports import ReceivedMessage
 from pagefleet.settings import WorkerSettings
 from pagefleet.states import JobStatus
 
@@ -49,7 +50,7 @@ def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
 
 def proxy_refused(refused: Refused) -> JobFailure:
     """The job's proxy could not be used at all (checked before any browser work)."""
-    if refused.kind == UNREACHABLE:
+    if refused.kind in (UNREACHABLE, UNRESOLVED):
         return RetryJob(refused.reason, kind="proxy_failed")
     return FailJob(
         f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
@@ -62,30 +63,41 @@ class JobRunner:
         self,
         settings: WorkerSettings,
         lifecycle: Lifecycle,
-        artifacts: ArtifactStore,
         browsers: BrowserPool,
         *,
-        secrets: SecretsResolver,
-        sessions: SessionStore | None,
+        tenant_data: TenantDataSource,
         policies: TenantPolicies | None,
         resolver: Resolver,
         abort: asyncio.Event,
     ) -> None:
         self.settings = settings
         self.lifecycle = lifecycle
-        self._artifacts = artifacts
         self.browsers = browsers
-        self._secrets = secrets
-        self._sessions = sessions
+        # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
+        self._tenant_data = tenant_data
         self._policies = policies
         self._resolver = resolver
         self._abort = abort
 
-    async def run(self, job: JobRecord, received: ReceivedMessage, log: JobLog) -> Outcome | None:
+    async def run(
+        self,
+        job: JobRecord,
+        received: ReceivedMessage,
+        log: JobLog,
+        meter: AttemptMeter | None = None,
+    ) -> Outcome | None:
+        try:
+            data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
+        except Exception as exc:
+            failure = RetryJob(
+                f"the tenant's credentials are unavailable: {first_line(str(exc))}",
+                kind="tenant_access_failed",
+            )
+            return self._failed(job, failure, {}, [])
         lease_lost = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat(job, received, lease_lost, log))
         collector = ArtifactCollector(
-            self._artifacts,
+            data.artifacts,
             tenant_id=job.tenant_id,
             job_id=job.job_id,
             attempt=job.attempt,
@@ -94,7 +106,7 @@ class JobRunner:
         )
         session: BrowserSession | None = None
         try:
-            opened = await self._open(job, collector)
+            opened = await self._open(job, collector, data, meter)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
@@ -105,7 +117,13 @@ class JobRunner:
             if session is not None:
                 await session.close()
 
-    async def _open(self, job: JobRecord, collector: ArtifactCollector) -> RunContext | Outcome:
+    async def _open(
+        self,
+        job: JobRecord,
+        collector: ArtifactCollector,
+        data: TenantData,
+        meter: AttemptMeter | None,
+    ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
         try:
@@ -113,8 +131,8 @@ class JobRunner:
             prepared = await prepare_run(
                 request,
                 job.tenant_id,
-                secrets=self._secrets,
-                sessions=self._sessions,
+                secrets=data.secrets,
+                sessions=data.sessions,
                 policies=self._policies,
             )
         except JobFailure as refused:
@@ -139,6 +157,8 @@ class JobRunner:
                 f"could not open a browser context: {first_line(str(launch_error))}"
             )
             return self._failed(job, failure, {}, [])
+        if meter is not None:
+            session.context.on("request", meter.on_request)
         return RunContext(
             tenant_id=job.tenant_id,
             job_id=job.job_id,
@@ -147,8 +167,8 @@ class JobRunner:
             session=session,
             guard=guard,
             artifacts=collector,
-            secrets=self._secrets,
-            sessions=self._sessions,
+            secrets=data.secrets,
+            sessions=data.sessions,
             prepared=prepared,
             egress_refusals=(
                 (lambda: job_egress.refusals)

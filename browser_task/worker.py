@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from browser_task.breaker_gate import BreakerGate, target_domain
+from browser_task.breaker_gate import BreakerGate, target_origin
 from browser_task.browser import BrowserPool
 from browser_task.context import SecretsResolver
 from browser_task.egress import Resolver, system_resolver
@@ -28,11 +28,13 @@ from browser_task.errors import first_line
 from browser_task.executor import TenantPolicies
 from browser_task.health import Liveness
 from browser_task.runner import JobRunner
-from browser_task.sessions import S3SessionStore, SessionStore
+from browser_task.sessions import SessionStore
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
+from browser_task.tenant_access import TenantDataSource, tenant_data_source
+from browser_task.usage import AttemptMeter, attempt_usage
 from pagefleet import metrics_names as metric
-from pagefleet.adapters.secrets import SecretsManagerResolver
+from pagefleet.breaker import TENANT
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.service import JobServices
 from pagefleet.models import JobError, JobRecord
@@ -65,17 +67,22 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
+        tenant_data: TenantDataSource | None = None,
     ) -> None:
         self.settings = settings
         self.worker_id = settings.worker_id or default_worker_id()
         self.lifecycle: Lifecycle = services.lifecycle
-        self._artifacts = services.artifacts
         clock = services.clock.now
-        self._secrets = secrets_resolver or SecretsManagerResolver(
-            RUNTIME.client("secretsmanager"), settings.stage
+        # The tenant's limits (evaluate allowed, how long a saved session lasts), cached.
+        limits = RUNTIME.tenancy(settings).limits
+        self._policies = policies or limits
+        self._tenant_data = tenant_data or tenant_data_source(
+            settings,
+            artifacts=services.artifacts,
+            session_ttl_s=lambda tenant: limits(tenant).session_s,
+            secrets=secrets_resolver,
+            sessions=sessions,
         )
-        self._sessions = sessions or S3SessionStore(RUNTIME.client("s3"), settings.artifacts_bucket)
-        self._policies = policies or RUNTIME.tenant_store(settings.tenants_table)
         self._breaker = breakers or BreakerGate(
             RUNTIME.breakers(settings), self.worker_id, clock=clock
         )
@@ -118,10 +125,8 @@ class Worker:
         self._runner = JobRunner(
             settings,
             self.lifecycle,
-            self._artifacts,
             self.browsers,
-            secrets=self._secrets,
-            sessions=self._sessions,
+            tenant_data=self._tenant_data,
             policies=self._policies,
             resolver=self._resolver,
             abort=self._abort,
@@ -247,23 +252,24 @@ class Worker:
         if peek.job is None:
             self._noted(peek, log)
             return
-        # The breaker needs the job's target domain, which only the record knows.
-        domain = target_domain(peek.job)
-        probe = False
+        # The breakers need the job's target origin, which only the record knows.
+        domain = target_origin(peek.job)
+        probe: frozenset[str] = frozenset()  # the breakers this job is the probe of
         if domain is not None:
-            admission = await self._breaker.admit(domain)
+            admission = await self._breaker.admit(domain, message.tenant_id)
             if not admission.allowed:
                 delay = admission.retry_after_s
+                whose = " (this tenant's jobs)" if admission.scope == TENANT else ""
                 deferred = await asyncio.to_thread(
                     self.lifecycle.defer,
                     received,
                     pool,
-                    reason=f"circuit open for {domain}; next try in {max(1, delay)} s",
+                    reason=f"circuit open for {domain}{whose}; next try in {max(1, delay)} s",
                     delay_s=delay,
                 )
                 self._noted(deferred, log)
                 return
-            probe = admission.probe
+            probe = admission.probes
 
         # A fresh owner token per claim: a retried claim whose first reply was lost finds its
         # own token, while another slot of this worker never mistakes the job for its own.
@@ -278,7 +284,7 @@ class Worker:
         )
         if claim.job is None:
             self._noted(claim, log)
-            await self._release_probe(domain, probe)
+            await self._release_probe(domain, message.tenant_id, probe)
             return
         await self._run(claim.job, received, domain, probe, log.bind(attempt=claim.job.attempt))
 
@@ -287,7 +293,7 @@ class Worker:
         job: JobRecord,
         received: ReceivedMessage,
         domain: str | None,
-        probe: bool,
+        probe: frozenset[str],
         log: JobLog,
     ) -> None:
         assert self._runner is not None
@@ -297,9 +303,10 @@ class Worker:
         log.info("job started", receive_count=received.receive_count)
         await self._protection.job_started()
         self._slot_in_use(+1)
+        meter = AttemptMeter()
         try:
             async with self.liveness.busy():
-                outcome = await self._runner.run(job, received, log)
+                outcome = await self._runner.run(job, received, log, meter)
         except BaseException:
             await self._protection.job_ended()
             raise
@@ -309,7 +316,7 @@ class Worker:
         # The browser context is closed and the uploads are in: the slot takes its next
         # message while this job's outcome is written (drain waits for these writes).
         duration_ms = (time.monotonic() - started) * 1000
-        self._spawn(self._complete(job, received, outcome, duration_ms, domain, probe, log))
+        self._spawn(self._complete(job, received, outcome, duration_ms, domain, probe, log, meter))
 
     async def _complete(
         self,
@@ -318,25 +325,45 @@ class Worker:
         outcome: Outcome | None,
         duration_ms: float,
         domain: str | None,
-        probe: bool,
+        probe: frozenset[str],
         log: JobLog,
+        meter: AttemptMeter,
     ) -> None:
+        ended = self._clock()  # the attempt's slot time ends with its outcome
         try:
             if outcome is None:
-                await self._release_probe(domain, probe)
+                await self._release_probe(domain, job.tenant_id, probe)
                 return
             finished = await asyncio.to_thread(
                 self.lifecycle.finish, job, outcome, received, self.settings.pool, self.worker_id
             )
             self._finished(finished, outcome, duration_ms, log)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
-                await self._breaker.record(domain, outcome.error, probe=probe)
+                await self._breaker.record(domain, job.tenant_id, outcome.error, probes=probe)
             elif probe:
-                await self._release_probe(domain, probe)
+                await self._release_probe(domain, job.tenant_id, probe)
         except Exception:
             log.error("unexpected error completing the job", exc_info=True)
         finally:
+            await self._record_usage(job, outcome, meter, ended, log)
             await self._protection.job_ended()
+
+    async def _record_usage(
+        self,
+        job: JobRecord,
+        outcome: Outcome | None,
+        meter: AttemptMeter,
+        ended: float,
+        log: JobLog,
+    ) -> None:
+        """The attempt's usage, for its tenant (once per attempt, however often written)."""
+        try:
+            data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
+            if data.usage is not None:
+                usage = attempt_usage(job, outcome, meter, ended=ended)
+                await asyncio.to_thread(data.usage.record, usage)
+        except Exception as exc:  # the job's outcome stands; only its bill misses an attempt
+            log.warning("usage not recorded", error=first_line(str(exc)))
 
     # --- reporting ------------------------------------------------------------------------
     def _noted(self, step: Step, log: JobLog) -> None:
@@ -365,13 +392,14 @@ class Worker:
         if step.then is Then.LEAVE:
             log.warning("message left for redelivery", reason=step.reason)
 
-    async def _release_probe(self, domain: str | None, probe: bool) -> None:
+    async def _release_probe(self, domain: str | None, tenant: str, probe: frozenset[str]) -> None:
         """A probe that did not run says nothing: reopen the circuit for another cooldown."""
         if domain is not None and probe:
             await self._breaker.record(
                 domain,
+                tenant,
                 JobError(kind="target_unavailable", message="probe not run", retryable=True),
-                probe=True,
+                probes=probe,
             )
 
     def _slot_in_use(self, delta: int) -> None:

@@ -38,6 +38,7 @@ from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.lambda_env import LambdaFunction
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
+from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import ApiSettings, WorkerSettings, to_env
@@ -184,6 +185,7 @@ class LocalStack:
             "PAGEFLEET_API_URL": self.api_url,
             "PAGEFLEET_API_KEY": self.dev_api_key or "",
             "PAGEFLEET_TENANTS_TABLE": self.provisioned.tenants_table,
+            "PAGEFLEET_USAGE_TABLE": self.provisioned.usage_table,
             "AWS_ENDPOINT_URL": self.aws_endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
@@ -318,6 +320,7 @@ class LocalStack:
             "jobs_table": self.provisioned.jobs_table,
             "tenants_table": self.provisioned.tenants_table,
             "artifacts_bucket": self.provisioned.artifacts_bucket,
+            "usage_table": self.provisioned.usage_table,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
         }
@@ -329,6 +332,7 @@ class LocalStack:
             allow_loopback=True,
             # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
             poll_wait_seconds=LOCAL_POLL_WAIT_S,
+            job_role_arn=create_job_role(RUNTIME.client("iam")),  # per tenant, as on AWS
         )
         # In-process code that asks RUNTIME for settings (tests, benchmarks) finds the API's;
         # the functions get theirs explicitly (devstack.functions).

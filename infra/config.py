@@ -16,6 +16,7 @@ from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.resources import QUEUES, TABLES
+from pagefleet.tenancy.defaults import LimitDefaults
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
 OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"
@@ -123,10 +124,14 @@ class StageConfig(_Model):
     task_stops_alarm_count: int = Field(default=3, ge=1)
     # AWS Backup of the tables (daily, this many days kept); None: PITR only.
     backup_retention_days: int | None = Field(default=None, ge=1)
-    # Tables restored from a backup or PITR that the stack uses instead of its own, by
-    # logical id ("JobsTable" / "TenantsTable"): see docs/runbooks.md, "Restore a table".
+    # Tables restored from a backup or PITR that the stack uses instead of its own, by logical
+    # id ("JobsTable" / "TenantsTable" / "UsageTable"): see docs/runbooks.md, "Restore a table".
     restored_tables: dict[str, str] = Field(default_factory=dict)
     bundle_dependencies: bool = False
+    # The limits of a tenant an admin set none for (``pagefleet admin set-limits``).
+    tenant_defaults: LimitDefaults = LimitDefaults()
+    # Submissions refused by tenant limits in 5 minutes that count as a bad period.
+    tenant_refusals_alarm_count: int = Field(default=500, ge=1)
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -193,6 +198,7 @@ STAGES: dict[str, StageConfig] = {
         reserved_concurrency={"dead_letters": 5, "sweeper": 1},
         min_account_concurrency=1000,
         backup_retention_days=35,
+        tenant_defaults=LimitDefaults(submits_per_minute=300, max_queued=10_000, max_running=40),
     ),
     # An example of a regional stage: prod's shape at a smaller scale, pinned to Mumbai.
     "ap-south-1": StageConfig(

@@ -1,20 +1,32 @@
-"""Circuit breaker per target domain, shared by every worker through DynamoDB.
+"""Circuit breakers per target origin, shared by every worker through DynamoDB.
 
 closed --(failure rate over the window)--> open --(cooldown)--> half_open (one probe job)
 half_open --probe succeeds--> closed;  half_open --probe fails--> open again.
 
-While a domain is open its jobs are deferred (their message is re-sent with a delay and
+A breaker is kept per origin (scheme, host, port), so a closed port on a host says nothing
+about the site on its other ports. Each origin has two: the tenant's own, which opens on
+that tenant's failures alone, and the shared one, which opens only when at least
+``min_tenants`` tenants fail there in the same window. One tenant's failing jobs therefore
+hold back only that tenant: nobody can open a site's breaker for everyone else, and a site
+that fails for everyone is still held back for everyone.
+
+While a breaker is open its jobs are deferred (their message is re-sent with a delay and
 the job stays queued with a reason), never failed.
 """
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
+
+SHARED = "shared"
+TENANT = "tenant"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class BreakerState(StrEnum):
@@ -30,6 +42,8 @@ class BreakerPolicy(BaseModel):
     cooldown_s: int = Field(default=30, ge=1)
     # A probe that never reported (its worker died) is replaced after this long.
     probe_timeout_s: int = Field(default=300, ge=1)
+    # Tenants that must see failures in one window before the shared breaker opens.
+    min_tenants: int = Field(default=2, ge=1)
 
 
 @dataclass(frozen=True)
@@ -38,11 +52,16 @@ class Admission:
     probe: bool = False
     retry_after_s: int = 0
     state: BreakerState = BreakerState.CLOSED
+    # Which breakers this job is the half-open probe of (SHARED, TENANT).
+    probes: frozenset[str] = frozenset()
+    scope: str = SHARED  # the breaker that refused
 
 
 @dataclass(frozen=True)
 class DomainStatus:
-    domain: str
+    """One breaker: an origin's shared one (``tenant`` None) or a tenant's own."""
+
+    domain: str  # the origin, e.g. https://shop.example:443
     state: BreakerState
     failures: int
     total: int
@@ -50,6 +69,8 @@ class DomainStatus:
     opened_at: int | None
     reopens_at: int | None
     probe_started: int = 0
+    failing_tenants: int = 0
+    tenant: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,26 +84,57 @@ class DomainStatus:
         }
 
 
+def origin_of(url: str) -> str | None:
+    """``scheme://host:port`` of an http(s) URL (default ports spelled out), else None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = parts.hostname
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
+    shown = f"[{host}]" if ":" in host else host.lower()
+    return f"{scheme}://{shown}:{port or _DEFAULT_PORTS[scheme]}"
+
+
+def split_origin(origin: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an origin made by ``origin_of``."""
+    scheme, _, rest = origin.partition("://")
+    host, _, port = rest.rpartition(":")
+    return scheme, host, int(port)
+
+
 def domain_of(url: str) -> str | None:
     host = urlsplit(url).hostname
     return host.lower() if host else None
 
 
 class Breakers(Protocol):
-    """The shared breaker state (``pagefleet.adapters.dynamodb.breakers`` on AWS)."""
+    """The breakers' shared state (``pagefleet.adapters.dynamodb.breakers`` on AWS)."""
 
     policy: BreakerPolicy
 
-    def get(self, domain: str) -> DomainStatus: ...
+    def get(self, origin: str, tenant: str | None = None) -> DomainStatus: ...
+
+    def on_host(self, host: str, tenant: str | None = None) -> builtins.list[DomainStatus]: ...
 
     def list(self) -> list[DomainStatus]: ...
 
-    def admit(self, domain: str, *, now: int, worker: str) -> Admission: ...
+    def admit(self, origin: str, *, tenant: str, now: int, worker: str) -> Admission: ...
 
     def record(
-        self, domain: str, *, ok: bool, now: int, probe: bool = False, worker: str = ""
+        self,
+        origin: str,
+        *,
+        tenant: str,
+        ok: bool,
+        now: int,
+        probes: frozenset[str] = frozenset(),
+        worker: str = "",
     ) -> BreakerState: ...
 
     def record_counts(
-        self, domain: str, *, total: int, failures: int, now: int
+        self, origin: str, *, tenant: str, total: int, failures: int, now: int
     ) -> BreakerState: ...

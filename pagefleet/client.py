@@ -30,6 +30,7 @@ from pagefleet.api_models import (
     RedriveResponse,
     SubmitResponse,
 )
+from pagefleet.client_tenancy import TenancyCalls
 from pagefleet.models import JobRequest
 from pagefleet.states import JobStatus
 
@@ -117,7 +118,7 @@ __all__ = [
 ]
 
 
-class PagefleetClient:
+class PagefleetClient(TenancyCalls):
     def __init__(
         self,
         base_url: str,

@@ -12,6 +12,8 @@ NAMESPACE = "pagefleet"
 WORKER_SERVICE = "browser_task"
 # The DLQ consumer (functions/dead_letters) emits DEAD_LETTERED with this service dimension.
 DEAD_LETTERS_SERVICE = "pagefleet-dead-letters"
+# The API function (functions/api) emits TENANT_REFUSALS with this service dimension.
+API_SERVICE = "pagefleet-api"
 
 JOB_DURATION = "JobDuration"  # milliseconds, per finished job; dims: service, pool
 QUEUE_DELAY = "QueueDelay"  # milliseconds from enqueue to start; dims: service, pool
@@ -21,6 +23,8 @@ TIMEOUTS = "Timeouts"  # count of timed_out jobs; dims: service, pool
 BROWSER_CRASHES = "BrowserCrashes"  # count; dims: service, pool
 DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims: service
 SLOTS_BUSY = "SlotsBusy"  # gauge of busy browser slots per task; dims: service, pool
+# count of submissions refused by a tenant limit (429); dims: service
+TENANT_REFUSALS = "TenantRefusals"
 
 DIM_SERVICE = "service"
 DIM_POOL = "pool"

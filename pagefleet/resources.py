@@ -147,6 +147,12 @@ ARTIFACTS_BUCKET = BucketSpec(
 )
 
 
+# The worker reaches a job's tenant data as the job role, with this session tag set to the
+# job's tenant; the role's policies allow only what carries the tag's value.
+TENANT_SESSION_TAG = "tenant"
+JOB_ROLE_LOCAL_NAME = "pagefleet-job"
+
+
 def queue_for_pool(pool: str) -> QueueSpec:
     for queue in QUEUES:
         if queue.pool == pool:

@@ -51,6 +51,8 @@ sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
 from sandbox_seccomp import no_user_namespaces  # noqa: E402
 
+from devstack.tenant_role import create_job_role  # noqa: E402
+
 DOCKERFILE = REPO_ROOT / "browser_task" / "Dockerfile"
 # Any non-root uid will do: the image's user has no fixed uid (see the Dockerfile).
 WORKER_UID = 1001
@@ -60,6 +62,8 @@ RESOURCE_ENV = (
     "PAGEFLEET_TENANTS_TABLE",
     "PAGEFLEET_ARTIFACTS_BUCKET",
     "PAGEFLEET_QUEUE_URLS",
+    "PAGEFLEET_USAGE_TABLE",
+    "PAGEFLEET_JOB_ROLE_ARN",
 )
 PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
 <body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
@@ -208,6 +212,8 @@ def test_page() -> Iterator[str]:
 
 
 def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any) -> dict[str, str]:
+    import boto3
+
     env = {k: v for k, v in image.env.items() if not k.startswith("UV_")}
     # The image's paths, mapped to this checkout.
     env["PATH"] = f"{REPO_ROOT / '.venv' / 'bin'}:/usr/bin:/bin"
@@ -217,6 +223,9 @@ def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any
         "PAGEFLEET_TENANTS_TABLE": local.tenants_table,
         "PAGEFLEET_ARTIFACTS_BUCKET": local.artifacts_bucket,
         "PAGEFLEET_QUEUE_URLS": json.dumps(local.queue_urls),
+        "PAGEFLEET_USAGE_TABLE": local.usage_table,
+        # The job role the worker assumes per tenant, on the embedded AWS.
+        "PAGEFLEET_JOB_ROLE_ARN": create_job_role(boto3.client("iam"), prefix="smoke-"),
     }
     for name, value in task.env.items():
         if name in replaced:

@@ -12,6 +12,7 @@ from browser_task.egress_http import (
     POLICY,
     REFUSAL_HEADER,
     UNREACHABLE,
+    UNRESOLVED,
     UPSTREAM_AUTH,
 )
 from browser_task.errors import FailJob, JobFailure, RetryJob
@@ -68,6 +69,8 @@ def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> Jo
     where = url if ended_at in ("", url) else f"{url} (redirected to {ended_at})"
     if kind == UNREACHABLE:
         return RetryJob(f"navigation to {where} failed: {reason}", kind="navigation_failed")
+    if kind == UNRESOLVED:  # not the site's failure: the circuit breakers do not count it
+        return RetryJob(f"navigation to {where} failed: {reason}", kind="host_unresolved")
     if kind == UPSTREAM_AUTH:
         return FailJob(
             f"navigation to {where} failed: {reason}; check options.proxy username and password",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.api import errors
-from functions.api.context import api_settings, breakers, logger, services
+from functions.api.context import api_settings, breakers, logger, metrics, services
 from functions.api.routes import admin, admin_tenants, domains, jobs, meta, sessions, tenant
-from pagefleet.errors import PagefleetError
+from pagefleet.errors import PagefleetError, TooManyRequests
+from pagefleet.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
 for _area in (jobs, admin, domains, meta, tenant, sessions, admin_tenants):
@@ -25,6 +27,8 @@ def _validation_error(exc: RequestValidationError) -> Response[str]:
 
 @app.exception_handler(PagefleetError)
 def _domain_error(exc: PagefleetError) -> Response[str]:
+    if isinstance(exc, TooManyRequests):  # watched by the tenant refusals alarm
+        metrics.add_metric(name=TENANT_REFUSALS, unit=MetricUnit.Count, value=1)
     return errors.from_domain(exc)
 
 

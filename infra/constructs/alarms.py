@@ -125,7 +125,7 @@ class Alarms(Construct):
             self._function(name, function)
         for name, pool in workers.pools.items():
             self._pool(name, workers, pool.service)
-        for table in (store.jobs, store.tenants):
+        for table in (store.jobs, store.tenants, store.usage):
             self._table(table)
         self._sweeper(sweeper)
 

@@ -49,6 +49,18 @@ ACCESS_LOG_FORMAT = {
 }
 
 
+def pricing_worker(config: StageConfig) -> dict[str, object]:
+    """The standard pool's task, as the price table's ``Worker`` (for usage costs)."""
+    pool = config.pools[DEFAULT_POOL]
+    return {
+        "vcpu": pool.cpu / 1024,
+        "memory_gb": pool.memory_mib / 1024,
+        "slots": pool.concurrency,
+        "architecture": config.worker_architecture,
+        "spot": pool.spot,
+    }
+
+
 class Api(Construct):
     def __init__(
         self,
@@ -61,6 +73,7 @@ class Api(Construct):
         queues: JobQueues,
         artifacts: ArtifactsBucket,
         queue_urls_json: str,
+        tenancy_env: dict[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -78,6 +91,9 @@ class Api(Construct):
                 "stage": config.stage,
                 "max_request_bytes": str(config.max_request_bytes),
                 "default_pool": DEFAULT_POOL,
+                "usage_table": tenancy_env["usage_table"],
+                "tenant_defaults": tenancy_env["tenant_defaults"],
+                "pricing_worker": json.dumps(pricing_worker(config)),
             },
         )
         grants.table(self.handler, store.jobs, grants.JOBS_API)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, Aws, Duration, Stack
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -41,6 +41,7 @@ from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
 from .lambda_factory import REPO_ROOT
+from .tenant_isolation import TenantIsolation
 
 DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
@@ -73,9 +74,11 @@ class BrowserWorkers(Construct):
         queues: JobQueues,
         artifacts: ArtifactsBucket,
         queue_urls_json: str,
+        tenants: TenantIsolation,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
+        self._tenants = tenants
         self.vpc = self._vpc(config)
         self.subnets = ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
@@ -259,6 +262,9 @@ class BrowserWorkers(Construct):
                     # profile refuses to a non-root task: the worker would not start
                     # ("No usable sandbox"). The task is the isolation (see the Dockerfile).
                     chromium_sandbox="false",
+                    usage_table=store.usage.table_name,
+                    tenant_defaults=config.tenant_defaults.model_dump_json(),
+                    job_role_arn=self._tenants.role.role_arn,
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
@@ -270,22 +276,14 @@ class BrowserWorkers(Construct):
                 ecs.MountPoint(source_volume=volume, container_path=path, read_only=False)
             )
 
-        # Least privilege: only this pool's queue, only the items and objects it writes.
+        # Least privilege: this pool's queue, the jobs it moves, its tenants' counters; tenant
+        # data (artifacts, sessions, secrets) only through the job role (TenantIsolation).
         log_group.grant_write(task_role)
         grants.table(task_role, store.jobs, grants.JOBS_WORKER)
         grants.table(task_role, store.tenants, grants.TENANTS_QUOTA)
         grants.queue(task_role, queue.queue, grants.QUEUE_CONSUME)
-        grants.objects(task_role, artifacts.bucket, ("PutObject", "PutObjectTagging", "GetObject"))
+        self._tenants.trust(task_role)
         stack = Stack.of(self)
-        secrets_arn = stack.format_arn(
-            service="secretsmanager",
-            resource="secret",
-            resource_name=f"pagefleet/{config.stage}/*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        task_role.add_to_policy(
-            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secrets_arn])
-        )
         # Scale-in protection through $ECS_AGENT_URI/task-protection/v1/state.
         tasks_arn = stack.format_arn(
             service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*"
@@ -297,12 +295,6 @@ class BrowserWorkers(Construct):
             )
         )
 
-        acknowledge(
-            task_role,
-            f"IAM5[Resource::{resource_text(self, secrets_arn)}]",
-            "Workflows reference secrets by name ({{secrets.NAME}}); the worker may read only "
-            "this stage's pagefleet/ namespace, tenant scoping of names is enforced in code.",
-        )
         acknowledge(
             task_role,
             f"IAM5[Resource::{resource_text(self, tasks_arn)}]",

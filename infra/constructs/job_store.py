@@ -6,7 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from pagefleet.resources import JOBS_TABLE, TENANTS_TABLE, KeyAttr, TableSpec
+from pagefleet.resources import JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE, KeyAttr, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 
@@ -52,7 +52,8 @@ def restored_table(scope: Construct, spec: TableSpec, name: str) -> dynamodb.ITa
 
 
 class JobStore(Construct):
-    """Jobs (records, attempts, events, idempotency keys) and tenants (hashed API keys).
+    """Jobs (records, attempts, events, idempotency keys), tenants (hashed API keys, limits,
+    counters, audit records) and usage (per attempt, per tenant and day).
 
     ``restored`` maps a table's logical id to the name of a restored table to use instead:
     the stack's own table then leaves the template (kept by its retain policy, in prod).
@@ -76,3 +77,4 @@ class JobStore(Construct):
 
         self.jobs = table(JOBS_TABLE)
         self.tenants = table(TENANTS_TABLE)
+        self.usage = table(USAGE_TABLE)

@@ -1,9 +1,10 @@
 """The pagefleet stack: the whole platform, one construct per concern.
 
-client ─HTTPS─> Api (REST API + authorizer + api function)
+client ─HTTPS─> Api (REST API + authorizer + api function; tenant limits, usage, audit)
                   ├─> JobStore (DynamoDB: jobs, tenants)
                   └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
                                        DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
+TenantIsolation: the job role workers assume per tenant (tagged); tenancy grants, alarm
 EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
 jobs table stream ─> JobChanges (its one reader: dependants, live delivery, notifications)
 Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
@@ -32,6 +33,7 @@ from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.sweeper import Sweeper
+from infra.constructs.tenant_isolation import TenantIsolation
 
 
 class PagefleetStack(Stack):
@@ -63,7 +65,18 @@ class PagefleetStack(Stack):
             "artifacts_bucket": self.artifacts.bucket.bucket_name,
             "queue_urls": queue_urls_json,
             "stage": config.stage,
+            "usage_table": self.store.usage.table_name,
+            "tenant_defaults": config.tenant_defaults.model_dump_json(),
         }
+        self.tenants = TenantIsolation(
+            self,
+            "TenantIsolation",
+            stage=config.stage,
+            store=self.store,
+            artifacts=self.artifacts,
+            alerts=self.alerts,
+            refusals_alarm_count=config.tenant_refusals_alarm_count,
+        )
 
         self.functions = LambdaFactory(
             self,
@@ -81,6 +94,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            tenancy_env=core_env,
         )
         self.dead_letters = DeadLetters(
             self,
@@ -106,6 +120,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            tenants=self.tenants,
         )
         self.job_changes = JobChanges(
             self,
@@ -116,6 +131,7 @@ class PagefleetStack(Stack):
             alerts=self.alerts,
             core_env=core_env,
         )
+        self.tenants.grant_functions(self.functions.functions)
         self.alarms = Alarms(
             self,
             "Alarms",
@@ -130,7 +146,7 @@ class PagefleetStack(Stack):
             Backups(
                 self,
                 "Backups",
-                tables=[self.store.jobs, self.store.tenants],
+                tables=[self.store.jobs, self.store.tenants, self.store.usage],
                 retention_days=config.backup_retention_days,
                 retain=config.retain_data,
                 alerts=self.alerts,

@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, jobs, local
+from pagefleet.cli import admin, jobs, local, tenancy
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -44,6 +44,14 @@ app.command()(jobs.jobs)
 app.command()(jobs.artifacts)
 app.command()(jobs.schema)
 app.command()(local.demo)
+app.command()(tenancy.usage)
+app.command()(tenancy.tenant)
+app.command()(tenancy.delete)
+app.add_typer(tenancy.sessions_app, name="sessions")
+admin.admin_app.command("set-limits")(tenancy.set_limits)
+admin.admin_app.command("limits")(tenancy.limits)
+admin.admin_app.command("usage")(tenancy.every_tenant_usage)
+admin.admin_app.command("audit")(tenancy.audit)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,5 +1,6 @@
-"""Operator commands: dead letters over the API (an admin key), tenant API keys in the
-tenants table (AWS credentials and ``PAGEFLEET_TENANTS_TABLE``)."""
+"""Operator commands: dead letters, limits, usage and audit over the API (an admin key);
+tenant API keys in the tenants table (AWS credentials and ``PAGEFLEET_TENANTS_TABLE``), each
+key created, rotated or revoked leaving an audit record that names the AWS identity."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from rich.table import Table
 
 from pagefleet.cli.common import ApiKey, ApiUrl, CliError, api_client, console
 
-admin_app = typer.Typer(help="Tenant API keys (needs PAGEFLEET_TENANTS_TABLE and AWS credentials).")
+admin_app = typer.Typer(
+    help=(
+        "Operators: API keys (PAGEFLEET_TENANTS_TABLE and AWS credentials); limits, usage and "
+        "the audit log (an admin API key)."
+    )
+)
 
 
 def dead_letters(
@@ -48,6 +54,20 @@ def _tenant_store(table: str | None) -> Any:
     return RUNTIME.tenant_store(table)
 
 
+def _audit(table: str | None, action: Any, tenant: str, key_id: str) -> None:
+    """Record a key action, naming the AWS identity that ran the command."""
+    from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.tenancy.service import record
+
+    try:
+        who = "cli:" + str(RUNTIME.client("sts").get_caller_identity()["Arn"])
+    except Exception:
+        who = "cli:unknown"
+    log = DynamoAuditLog(RUNTIME.client("dynamodb"), str(table))
+    record(log, who, action, tenant_id=tenant, target=key_id)
+
+
 @admin_app.command("create-key")
 def create_key(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
@@ -59,6 +79,7 @@ def create_key(
     from pagefleet.tenants import create_api_key
 
     key, record = create_api_key(_tenant_store(tenants_table), tenant, name=name, admin=admin)
+    _audit(tenants_table, "key.created", tenant, record.key_id)
     console.print(
         f"tenant [bold]{record.tenant_id}[/] key id [bold]{record.key_id}[/] (shown once):"
     )
@@ -86,6 +107,7 @@ def revoke_key(
     from pagefleet.tenants import revoke_key as revoke
 
     revoke(_tenant_store(tenants_table), tenant, key_id)
+    _audit(tenants_table, "key.revoked", tenant, key_id)
     console.print(f"revoked key {key_id} of tenant {tenant}")
 
 
@@ -99,5 +121,6 @@ def rotate_key(
     from pagefleet.tenants import rotate_key as rotate
 
     key, record = rotate(_tenant_store(tenants_table), tenant, key_id)
+    _audit(tenants_table, "key.rotated", tenant, key_id)
     console.print(f"new key id [bold]{record.key_id}[/] (shown once); {key_id} revoked:")
     sys.stdout.write(key + "\n")

@@ -52,8 +52,13 @@ def effective_limits(policy: TenantPolicy, defaults: LimitDefaults) -> TenantLim
         return getattr(defaults, name) if value is None else value
 
     rate = int(pick("submits_per_minute"))
-    # --burst defaults to the per-minute rate (the tenant's own rate, not the stage's burst).
-    burst = policy.burst if policy.burst is not None else defaults.burst or rate
+    # The burst defaults to the per-minute rate: the tenant's own when an admin set its rate.
+    if policy.burst is not None:
+        burst = policy.burst
+    elif policy.submits_per_minute is not None:
+        burst = rate
+    else:
+        burst = defaults.burst or rate
     return TenantLimits(
         submits_per_minute=rate,
         burst=int(burst),
@@ -142,6 +147,8 @@ class LimitsCache:
         with self._lock:
             self._cached.pop(tenant_id, None)
 
-    # The worker's executor reads the evaluate right through ``get_policy``.
     def get_policy(self, tenant_id: str) -> TenantLimits:
+        """Read now, not from the cache: the worker's executor asks this for a job with an
+        evaluate step only, and a right an admin just granted or took back must hold."""
+        self.forget(tenant_id)
         return self(tenant_id)

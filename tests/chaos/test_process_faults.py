@@ -9,7 +9,7 @@ import pytest
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.breaker import BreakerState
+from pagefleet.breaker import BreakerState, origin_of
 from pagefleet.client import PagefleetClient
 from pagefleet.states import JobStatus
 from tests.chaos.harness import (
@@ -130,6 +130,8 @@ def test_site_down_opens_the_breaker_defers_jobs_then_all_succeed(
     client: PagefleetClient, store: DynamoJobStore, site: ChaosSite
 ) -> None:
     breakers = DomainBreakers(store._db, store._table)
+    origin = origin_of(site.url)
+    assert origin is not None
     site.outage(OUTAGE_S)
     ids = []
     deferred: set[str] = set()
@@ -141,7 +143,7 @@ def test_site_down_opens_the_breaker_defers_jobs_then_all_succeed(
     while time.monotonic() < deadline:
         records = [store.get(DEV_TENANT, job_id) for job_id in ids]
         deferred |= {r.job_id for r in records if r.deferred_reason}
-        opened = opened or breakers.get("127.0.0.1").state is not BreakerState.CLOSED
+        opened = opened or breakers.get(origin, DEV_TENANT).state is not BreakerState.CLOSED
         if all(r.status.is_final for r in records):
             break
         time.sleep(0.5)

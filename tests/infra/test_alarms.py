@@ -152,7 +152,8 @@ def test_worker_pools_alarm_below_desired_and_on_abnormal_stops(stage_synth) -> 
 
 def test_tables_alarm_on_throttling(stage_synth) -> None:
     alarms = list(_ours(stage_synth).values())
-    for table in (stage_synth.stack.store.jobs, stage_synth.stack.store.tenants):
+    store = stage_synth.stack.store
+    for table in (store.jobs, store.tenants, store.usage):
         ref = json.dumps({"Name": "TableName", "Value": {"Ref": logical_id(table)}})
         watching = [
             a

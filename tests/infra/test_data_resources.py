@@ -21,7 +21,8 @@ def _key_schema(pk, sk):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("spec", TABLES, ids=lambda s: s.logical_id)
 def test_table_matches_its_spec(synth, spec) -> None:
-    table = {"JobsTable": synth.stack.store.jobs, "TenantsTable": synth.stack.store.tenants}[
+    store = synth.stack.store
+    table = {"JobsTable": store.jobs, "TenantsTable": store.tenants, "UsageTable": store.usage}[
         spec.logical_id
     ]
     props = synth.raw["Resources"][logical_id(table)]["Properties"]
@@ -49,7 +50,7 @@ def test_table_matches_its_spec(synth, spec) -> None:
 
 def test_dev_destroys_data_prod_retains_it(synth) -> None:
     # The session synth is dev: tables and bucket go with the stack.
-    for table in (synth.stack.store.jobs, synth.stack.store.tenants):
+    for table in (synth.stack.store.jobs, synth.stack.store.tenants, synth.stack.store.usage):
         assert synth.raw["Resources"][logical_id(table)]["DeletionPolicy"] == "Delete"
     bucket = synth.raw["Resources"][logical_id(synth.stack.artifacts.bucket)]
     assert bucket["DeletionPolicy"] == "Delete"

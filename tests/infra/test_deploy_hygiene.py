@@ -160,7 +160,8 @@ def test_prod_like_stages_back_up_their_tables(stage_synth) -> None:
     assert rule["ScheduleExpression"] == "cron(0 3 * * ? *)"  # daily
     (selection,) = stage_synth.props("AWS::Backup::BackupSelection")
     text = json.dumps(selection["BackupSelection"]["Resources"])
-    for table in (stage_synth.stack.store.jobs, stage_synth.stack.store.tenants):
+    store = stage_synth.stack.store
+    for table in (store.jobs, store.tenants, store.usage):
         assert logical_id(table) in text
     vault = stage_synth.resources("AWS::Backup::BackupVault")
     assert [v["DeletionPolicy"] for v in vault.values()] == ["Retain"]

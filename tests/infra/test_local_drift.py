@@ -31,6 +31,7 @@ def local():  # type: ignore[no-untyped-def]
         tables = {
             "jobs": dynamodb.describe_table(TableName=provisioned.jobs_table)["Table"],
             "tenants": dynamodb.describe_table(TableName=provisioned.tenants_table)["Table"],
+            "usage": dynamodb.describe_table(TableName=provisioned.usage_table)["Table"],
         }
         ttl = {
             name: dynamodb.describe_time_to_live(TableName=t["TableName"])["TimeToLiveDescription"]
@@ -60,7 +61,7 @@ def _gsis(indexes):  # type: ignore[no-untyped-def]
     }
 
 
-@pytest.mark.parametrize("name", ["jobs", "tenants"])
+@pytest.mark.parametrize("name", ["jobs", "tenants", "usage"])
 def test_tables_match(synth, local, name) -> None:
     table = getattr(synth.stack.store, name)
     cfn = synth.raw["Resources"][logical_id(table)]["Properties"]

@@ -114,7 +114,7 @@ def test_the_stack_switches_to_a_restored_table(tmp_path) -> None:
     grants.table(role, store.jobs, grants.JOBS_API)
     template = Template.from_stack(stack)
     tables = template.find_resources("AWS::DynamoDB::Table")
-    assert len(tables) == 1  # only the tenants table is the stack's own now
+    assert len(tables) == 2  # only the tenants and usage tables are the stack's own now
     text = str(template.to_json())
     assert f"table/{restored}" in text and f"table/{restored}/index/*" in text
     with pytest.raises(ValueError, match="unknown tables"):

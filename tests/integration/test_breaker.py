@@ -1,4 +1,5 @@
-"""The per-domain circuit breaker, shared through DynamoDB (moto server)."""
+"""The circuit breakers per origin, shared through DynamoDB (moto server): a tenant's own
+breaker opens on its failures alone, the shared one only when several tenants fail."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.breaker import BreakerPolicy, BreakerState, domain_of
+from pagefleet.breaker import SHARED, TENANT, BreakerPolicy, BreakerState, origin_of
 from pagefleet.runtime import RUNTIME
 
 POLICY = BreakerPolicy(window_s=60, min_requests=4, failure_rate=0.5, cooldown_s=30)
+SITE = "https://site.test:443"
 
 
 @pytest.fixture
@@ -17,101 +19,139 @@ def breakers(provisioned: Provisioned) -> DomainBreakers:
     return DomainBreakers(RUNTIME.client("dynamodb"), provisioned.jobs_table, POLICY)
 
 
-def test_domain_of() -> None:
-    assert domain_of("https://Shop.Example.com:8443/a?b") == "shop.example.com"
-    assert domain_of("not a url") is None
+def test_origins_are_scheme_host_and_port() -> None:
+    assert origin_of("https://Shop.Example.com/a?b") == "https://shop.example.com:443"
+    assert origin_of("http://shop.example.com:8080/") == "http://shop.example.com:8080"
+    assert origin_of("http://[::1]:9/") == "http://[::1]:9"
+    assert origin_of("file:///etc/passwd") is None
+    assert origin_of("not a url") is None
 
 
-def test_closed_until_the_failure_rate_is_reached(breakers: DomainBreakers) -> None:
-    t = 1_000
-    assert breakers.admit("site.test", now=t, worker="w1").allowed
+def fail(breakers: DomainBreakers, tenant: str, origin: str = SITE, times: int = 4) -> None:
+    for _ in range(times):
+        breakers.record(origin, tenant=tenant, ok=False, now=1_000)
+
+
+def test_one_tenants_failures_open_only_its_own_breaker(breakers: DomainBreakers) -> None:
     for ok in (True, False, False):
-        assert breakers.record("site.test", ok=ok, now=t) is BreakerState.CLOSED
-    # 4th outcome: 3 failures of 4 >= 50% with min_requests met.
-    assert breakers.record("site.test", ok=False, now=t) is BreakerState.OPEN
-    admission = breakers.admit("site.test", now=t + 10, worker="w1")
-    assert not admission.allowed
-    assert admission.retry_after_s == 20
+        assert breakers.record(SITE, tenant="a", ok=ok, now=1_000) is BreakerState.CLOSED
+    # 3 failures of 4 >= 50%: tenant a's own breaker opens, the shared one does not.
+    assert breakers.record(SITE, tenant="a", ok=False, now=1_000) is BreakerState.OPEN
+    assert breakers.get(SITE, "a").state is BreakerState.OPEN
+    assert breakers.get(SITE).state is BreakerState.CLOSED
+    refused = breakers.admit(SITE, tenant="a", now=1_010, worker="w1")
+    assert not refused.allowed and refused.scope == TENANT and refused.retry_after_s == 20
+    assert breakers.admit(SITE, tenant="b", now=1_010, worker="w1").allowed
+
+
+def test_a_site_failing_for_several_tenants_is_held_back_for_everyone(
+    breakers: DomainBreakers,
+) -> None:
+    fail(breakers, "a", times=2)
+    fail(breakers, "b", times=2)
+    assert breakers.get(SITE).state is BreakerState.OPEN
+    assert breakers.get(SITE).failing_tenants == 2
+    refused = breakers.admit(SITE, tenant="c", now=1_010, worker="w1")
+    assert not refused.allowed and refused.scope == SHARED
+
+
+def test_other_ports_of_a_host_are_other_breakers(breakers: DomainBreakers) -> None:
+    closed_port = "http://127.0.0.1:9"
+    fail(breakers, "a", closed_port)
+    fail(breakers, "b", closed_port)
+    assert breakers.get(closed_port).state is BreakerState.OPEN
+    assert breakers.admit("http://127.0.0.1:8080", tenant="a", now=1_010, worker="w").allowed
 
 
 def test_few_requests_never_open_it(breakers: DomainBreakers) -> None:
-    for _ in range(3):
-        breakers.record("quiet.test", ok=False, now=1_000)
-    assert breakers.get("quiet.test").state is BreakerState.CLOSED
+    fail(breakers, "a", times=3)
+    assert breakers.get(SITE, "a").state is BreakerState.CLOSED
 
 
 def test_window_resets_old_counts(breakers: DomainBreakers) -> None:
-    for _ in range(3):
-        breakers.record("slow.test", ok=False, now=1_000)
+    fail(breakers, "a", times=3)
     # A minute later the old failures no longer count.
-    assert breakers.record("slow.test", ok=False, now=1_100) is BreakerState.CLOSED
-    assert breakers.get("slow.test").total == 1
-
-
-def _open(breakers: DomainBreakers, domain: str, t: int) -> None:
-    for _ in range(4):
-        breakers.record(domain, ok=False, now=t)
-    assert breakers.get(domain).state is BreakerState.OPEN
+    assert breakers.record(SITE, tenant="a", ok=False, now=1_100) is BreakerState.CLOSED
+    assert breakers.get(SITE, "a").total == 1
+    assert breakers.get(SITE).failing_tenants == 1
 
 
 def test_after_cooldown_exactly_one_probe_runs(breakers: DomainBreakers) -> None:
-    _open(breakers, "flaky.test", 1_000)
-    first = breakers.admit("flaky.test", now=1_031, worker="w1")
-    second = breakers.admit("flaky.test", now=1_031, worker="w2")
-    assert first.allowed and first.probe
+    fail(breakers, "a")
+    first = breakers.admit(SITE, tenant="a", now=1_031, worker="w1")
+    second = breakers.admit(SITE, tenant="a", now=1_031, worker="w2")
+    assert first.allowed and first.probe and first.probes == {TENANT}
     assert not second.allowed
-    assert breakers.get("flaky.test").state is BreakerState.HALF_OPEN
+    assert breakers.get(SITE, "a").state is BreakerState.HALF_OPEN
 
 
 def test_successful_probe_closes_failed_probe_reopens(breakers: DomainBreakers) -> None:
-    _open(breakers, "a.test", 1_000)
-    breakers.admit("a.test", now=1_031, worker="w1")
-    assert (
-        breakers.record("a.test", ok=True, now=1_032, probe=True, worker="w1")
-        is BreakerState.CLOSED
-    )
-    assert breakers.admit("a.test", now=1_033, worker="w2").allowed
+    fail(breakers, "a")
+    probe = breakers.admit(SITE, tenant="a", now=1_031, worker="w1")
+    state = breakers.record(SITE, tenant="a", ok=True, now=1_032, probes=probe.probes, worker="w1")
+    assert state is BreakerState.CLOSED
+    assert breakers.admit(SITE, tenant="a", now=1_033, worker="w2").allowed
 
-    _open(breakers, "b.test", 1_000)
-    breakers.admit("b.test", now=1_031, worker="w1")
-    assert (
-        breakers.record("b.test", ok=False, now=1_032, probe=True, worker="w1") is BreakerState.OPEN
+    other = "https://b.test:443"
+    fail(breakers, "a", other)
+    probe = breakers.admit(other, tenant="a", now=1_031, worker="w1")
+    state = breakers.record(
+        other, tenant="a", ok=False, now=1_032, probes=probe.probes, worker="w1"
     )
-    assert not breakers.admit("b.test", now=1_040, worker="w2").allowed  # a new cooldown
+    assert state is BreakerState.OPEN
+    assert not breakers.admit(other, tenant="a", now=1_040, worker="w2").allowed  # new cooldown
 
 
 def test_a_silent_probe_is_replaced(breakers: DomainBreakers) -> None:
-    _open(breakers, "gone.test", 1_000)
-    assert breakers.admit("gone.test", now=1_031, worker="dead").probe
-    assert not breakers.admit("gone.test", now=1_100, worker="w2").allowed
-    late = breakers.admit("gone.test", now=1_031 + POLICY.probe_timeout_s, worker="w2")
+    fail(breakers, "a")
+    assert breakers.admit(SITE, tenant="a", now=1_031, worker="dead").probe
+    assert not breakers.admit(SITE, tenant="a", now=1_100, worker="w2").allowed
+    late = breakers.admit(SITE, tenant="a", now=1_031 + POLICY.probe_timeout_s, worker="w2")
     assert late.allowed and late.probe
 
 
-def test_breakers_are_listed(breakers: DomainBreakers) -> None:
-    _open(breakers, "x.test", 1_000)
-    breakers.record("y.test", ok=True, now=1_000)
+def test_breakers_are_listed_per_origin(breakers: DomainBreakers) -> None:
+    fail(breakers, "a", "https://x.test:443", times=2)
+    fail(breakers, "b", "https://x.test:443", times=2)
+    breakers.record("https://y.test:443", tenant="a", ok=True, now=1_000)
     states = {d.domain: d.state for d in breakers.list()}
-    assert states == {"x.test": BreakerState.OPEN, "y.test": BreakerState.CLOSED}
+    assert states == {"https://x.test:443": BreakerState.OPEN, "https://y.test:443": "closed"}
+    assert [d.domain for d in breakers.on_host("x.test")] == ["https://x.test:443"]
+    assert [d.domain for d in breakers.on_host("x.test", "a")] == ["https://x.test:443"]
 
 
-def test_domains_are_visible_in_the_api(api_env: Provisioned) -> None:
+def test_a_tenant_sees_states_and_probe_times_never_counts(api_env: Provisioned) -> None:
     from functions.api import app as api_app
-    from pagefleet.runtime import RUNTIME
     from pagefleet.tenants import create_api_key
     from tests.support.api import ApiCaller
 
-    tenant = ApiCaller(create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "acme")[0])
-    admin = ApiCaller(
-        create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "ops", admin=True)[0]
-    )
-    for _ in range(5):
-        api_app.breakers().record("down.test", ok=False, now=2_000_000_000)
+    store = RUNTIME.tenant_store(api_env.tenants_table)
+    acme = ApiCaller(create_api_key(store, "acme")[0])
+    other = ApiCaller(create_api_key(store, "other")[0])
+    admin = ApiCaller(create_api_key(store, "ops", admin=True)[0])
+    now = 2_000_000_000
+    for tenant in ("acme", "bolt"):
+        for _ in range(5):
+            api_app.breakers().record("https://down.test:443", tenant=tenant, ok=False, now=now)
     listed = admin.call("GET", "/v1/domains")
     assert listed.status == 200
-    assert [(d["domain"], d["state"]) for d in listed.body["domains"]] == [("down.test", "open")]
-    assert tenant.call("GET", "/v1/domains").status == 403
-    one = tenant.call("GET", "/v1/domains/DOWN.test")
+    [domain] = listed.body["domains"]
+    assert (domain["domain"], domain["state"]) == ("down.test", "open")
+    assert domain["origins"][0]["failures"] == 10
+    assert domain["origins"][0]["failing_tenants"] == 2
+    assert acme.call("GET", "/v1/domains").status == 403
+    one = acme.call("GET", "/v1/domains/DOWN.test")
     assert one.status == 200
-    assert one.body["state"] == "open"
-    assert tenant.call("GET", "/v1/domains/unknown.test").body["state"] == "closed"
+    [origin] = one.body["origins"]
+    assert origin == {
+        "origin": "https://down.test:443",
+        "state": "open",
+        "next_probe_at": now + 30,
+        "tenant_state": "open",
+        "tenant_next_probe_at": now + 30,
+    }
+    mine = other.call("GET", "/v1/domains/down.test:443").body["origins"][0]
+    assert mine["state"] == "open" and mine["tenant_state"] == "closed"
+    assert "failures" not in mine
+    assert other.call("GET", "/v1/domains/down.test:80").body["origins"] == []
+    assert acme.call("GET", "/v1/domains/unknown.test").body["state"] == "closed"

@@ -67,7 +67,7 @@ def every_tenant_usage(first: FROM = None, last: TO = None) -> Response[str]:
 )
 def audit(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    before: Annotated[str | None, Query(pattern=r"^[0-9a-z]{26}$")] = None,
+    before: Annotated[str | None, Query(pattern=r"^[0-7][0-9a-hjkmnp-tv-z]{25}$")] = None,
 ) -> Response[str]:
     require_admin(router)
     return respond(200, tenants.audit_page(tenancy(), limit=limit, before=before))

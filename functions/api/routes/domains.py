@@ -1,39 +1,81 @@
-"""Circuit breakers of target sites."""
+"""Circuit breakers of target sites, per origin (scheme, host, port)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from functions.api.context import breakers, documented, require_admin, respond, tenant_id
-from pagefleet.api_models import DomainList, DomainView
+from functions.api.context import breakers, documented, event_of, require_admin, respond, tenant_id
+from pagefleet.api_models import DomainList, DomainView, OriginView
+from pagefleet.breaker import split_origin
 
 router = Router()
 
 
+def _is_admin() -> bool:
+    authorizer = event_of(router).request_context.authorizer
+    return bool(authorizer and authorizer.get("admin") == "true")
+
+
 @router.get(
     "/v1/domains",
-    summary="Every circuit breaker (admin key)",
+    summary="Every origin's shared circuit breaker, by site (admin key)",
     responses=documented({200: ("the breakers", DomainList)}, 403),
     tags=["domains"],
 )
 def list_domains() -> Response[str]:
     # Which sites every tenant automates is not for tenants to see: ops only.
     require_admin(router)
-    return respond(200, DomainList(domains=[DomainView.of(d) for d in breakers().list()]))
+    by_host: dict[str, list[OriginView]] = defaultdict(list)
+    for status in breakers().list():
+        by_host[split_origin(status.domain)[1]].append(OriginView.of(status, detail=True))
+    domains = [DomainView.of(host, origins) for host, origins in sorted(by_host.items())]
+    return respond(200, DomainList(domains=domains))
 
 
 @router.get(
     "/v1/domains/<domain>",
-    summary="The circuit breaker of one target site",
-    responses=documented({200: ("the breaker", DomainView)}),
+    summary="The circuit breakers of one target site (host, or host:port)",
+    description=(
+        "Each origin's shared breaker (state and next probe time) and the caller's own; "
+        "request and failure counts, which other tenants produce, only with an admin key."
+    ),
+    responses=documented({200: ("the breakers", DomainView)}),
     tags=["domains"],
 )
 def get_domain(
     domain: Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")],
 ) -> Response[str]:
-    tenant_id(router)  # any authenticated tenant may ask about a site it names
-    return respond(200, DomainView.of(breakers().get(domain.lower())))
+    tenant = tenant_id(router)  # any authenticated tenant may ask about a site it names
+    host, port = _host_and_port(domain.lower())
+    shared = {s.domain: s for s in breakers().on_host(host)}
+    own = {s.domain: s for s in breakers().on_host(host, tenant)}
+    detail = _is_admin()
+    origins = [
+        OriginView.of(shared.get(o) or breakers().get(o), own.get(o), detail=detail)
+        for o in sorted(set(shared) | set(own))
+        if port is None or split_origin(o)[2] == port
+    ]
+    body = DomainView.of(host, origins)
+    # A tenant gets no counts at all (they are other tenants' traffic), not even as nulls.
+    return Response(
+        status_code=200,
+        content_type="application/json",
+        body=body.model_dump_json(exclude_none=not detail),
+    )
+
+
+def _host_and_port(text: str) -> tuple[str, int | None]:
+    """``host``, ``host:port``, ``[v6]`` or ``[v6]:port``."""
+    if text.startswith("["):
+        host, _, rest = text.partition("]")
+        port = rest.removeprefix(":")
+        return host + "]", int(port) if port.isdigit() else None
+    host, sep, port = text.rpartition(":")
+    if sep and port.isdigit() and ":" not in host:
+        return host, int(port)
+    return text, None
