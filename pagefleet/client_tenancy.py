@@ -7,7 +7,7 @@ models the API serializes (``pagefleet.tenancy.views``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import httpx
@@ -61,8 +61,8 @@ class TenancyCalls:
 
     def submit_batch(
         self: _Requests,
-        jobs: builtins.list[JobRequest | Mapping[str, Any]],
-        idempotency_keys: builtins.list[str | None] | None = None,
+        jobs: Sequence[JobRequest | Mapping[str, Any]],
+        idempotency_keys: Sequence[str | None] | None = None,
     ) -> BatchResponse:
         """Up to 100 jobs; each is answered on its own (``results[i].status``)."""
         keys = idempotency_keys or [None] * len(jobs)

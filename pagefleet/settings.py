@@ -41,6 +41,9 @@ class CoreSettings(_Base):
     usage_table: str | None = None
     # The limits of a tenant an admin set none for, as JSON (the stage's defaults).
     tenant_defaults: LimitDefaults = Field(default_factory=LimitDefaults)
+    # How long a tenant's limits are kept before they are read again (a change an admin makes
+    # holds everywhere within this).
+    limits_cache_seconds: float = Field(default=10.0, ge=0, le=300)
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]

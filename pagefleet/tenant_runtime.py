@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 def build_tenancy(db: DynamoDBClient, settings: CoreSettings) -> Tenancy:
     policies = DynamoTenantStore(db, settings.tenants_table)
-    limits = LimitsCache(policies, settings.tenant_defaults)
+    limits = LimitsCache(policies, settings.tenant_defaults, ttl_s=settings.limits_cache_seconds)
     counters = DynamoTenantCounters(db, settings.tenants_table)
     return Tenancy(
         policies=policies,

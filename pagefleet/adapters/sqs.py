@@ -27,6 +27,9 @@ class SqsJobQueue:
             QueueUrl=self._urls[message.pool],
             MessageBody=message.model_dump_json(),
             DelaySeconds=max(0, min(delay_seconds, 900)),
+            # SQS fair queues: on a standard queue the group is the tenant, so one tenant's
+            # backlog does not hold back the messages of the others (no ordering implied).
+            MessageGroupId=message.tenant_id,
             MessageAttributes={
                 CORRELATION_ATTR: {"DataType": "String", "StringValue": message.correlation_id}
             },

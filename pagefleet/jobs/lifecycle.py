@@ -63,10 +63,10 @@ class Lifecycle:
     def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
         self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
 
-    def enqueue(self, job: JobRecord) -> JobRecord:
+    def enqueue(self, job: JobRecord, *, delay_s: int = 0) -> JobRecord:
         """Send a recorded job's message and note that it is in the queue."""
         try:
-            self.send(job)
+            self.send(job, delay_s=delay_s)
         except Exception as exc:
             raise EnqueueFailed(
                 "the job was recorded but could not be queued; retry with the same Idempotency-Key",

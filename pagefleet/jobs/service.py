@@ -67,8 +67,9 @@ def submit_job(
     *,
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
+    delay_s: int = 0,
 ) -> Submitted:
-    """Record a job as queued, then enqueue its message.
+    """Record a job as queued, then enqueue its message (``delay_s``: visible that much later).
 
     The record is written first so that a job acknowledged to the client can always be
     found again: if the enqueue fails, a retry with the same Idempotency-Key (or the sweeper)
@@ -104,7 +105,7 @@ def submit_job(
         assert idempotency_key is not None
         replay = _wait_for_replay(svc, tenant_id, idempotency_key, fingerprint)
         return replay
-    return Submitted(job=svc.lifecycle.enqueue(record), created=True)
+    return Submitted(job=svc.lifecycle.enqueue(record, delay_s=delay_s), created=True)
 
 
 def _check_record_size(record: JobRecord) -> None:

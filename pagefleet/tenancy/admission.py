@@ -8,7 +8,9 @@ A replay of an Idempotency-Key takes a token (it is a request) but no queued roo
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from pagefleet.jobs.service import JobServices, Submitted
 from pagefleet.models import JobRequest
 from pagefleet.ports import SYSTEM_CLOCK, Clock
 from pagefleet.tenancy.bucket import Bucket, Spend, answer
-from pagefleet.tenancy.limits import TenantLimits
+from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import CounterView, TenantCounters, UnstartedJobs
 
 # The headers of every submission's answer (OpenAPI), after the IETF RateLimit fields.
@@ -30,9 +32,12 @@ RATE_HEADERS_DOC: dict[str, Any] = {
         ("RateLimit-Reset", "seconds until the whole burst is available again"),
     )
 }
+# A new job of a tenant with a deep backlog is first visible within this (SQS's longest delay).
+MAX_START_SPREAD_S = 900
 # A refused submission recounts the queued jobs at most this often per tenant.
 RECOUNT_EVERY_S = 30
 MAX_BATCH = 100
+BATCH_THREADS = 8
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,12 @@ class Quotas:
         )
         return answer(bucket, allowed=result.allowed, tat_ms=result.tat_ms, now_ms=now, cost=jobs)
 
-    def hold_queued(self, tenant_id: str, jobs: int = 1) -> None:
-        """Room for ``jobs`` more queued jobs, or QueueFull naming the limit."""
+    def hold_queued(self, tenant_id: str, jobs: int = 1) -> int:
+        """Room for ``jobs`` more queued jobs (the count after), or QueueFull naming the limit."""
         limit = self.limits(tenant_id).max_queued
-        if self.counters.add_queued(tenant_id, jobs, limit=limit):
-            return
+        held = self.counters.add_queued(tenant_id, jobs, limit=limit)
+        if held is not None:
+            return held
         # A crash may have left the count high: recount (rarely) before saying no.
         recount = self.counters.recount_queued(
             tenant_id,
@@ -89,8 +95,10 @@ class Quotas:
             now=int(self.clock.now()),
             every_s=RECOUNT_EVERY_S,
         )
-        if recount is not None and self.counters.add_queued(tenant_id, jobs, limit=limit):
-            return
+        if recount is not None:
+            held = self.counters.add_queued(tenant_id, jobs, limit=limit)
+            if held is not None:
+                return held
         raise QueueFull(
             f"tenant {tenant_id} has {limit} jobs waiting to start, its limit (max_queued); "
             "submit again when some have started",
@@ -98,6 +106,17 @@ class Quotas:
             limit="max_queued",
             max_queued=limit,
         )
+
+    def start_delay(self, tenant_id: str, queued: int) -> int:
+        """When a new job's message should first be visible: at once, unless the tenant
+        already has more jobs waiting than twice its running slots. Then its job could not
+        start for about ``queued / max_running`` job lengths anyway, and its messages are
+        spread over that time: a flood does not sit in the queue ahead of other tenants'
+        jobs (SQS fair queues do this on AWS too; the spread also spares the deferrals)."""
+        slots = self.limits(tenant_id).max_running
+        if queued <= 2 * slots:
+            return 0
+        return int(random.random() * min(MAX_START_SPREAD_S, queued / slots * BACKLOG_JOB_S))
 
     def release_queued(self, tenant_id: str, jobs: int = 1) -> None:
         if jobs > 0:
@@ -135,20 +154,25 @@ def _submit_one(
     key: str | None,
     correlation_id: str | None,
     *,
-    held: bool = False,
+    held: int | None = None,
 ) -> Submitted:
-    """One job whose token is spent; ``held``: its queued room is already held."""
+    """One job whose token is spent; ``held``: the queued count once room was held for it
+    (None: not held yet)."""
     if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
-        if held:
+        if held is not None:
             quotas.release_queued(tenant_id)
         return service.submit_job(
             svc, tenant_id, request, idempotency_key=key, correlation_id=correlation_id
         )
-    if not held:
-        quotas.hold_queued(tenant_id)
+    queued = quotas.hold_queued(tenant_id) if held is None else held
     try:
         submitted = service.submit_job(
-            svc, tenant_id, request, idempotency_key=key, correlation_id=correlation_id
+            svc,
+            tenant_id,
+            request,
+            idempotency_key=key,
+            correlation_id=correlation_id,
+            delay_s=quotas.start_delay(tenant_id, queued),
         )
     except EnqueueFailed:
         raise  # recorded, and queued by the sweeper: it holds its room
@@ -199,35 +223,41 @@ def submit_batch(
         rate = quotas.try_spend(tenant_id, admitted) if admitted else rate
         if not rate.allowed:
             admitted = 0
-    held = _hold_room(quotas, tenant_id, admitted)
-    results: list[ItemResult] = []
-    for index, item in enumerate(items):
+    held, queued = _hold_room(quotas, tenant_id, admitted)
+
+    def one(index: int, item: BatchItem) -> ItemResult:
         try:
             if index >= admitted:
                 raise _rate_limited(quotas, tenant_id, rate)
-            if index >= held:
-                quotas.hold_queued(tenant_id)  # raises QueueFull (and may find room)
-            correlation = f"{correlation_id}-{index}" if correlation_id else None
+            # Past the room held at once, each item asks for its own (QueueFull, or room).
+            count = queued if index < held else quotas.hold_queued(tenant_id)
+            correlation = f"{correlation_id[:120]}-{index}" if correlation_id else None
             submitted = _submit_one(
-                svc, quotas, tenant_id, item.request, item.idempotency_key, correlation, held=True
+                svc, quotas, tenant_id, item.request, item.idempotency_key, correlation, held=count
             )
-            results.append(ItemResult(index, 202, submitted=submitted))
+            return ItemResult(index, 202, submitted=submitted)
         except PagefleetError as exc:
-            results.append(ItemResult(index, status_of(exc), error=exc))
+            return ItemResult(index, status_of(exc), error=exc)
+
+    # Items are independent (each its own record, key and message): submitted side by side,
+    # answered in order. Two items with the same key settle as a replay, as two requests do.
+    with ThreadPoolExecutor(max_workers=BATCH_THREADS) as pool:
+        results = list(pool.map(one, range(len(items)), items))
     return BatchResult(results, rate)
 
 
-def _hold_room(quotas: Quotas, tenant_id: str, wanted: int) -> int:
-    """Hold queued room for as many of ``wanted`` jobs as fit (one or two writes)."""
+def _hold_room(quotas: Quotas, tenant_id: str, wanted: int) -> tuple[int, int]:
+    """Hold queued room for as many of ``wanted`` jobs as fit (one or two writes): how many,
+    and the queued count after."""
     if wanted <= 0:
-        return 0
+        return 0, 0
     limit = quotas.limits(tenant_id).max_queued
-    if quotas.counters.add_queued(tenant_id, wanted, limit=limit):
-        return wanted
-    room = max(0, limit - quotas.view(tenant_id).queued)
-    if room and quotas.counters.add_queued(tenant_id, min(room, wanted), limit=limit):
-        return min(room, wanted)
-    return 0
+    count = quotas.counters.add_queued(tenant_id, wanted, limit=limit)
+    if count is not None:
+        return wanted, count
+    room = min(wanted, max(0, limit - quotas.view(tenant_id).queued))
+    count = quotas.counters.add_queued(tenant_id, room, limit=limit) if room else None
+    return (room, count) if count is not None else (0, 0)
 
 
 def _rate_limited(quotas: Quotas, tenant_id: str, rate: Spend) -> RateLimited:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
 
 from pagefleet.errors import NotFound
@@ -25,21 +26,35 @@ from pagefleet.jobs.hooks import Deferral
 from pagefleet.models import JobMessage, JobRecord
 from pagefleet.ports import JobStore
 from pagefleet.states import JobStatus
-from pagefleet.tenancy.limits import TenantLimits
+from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import TenantCounters
 
 log = logging.getLogger("pagefleet.tenancy")
 
-# Deferred over the running cap: 2 s, 4 s, 8 s... up to 20 s, plus up to 1 s of jitter. Short
-# enough that a freed slot is taken within seconds, long enough that a backlog of thousands
-# does not spin through the queue.
+# Deferred over the running cap: 2 s, 4 s, 8 s... up to 30 s, each plus up to half again at
+# random. Short enough that a freed slot is taken within seconds (a deep backlog always has
+# some message coming back), long enough that a backlog of thousands does not spin through
+# the queue, and spread so the messages do not come back together.
 DEFER_BASE_S = 2
-DEFER_MAX_S = 20
+DEFER_MAX_S = 30
+# A tenant found at its cap is taken to stay there this long in this process (unless one of
+# its jobs ends here): a backlog's messages are deferred without a write each.
+REFUSAL_MEMORY_S = 1.0
+
+# How often a refused take looks at the holders for slots a crash left behind.
+REPAIR_EVERY_S = 5.0
 
 
-def defer_delay(deferrals: int, rng: random.Random | None = None) -> int:
-    base = min(DEFER_MAX_S, DEFER_BASE_S * 2 ** min(deferrals, 10))
-    return base + int((rng or random).random() * 1.5)
+def defer_delay(deferrals: int, rng: random.Random | None = None, backlog_s: float = 0) -> int:
+    """How long a job over its tenant's cap waits before it is looked at again.
+
+    Backs off with each deferral, and with the tenant's backlog: a tenant with ``queued``
+    jobs and ``max_running`` slots has each job wait about ``queued / max_running`` job
+    lengths (``backlog_s``), so its messages are spread over that time instead of all coming
+    back every few seconds (which would fill the workers with deferrals and keep other
+    tenants' messages waiting behind them)."""
+    base = max(min(DEFER_MAX_S, DEFER_BASE_S * 2 ** min(deferrals, 10)), min(backlog_s, 600))
+    return int(base + (rng or random).random() * (base / 2 + 1))
 
 
 class TenantGate:
@@ -54,14 +69,25 @@ class TenantGate:
         self.counters = counters
         self.limits = limits
         self.store = store
+        # When each tenant's slots were last looked at for leftovers (in this process).
+        self._repaired: dict[str, float] = {}
+        # tenant -> (until, holders, reason, backlog_s) of its last refusal here.
+        self._refused: dict[str, tuple[float, frozenset[str], str, float]] = {}
 
     # --- claim --------------------------------------------------------------------------------
     def before_claim(self, message: JobMessage) -> Deferral | None:
         tenant, job_id = message.tenant_id, message.job_id
+        remembered = self._refused.get(tenant)
+        if remembered and remembered[0] > time.monotonic() and job_id not in remembered[1]:
+            return Deferral(remembered[2], defer_delay(message.deferrals, backlog_s=remembered[3]))
         try:
             limit = self.limits(tenant).max_running
             take = self.counters.take_slot(tenant, job_id, limit=limit)
-            if not take.granted and self._free_stale(tenant, take.holders):
+            if (
+                not take.granted
+                and self._may_repair(tenant)
+                and self._free_stale(tenant, take.holders)
+            ):
                 take = self.counters.take_slot(tenant, job_id, limit=limit)
         except Exception as exc:
             # Without the counters the cap cannot be kept: wait rather than overrun it.
@@ -69,13 +95,23 @@ class TenantGate:
             return Deferral(f"tenant limits unavailable ({type(exc).__name__}); retrying", 5)
         if take.granted:
             return None
-        return Deferral(
-            reason=(
-                f"tenant {tenant} is running {len(take.holders)} jobs, its limit "
-                f"(max_running {limit}); this one starts when one of them ends"
-            ),
-            delay_s=defer_delay(message.deferrals),
+        reason = (
+            f"tenant {tenant} is running {len(take.holders)} jobs, its limit "
+            f"(max_running {limit}); this one starts when one of them ends"
         )
+        backlog_s = self._backlog_s(tenant, limit)
+        if len(self._refused) > 10_000:
+            self._refused.clear()
+        until = time.monotonic() + REFUSAL_MEMORY_S
+        self._refused[tenant] = (until, take.holders, reason, backlog_s)
+        return Deferral(reason, defer_delay(message.deferrals, backlog_s=backlog_s))
+
+    def _backlog_s(self, tenant: str, limit: int) -> float:
+        try:
+            queued = self.counters.view(tenant, now_ms=int(time.time() * 1000)).queued
+        except Exception:
+            return 0.0
+        return queued / max(1, limit) * BACKLOG_JOB_S
 
     def after_claim(self, job: JobRecord) -> None:
         if job.attempt != job.attempt_base + 1:
@@ -91,6 +127,7 @@ class TenantGate:
             unstarted = job.attempt == job.attempt_base
             if job.status is not JobStatus.RUNNING and not unstarted:
                 self.counters.give_back(job.tenant_id, job.job_id)
+                self._refused.pop(job.tenant_id, None)  # a slot is free: look again
             if unstarted and (job.status.is_final or job.status is JobStatus.DEAD_LETTERED):
                 self.counters.sub_queued(job.tenant_id, 1)  # ended without ever starting
             elif unstarted and job.status is JobStatus.QUEUED:
@@ -100,6 +137,17 @@ class TenantGate:
             log.warning("tenant counters not updated after a move", exc_info=True)
 
     # --- repair -------------------------------------------------------------------------------
+    def _may_repair(self, tenant: str) -> bool:
+        """At most every ``REPAIR_EVERY_S`` per tenant: a tenant with a deep backlog refuses
+        many takes a second, and leftovers are rare."""
+        now = time.monotonic()
+        if now - self._repaired.get(tenant, -REPAIR_EVERY_S) < REPAIR_EVERY_S:
+            return False
+        if len(self._repaired) > 10_000:
+            self._repaired.clear()
+        self._repaired[tenant] = now
+        return True
+
     def _free_stale(self, tenant: str, holders: frozenset[str]) -> bool:
         """Give back the slots of holders that can never run again (gone, ended or dead-
         lettered); True if any was freed. A queued or retrying holder may be a claim on its

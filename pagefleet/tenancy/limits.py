@@ -18,6 +18,9 @@ from pagefleet.models import TenantPolicy
 from pagefleet.tenancy.defaults import LimitDefaults
 
 DAY_S = 86_400
+# A job's length as the backlog spreading assumes it (short, so a freed slot never waits
+# long for the next of the tenant's jobs): see ``gate.defer_delay`` and ``start_delay``.
+BACKLOG_JOB_S = 1.0
 # Idempotency keys are kept this long, whatever the tenant's retention (as Stripe does).
 IDEMPOTENCY_TTL_S = DAY_S
 

@@ -45,8 +45,9 @@ class TenantCounters(Protocol):
 
     - ``spend``: take ``jobs`` tokens from the submission bucket (GCRA, see ``bucket``) if
       that keeps ``tat`` within ``tolerance_ms`` of now; counts the minute's submissions.
-    - queued: jobs submitted and not started, added under a cap, taken off as they start
-      or end unstarted; ``recount_queued`` repairs a count a crash left too high.
+    - queued: jobs submitted and not started, added under a cap (the count after, or None
+      when refused), taken off as they start or end unstarted; ``recount_queued`` repairs a
+      count a crash left too high.
     - running: the set of the tenant's running job ids. A set, so taking a slot twice for
       one job (a redelivery, a reclaim) or giving it back twice changes nothing.
     """
@@ -55,7 +56,7 @@ class TenantCounters(Protocol):
         self, tenant_id: str, *, jobs: int, cost_ms: int, tolerance_ms: int, now_ms: int
     ) -> SpendResult: ...
 
-    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> bool: ...
+    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None: ...
 
     def sub_queued(self, tenant_id: str, jobs: int) -> None: ...
 

@@ -62,14 +62,14 @@ class FakeTenantCounters:
             t.minute = minute
             return SpendResult(True, t.tat)
 
-    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> bool:
+    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None:
         with self._lock:
             t = self._t(tenant_id)
             if jobs > limit or (t.queued is not None and t.queued > limit - jobs):
-                return False
+                return None
             t.queued = (t.queued or 0) + jobs
             t.version += 1
-            return True
+            return t.queued
 
     def sub_queued(self, tenant_id: str, jobs: int) -> None:
         with self._lock:

@@ -290,3 +290,17 @@ def test_sessions_are_listed_deleted_and_unusable_once_expired(
     assert alice.call("DELETE", "/v1/sessions/shop").status == 204
     assert alice.call("DELETE", "/v1/sessions/shop").status == 204
     assert alice.call("GET", "/v1/sessions/shop").status == 404
+
+
+def test_job_messages_are_grouped_by_tenant_for_fair_queues(
+    api_env: Provisioned, alice: ApiCaller, bob: ApiCaller
+) -> None:
+    alice.post_job(JOB)
+    bob.post_job(JOB)
+    got = boto3.client("sqs").receive_message(
+        QueueUrl=api_env.queue_urls["standard"],
+        MaxNumberOfMessages=10,
+        MessageSystemAttributeNames=["MessageGroupId"],
+    )["Messages"]
+    groups = sorted(m["Attributes"]["MessageGroupId"] for m in got)
+    assert groups == ["alice", "bob"]

@@ -145,22 +145,23 @@ class DynamoTenantCounters:
         return int(deserialize(resp["Attributes"])["tat"])
 
     # --- queued -----------------------------------------------------------------------------
-    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> bool:
+    def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None:
         if jobs > limit:
-            return False
+            return None
         try:
-            self._db.update_item(
+            resp = self._db.update_item(
                 TableName=self._table,
                 Key=self._key(tenant_id, QUEUED_SK),
                 UpdateExpression="ADD queued :n, version :one",
                 ConditionExpression="attribute_not_exists(queued) OR queued <= :room",
                 ExpressionAttributeValues=serialize({":n": jobs, ":one": 1, ":room": limit - jobs}),
+                ReturnValues="UPDATED_NEW",
             )
         except ClientError as exc:
             if _refused(exc):
-                return False
+                return None
             raise
-        return True
+        return int(deserialize(resp["Attributes"])["queued"])
 
     def sub_queued(self, tenant_id: str, jobs: int) -> None:
         # Never below zero: a count a recount set low must not turn into extra room later.
