@@ -174,6 +174,7 @@ class BrowserWorkers(Construct):
             "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
             "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
             "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
+            "Sts": ec2.InterfaceVpcEndpointAwsService.STS,  # the job role, per tenant
         }.items():
             vpc.add_interface_endpoint(
                 endpoint_id,

@@ -154,6 +154,8 @@ class TenantIsolation(Construct):
     def trust(self, task_role: iam.Role) -> None:
         """Let a worker task role assume the job role (tagged) — and nothing else do so."""
         self._trusted.append(task_role)
+        # A tenant's counters in one read (the deferral of a backlog spreads by its size).
+        grants.table(task_role, self._store.tenants, ("BatchGetItem",))
         task_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["sts:AssumeRole", "sts:TagSession"], resources=[self.role.role_arn]

@@ -116,3 +116,29 @@ def test_tenants_refused_too_often_raise_an_alarm(stage_synth) -> None:
     assert props["MetricName"] == "TenantRefusals"
     assert props["Threshold"] == stage_synth.stack.config.tenant_refusals_alarm_count
     assert "tenant-refusals" in props["AlarmDescription"]
+
+
+def test_private_workers_reach_sts_without_the_internet(stage_synth) -> None:
+    if stage_synth.stack.config.egress != "nat":
+        return  # public subnets: STS over the internet gateway, as every AWS API
+    services = [json.dumps(e["ServiceName"]) for e in stage_synth.props("AWS::EC2::VPCEndpoint")]
+    assert any(".sts" in s for s in services), services
+
+
+def test_the_local_job_role_is_assumed_as_the_stacks_is(synth) -> None:
+    import boto3
+    from moto import mock_aws
+
+    from devstack.tenant_role import create_job_role
+
+    template = synth.raw["Resources"][logical_id(synth.stack.tenants.role)]["Properties"]
+    (deployed,) = template["AssumeRolePolicyDocument"]["Statement"]
+    with mock_aws():
+        iam = boto3.client("iam", region_name="us-east-1")
+        arn = create_job_role(iam)
+        assert create_job_role(iam) == arn  # idempotent
+        local = iam.get_role(RoleName=arn.rsplit("/", 1)[1])["Role"]
+    (statement,) = local["AssumeRolePolicyDocument"]["Statement"]
+    assert sorted(statement["Action"]) == sorted(deployed["Action"])
+    assert statement["Condition"]["StringLike"] == deployed["Condition"]["StringLike"]
+    assert local["MaxSessionDuration"] == template["MaxSessionDuration"]
