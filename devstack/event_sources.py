@@ -1,9 +1,10 @@
 """The local stack's event sources: what invokes the functions besides the REST API.
 
 On AWS: EventBridge ``rate(1 minute)`` invokes the sweeper, an SQS event source mapping
-feeds each DLQ to dead_letters, and a DynamoDB stream event source mapping feeds the jobs
-table's stream to job_changes. Locally a timer and two pollers play those parts, invoking
-the same functions with the same event shapes through the local Lambda service.
+feeds each DLQ to dead_letters, a DynamoDB stream event source mapping feeds the jobs
+table's stream to job_changes, and EventBridge Scheduler fires the scheduler function.
+Locally a timer and pollers play those parts, invoking the same functions with the same
+event shapes through the local Lambda service.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from devstack.constants import LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
+from devstack.scheduler import SchedulerPoller
 
 log = logging.getLogger("devstack")
 
@@ -150,11 +152,19 @@ class EventSources:
         jobs_table: str,
         dlq_urls: dict[str, str],
         sweeper_interval_s: float,
+        schedule_group: str | None = None,
+        scheduler_dlq_url: str | None = None,
     ) -> None:
         self.sweeper: Timer = sweeper_timer(sweeper_interval_s, functions["sweeper"])
         self.dead_letters = DeadLetterPoller(dlq_urls, function=functions["dead_letters"])
         self.stream = StreamPoller(jobs_table, functions["job_changes"])
         self._parts: list[Any] = [self.sweeper, self.dead_letters, self.stream]
+        self.scheduler: SchedulerPoller | None = None
+        if schedule_group is not None:
+            self.scheduler = SchedulerPoller(
+                schedule_group, functions["scheduler"], dlq_url=scheduler_dlq_url
+            )
+            self._parts.append(self.scheduler)
 
     def start(self) -> EventSources:
         for part in self._parts:

@@ -225,6 +225,8 @@ class LocalStack:
                 jobs_table=self.provisioned.jobs_table,
                 dlq_urls=self.provisioned.dlq_urls,
                 sweeper_interval_s=self.sweeper_interval_s,
+                schedule_group=self.provisioned.schedule_group,
+                scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
             ).start()
         except BaseException:
             self.stop()
@@ -312,7 +314,10 @@ class LocalStack:
 
     def _provision(self) -> None:
         self.provisioned = create_all(
-            RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
+            RUNTIME.client("dynamodb"),
+            RUNTIME.client("sqs"),
+            RUNTIME.client("s3"),
+            scheduler=RUNTIME.client("scheduler"),
         )
         self.core_settings = {
             "jobs_table": self.provisioned.jobs_table,
@@ -320,6 +325,7 @@ class LocalStack:
             "artifacts_bucket": self.provisioned.artifacts_bucket,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
+            **self.provisioned.scheduler_settings(),
         }
         core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)

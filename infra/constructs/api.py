@@ -28,6 +28,7 @@ from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues
 from .job_store import JobStore
 from .lambda_factory import LambdaFactory
+from .schedules import Schedules
 
 STAGE_NAME = "v1"
 # The authorizer reads the tenant key from this header ("Bearer <key>" or the bare key).
@@ -61,6 +62,7 @@ class Api(Construct):
         queues: JobQueues,
         artifacts: ArtifactsBucket,
         queue_urls_json: str,
+        schedules: Schedules,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -78,12 +80,14 @@ class Api(Construct):
                 "stage": config.stage,
                 "max_request_bytes": str(config.max_request_bytes),
                 "default_pool": DEFAULT_POOL,
+                **schedules.api_settings(),
             },
         )
+        schedules.grant_manage(self.handler)
         grants.table(self.handler, store.jobs, grants.JOBS_API)
         grants.table(self.handler, store.tenants, grants.TENANTS_QUOTA)
-        for pool in queues.pools.values():
-            grants.queue(self.handler, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.handler, q.queue, grants.QUEUE_SEND)
         # Presigned GET links are signed with the function's credentials.
         grants.objects(self.handler, artifacts.bucket, ("GetObject",))
 

@@ -65,8 +65,8 @@ class JobChanges(Construct):
         )
         alerts.watch_dead_letter_queue("JobChanges", self.dlq)
         grants.table(self.function, store.jobs, grants.JOBS_CHANGES)
-        for pool in queues.pools.values():
-            grants.queue(self.function, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.function, q.queue, grants.QUEUE_SEND)
         self.function.add_event_source(
             sources.DynamoEventSource(
                 store.jobs,

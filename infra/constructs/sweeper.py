@@ -37,8 +37,8 @@ class Sweeper(Construct):
             env=core_env,
         )
         grants.table(self.function, store.jobs, grants.JOBS_SWEEPER)
-        for pool in queues.pools.values():
-            grants.queue(self.function, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.function, q.queue, grants.QUEUE_SEND)
         self.rule = events.Rule(
             self,
             "EveryMinute",

@@ -31,6 +31,7 @@ from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 
 
@@ -72,6 +73,16 @@ class PagefleetStack(Stack):
             bundle_dependencies=config.bundle_dependencies,
             reserved_concurrency=config.reserved_concurrency,
         )
+        self.schedules = Schedules(
+            self,
+            "Schedules",
+            stage=config.stage,
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.api = Api(
             self,
             "Api",
@@ -81,6 +92,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            schedules=self.schedules,
         )
         self.dead_letters = DeadLetters(
             self,

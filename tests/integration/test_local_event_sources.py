@@ -58,5 +58,7 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "leases_recovered",
         "leases_failed",
         "retries_resent",
+        "scheduled_dispatched",
+        "waiting_settled",
     }
     assert json.dumps(report)

@@ -27,7 +27,7 @@ from pagefleet.api_models import (
 )
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import service
-from pagefleet.models import JobRequest
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.states import JobStatus
 
 router = Router()
@@ -51,14 +51,17 @@ SUBMIT_RESPONSES[202]["headers"] = {
     "/v1/jobs",
     summary="Submit a job",
     description=(
-        "Records the job and queues it. The same Idempotency-Key with the same body returns "
-        "the same job (Idempotent-Replayed: true); with another body it is a 409."
+        "Records the job and queues it: inline `steps`, or a named `workflow` "
+        "(`name@version`, or `name` for the latest) with `inputs`. With `delay_seconds` or "
+        "`run_at` it waits `scheduled`; with `depends_on` it waits `waiting` until every "
+        "parent succeeded. The same Idempotency-Key with the same body returns the same job "
+        "(Idempotent-Replayed: true); with another body it is a 409."
     ),
     responses=SUBMIT_RESPONSES,
     tags=["jobs"],
 )
 def create_job(
-    request: Annotated[JobRequest, Body()],
+    request: Annotated[JobSubmission, Body()],
     idempotency_key: Annotated[
         str | None,
         Header(alias="Idempotency-Key", min_length=1, max_length=255),
