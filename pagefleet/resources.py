@@ -153,6 +153,10 @@ class SchedulerSpec:
 
 SCHEDULER = SchedulerSpec()
 
+# The REST API's stage, named for the version: every URL is https://<api>/v1/<route>, on
+# API Gateway (the stage), a custom domain (its base path mapping) and the local gateway.
+API_STAGE = "v1"
+
 ROUTINE = "routine"
 DEBUG = "debug"
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
     from pagefleet.schedules import SchedulerMirror, ScheduleStore
-    from pagefleet.settings import ApiSettings, CoreSettings
+    from pagefleet.settings import CoreSettings
 
 # Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=32)
@@ -150,7 +150,7 @@ class Runtime:
             lambda: DynamoScheduleStore(self.client("dynamodb"), settings.jobs_table),
         )
 
-    def schedules(self, settings: ApiSettings) -> tuple[ScheduleStore, SchedulerMirror]:
+    def schedules(self, settings: CoreSettings) -> tuple[ScheduleStore, SchedulerMirror]:
         """Schedule records and their EventBridge Scheduler mirror (the stage's group)."""
         from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget
         from pagefleet.errors import NotConfigured

@@ -21,7 +21,7 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge
-from pagefleet.resources import DEFAULT_POOL
+from pagefleet.resources import API_STAGE, DEFAULT_POOL
 from pagefleet.settings import ApiSettings, AuthorizerSettings
 
 from .artifacts import ArtifactsBucket
@@ -30,7 +30,7 @@ from .job_store import JobStore
 from .lambda_factory import LambdaFactory
 from .schedules import Schedules
 
-STAGE_NAME = "v1"
+STAGE_NAME = API_STAGE  # the version: https://<api>/v1/<route>
 # The authorizer reads the tenant key from this header ("Bearer <key>" or the bare key).
 AUTH_HEADER = "Authorization"
 

@@ -109,6 +109,7 @@ class PagefleetStack(Stack):
             store=self.store,
             queues=self.queues,
             core_env=core_env,
+            schedules=self.schedules,
         )
         self.workers = BrowserWorkers(
             self,
@@ -162,7 +163,15 @@ class PagefleetStack(Stack):
             functions=self.functions,
         )
 
-        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="REST API base URL")
+        # The base the clients take (PAGEFLEET_API_URL): routes are <base>/v1/..., the stage
+        # being the version, so the base is the API's domain without the stage.
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=f"https://{self.api.rest_api.rest_api_id}.execute-api.{self.region}."
+            f"{self.url_suffix}",
+            description="REST API base URL (PAGEFLEET_API_URL); routes are under /v1/",
+        )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)

@@ -29,7 +29,8 @@ MIN_REQUESTS = 1000
 
 
 def send(caller: ApiCaller, case: Any) -> HttpResult:
-    kwargs = case.as_transport_kwargs(base_url="https://api.example.test")
+    # The document's routes follow its server (the stage, /v1), as in every real URL.
+    kwargs = case.as_transport_kwargs(base_url="https://api.example.test/v1")
     url = urlsplit(kwargs["url"])
     query = urlencode(kwargs.get("params") or {}, doseq=True)
     if url.query:

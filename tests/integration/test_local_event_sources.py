@@ -60,5 +60,6 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "retries_resent",
         "scheduled_dispatched",
         "waiting_settled",
+        "schedules_resynced",
     }
     assert json.dumps(report)

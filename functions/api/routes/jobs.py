@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 
 from functions.api.context import (
     api_settings,
+    base_path,
     documented,
     logger,
     request_id,
@@ -48,7 +49,7 @@ SUBMIT_RESPONSES[202]["headers"] = {
 
 
 @router.post(
-    "/v1/jobs",
+    "/jobs",
     summary="Submit a job",
     description=(
         "Records the job and queues it: inline `steps`, or a named `workflow` "
@@ -88,7 +89,7 @@ def create_job(
         "job submitted",
         extra={"job_id": job.job_id, "tenant_id": tenant, "replayed": not submitted.created},
     )
-    headers = {"Location": f"/v1/jobs/{job.job_id}"}
+    headers = {"Location": f"{base_path(router)}/jobs/{job.job_id}"}
     if not submitted.created:
         headers["Idempotent-Replayed"] = "true"
     body = SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job))
@@ -96,7 +97,7 @@ def create_job(
 
 
 @router.get(
-    "/v1/jobs/<job_id>",
+    "/jobs/<job_id>",
     summary="Get a job",
     responses=documented({200: ("the job", JobView)}, 404),
     tags=["jobs"],
@@ -107,7 +108,7 @@ def get_job(job_id: JOB_ID) -> Response[str]:
 
 
 @router.get(
-    "/v1/jobs",
+    "/jobs",
     summary="List jobs, newest first",
     responses=documented({200: ("a page of jobs", JobPage)}, 400),
     tags=["jobs"],
@@ -128,7 +129,7 @@ def list_jobs(
 
 
 @router.get(
-    "/v1/jobs/<job_id>/artifacts",
+    "/jobs/<job_id>/artifacts",
     summary="A job's artifacts, with presigned download URLs",
     responses=documented({200: ("the artifacts", ArtifactList)}, 404),
     tags=["jobs"],
@@ -142,7 +143,7 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
 
 
 @router.post(
-    "/v1/jobs/<job_id>/cancel",
+    "/jobs/<job_id>/cancel",
     summary="Cancel a job",
     responses=documented(
         {

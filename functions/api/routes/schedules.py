@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
-from functions.api.context import api_settings, documented, respond, services, tenant_id
+from functions.api.context import api_settings, base_path, documented, respond, services, tenant_id
 from pagefleet import schedules
 from pagefleet.api_models import (
     JobView,
@@ -55,7 +55,7 @@ def _check_job(tenant: str) -> Any:
 
 
 @router.post(
-    "/v1/schedules",
+    "/schedules",
     summary="Create a schedule",
     description=(
         "`expression` is what EventBridge Scheduler takes: `cron(m h dom mon dow year)`, "
@@ -70,11 +70,13 @@ def create_schedule(spec: Annotated[ScheduleSpec, Body()]) -> Response[str]:
     tenant = tenant_id(router)
     store, mirror = RUNTIME.schedules(api_settings())
     made = schedules.create(store, mirror, services().clock, tenant, spec, _check_job(tenant))
-    return respond(201, _view(made), {"Location": f"/v1/schedules/{made.schedule_id}"})
+    return respond(
+        201, _view(made), {"Location": f"{base_path(router)}/schedules/{made.schedule_id}"}
+    )
 
 
 @router.get(
-    "/v1/schedules",
+    "/schedules",
     summary="The tenant's schedules",
     responses=documented({200: ("the schedules", ScheduleList)}, 501),
     tags=["schedules"],
@@ -86,7 +88,7 @@ def list_schedules() -> Response[str]:
 
 
 @router.get(
-    "/v1/schedules/<schedule_id>",
+    "/schedules/<schedule_id>",
     summary="A schedule, with its next fire times",
     responses=documented({200: ("the schedule", ScheduleView)}, 404, 501),
     tags=["schedules"],
@@ -97,7 +99,7 @@ def get_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
 
 
 @router.patch(
-    "/v1/schedules/<schedule_id>",
+    "/schedules/<schedule_id>",
     summary="Change, pause (enabled: false) or resume a schedule",
     responses=documented({200: ("the schedule", ScheduleView)}, 400, 404, 501),
     tags=["schedules"],
@@ -114,7 +116,7 @@ def change_schedule(
 
 
 @router.delete(
-    "/v1/schedules/<schedule_id>",
+    "/schedules/<schedule_id>",
     summary="Delete a schedule (its jobs stay)",
     responses=documented({204: ("deleted", ScheduleList)}, 404, 501),
     tags=["schedules"],
@@ -126,7 +128,7 @@ def delete_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
 
 
 @router.get(
-    "/v1/schedules/<schedule_id>/runs",
+    "/schedules/<schedule_id>/runs",
     summary="The jobs a schedule made, newest first",
     responses=documented({200: ("its runs", ScheduleRuns)}, 404, 501),
     tags=["schedules"],

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from pydantic import ValidationError
 
-from functions.api.context import documented, respond, services, tenant_id
+from functions.api.context import base_path, documented, respond, services, tenant_id
 from pagefleet.api_models import (
     WorkflowList,
     WorkflowStored,
@@ -49,7 +49,7 @@ def _view(record: WorkflowVersion, versions: list[int] | None = None) -> Workflo
 
 
 @router.put(
-    "/v1/workflows/<name>",
+    "/workflows/<name>",
     summary="Store a new version of a named workflow",
     description="Each PUT stores the next immutable version (1, 2, ...) and returns it.",
     responses=documented({201: ("the stored version", WorkflowStored)}, 400),
@@ -65,11 +65,13 @@ def put_workflow(name: NAME, definition: Annotated[WorkflowDefinition, Body()]) 
     svc = services()
     stored = put_version(_store(), tenant_id(router), name, definition, svc.lifecycle.at())
     body = WorkflowStored(name=stored.name, version=stored.version, created_at=stored.created_at)
-    return respond(201, body, {"Location": f"/v1/workflows/{name}/versions/{stored.version}"})
+    return respond(
+        201, body, {"Location": f"{base_path(router)}/workflows/{name}/versions/{stored.version}"}
+    )
 
 
 @router.get(
-    "/v1/workflows",
+    "/workflows",
     summary="The tenant's named workflows, with their latest versions",
     responses=documented({200: ("the workflows", WorkflowList)}),
     tags=["workflows"],
@@ -81,7 +83,7 @@ def list_workflows() -> Response[str]:
 
 
 @router.get(
-    "/v1/workflows/<name>",
+    "/workflows/<name>",
     summary="A workflow's latest version, and the list of its versions",
     responses=documented({200: ("the latest version", WorkflowVersionView)}, 404),
     tags=["workflows"],
@@ -95,7 +97,7 @@ def get_workflow(name: NAME) -> Response[str]:
 
 
 @router.get(
-    "/v1/workflows/<name>/versions/<version>",
+    "/workflows/<name>/versions/<version>",
     summary="One version of a workflow",
     responses=documented({200: ("the version", WorkflowVersionView)}, 404),
     tags=["workflows"],
