@@ -18,7 +18,7 @@ from typing import Any
 
 from devstack.constants import LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
-from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
+from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
 from devstack.scheduler import SchedulerPoller
 
 log = logging.getLogger("devstack")
@@ -31,29 +31,21 @@ STREAM_BATCH_SIZE = 100
 STREAM_MAX_RETRIES = 10
 
 
-class StreamPoller:
+class StreamPoller(Background):
     """The jobs table's stream -> job_changes, one shard at a time, in order.
 
     A batch the function reports failed (``batchItemFailures``) is sent again from the named
     record, up to ``STREAM_MAX_RETRIES`` times, as the event source mapping does.
     """
 
+    thread_name = "stream-poller"
+
     def __init__(self, table_name: str, function: LambdaFunction | Callable[..., Any]) -> None:
         self._table = table_name
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="stream-poller", daemon=True)
         self.delivered = 0
         self.ready = threading.Event()
-
-    def start(self) -> StreamPoller:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().__init__()
 
     def _run(self) -> None:
         from pagefleet.runtime import RUNTIME

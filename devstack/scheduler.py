@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.lambda_env import LambdaFunction
+from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
 from pagefleet.schedule_expr import InvalidExpression, parse
 
@@ -30,7 +31,9 @@ TICK_S = 1.0
 RETRIES = 3
 
 
-class SchedulerPoller:
+class SchedulerPoller(Background):
+    thread_name = "scheduler"
+
     def __init__(
         self,
         group: str,
@@ -49,18 +52,8 @@ class SchedulerPoller:
         # Per schedule: the last time it fired (or the poller's start), so no fire repeats.
         self._fired_up_to: dict[str, datetime] = {}
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
         self.fired: list[tuple[str, str]] = []  # (schedule name, scheduled time)
-
-    def start(self) -> SchedulerPoller:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.wait(self._tick_s):

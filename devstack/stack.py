@@ -342,7 +342,13 @@ class LocalStack:
         RUNTIME.reset()
 
     def _start_site(self) -> None:
-        self.site = DemoSite(self.site_port).start()
+        try:
+            self.site = DemoSite(self.site_port).start()
+        except OSError as exc:
+            raise StackError(
+                f"cannot serve the demo site on 127.0.0.1:{self.site_port} ({exc.strerror}); "
+                "pick another port with --site-port"
+            ) from exc
 
     def _create_dev_tenant(self) -> None:
         assert self.provisioned is not None

@@ -8,11 +8,10 @@ own role (which may invoke that function and nothing else), a retry policy and a
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import grants
@@ -63,17 +62,7 @@ class Schedules(Construct):
         for q in queues.all:
             grants.queue(self.function, q.queue, grants.QUEUE_SEND)
 
-        self.dlq = sqs.Queue(
-            self,
-            "FailedFires",
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
-        acknowledge(
-            self.dlq, "SQS3", "This queue is the Scheduler target's dead-letter queue, alarmed."
-        )
-        alerts.watch_dead_letter_queue("SchedulerFires", self.dlq)
+        self.dlq = alerts.dead_letter_queue(self, "FailedFires", "SchedulerFires")
 
         # The role EventBridge Scheduler assumes to fire a schedule: invoke this one function.
         self.role = iam.Role(

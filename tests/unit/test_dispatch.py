@@ -16,25 +16,9 @@ from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobError
 from pagefleet.states import JobStatus
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
-from tests.fakes import FakeClock, FakeQueue, fake_services
+from tests.fakes import FakeClock, FakeQueue
 
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def svc(clock: FakeClock) -> JobServices:
-    return fake_services(clock)
-
-
-@pytest.fixture
-def queue(svc: JobServices) -> FakeQueue:
-    assert isinstance(svc.queue, FakeQueue)
-    return svc.queue
 
 
 def job(**extra: object) -> JobSubmission:
