@@ -263,3 +263,30 @@ class ScheduleRuns(_View):
 
     jobs: list[ScheduleRunJob]
     skipped: list[ScheduleRunView] = Field(default_factory=list)
+
+
+class PercentilesView(_View):
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class FleetStatsView(_View):
+    """The tenant's fleet: what waits and runs now, how jobs ended in the window and how
+    long they took (seconds)."""
+
+    window_s: int
+    counts: dict[str, int] = Field(description="jobs in each waiting or running state now")
+    oldest_queued_age_s: float | None = Field(
+        default=None, description="how long the oldest queued job has waited"
+    )
+    finished: dict[str, int] = Field(description="jobs that ended in the window, by state")
+    success_rate: float | None = None
+    failure_rate: float | None = None
+    timeout_rate: float | None = None
+    retry_rate: float | None = Field(
+        default=None, description="share of ended jobs that needed more than one attempt"
+    )
+    duration_s: PercentilesView
+    queue_delay_s: PercentilesView = Field(description="from ready to the first attempt's start")
+    sampled: int = Field(description="jobs made in the window that the figures are taken from")

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import httpx
 
 from pagefleet.api_models import (
+    FleetStatsView,
     ScheduleList,
     ScheduleRuns,
     ScheduleView,
@@ -65,3 +66,8 @@ class DispatchCalls:
         return ScheduleRuns.model_validate_json(
             self._request("GET", path, params={"limit": limit}).content
         )
+
+    # --- fleet figures ------------------------------------------------------------------------
+    def stats(self: _Requests, window_s: int = 3600) -> FleetStatsView:
+        body = self._request("GET", "/v1/stats", params={"window_s": window_s}).content
+        return FleetStatsView.model_validate_json(body)

@@ -88,6 +88,12 @@ class JobStore(Protocol):
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]: ...
 
+    def count(self, tenant_id: str, status: JobStatus) -> int:
+        """How many of the tenant's jobs are in ``status`` now."""
+
+    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
+        """The tenant's oldest job in ``status`` (by creation)."""
+
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None: ...
 
     def claim(

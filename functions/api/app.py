@@ -7,11 +7,11 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from functions.api import errors
 from functions.api.context import api_settings, breakers, logger, services
-from functions.api.routes import admin, domains, jobs, meta, schedules, workflows
+from functions.api.routes import admin, domains, jobs, meta, schedules, stats, workflows
 from pagefleet.errors import PagefleetError
 
 app = APIGatewayRestResolver(enable_validation=True)
-for _area in (jobs, workflows, schedules, admin, domains, meta):
+for _area in (jobs, workflows, schedules, stats, admin, domains, meta):
     app.include_router(_area.router)
 
 # Re-exported: tests and the local stack reach the API's services through this module.

@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, dispatch, jobs, local
+from pagefleet.cli import admin, dispatch, fleet, jobs, local
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -45,6 +45,7 @@ app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)
 app.command()(jobs.artifacts)
 app.command()(jobs.schema)
+app.command()(fleet.stats)
 app.command()(local.demo)
 
 

@@ -21,6 +21,7 @@ from pagefleet.errors import (
     NotFound,
     RequestTooLarge,
 )
+from pagefleet.jobs import stats
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
 from pagefleet.jobs.rules import MAX_DELAY_S
@@ -265,3 +266,24 @@ def requeue_unqueued(svc: JobServices, *, older_than_s: int = 60) -> int:
             except (EnqueueFailed, NotFound):
                 continue
     return count
+
+
+def fleet_stats(
+    svc: JobServices, tenant_id: str, *, window_s: int = stats.DEFAULT_WINDOW_S
+) -> stats.FleetStats:
+    """The tenant's fleet figures (see ``pagefleet.jobs.stats``)."""
+    now = svc.clock.now()
+    counts = {s: svc.store.count(tenant_id, s) for s in stats.LIVE_STATES}
+    jobs: list[JobRecord] = []
+    start: dict[str, Any] | None = None
+    while len(jobs) < stats.SAMPLE:
+        page, start = svc.store.list_page(tenant_id, status=None, limit=100, start_key=start)
+        jobs += page
+        if not start or (page and _epoch(page[-1].created_at) < now - window_s):
+            break
+    oldest = svc.store.oldest(tenant_id, JobStatus.QUEUED)
+    return stats.fleet_stats(jobs[: stats.SAMPLE], counts, now, window_s, oldest)
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

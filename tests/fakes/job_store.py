@@ -314,6 +314,21 @@ class FakeJobStore:
                 row.job = row.job.model_copy(update={"retry_at": due})
                 row.ops = (ops_key("retry", job_id), due)
 
+    def count(self, tenant_id: str, status: JobStatus) -> int:
+        with self._lock:
+            return sum(
+                1 for (t, _), r in self._rows.items() if t == tenant_id and r.job.status is status
+            )
+
+    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
+        with self._lock:
+            found = sorted(
+                (r.job for (t, _), r in self._rows.items() if t == tenant_id),
+                key=lambda j: j.job_id,
+            )
+        first = next((j for j in found if j.status is status), None)
+        return first.model_copy(deep=True) if first else None
+
     def dependants(self, tenant_id: str, job_id: str) -> list[str]:
         with self._lock:
             return list(self._edges.get((tenant_id, job_id), []))

@@ -18,10 +18,12 @@ from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
     deserialize,
     epoch_of,
+    item_to_record,
     job_sk,
     ops_key,
     ops_time,
     serialize,
+    status_pk,
     tenant_pk,
 )
 from pagefleet.jobs.rules import WAITING_FIRST_LOOK_S
@@ -88,6 +90,34 @@ class DispatchQueries:
             if "LastEvaluatedKey" not in resp:
                 return out
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def count(self, tenant_id: str, status: JobStatus) -> int:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "by_status",
+            "KeyConditionExpression": "status_pk = :sp",
+            "ExpressionAttributeValues": serialize({":sp": status_pk(tenant_id, status)}),
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            resp = self._db.query(**kwargs)
+            total += int(resp.get("Count", 0))
+            if "LastEvaluatedKey" not in resp:
+                return total
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="by_status",
+            KeyConditionExpression="status_pk = :sp",
+            ExpressionAttributeValues=serialize({":sp": status_pk(tenant_id, status)}),
+            ScanIndexForward=True,  # job ids are ULIDs: ascending is oldest first
+            Limit=1,
+        )
+        items = resp.get("Items", [])
+        return item_to_record(items[0]) if items else None
 
     def dispatched(self, tenant_id: str, job_id: str, *, at: str) -> None:
         job = self._db.get_item(
