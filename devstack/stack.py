@@ -18,7 +18,6 @@ import contextlib
 import logging
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import threading
@@ -30,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from devstack.aws_env import SCRUBBED, aws_env, free_port
 from devstack.constants import LOCAL_REGION
 from devstack.demo_site import DemoSite
 from devstack.event_sources import EventSources
@@ -60,33 +60,6 @@ def _collect_errors(action: Callable[[], object], errors: list[BaseException]) -
         action()
     except BaseException as exc:
         errors.append(exc)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def aws_env(endpoint_url: str) -> dict[str, str]:
-    """Point every boto3 client at moto with dummy credentials; nothing can reach AWS."""
-    return {
-        "AWS_ENDPOINT_URL": endpoint_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": LOCAL_REGION,
-        "AWS_REGION": LOCAL_REGION,
-        # No profile or config file may add a real endpoint or credentials.
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    }
-
-
-# Variables that could send a client somewhere else than moto; removed from our env.
-_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
 
 
 @dataclass
@@ -206,7 +179,7 @@ class LocalStack:
         try:
             self._start_moto()
             self._set_env(aws_env(self.aws_endpoint))
-            for name in _SCRUBBED:
+            for name in SCRUBBED:
                 self._set_env({name: None})
             for name in list(os.environ):
                 if name.startswith("AWS_ENDPOINT_URL_"):
@@ -227,6 +200,8 @@ class LocalStack:
                 jobs_table=self.provisioned.jobs_table,
                 dlq_urls=self.provisioned.dlq_urls,
                 sweeper_interval_s=self.sweeper_interval_s,
+                schedule_group=self.provisioned.schedule_group,
+                scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
             ).start()
         except BaseException:
             self.stop()
@@ -314,7 +289,10 @@ class LocalStack:
 
     def _provision(self) -> None:
         self.provisioned = create_all(
-            RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
+            RUNTIME.client("dynamodb"),
+            RUNTIME.client("sqs"),
+            RUNTIME.client("s3"),
+            scheduler=RUNTIME.client("scheduler"),
         )
         self.core_settings = {
             "jobs_table": self.provisioned.jobs_table,
@@ -323,6 +301,7 @@ class LocalStack:
             "usage_table": self.provisioned.usage_table,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
+            **self.provisioned.scheduler_settings(),
         }
         core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)
@@ -340,7 +319,13 @@ class LocalStack:
         RUNTIME.reset()
 
     def _start_site(self) -> None:
-        self.site = DemoSite(self.site_port).start()
+        try:
+            self.site = DemoSite(self.site_port).start()
+        except OSError as exc:
+            raise StackError(
+                f"cannot serve the demo site on 127.0.0.1:{self.site_port} ({exc.strerror}); "
+                "pick another port with --site-port"
+            ) from exc
 
     def _create_dev_tenant(self) -> None:
         assert self.provisioned is not None

@@ -30,7 +30,9 @@ from pagefleet.api_models import (
     RedriveResponse,
     SubmitResponse,
 )
+from pagefleet.client_dispatch import DispatchCalls
 from pagefleet.client_tenancy import TenancyCalls
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobRequest
 from pagefleet.states import JobStatus
 
@@ -118,7 +120,7 @@ __all__ = [
 ]
 
 
-class PagefleetClient(TenancyCalls):
+class PagefleetClient(DispatchCalls, TenancyCalls):
     def __init__(
         self,
         base_url: str,
@@ -162,7 +164,7 @@ class PagefleetClient(TenancyCalls):
 
     def submit(
         self,
-        request: JobRequest | Mapping[str, Any],
+        request: JobRequest | JobSubmission | Mapping[str, Any],
         idempotency_key: str | None = None,
         *,
         correlation_id: str | None = None,
@@ -170,7 +172,7 @@ class PagefleetClient(TenancyCalls):
         """Submit a job; the API answers 202 with the queued job (or the replayed one)."""
         body = (
             request.model_dump(mode="json", exclude_none=True)
-            if isinstance(request, JobRequest)
+            if isinstance(request, JobRequest | JobSubmission)
             else dict(request)
         )
         headers = {}

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobRequest
 from pagefleet.tenancy.views import (
     AuditPage,
@@ -61,7 +62,7 @@ class TenancyCalls:
 
     def submit_batch(
         self: _Requests,
-        jobs: Sequence[JobRequest | Mapping[str, Any]],
+        jobs: Sequence[JobRequest | JobSubmission | Mapping[str, Any]],
         idempotency_keys: Sequence[str | None] | None = None,
     ) -> BatchResponse:
         """Up to 100 jobs; each is answered on its own (``results[i].status``)."""
@@ -70,7 +71,7 @@ class TenancyCalls:
         for job, key in zip(jobs, keys, strict=True):
             body = (
                 job.model_dump(mode="json", exclude_none=True)
-                if isinstance(job, JobRequest)
+                if isinstance(job, JobRequest | JobSubmission)
                 else dict(job)
             )
             items.append({"job": body, **({"idempotency_key": key} if key else {})})

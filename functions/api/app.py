@@ -8,12 +8,24 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from functions.api import errors
 from functions.api.context import api_settings, breakers, logger, metrics, services
-from functions.api.routes import admin, admin_tenants, domains, jobs, meta, sessions, tenant
+from functions.api.routes import (
+    admin,
+    admin_tenants,
+    domains,
+    jobs,
+    meta,
+    schedules,
+    sessions,
+    stats,
+    tenant,
+    workflows,
+)
 from pagefleet.errors import PagefleetError, TooManyRequests
 from pagefleet.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
-for _area in (jobs, admin, domains, meta, tenant, sessions, admin_tenants):
+_AREAS = (jobs, workflows, schedules, stats, admin, domains, meta, tenant, sessions, admin_tenants)
+for _area in _AREAS:
     app.include_router(_area.router)
 
 # Re-exported: tests and the local stack reach the API's services through this module.

@@ -14,7 +14,8 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from functions.lambda_context import lambda_entry
 from pagefleet import metrics_names
-from pagefleet.jobs.changes import ChangeConsumer, deliver, job_changes
+from pagefleet.adapters.dynamodb.stream import job_changes
+from pagefleet.jobs.changes import ChangeConsumer, deliver
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 

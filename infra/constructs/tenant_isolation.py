@@ -171,7 +171,7 @@ class TenantIsolation(Construct):
             if name == "api":
                 grants.table(function, store.tenants, TENANTS_API)
                 grants.table(function, store.usage, USAGE_READ)
-            elif name in ("sweeper", "dead_letters", "job_changes"):
+            elif name in ("sweeper", "dead_letters", "job_changes", "scheduler"):
                 grants.table(function, store.tenants, TENANTS_MOVES)
             if name in ("api", "job_changes"):
                 grants.table(function, store.jobs, JOBS_ERASE)

@@ -32,6 +32,7 @@ from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 from infra.constructs.tenant_isolation import TenantIsolation
 
@@ -85,6 +86,16 @@ class PagefleetStack(Stack):
             bundle_dependencies=config.bundle_dependencies,
             reserved_concurrency=config.reserved_concurrency,
         )
+        self.schedules = Schedules(
+            self,
+            "Schedules",
+            stage=config.stage,
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.api = Api(
             self,
             "Api",
@@ -94,6 +105,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            schedules=self.schedules,
             tenancy_env=core_env,
         )
         self.dead_letters = DeadLetters(
@@ -111,6 +123,7 @@ class PagefleetStack(Stack):
             store=self.store,
             queues=self.queues,
             core_env=core_env,
+            schedules=self.schedules,
         )
         self.workers = BrowserWorkers(
             self,
@@ -166,7 +179,15 @@ class PagefleetStack(Stack):
             functions=self.functions,
         )
 
-        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="REST API base URL")
+        # The base the clients take (PAGEFLEET_API_URL): routes are <base>/v1/..., the stage
+        # being the version, so the base is the API's domain without the stage.
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=f"https://{self.api.rest_api.rest_api_id}.execute-api.{self.region}."
+            f"{self.url_suffix}",
+            description="REST API base URL (PAGEFLEET_API_URL); routes are under /v1/",
+        )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)

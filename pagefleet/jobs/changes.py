@@ -10,11 +10,10 @@ a failed batch is delivered again from its first record.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from pagefleet.adapters.dynamodb.codec import item_to_record
 from pagefleet.models import JobRecord
 from pagefleet.states import JobStatus
 
@@ -51,28 +50,6 @@ class ChangeConsumer(Protocol):
     name: str
 
     def handle(self, changes: Sequence[JobChange]) -> None: ...
-
-
-def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:
-    """The job changes among a stream batch's records (other items are skipped)."""
-    out: list[JobChange] = []
-    for record in records:
-        body = record.get("dynamodb") or {}
-        keys = body.get("Keys") or {}
-        if not str((keys.get("sk") or {}).get("S", "")).startswith("JOB#"):
-            continue
-        out.append(
-            JobChange(
-                old=_image(body.get("OldImage")),
-                new=_image(body.get("NewImage")),
-                sequence=str(body.get("SequenceNumber", "")),
-            )
-        )
-    return out
-
-
-def _image(image: Mapping[str, Any] | None) -> JobRecord | None:
-    return item_to_record(image) if image else None
 
 
 def deliver(changes: Sequence[JobChange], consumers: Sequence[ChangeConsumer]) -> list[str]:

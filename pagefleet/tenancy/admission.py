@@ -17,6 +17,7 @@ from typing import Any
 from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimited
 from pagefleet.jobs import service
 from pagefleet.jobs.service import JobServices, Submitted
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobRequest
 from pagefleet.ports import SYSTEM_CLOCK, Clock
 from pagefleet.tenancy.bucket import Bucket, Spend, answer
@@ -118,6 +119,11 @@ class Quotas:
             return 0
         return int(random.random() * min(MAX_START_SPREAD_S, queued / slots * BACKLOG_JOB_S))
 
+    def count_queued(self, tenant_id: str, jobs: int = 1) -> None:
+        """Count jobs that were not held to the cap (a schedule's): they are taken off the
+        count when they start like any other."""
+        self.counters.add_queued(tenant_id, jobs, limit=2**31)
+
     def release_queued(self, tenant_id: str, jobs: int = 1) -> None:
         if jobs > 0:
             self.counters.sub_queued(tenant_id, jobs)
@@ -136,7 +142,7 @@ def submit(
     svc: JobServices,
     quotas: Quotas,
     tenant_id: str,
-    request: JobRequest,
+    request: JobSubmission | JobRequest,
     *,
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
@@ -150,7 +156,7 @@ def _submit_one(
     svc: JobServices,
     quotas: Quotas,
     tenant_id: str,
-    request: JobRequest,
+    request: JobSubmission | JobRequest,
     key: str | None,
     correlation_id: str | None,
     *,
@@ -187,7 +193,7 @@ def _submit_one(
 # --- batches ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BatchItem:
-    request: JobRequest
+    request: JobSubmission | JobRequest
     idempotency_key: str | None = None
 
 

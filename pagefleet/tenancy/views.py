@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet.api_models import JobView
-from pagefleet.models import JobRequest
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.usage import UsageRow
@@ -170,7 +170,7 @@ class BatchResponse(_View):
 class BatchJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    job: JobRequest
+    job: JobSubmission
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
 
 

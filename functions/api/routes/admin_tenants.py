@@ -21,7 +21,7 @@ TENANT = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="ten
 
 
 @router.get(
-    "/v1/admin/tenants/<tenant>",
+    "/admin/tenants/<tenant>",
     summary="A tenant's limits and current usage (admin key)",
     responses=documented({200: ("limits and current usage", TenantView)}, 403),
     tags=["admin"],
@@ -32,7 +32,7 @@ def get_tenant(tenant: TENANT) -> Response[str]:
 
 
 @router.patch(
-    "/v1/admin/tenants/<tenant>/limits",
+    "/admin/tenants/<tenant>/limits",
     summary="Change a tenant's limits (admin key)",
     description=(
         "Fields left out keep their value; `reset` puts named limits back to the stage "
@@ -47,7 +47,7 @@ def set_limits(tenant: TENANT, change: Annotated[LimitsChange, Body()]) -> Respo
 
 
 @router.get(
-    "/v1/admin/usage",
+    "/admin/usage",
     summary="Every tenant's usage and cost over a period (admin key)",
     responses=documented({200: ("usage per tenant", TenantsUsage)}, 400, 403, 404),
     tags=["admin"],
@@ -60,7 +60,7 @@ def every_tenant_usage(first: FROM = None, last: TO = None) -> Response[str]:
 
 
 @router.get(
-    "/v1/admin/audit",
+    "/admin/audit",
     summary="Audit records, newest first (admin key)",
     responses=documented({200: ("a page of audit records", AuditPage)}, 403),
     tags=["admin"],

@@ -22,7 +22,7 @@ def _is_admin() -> bool:
 
 
 @router.get(
-    "/v1/domains",
+    "/domains",
     summary="Every origin's shared circuit breaker, by site (admin key)",
     responses=documented({200: ("the breakers", DomainList)}, 403),
     tags=["domains"],
@@ -38,7 +38,7 @@ def list_domains() -> Response[str]:
 
 
 @router.get(
-    "/v1/domains/<domain>",
+    "/domains/<domain>",
     summary="The circuit breakers of one target site (host, or host:port)",
     description=(
         "Each origin's shared breaker (state and next probe time) and the caller's own; "

@@ -22,7 +22,7 @@ NAME = Annotated[str, Path(pattern=NAME_PATTERN, description="the session's name
 
 
 @router.get(
-    "/v1/sessions",
+    "/sessions",
     summary="The caller's saved login sessions",
     responses=documented({200: ("names, sizes, when saved and when they expire", SessionList)}),
     tags=["sessions"],
@@ -34,7 +34,7 @@ def list_sessions() -> Response[str]:
 
 
 @router.get(
-    "/v1/sessions/<name>",
+    "/sessions/<name>",
     summary="One saved session (not its contents)",
     responses=documented({200: ("the session", SessionInfoView)}, 404),
     tags=["sessions"],
@@ -47,7 +47,7 @@ def get_session(name: NAME) -> Response[str]:
 
 
 @router.delete(
-    "/v1/sessions/<name>",
+    "/sessions/<name>",
     summary="Delete a saved session (idempotent)",
     responses={204: {"description": "deleted (or there was none)"}, **documented({})},
     tags=["sessions"],

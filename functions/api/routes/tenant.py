@@ -45,7 +45,7 @@ TO = Annotated[str | None, Query(alias="to", pattern=DAY, description="last day,
 
 
 @router.get(
-    "/v1/tenant",
+    "/tenant",
     summary="The caller's limits and what it uses right now",
     responses=documented({200: ("limits and current usage", TenantView)}),
     tags=["tenant"],
@@ -55,7 +55,7 @@ def get_tenant() -> Response[str]:
 
 
 @router.get(
-    "/v1/usage",
+    "/usage",
     summary="Usage and its cost (us-east-1 and ap-south-1), per day and workflow",
     description="Days are UTC; the period defaults to the month so far, at most 92 days.",
     responses=documented({200: ("usage and cost", UsageReport)}, 400, 404),
@@ -73,7 +73,7 @@ def get_usage(first: FROM = None, last: TO = None) -> Response[str]:
 
 
 @router.get(
-    "/v1/jobs/<job_id>/usage",
+    "/jobs/<job_id>/usage",
     summary="A job's usage per attempt and its cost",
     responses=documented({200: ("the job's usage", JobUsage)}, 404),
     tags=["jobs"],
@@ -86,7 +86,7 @@ def get_job_usage(job_id: JOB_ID) -> Response[str]:
 
 
 @router.delete(
-    "/v1/jobs/<job_id>",
+    "/jobs/<job_id>",
     summary="Delete a job: its record, events and every attempt's artifacts",
     description=(
         "Idempotent. A running job is cancelled first: 200 `deleted` once it has stopped, or "
@@ -118,7 +118,7 @@ def delete(job_id: JOB_ID) -> Response[str]:
 
 
 @router.post(
-    "/v1/batches",
+    "/batches",
     summary="Submit up to 100 jobs at once",
     description=(
         "Each job counts against the submission rate and the queued jobs like a single "
@@ -165,10 +165,17 @@ def create_batch(
 
 
 def _error(exc: PagefleetError) -> dict[str, object]:
-    extra = {k: v for k, v in exc.details.items() if k != "field" and v is not None}
+    """The error object ``errors.from_domain`` would answer alone (code, message, field,
+    details)."""
+    listed = exc.details.get("details")  # a list of {field, reason}, as validation gives
+    extra = {
+        k: v for k, v in exc.details.items() if k not in ("field", "details") and v is not None
+    }
     out: dict[str, object] = {"code": exc.code, "message": exc.message}
     if exc.details.get("field"):
         out["field"] = exc.details["field"]
-    if extra:
+    if isinstance(listed, list):
+        out["details"] = listed
+    elif extra:
         out["details"] = [extra]
     return out
