@@ -13,8 +13,8 @@ import pytest
 from devstack.event_sources import stream_event
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.codec import deserialize
+from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
-from pagefleet.jobs.changes import job_changes
 from pagefleet.runtime import RUNTIME
 from pagefleet.sessions import SessionArchive
 from pagefleet.settings import ApiSettings
