@@ -1,8 +1,12 @@
 """Receiving from a pool's queues: high priority first, without starving the rest.
 
 SQS has no priorities, so a pool has a queue per priority (``pagefleet.resources``). A slot
-that wants a job first short-polls the queues in priority order (most turns high, normal,
-low; every few turns normal or low first, so a flood of high jobs cannot starve them). When
+that wants a job first short-polls the queues in priority order (high, normal, low), except
+that a queue passed over for several jobs in a row gets the first look (normal after
+NORMAL_FIRST - 1 jobs, low after LOW_FIRST - 1), so a flood of high jobs cannot starve the
+rest. A queue counts as passed over only while it was not looked at: one found empty, or
+that gave the job, starts again from zero, so the order follows the jobs taken, never the
+idle polls in between (the same jobs queued always start in the same order). When
 all are empty, the worker keeps ONE long poll per queue in flight, shared by its slots: a
 message on any queue reaches a waiting slot as soon as it arrives, and an idle worker makes
 a handful of requests per poll period, not one per slot per queue.
@@ -15,15 +19,15 @@ handed back to the queue when the worker stops.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pagefleet.ports import JobQueue, ReceivedMessage
 from pagefleet.resources import queues_of_pool
 
-# Every NORMAL_FIRST-th turn starts with the normal queue, every LOW_FIRST-th with low.
+# The normal queue is looked at first after NORMAL_FIRST - 1 jobs taken without looking at
+# it, the low queue after LOW_FIRST - 1.
 NORMAL_FIRST = 4
 LOW_FIRST = 10
 # A message kept this long waiting for a slot gets its visibility (the lease) renewed.
@@ -45,7 +49,8 @@ class Receiver:
         self._visibility = visibility
         self._wait = wait_seconds
         self._stopping = stopping
-        self._turns = itertools.count(1)
+        # Jobs taken in a row without looking at the normal / low queue.
+        self._passed_over = dict.fromkeys(self._keys[1:], 0)
         self._ready = threading.Condition()
         self._kept: list[tuple[float, ReceivedMessage]] = []
         self._polling: set[str] = set()
@@ -54,26 +59,40 @@ class Receiver:
     def queues(self) -> list[str]:
         return list(self._keys)
 
-    def order(self, turn: int) -> list[str]:
+    def order(self) -> list[str]:
         high, normal, low = self._keys
-        if turn % LOW_FIRST == 0:
-            return [low, high, normal]
-        if turn % NORMAL_FIRST == 0:
-            return [normal, high, low]
+        with self._ready:
+            if self._passed_over[low] >= LOW_FIRST - 1:
+                return [low, high, normal]
+            if self._passed_over[normal] >= NORMAL_FIRST - 1:
+                return [normal, high, low]
         return [high, normal, low]
 
     def receive(self) -> list[ReceivedMessage]:
         """One message for a slot (or none after a poll period); blocking."""
         kept = self._take_kept()
         if kept is not None:
+            self._taken(kept.queue, looked_at=())
             return [kept]
-        for key in self.order(next(self._turns)):
+        order = self.order()
+        for index, key in enumerate(order):
             found = self._queue.receive(
                 key, max_messages=1, wait_seconds=0, visibility=self._visibility
             )
             if found:
+                self._taken(key, looked_at=order[:index])
                 return found
+        self._taken(None, looked_at=order)  # every queue was empty
         return self._wait_for_one()
+
+    def _taken(self, key: str | None, *, looked_at: Sequence[str]) -> None:
+        """A job was taken from ``key`` (None: none) after finding ``looked_at`` empty."""
+        with self._ready:
+            for queue in self._passed_over:
+                if queue == key or queue in looked_at:
+                    self._passed_over[queue] = 0
+                elif key is not None:
+                    self._passed_over[queue] += 1
 
     def _wait_for_one(self) -> list[ReceivedMessage]:
         with self._ready:
