@@ -1,9 +1,7 @@
 """Browser workers: ECS cluster and one Fargate service per pool, scaled on queue age.
 
-Network: a VPC whose worker subnets reach target sites either through NAT gateways
-(``egress="nat"``, private subnets) or directly (``egress="public"``, public IP, no inbound).
-AWS traffic avoids the NAT data-processing charge: gateway endpoints for S3 and DynamoDB
-always, interface endpoints (SQS, ECR, Logs, Secrets Manager) when tasks are private.
+Network: a VPC whose worker subnets reach target sites either through NAT gateways or
+directly (``worker_network``).
 
 Scaling: step scaling on ``ApproximateAgeOfOldestMessage`` adds tasks fast when jobs wait,
 target tracking on visible messages per running task follows the backlog both ways, between
@@ -42,6 +40,7 @@ from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
 from .lambda_factory import REPO_ROOT
 from .tenant_isolation import TenantIsolation
+from .worker_network import interface_endpoints, worker_vpc
 
 DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
@@ -79,7 +78,7 @@ class BrowserWorkers(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._tenants = tenants
-        self.vpc = self._vpc(config)
+        self.vpc = worker_vpc(self, config)
         self.subnets = ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
             if config.egress == "nat"
@@ -93,7 +92,7 @@ class BrowserWorkers(Construct):
             allow_all_outbound=True,
         )
         if config.egress == "nat":
-            self._interface_endpoints(self.vpc, self.security_group)
+            self.endpoint_security_group = interface_endpoints(self, self.vpc, self.security_group)
         self.cluster = ecs.Cluster(
             self,
             "Cluster",
@@ -122,67 +121,6 @@ class BrowserWorkers(Construct):
                 store=store,
                 artifacts=artifacts,
                 queue_urls_json=queue_urls_json,
-            )
-
-    def _vpc(self, config: StageConfig) -> ec2.Vpc:
-        private = config.egress == "nat"
-        subnets = [ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC)]
-        if private:
-            subnets.append(
-                ec2.SubnetConfiguration(
-                    name="workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-                )
-            )
-        flow_logs = logs.LogGroup(self, "FlowLogs", retention=config.log_retention)
-        vpc = ec2.Vpc(
-            self,
-            "Vpc",
-            max_azs=config.max_azs,
-            nat_gateways=config.nat_gateways if private else 0,
-            subnet_configuration=subnets,
-            gateway_endpoints={
-                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
-                "DynamoDb": ec2.GatewayVpcEndpointOptions(
-                    service=ec2.GatewayVpcEndpointAwsService.DYNAMODB
-                ),
-            },
-            flow_logs={
-                "All": ec2.FlowLogOptions(
-                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
-                    traffic_type=ec2.FlowLogTrafficType.ALL,
-                )
-            },
-        )
-        return vpc
-
-    def _interface_endpoints(self, vpc: ec2.Vpc, clients: ec2.ISecurityGroup) -> None:
-        """Private DNS endpoints for the AWS APIs the tasks call, reachable from the workers'
-        security group only (not the whole VPC CIDR: nothing else in it needs them)."""
-        self.endpoint_security_group = ec2.SecurityGroup(
-            self,
-            "EndpointSecurityGroup",
-            vpc=vpc,
-            description="pagefleet interface endpoints: HTTPS from the browser workers only",
-            allow_all_outbound=False,
-        )
-        self.endpoint_security_group.add_ingress_rule(
-            clients, ec2.Port.tcp(443), "HTTPS from the browser workers"
-        )
-        for endpoint_id, service in {
-            "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,
-            "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
-            "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
-            "Logs": ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_LOGS,
-            "SecretsManager": ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER,
-            "Sts": ec2.InterfaceVpcEndpointAwsService.STS,  # the job role, per tenant
-        }.items():
-            vpc.add_interface_endpoint(
-                endpoint_id,
-                service=service,
-                subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                private_dns_enabled=True,
-                open=False,
-                security_groups=[self.endpoint_security_group],
             )
 
     def _pool(

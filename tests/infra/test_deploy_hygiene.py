@@ -30,7 +30,7 @@ def test_interface_endpoints_open_to_the_workers_only(stage_synth) -> None:
     if stage_synth.stack.config.egress == "public":
         assert not endpoints
         return
-    assert len(endpoints) == 5
+    assert len(endpoints) == 6  # SQS, ECR (API, Docker), Logs, Secrets Manager, STS
     workers = stage_synth.stack.workers
     endpoint_sg = logical_id(workers.endpoint_security_group)
     for endpoint in endpoints:
