@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from pagefleet.states import JobStatus
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.usage import AttemptUsage, UsageRow
 
@@ -69,6 +70,10 @@ class TenantCounters(Protocol):
     def give_back(self, tenant_id: str, job_id: str) -> None: ...
 
     def view(self, tenant_id: str, *, now_ms: int) -> CounterView: ...
+
+
+# A job in these states has not started: it holds room in its tenant's queued count.
+UNSTARTED = (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.WAITING)
 
 
 class UnstartedJobs(Protocol):

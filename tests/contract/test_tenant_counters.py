@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -10,13 +11,22 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
-from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters
+from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters, DynamoUnstartedJobs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.models import JobRequest
 from pagefleet.runtime import RUNTIME
+from pagefleet.states import JobStatus
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.bucket import Bucket
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage
-from tests.fakes.tenancy import FakeAuditLog, FakeTenantCounters, FakeUsageStore
+from tests.fakes.job_store import FakeJobStore
+from tests.fakes.tenancy import (
+    FakeAuditLog,
+    FakeTenantCounters,
+    FakeUnstartedJobs,
+    FakeUsageStore,
+)
 
 NOW = 1_800_000_000_000  # ms, on a minute boundary
 BUCKET = Bucket(per_minute=60, burst=3)  # one token a second, three at once
@@ -199,3 +209,26 @@ def test_audit_lists_newest_first_and_pages(stores) -> None:
     assert [r.tenant_id for r in first] == ["t4", "t3", "t2"]
     rest = audit.recent(limit=3, before=first[-1].audit_id)
     assert [r.tenant_id for r in rest] == ["t1", "t0"]
+
+
+def test_a_recount_finds_queued_scheduled_and_waiting_jobs_not_started(
+    backend: str, svc: JobServices, request: pytest.FixtureRequest
+) -> None:
+    if backend == "fake":
+        assert isinstance(svc.store, FakeJobStore)
+        unstarted: Any = FakeUnstartedJobs(svc.store)
+    else:
+        provisioned: Provisioned = request.getfixturevalue("provisioned")
+        unstarted = DynamoUnstartedJobs(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+    tenant = f"recount-{uuid.uuid4().hex[:8]}"
+    steps = [{"action": "goto", "url": "https://example.com/"}]
+    parent = submit_job(svc, tenant, JobRequest.model_validate({"steps": steps})).job
+    later = JobRequest.model_validate({"steps": steps, "delay_seconds": 3600})
+    assert submit_job(svc, tenant, later).job.status is JobStatus.SCHEDULED
+    child = JobRequest.model_validate({"steps": steps, "depends_on": [parent.job_id]})
+    waiting = submit_job(svc, tenant, child).job
+    assert waiting.status is JobStatus.WAITING
+    assert unstarted.count_unstarted(tenant) == 3
+    svc.lifecycle.cancel(tenant, parent.job_id)
+    assert svc.lifecycle.settle_waiting(tenant, waiting.job_id) is JobStatus.CANCELLED
+    assert unstarted.count_unstarted(tenant) == 1  # the scheduled job

@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.service import JobServices
-from pagefleet.states import JobStatus
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.defaults import LimitDefaults
 from pagefleet.tenancy.gate import TenantGate
 from pagefleet.tenancy.limits import LimitsCache
-from pagefleet.tenancy.ports import CounterView, SlotTake, SpendResult
+from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 from pagefleet.tenancy.service import Tenancy
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow
 from tests.fakes import FakeArtifactStore, FakeClock, FakeTenantStore
@@ -127,7 +126,7 @@ class FakeUnstartedJobs:
             1
             for job in self._store.all_jobs()
             if job.tenant_id == tenant_id
-            and job.status is JobStatus.QUEUED
+            and job.status in UNSTARTED
             and job.attempt == job.attempt_base
         )
 

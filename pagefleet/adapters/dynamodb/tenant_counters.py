@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, status_pk, tenant_pk
 from pagefleet.states import JobStatus
-from pagefleet.tenancy.ports import CounterView, SlotTake, SpendResult
+from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -267,14 +267,17 @@ class DynamoTenantCounters:
 
 
 class DynamoUnstartedJobs:
-    """Counts a tenant's queued jobs not yet started (the ``by_status`` index of the jobs
-    table), for the rare recount of the queued counter."""
+    """Counts a tenant's jobs not yet started (queued, scheduled or waiting: the ``by_status``
+    index of the jobs table), for the rare recount of the queued counter."""
 
     def __init__(self, client: DynamoDBClient, jobs_table: str) -> None:
         self._db = client
         self._table = jobs_table
 
     def count_unstarted(self, tenant_id: str) -> int:
+        return sum(self._count(tenant_id, status) for status in UNSTARTED)
+
+    def _count(self, tenant_id: str, status: JobStatus) -> int:
         count = 0
         kwargs: dict[str, Any] = {
             "TableName": self._table,
@@ -282,7 +285,7 @@ class DynamoUnstartedJobs:
             "KeyConditionExpression": "status_pk = :sp",
             # Redriven jobs are queued again with attempt_base = attempt.
             "FilterExpression": "attempt = attempt_base",
-            "ExpressionAttributeValues": serialize({":sp": status_pk(tenant_id, JobStatus.QUEUED)}),
+            "ExpressionAttributeValues": serialize({":sp": status_pk(tenant_id, status)}),
             "Select": "COUNT",
         }
         while True:
