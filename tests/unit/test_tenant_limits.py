@@ -334,3 +334,22 @@ def test_a_deep_backlog_is_spread_over_the_time_it_needs(
     assert delays[4:] == [int(0.99 * n / 2) for n in range(5, 11)]
     submit(svc, tenancy, tenant="other")
     assert queue.sent[-1][1] == 0
+
+
+def test_waiting_and_scheduled_jobs_hold_queued_room_until_they_start_or_end(
+    svc: JobServices, tenancy: Tenancy
+) -> None:
+    parent = submit(svc, tenancy)
+    child = submit(svc, tenancy, depends_on=[parent])
+    later = submit(svc, tenancy, delay_seconds=3600)
+    assert tenancy.quotas.view("t").queued == 3
+    got = receive(svc)
+    assert got is not None and got.message is not None and got.message.job_id == parent
+    step = claim(svc, got)
+    assert step.job is not None and tenancy.quotas.view("t").queued == 2
+    svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED), got, POOL, "w1")
+    # The child is released to the queue: still not started, counted once.
+    assert svc.lifecycle.settle_waiting("t", child) is JobStatus.QUEUED
+    assert tenancy.quotas.view("t").queued == 2
+    svc.lifecycle.cancel("t", later)
+    assert tenancy.quotas.view("t").queued == 1
