@@ -229,14 +229,19 @@ def submit_batch(
         rate = quotas.try_spend(tenant_id, admitted) if admitted else rate
         if not rate.allowed:
             admitted = 0
-    held, queued = _hold_room(quotas, tenant_id, admitted)
+    waves = _waves(items)
+    # Room is held at once for the admitted first uses of their keys; a key used again is a
+    # replay (no room) or a 409, and an item past the room held asks for its own (QueueFull,
+    # or room a recount found) once its key is known to be new.
+    firsts = [index for index in waves[0] if index < admitted]
+    held, queued = _hold_room(quotas, tenant_id, len(firsts))
+    with_room = set(firsts[:held])
 
     def one(index: int, item: BatchItem) -> ItemResult:
         try:
             if index >= admitted:
                 raise _rate_limited(quotas, tenant_id, rate)
-            # Past the room held at once, each item asks for its own (QueueFull, or room).
-            count = queued if index < held else quotas.hold_queued(tenant_id)
+            count = queued if index in with_room else None
             correlation = f"{correlation_id[:120]}-{index}" if correlation_id else None
             submitted = _submit_one(
                 svc, quotas, tenant_id, item.request, item.idempotency_key, correlation, held=count
@@ -246,10 +251,30 @@ def submit_batch(
             return ItemResult(index, status_of(exc), error=exc)
 
     # Items are independent (each its own record, key and message): submitted side by side,
-    # answered in order. Two items with the same key settle as a replay, as two requests do.
+    # answered in order. A key given again is settled after the items before it (a replay of
+    # the first, or a 409), as requests sent one after the other would be; items without room
+    # held wait for those with room to be recorded (a recount they cause must see them).
+    without_room = [index for index in waves[0] if index not in with_room]
+    results: dict[int, ItemResult] = {}
     with ThreadPoolExecutor(max_workers=BATCH_THREADS) as pool:
-        results = list(pool.map(one, range(len(items)), items))
-    return BatchResult(results, rate)
+        for wave in [firsts[:held], without_room, *waves[1:]]:
+            results.update(zip(wave, pool.map(one, wave, [items[i] for i in wave]), strict=True))
+    return BatchResult([results[i] for i in range(len(items))], rate)
+
+
+def _waves(items: Sequence[BatchItem]) -> list[list[int]]:
+    """The items' indexes in waves: the n-th use of an Idempotency-Key in wave n."""
+    uses: dict[str, int] = {}
+    waves: list[list[int]] = [[]]
+    for index, item in enumerate(items):
+        key = item.idempotency_key
+        wave = uses.get(key, 0) if key is not None else 0
+        if key is not None:
+            uses[key] = wave + 1
+        while len(waves) <= wave:
+            waves.append([])
+        waves[wave].append(index)
+    return waves
 
 
 def _hold_room(quotas: Quotas, tenant_id: str, wanted: int) -> tuple[int, int]:

@@ -183,6 +183,23 @@ def test_a_batch_counts_each_job_and_answers_per_item(
     assert tenancy.quotas.view("t").queued == 3
 
 
+def test_a_key_repeated_in_a_batch_is_settled_in_the_batchs_order(
+    svc: JobServices, tenancy: Tenancy
+) -> None:
+    for n in range(20):  # items are submitted side by side: the order must not be luck
+        items = [
+            BatchItem(request(name="same"), idempotency_key=f"k{n}"),
+            BatchItem(request(name="same"), idempotency_key=f"k{n}"),
+            BatchItem(request(name="other"), idempotency_key=f"k{n}"),
+            *[BatchItem(request(name=f"x{i}")) for i in range(5)],
+        ]
+        got = admission.submit_batch(svc, tenancy.quotas, f"t{n}", items, status_of=lambda e: 409)
+        assert [r.status for r in got.items[:3]] == [202, 202, 409]
+        first, again = got.items[0].submitted, got.items[1].submitted
+        assert first is not None and first.created
+        assert again is not None and not again.created and again.job.job_id == first.job.job_id
+
+
 # --- running cap ----------------------------------------------------------------------------
 def test_a_job_over_the_running_cap_is_deferred_not_failed(
     svc: JobServices, tenancy: Tenancy, queue: FakeQueue, clock: FakeClock
