@@ -8,7 +8,8 @@ from typing import Any
 from devstack.event_sources import StreamPoller
 from devstack.provision import Provisioned
 from functions.job_changes import handler as job_changes_handler
-from pagefleet.jobs.changes import JobChange, deliver, job_changes
+from pagefleet.adapters.dynamodb.stream import job_changes
+from pagefleet.jobs.changes import JobChange, deliver
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.models import JobRequest, iso, utcnow
 from pagefleet.states import JobStatus

@@ -1,0 +1,64 @@
+"""The jobs table's stream records, read as job changes and run events (the item layout is
+this adapter package's; ``pagefleet.jobs.changes`` holds the types and the consumers)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pagefleet.adapters.dynamodb.codec import item_to_record
+from pagefleet.adapters.dynamodb.events import events_item
+from pagefleet.jobs.changes import EventsWritten, JobChange
+from pagefleet.models import JobRecord
+
+
+def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:
+    """The job changes among a stream batch's records (other items are skipped)."""
+    out: list[JobChange] = []
+    for record in records:
+        body = record.get("dynamodb") or {}
+        keys = body.get("Keys") or {}
+        if not str((keys.get("sk") or {}).get("S", "")).startswith("JOB#"):
+            continue
+        out.append(
+            JobChange(
+                old=_image(body.get("OldImage")),
+                new=_image(body.get("NewImage")),
+                sequence=str(body.get("SequenceNumber", "")),
+                written_at=_written_at(body),
+            )
+        )
+    return out
+
+
+def event_writes(records: Iterable[Mapping[str, Any]]) -> list[EventsWritten]:
+    """The run events among a stream batch's records (writes only; TTL removals skipped)."""
+    out: list[EventsWritten] = []
+    for record in records:
+        body = record.get("dynamodb") or {}
+        image = body.get("NewImage")
+        item = events_item(image) if image and not body.get("OldImage") else None
+        if item is None:
+            continue
+        out.append(
+            EventsWritten(
+                tenant_id=item.tenant_id,
+                job_id=item.job_id,
+                events=item.events,
+                sequence=str(body.get("SequenceNumber", "")),
+                written_at=_written_at(body),
+            )
+        )
+    return out
+
+
+def _written_at(body: Mapping[str, Any]) -> float | None:
+    value = body.get("ApproximateCreationDateTime")
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _image(image: Mapping[str, Any] | None) -> JobRecord | None:
+    return item_to_record(image) if image else None
