@@ -10,7 +10,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, TABLES, TableSpec
+from pagefleet.resources import (
+    ARTIFACTS_BUCKET,
+    QUEUES,
+    TABLES,
+    WEBHOOK_QUEUE,
+    QueueSpec,
+    TableSpec,
+)
 
 
 @dataclass
@@ -20,6 +27,9 @@ class Provisioned:
     artifacts_bucket: str
     queue_urls: dict[str, str] = field(default_factory=dict)
     dlq_urls: dict[str, str] = field(default_factory=dict)
+    connections_table: str = ""
+    webhook_queue_url: str = ""
+    webhook_dlq_url: str = ""
 
 
 def _key_schema(pk: Any, sk: Any) -> list[dict[str, str]]:
@@ -61,6 +71,29 @@ def create_table(dynamodb: Any, spec: TableSpec, name: str) -> None:
         )
 
 
+def create_queue(sqs: Any, queue: QueueSpec, prefix: str = "") -> tuple[str, str]:
+    """The queue and its DLQ (redrive after ``max_receive_count``): their URLs."""
+    dlq_url = sqs.create_queue(
+        QueueName=prefix + queue.dlq_local_name,
+        Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
+    )["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    url = sqs.create_queue(
+        QueueName=prefix + queue.local_name,
+        Attributes={
+            "VisibilityTimeout": str(queue.visibility_timeout_s),
+            "MessageRetentionPeriod": str(queue.retention_s),
+            "ReceiveMessageWaitTimeSeconds": str(queue.receive_wait_s),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(queue.max_receive_count)}
+            ),
+        },
+    )["QueueUrl"]
+    return url, dlq_url
+
+
 def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisioned:
     """Idempotent: running it twice leaves one set of resources."""
     names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
@@ -73,29 +106,9 @@ def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisi
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
     for queue in QUEUES:
-        dlq_url = sqs.create_queue(
-            QueueName=prefix + queue.dlq_local_name,
-            Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
-        )["QueueUrl"]
-        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        url = sqs.create_queue(
-            QueueName=prefix + queue.local_name,
-            Attributes={
-                "VisibilityTimeout": str(queue.visibility_timeout_s),
-                "MessageRetentionPeriod": str(queue.retention_s),
-                "ReceiveMessageWaitTimeSeconds": str(queue.receive_wait_s),
-                "RedrivePolicy": json.dumps(
-                    {
-                        "deadLetterTargetArn": dlq_arn,
-                        "maxReceiveCount": str(queue.max_receive_count),
-                    }
-                ),
-            },
-        )["QueueUrl"]
-        out.queue_urls[queue.pool] = url
-        out.dlq_urls[queue.pool] = dlq_url
+        out.queue_urls[queue.pool], out.dlq_urls[queue.pool] = create_queue(sqs, queue, prefix)
+    out.connections_table = names["ConnectionsTable"]
+    out.webhook_queue_url, out.webhook_dlq_url = create_queue(sqs, WEBHOOK_QUEUE, prefix)
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ulid import ULID
 
+from pagefleet.egress_policy import url_problem
 from pagefleet.resources import QUEUES
 from pagefleet.states import JobStatus
 from pagefleet.workflow import (
@@ -106,6 +107,8 @@ class JobOptions(BaseModel):
     proxy: ProxyOptions | None = None
     # Record a Playwright trace (always recorded on failure too).
     trace: bool = False
+    # Keep the page's console messages and page errors as run events (masked, bounded).
+    capture_console: bool = False
 
     @field_validator("timezone_id")
     @classmethod
@@ -142,6 +145,30 @@ class RetryPolicy(BaseModel):
         return int((rng or random).uniform(0.0, self.ceiling(attempt)))
 
 
+class Notify(BaseModel):
+    """Where to tell the client that a job ended (README: "Completion webhooks")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    webhook: str | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "http(s) URL that gets a signed POST when the job reaches a final state; "
+            "null: none, not even the tenant's default"
+        ),
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _callable_url(cls, url: str | None) -> str | None:
+        # The address checks (SSRF) need a lookup: the service runs them at submit and send.
+        problem = url_problem(url) if url is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+
 class JobRequest(BaseModel):
     """What a client submits: a workflow of steps, its inputs and run options."""
 
@@ -156,6 +183,8 @@ class JobRequest(BaseModel):
     # Latest start: a job not started by then becomes `expired` and never runs.
     deadline: datetime | None = None
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
+    # Completion notification; None: the tenant's default (if any).
+    notify: Notify | None = None
 
     @field_validator("steps", mode="before")
     @classmethod

@@ -133,9 +133,15 @@ class Runtime:
         """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
 
         def build() -> list[ChangeConsumer]:
-            return []
+            from pagefleet.live_wiring import live_and_notify_consumers
+
+            return [*live_and_notify_consumers(self, settings)]
 
         return self._once(("changes", settings.model_dump_json()), build)
+
+    def cached(self, key: Any, build: Callable[[], T]) -> T:
+        """Built once per process (until ``reset``): services wired outside this module."""
+        return self._once(("cached", key), build)
 
     def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
         from pagefleet.adapters.dynamodb import DynamoTenantStore
