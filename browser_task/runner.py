@@ -29,6 +29,7 @@ from browser_task.executor import (
     run_workflow,
     scheme_guard,
 )
+from browser_task.run_events import RunEvents, watch_page
 from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
 from pagefleet.errors import LeaseLost
@@ -81,7 +82,13 @@ class JobRunner:
         self._resolver = resolver
         self._abort = abort
 
-    async def run(self, job: JobRecord, received: ReceivedMessage, log: JobLog) -> Outcome | None:
+    async def run(
+        self,
+        job: JobRecord,
+        received: ReceivedMessage,
+        log: JobLog,
+        events: RunEvents | None = None,
+    ) -> Outcome | None:
         lease_lost = asyncio.Event()
         heartbeat = asyncio.create_task(self._heartbeat(job, received, lease_lost, log))
         collector = ArtifactCollector(
@@ -94,7 +101,7 @@ class JobRunner:
         )
         session: BrowserSession | None = None
         try:
-            opened = await self._open(job, collector)
+            opened = await self._open(job, collector, events)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
@@ -105,7 +112,9 @@ class JobRunner:
             if session is not None:
                 await session.close()
 
-    async def _open(self, job: JobRecord, collector: ArtifactCollector) -> RunContext | Outcome:
+    async def _open(
+        self, job: JobRecord, collector: ArtifactCollector, events: RunEvents | None = None
+    ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
         try:
@@ -139,7 +148,7 @@ class JobRunner:
                 f"could not open a browser context: {first_line(str(launch_error))}"
             )
             return self._failed(job, failure, {}, [])
-        return RunContext(
+        ctx = RunContext(
             tenant_id=job.tenant_id,
             job_id=job.job_id,
             attempt=job.attempt,
@@ -155,7 +164,12 @@ class JobRunner:
                 if job_egress is not None
                 else self._refusals_since(time.time())
             ),
+            events=events,
         )
+        if events is not None:
+            events.mask_with(ctx.mask)  # the job's secret values never reach an event
+            watch_page(events, session.page, capture_console=options.capture_console)
+        return ctx
 
     async def _watch(
         self,

@@ -27,14 +27,18 @@ from browser_task.egress import Resolver, system_resolver
 from browser_task.errors import first_line
 from browser_task.executor import TenantPolicies
 from browser_task.health import Liveness
+from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.sessions import S3SessionStore, SessionStore
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
 from pagefleet import metrics_names as metric
+from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.secrets import SecretsManagerResolver
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.service import JobServices
+from pagefleet.live.events import EventType
+from pagefleet.live.ports import EventStore
 from pagefleet.models import JobError, JobRecord
 from pagefleet.ports import ReceivedMessage
 from pagefleet.runtime import RUNTIME
@@ -65,6 +69,7 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
+        events: EventStore | None = None,
     ) -> None:
         self.settings = settings
         self.worker_id = settings.worker_id or default_worker_id()
@@ -80,6 +85,7 @@ class Worker:
             RUNTIME.breakers(settings), self.worker_id, clock=clock
         )
         self._protection = protection or TaskProtection()
+        self._events = events or DynamoEventStore(RUNTIME.client("dynamodb"), settings.jobs_table)
         self.liveness = liveness or Liveness()
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
@@ -294,12 +300,14 @@ class Worker:
         if received.sent_at_ms:
             self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
         started = time.monotonic()
+        events = self._run_events(job)
+        log = log.recording(log_sink(events))
         log.info("job started", receive_count=received.receive_count)
         await self._protection.job_started()
         self._slot_in_use(+1)
         try:
-            async with self.liveness.busy():
-                outcome = await self._runner.run(job, received, log)
+            async with self.liveness.busy(), recording(events):
+                outcome = await self._runner.run(job, received, log, events)
         except BaseException:
             await self._protection.job_ended()
             raise
@@ -309,7 +317,20 @@ class Worker:
         # The browser context is closed and the uploads are in: the slot takes its next
         # message while this job's outcome is written (drain waits for these writes).
         duration_ms = (time.monotonic() - started) * 1000
-        self._spawn(self._complete(job, received, outcome, duration_ms, domain, probe, log))
+        self._spawn(self._complete(job, received, outcome, duration_ms, domain, probe, log, events))
+
+    def _run_events(self, job: JobRecord) -> RunEvents:
+        settings = self.settings
+        events = RunEvents(
+            self._events,
+            job,
+            flush_s=settings.events_flush_s,
+            max_events=settings.events_max_per_job,
+            retention_s=settings.events_retention_s,
+            clock=self._clock,
+        )
+        events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
+        return events
 
     async def _complete(
         self,
@@ -320,8 +341,15 @@ class Worker:
         domain: str | None,
         probe: bool,
         log: JobLog,
+        events: RunEvents | None = None,
     ) -> None:
         try:
+            if events is not None:
+                # Before the outcome's write: followers see the last events, then the status.
+                if outcome is not None:
+                    error, delay = outcome.error, outcome.retry_delay_s
+                    attempt_ended(events, outcome.status.value, error, delay)
+                await events.close()
             if outcome is None:
                 await self._release_probe(domain, probe)
                 return
