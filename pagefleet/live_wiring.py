@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import boto3
+import httpx
 from botocore.config import Config
 
 from pagefleet.adapters.dynamodb.connections import DynamoConnections
@@ -22,12 +23,21 @@ from pagefleet.adapters.notify import (
     SecretsManagerSigningSecrets,
     SqsWebhookQueue,
 )
+from pagefleet.egress_policy import EgressPolicy, system_lookup
 from pagefleet.live.delivery import LiveDelivery
 from pagefleet.live.events import DEFAULT_RETENTION_S
 from pagefleet.live.service import LiveServices
 from pagefleet.notify.eventbridge import JobFinishedEvents
+from pagefleet.notify.sender import WebhookSender
 from pagefleet.notify.webhooks import WebhookNotifier
-from pagefleet.settings import ApiSettings, ChangesSettings, CoreSettings, LiveSettings
+from pagefleet.resources import WEBHOOK_ATTEMPTS
+from pagefleet.settings import (
+    ApiSettings,
+    ChangesSettings,
+    CoreSettings,
+    LiveSettings,
+    WebhookSettings,
+)
 
 if TYPE_CHECKING:
     from pagefleet.jobs.changes import ChangeConsumer
@@ -142,3 +152,26 @@ def live_api(rt: ClientSource, settings: ApiSettings) -> LiveApi:
         )
 
     return rt.cached(("live-api", settings.model_dump_json()), build)
+
+
+def webhook_sender(
+    rt: ClientSource, settings: WebhookSettings
+) -> tuple[WebhookSender, SqsWebhookQueue]:
+    """The sender and its queue (``functions/webhooks``)."""
+
+    def build() -> tuple[WebhookSender, SqsWebhookQueue]:
+        sender = WebhookSender(
+            SecretsManagerSigningSecrets(rt.client("secretsmanager"), settings.stage),
+            DynamoDeliveries(rt.client("dynamodb"), settings.jobs_table),
+            policy=EgressPolicy(allow_loopback=settings.allow_loopback),
+            resolve=system_lookup,
+            # Never through a proxy from the environment: the checked address is the target.
+            http=httpx.Client(trust_env=False),
+            max_attempts=WEBHOOK_ATTEMPTS,
+            backoff_base_s=settings.backoff_base_s,
+            backoff_cap_s=settings.backoff_cap_s,
+            timeout_s=settings.timeout_s,
+        )
+        return sender, SqsWebhookQueue(rt.client("sqs"), settings.queue_url)
+
+    return rt.cached(("webhooks", settings.model_dump_json()), build)

@@ -116,6 +116,7 @@ class WebhookSettings(_Base):
     """The webhook sender: signed POSTs with retries (the queue's visibility is the backoff)."""
 
     jobs_table: str
+    queue_url: str  # the webhook queue (a failed POST hides its message for the backoff)
     stage: str = "dev"
     allow_loopback: bool = False
     timeout_s: float = Field(default=5.0, gt=0, le=20)

@@ -133,7 +133,7 @@ class LiveDelivery:
             same = seen.window == window
             budget = self.messages_per_s - (seen.sent if same else 0)
             blocked = seen.window_jobs if same else frozenset()
-            ready = [m for m in pending if not (m.has_events and m.job_id in blocked)]
+            ready = in_order(pending, blocked)
             if budget <= 0 or not ready:
                 self._sleep(max(0.0, window + 1 - now))
                 seen = self.connections.get(connection.connection_id)
@@ -172,6 +172,19 @@ class LiveDelivery:
                 return False
             self.posted += 1
         return True
+
+
+def in_order(pending: list[Outgoing], blocked: frozenset[str]) -> list[Outgoing]:
+    """What may go now: not the events of a job that had its message this second, nor
+    anything of that job after them (a job's messages keep their order)."""
+    held: set[str] = set()
+    ready = []
+    for message in pending:
+        if message.job_id in held or (message.has_events and message.job_id in blocked):
+            held.add(message.job_id)
+            continue
+        ready.append(message)
+    return ready
 
 
 def coalesce(bodies: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet.models import JobRecord
+from pagefleet.states import JobStatus
 
 
 class EventType(StrEnum):
@@ -77,6 +78,12 @@ class RunEvent(BaseModel):
     def wire(self) -> dict[str, Any]:
         """The compact JSON form (stored, served and sent): unset fields left out."""
         return self.model_dump(mode="json", exclude_none=True)
+
+
+def ended(status: JobStatus) -> bool:
+    """Whether a job in ``status`` is done as far as its client is concerned: a final state,
+    or dead-lettered (kept for an operator's redrive, which would be a new ending)."""
+    return status.is_final or status is JobStatus.DEAD_LETTERED
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:

@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pagefleet.live.events import ended
 from pagefleet.models import JobRecord
 
 MESSAGE_MAX_BYTES = 120 * 1024
@@ -35,7 +36,7 @@ def status_message(
         "type": "status",
         "job_id": job.job_id,
         "status": job.status.value,
-        "final": job.status.is_final,
+        "final": ended(job.status),
         "attempt": job.attempt,
         "updated_at": job.updated_at,
     }

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.live.events import events_expire_at
+from pagefleet.live.events import ended, events_expire_at
 from pagefleet.models import JobRecord
 from pagefleet.notify.ports import Deliveries, EventBus
 from pagefleet.notify.webhooks import delivery_id
@@ -43,7 +43,7 @@ class JobFinishedEvents:
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
             job = change.new
-            if job is None or not change.status_changed or not job.status.is_final:
+            if job is None or not change.status_changed or not ended(job.status):
                 continue
             mark = f"event#{delivery_id(job)}"
             if self.deliveries.marked(job.tenant_id, job.job_id, mark):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.live.events import events_expire_at
+from pagefleet.live.events import ended, events_expire_at
 from pagefleet.models import JobRecord
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
 
@@ -88,7 +88,7 @@ class WebhookNotifier:
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
             job = change.new
-            if job is None or not change.status_changed or not job.status.is_final:
+            if job is None or not change.status_changed or not ended(job.status):
                 continue
             url = webhook_of(job, self.defaults)
             if not url:

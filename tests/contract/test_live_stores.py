@@ -16,6 +16,7 @@ from tests.fakes.live import FakeConnections, FakeEventStore
 
 NOW = 1_800_000_000
 LATER = NOW + 3600
+T = NOW + 0.125  # connections keep times to the millisecond
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ def test_a_jobs_events_can_be_deleted(events: EventStore) -> None:
 
 # --- connections -----------------------------------------------------------------------------
 def _open(connections: Connections, cid: str, tenant: str = "t") -> None:
-    connections.open(cid, tenant_id=tenant, key_id="k", now=NOW, expires_at=LATER)
+    connections.open(cid, tenant_id=tenant, key_id="k", now=T, expires_at=LATER)
 
 
 def test_followers_of_a_job_are_found_by_room(connections: Connections) -> None:
@@ -137,8 +138,8 @@ def test_rooms_per_connection_are_bounded(connections: Connections) -> None:
 def test_leaving_and_closing(connections: Connections) -> None:
     _open(connections, "c1")
     connections.subscribe("c1", "j1", max_rooms=10)
-    assert connections.unsubscribe("c1", "j1", now=NOW + 5)
-    assert not connections.unsubscribe("c1", "j1", now=NOW + 5)
+    assert connections.unsubscribe("c1", "j1", now=T + 5)
+    assert not connections.unsubscribe("c1", "j1", now=T + 5)
     assert connections.subscribers("t", "j1") == []
     connections.subscribe("c1", "j1", max_rooms=10)
     connections.close("c1")
@@ -154,9 +155,12 @@ def test_idle_connections_are_those_following_nothing(connections: Connections) 
     _open(connections, "left")
     connections.subscribe("busy", "j1", max_rooms=10)
     connections.subscribe("left", "j1", max_rooms=10)
-    connections.unsubscribe("left", "j1", now=NOW + 100)
-    assert connections.idle(since_before=NOW + 50) == ["quiet"]
-    assert set(connections.idle(since_before=NOW + 101)) == {"quiet", "left"}
+    connections.unsubscribe("left", "j1", now=T + 100)
+    assert connections.idle(since_before=T + 50.5) == ["quiet"]
+    assert connections.idle(since_before=T) == []
+    assert set(connections.idle(since_before=T + 100.001)) == {"quiet", "left"}
+    found = connections.get("quiet")
+    assert found is not None and found.connected_at == T
 
 
 def test_the_send_window_is_shared_and_optimistic(connections: Connections) -> None:

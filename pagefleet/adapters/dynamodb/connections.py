@@ -16,6 +16,7 @@ only, even when its ``$disconnect`` never came.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -36,6 +37,11 @@ def conn_pk(connection_id: str) -> str:
 
 def room_pk(tenant_id: str, room: str) -> str:
     return f"ROOM#{tenant_id}#{room}"
+
+
+def _seconds(value: float) -> Decimal:
+    """Epoch seconds to the millisecond, as DynamoDB numbers (boto3 takes no floats)."""
+    return Decimal(str(round(value, 3)))
 
 
 def _failed_condition(exc: ClientError) -> bool:
@@ -81,10 +87,10 @@ class DynamoConnections:
                     "sk": META,
                     "tenant_id": tenant_id,
                     "key_id": key_id,
-                    "connected_at": round(now, 3),
+                    "connected_at": _seconds(now),
                     "expires_at": expires_at,
                     "idle_pk": IDLE,
-                    "idle_since": round(now, 3),
+                    "idle_since": _seconds(now),
                     "win": 0,
                     "sent": 0,
                 }
@@ -162,7 +168,7 @@ class DynamoConnections:
                     Key=self._meta_key(connection_id),
                     UpdateExpression="SET idle_pk = :i, idle_since = :t",
                     ConditionExpression="attribute_exists(pk) AND attribute_not_exists(rooms)",
-                    ExpressionAttributeValues=serialize({":i": IDLE, ":t": round(now, 3)}),
+                    ExpressionAttributeValues=serialize({":i": IDLE, ":t": _seconds(now)}),
                 )
             except ClientError as exc:
                 if not _failed_condition(exc):
@@ -213,7 +219,7 @@ class DynamoConnections:
             TableName=self._table,
             IndexName="idle",
             KeyConditionExpression="idle_pk = :i AND idle_since < :t",
-            ExpressionAttributeValues=serialize({":i": IDLE, ":t": round(since_before, 3)}),
+            ExpressionAttributeValues=serialize({":i": IDLE, ":t": _seconds(since_before)}),
             Limit=limit,
         )
         return [str(deserialize(i)["pk"]).removeprefix("CONN#") for i in resp.get("Items", [])]
