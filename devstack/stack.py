@@ -36,6 +36,7 @@ from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.lambda_env import LambdaFunction
+from devstack.live_parts import LiveOptions, LiveParts
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from pagefleet.client import PagefleetClient
@@ -97,6 +98,7 @@ class StackInfo:
     log_dir: Path
     provisioned: Provisioned
     env: dict[str, str] = field(default_factory=dict)
+    live_url: str = ""
 
 
 class LocalStack:
@@ -114,6 +116,7 @@ class LocalStack:
         worker_env: dict[str, str] | None = None,
         lambda_env: dict[str, str] | None = None,
         start_timeout_s: float = 60,
+        live: LiveOptions | None = None,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
         Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs)."""
@@ -129,6 +132,7 @@ class LocalStack:
         self.worker_env = dict(worker_env or {})
         self.lambda_env = dict(lambda_env or {})
         self.start_timeout_s = start_timeout_s
+        self.live = LiveParts(live)
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -175,6 +179,7 @@ class LocalStack:
             log_dir=self.log_dir,
             provisioned=self.provisioned,
             env=self.cli_env(),
+            live_url=self.live.url,
         )
 
     def cli_env(self) -> dict[str, str]:
@@ -214,6 +219,7 @@ class LocalStack:
             self._start_site()
             self._create_dev_tenant()
             self._start_functions()
+            self.live.start(self.functions, self.provisioned)  # type: ignore[arg-type]
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
             self._start_gateway()
@@ -239,6 +245,7 @@ class LocalStack:
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
+        self.live.stop()
         functions, self.functions = list(self.functions.values()), {}
         for function in functions:
             with contextlib.suppress(Exception):
@@ -320,6 +327,7 @@ class LocalStack:
             "artifacts_bucket": self.provisioned.artifacts_bucket,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
+            **self.live.settings(self.provisioned),
         }
         core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)
@@ -356,7 +364,7 @@ class LocalStack:
             self.core_settings,
             aws_env(self.aws_endpoint),
             log_dir=self.log_dir,
-            extra_env=self.lambda_env,
+            extra_env={**self.live.lambda_env, **self.lambda_env},
         )
 
     def _prewarm(self) -> list[tuple[threading.Thread, list[BaseException]]]:
