@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, jobs, local
+from pagefleet.cli import admin, follow, jobs, local
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -38,6 +38,7 @@ app.add_typer(local.local_app, name="local")
 app.add_typer(admin.admin_app, name="admin")
 app.command()(jobs.submit)
 app.command()(jobs.status)
+app.command()(follow.follow)
 app.command()(jobs.cancel)
 app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)
