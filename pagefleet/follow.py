@@ -62,7 +62,7 @@ class Follower:
     gap: bool = False
     # The final status, held back until the events before it are out.
     final: StatusUpdate | None = None
-    _statuses: set[tuple[str, int, str | None]] = field(default_factory=set)
+    _statuses: set[tuple[str, int]] = field(default_factory=set)
 
     def on_message(self, message: dict[str, Any]) -> list[FollowItem]:
         """The items a WebSocket message carries (batches unpacked); raises FollowNotFound."""
@@ -101,9 +101,12 @@ class Follower:
 
     def on_status(self, message: dict[str, Any]) -> list[FollowItem]:
         update = StatusUpdate.model_validate(message)
-        key = (update.status.value, update.attempt, update.updated_at)
-        if key in self._statuses:
+        key = (update.status.value, update.attempt)  # not updated_at: heartbeats move it
+        if key in self._statuses or self.done:
             return []
+        last = self.status.updated_at if self.status else None
+        if last and update.updated_at and update.updated_at < last:
+            return []  # an older change the stream delivered after a newer status
         self._statuses.add(key)
         self.status = update
         if update.final:

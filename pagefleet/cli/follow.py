@@ -47,7 +47,7 @@ def _event_line(event: RunEvent) -> str | None:
     kind = event.type
     where = f"step {event.index + 1}/{event.of}" if event.index is not None and event.of else "step"
     if kind is EventType.STEP_STARTED:
-        return f"{where} [cyan]{escape(event.action or '')}[/] {escape(event.label or '')}"
+        return f"{where} [cyan]{escape(event.label or event.action or '')}[/]"
     if kind is EventType.STEP_FINISHED:
         took = f" ({event.duration_ms} ms)" if event.duration_ms is not None else ""
         if event.outcome == "ok":
