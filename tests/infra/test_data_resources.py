@@ -21,9 +21,11 @@ def _key_schema(pk, sk):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("spec", TABLES, ids=lambda s: s.logical_id)
 def test_table_matches_its_spec(synth, spec) -> None:
-    table = {"JobsTable": synth.stack.store.jobs, "TenantsTable": synth.stack.store.tenants}[
-        spec.logical_id
-    ]
+    table = {
+        "JobsTable": synth.stack.store.jobs,
+        "TenantsTable": synth.stack.store.tenants,
+        "ConnectionsTable": synth.stack.live.connections,
+    }[spec.logical_id]
     props = synth.raw["Resources"][logical_id(table)]["Properties"]
     assert props["KeySchema"] == _key_schema(spec.partition_key, spec.sort_key)
     assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == (
