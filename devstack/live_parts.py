@@ -113,6 +113,16 @@ class LiveParts:
         ).start()
         for thread in warming:
             thread.join(60)
+        # ...and their clients built (Lambda keeps them between invocations too).
+        for name, event in (
+            ("job_changes", {"Records": []}),
+            ("webhooks", {"Records": []}),
+            ("live", scheduled_event()),
+        ):
+            try:
+                functions[name].invoke(event)
+            except Exception:
+                log.warning("warming %s failed", name, exc_info=True)
         return self
 
     def stop(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import unquote, urlsplit
 
 from devstack.gateway.events import HttpRequest, HttpResponse
 from devstack.websocket.server import Gone, LocalWebSocketApi
@@ -29,13 +30,17 @@ class ConnectionsApp:
         self.api = api
         self._path = re.compile(rf"^/{re.escape(api.stage)}/@connections/(?P<id>[^/]+)$")
 
+    def _match(self, request: HttpRequest) -> re.Match[str] | None:
+        # The raw path: an id is base64 and may hold "/" (sent as %2F).
+        return self._path.match(urlsplit(request.raw_path).path)
+
     def matches(self, request: HttpRequest) -> bool:
-        return self._path.match(request.path) is not None
+        return self._match(request) is not None
 
     def handle(self, request: HttpRequest) -> HttpResponse:
-        found = self._path.match(request.path)
+        found = self._match(request)
         assert found is not None
-        connection_id = found.group("id")
+        connection_id = unquote(found.group("id"))
         try:
             if request.method == "POST":
                 if len(request.body) > MAX_POST_BYTES:

@@ -39,7 +39,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = event.get("Records") or []
     changes = job_changes(records)
     written = event_writes(records)
-    failed = deliver(changes, consumers(), written) if changes or written else []
+    ready = consumers()  # built on the first invocation, even an empty one (a warm-up)
+    failed = deliver(changes, ready, written) if changes or written else []
     logger.info(
         "job changes",
         extra={"records": len(records), "changes": len(changes), "event_items": len(written)},

@@ -72,6 +72,9 @@ def record_handler(record: SQSRecord) -> str:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
+    webhook_sender(RUNTIME, RUNTIME.settings(WebhookSettings))  # built once (a warm-up too)
+    if not event.get("Records"):
+        return {"batchItemFailures": []}
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, follow, jobs, local
+from pagefleet.cli import admin, follow, jobs, local, notify
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -36,6 +36,8 @@ app = typer.Typer(
 )
 app.add_typer(local.local_app, name="local")
 app.add_typer(admin.admin_app, name="admin")
+app.add_typer(notify.webhooks_app, name="webhooks")
+admin.admin_app.command("signing-secret")(notify.admin_signing_secret)
 app.command()(jobs.submit)
 app.command()(jobs.status)
 app.command()(follow.follow)

@@ -112,20 +112,33 @@ class LiveDelivery:
         self.handle_batch(changes, ())
 
     def handle_batch(self, changes: Sequence[JobChange], events: Sequence[EventsWritten]) -> None:
+        received = round(self.clock.now(), 3)
         by_job = compose(changes, events)
+        for messages in by_job.values():
+            for message in messages:
+                message.body["received_at"] = received  # when the stream reader got it
         targets: dict[str, tuple[Connection, list[Outgoing]]] = {}
         for (tenant_id, job_id), messages in by_job.items():
             for connection in self.connections.subscribers(tenant_id, job_id):
                 entry = targets.setdefault(connection.connection_id, (connection, []))
                 entry[1].extend(messages)
+        failed: list[Exception] = []
         for connection, messages in targets.values():
             messages.sort(key=lambda m: m.order)
-            self.send(connection, messages)
+            try:
+                self.send(connection, messages)
+            except Exception as exc:  # the others still get theirs first
+                log.warning("delivery to %s failed: %s", connection.connection_id, exc)
+                failed.append(exc)
+        if failed:
+            # The batch comes again (clients drop what they have by seq and status).
+            raise failed[0]
 
     def send(self, connection: Connection, messages: list[Outgoing]) -> None:
         """Post ``messages`` to one connection within its budget (waiting a window if need be)."""
         pending = list(messages)
         seen: Connection | None = connection
+        held = 0.0  # how long the rate rules kept these messages back
         for _ in range(MAX_WINDOWS):
             assert seen is not None
             now = self.clock.now()
@@ -135,7 +148,9 @@ class LiveDelivery:
             blocked = seen.window_jobs if same else frozenset()
             ready = in_order(pending, blocked)
             if budget <= 0 or not ready:
-                self._sleep(max(0.0, window + 1 - now))
+                pause = max(0.0, window + 1 - now)
+                self._sleep(pause)
+                held += pause
                 seen = self.connections.get(connection.connection_id)
                 if seen is None:
                     return  # disconnected meanwhile
@@ -147,7 +162,7 @@ class LiveDelivery:
                 if seen is None:
                     return
                 continue
-            if not self._post_all(connection.connection_id, bodies):
+            if not self._post_all(connection.connection_id, bodies, held):
                 return
             sent_now = {id(m) for m in ready}
             pending = [m for m in pending if id(m) not in sent_now]
@@ -163,10 +178,12 @@ class LiveDelivery:
             f"connection {connection.connection_id}: {len(pending)} messages still waiting"
         )
 
-    def _post_all(self, connection_id: str, bodies: list[dict[str, Any]]) -> bool:
+    def _post_all(self, connection_id: str, bodies: list[dict[str, Any]], held: float) -> bool:
         for body in bodies:
-            body["sent_at"] = round(self.clock.now(), 3)
-            if not self.poster.post(connection_id, dumps(body)):
+            stamped = {**body, "sent_at": round(self.clock.now(), 3)}  # bodies are shared
+            if held:
+                stamped["held_s"] = round(held, 3)
+            if not self.poster.post(connection_id, dumps(stamped)):
                 log.info("connection %s is gone; forgetting it", connection_id)
                 self.connections.close(connection_id)
                 return False

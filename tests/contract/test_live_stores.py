@@ -47,9 +47,11 @@ def test_sequence_numbers_are_handed_out_once(events: EventStore) -> None:
     first = events.allocate("t", "j1", count=3, bounded=2, expires_at=LATER)
     second = events.allocate("t", "j1", count=5, bounded=5, expires_at=LATER)
     other = events.allocate("t", "j2", count=1, bounded=1, expires_at=LATER)
+    unbounded = events.allocate("t", "j1", count=1, bounded=0, expires_at=LATER)
     assert first == (1, 2)
     assert second == (4, 7)  # 4..8, and 7 bounded events reserved in all
     assert other == (1, 1)
+    assert unbounded == (9, 7)  # a state event alone: a number, nothing of the bound
 
 
 def test_events_page_in_order_after_a_sequence_number(events: EventStore) -> None:

@@ -174,3 +174,13 @@ def test_the_connections_table_alarms_on_throttling(synth) -> None:
             "TableName": Match.absent(),
         },
     )
+
+
+def test_the_designed_delays_stay_within_the_promises(synth) -> None:
+    """A status reaches followers within ~1 s and a webhook within ~2 s of the final write:
+    the stream batching window is 1 s and the webhook queue adds none."""
+    mappings = {m["FunctionName"]["Ref"]: m for m in synth.props("AWS::Lambda::EventSourceMapping")}
+    stream = mappings[logical_id(synth.stack.job_changes.function)]
+    assert stream["MaximumBatchingWindowInSeconds"] <= 1
+    webhooks = mappings[logical_id(synth.stack.notifications.function)]
+    assert webhooks.get("MaximumBatchingWindowInSeconds", 0) == 0

@@ -96,6 +96,12 @@ def test_routes_connect_and_disconnect_as_api_gateway_does(local_api: Any) -> No
         # The management API, through boto3, as functions/live calls it.
         assert poster(management).post(connection_id, b'{"type":"pong"}')
         assert json.loads(ws.recv(timeout=10)) == {"type": "pong"}
+        # Ids are base64: "/" and "+" travel URL-encoded and must still find the connection.
+        odd = "ab/cd+ef=="
+        api._clients[odd] = api._clients[connection_id]
+        assert poster(management).post(odd, b'{"type":"odd"}')
+        assert json.loads(ws.recv(timeout=10)) == {"type": "odd"}
+        del api._clients[odd]
     wait_until(lambda: recorder.events[-1]["requestContext"]["routeKey"] == "$disconnect")
     assert recorder.events[-1]["requestContext"]["disconnectStatusCode"] == 1000
     assert not poster(management).post(connection_id, b"{}")  # gone: 410

@@ -133,6 +133,11 @@ def test_at_most_one_events_message_per_job_per_second() -> None:
     assert [e["seq"] for m in events for e in m["events"]] == [1, 2, 3, 4]
     assert got[-1]["type"] == "status" and got[-1]["status"] == "succeeded"
     assert h.sleeps == [pytest.approx(0.8)]
+    posted = h.poster.messages("c")
+    # Sent in the invocation that got them, or held back by the rule, and saying so.
+    assert posted[0]["sent_at"] == posted[0]["received_at"] and "held_s" not in posted[0]
+    assert posted[1]["held_s"] == pytest.approx(0.8)
+    assert posted[1]["sent_at"] - posted[1]["received_at"] == pytest.approx(0.8)
 
 
 def test_a_jobs_status_never_overtakes_its_events() -> None:
@@ -197,3 +202,20 @@ def test_a_message_too_big_for_api_gateway_says_where_the_rest_is() -> None:
     assert kept == list(range(1, len(kept) + 1)) and 0 < len(kept) < 300
     assert message["more"] is True and message["next_after"] == kept[-1]
     assert len(dumps(message)) <= MESSAGE_MAX_BYTES
+
+
+def test_one_broken_connection_does_not_keep_the_others_waiting() -> None:
+    h = Harness()
+    h.follow("broken", "j1")
+    h.follow("fine", "j1")
+
+    class Broken(FakePoster):
+        def post(self, connection_id: str, data: bytes) -> bool:
+            if connection_id == "broken":
+                raise RuntimeError("500 from the management API")
+            return super().post(connection_id, data)
+
+    h.delivery.poster = h.poster = Broken()
+    with pytest.raises(RuntimeError, match="500"):
+        h.delivery.handle_batch([change("j1", JobStatus.QUEUED, JobStatus.RUNNING, 1)], [])
+    assert [m["status"] for m in h.received("fine")] == ["running"]

@@ -94,7 +94,8 @@ class DynamoEventStore:
             ExpressionAttributeValues=serialize(
                 {":n": count, ":b": bounded, ":e": expires_at, ":j": job_id}
             ),
-            ReturnValues="UPDATED_NEW",
+            # ALL_NEW: an ADD of 0 leaves an attribute out of UPDATED_NEW.
+            ReturnValues="ALL_NEW",
         )
         new = deserialize(resp["Attributes"])
         last = int(new["seq"])
