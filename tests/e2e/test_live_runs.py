@@ -32,7 +32,7 @@ from pagefleet.follow import StatusUpdate
 from pagefleet.live.events import RunEvent, epoch_of_iso
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME
-from tests.support.receiver import Receiver, webhook_receiver
+from tests.support.receiver import webhook_receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -421,4 +421,12 @@ def test_events_are_listed_in_order_and_expire_with_the_job(
     assert items and {int(i["expires_at"]["N"]) for i in items} == {int(created) + 30 * 24 * 3600}
 
 
-__all__ = ["Receiver"]
+def test_local_up_prints_the_live_url(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pagefleet.cli import render
+
+    render.print_stack(stack)
+    out = capsys.readouterr().out
+    assert "live (WebSocket)" in out and stack.live.url in out
+    assert stack.live.url.startswith("ws://127.0.0.1:") and stack.live.url.endswith("/live")
