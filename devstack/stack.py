@@ -98,7 +98,6 @@ class StackInfo:
     log_dir: Path
     provisioned: Provisioned
     env: dict[str, str] = field(default_factory=dict)
-    live_url: str = ""
 
 
 class LocalStack:
@@ -179,7 +178,6 @@ class LocalStack:
             log_dir=self.log_dir,
             provisioned=self.provisioned,
             env=self.cli_env(),
-            live_url=self.live.url,
         )
 
     def cli_env(self) -> dict[str, str]:
