@@ -1,9 +1,10 @@
 """The local stack's event sources: what invokes the functions besides the REST API.
 
 On AWS: EventBridge ``rate(1 minute)`` invokes the sweeper, an SQS event source mapping
-feeds each DLQ to dead_letters, and a DynamoDB stream event source mapping feeds the jobs
-table's stream to job_changes. Locally a timer and two pollers play those parts, invoking
-the same functions with the same event shapes through the local Lambda service.
+feeds each DLQ to dead_letters, a DynamoDB stream event source mapping feeds the jobs
+table's stream to job_changes, and EventBridge Scheduler fires the scheduler function.
+Locally a timer and pollers play those parts, invoking the same functions with the same
+event shapes through the local Lambda service.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from devstack.constants import LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
-from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
+from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
+from devstack.scheduler import SchedulerPoller
 
 log = logging.getLogger("devstack")
 
@@ -29,29 +31,21 @@ STREAM_BATCH_SIZE = 100
 STREAM_MAX_RETRIES = 10
 
 
-class StreamPoller:
+class StreamPoller(Background):
     """The jobs table's stream -> job_changes, one shard at a time, in order.
 
     A batch the function reports failed (``batchItemFailures``) is sent again from the named
     record, up to ``STREAM_MAX_RETRIES`` times, as the event source mapping does.
     """
 
+    thread_name = "stream-poller"
+
     def __init__(self, table_name: str, function: LambdaFunction | Callable[..., Any]) -> None:
         self._table = table_name
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="stream-poller", daemon=True)
         self.delivered = 0
         self.ready = threading.Event()
-
-    def start(self) -> StreamPoller:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().__init__()
 
     def _run(self) -> None:
         from pagefleet.runtime import RUNTIME
@@ -150,11 +144,19 @@ class EventSources:
         jobs_table: str,
         dlq_urls: dict[str, str],
         sweeper_interval_s: float,
+        schedule_group: str | None = None,
+        scheduler_dlq_url: str | None = None,
     ) -> None:
         self.sweeper: Timer = sweeper_timer(sweeper_interval_s, functions["sweeper"])
         self.dead_letters = DeadLetterPoller(dlq_urls, function=functions["dead_letters"])
         self.stream = StreamPoller(jobs_table, functions["job_changes"])
         self._parts: list[Any] = [self.sweeper, self.dead_letters, self.stream]
+        self.scheduler: SchedulerPoller | None = None
+        if schedule_group is not None:
+            self.scheduler = SchedulerPoller(
+                schedule_group, functions["scheduler"], dlq_url=scheduler_dlq_url
+            )
+            self._parts.append(self.scheduler)
 
     def start(self) -> EventSources:
         for part in self._parts:

@@ -60,7 +60,8 @@ JOB_CHANGES = FunctionSpec(
 )
 LIVE = FunctionSpec("live", LiveSettings, timeout_s=10, memory_mb=512, max_concurrency=4)
 WEBHOOKS = FunctionSpec("webhooks", WebhookSettings, timeout_s=40, memory_mb=512, max_concurrency=2)
-SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS, JOB_CHANGES, LIVE, WEBHOOKS)
+SCHEDULER = FunctionSpec("scheduler", CoreSettings, timeout_s=30, memory_mb=512, max_concurrency=2)
+SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS, JOB_CHANGES, SCHEDULER, LIVE, WEBHOOKS)
 
 # What any process needs from its parent's environment (a Lambda has its own versions).
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH")

@@ -10,9 +10,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from pagefleet.resources import (
     ARTIFACTS_BUCKET,
     QUEUES,
+    SCHEDULER,
     TABLES,
     WEBHOOK_QUEUE,
     QueueSpec,
@@ -30,6 +32,22 @@ class Provisioned:
     connections_table: str = ""
     webhook_queue_url: str = ""
     webhook_dlq_url: str = ""
+    schedule_group: str | None = None
+    scheduler_dlq_url: str | None = None
+    scheduler_dlq_arn: str | None = None
+
+    def scheduler_settings(self) -> dict[str, str]:
+        """The API's EventBridge Scheduler settings (the local poller plays the Scheduler)."""
+        if self.schedule_group is None:
+            return {}
+        prefix = f"arn:aws:{{}}:{LOCAL_REGION}:{LOCAL_ACCOUNT}"
+        return {
+            "schedule_group": self.schedule_group,
+            "scheduler_target_arn": prefix.format("lambda") + ":function:pagefleet-scheduler",
+            "scheduler_role_arn": prefix.format("iam").replace(LOCAL_REGION, "")
+            + ":role/pagefleet-scheduler",
+            "scheduler_dlq_arn": self.scheduler_dlq_arn or "",
+        }
 
 
 def _key_schema(pk: Any, sk: Any) -> list[dict[str, str]]:
@@ -94,8 +112,11 @@ def create_queue(sqs: Any, queue: QueueSpec, prefix: str = "") -> tuple[str, str
     return url, dlq_url
 
 
-def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisioned:
-    """Idempotent: running it twice leaves one set of resources."""
+def create_all(
+    dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "", scheduler: Any | None = None
+) -> Provisioned:
+    """Idempotent: running it twice leaves one set of resources. With a ``scheduler``
+    client, EventBridge Scheduler's schedule group and its target's DLQ too."""
     names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
     for spec in TABLES:
         create_table(dynamodb, spec, names[spec.logical_id])
@@ -106,9 +127,21 @@ def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisi
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
     for queue in QUEUES:
-        out.queue_urls[queue.pool], out.dlq_urls[queue.pool] = create_queue(sqs, queue, prefix)
+        out.queue_urls[queue.key], out.dlq_urls[queue.key] = create_queue(sqs, queue, prefix)
     out.connections_table = names["ConnectionsTable"]
     out.webhook_queue_url, out.webhook_dlq_url = create_queue(sqs, WEBHOOK_QUEUE, prefix)
+
+    if scheduler is not None:
+        out.schedule_group = prefix + SCHEDULER.local_group
+        with contextlib.suppress(scheduler.exceptions.ConflictException):
+            scheduler.create_schedule_group(Name=out.schedule_group)
+        out.scheduler_dlq_url = sqs.create_queue(
+            QueueName=prefix + SCHEDULER.dlq_local_name,
+            Attributes={"MessageRetentionPeriod": str(SCHEDULER.dlq_retention_s)},
+        )["QueueUrl"]
+        out.scheduler_dlq_arn = sqs.get_queue_attributes(
+            QueueUrl=out.scheduler_dlq_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from devstack.aws_env import aws_env, scrubbed
 from devstack.constants import LOCAL_REGION
 from devstack.demo_site import DemoSite
 from devstack.event_sources import EventSources
@@ -66,27 +67,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def aws_env(endpoint_url: str) -> dict[str, str]:
-    """Point every boto3 client at moto with dummy credentials; nothing can reach AWS."""
-    return {
-        "AWS_ENDPOINT_URL": endpoint_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": LOCAL_REGION,
-        "AWS_REGION": LOCAL_REGION,
-        # No profile or config file may add a real endpoint or credentials.
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    }
-
-
-# Variables that could send a client somewhere else than moto; removed from our env.
-_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
 
 
 @dataclass
@@ -207,11 +187,7 @@ class LocalStack:
         try:
             self._start_moto()
             self._set_env(aws_env(self.aws_endpoint))
-            for name in _SCRUBBED:
-                self._set_env({name: None})
-            for name in list(os.environ):
-                if name.startswith("AWS_ENDPOINT_URL_"):
-                    self._set_env({name: None})
+            self._set_env(scrubbed(os.environ))
             RUNTIME.reset()
             self._provision()
             self._start_site()
@@ -229,6 +205,8 @@ class LocalStack:
                 jobs_table=self.provisioned.jobs_table,
                 dlq_urls=self.provisioned.dlq_urls,
                 sweeper_interval_s=self.sweeper_interval_s,
+                schedule_group=self.provisioned.schedule_group,
+                scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
             ).start()
         except BaseException:
             self.stop()
@@ -317,7 +295,10 @@ class LocalStack:
 
     def _provision(self) -> None:
         self.provisioned = create_all(
-            RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
+            RUNTIME.client("dynamodb"),
+            RUNTIME.client("sqs"),
+            RUNTIME.client("s3"),
+            scheduler=RUNTIME.client("scheduler"),
         )
         self.core_settings = {
             "jobs_table": self.provisioned.jobs_table,
@@ -326,6 +307,7 @@ class LocalStack:
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
             **self.live.settings(self.provisioned),
+            **self.provisioned.scheduler_settings(),
         }
         core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)
@@ -342,7 +324,13 @@ class LocalStack:
         RUNTIME.reset()
 
     def _start_site(self) -> None:
-        self.site = DemoSite(self.site_port).start()
+        try:
+            self.site = DemoSite(self.site_port).start()
+        except OSError as exc:
+            raise StackError(
+                f"cannot serve the demo site on 127.0.0.1:{self.site_port} ({exc.strerror}); "
+                "pick another port with --site-port"
+            ) from exc
 
     def _create_dev_tenant(self) -> None:
         assert self.provisioned is not None

@@ -86,6 +86,13 @@ class JobView(_View):
     attempts: list[AttemptView] = Field(default_factory=list)
     cancel_requested_at: str | None = None
     deferred_reason: str | None = Field(default=None, description="why a queued job waits")
+    run_at: int | None = Field(
+        default=None, description="a scheduled job's start (epoch seconds, UTC)"
+    )
+    workflow: str | None = Field(default=None, description="the named workflow it ran")
+    workflow_version: int | None = None
+    schedule_id: str | None = Field(default=None, description="the schedule that made it")
+    scheduled_time: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -240,3 +247,98 @@ class ErrorBody(_View):
     """Every 4xx and 5xx answer of the API."""
 
     error: ErrorDetail
+
+
+class WorkflowVersionView(_View):
+    """One immutable version of a named workflow."""
+
+    name: str
+    version: int
+    created_at: str
+    definition: dict[str, Any] = Field(description="steps, default inputs and options")
+    versions: list[int] | None = Field(
+        default=None, description="every version of the name (on the latest-version route)"
+    )
+
+
+class WorkflowStored(_View):
+    """201 to ``PUT /v1/workflows/{name}``: the version the definition was stored as."""
+
+    name: str
+    version: int
+    created_at: str
+
+
+class WorkflowSummary(_View):
+    name: str
+    latest_version: int
+
+
+class WorkflowList(_View):
+    workflows: list[WorkflowSummary]
+
+
+class ScheduleRunView(_View):
+    scheduled_time: str
+    job_id: str | None = None
+    skipped: str | None = Field(default=None, description="why no job was made")
+    fired_at: str
+
+
+class ScheduleView(_View):
+    """A schedule: its expression, its job, and when it fires next."""
+
+    schedule_id: str
+    name: str
+    expression: str
+    timezone: str
+    job: dict[str, Any]
+    enabled: bool
+    overlap: str
+    created_at: str
+    updated_at: str
+    next_fire_times: list[str] = Field(default_factory=list)
+    last_run: ScheduleRunView | None = None
+    synced: bool = Field(description="mirrored in EventBridge Scheduler")
+
+
+class ScheduleList(_View):
+    schedules: list[ScheduleView]
+
+
+class ScheduleRunJob(JobView):
+    """A job a schedule made, with the time it was scheduled for."""
+
+
+class ScheduleRuns(_View):
+    """A schedule's jobs, newest first; skipped fires are listed in ``skipped``."""
+
+    jobs: list[ScheduleRunJob]
+    skipped: list[ScheduleRunView] = Field(default_factory=list)
+
+
+class PercentilesView(_View):
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class FleetStatsView(_View):
+    """The tenant's fleet: what waits and runs now, how jobs ended in the window and how
+    long they took (seconds)."""
+
+    window_s: int
+    counts: dict[str, int] = Field(description="jobs in each waiting or running state now")
+    oldest_queued_age_s: float | None = Field(
+        default=None, description="how long the oldest queued job has waited"
+    )
+    finished: dict[str, int] = Field(description="jobs that ended in the window, by state")
+    success_rate: float | None = None
+    failure_rate: float | None = None
+    timeout_rate: float | None = None
+    retry_rate: float | None = Field(
+        default=None, description="share of ended jobs that needed more than one attempt"
+    )
+    duration_s: PercentilesView
+    queue_delay_s: PercentilesView = Field(description="from ready to the first attempt's start")
+    sampled: int = Field(description="jobs made in the window that the figures are taken from")

@@ -36,6 +36,8 @@ from pagefleet.api_models import (
     SigningSecret,
     SubmitResponse,
 )
+from pagefleet.client_dispatch import DispatchCalls
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobRequest
 from pagefleet.states import JobStatus
 
@@ -127,7 +129,7 @@ __all__ = [
 ]
 
 
-class PagefleetClient:
+class PagefleetClient(DispatchCalls):
     def __init__(
         self,
         base_url: str,
@@ -173,7 +175,7 @@ class PagefleetClient:
 
     def submit(
         self,
-        request: JobRequest | Mapping[str, Any],
+        request: JobRequest | JobSubmission | Mapping[str, Any],
         idempotency_key: str | None = None,
         *,
         correlation_id: str | None = None,
@@ -181,7 +183,7 @@ class PagefleetClient:
         """Submit a job; the API answers 202 with the queued job (or the replayed one)."""
         body = (
             request.model_dump(mode="json", exclude_none=True)
-            if isinstance(request, JobRequest)
+            if isinstance(request, JobRequest | JobSubmission)
             else dict(request)
         )
         headers = {}

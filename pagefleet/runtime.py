@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pagefleet.breaker import Breakers
     from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
+    from pagefleet.schedules import SchedulerMirror, ScheduleStore
     from pagefleet.settings import CoreSettings
 
 # Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
@@ -104,6 +105,7 @@ class Runtime:
     # --- adapters and services ------------------------------------------------------------
     def job_services(self, settings: CoreSettings) -> JobServices:
         from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore
+        from pagefleet.adapters.dynamodb.workflows import DynamoWorkflowStore
         from pagefleet.adapters.s3 import S3ArtifactStore
         from pagefleet.adapters.sqs import SqsJobQueue
         from pagefleet.jobs.service import JobServices
@@ -117,6 +119,7 @@ class Runtime:
                 queue=SqsJobQueue(self.client("sqs"), settings.queue_urls),
                 artifacts=S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
                 cursors=CursorCodec(),
+                workflows=DynamoWorkflowStore(self.client("dynamodb"), settings.jobs_table),
             )
 
         return self._once(("jobs", settings.model_dump_json()), build)
@@ -132,16 +135,46 @@ class Runtime:
     def change_consumers(self, settings: CoreSettings) -> list[ChangeConsumer]:
         """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
 
+        from pagefleet.jobs.dependencies import DependencyRelease
+
         def build() -> list[ChangeConsumer]:
             from pagefleet.live_wiring import live_and_notify_consumers
 
-            return [*live_and_notify_consumers(self, settings)]
+            release = DependencyRelease(self.job_services(settings).lifecycle)
+            return [release, *live_and_notify_consumers(self, settings)]
 
         return self._once(("changes", settings.model_dump_json()), build)
 
     def cached(self, key: Any, build: Callable[[], T]) -> T:
         """Built once per process (until ``reset``): services wired outside this module."""
         return self._once(("cached", key), build)
+
+    def schedule_store(self, settings: CoreSettings) -> ScheduleStore:
+        from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
+
+        return self._once(
+            ("schedule_store", settings.jobs_table),
+            lambda: DynamoScheduleStore(self.client("dynamodb"), settings.jobs_table),
+        )
+
+    def schedules(self, settings: CoreSettings) -> tuple[ScheduleStore, SchedulerMirror]:
+        """Schedule records and their EventBridge Scheduler mirror (the stage's group)."""
+        from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget
+        from pagefleet.errors import NotConfigured
+
+        group, function, role = (
+            settings.schedule_group,
+            settings.scheduler_target_arn,
+            settings.scheduler_role_arn,
+        )
+        if not (group and function and role):
+            raise NotConfigured("schedules are not configured in this deployment")
+        target = SchedulerTarget(group, function, role, settings.scheduler_dlq_arn)
+        mirror = self._once(
+            ("scheduler_mirror", target),
+            lambda: EventBridgeSchedulerMirror(self.client("scheduler"), target),
+        )
+        return self.schedule_store(settings), mirror
 
     def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
         from pagefleet.adapters.dynamodb import DynamoTenantStore

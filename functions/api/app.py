@@ -7,11 +7,21 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 
 from functions.api import errors
 from functions.api.context import api_settings, breakers, logger, services
-from functions.api.routes import admin, domains, jobs, live, meta, notifications
+from functions.api.routes import (
+    admin,
+    domains,
+    jobs,
+    live,
+    meta,
+    notifications,
+    schedules,
+    stats,
+    workflows,
+)
 from pagefleet.errors import PagefleetError
 
 app = APIGatewayRestResolver(enable_validation=True)
-for _area in (jobs, admin, domains, meta, live, notifications):
+for _area in (jobs, workflows, schedules, stats, admin, domains, meta, live, notifications):
     app.include_router(_area.router)
 
 # Re-exported: tests and the local stack reach the API's services through this module.

@@ -62,6 +62,15 @@ def require_admin(router: Router) -> None:
         raise Forbidden("this route needs an admin API key")
 
 
+def base_path(router: Router) -> str:
+    """Where the API's routes sit in the URL the client called: the stage (``/v1``) on the
+    execute-api domain, the base path mapping on a custom domain. Every link the API returns
+    starts with it, so it resolves on the URL the client used."""
+    event = event_of(router)
+    full, own = event.request_context.path or "", event.path or ""
+    return full[: len(full) - len(own)] if own and full.endswith(own) else ""
+
+
 def request_id(router: Router) -> str:
     return event_of(router).request_context.request_id
 

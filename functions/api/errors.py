@@ -13,8 +13,10 @@ from pagefleet.errors import (
     EnqueueFailed,
     Forbidden,
     IdempotencyKeyReused,
+    InvalidField,
     InvalidRequest,
     JobNotCancellable,
+    NotConfigured,
     NotFound,
     PagefleetError,
     RequestTooLarge,
@@ -24,6 +26,7 @@ from pagefleet.errors import (
 # Checked in order: a subclass before its base.
 STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     RequestTooLarge: 413,
+    InvalidField: 422,
     InvalidRequest: 400,
     Unauthorized: 401,
     Forbidden: 403,
@@ -31,6 +34,7 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,
     EnqueueFailed: 503,
+    NotConfigured: 501,
 }
 
 
@@ -116,13 +120,16 @@ def internal_error(exc: BaseException, request_id: str | None) -> Response[str]:
 def from_domain(exc: PagefleetError) -> Response[str]:
     status = next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
     headers = {"Retry-After": "1"} if status == 503 else None
-    extra = {k: v for k, v in exc.details.items() if k != "field" and v is not None}
+    listed = exc.details.get("details")  # a list of {field, reason}, as validation gives
+    extra = {
+        k: v for k, v in exc.details.items() if k not in ("field", "details") and v is not None
+    }
     return error_response(
         status,
         exc.code,
         exc.message,
         field=exc.details.get("field"),
-        details=[extra] if extra else None,
+        details=listed if isinstance(listed, list) else ([extra] if extra else None),
         headers=headers,
     )
 

@@ -11,7 +11,9 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
+
+from pagefleet.resources import API_STAGE
 
 _DOCUMENTS: dict[int, dict[str, Any]] = {}
 TITLE = "pagefleet API"
@@ -37,6 +39,8 @@ def openapi_schema(app: APIGatewayRestResolver) -> dict[str, Any]:
             description=DESCRIPTION,
             security_schemes={"bearer": HTTPBearer(description="pagefleet API key")},
             security=[{"bearer": []}],
+            # The stage is the version: https://<api>/v1/jobs (the routes below are after it).
+            servers=[Server(url=f"/{API_STAGE}", description="the API's stage (its version)")],
         )
     )
     _DOCUMENTS[id(app)] = document

@@ -10,7 +10,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from functions.lambda_context import lambda_entry
-from pagefleet import metrics_names
+from pagefleet import metrics_names, schedules
 from pagefleet.jobs.recovery import sweep
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
@@ -20,6 +20,15 @@ SERVICE = "pagefleet-sweeper"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
 tracer = Tracer(service=SERVICE)
+
+
+def resync_schedules() -> int:
+    """Mirror again the schedules whose EventBridge Scheduler mirror failed to update."""
+    settings = RUNTIME.settings(CoreSettings)
+    if settings.schedule_group is None:
+        return 0
+    store, mirror = RUNTIME.schedules(settings)
+    return schedules.resync(store, mirror)
 
 
 def services() -> JobServices:
@@ -32,5 +41,6 @@ def services() -> JobServices:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = dataclasses.asdict(sweep(services()))
+    report["schedules_resynced"] = resync_schedules()
     logger.info("sweep", extra=report)
     return report

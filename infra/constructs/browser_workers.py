@@ -254,7 +254,7 @@ class BrowserWorkers(Construct):
                     stage=config.stage,
                     pool=name,
                     concurrency=str(pool.concurrency),
-                    lease_seconds=str(queue.spec.visibility_timeout_s),
+                    lease_seconds=str(queue.by_priority[0].spec.visibility_timeout_s),
                     # Chromium's sandbox needs user namespaces, which Fargate's seccomp
                     # profile refuses to a non-root task: the worker would not start
                     # ("No usable sandbox"). The task is the isolation (see the Dockerfile).
@@ -274,7 +274,8 @@ class BrowserWorkers(Construct):
         log_group.grant_write(task_role)
         grants.table(task_role, store.jobs, grants.JOBS_WORKER)
         grants.table(task_role, store.tenants, grants.TENANTS_QUOTA)
-        grants.queue(task_role, queue.queue, grants.QUEUE_CONSUME)
+        for pool_queue in queue.queues:
+            grants.queue(task_role, pool_queue, grants.QUEUE_CONSUME)
         grants.objects(task_role, artifacts.bucket, ("PutObject", "PutObjectTagging", "GetObject"))
         stack = Stack.of(self)
         secrets_arn = stack.format_arn(
@@ -366,10 +367,20 @@ class BrowserWorkers(Construct):
                     lower=step.age_seconds, upper=upper, change=step.add_tasks
                 )
             )
+        # Every queue of the pool counts: the oldest job of any priority.
+        ages = {
+            f"age{i}": q.metric_approximate_age_of_oldest_message(
+                period=Duration.minutes(1), statistic="Maximum"
+            )
+            for i, q in enumerate(queue.queues)
+        }
         scaling.scale_on_metric(
             "ScaleOnOldestAge",
-            metric=queue.queue.metric_approximate_age_of_oldest_message(
-                period=Duration.minutes(1), statistic="Maximum"
+            metric=cloudwatch.MathExpression(
+                expression=f"MAX([{', '.join(ages)}])",
+                using_metrics=dict(ages),
+                period=Duration.minutes(1),
+                label="oldest job of the pool (s)",
             ),
             scaling_steps=steps,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
@@ -379,7 +390,8 @@ class BrowserWorkers(Construct):
         self._track_backlog_per_task(pool_id, pool, queue, service, scaling)
         return scaling
 
-    # visible jobs per running task; with no task running, per one task, so 0 -> 1 scales.
+    # visible jobs (every queue of the pool) per running task; with no task running, per one
+    # task, so 0 -> 1 scales.
     BACKLOG_EXPRESSION = "visible / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
 
     def _track_backlog_per_task(
@@ -426,11 +438,21 @@ class BrowserWorkers(Construct):
                 scale_in_cooldown=300,
                 customized_metric_specification=cfn.CustomizedMetricSpecificationProperty(
                     metrics=[
-                        stat(
-                            "AWS/SQS",
-                            "ApproximateNumberOfMessagesVisible",
-                            {"QueueName": queue.queue.queue_name},
-                            "visible",
+                        *[
+                            stat(
+                                "AWS/SQS",
+                                "ApproximateNumberOfMessagesVisible",
+                                {"QueueName": q.queue_name},
+                                f"visible{i}",
+                            )
+                            for i, q in enumerate(queue.queues)
+                        ],
+                        cfn.TargetTrackingMetricDataQueryProperty(
+                            id="visible",
+                            expression=" + ".join(
+                                f"FILL(visible{i}, 0)" for i in range(len(queue.queues))
+                            ),
+                            return_data=False,
                         ),
                         stat(
                             "ECS/ContainerInsights",

@@ -11,11 +11,9 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import grants
-from infra.nag import acknowledge
 from pagefleet.settings import ChangesSettings
 
 from .alerts import Alerts
@@ -51,22 +49,10 @@ class JobChanges(Construct):
             env=core_env,
         )
         # Stream-failure records (which shard range failed) for an operator to look at.
-        self.dlq = sqs.Queue(
-            self,
-            "FailedBatches",
-            retention_period=Duration.days(14),
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-        )
-        acknowledge(
-            self.dlq,
-            "SQS3",
-            "This queue is itself the stream's on-failure destination (a DLQ), alarmed.",
-        )
-        alerts.watch_dead_letter_queue("JobChanges", self.dlq)
+        self.dlq = alerts.dead_letter_queue(self, "FailedBatches", "JobChanges")
         grants.table(self.function, store.jobs, grants.JOBS_CHANGES)
-        for pool in queues.pools.values():
-            grants.queue(self.function, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.function, q.queue, grants.QUEUE_SEND)
         self.function.add_event_source(
             sources.DynamoEventSource(
                 store.jobs,

@@ -35,6 +35,7 @@ from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.live import Live
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
+from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 
 
@@ -76,6 +77,16 @@ class PagefleetStack(Stack):
             bundle_dependencies=config.bundle_dependencies,
             reserved_concurrency=config.reserved_concurrency,
         )
+        self.schedules = Schedules(
+            self,
+            "Schedules",
+            stage=config.stage,
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.api = Api(
             self,
             "Api",
@@ -85,6 +96,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            schedules=self.schedules,
         )
         self.dead_letters = DeadLetters(
             self,
@@ -101,6 +113,7 @@ class PagefleetStack(Stack):
             store=self.store,
             queues=self.queues,
             core_env=core_env,
+            schedules=self.schedules,
         )
         self.workers = BrowserWorkers(
             self,
@@ -173,7 +186,15 @@ class PagefleetStack(Stack):
             functions=self.functions,
         )
 
-        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="REST API base URL")
+        # The base the clients take (PAGEFLEET_API_URL): routes are <base>/v1/..., the stage
+        # being the version, so the base is the API's domain without the stage.
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=f"https://{self.api.rest_api.rest_api_id}.execute-api.{self.region}."
+            f"{self.url_suffix}",
+            description="REST API base URL (PAGEFLEET_API_URL); routes are under /v1/",
+        )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)

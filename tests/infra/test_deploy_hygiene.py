@@ -129,7 +129,8 @@ def _consumers(synth) -> list[tuple[str, int, str]]:  # type: ignore[no-untyped-
     heartbeat = WorkerSettings.model_fields["heartbeat_seconds"].default
     for pool in synth.stack.workers.pools.values():
         # The worker extends the lease every heartbeat: a lease survives two missed ones.
-        out.append((logical_id(pool.queue.queue), 3 * heartbeat, f"worker {pool.name}"))
+        for worker_queue in pool.queue.queues:
+            out.append((logical_id(worker_queue), 3 * heartbeat, f"worker {pool.name}"))
     return out
 
 

@@ -50,9 +50,10 @@ def test_each_worker_reaches_only_its_own_queue(synth) -> None:
     queues = synth.stack.queues.pools
     for name, pool in synth.stack.workers.pools.items():
         text = json.dumps(_policies_of(synth, logical_id(pool.task_definition.task_role)))
-        for other, queue in queues.items():
-            assert (logical_id(queue.queue) in text) == (other == name)
-            assert logical_id(queue.dlq) not in text
+        for other, pool_queues in queues.items():
+            for queue in pool_queues.by_priority:  # each priority's queue of the pool
+                assert (logical_id(queue.queue) in text) == (other == name)
+                assert logical_id(queue.dlq) not in text
 
 
 def test_authorizer_only_reads_tenants(synth) -> None:

@@ -47,10 +47,10 @@ def local():  # type: ignore[no-untyped-def]
             pool: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
             for pool, url in provisioned.dlq_urls.items()
         }
-        queues[WEBHOOK_QUEUE.pool] = sqs.get_queue_attributes(
+        queues[WEBHOOK_QUEUE.key] = sqs.get_queue_attributes(
             QueueUrl=provisioned.webhook_queue_url, AttributeNames=["All"]
         )["Attributes"]
-        dlqs[WEBHOOK_QUEUE.pool] = sqs.get_queue_attributes(
+        dlqs[WEBHOOK_QUEUE.key] = sqs.get_queue_attributes(
             QueueUrl=provisioned.webhook_dlq_url, AttributeNames=["All"]
         )["Attributes"]
         lifecycle = s3.get_bucket_lifecycle_configuration(Bucket=provisioned.artifacts_bucket)
@@ -95,26 +95,24 @@ def test_tables_match(synth, local, name) -> None:
         assert ttl["TimeToLiveStatus"] == "DISABLED"
 
 
-@pytest.mark.parametrize("spec", [*QUEUES, WEBHOOK_QUEUE], ids=lambda s: s.pool)
+@pytest.mark.parametrize("spec", [*QUEUES, WEBHOOK_QUEUE], ids=lambda s: s.key)
 def test_queues_match(synth, local, spec) -> None:
     if spec is WEBHOOK_QUEUE:
         queue, dlq = synth.stack.notifications.queue, synth.stack.notifications.dlq
     else:
-        queue, dlq = (
-            synth.stack.queues.pools[spec.pool].queue,
-            synth.stack.queues.pools[spec.pool].dlq,
-        )
+        pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
+        queue, dlq = pool.queue, pool.dlq
     cfn = synth.raw["Resources"][logical_id(queue)]["Properties"]
     cfn_dlq = synth.raw["Resources"][logical_id(dlq)]["Properties"]
-    attributes = local["queues"][spec.pool]
+    attributes = local["queues"][spec.key]
     assert int(attributes["VisibilityTimeout"]) == cfn["VisibilityTimeout"]
     assert int(attributes["MessageRetentionPeriod"]) == cfn["MessageRetentionPeriod"]
     assert int(attributes["ReceiveMessageWaitTimeSeconds"]) == cfn["ReceiveMessageWaitTimeSeconds"]
     redrive = json.loads(attributes["RedrivePolicy"])
     assert int(redrive["maxReceiveCount"]) == cfn["RedrivePolicy"]["maxReceiveCount"]
-    assert redrive["deadLetterTargetArn"] == local["dlqs"][spec.pool]["QueueArn"]
+    assert redrive["deadLetterTargetArn"] == local["dlqs"][spec.key]["QueueArn"]
     assert (
-        int(local["dlqs"][spec.pool]["MessageRetentionPeriod"]) == cfn_dlq["MessageRetentionPeriod"]
+        int(local["dlqs"][spec.key]["MessageRetentionPeriod"]) == cfn_dlq["MessageRetentionPeriod"]
     )
 
 

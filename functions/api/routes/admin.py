@@ -21,7 +21,7 @@ JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
 
 
 @router.get(
-    "/v1/admin/dead-letters",
+    "/admin/dead-letters",
     summary="Dead-lettered jobs of every tenant (admin key)",
     responses=documented({200: ("the dead-lettered jobs", DeadLetters)}, 403),
     tags=["admin"],
@@ -33,7 +33,7 @@ def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Resp
 
 
 @router.post(
-    "/v1/admin/dead-letters/redrive",
+    "/admin/dead-letters/redrive",
     summary="Send dead-lettered jobs back to their queue (admin key)",
     responses=documented({200: ("the ids of the jobs redriven", RedriveResponse)}, 400, 403),
     tags=["admin"],

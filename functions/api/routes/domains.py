@@ -15,7 +15,7 @@ router = Router()
 
 
 @router.get(
-    "/v1/domains",
+    "/domains",
     summary="Every circuit breaker (admin key)",
     responses=documented({200: ("the breakers", DomainList)}, 403),
     tags=["domains"],
@@ -27,7 +27,7 @@ def list_domains() -> Response[str]:
 
 
 @router.get(
-    "/v1/domains/<domain>",
+    "/domains/<domain>",
     summary="The circuit breaker of one target site",
     responses=documented({200: ("the breaker", DomainView)}),
     tags=["domains"],

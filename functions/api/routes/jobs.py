@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Pat
 
 from functions.api.context import (
     api_settings,
+    base_path,
     documented,
     logger,
     request_id,
@@ -27,7 +28,7 @@ from pagefleet.api_models import (
 )
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import service
-from pagefleet.models import JobRequest
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
 from pagefleet.states import JobStatus
 
@@ -49,17 +50,20 @@ SUBMIT_RESPONSES[202]["headers"] = {
 
 
 @router.post(
-    "/v1/jobs",
+    "/jobs",
     summary="Submit a job",
     description=(
-        "Records the job and queues it. The same Idempotency-Key with the same body returns "
-        "the same job (Idempotent-Replayed: true); with another body it is a 409."
+        "Records the job and queues it: inline `steps`, or a named `workflow` "
+        "(`name@version`, or `name` for the latest) with `inputs`. With `delay_seconds` or "
+        "`run_at` it waits `scheduled`; with `depends_on` it waits `waiting` until every "
+        "parent succeeded. The same Idempotency-Key with the same body returns the same job "
+        "(Idempotent-Replayed: true); with another body it is a 409."
     ),
     responses=SUBMIT_RESPONSES,
     tags=["jobs"],
 )
 def create_job(
-    request: Annotated[JobRequest, Body()],
+    request: Annotated[JobSubmission, Body()],
     idempotency_key: Annotated[
         str | None,
         Header(alias="Idempotency-Key", min_length=1, max_length=255),
@@ -89,7 +93,7 @@ def create_job(
         "job submitted",
         extra={"job_id": job.job_id, "tenant_id": tenant, "replayed": not submitted.created},
     )
-    headers = {"Location": f"/v1/jobs/{job.job_id}"}
+    headers = {"Location": f"{base_path(router)}/jobs/{job.job_id}"}
     if not submitted.created:
         headers["Idempotent-Replayed"] = "true"
     body = SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job))
@@ -97,7 +101,7 @@ def create_job(
 
 
 @router.get(
-    "/v1/jobs/<job_id>",
+    "/jobs/<job_id>",
     summary="Get a job",
     responses=documented({200: ("the job", JobView)}, 404),
     tags=["jobs"],
@@ -108,7 +112,7 @@ def get_job(job_id: JOB_ID) -> Response[str]:
 
 
 @router.get(
-    "/v1/jobs",
+    "/jobs",
     summary="List jobs, newest first",
     responses=documented({200: ("a page of jobs", JobPage)}, 400),
     tags=["jobs"],
@@ -129,7 +133,7 @@ def list_jobs(
 
 
 @router.get(
-    "/v1/jobs/<job_id>/artifacts",
+    "/jobs/<job_id>/artifacts",
     summary="A job's artifacts, with presigned download URLs",
     responses=documented({200: ("the artifacts", ArtifactList)}, 404),
     tags=["jobs"],
@@ -143,7 +147,7 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
 
 
 @router.post(
-    "/v1/jobs/<job_id>/cancel",
+    "/jobs/<job_id>/cancel",
     summary="Cancel a job",
     responses=documented(
         {

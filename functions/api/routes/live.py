@@ -41,7 +41,7 @@ def live() -> LiveApi:
 
 
 @router.get(
-    "/v1/jobs/<job_id>/events",
+    "/jobs/<job_id>/events",
     summary="A job's run events, in order",
     description=(
         "State changes, steps (started / finished, with duration and outcome), navigations, "
@@ -76,7 +76,7 @@ def list_events(
 
 
 @router.get(
-    "/v1/live",
+    "/live",
     summary="Where to follow jobs live (the WebSocket API) and its limits",
     responses=documented({200: ("the live API", LiveInfo)}),
     tags=["live"],
@@ -93,7 +93,7 @@ def live_info() -> Response[str]:
 
 
 @router.post(
-    "/v1/live/tickets",
+    "/live/tickets",
     summary="A single-use ticket to open the WebSocket without a header (browsers)",
     description=f"Valid {TICKET_TTL_S} s, for one connection: open `url` (`?ticket=...`).",
     responses=documented({201: ("the ticket", LiveTicket)}, 404),

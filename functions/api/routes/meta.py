@@ -12,7 +12,7 @@ router = Router()
 
 
 @router.get(
-    "/v1/openapi.json",
+    "/openapi.json",
     summary="This API's OpenAPI 3 document",
     responses={200: {"description": "the OpenAPI document"}},
     tags=["meta"],

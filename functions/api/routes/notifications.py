@@ -24,7 +24,7 @@ router = Router()
 
 
 @router.get(
-    "/v1/jobs/<job_id>/deliveries",
+    "/jobs/<job_id>/deliveries",
     summary="A job's webhook deliveries: every attempt, oldest first",
     responses=documented({200: ("the attempts", DeliveryList)}, 404),
     tags=["notifications"],
@@ -37,7 +37,7 @@ def list_deliveries(job_id: JOB_ID) -> Response[str]:
 
 
 @router.get(
-    "/v1/notifications",
+    "/notifications",
     summary="The tenant's default completion webhook",
     responses=documented({200: ("the settings", NotifySettings)}),
     tags=["notifications"],
@@ -47,7 +47,7 @@ def get_notifications() -> Response[str]:
 
 
 @router.put(
-    "/v1/notifications",
+    "/notifications",
     summary="Set (or clear, with null) the tenant's default completion webhook",
     responses=documented({200: ("the settings", NotifySettings)}, 400),
     tags=["notifications"],
@@ -63,7 +63,7 @@ def put_notifications(request: Annotated[NotifySettingsRequest, Body()]) -> Resp
 
 
 @router.get(
-    "/v1/notifications/signing-secret",
+    "/notifications/signing-secret",
     summary="The tenant's webhook signing secret (made on first use)",
     responses=documented({200: ("the secret", SigningSecret)}),
     tags=["notifications"],
@@ -73,7 +73,7 @@ def get_signing_secret() -> Response[str]:
 
 
 @router.post(
-    "/v1/notifications/signing-secret/rotate",
+    "/notifications/signing-secret/rotate",
     summary="Replace the tenant's webhook signing secret",
     responses=documented({200: ("the new secret", SigningSecret)}),
     tags=["notifications"],

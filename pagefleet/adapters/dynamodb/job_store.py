@@ -19,13 +19,13 @@ from pagefleet.adapters.dynamodb.codec import (
     idempotency_sk,
     item_to_record,
     job_sk,
-    ops_key,
     ops_time,
     record_to_item,
     serialize,
     status_pk,
     tenant_pk,
 )
+from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
 from pagefleet.adapters.dynamodb.updates import (
     FENCE,
     Update,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore:
+class DynamoJobStore(DispatchQueries):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -56,25 +56,33 @@ class DynamoJobStore:
         self._table = table_name
 
     # --- create / read ----------------------------------------------------------------------
-    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None:
-        """Write a new queued job, and its idempotency key in the same transaction.
+    def create(
+        self,
+        record: JobRecord,
+        idempotency_fingerprint: str | None = None,
+        *,
+        dispatch_at: int | None = None,
+    ) -> None:
+        """Write a new job, with its idempotency key and dependency edges in the same
+        transaction (see ``dispatch.placement`` for where it sits in the indexes).
 
         Raises ``IdempotencyConflict`` when the key already exists (the caller re-reads it).
         """
         item = record_to_item(record)
-        item["unqueued_pk"] = UNQUEUED
-        if record.deadline_at is not None:
-            item["ops_pk"] = ops_key("deadline", record.job_id)
-            item["ops_sk"] = ops_time(record.deadline_at)
+        item.update(placement(record, dispatch_at))
         put_job: Any = {
             "TableName": self._table,
             "Item": serialize(item),
             "ConditionExpression": "attribute_not_exists(pk)",
         }
-        if record.idempotency_key is None:
+        edges: Any = edge_puts(self._table, record)
+        if record.idempotency_key is None and not edges:
             # One item: a conditional put is as safe as a transaction at half the write cost
             # (and moto copies the whole table for every transaction).
             self._db.put_item(**put_job)
+            return
+        if record.idempotency_key is None:
+            self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
             return
         idem = {
             "pk": tenant_pk(record.tenant_id),
@@ -91,7 +99,7 @@ class DynamoJobStore:
             }
         }
         try:
-            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}])
+            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}, *edges])
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "TransactionCanceledException":
                 raise IdempotencyConflict(record.idempotency_key) from exc

@@ -56,6 +56,7 @@ def claim_update(
             ":ops": ops_key("lease", job_id),
             ":ops_sk": ops_time(lease_until),
             ":retry": JobStatus.RETRY_SCHEDULED.value,
+            ":scheduled": JobStatus.SCHEDULED.value,
             ":due": now + RETRY_DUE_SLACK_S,
         }
     )
@@ -63,8 +64,10 @@ def claim_update(
         f"attribute_exists(pk) AND ({in_clause} OR "
         "(#status = :running AND lease_expires_at < :now)) AND "
         "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running) AND "
-        # A duplicate of a retry's message must not start the attempt before its backoff.
-        "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due)"
+        # A duplicate of a retry's message must not start the attempt before its backoff,
+        # nor a scheduled job before its start.
+        "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due) AND "
+        "(#status <> :scheduled OR attribute_not_exists(run_at) OR run_at <= :due)"
     )
     expression = (
         "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "

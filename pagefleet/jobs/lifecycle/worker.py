@@ -1,79 +1,32 @@
-"""THE job lifecycle: every move of a job, and the one way to send a job message.
-
-The API (submit, cancel, redrive), the worker (claim, heartbeat, finish, defer), the
-dead-letters handler and the sweeper all move jobs through this class and nothing else.
-Each move is one conditional write in the ``JobStore`` (the transition table and the
-attempt/owner fence are enforced there); what happens to the SQS message that asked for the
-move (delete, hide, hand back) is decided and done here too, so the whole life of a
-message can be tested on in-memory fakes.
-
-Every method is safe to run twice or concurrently: a refused write means someone else
-moved the job first, and the answer says what to do with the message.
-"""
+"""The worker's moves: peek, claim, heartbeat, retry-or-fail, finish, defer, expire."""
 
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.errors import (
     DeadlinePassed,
-    EnqueueFailed,
     IllegalTransition,
-    JobNotCancellable,
     LeaseLost,
     NotFound,
     RetryNotDue,
 )
+from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.limits import bound_outcome
-from pagefleet.jobs.moves import Outcome, Step, Then, expired_error, headline, job_message
+from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message
 from pagefleet.jobs.rules import (
     LEASE_MARGIN_S,
     MAX_DELAY_S,
-    MAX_VISIBILITY_S,
     attempt_allowed,
     lease_until,
 )
-from pagefleet.models import Artifact, JobError, JobMessage, JobRecord, iso
-from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
+from pagefleet.models import Artifact, JobError, JobMessage, JobRecord
+from pagefleet.ports import ReceivedMessage
 from pagefleet.states import JobStatus
 
-# Re-exported: the worker takes these from here with the Lifecycle.
-__all__ = ["Lifecycle", "Outcome", "Step", "Then", "expired_error"]
 
-
-class Lifecycle:
-    def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.store = store
-        self.queue = queue
-        self.clock = clock
-
-    # --- time ---------------------------------------------------------------------------------
-    def now(self) -> int:
-        return int(self.clock.now())
-
-    def at(self) -> str:
-        return iso(datetime.fromtimestamp(self.clock.now(), UTC))
-
-    # --- the one way a job message is sent -----------------------------------------------------
-    def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
-        self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
-
-    def enqueue(self, job: JobRecord) -> JobRecord:
-        """Send a recorded job's message and note that it is in the queue."""
-        try:
-            self.send(job)
-        except Exception as exc:
-            raise EnqueueFailed(
-                "the job was recorded but could not be queued; retry with the same Idempotency-Key",
-                job_id=job.job_id,
-            ) from exc
-        at = self.at()
-        self.store.mark_enqueued(job.tenant_id, job.job_id, at)
-        return job.model_copy(update={"enqueued_at": at})
-
-    # --- the worker's side ----------------------------------------------------------------------
+class WorkerMoves(LifecycleBase):
     def peek(self, received: ReceivedMessage, pool: str) -> Step:
         """Look at the job before claiming it (the breaker needs its target)."""
         message = job_message(received)
@@ -166,6 +119,9 @@ class Lifecycle:
             # dies, the copy is what brings the job back.
             wait = max(1, current.lease_expires_at - self.now() + LEASE_MARGIN_S)
             return self._hide(received, pool, min(wait, recheck_s), "running elsewhere")
+        if current.status is JobStatus.WAITING:
+            # Its release sends a message of its own: this one is a stray copy.
+            return self._done(received, pool, "the job waits for its parents")
         return Step(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
 
     def heartbeat(
@@ -297,142 +253,3 @@ class Lifecycle:
         with contextlib.suppress(Exception):  # the reason is a courtesy to the user
             self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
         return self._done(received, pool, reason)
-
-    def expire(self, tenant_id: str, job_id: str) -> bool:
-        """A job not started before its deadline never runs. True if this call expired it."""
-        try:
-            self.store.transition(
-                tenant_id, job_id, JobStatus.EXPIRED, at=self.at(), error=expired_error()
-            )
-        except (IllegalTransition, NotFound):
-            return False  # someone else (the sweeper, a cancel) ended it first
-        return True
-
-    # --- the API's side -------------------------------------------------------------------------
-    def cancel(self, tenant_id: str, job_id: str) -> JobRecord:
-        """At once if the job has not started; through its worker if it is running."""
-        for _ in range(3):  # the job may start or finish while we look at it
-            job = self.store.get(tenant_id, job_id)
-            if job.status.is_final:
-                raise JobNotCancellable(
-                    f"job {job_id} already ended as {job.status.value}", status=job.status.value
-                )
-            try:
-                if job.status is JobStatus.RUNNING:
-                    return self.store.request_cancel(tenant_id, job_id, at=self.at())
-                return self.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=self.at())
-            except IllegalTransition:
-                continue
-        raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
-
-    def redrive(self, tenant_id: str, job_id: str) -> bool:
-        """A dead-lettered job goes back to its queue with a fresh attempt budget."""
-        try:
-            job = self.store.transition(tenant_id, job_id, JobStatus.QUEUED, at=self.at())
-        except (IllegalTransition, NotFound):
-            return False
-        self.enqueue(job.model_copy(update={"enqueued_at": None}))
-        return True
-
-    # --- the dead-letter queue's and the sweeper's side -----------------------------------------
-    def dead_letter(self, received: ReceivedMessage) -> str:
-        """Record why a message landed in the DLQ. Returns what happened (logs, tests)."""
-        message = received.message
-        if message is None:
-            return "poison"  # not a job message: nothing to mark
-        try:
-            current = self.store.get(message.tenant_id, message.job_id)
-        except NotFound:
-            return "unknown_job"
-        if current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= self.now():
-            return "alive"  # a live lease: this was a stale duplicate of the job's message
-        reason = JobError(
-            kind="dead_lettered",
-            message=(
-                f"the job's message was received {received.receive_count} times without "
-                "finishing; it was moved to the dead-letter queue"
-            ),
-            retryable=True,
-        )
-        try:
-            self.store.transition(
-                message.tenant_id,
-                message.job_id,
-                JobStatus.DEAD_LETTERED,
-                at=self.at(),
-                error=reason,
-            )
-        except NotFound:
-            return "unknown_job"
-        except IllegalTransition:
-            return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
-        return "marked"
-
-    def take_back(self, tenant_id: str, job_id: str, *, expired_before: int) -> str:
-        """A running job whose worker stopped heartbeating: retry it, or fail it when the
-        budget is spent. Returns "requeued", "failed", "alive" or "gone"."""
-        try:
-            job = self.store.get(tenant_id, job_id)
-        except NotFound:
-            return "gone"
-        if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
-            return "alive"
-        error = JobError(
-            kind="lease_expired",
-            message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",
-            retryable=True,
-            timeout="lease",
-        )
-        retry = attempt_allowed(job, job.attempt + 1)
-        try:
-            moved = self.store.transition(
-                tenant_id,
-                job_id,
-                JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
-                at=self.at(),
-                error=error,
-                lease_expired_before=expired_before,
-                retry_at=self.now(),
-            )
-        except IllegalTransition:
-            return "alive"  # the heartbeat came back, or another sweeper got there first
-        if not retry:
-            return "failed"
-        self.send(moved)
-        return "requeued"
-
-    def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
-        """A retry whose message never came back: send it again."""
-        try:
-            job = self.store.get(tenant_id, job_id)
-        except NotFound:
-            return False
-        if job.status is not JobStatus.RETRY_SCHEDULED:
-            return False
-        self.send(job)
-        self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
-        return True
-
-    # --- messages -------------------------------------------------------------------------------
-    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
-        try:
-            self.queue.delete(pool, received.receipt_handle)
-        except Exception as exc:  # it comes back and is recognised as done then
-            return Step(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
-        return Step(Then.DELETE, reason=reason)
-
-    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Step:
-        with contextlib.suppress(Exception):
-            self.queue.change_visibility(
-                pool, received.receipt_handle, min(seconds, MAX_VISIBILITY_S)
-            )
-        return Step(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
-
-    def _release(self, received: ReceivedMessage, pool: str) -> None:
-        with contextlib.suppress(Exception):
-            self.queue.change_visibility(pool, received.receipt_handle, 0)
-
-    def release(self, received: ReceivedMessage, pool: str) -> Step:
-        """Make a message visible again at once (this worker will not work on it)."""
-        self._release(received, pool)
-        return Step(Then.RELEASE, reason="handed back")
