@@ -162,7 +162,7 @@ class LiveDelivery:
                 if seen is None:
                     return
                 continue
-            if not self._post_all(connection.connection_id, bodies, held):
+            if not self._post_all(connection.connection_id, bodies, held, window):
                 return
             sent_now = {id(m) for m in ready}
             pending = [m for m in pending if id(m) not in sent_now]
@@ -178,9 +178,13 @@ class LiveDelivery:
             f"connection {connection.connection_id}: {len(pending)} messages still waiting"
         )
 
-    def _post_all(self, connection_id: str, bodies: list[dict[str, Any]], held: float) -> bool:
+    def _post_all(
+        self, connection_id: str, bodies: list[dict[str, Any]], held: float, window: int
+    ) -> bool:
         for body in bodies:
-            stamped = {**body, "sent_at": round(self.clock.now(), 3)}  # bodies are shared
+            # ``window``: the second whose budget it counted against (a slow post may be sent
+            # in the next one; the budget, not the post's clock, is what the cap holds to).
+            stamped = {**body, "sent_at": round(self.clock.now(), 3), "window": window}
             if held:
                 stamped["held_s"] = round(held, 3)
             if not self.poster.post(connection_id, dumps(stamped)):
