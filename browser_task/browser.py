@@ -29,7 +29,13 @@ from typing import Any
 import psutil
 from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
 
-from browser_task.chromium import chromium_args, chromium_executable, sandbox_enabled
+from browser_task.chromium import (
+    chromium_args,
+    chromium_executable,
+    driver_env,
+    environment,
+    sandbox_enabled,
+)
 from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
 from pagefleet.models import JobOptions
@@ -150,7 +156,8 @@ class BrowserPool:
 
     async def start(self) -> None:
         await self.egress.start()
-        self._playwright = await async_playwright().start()
+        with environment(driver_env()):
+            self._playwright = await async_playwright().start()
         await self._browser()
 
     @property
