@@ -38,6 +38,8 @@ from browser_task.chromium import (
 )
 from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
+from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
+from browser_task.warm import WarmContexts
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
@@ -88,17 +90,29 @@ class BrowserSession:
     closed: bool = False
     # The job's own egress listener when it has a per-job upstream proxy (closed with it).
     egress: EgressProxy | None = None
+    # Warm contexts (browser_task.warm): set for jobs that allow one; the runner sets
+    # ``reusable`` when the job succeeded, and only then is the context parked, not closed.
+    warm_key: str | None = None
+    reusable: bool = False
+    jobs: int = 1
+    listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
+    _park: Callable[[BrowserSession], Awaitable[bool]] | None = field(default=None, repr=False)
 
     @property
     def crashed(self) -> bool:
         return self.page_crashed or self.generation.crashed
 
     async def close(self) -> None:
-        """Close the context (bounded); safe to call twice and after a crash."""
+        """Close the context (bounded), or park it warm; safe to call twice and after a
+        crash."""
         if self.closed:
             return
         self.closed = True
         try:
+            if self.warm_key is not None and self.reusable and self._park is not None:
+                # Parked for the next job, or closed by the pool when it could not be.
+                await self._park(self)
+                return
             try:
                 await asyncio.wait_for(self.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
             except TimeoutError:
@@ -112,6 +126,21 @@ class BrowserSession:
             if self.egress is not None:
                 await self.egress.close()
             await self._release(self)
+
+
+class _Recording:
+    """A context as a setup function sees it: listeners it adds are noted."""
+
+    def __init__(self, context: BrowserContext, added: list[tuple[str, Callable[..., Any]]]):
+        self._context = context
+        self._added = added
+
+    def on(self, event: str, handler: Callable[..., Any]) -> None:
+        self._added.append((event, handler))
+        self._context.on(event, handler)  # type: ignore[call-overload]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
 
 
 class BrowserPool:
@@ -133,6 +162,7 @@ class BrowserPool:
         self._launched = 0
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
+        self.warm = WarmContexts(settings.concurrency)
         self._resolver = resolver
         self._connect = connect
         self.egress = EgressProxy(
@@ -175,9 +205,9 @@ class BrowserPool:
         )
         self._launched += 1
         generation = BrowserGeneration(
-            browser=browser, number=self._launched, process=_find_browser_process(marker)
+            browser=browser, number=self._launched, process=find_browser_process(marker)
         )
-        _remember_tree(generation)
+        remember_tree(generation)
         browser.on("disconnected", lambda _b: self._on_disconnected(generation))
         self._generations.add(generation)
         return generation
@@ -222,14 +252,24 @@ class BrowserPool:
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
+        warm_key: str | None = None,
     ) -> BrowserSession:
         """A fresh context and page; ``setup`` is applied before the page's first request,
         concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
-        context's proxy and is closed with the session."""
+        context's proxy and is closed with the session. With ``warm_key`` (a job that
+        allows it, see browser_task.warm) a parked context of that key is used if any."""
         await self._check_memory()
+        if warm_key is not None and egress is None and storage_state is None:
+            reused = await self._reuse(warm_key, options, setup)
+            if reused is not None:
+                return reused
         try:
             try:
-                return await self._new_session(options, storage_state, setup, egress)
+                session = await self._new_session(options, storage_state, setup, egress)
+                if warm_key is not None and egress is None and storage_state is None:
+                    session.warm_key = warm_key
+                    session._park = self._park
+                return session
             except Exception:
                 current = self._current
                 if current is None or current.browser.is_connected():
@@ -255,9 +295,10 @@ class BrowserPool:
         if generation.jobs_started >= self._settings.max_jobs_per_browser:
             # This is the last job for this browser; the next one launches a fresh browser.
             self._retire(generation, "jobs")
+        listeners: list[tuple[str, Callable[..., Any]]] = []
         try:
             context, page = await asyncio.wait_for(
-                self._open_context(generation, options, storage_state, setup, egress),
+                self._open_context(generation, options, storage_state, setup, egress, listeners),
                 CONTEXT_OPEN_TIMEOUT_S,
             )
         except TimeoutError:
@@ -272,10 +313,83 @@ class BrowserPool:
             await self._maybe_close(generation)
             raise
         session = BrowserSession(
-            context=context, page=page, generation=generation, _release=self._release, egress=egress
+            context=context,
+            page=page,
+            generation=generation,
+            _release=self._release,
+            egress=egress,
+            listeners=listeners,
         )
-        page.on("crash", lambda _p: setattr(session, "page_crashed", True))
+        self._watch_page(session)
         return session
+
+    def _watch_page(self, session: BrowserSession) -> None:
+        def crashed(_page: Page) -> None:
+            session.page_crashed = True
+
+        session.page.on("crash", crashed)
+        session.listeners.append(("page:crash", crashed))
+
+    def _usable(self, generation: BrowserGeneration) -> bool:
+        return (
+            generation is self._current
+            and not generation.retired
+            and not generation.crashed
+            and generation.browser.is_connected()
+        )
+
+    async def _reuse(
+        self, key: str, options: JobOptions, setup: ContextSetup | None
+    ) -> BrowserSession | None:
+        """A parked warm context of ``key``, set up for this job; None if there is none."""
+        await self.warm.expire()
+        parked = self.warm.take(key, self._usable)
+        if parked is None:
+            return None
+        generation = parked.generation
+        generation.jobs_started += 1
+        generation.active += 1
+        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+            self._retire(generation, "jobs")
+        session = BrowserSession(
+            context=parked.context,
+            page=parked.page,
+            generation=generation,
+            _release=self._release,
+            warm_key=key,
+            jobs=parked.jobs + 1,
+            _park=self._park,
+        )
+        try:
+            parked.context.set_default_timeout(options.action_timeout_ms)
+            parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            if setup is not None:
+                await setup(_Recording(parked.context, session.listeners))  # type: ignore[arg-type]
+        except Exception:
+            await session.close()
+            return None
+        self._watch_page(session)
+        return session
+
+    async def _park(self, session: BrowserSession) -> bool:
+        """Keep a succeeded job's context warm for the next job of its key."""
+        page_listeners = [(e, h) for e, h in session.listeners if e.startswith("page:")]
+        for event, handler in page_listeners:
+            with contextlib.suppress(Exception):
+                session.page.remove_listener(event.removeprefix("page:"), handler)
+        context_listeners = [(e, h) for e, h in session.listeners if not e.startswith("page:")]
+        if session.crashed or not self._usable(session.generation) or session.warm_key is None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            return False
+        return await self.warm.park(
+            session.warm_key,
+            session.context,
+            session.page,
+            session.generation,
+            session.jobs,
+            context_listeners,
+        )
 
     async def _open_context(
         self,
@@ -284,6 +398,7 @@ class BrowserPool:
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
+        listeners: list[tuple[str, Callable[..., Any]]] | None = None,
     ) -> tuple[BrowserContext, Page]:
         context = await generation.browser.new_context(
             viewport={"width": options.viewport.width, "height": options.viewport.height},
@@ -309,8 +424,10 @@ class BrowserPool:
             if setup is None:
                 page = await context.new_page()
             else:
-                # Both are round trips to the browser; neither needs the other.
-                page, _ = await asyncio.gather(context.new_page(), setup(context))
+                # Both are round trips to the browser; neither needs the other. What setup
+                # registers is noted, so a warm context can drop it before the next job.
+                recording = _Recording(context, listeners if listeners is not None else [])
+                page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
         except BaseException:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
@@ -326,7 +443,7 @@ class BrowserPool:
         if now - generation.memory_checked_at < MEMORY_CHECK_INTERVAL_S:
             return
         generation.memory_checked_at = now
-        rss = await asyncio.to_thread(_remember_tree, generation)
+        rss = await asyncio.to_thread(remember_tree, generation)
         limit = self._settings.max_browser_rss_mb * 1024 * 1024
         if rss > limit and not generation.retired:
             log.info(
@@ -347,19 +464,21 @@ class BrowserPool:
     async def _close_generation(self, generation: BrowserGeneration) -> None:
         generation.closing = True
         self._generations.discard(generation)
+        await self.warm.drop_generation(generation)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
         await self._reap(generation)
 
     async def _reap(self, generation: BrowserGeneration) -> None:
         """Kill and wait for whatever is left of this browser's process tree."""
-        await asyncio.to_thread(_kill_tree, generation)
+        await asyncio.to_thread(kill_tree, generation)
 
     def browser_rss_bytes(self) -> int:
         """RSS of every live browser's process tree (sampled now), for metrics and benches."""
-        return sum(_remember_tree(g) for g in list(self._generations))
+        return sum(remember_tree(g) for g in list(self._generations))
 
     async def close(self) -> None:
+        await self.warm.close_all()
         for generation in list(self._generations):
             await self._close_generation(generation)
         self._current = None
@@ -370,75 +489,3 @@ class BrowserPool:
                 await self._playwright.stop()
             self._playwright = None
         await self.egress.close()
-
-
-# --- process tree ----------------------------------------------------------------------------
-def _find_browser_process(marker: str) -> psutil.Process | None:
-    """The browser process of one launch: a descendant of this worker carrying the marker."""
-    try:
-        descendants = psutil.Process(os.getpid()).children(recursive=True)
-    except psutil.Error:
-        return None
-    for proc in descendants:
-        with contextlib.suppress(psutil.Error):
-            cmdline = proc.cmdline()
-            if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
-                return proc
-    return None
-
-
-def _remember_tree(generation: BrowserGeneration) -> int:
-    """Refresh the generation's known processes; the summed RSS of the live tree.
-
-    RSS counts pages shared between Chromium's processes once per process, so this
-    overstates the true footprint; it is a consistent, cheap trigger for recycling.
-    """
-    root = generation.process
-    if root is None:
-        return 0
-    try:
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in tree:
-        generation.known.setdefault(proc.pid, proc)
-        with contextlib.suppress(psutil.Error):
-            total += proc.memory_info().rss
-    generation.rss_bytes = total
-    return total
-
-
-def _kill_tree(generation: BrowserGeneration) -> None:
-    procs: dict[int, psutil.Process] = {}
-    root = generation.process
-    if root is not None:
-        with contextlib.suppress(psutil.Error):
-            if root.is_running():
-                procs[root.pid] = root
-                for child in root.children(recursive=True):
-                    procs[child.pid] = child
-    for pid, proc in list(generation.known.items()):
-        # is_running() also checks the start time, so a recycled pid is never signalled.
-        with contextlib.suppress(psutil.Error):
-            if proc.is_running():
-                procs.setdefault(pid, proc)
-    alive = []
-    for proc in procs.values():
-        with contextlib.suppress(psutil.Error):
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                proc.kill()
-            alive.append(proc)
-    if alive:
-        psutil.wait_procs(alive, timeout=5)
-    _reap_own_zombies(procs)
-    generation.known.clear()
-
-
-def _reap_own_zombies(procs: dict[int, psutil.Process]) -> None:
-    """Collect exit statuses of those that are our own children (e.g. we are a subreaper)."""
-    me = os.getpid()
-    for pid, proc in procs.items():
-        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
-            if proc.ppid() == me:
-                os.waitpid(pid, os.WNOHANG)

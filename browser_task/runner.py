@@ -31,6 +31,7 @@ from browser_task.executor import (
 )
 from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
+from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.models import JobError, JobRecord, ProxyOptions
@@ -127,12 +128,14 @@ class JobRunner:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
                 return self._failed(job, proxy_refused(refused), {}, [])
+        warm = allows_warm(request, options, storage_state=prepared.storage_state)
         try:
             session = await self.browsers.new_session(
                 options,
                 storage_state=prepared.storage_state,
                 setup=scheme_guard(guard),
                 egress=job_egress,
+                warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
             )
         except Exception as launch_error:
             failure = RotateBrowser(
@@ -249,12 +252,18 @@ class JobRunner:
         """The workflow returned or raised: success, or a failure to retry or fail."""
         crash = work.exception()
         if crash is None:
-            await ctx.session.close()
+            warm = ctx.session.warm_key is not None
+            if not warm:
+                await ctx.session.close()  # free the browser while the uploads finish
             try:
                 artifacts = await collector.collect()
             except JobFailure as upload_failure:
+                await ctx.session.close()
                 artifacts, _ = await collector.settle()
                 return self._failed(job, upload_failure, ctx.result, artifacts)
+            # Only a job that succeeded, uploads included, leaves its context warm.
+            ctx.session.reusable = warm and ctx.guard.stopped is None
+            await ctx.session.close()
             return Outcome(JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts)
         if isinstance(crash, JobFailure):
             failure = crash

@@ -6,7 +6,7 @@ import hashlib
 import json
 import random
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -98,6 +98,10 @@ class JobOptions(BaseModel):
     proxy: ProxyOptions | None = None
     # Record a Playwright trace (always recorded on failure too).
     trace: bool = False
+    # "job": a fresh browser context per job. "tenant": the worker may run this job in a
+    # warm context left by an earlier successful job of the same tenant, pool and options
+    # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
+    isolation: Literal["job", "tenant"] = "job"
 
     @field_validator("timezone_id")
     @classmethod

@@ -353,19 +353,10 @@ class BrowserWorkers(Construct):
         scaling = service.auto_scale_task_count(
             min_capacity=pool.min_tasks, max_capacity=pool.max_tasks
         )
-        first_age = pool.age_steps[0].age_seconds
-        # Below the first step nothing happens here; scale-in is left to the backlog policy,
-        # which sees an empty queue, and to task protection, which guards running jobs.
-        steps = [appscaling.ScalingInterval(upper=first_age, change=0)]
-        for index, step in enumerate(pool.age_steps):
-            upper = (
-                pool.age_steps[index + 1].age_seconds if index + 1 < len(pool.age_steps) else None
-            )
-            steps.append(
-                appscaling.ScalingInterval(
-                    lower=step.age_seconds, upper=upper, change=step.add_tasks
-                )
-            )
+        steps = [
+            appscaling.ScalingInterval(lower=lower, upper=upper, change=change)
+            for lower, upper, change in pool.age_intervals()
+        ]
         scaling.scale_on_metric(
             "ScaleOnOldestAge",
             metric=queue.queue.metric_approximate_age_of_oldest_message(
@@ -373,11 +364,55 @@ class BrowserWorkers(Construct):
             ),
             scaling_steps=steps,
             adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            cooldown=Duration.minutes(1),
+            cooldown=Duration.seconds(pool.step_cooldown_seconds),
             evaluation_periods=1,
         )
         self._track_backlog_per_task(pool_id, pool, queue, service, scaling)
+        if pool.idle_scale_in_percent is not None:
+            self._scale_in_when_idle(pool, queue, service, scaling)
         return scaling
+
+    # jobs queued and running per running task (none running: per one task).
+    LOAD_EXPRESSION = "(visible + inflight) / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
+
+    def _scale_in_when_idle(
+        self,
+        pool: PoolConfig,
+        queue: PoolQueue,
+        service: ecs.FargateService,
+        scaling: ecs.ScalableTaskCount,
+    ) -> None:
+        """Halve (``idle_scale_in_percent``) an idle pool each minute: target tracking
+        alone waits 15 quiet minutes, every task billed (bench/scale_sim.py)."""
+        assert pool.idle_scale_in_percent is not None
+        minute = Duration.minutes(1)
+        load = cloudwatch.MathExpression(
+            expression=self.LOAD_EXPRESSION,
+            using_metrics={
+                "visible": queue.queue.metric_approximate_number_of_messages_visible(
+                    period=minute, statistic="Average"
+                ),
+                "inflight": queue.queue.metric_approximate_number_of_messages_not_visible(
+                    period=minute, statistic="Average"
+                ),
+                "running": self.running_tasks(service),
+            },
+            label="Jobs queued and running per task",
+            period=minute,
+        )
+        scaling.scale_on_metric(
+            "ScaleInWhenIdle",
+            metric=load,
+            scaling_steps=[
+                appscaling.ScalingInterval(
+                    upper=pool.idle_load, change=-pool.idle_scale_in_percent
+                ),
+                appscaling.ScalingInterval(lower=pool.idle_load, change=0),
+            ],
+            adjustment_type=appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
+            cooldown=Duration.seconds(pool.step_cooldown_seconds),
+            evaluation_periods=pool.idle_minutes,
+        )
 
     # visible jobs per running task; with no task running, per one task, so 0 -> 1 scales.
     BACKLOG_EXPRESSION = "visible / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
@@ -422,8 +457,8 @@ class BrowserWorkers(Construct):
             scaling_target_id=target.scalable_target_id,
             target_tracking_scaling_policy_configuration=cfn.TargetTrackingScalingPolicyConfigurationProperty(
                 target_value=pool.backlog_target,
-                scale_out_cooldown=60,
-                scale_in_cooldown=300,
+                scale_out_cooldown=pool.scale_out_cooldown_seconds,
+                scale_in_cooldown=pool.scale_in_cooldown_seconds,
                 customized_metric_specification=cfn.CustomizedMetricSpecificationProperty(
                     metrics=[
                         stat(
