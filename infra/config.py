@@ -87,6 +87,13 @@ class PoolConfig(_Model):
         return out
 
     @property
+    def browser_rss_limit_mb(self) -> int:
+        """When the worker recycles its browser: summed RSS of its process tree, which
+        counts shared pages once per process and so overstates what the task uses
+        (docs/decisions.md, "Worker sizing from the memory figures")."""
+        return int(self.memory_mib * 0.8)
+
+    @property
     def idle_load(self) -> float:
         """Jobs queued and running per task below which the pool counts as idle."""
         return self.concurrency / 2
@@ -207,8 +214,9 @@ STAGES: dict[str, StageConfig] = {
         egress="nat",
         nat_gateways=2,
         pools={
+            # 6 slots: docs/decisions.md, "Worker sizing from the memory figures".
             "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=2, max_tasks=20
+                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=2, max_tasks=20
             ),
             "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=8),
         },
@@ -231,7 +239,7 @@ STAGES: dict[str, StageConfig] = {
         nat_gateways=1,
         pools={
             "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=1, max_tasks=8
+                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=1, max_tasks=8
             ),
             "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4),
         },

@@ -254,6 +254,7 @@ class BrowserWorkers(Construct):
                     stage=config.stage,
                     pool=name,
                     concurrency=str(pool.concurrency),
+                    max_browser_rss_mb=str(pool.browser_rss_limit_mb),
                     lease_seconds=str(queue.spec.visibility_timeout_s),
                     # Chromium's sandbox needs user namespaces, which Fargate's seccomp
                     # profile refuses to a non-root task: the worker would not start
