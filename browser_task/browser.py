@@ -39,7 +39,7 @@ from browser_task.chromium import (
 from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
 from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
-from browser_task.warm import WarmContexts
+from browser_task.warm import RecordingContext, WarmContexts
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
@@ -126,21 +126,6 @@ class BrowserSession:
             if self.egress is not None:
                 await self.egress.close()
             await self._release(self)
-
-
-class _Recording:
-    """A context as a setup function sees it: listeners it adds are noted."""
-
-    def __init__(self, context: BrowserContext, added: list[tuple[str, Callable[..., Any]]]):
-        self._context = context
-        self._added = added
-
-    def on(self, event: str, handler: Callable[..., Any]) -> None:
-        self._added.append((event, handler))
-        self._context.on(event, handler)  # type: ignore[call-overload]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
 
 
 class BrowserPool:
@@ -364,7 +349,7 @@ class BrowserPool:
             parked.context.set_default_timeout(options.action_timeout_ms)
             parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
             if setup is not None:
-                await setup(_Recording(parked.context, session.listeners))  # type: ignore[arg-type]
+                await setup(RecordingContext(parked.context, session.listeners))  # type: ignore[arg-type]
         except Exception:
             await session.close()
             return None
@@ -373,11 +358,6 @@ class BrowserPool:
 
     async def _park(self, session: BrowserSession) -> bool:
         """Keep a succeeded job's context warm for the next job of its key."""
-        page_listeners = [(e, h) for e, h in session.listeners if e.startswith("page:")]
-        for event, handler in page_listeners:
-            with contextlib.suppress(Exception):
-                session.page.remove_listener(event.removeprefix("page:"), handler)
-        context_listeners = [(e, h) for e, h in session.listeners if not e.startswith("page:")]
         if session.crashed or not self._usable(session.generation) or session.warm_key is None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
@@ -388,7 +368,7 @@ class BrowserPool:
             session.page,
             session.generation,
             session.jobs,
-            context_listeners,
+            session.listeners,
         )
 
     async def _open_context(
@@ -426,7 +406,7 @@ class BrowserPool:
             else:
                 # Both are round trips to the browser; neither needs the other. What setup
                 # registers is noted, so a warm context can drop it before the next job.
-                recording = _Recording(context, listeners if listeners is not None else [])
+                recording = RecordingContext(context, listeners if listeners is not None else [])
                 page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
         except BaseException:
             with contextlib.suppress(Exception):

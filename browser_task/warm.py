@@ -53,6 +53,22 @@ def allows_warm(request: JobRequest, options: JobOptions, *, storage_state: Any)
     )
 
 
+class RecordingContext:
+    """A context as a setup function sees it: the listeners it adds are noted, so a warm
+    context can drop them before the next job."""
+
+    def __init__(self, context: BrowserContext, added: list[tuple[str, Callable[..., Any]]]):
+        self._context = context
+        self._added = added
+
+    def on(self, event: str, handler: Callable[..., Any]) -> None:
+        self._added.append((event, handler))
+        self._context.on(event, handler)  # type: ignore[call-overload]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
 @dataclass(eq=False)
 class Parked:
     key: str
@@ -89,12 +105,15 @@ class WarmContexts:
         listeners: list[tuple[str, Callable[..., Any]]],
     ) -> bool:
         """Reset the context for the next job and keep it; False (and closed) if it cannot."""
+        for event, handler in listeners:  # "page:crash" is the page's, the rest the context's
+            with contextlib.suppress(Exception):
+                if event.startswith("page:"):
+                    page.remove_listener(event.removeprefix("page:"), handler)
+                else:
+                    context.remove_listener(event, handler)
         if jobs >= MAX_JOBS_PER_CONTEXT:
             await self._close(context, "jobs")
             return False
-        for event, handler in listeners:
-            with contextlib.suppress(Exception):
-                context.remove_listener(event, handler)
         try:
             await asyncio.wait_for(self._reset(context, page), RESET_TIMEOUT_S)
         except Exception as exc:
