@@ -271,7 +271,7 @@ def main() -> int:
             report = audit(store, list(run.kinds))
             elapsed = time.monotonic() - started
             api_faults = injected_faults(stack.function_logs()["api"])
-            dlq_handled = stack.dead_letters.handled if stack.dead_letters else 0
+            dlq_handled = stack.sources.dead_letters.handled if stack.sources else 0
             worker_faults = injected_faults(*(p.log_path for p in stack.worker_processes))
     finally:
         site.stop()

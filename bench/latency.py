@@ -86,7 +86,7 @@ def direct_submitter(stack: Any) -> Any:
     def submit() -> tuple[str, float]:
         request = HttpRequest(
             method="POST",
-            raw_path="/v1/jobs",
+            raw_path="/jobs",  # the stage (v1) is not part of the resource path
             headers=[("Content-Type", "application/json"), ("Host", "127.0.0.1")],
             body=body,
             source_ip="127.0.0.1",

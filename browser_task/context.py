@@ -45,6 +45,8 @@ class PreparedRun:
     applied_sessions: frozenset[int] = frozenset()
     # The job's options with {{inputs.x}} / {{secrets.NAME}} substituted (None: as submitted).
     options: JobOptions | None = None
+    # The results of the parent jobs the workflow reads ({{parents.<id>.result.<field>}}).
+    parents: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

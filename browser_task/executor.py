@@ -4,7 +4,7 @@ Every error leaving ``run_workflow`` is a ``JobFailure`` carrying the step index
 (described with secret values masked; a step inside a block is named by its path, e.g.
 ``steps[3].steps[1]``) and a reason a user can act on.
 
-Before any browser work, ``prepare_run`` settles what would otherwise fail half-way: every
+Before any browser work, ``prepare.prepare_run`` settles what would otherwise fail half-way: every
 ``{{secrets.NAME}}`` is resolved, the tenant's policy is checked for evaluate, and the
 sessions of the workflow's leading use_session steps are loaded so the context can be
 created with them.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any, Protocol
+from typing import Any
 
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
@@ -23,7 +23,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import ValidationError
 
 from browser_task.browser import ContextSetup
-from browser_task.context import PreparedRun, RunContext, SecretsResolver, is_navigation
+from browser_task.context import RunContext, is_navigation
 from browser_task.egress import UNRESOLVED_PREFIX, EgressGuard
 from browser_task.errors import (
     FailJob,
@@ -34,165 +34,21 @@ from browser_task.errors import (
     first_line,
     is_closed_error,
 )
-from browser_task.sessions import SessionStore, StorageState
+from browser_task.prepare import resolve_secret, step_label
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder
-from pagefleet.errors import SecretsUnavailable, SecretUnreadable
-from pagefleet.models import JobOptions, JobRequest
 from pagefleet.resources import DEBUG, ROUTINE
-from pagefleet.workflow import STEP_ADAPTER, Evaluate, Goto, Paginate, Step, UseSession, iter_steps
-from pagefleet.workflow.templating import mask_secrets, references, render
+from pagefleet.workflow import STEP_ADAPTER, Goto, Paginate, Step, UseSession
+from pagefleet.workflow.templating import references, render
 
 FAILURE_SCREENSHOT = "failure.png"
 FAILURE_HTML = "failure.html"
 FAILURE_SCREENSHOT_TIMEOUT_MS = 3_000
 DATA_ARTIFACT = "data.json"
-# The job record lives in one DynamoDB item (400 KB); keep the result well inside it.
+# A cap on what one job may extract. The job record keeps only a small result inline
+# (pagefleet.jobs.limits); a bigger one is read from DATA_ARTIFACT, uploaded below.
 MAX_RESULT_BYTES = 256 * 1024
-
-
-class TenantPolicies(Protocol):
-    """Reads a tenant's policy (``DynamoTenantStore`` is one)."""
-
-    def get_policy(self, tenant_id: str) -> Any: ...
-
-
-# --- before the browser ---------------------------------------------------------------------
-async def resolve_secret(secrets: SecretsResolver, tenant_id: str, name: str) -> str | None:
-    """A secret's value; a secret store's trouble becomes the job's failure or retry."""
-    try:
-        return await secrets.resolve(tenant_id, name)
-    except SecretUnreadable as exc:
-        raise FailJob(exc.message, kind="secret_unreadable") from None
-    except SecretsUnavailable as exc:
-        raise RetryJob(exc.message, kind="secrets_unavailable") from None
-
-
-def _step_paths(request: JobRequest) -> list[tuple[int, str, Step]]:
-    """(top-level index, path, step) for every step, nested ones included."""
-    out: list[tuple[int, str, Step]] = []
-    for path, step in iter_steps(request.steps):
-        top = int(path.split(".", 1)[0])
-        pretty = f"steps[{path}]".replace(".steps[", "].steps[", 1) if "." in path else path
-        out.append((top, pretty, step))
-    return out
-
-
-def _failure_at(
-    failure: JobFailure, top: int, path: str, step: Step, masks: set[str]
-) -> JobFailure:
-    failure.message = mask_secrets(failure.message, masks)
-    text = mask_secrets(step.describe(), masks)
-    if "." in path:
-        text = f"{path} {text}"
-    return failure.at_step(top, _label(step, text))
-
-
-async def prepare_run(
-    request: JobRequest,
-    tenant_id: str,
-    *,
-    secrets: SecretsResolver,
-    sessions: SessionStore | None,
-    policies: TenantPolicies | None,
-) -> PreparedRun:
-    """Settle everything that must not fail half-way through; raises JobFailure."""
-    steps = _step_paths(request)
-
-    resolved: dict[str, str] = {}
-    for name in sorted(request.secret_names()):
-        value = await resolve_secret(secrets, tenant_id, name)
-        if value is None:
-            failure = FailJob(f"secret {name} not found", kind="secret_not_found")
-            user = next(
-                (s for s in steps if ("secrets", name) in set(references(_own_args(s[2])))),
-                None,
-            )
-            if user is not None:
-                raise _failure_at(failure, user[0], user[1], user[2], set(resolved.values()))
-            raise failure
-        resolved[name] = value
-
-    evaluates = [s for s in steps if isinstance(s[2], Evaluate)]
-    if evaluates:
-        allowed = False
-        if policies is not None:
-            try:
-                policy = await asyncio.to_thread(policies.get_policy, tenant_id)
-            except Exception as exc:
-                raise RetryJob(
-                    f"reading the tenant policy failed: {first_line(str(exc))}",
-                    kind="policy_unavailable",
-                ) from None
-            allowed = bool(getattr(policy, "allow_evaluate", False))
-        if not allowed:
-            top, path, step = evaluates[0]
-            failure = FailJob(
-                "evaluate is not allowed for this tenant (policy allow_evaluate is off); "
-                "ask an administrator to enable it, or remove the evaluate step",
-                kind="evaluate_refused",
-            )
-            raise _failure_at(failure, top, path, step, set(resolved.values()))
-
-    storage_state: StorageState | None = None
-    applied: set[int] = set()
-    for index, step in enumerate(request.steps):
-        if not isinstance(step, UseSession):
-            break
-        if sessions is None:
-            raise _failure_at(session._no_store(), index, str(index), step, set())
-        try:
-            state = await session.load_state(tenant_id, step, sessions)
-        except JobFailure as failure:
-            raise _failure_at(failure, index, str(index), step, set()) from None
-        applied.add(index)
-        if state is not None:
-            storage_state = _merge_states(storage_state, state)
-    return PreparedRun(
-        secrets=resolved,
-        storage_state=storage_state,
-        applied_sessions=frozenset(applied),
-        options=_render_options(request, resolved),
-    )
-
-
-def _render_options(request: JobRequest, secrets: dict[str, str]) -> JobOptions:
-    """The job's options with references substituted (proxy credentials, headers, ...)."""
-    raw = request.options.model_dump(exclude_none=True)
-    if next(iter(references(raw)), None) is None:
-        return request.options
-    try:
-        return JobOptions.model_validate(render(raw, request.inputs, secrets))
-    except KeyError as exc:
-        raise FailJob(
-            f"options use {{{{{exc.args[0]}}}}}, which has no value", kind="invalid_workflow"
-        ) from None
-    except ValidationError as exc:
-        problem = mask_secrets(exc.errors()[0].get("msg", "invalid value"), set(secrets.values()))
-        raise FailJob(
-            f"after templating the options are invalid: {problem}", kind="invalid_workflow"
-        ) from None
-
-
-def _own_args(step: Step) -> dict[str, Any]:
-    return step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
-
-
-def _merge_states(base: StorageState | None, extra: StorageState) -> StorageState:
-    """Several leading use_session steps: later sessions win for the same cookie / origin."""
-    if base is None:
-        return {
-            "cookies": list(extra.get("cookies") or []),
-            "origins": list(extra.get("origins") or []),
-        }
-    cookies = {(c.get("name"), c.get("domain"), c.get("path")): c for c in base["cookies"]}
-    cookies.update(
-        {(c.get("name"), c.get("domain"), c.get("path")): c for c in extra.get("cookies") or []}
-    )
-    origins = {o.get("origin"): o for o in base["origins"]}
-    origins.update({o.get("origin"): o for o in extra.get("origins") or []})
-    return {"cookies": list(cookies.values()), "origins": list(origins.values())}
 
 
 # --- the browser context ---------------------------------------------------------------------
@@ -258,7 +114,7 @@ async def render_step(step: Step, ctx: RunContext) -> Step:
         secrets[name] = value
         ctx.secret_values.add(value)
     try:
-        rendered = render(raw, ctx.request.inputs, secrets)
+        rendered = render(raw, ctx.request.inputs, secrets, ctx.prepared.parents)
     except KeyError as exc:
         raise FailJob(f"{{{{{exc.args[0]}}}}} has no value", kind="invalid_workflow") from exc
     try:
@@ -331,7 +187,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     if len(data) > MAX_RESULT_BYTES:
         raise FailJob(
             f"the extracted result is {len(data)} bytes, over the {MAX_RESULT_BYTES}-byte limit "
-            "of a job record; extract less (for example fewer fields or no html)",
+            "of a job's result; extract less (for example fewer fields or no html)",
             kind="result_too_large",
         )
     if ctx.result:
@@ -391,14 +247,8 @@ def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailu
     return failure.at_step(ctx.step_index, text)
 
 
-def _label(step: Step, text: str) -> str:
-    if step.label:
-        text = f"{step.label}: {text}"
-    return text if len(text) <= 500 else text[:499] + "…"
-
-
 def describe(step: Step, ctx: RunContext) -> str:
-    return _label(step, ctx.mask(step.describe()))
+    return step_label(step, ctx.mask(step.describe()))
 
 
 def _mask_values(value: Any, ctx: RunContext) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,13 +23,12 @@ from browser_task.egress_http import UNREACHABLE, Refused
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
 from browser_task.executor import (
-    TenantPolicies,
     capture_failure_artifacts,
     describe,
-    prepare_run,
     run_workflow,
     scheme_guard,
 )
+from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
 from browser_task.warm import allows_warm, warm_key
@@ -117,6 +117,7 @@ class JobRunner:
                 secrets=self._secrets,
                 sessions=self._sessions,
                 policies=self._policies,
+                parents=self.parent_result,
             )
         except JobFailure as refused:
             return self._failed(job, refused, {}, [])
@@ -282,6 +283,19 @@ class JobRunner:
         artifacts, _ = await collector.settle()
         return self._failed(job, failure, ctx.result, artifacts)
 
+    def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
+        """A parent's result: inline in its record, or in its ``data.json`` when too big."""
+        parent = self.lifecycle.store.get(tenant_id, job_id, consistent=False)
+        if parent.result is not None or parent.result_artifact is None:
+            return parent.result
+        kept = next(
+            (a for a in reversed(parent.artifacts) if a.name == parent.result_artifact), None
+        )
+        if kept is None:
+            return None
+        loaded: dict[str, Any] = json.loads(self._artifacts.get(kept.key))
+        return loaded
+
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
     ) -> Outcome:
@@ -325,7 +339,7 @@ class JobRunner:
                     self.lifecycle.heartbeat,
                     job,
                     received,
-                    settings.pool,
+                    received.queue,
                     lease_seconds=settings.lease_seconds,
                 )
             except LeaseLost:

@@ -1,8 +1,10 @@
 """Structured logs and EMF metrics for the worker.
 
-Logs: one Powertools Logger; per-job keys (correlation id, job id, tenant) travel as
-``extra`` on each call rather than ``append_keys``, because two slots log concurrently
-from one event loop and the logger's appended keys are process-wide.
+Logs: one Powertools Logger, so lines have the Lambda functions' JSON shape and key names
+(``level``, ``location``, ``message``, ``timestamp``, ``service``, ``correlation_id``,
+``job_id``, ``tenant_id``; tests/worker/test_correlation.py holds both sides to it). Per-job
+keys travel as ``extra`` on each call rather than ``append_keys``, because two slots log
+concurrently from one event loop and the logger's appended keys are process-wide.
 
 Metrics: Powertools ``EphemeralMetrics`` (no state shared between instances) buffer values
 in memory and are flushed as EMF lines on a timer and at shutdown, never per job, so the hot

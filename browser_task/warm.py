@@ -27,6 +27,7 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Page
 
+from browser_task.generation import BrowserGeneration
 from pagefleet.models import JobOptions, JobRequest
 from pagefleet.workflow import SaveSession, UseSession, iter_steps
 
@@ -74,7 +75,7 @@ class Parked:
     key: str
     context: BrowserContext
     page: Page
-    generation: Any  # browser.BrowserGeneration (not imported: it imports this module)
+    generation: BrowserGeneration
     jobs: int
     since: float
 
@@ -100,7 +101,7 @@ class WarmContexts:
         key: str,
         context: BrowserContext,
         page: Page,
-        generation: Any,
+        generation: BrowserGeneration,
         jobs: int,
         listeners: list[tuple[str, Callable[..., Any]]],
     ) -> bool:
@@ -144,7 +145,7 @@ class WarmContexts:
                 del self._parked[ident]
                 await self._close(parked.context, "capacity" if over else "idle")
 
-    async def drop_generation(self, generation: Any) -> None:
+    async def drop_generation(self, generation: BrowserGeneration) -> None:
         for ident, parked in list(self._parked.items()):
             if parked.generation is generation:
                 del self._parked[ident]

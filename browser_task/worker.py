@@ -25,8 +25,9 @@ from browser_task.browser import BrowserPool
 from browser_task.context import SecretsResolver
 from browser_task.egress import Resolver, system_resolver
 from browser_task.errors import first_line
-from browser_task.executor import TenantPolicies
 from browser_task.health import Liveness
+from browser_task.prepare import TenantPolicies
+from browser_task.receiver import Receiver
 from browser_task.runner import JobRunner
 from browser_task.sessions import S3SessionStore, SessionStore
 from browser_task.task_protection import TaskProtection
@@ -114,6 +115,13 @@ class Worker:
         self._runner: JobRunner | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.jobs_handled = 0
+        self.receiver = Receiver(
+            services.queue,
+            settings.pool,
+            visibility=settings.lease_seconds,
+            wait_seconds=settings.poll_wait_seconds,
+            stopping=self._stop_flag.is_set,
+        )
 
     # --- start and stop -------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -162,6 +170,7 @@ class Worker:
         finally:
             for task in slots:
                 task.cancel()
+            await asyncio.to_thread(self.receiver.hand_back)
             await self.browsers.close()
             flusher.cancel()
             breaker_flusher.cancel()
@@ -200,7 +209,7 @@ class Worker:
                 continue
             for received in messages:
                 if self._stopping.is_set():
-                    await asyncio.to_thread(self.lifecycle.release, received, self.settings.pool)
+                    await asyncio.to_thread(self.lifecycle.release, received, received.queue)
                     continue
                 try:
                     await self._handle(received)
@@ -226,16 +235,10 @@ class Worker:
         return []
 
     def _receive_blocking(self) -> list[ReceivedMessage]:
-        settings = self.settings
-        messages = self.lifecycle.queue.receive(
-            settings.pool,
-            max_messages=1,
-            wait_seconds=settings.poll_wait_seconds,
-            visibility=settings.lease_seconds,
-        )
+        messages = self.receiver.receive()
         if messages and self._stop_flag.is_set():
             for received in messages:
-                self.lifecycle.release(received, settings.pool)
+                self.lifecycle.release(received, received.queue)
             return []
         return messages
 
@@ -250,7 +253,8 @@ class Worker:
                 receive_count=received.receive_count,
             )
             return
-        pool = self.settings.pool
+        # The lifecycle settles the message on the queue it came from (pool and priority).
+        pool = received.queue
         log = self._log.bind(
             correlation_id=message.correlation_id,
             tenant_id=message.tenant_id,
@@ -340,7 +344,7 @@ class Worker:
                 await self._release_probe(domain, probe)
                 return
             finished = await asyncio.to_thread(
-                self.lifecycle.finish, job, outcome, received, self.settings.pool, self.worker_id
+                self.lifecycle.finish, job, outcome, received, received.queue, self.worker_id
             )
             self._finished(finished, outcome, duration_ms, log)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:

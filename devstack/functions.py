@@ -47,7 +47,11 @@ SWEEPER = FunctionSpec("sweeper", CoreSettings, timeout_s=50, memory_mb=512, max
 DEAD_LETTERS = FunctionSpec(
     "dead_letters", CoreSettings, timeout_s=30, memory_mb=512, max_concurrency=1
 )
-SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS)
+JOB_CHANGES = FunctionSpec(
+    "job_changes", CoreSettings, timeout_s=60, memory_mb=512, max_concurrency=1
+)
+SCHEDULER = FunctionSpec("scheduler", CoreSettings, timeout_s=30, memory_mb=512, max_concurrency=2)
+SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS, JOB_CHANGES, SCHEDULER)
 
 # What any process needs from its parent's environment (a Lambda has its own versions).
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH")

@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
@@ -23,7 +23,29 @@ from devstack.lambda_env import LambdaFunction
 log = logging.getLogger("devstack")
 
 
-class Timer:
+class Background:
+    """A part of the local stack that runs ``_run`` on a daemon thread until stopped."""
+
+    thread_name = "background"
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+
+    def start(self) -> Self:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Timer(Background):
     """Calls ``action`` every ``interval_s`` on a daemon thread until stopped.
 
     A failing run is logged and the timer keeps going, as a scheduled Lambda would be
@@ -32,16 +54,12 @@ class Timer:
 
     def __init__(self, name: str, interval_s: float, action: Callable[[], object]) -> None:
         self.name = name
+        self.thread_name = f"timer-{name}"
         self.interval_s = interval_s
         self._action = action
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"timer-{name}", daemon=True)
         self.runs = 0
         self.failures = 0
-
-    def start(self) -> Timer:
-        self._thread.start()
-        return self
+        super().__init__()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -53,11 +71,6 @@ class Timer:
                     break  # stopped mid-run: the stack closed the function under it
                 self.failures += 1
                 log.exception("timer %s failed", self.name)
-
-    def stop(self, timeout: float = 5) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
 
 
 def in_process(name: str, module: str) -> LambdaFunction:
@@ -127,9 +140,11 @@ def sqs_event_records(messages: list[dict[str, Any]], queue_arn: str) -> dict[st
     }
 
 
-class DeadLetterPoller:
+class DeadLetterPoller(Background):
     """The DLQ event source mapping: long-poll each DLQ, invoke dead_letters, delete what
     it handled (records named in ``batchItemFailures`` stay for another try)."""
+
+    thread_name = "dlq-poller"
 
     def __init__(
         self, dlq_urls: dict[str, str], *, wait_s: int = 2, function: LambdaFunction | None = None
@@ -137,18 +152,8 @@ class DeadLetterPoller:
         self._urls = dict(dlq_urls)
         self._function = function or in_process("pagefleet-dead-letters", "dead_letters")
         self._wait = wait_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="dlq-poller", daemon=True)
         self.handled = 0
-
-    def start(self) -> DeadLetterPoller:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        super().__init__()
 
     def _run(self) -> None:
         from pagefleet.runtime import RUNTIME

@@ -10,7 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, TABLES, TableSpec
+from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, SCHEDULER, TABLES, TableSpec
 
 
 @dataclass
@@ -20,6 +21,22 @@ class Provisioned:
     artifacts_bucket: str
     queue_urls: dict[str, str] = field(default_factory=dict)
     dlq_urls: dict[str, str] = field(default_factory=dict)
+    schedule_group: str | None = None
+    scheduler_dlq_url: str | None = None
+    scheduler_dlq_arn: str | None = None
+
+    def scheduler_settings(self) -> dict[str, str]:
+        """The API's EventBridge Scheduler settings (the local poller plays the Scheduler)."""
+        if self.schedule_group is None:
+            return {}
+        prefix = f"arn:aws:{{}}:{LOCAL_REGION}:{LOCAL_ACCOUNT}"
+        return {
+            "schedule_group": self.schedule_group,
+            "scheduler_target_arn": prefix.format("lambda") + ":function:pagefleet-scheduler",
+            "scheduler_role_arn": prefix.format("iam").replace(LOCAL_REGION, "")
+            + ":role/pagefleet-scheduler",
+            "scheduler_dlq_arn": self.scheduler_dlq_arn or "",
+        }
 
 
 def _key_schema(pk: Any, sk: Any) -> list[dict[str, str]]:
@@ -61,8 +78,11 @@ def create_table(dynamodb: Any, spec: TableSpec, name: str) -> None:
         )
 
 
-def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisioned:
-    """Idempotent: running it twice leaves one set of resources."""
+def create_all(
+    dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "", scheduler: Any | None = None
+) -> Provisioned:
+    """Idempotent: running it twice leaves one set of resources. With a ``scheduler``
+    client, EventBridge Scheduler's schedule group and its target's DLQ too."""
     names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
     for spec in TABLES:
         create_table(dynamodb, spec, names[spec.logical_id])
@@ -94,8 +114,20 @@ def create_all(dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "") -> Provisi
                 ),
             },
         )["QueueUrl"]
-        out.queue_urls[queue.pool] = url
-        out.dlq_urls[queue.pool] = dlq_url
+        out.queue_urls[queue.key] = url
+        out.dlq_urls[queue.key] = dlq_url
+
+    if scheduler is not None:
+        out.schedule_group = prefix + SCHEDULER.local_group
+        with contextlib.suppress(scheduler.exceptions.ConflictException):
+            scheduler.create_schedule_group(Name=out.schedule_group)
+        out.scheduler_dlq_url = sqs.create_queue(
+            QueueName=prefix + SCHEDULER.dlq_local_name,
+            Attributes={"MessageRetentionPeriod": str(SCHEDULER.dlq_retention_s)},
+        )["QueueUrl"]
+        out.scheduler_dlq_arn = sqs.get_queue_attributes(
+            QueueUrl=out.scheduler_dlq_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

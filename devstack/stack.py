@@ -30,12 +30,12 @@ from typing import Any
 
 import httpx
 
-from devstack.constants import LOCAL_REGION
+from devstack.constants import LOCAL_REGION, aws_env
 from devstack.demo_site import DemoSite
+from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.lambda_env import LambdaFunction
-from devstack.pollers import DeadLetterPoller, Timer, sweeper_timer
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from pagefleet.client import PagefleetClient
@@ -65,23 +65,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def aws_env(endpoint_url: str) -> dict[str, str]:
-    """Point every boto3 client at moto with dummy credentials; nothing can reach AWS."""
-    return {
-        "AWS_ENDPOINT_URL": endpoint_url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": LOCAL_REGION,
-        "AWS_REGION": LOCAL_REGION,
-        # No profile or config file may add a real endpoint or credentials.
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    }
 
 
 # Variables that could send a client somewhere else than moto; removed from our env.
@@ -139,8 +122,7 @@ class LocalStack:
         self.rest_api: RestApi | None = None
         self.functions: dict[str, LambdaFunction] = {}
         self.site: DemoSite | None = None
-        self.sweeper: Timer | None = None
-        self.dead_letters: DeadLetterPoller | None = None
+        self.sources: EventSources | None = None
         self.provisioned: Provisioned | None = None
         self.core_settings: dict[str, Any] = {}
         self.api_settings: ApiSettings | None = None
@@ -220,11 +202,14 @@ class LocalStack:
             self._start_gateway()
             self._start_workers()
             self._await(warming)
-            self.sweeper = sweeper_timer(self.sweeper_interval_s, self.functions["sweeper"])
-            self.sweeper.start()
             assert self.provisioned is not None
-            self.dead_letters = DeadLetterPoller(
-                self.provisioned.dlq_urls, function=self.functions["dead_letters"]
+            self.sources = EventSources(
+                self.functions,
+                jobs_table=self.provisioned.jobs_table,
+                dlq_urls=self.provisioned.dlq_urls,
+                sweeper_interval_s=self.sweeper_interval_s,
+                schedule_group=self.provisioned.schedule_group,
+                scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
             ).start()
         except BaseException:
             self.stop()
@@ -233,12 +218,9 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop everything this stack started; safe to call twice and after a failed start."""
-        if self.sweeper is not None:
-            self.sweeper.stop()
-            self.sweeper = None
-        if self.dead_letters is not None:
-            self.dead_letters.stop()
-            self.dead_letters = None
+        if self.sources is not None:
+            self.sources.stop()
+            self.sources = None
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
@@ -315,7 +297,10 @@ class LocalStack:
 
     def _provision(self) -> None:
         self.provisioned = create_all(
-            RUNTIME.client("dynamodb"), RUNTIME.client("sqs"), RUNTIME.client("s3")
+            RUNTIME.client("dynamodb"),
+            RUNTIME.client("sqs"),
+            RUNTIME.client("s3"),
+            scheduler=RUNTIME.client("scheduler"),
         )
         self.core_settings = {
             "jobs_table": self.provisioned.jobs_table,
@@ -323,6 +308,7 @@ class LocalStack:
             "artifacts_bucket": self.provisioned.artifacts_bucket,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
+            **self.provisioned.scheduler_settings(),
         }
         core: dict[str, Any] = self.core_settings
         self.api_settings = ApiSettings(**core)
@@ -339,7 +325,13 @@ class LocalStack:
         RUNTIME.reset()
 
     def _start_site(self) -> None:
-        self.site = DemoSite(self.site_port).start()
+        try:
+            self.site = DemoSite(self.site_port).start()
+        except OSError as exc:
+            raise StackError(
+                f"cannot serve the demo site on 127.0.0.1:{self.site_port} ({exc.strerror}); "
+                "pick another port with --site-port"
+            ) from exc
 
     def _create_dev_tenant(self) -> None:
         assert self.provisioned is not None

@@ -21,6 +21,10 @@ JOBS_API = ("GetItem", "PutItem", "UpdateItem", "Query", "ConditionCheckItem")
 JOBS_WORKER = ("GetItem", "PutItem", "UpdateItem", "Query", "BatchWriteItem", "ConditionCheckItem")
 JOBS_SWEEPER = ("GetItem", "UpdateItem", "Query", "ConditionCheckItem")
 JOBS_DEAD_LETTERS = ("GetItem", "UpdateItem", "ConditionCheckItem")
+# The scheduler function: submits jobs (records, idempotency keys, runs) like the API.
+JOBS_SCHEDULER = JOBS_API
+# The jobs stream's reader: reads jobs, releases or cancels dependants (conditional writes).
+JOBS_CHANGES = ("GetItem", "UpdateItem", "Query", "ConditionCheckItem")
 TENANTS_READ = ("GetItem", "Query")
 TENANTS_QUOTA = ("GetItem", "Query", "UpdateItem")
 

@@ -13,15 +13,27 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import json
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.models import JobError, JobRequest
-from pagefleet.states import FINAL_STATES, JobStatus
+from pagefleet.api_models import (
+    ArtifactInfo,
+    ArtifactLink,
+    ArtifactList,
+    DeadLetters,
+    JobPage,
+    JobView,
+    RedriveResponse,
+    SubmitResponse,
+)
+from pagefleet.client_dispatch import DispatchCalls
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.models import JobRequest
+from pagefleet.states import JobStatus
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -91,63 +103,23 @@ class ChecksumMismatch(Exception):
     """A downloaded artifact's sha256 differs from the one recorded for it."""
 
 
-class ArtifactInfo(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    size: int
-    content_type: str
-    sha256: str
-    retention: str | None = None
-    attempt: int | None = None
-
-
-class ArtifactLink(ArtifactInfo):
-    """An artifact with a short-lived presigned download URL."""
-
-    url: str
-    expires_in: int | None = None
-
-
-class Job(BaseModel):
-    """A job as the API shows it (``JobRecord.public_view()``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    job_id: str
-    status: JobStatus
-    request: dict[str, Any] = Field(default_factory=dict)
-    created_at: str | None = None
-    updated_at: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    correlation_id: str | None = None
-    pool: str | None = None
-    attempt: int = 0
-    result: dict[str, Any] | None = None
-    artifacts: list[ArtifactInfo] = Field(default_factory=list)
-    error: JobError | None = None
-    attempts: list[dict[str, Any]] = Field(default_factory=list)
-
-    @property
-    def is_final(self) -> bool:
-        return self.status in FINAL_STATES
-
-    @property
-    def name(self) -> str | None:
-        value = self.request.get("name")
-        return str(value) if value is not None else None
-
-
-class JobList(BaseModel):
-    jobs: list[Job]
-    next_cursor: str | None = None
-
-
+# The API's contract models are the client's: one declaration for both sides.
+Job = JobView
+JobList = JobPage
 ArtifactLinks = list[ArtifactLink]
+__all__ = [
+    "ApiError",
+    "ArtifactInfo",
+    "ArtifactLink",
+    "ArtifactLinks",
+    "ChecksumMismatch",
+    "Job",
+    "JobList",
+    "PagefleetClient",
+]
 
 
-class PagefleetClient:
+class PagefleetClient(DispatchCalls):
     def __init__(
         self,
         base_url: str,
@@ -191,7 +163,7 @@ class PagefleetClient:
 
     def submit(
         self,
-        request: JobRequest | Mapping[str, Any],
+        request: JobRequest | JobSubmission | Mapping[str, Any],
         idempotency_key: str | None = None,
         *,
         correlation_id: str | None = None,
@@ -199,7 +171,7 @@ class PagefleetClient:
         """Submit a job; the API answers 202 with the queued job (or the replayed one)."""
         body = (
             request.model_dump(mode="json", exclude_none=True)
-            if isinstance(request, JobRequest)
+            if isinstance(request, JobRequest | JobSubmission)
             else dict(request)
         )
         headers = {}
@@ -207,11 +179,11 @@ class PagefleetClient:
             headers["Idempotency-Key"] = idempotency_key
         if correlation_id is not None:
             headers["X-Correlation-Id"] = correlation_id
-        payload = self._request("POST", "/v1/jobs", json=body, headers=headers).json()
-        return Job.model_validate(payload.get("job", payload))
+        response = self._request("POST", "/v1/jobs", json=body, headers=headers)
+        return SubmitResponse.model_validate_json(response.content).job
 
     def get(self, job_id: str) -> Job:
-        return Job.model_validate(self._request("GET", f"/v1/jobs/{job_id}").json())
+        return Job.model_validate_json(self._request("GET", f"/v1/jobs/{job_id}").content)
 
     def list(
         self,
@@ -226,7 +198,7 @@ class PagefleetClient:
             params["limit"] = limit
         if cursor is not None:
             params["cursor"] = cursor
-        return JobList.model_validate(self._request("GET", "/v1/jobs", params=params).json())
+        return JobList.model_validate_json(self._request("GET", "/v1/jobs", params=params).content)
 
     def iter_jobs(
         self, status: JobStatus | str | None = None, page_size: int = 100
@@ -241,23 +213,30 @@ class PagefleetClient:
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job: queued ones at once; running ones stop within seconds."""
-        return Job.model_validate(self._request("POST", f"/v1/jobs/{job_id}/cancel").json())
+        return Job.model_validate_json(self._request("POST", f"/v1/jobs/{job_id}/cancel").content)
 
     def dead_letters(self) -> builtins.list[Job]:
         """Dead-lettered jobs of every tenant (admin key)."""
-        payload = self._request("GET", "/v1/admin/dead-letters").json()
-        return [Job.model_validate(j) for j in payload.get("dead_letters", [])]
+        response = self._request("GET", "/v1/admin/dead-letters")
+        return list(DeadLetters.model_validate_json(response.content).dead_letters)
 
     def redrive(self, jobs: builtins.list[str] | None = None) -> builtins.list[str]:
         """Send dead-lettered jobs ("tenant_id/job_id"; None = all) back to their queue."""
         body: dict[str, Any] = {} if jobs is None else {"jobs": jobs}
-        return list(
-            self._request("POST", "/v1/admin/dead-letters/redrive", json=body).json()["redriven"]
-        )
+        response = self._request("POST", "/v1/admin/dead-letters/redrive", json=body)
+        return RedriveResponse.model_validate_json(response.content).redriven
 
     def artifacts(self, job_id: str) -> ArtifactLinks:
-        payload = self._request("GET", f"/v1/jobs/{job_id}/artifacts").json()
-        return [ArtifactLink.model_validate(a) for a in payload.get("artifacts", [])]
+        response = self._request("GET", f"/v1/jobs/{job_id}/artifacts")
+        return ArtifactList.model_validate_json(response.content).artifacts
+
+    def result(self, job: Job) -> dict[str, Any] | None:
+        """The job's result: inline, or (too large for the record) read from its artifact."""
+        if job.result is not None or job.result_artifact is None:
+            return job.result
+        link = next(a for a in self.artifacts(job.job_id) if a.name == job.result_artifact)
+        data: dict[str, Any] = json.loads(self.download_verified(link))
+        return data
 
     def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> Job:
         """Poll until the job is final; raises TimeoutError (with the last status) otherwise."""

@@ -29,6 +29,18 @@ class InvalidRequest(PagefleetError):
         self.field = field
 
 
+class InvalidField(InvalidRequest):
+    """A field of the request holds a value that cannot be used (422, naming the field)."""
+
+    code = "validation_error"
+
+
+class RequestTooLarge(InvalidRequest):
+    """The request (or the job record it would make) is over a size limit: send less."""
+
+    code = "request_too_large"
+
+
 class NotFound(PagefleetError):
     code = "not_found"
 
@@ -49,6 +61,12 @@ class Unauthorized(PagefleetError):
 
 class Forbidden(PagefleetError):
     code = "forbidden"
+
+
+class NotConfigured(PagefleetError):
+    """The deployment does not offer this (e.g. schedules without a Scheduler group)."""
+
+    code = "not_configured"
 
 
 # --- caller may retry ----------------------------------------------------------------------

@@ -10,6 +10,8 @@ NAMESPACE = "pagefleet"
 # Powertools adds a ``service`` dimension to every metric; CloudWatch matches metrics on
 # their full dimension set, so the dashboard needs the exact value.
 WORKER_SERVICE = "browser_task"
+# The DLQ consumer (functions/dead_letters) emits DEAD_LETTERED with this service dimension.
+DEAD_LETTERS_SERVICE = "pagefleet-dead-letters"
 
 JOB_DURATION = "JobDuration"  # milliseconds, per finished job; dims: service, pool
 QUEUE_DELAY = "QueueDelay"  # milliseconds from enqueue to start; dims: service, pool
@@ -17,6 +19,7 @@ JOBS_FINISHED = "JobsFinished"  # count; dims: service, pool, status (final job 
 RETRIES = "Retries"  # count of retry_scheduled transitions; dims: service, pool
 TIMEOUTS = "Timeouts"  # count of timed_out jobs; dims: service, pool
 BROWSER_CRASHES = "BrowserCrashes"  # count; dims: service, pool
+DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims: service
 SLOTS_BUSY = "SlotsBusy"  # gauge of busy browser slots per task; dims: service, pool
 
 DIM_SERVICE = "service"

@@ -5,19 +5,38 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from ulid import ULID
 
-from pagefleet.resources import QUEUES
+from pagefleet.resources import POOLS, Priority, queue_key
 from pagefleet.states import JobStatus
-from pagefleet.workflow import Evaluate, Paginate, Step, Upload, iter_steps
+from pagefleet.workflow import (
+    MAX_BLOCK_DEPTH,
+    Evaluate,
+    Paginate,
+    Step,
+    Upload,
+    iter_steps,
+    too_deep_block,
+)
 from pagefleet.workflow.templating import references
 
 InputValue = str | int | float | bool
+JOB_ID_PATTERN = re.compile(r"^[0-9a-z]{26}$")
+MAX_DEPENDENCIES = 50
+MAX_DELAY_SECONDS = 7 * 24 * 3600
 
 
 def utcnow() -> datetime:
@@ -138,34 +157,57 @@ class RetryPolicy(BaseModel):
         return int((rng or random).uniform(0.0, self.ceiling(attempt)))
 
 
-class JobRequest(BaseModel):
-    """What a client submits: a workflow of steps, its inputs and run options."""
+def refuse_deep_blocks(steps: Any) -> Any:
+    """Before the step models parse (and recurse into) a workflow: blocks nested too deep."""
+    path = too_deep_block(steps)
+    if path is not None:
+        raise ValueError(
+            f"{path} is a block nested more than {MAX_BLOCK_DEPTH} levels deep "
+            f"(paginate inside paginate); at most {MAX_BLOCK_DEPTH} levels are allowed"
+        )
+    return steps
+
+
+class JobSettings(BaseModel):
+    """What a job is run with, whether its steps come inline or from a named workflow."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None = Field(default=None, max_length=200)
-    steps: list[Step] = Field(min_length=1, max_length=500)
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
-    options: JobOptions = JobOptions()
     pool: str = "standard"
     max_attempts: int = Field(default=3, ge=1, le=10)
     # Latest start: a job not started by then becomes `expired` and never runs.
     deadline: datetime | None = None
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
+    # Dispatch: which of the pool's queues, when, and after which jobs.
+    priority: Priority = "normal"
+    delay_seconds: int | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
+    run_at: datetime | None = None
+    depends_on: list[str] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
 
-    @field_validator("deadline")
+    @field_validator("deadline", "run_at")
     @classmethod
-    def _aware_deadline(cls, deadline: datetime | None) -> datetime | None:
-        if deadline is not None and deadline.tzinfo is None:
-            raise ValueError("deadline needs a timezone, e.g. 2026-12-01T10:00:00Z")
-        return deadline
+    def _aware_time(cls, when: datetime | None, info: ValidationInfo) -> datetime | None:
+        if when is not None and when.tzinfo is None:
+            raise ValueError(f"{info.field_name} needs a timezone, e.g. 2026-12-01T10:00:00Z")
+        return when
+
+    @field_validator("depends_on")
+    @classmethod
+    def _job_ids(cls, parents: list[str]) -> list[str]:
+        for parent in parents:
+            if not JOB_ID_PATTERN.match(parent):
+                raise ValueError(f"{parent!r} is not a job id")
+        if len(set(parents)) != len(parents):
+            raise ValueError("depends_on names a job twice")
+        return parents
 
     @field_validator("pool")
     @classmethod
     def _known_pool(cls, pool: str) -> str:
-        pools = [q.pool for q in QUEUES]
-        if pool not in pools:
-            raise ValueError(f"unknown pool {pool!r}; one of {', '.join(pools)}")
+        if pool not in POOLS:
+            raise ValueError(f"unknown pool {pool!r}; one of {', '.join(POOLS)}")
         return pool
 
     @field_validator("inputs")
@@ -177,6 +219,30 @@ class JobRequest(BaseModel):
         return inputs
 
     @model_validator(mode="after")
+    def _one_start(self) -> JobSettings:
+        if self.delay_seconds is not None and self.run_at is not None:
+            raise ValueError("give delay_seconds or run_at, not both")
+        return self
+
+    def fingerprint(self) -> str:
+        """Stable hash of the request, to tell an idempotent retry from a different body."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class JobRequest(JobSettings):
+    """A job as it runs: its steps, inputs and options (inline, or resolved from a named
+    workflow version when it was submitted)."""
+
+    steps: list[Step] = Field(min_length=1, max_length=500)
+    options: JobOptions = JobOptions()
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _blocks_not_too_deep(cls, steps: Any) -> Any:
+        return refuse_deep_blocks(steps)
+
+    @model_validator(mode="after")
     def _inputs_exist(self) -> JobRequest:
         for path, step in iter_steps(self.steps):
             # A block's nested steps are checked on their own, under their own path.
@@ -185,6 +251,11 @@ class JobRequest(BaseModel):
                 if namespace == "inputs" and name not in self.inputs:
                     raise ValueError(
                         f"steps[{path}] uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+                    )
+                if namespace == "parents" and name not in self.depends_on:
+                    raise ValueError(
+                        f"steps[{path}] reads the result of job {name}, which depends_on "
+                        "does not name"
                     )
             if isinstance(step, Upload) and step.input not in self.inputs:
                 raise ValueError(f"steps[{path}] uploads input {step.input!r} but inputs has none")
@@ -200,11 +271,6 @@ class JobRequest(BaseModel):
 
     def uses_evaluate(self) -> bool:
         return any(isinstance(step, Evaluate) for _, step in iter_steps(self.steps))
-
-    def fingerprint(self) -> str:
-        """Stable hash of the request, to tell an idempotent retry from a different body."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class Artifact(BaseModel):
@@ -253,6 +319,9 @@ class JobRecord(BaseModel):
     finished_at: str | None = None
     enqueued_at: str | None = None
     result: dict[str, Any] | None = None
+    # A result too large to keep in the record lives only in this artifact (data.json).
+    result_artifact: str | None = None
+    result_bytes: int | None = None
     artifacts: list[Artifact] = Field(default_factory=list)
     error: JobError | None = None
     attempts: list[AttemptRecord] = Field(default_factory=list)
@@ -265,30 +334,17 @@ class JobRecord(BaseModel):
     attempt_base: int = 0
     # Why a queued job is waiting (e.g. its target's circuit is open).
     deferred_reason: str | None = None
+    # Epoch seconds a scheduled job may start (from delay_seconds / run_at).
+    run_at: int | None = None
+    # The named workflow version the steps came from, and the schedule that made the job.
+    workflow: str | None = None
+    workflow_version: int | None = None
+    schedule_id: str | None = None
+    scheduled_time: str | None = None
 
     @property
     def attempts_used(self) -> int:
         return self.attempt - self.attempt_base
-
-    def public_view(self) -> dict[str, Any]:
-        """What the API returns for a job (no lease internals)."""
-        data = self.model_dump(
-            mode="json",
-            exclude={
-                "lease_owner",
-                "lease_expires_at",
-                "idempotency_key",
-                "tenant_id",
-                "deadline_at",
-                "retry_at",
-                "attempt_base",
-            },
-        )
-        data["artifacts"] = [
-            {k: a[k] for k in ("name", "size", "content_type", "sha256", "retention", "attempt")}
-            for a in data["artifacts"]
-        ]
-        return data
 
 
 class JobMessage(BaseModel):
@@ -301,6 +357,12 @@ class JobMessage(BaseModel):
     attempt: int
     correlation_id: str
     pool: str
+    priority: Priority = "normal"
+
+    @property
+    def queue(self) -> str:
+        """The queue this message goes to: the pool's queue of its priority."""
+        return queue_key(self.pool, self.priority)
 
     @classmethod
     def for_job(cls, job: JobRecord) -> JobMessage:
@@ -310,6 +372,7 @@ class JobMessage(BaseModel):
             attempt=job.attempt,
             correlation_id=job.correlation_id,
             pool=job.pool,
+            priority=job.request.priority,
         )
 
 

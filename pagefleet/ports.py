@@ -52,6 +52,7 @@ class ReceivedMessage:
     receive_count: int
     sent_at_ms: int
     body: str
+    queue: str = ""  # the key of the queue it came from (pool, or pool-priority)
 
 
 class JobStore(Protocol):
@@ -59,7 +60,16 @@ class JobStore(Protocol):
     on the transition table; every worker write is fenced on (attempt, lease_owner).
     Refused writes raise ``IllegalTransition`` (or a subclass) or ``LeaseLost``."""
 
-    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None: ...
+    def create(
+        self,
+        record: JobRecord,
+        idempotency_fingerprint: str | None = None,
+        *,
+        dispatch_at: int | None = None,
+    ) -> None:
+        """Write a new job in its first state. A waiting job's dependency edges go with it;
+        ``dispatch_at`` (a scheduled job due in more than 15 minutes) puts it in the sweeper's
+        due set instead of expecting its message now."""
 
     def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
 
@@ -77,6 +87,12 @@ class JobStore(Protocol):
     ) -> tuple[list[JobRecord], dict[str, Any] | None]: ...
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]: ...
+
+    def count(self, tenant_id: str, status: JobStatus) -> int:
+        """How many of the tenant's jobs are in ``status`` now."""
+
+    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
+        """The tenant's oldest job in ``status`` (by creation)."""
 
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None: ...
 
@@ -109,6 +125,9 @@ class JobStore(Protocol):
         error: JobError | None,
         history: AttemptRecord,
         retry_at: int | None = None,
+        result_artifact: str | None = None,
+        result_bytes: int | None = None,
+        attempt_log: list[AttemptRecord] | None = None,
     ) -> JobRecord: ...
 
     def transition(
@@ -131,19 +150,29 @@ class JobStore(Protocol):
 
     def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]: ...
 
+    def dependants(self, tenant_id: str, job_id: str) -> list[str]:
+        """Ids of the jobs that name ``job_id`` in their ``depends_on``."""
+
+    def dispatched(self, tenant_id: str, job_id: str, *, at: str) -> None:
+        """A scheduled job's message is on its way: out of the due set."""
+
+    def recheck_waiting(self, tenant_id: str, job_id: str, *, due: int) -> None:
+        """A waiting job the sweeper looked at: look again at ``due``."""
+
 
 class JobQueue(Protocol):
-    """One queue per worker pool; messages carry ids only."""
+    """A pool's queues (one per priority), named by key: ``standard``, ``standard-high``...
+    Messages carry ids only; ``send`` picks the queue from the message."""
 
     def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str: ...
 
     def receive(
-        self, pool: str, *, max_messages: int, wait_seconds: int, visibility: int
+        self, queue: str, *, max_messages: int, wait_seconds: int, visibility: int
     ) -> list[ReceivedMessage]: ...
 
-    def delete(self, pool: str, receipt_handle: str) -> None: ...
+    def delete(self, queue: str, receipt_handle: str) -> None: ...
 
-    def change_visibility(self, pool: str, receipt_handle: str, seconds: int) -> None: ...
+    def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None: ...
 
 
 class ArtifactStore(Protocol):
@@ -198,6 +227,11 @@ class SecretStore(Protocol):
 
 
 class CursorCodec(Protocol):
+    """Pagination cursors: ``decode`` accepts only what ``encode`` gave the same listing
+    (tenant and status filter), else raises ``InvalidRequest`` on ``cursor``."""
+
     def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str: ...
 
-    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]: ...
+    def decode(
+        self, tenant_id: str, cursor: str, *, status: JobStatus | None = None
+    ) -> dict[str, Any]: ...

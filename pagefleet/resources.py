@@ -8,6 +8,7 @@ the local resources agree, so the two cannot drift.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,17 @@ class TableSpec:
         return [{"AttributeName": n, "AttributeType": t} for n, t in sorted(seen.items())]
 
 
+Priority = Literal["high", "normal", "low"]
+# SQS has no priorities: each pool has a queue per priority, and workers take from the high
+# queue first without starving the others (docs/decisions.md, "Priority").
+PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+
+
+def queue_key(pool: str, priority: str = "normal") -> str:
+    """The name a queue goes by in settings (``PAGEFLEET_QUEUE_URLS``) and messages."""
+    return pool if priority == "normal" else f"{pool}-{priority}"
+
+
 @dataclass(frozen=True)
 class QueueSpec:
     pool: str
@@ -53,6 +65,11 @@ class QueueSpec:
     retention_s: int = 4 * 24 * 3600
     dlq_retention_s: int = 14 * 24 * 3600
     receive_wait_s: int = 20
+    priority: Priority = "normal"
+
+    @property
+    def key(self) -> str:
+        return queue_key(self.pool, self.priority)
 
     @property
     def dlq_local_name(self) -> str:
@@ -110,11 +127,35 @@ TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE)
 LEASE_SECONDS = 60
 MAX_RECEIVE_COUNT = 5
 
-QUEUES: tuple[QueueSpec, ...] = (
-    QueueSpec("standard", "pagefleet-jobs-standard", LEASE_SECONDS, MAX_RECEIVE_COUNT),
-    QueueSpec("heavy", "pagefleet-jobs-heavy", LEASE_SECONDS, MAX_RECEIVE_COUNT),
+POOLS: tuple[str, ...] = ("standard", "heavy")
+QUEUES: tuple[QueueSpec, ...] = tuple(
+    QueueSpec(
+        pool,
+        f"pagefleet-jobs-{queue_key(pool, priority)}",
+        LEASE_SECONDS,
+        MAX_RECEIVE_COUNT,
+        priority=priority,
+    )
+    for pool in POOLS
+    for priority in PRIORITIES
 )
 DEFAULT_POOL = "standard"
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """EventBridge Scheduler's parts: the schedule group and the target's dead-letter queue."""
+
+    local_group: str = "pagefleet-local"
+    dlq_local_name: str = "pagefleet-scheduler-dlq"
+    dlq_retention_s: int = 14 * 24 * 3600
+
+
+SCHEDULER = SchedulerSpec()
+
+# The REST API's stage, named for the version: every URL is https://<api>/v1/<route>, on
+# API Gateway (the stage), a custom domain (its base path mapping) and the local gateway.
+API_STAGE = "v1"
 
 ROUTINE = "routine"
 DEBUG = "debug"
@@ -126,8 +167,9 @@ ARTIFACTS_BUCKET = BucketSpec(
 )
 
 
-def queue_for_pool(pool: str) -> QueueSpec:
-    for queue in QUEUES:
-        if queue.pool == pool:
-            return queue
-    raise KeyError(pool)
+def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
+    """A pool's queues, highest priority first."""
+    found = tuple(q for q in QUEUES if q.pool == pool)
+    if not found:
+        raise KeyError(pool)
+    return found

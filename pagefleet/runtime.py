@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
     from pagefleet.breaker import Breakers
+    from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
+    from pagefleet.schedules import SchedulerMirror, ScheduleStore
     from pagefleet.settings import CoreSettings
 
 # Standard retry mode backs off on throttling; adaptive would also rate-limit the client.
@@ -112,6 +114,7 @@ class Runtime:
     # --- adapters and services ------------------------------------------------------------
     def job_services(self, settings: CoreSettings) -> JobServices:
         from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore
+        from pagefleet.adapters.dynamodb.workflows import DynamoWorkflowStore
         from pagefleet.adapters.s3 import S3ArtifactStore
         from pagefleet.adapters.sqs import SqsJobQueue
         from pagefleet.jobs.service import JobServices
@@ -125,6 +128,7 @@ class Runtime:
                 queue=SqsJobQueue(self.client("sqs"), settings.queue_urls),
                 artifacts=S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
                 cursors=CursorCodec(),
+                workflows=DynamoWorkflowStore(self.client("dynamodb"), settings.jobs_table),
             )
 
         return self._once(("jobs", settings.model_dump_json()), build)
@@ -136,6 +140,43 @@ class Runtime:
             ("breakers", settings.model_dump_json()),
             lambda: DomainBreakers(self.client("dynamodb"), settings.jobs_table, settings.breaker),
         )
+
+    def change_consumers(self, settings: CoreSettings) -> list[ChangeConsumer]:
+        """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
+
+        from pagefleet.jobs.dependencies import DependencyRelease
+
+        def build() -> list[ChangeConsumer]:
+            return [DependencyRelease(self.job_services(settings).lifecycle)]
+
+        return self._once(("changes", settings.model_dump_json()), build)
+
+    def schedule_store(self, settings: CoreSettings) -> ScheduleStore:
+        from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
+
+        return self._once(
+            ("schedule_store", settings.jobs_table),
+            lambda: DynamoScheduleStore(self.client("dynamodb"), settings.jobs_table),
+        )
+
+    def schedules(self, settings: CoreSettings) -> tuple[ScheduleStore, SchedulerMirror]:
+        """Schedule records and their EventBridge Scheduler mirror (the stage's group)."""
+        from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget
+        from pagefleet.errors import NotConfigured
+
+        group, function, role = (
+            settings.schedule_group,
+            settings.scheduler_target_arn,
+            settings.scheduler_role_arn,
+        )
+        if not (group and function and role):
+            raise NotConfigured("schedules are not configured in this deployment")
+        target = SchedulerTarget(group, function, role, settings.scheduler_dlq_arn)
+        mirror = self._once(
+            ("scheduler_mirror", target),
+            lambda: EventBridgeSchedulerMirror(self.client("scheduler"), target),
+        )
+        return self.schedule_store(settings), mirror
 
     def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
         from pagefleet.adapters.dynamodb import DynamoTenantStore

@@ -33,6 +33,12 @@ class CoreSettings(_Base):
     stage: str = "dev"
     # Per-domain circuit breaker thresholds, as JSON: {"window_s": 60, "failure_rate": 0.5, ...}
     breaker: BreakerPolicy = Field(default_factory=BreakerPolicy)
+    # EventBridge Scheduler: the stage's schedule group, the scheduler function each schedule
+    # targets, the role the Scheduler invokes it with, and the target's dead-letter queue.
+    schedule_group: str | None = None
+    scheduler_target_arn: str | None = None
+    scheduler_role_arn: str | None = None
+    scheduler_dlq_arn: str | None = None
     # Chaos testing only: the share of AWS calls this runtime fails on purpose (0 = never).
     aws_fault_rate: float = Field(default=0.0, ge=0.0, le=0.5)
 

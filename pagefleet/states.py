@@ -10,6 +10,8 @@ from enum import StrEnum
 
 
 class JobStatus(StrEnum):
+    SCHEDULED = "scheduled"  # delayed: waits for its run_at
+    WAITING = "waiting"  # depends on jobs that have not all succeeded yet
     QUEUED = "queued"
     RUNNING = "running"
     RETRY_SCHEDULED = "retry_scheduled"
@@ -28,6 +30,10 @@ class JobStatus(StrEnum):
 _S = JobStatus
 
 TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    # A due scheduled job is claimed straight from its delayed message (no queued step).
+    _S.SCHEDULED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED}),
+    # Released to the queue when every parent succeeded; cancelled when one did not.
+    _S.WAITING: frozenset({_S.QUEUED, _S.CANCELLED, _S.EXPIRED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED}),
     # running -> running is a reclaim: a new attempt takes over a job whose lease expired.
     _S.RUNNING: frozenset(

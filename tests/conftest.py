@@ -83,7 +83,12 @@ def provisioned(moto_endpoint: str) -> Provisioned:
         urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
     ).read()
     _clear_runtime_caches()
-    return create_all(aws_client("dynamodb"), aws_client("sqs"), aws_client("s3"))
+    return create_all(
+        aws_client("dynamodb"),
+        aws_client("sqs"),
+        aws_client("s3"),
+        scheduler=aws_client("scheduler"),
+    )
 
 
 @pytest.fixture
@@ -95,6 +100,8 @@ def api_env(provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Iterat
     monkeypatch.setenv("PAGEFLEET_TENANTS_TABLE", provisioned.tenants_table)
     monkeypatch.setenv("PAGEFLEET_ARTIFACTS_BUCKET", provisioned.artifacts_bucket)
     monkeypatch.setenv("PAGEFLEET_QUEUE_URLS", json.dumps(provisioned.queue_urls))
+    for name, value in provisioned.scheduler_settings().items():
+        monkeypatch.setenv(f"PAGEFLEET_{name.upper()}", value)
     _clear_runtime_caches()
     yield provisioned
     _clear_runtime_caches()

@@ -29,12 +29,14 @@ from devstack.gateway.rest import (
     RestApi,
     authorizer_request_context,
     policy_allows,
+    strip_stage,
 )
 from devstack.gateway.server import READ_TIMEOUT_S, App, LocalGateway
 from devstack.lambda_env import LambdaFunction
+from pagefleet.resources import API_STAGE
 
 # infra/constructs/api.py deploys the REST API to this stage.
-STAGE_NAME = "v1"
+STAGE_NAME = API_STAGE
 
 
 def pagefleet_rest_api(
@@ -70,5 +72,6 @@ __all__ = [
     "proxy_resource",
     "proxy_response",
     "rest_event",
+    "strip_stage",
     "token_authorizer_event",
 ]

@@ -13,6 +13,7 @@ the ``Unauthorized`` error, which is 401.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import threading
@@ -39,6 +40,7 @@ from devstack.lambda_env import (
     LambdaFunction,
     PayloadTooLarge,
 )
+from pagefleet.resources import API_STAGE
 
 # API Gateway's default (and, for edge-optimized APIs, maximum) integration timeout.
 INTEGRATION_TIMEOUT_S = 29.0
@@ -74,6 +76,17 @@ def authorizer_request_context(policy: Mapping[str, Any]) -> dict[str, Any]:
     return context
 
 
+def strip_stage(request: HttpRequest, stage: str) -> HttpRequest | None:
+    """The request as the integration sees it: its URL path without the leading stage
+    (``/v1/jobs`` -> ``/jobs``); None when the URL does not start with the stage."""
+    prefix = f"/{stage}"
+    raw = request.raw_path
+    if raw == prefix or raw.startswith((f"{prefix}/", f"{prefix}?")):
+        rest = raw[len(prefix) :]
+        return dataclasses.replace(request, raw_path=rest if rest.startswith("/") else "/" + rest)
+    return None
+
+
 class RestApi:
     """Serves every request through the authorizer and the one proxy integration."""
 
@@ -83,7 +96,7 @@ class RestApi:
         handler: LambdaFunction,
         authorizer: LambdaFunction | None,
         api_id: str = "local",
-        stage: str = "prod",
+        stage: str = API_STAGE,
         authorizer_ttl_s: float = 300,
         identity_header: str = "Authorization",
         integration_timeout_s: float = INTEGRATION_TIMEOUT_S,
@@ -107,6 +120,16 @@ class RestApi:
     def matches(self, request: HttpRequest) -> bool:
         return True  # the REST API owns every path that no other app claims
 
+    def without_stage(self, request: HttpRequest) -> HttpRequest | None:
+        prefix = f"/{self.stage}"
+        raw = request.raw_path
+        if raw == prefix or raw.startswith((f"{prefix}/", f"{prefix}?")):
+            rest = raw[len(prefix) :]
+            return dataclasses.replace(
+                request, raw_path=rest if rest.startswith("/") else "/" + rest
+            )
+        return None
+
     def event_for(
         self, request: HttpRequest, request_id: str, authorizer: Mapping[str, Any] | None
     ) -> dict[str, Any]:
@@ -125,6 +148,12 @@ class RestApi:
         request_id = str(uuid.uuid4())
         if len(request.body) > MAX_PAYLOAD_BYTES:
             return gateway_error(413, "Request Entity Too Large", request_id)
+        # The URL names the stage first (https://<api>/<stage>/...), as on execute-api; the
+        # integration sees the path without it (requestContext.path keeps it).
+        staged = self.without_stage(request)
+        if staged is None:
+            return gateway_error(403, "Forbidden", request_id)
+        request = staged
         authorizer_context: dict[str, Any] | None = None
         if self.authorizer is not None:
             outcome = self._authorize(request, request_id)

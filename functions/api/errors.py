@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from botocore.exceptions import BotoCoreError, ClientError
 
+from pagefleet.api_models import ErrorBody, ErrorDetail
 from pagefleet.errors import (
     EnqueueFailed,
     Forbidden,
     IdempotencyKeyReused,
+    InvalidField,
     InvalidRequest,
     JobNotCancellable,
+    NotConfigured,
     NotFound,
     PagefleetError,
+    RequestTooLarge,
     Unauthorized,
 )
 
+# Checked in order: a subclass before its base.
 STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
+    RequestTooLarge: 413,
+    InvalidField: 422,
     InvalidRequest: 400,
     Unauthorized: 401,
     Forbidden: 403,
@@ -27,7 +34,24 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,
     EnqueueFailed: 503,
+    NotConfigured: 501,
 }
+
+
+def error_body(
+    code: str,
+    message: str,
+    *,
+    field: str | None = None,
+    details: Iterable[Mapping[str, Any]] | None = None,
+) -> str:
+    detail = ErrorDetail(
+        code=code,
+        message=message,
+        field=field,
+        details=[dict(d) for d in details] if details is not None else None,
+    )
+    return ErrorBody(error=detail).model_dump_json(exclude_none=True)
 
 
 def error_response(
@@ -39,29 +63,73 @@ def error_response(
     details: Iterable[Mapping[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Response[str]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if field is not None:
-        error["field"] = field
-    if details is not None:
-        error["details"] = list(details)
     return Response(
         status_code=status,
         content_type="application/json",
-        body=json.dumps({"error": error}),
+        body=error_body(code, message, field=field, details=details),
         headers=dict(headers or {}),
     )
+
+
+def proxy_error(status: int, code: str, message: str, *, field: str) -> dict[str, Any]:
+    """An error answered by the entry point itself (before the resolver), as a proxy result."""
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json"},
+        "isBase64Encoded": False,
+        "body": error_body(code, message, field=field),
+    }
+
+
+# AWS answers that say "not now" rather than "never": the client may retry the same request.
+_TRANSIENT_AWS_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "Throttling",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "TransactionConflictException",
+    }
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error.get("Code") in _TRANSIENT_AWS_CODES or int(status or 0) >= 500
+    return isinstance(exc, BotoCoreError)  # connection refused, timed out, reset
+
+
+def internal_error(exc: BaseException, request_id: str | None) -> Response[str]:
+    """A fault of ours, never of the request: the client gets the request id to quote, never
+    internals, and is told to retry only when AWS was briefly unavailable."""
+    ref = f" (request id {request_id})" if request_id else ""
+    if is_transient(exc):
+        return error_response(
+            503,
+            "service_unavailable",
+            f"a backing service is briefly unavailable; retry the same request{ref}",
+            headers={"Retry-After": "1"},
+        )
+    return error_response(500, "internal_error", f"internal error{ref}")
 
 
 def from_domain(exc: PagefleetError) -> Response[str]:
     status = next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
     headers = {"Retry-After": "1"} if status == 503 else None
-    extra = {k: v for k, v in exc.details.items() if k != "field" and v is not None}
+    listed = exc.details.get("details")  # a list of {field, reason}, as validation gives
+    extra = {
+        k: v for k, v in exc.details.items() if k not in ("field", "details") and v is not None
+    }
     return error_response(
         status,
         exc.code,
         exc.message,
         field=exc.details.get("field"),
-        details=[extra] if extra else None,
+        details=listed if isinstance(listed, list) else ([extra] if extra else None),
         headers=headers,
     )
 

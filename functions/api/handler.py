@@ -1,35 +1,30 @@
-"""API Lambda entry point."""
+"""API Lambda entry point: settle the body, then let the resolver route the request."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from functions.api.app import api_settings, app, logger
+from functions.api.app import app
+from functions.api.context import api_settings, logger, metrics, tracer
+from functions.api.events import BodyRefused, normalise
+from functions.lambda_context import lambda_entry
+
+# The client's X-Correlation-Id, else API Gateway's request id. API Gateway keeps the
+# client's header case and JMESPath matches keys exactly, hence both spellings.
+CORRELATION_ID_PATH = (
+    'headers."X-Correlation-Id" || headers."x-correlation-id" || requestContext.requestId'
+)
 
 
+@lambda_entry("pagefleet-api")
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = api_settings()  # validated on the first invocation (cold start)
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    logger.set_correlation_id(
-        headers.get("x-correlation-id") or (event.get("requestContext") or {}).get("requestId")
-    )
-    body = event.get("body") or ""
-    size = len(body.encode()) if isinstance(body, str) else len(body)
-    if size > settings.max_request_bytes:
-        # Refused before parsing: a huge body must not cost validation time.
-        return {
-            "statusCode": 413,
-            "headers": {"Content-Type": "application/json"},
-            "isBase64Encoded": False,
-            "body": json.dumps(
-                {
-                    "error": {
-                        "code": "request_too_large",
-                        "message": f"request body exceeds {settings.max_request_bytes} bytes",
-                        "field": "body",
-                    }
-                }
-            ),
-        }
+    try:
+        event = normalise(event, max_bytes=settings.max_request_bytes)
+    except BodyRefused as refused:
+        logger.info("request body refused", extra={"reason": str(refused)})
+        return refused.response
     return app.resolve(event, context)

@@ -8,14 +8,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import EphemeralMetrics
 
+from functions.lambda_context import lambda_entry
+from pagefleet import metrics_names
 from pagefleet.errors import Unauthorized
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import AuthorizerSettings
 from pagefleet.tenants import authenticate
 
-logger = Logger(service="pagefleet-authorizer")
+SERVICE = "pagefleet-authorizer"
+logger = Logger(service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+# A TOKEN authorizer's event has no request id; a REQUEST authorizer's has one.
+CORRELATION_ID_PATH = "requestContext.requestId"
 
 
 def api_wildcard_arn(method_arn: str) -> str:
@@ -38,6 +46,10 @@ def _policy(principal: str, effect: str, resource: str, context: dict[str, str])
     }
 
 
+@lambda_entry(SERVICE)
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
+@tracer.capture_lambda_handler(capture_response=False)  # the policy names the tenant
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings = RUNTIME.settings(AuthorizerSettings)
     token = str(event.get("authorizationToken") or "")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -13,14 +14,22 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from functions.lambda_context import lambda_entry
+from pagefleet import metrics_names
 from pagefleet.adapters.sqs import parse_message
 from pagefleet.jobs.recovery import mark_dead_lettered
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 
-logger = Logger(service="pagefleet-dead-letters")
+SERVICE = metrics_names.DEAD_LETTERS_SERVICE
+logger = Logger(service=SERVICE)
+# The alarm on dead-lettered jobs matches this namespace, metric name and service dimension.
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS)
+# The job's correlation id travels as a message attribute; each record re-sets it below.
+CORRELATION_ID_PATH = "Records[0].messageAttributes.correlation_id.stringValue"
 
 
 def services() -> JobServices:
@@ -32,6 +41,8 @@ def record_handler(record: SQSRecord) -> str:
     if received.message is not None:
         logger.set_correlation_id(received.message.correlation_id)
     outcome = mark_dead_lettered(services(), received)
+    if outcome == "marked":
+        metrics.add_metric(name=metrics_names.DEAD_LETTERED, unit=MetricUnit.Count, value=1)
     # Only ids and counts are logged: a poison body may hold anything.
     logger.info(
         "dead letter",
@@ -45,6 +56,10 @@ def record_handler(record: SQSRecord) -> str:
     return outcome
 
 
+@lambda_entry(SERVICE)
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

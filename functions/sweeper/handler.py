@@ -5,21 +5,42 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import EphemeralMetrics
 
+from functions.lambda_context import lambda_entry
+from pagefleet import metrics_names, schedules
 from pagefleet.jobs.recovery import sweep
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 
-logger = Logger(service="pagefleet-sweeper")
+SERVICE = "pagefleet-sweeper"
+logger = Logger(service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+def resync_schedules() -> int:
+    """Mirror again the schedules whose EventBridge Scheduler mirror failed to update."""
+    settings = RUNTIME.settings(CoreSettings)
+    if settings.schedule_group is None:
+        return 0
+    store, mirror = RUNTIME.schedules(settings)
+    return schedules.resync(store, mirror)
 
 
 def services() -> JobServices:
     return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
 
 
+@lambda_entry(SERVICE)
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = dataclasses.asdict(sweep(services()))
+    report["schedules_resynced"] = resync_schedules()
     logger.info("sweep", extra=report)
     return report

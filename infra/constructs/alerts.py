@@ -53,6 +53,24 @@ class Alerts(Construct):
         self.alarms.append(alarm)
         return alarm
 
+    def dead_letter_queue(self, scope: Construct, construct_id: str, name: str) -> sqs.Queue:
+        """A DLQ that no queue's redrive names (a Scheduler target's, a stream's on-failure
+        destination): encrypted, TLS only, kept 14 days, and alarmed like every other DLQ."""
+        from aws_cdk import Duration
+
+        from infra.nag import acknowledge
+
+        queue = sqs.Queue(
+            scope,
+            construct_id,
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        acknowledge(queue, "SQS3", "This queue is itself a dead-letter queue, alarmed.")
+        self.watch_dead_letter_queue(name, queue)
+        return queue
+
     def watch_dead_letter_queue(self, name: str, queue: sqs.IQueue) -> None:
         """Alarm on ``queue`` as a DLQ (for DLQs that are not a queue's redrive target)."""
         self.extra_dead_letter_queues[name] = queue

@@ -21,15 +21,16 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge
-from pagefleet.resources import DEFAULT_POOL
+from pagefleet.resources import API_STAGE, DEFAULT_POOL
 from pagefleet.settings import ApiSettings, AuthorizerSettings
 
 from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues
 from .job_store import JobStore
 from .lambda_factory import LambdaFactory
+from .schedules import Schedules
 
-STAGE_NAME = "v1"
+STAGE_NAME = API_STAGE  # the version: https://<api>/v1/<route>
 # The authorizer reads the tenant key from this header ("Bearer <key>" or the bare key).
 AUTH_HEADER = "Authorization"
 
@@ -61,6 +62,7 @@ class Api(Construct):
         queues: JobQueues,
         artifacts: ArtifactsBucket,
         queue_urls_json: str,
+        schedules: Schedules,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -78,12 +80,14 @@ class Api(Construct):
                 "stage": config.stage,
                 "max_request_bytes": str(config.max_request_bytes),
                 "default_pool": DEFAULT_POOL,
+                **schedules.api_settings(),
             },
         )
+        schedules.grant_manage(self.handler)
         grants.table(self.handler, store.jobs, grants.JOBS_API)
         grants.table(self.handler, store.tenants, grants.TENANTS_QUOTA)
-        for pool in queues.pools.values():
-            grants.queue(self.handler, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.handler, q.queue, grants.QUEUE_SEND)
         # Presigned GET links are signed with the function's credentials.
         grants.objects(self.handler, artifacts.bucket, ("GetObject",))
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, Aws, Duration, Stack
-from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -41,6 +40,7 @@ from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
 from .lambda_factory import REPO_ROOT
+from .worker_scaling import autoscale, running_tasks
 
 DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
@@ -255,7 +255,7 @@ class BrowserWorkers(Construct):
                     pool=name,
                     concurrency=str(pool.concurrency),
                     max_browser_rss_mb=str(pool.browser_rss_limit_mb),
-                    lease_seconds=str(queue.spec.visibility_timeout_s),
+                    lease_seconds=str(queue.by_priority[0].spec.visibility_timeout_s),
                     # Chromium's sandbox needs user namespaces, which Fargate's seccomp
                     # profile refuses to a non-root task: the worker would not start
                     # ("No usable sandbox"). The task is the isolation (see the Dockerfile).
@@ -275,7 +275,8 @@ class BrowserWorkers(Construct):
         log_group.grant_write(task_role)
         grants.table(task_role, store.jobs, grants.JOBS_WORKER)
         grants.table(task_role, store.tenants, grants.TENANTS_QUOTA)
-        grants.queue(task_role, queue.queue, grants.QUEUE_CONSUME)
+        for pool_queue in queue.queues:
+            grants.queue(task_role, pool_queue, grants.QUEUE_CONSUME)
         grants.objects(task_role, artifacts.bucket, ("PutObject", "PutObjectTagging", "GetObject"))
         stack = Stack.of(self)
         secrets_arn = stack.format_arn(
@@ -345,157 +346,8 @@ class BrowserWorkers(Construct):
             propagate_tags=ecs.PropagatedTagSource.SERVICE,
             enable_ecs_managed_tags=True,
         )
-        scaling = self._autoscale(pool_id, pool, queue, service)
+        scaling = autoscale(self, self.cluster, pool_id, pool, queue, service)
         return WorkerPool(name, pool, queue, service, task_definition, scaling)
 
-    def _autoscale(
-        self, pool_id: str, pool: PoolConfig, queue: PoolQueue, service: ecs.FargateService
-    ) -> ecs.ScalableTaskCount:
-        scaling = service.auto_scale_task_count(
-            min_capacity=pool.min_tasks, max_capacity=pool.max_tasks
-        )
-        steps = [
-            appscaling.ScalingInterval(lower=lower, upper=upper, change=change)
-            for lower, upper, change in pool.age_intervals()
-        ]
-        scaling.scale_on_metric(
-            "ScaleOnOldestAge",
-            metric=queue.queue.metric_approximate_age_of_oldest_message(
-                period=Duration.minutes(1), statistic="Maximum"
-            ),
-            scaling_steps=steps,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            cooldown=Duration.seconds(pool.step_cooldown_seconds),
-            evaluation_periods=1,
-        )
-        self._track_backlog_per_task(pool_id, pool, queue, service, scaling)
-        if pool.idle_scale_in_percent is not None:
-            self._scale_in_when_idle(pool, queue, service, scaling)
-        return scaling
-
-    # jobs queued and running per running task (none running: per one task).
-    LOAD_EXPRESSION = "(visible + inflight) / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
-
-    def _scale_in_when_idle(
-        self,
-        pool: PoolConfig,
-        queue: PoolQueue,
-        service: ecs.FargateService,
-        scaling: ecs.ScalableTaskCount,
-    ) -> None:
-        """Halve (``idle_scale_in_percent``) an idle pool each minute: target tracking
-        alone waits 15 quiet minutes, every task billed (bench/scale_sim.py)."""
-        assert pool.idle_scale_in_percent is not None
-        minute = Duration.minutes(1)
-        load = cloudwatch.MathExpression(
-            expression=self.LOAD_EXPRESSION,
-            using_metrics={
-                "visible": queue.queue.metric_approximate_number_of_messages_visible(
-                    period=minute, statistic="Average"
-                ),
-                "inflight": queue.queue.metric_approximate_number_of_messages_not_visible(
-                    period=minute, statistic="Average"
-                ),
-                "running": self.running_tasks(service),
-            },
-            label="Jobs queued and running per task",
-            period=minute,
-        )
-        scaling.scale_on_metric(
-            "ScaleInWhenIdle",
-            metric=load,
-            scaling_steps=[
-                appscaling.ScalingInterval(
-                    upper=pool.idle_load, change=-pool.idle_scale_in_percent
-                ),
-                appscaling.ScalingInterval(lower=pool.idle_load, change=0),
-            ],
-            adjustment_type=appscaling.AdjustmentType.PERCENT_CHANGE_IN_CAPACITY,
-            cooldown=Duration.seconds(pool.step_cooldown_seconds),
-            evaluation_periods=pool.idle_minutes,
-        )
-
-    # visible jobs per running task; with no task running, per one task, so 0 -> 1 scales.
-    BACKLOG_EXPRESSION = "visible / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
-
-    def _track_backlog_per_task(
-        self,
-        pool_id: str,
-        pool: PoolConfig,
-        queue: PoolQueue,
-        service: ecs.FargateService,
-        scaling: ecs.ScalableTaskCount,
-    ) -> None:
-        """Target tracking on a metric-math backlog (the L2 accepts only plain metrics)."""
-        target = scaling.node.find_child("Target")
-        assert isinstance(target, appscaling.ScalableTarget)
-        cfn = appscaling.CfnScalingPolicy
-
-        def stat(
-            namespace: str, name: str, dimensions: dict[str, str], query_id: str
-        ) -> appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty:
-            return cfn.TargetTrackingMetricDataQueryProperty(
-                id=query_id,
-                return_data=False,
-                metric_stat=cfn.TargetTrackingMetricStatProperty(
-                    stat="Average",
-                    metric=cfn.TargetTrackingMetricProperty(
-                        namespace=namespace,
-                        metric_name=name,
-                        dimensions=[
-                            cfn.TargetTrackingMetricDimensionProperty(name=k, value=v)
-                            for k, v in dimensions.items()
-                        ],
-                    ),
-                ),
-            )
-
-        cfn(
-            self,
-            f"{pool_id}TrackBacklogPerTask",
-            policy_name=f"{Stack.of(self).stack_name}-{pool_id}-backlog-per-task",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=target.scalable_target_id,
-            target_tracking_scaling_policy_configuration=cfn.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=pool.backlog_target,
-                scale_out_cooldown=pool.scale_out_cooldown_seconds,
-                scale_in_cooldown=pool.scale_in_cooldown_seconds,
-                customized_metric_specification=cfn.CustomizedMetricSpecificationProperty(
-                    metrics=[
-                        stat(
-                            "AWS/SQS",
-                            "ApproximateNumberOfMessagesVisible",
-                            {"QueueName": queue.queue.queue_name},
-                            "visible",
-                        ),
-                        stat(
-                            "ECS/ContainerInsights",
-                            "RunningTaskCount",
-                            {
-                                "ClusterName": self.cluster.cluster_name,
-                                "ServiceName": service.service_name,
-                            },
-                            "running",
-                        ),
-                        cfn.TargetTrackingMetricDataQueryProperty(
-                            id="backlog",
-                            expression=self.BACKLOG_EXPRESSION,
-                            label="Backlog per task",
-                            return_data=True,
-                        ),
-                    ]
-                ),
-            ),
-        )
-
     def running_tasks(self, service: ecs.FargateService) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace="ECS/ContainerInsights",
-            metric_name="RunningTaskCount",
-            dimensions_map={
-                "ClusterName": self.cluster.cluster_name,
-                "ServiceName": service.service_name,
-            },
-            period=Duration.minutes(1),
-            statistic="Average",
-        )
+        return running_tasks(self.cluster, service)

@@ -40,7 +40,7 @@ class DeadLetters(Construct):
             env=core_env,
         )
         grants.table(self.function, store.jobs, grants.JOBS_DEAD_LETTERS)
-        for pool in queues.pools.values():
+        for pool in queues.all:
             # The event source grants receive/delete/visibility on the DLQ itself. The
             # messages stay in the DLQ only until marked: redrive re-submits from the record.
             self.function.add_event_source(

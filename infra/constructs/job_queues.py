@@ -1,4 +1,4 @@
-"""Job queues: one SQS queue per worker pool, each with its DLQ and an age alarm.
+"""Job queues: per worker pool one SQS queue per priority, each with its DLQ and an age alarm.
 
 Built from ``pagefleet.resources.QUEUES``: the visibility timeout is the lease, the
 redrive's maxReceiveCount and the retention periods come from the same spec the local
@@ -20,14 +20,30 @@ from .alerts import Alerts
 
 
 @dataclass(frozen=True)
-class PoolQueue:
+class PriorityQueue:
     spec: QueueSpec
     queue: sqs.Queue
     dlq: sqs.Queue
 
     @property
+    def key(self) -> str:
+        return self.spec.key
+
+
+@dataclass(frozen=True)
+class PoolQueue:
+    """A worker pool's queues, highest priority first (the workers take them in order)."""
+
+    name: str
+    by_priority: tuple[PriorityQueue, ...]
+
+    @property
     def pool(self) -> str:
-        return self.spec.pool
+        return self.name
+
+    @property
+    def queues(self) -> list[sqs.Queue]:
+        return [q.queue for q in self.by_priority]
 
 
 class JobQueues(Construct):
@@ -41,10 +57,13 @@ class JobQueues(Construct):
         dlq_visibility_timeout_s: int,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.pools: dict[str, PoolQueue] = {}
+        self.all: list[PriorityQueue] = []
         self.alarms: list[cloudwatch.Alarm] = []
         for spec in QUEUES:
-            pool_id = spec.pool.capitalize()
+            # The normal queue keeps the pool's original ids (deployed stacks keep it).
+            pool_id = "".join(p.capitalize() for p in spec.key.split("-"))
+            if spec.priority != "normal":
+                pool_id = spec.pool.capitalize() + spec.priority.capitalize()
             dlq = sqs.Queue(
                 self,
                 f"{pool_id}DeadLetters",
@@ -66,14 +85,14 @@ class JobQueues(Construct):
                     queue=dlq, max_receive_count=spec.max_receive_count
                 ),
             )
-            self.pools[spec.pool] = PoolQueue(spec, queue, dlq)
+            self.all.append(PriorityQueue(spec, queue, dlq))
 
             age_alarm = alerts.notify(
                 cloudwatch.Alarm(
                     self,
                     f"{pool_id}OldestAgeAlarm",
                     alarm_description=(
-                        f"The oldest queued job of pool {spec.pool} has waited more than "
+                        f"The oldest queued job of queue {spec.key} has waited more than "
                         f"{oldest_age_alarm_seconds} s: workers are not keeping up"
                     ),
                     metric=queue.metric_approximate_age_of_oldest_message(
@@ -89,5 +108,11 @@ class JobQueues(Construct):
             )
             self.alarms.append(age_alarm)
 
+        self.pools: dict[str, PoolQueue] = {
+            pool: PoolQueue(pool, tuple(q for q in self.all if q.spec.pool == pool))
+            for pool in dict.fromkeys(q.spec.pool for q in self.all)
+        }
+
     def queue_urls(self) -> dict[str, str]:
-        return {pool: q.queue.queue_url for pool, q in self.pools.items()}
+        """Queue key (``standard``, ``standard-high``...) -> URL: PAGEFLEET_QUEUE_URLS."""
+        return {q.key: q.queue.queue_url for q in self.all}

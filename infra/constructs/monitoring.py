@@ -160,13 +160,13 @@ class Monitoring(Construct):
                 width=WIDTH,
                 left=[
                     metric
-                    for pool, q in queues.pools.items()
+                    for q in queues.all
                     for metric in (
                         q.queue.metric_approximate_number_of_messages_visible(
-                            period=PERIOD, statistic="Maximum", label=f"{pool} visible"
+                            period=PERIOD, statistic="Maximum", label=f"{q.key} visible"
                         ),
                         q.queue.metric_approximate_number_of_messages_not_visible(
-                            period=PERIOD, statistic="Maximum", label=f"{pool} in flight"
+                            period=PERIOD, statistic="Maximum", label=f"{q.key} in flight"
                         ),
                     )
                 ],
@@ -176,9 +176,9 @@ class Monitoring(Construct):
                 width=WIDTH,
                 left=[
                     q.queue.metric_approximate_age_of_oldest_message(
-                        period=PERIOD, statistic="Maximum", label=pool
+                        period=PERIOD, statistic="Maximum", label=q.key
                     )
-                    for pool, q in queues.pools.items()
+                    for q in queues.all
                 ],
                 left_annotations=[
                     cw.HorizontalAnnotation(
@@ -191,9 +191,9 @@ class Monitoring(Construct):
                 width=WIDTH,
                 left=[
                     q.dlq.metric_approximate_number_of_messages_visible(
-                        period=PERIOD, statistic="Maximum", label=f"{pool} DLQ"
+                        period=PERIOD, statistic="Maximum", label=f"{q.key} DLQ"
                     )
-                    for pool, q in queues.pools.items()
+                    for q in queues.all
                 ],
             ),
         )

@@ -13,6 +13,7 @@ from pagefleet.settings import CoreSettings
 from .job_queues import JobQueues
 from .job_store import JobStore
 from .lambda_factory import LambdaFactory
+from .schedules import Schedules
 
 
 class Sweeper(Construct):
@@ -25,6 +26,7 @@ class Sweeper(Construct):
         store: JobStore,
         queues: JobQueues,
         core_env: dict[str, str],
+        schedules: Schedules,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = functions.function(
@@ -34,11 +36,13 @@ class Sweeper(Construct):
             timeout_seconds=50,
             # The next tick is a minute away; a retry would only overlap it.
             retry_attempts=0,
-            env=core_env,
+            env={**core_env, **schedules.api_settings()},
         )
+        # It mirrors again the schedules whose Scheduler mirror failed to update.
+        schedules.grant_manage(self.function)
         grants.table(self.function, store.jobs, grants.JOBS_SWEEPER)
-        for pool in queues.pools.values():
-            grants.queue(self.function, pool.queue, grants.QUEUE_SEND)
+        for q in queues.all:
+            grants.queue(self.function, q.queue, grants.QUEUE_SEND)
         self.rule = events.Rule(
             self,
             "EveryMinute",

@@ -5,6 +5,7 @@ client ─HTTPS─> Api (REST API + authorizer + api function)
                   └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
                                        DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
 EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
+jobs table stream ─> JobChanges (its one reader: dependants, live delivery, notifications)
 Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
 (dashboard + job alarms); Backups (AWS Backup plan of the tables, where configured)
 """
@@ -25,10 +26,12 @@ from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.dead_letters import DeadLetters
+from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 
 
@@ -70,6 +73,16 @@ class PagefleetStack(Stack):
             bundle_dependencies=config.bundle_dependencies,
             reserved_concurrency=config.reserved_concurrency,
         )
+        self.schedules = Schedules(
+            self,
+            "Schedules",
+            stage=config.stage,
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.api = Api(
             self,
             "Api",
@@ -79,6 +92,7 @@ class PagefleetStack(Stack):
             queues=self.queues,
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
+            schedules=self.schedules,
         )
         self.dead_letters = DeadLetters(
             self,
@@ -95,6 +109,7 @@ class PagefleetStack(Stack):
             store=self.store,
             queues=self.queues,
             core_env=core_env,
+            schedules=self.schedules,
         )
         self.workers = BrowserWorkers(
             self,
@@ -105,9 +120,15 @@ class PagefleetStack(Stack):
             artifacts=self.artifacts,
             queue_urls_json=queue_urls_json,
         )
-        # Slots for later issues, each its own construct beside these:
-        #   Live (WebSocket API + connections table + functions/live on the jobs stream)
-        #   Schedules (EventBridge Scheduler group + functions/scheduler)
+        self.job_changes = JobChanges(
+            self,
+            "JobChanges",
+            functions=self.functions,
+            store=self.store,
+            queues=self.queues,
+            alerts=self.alerts,
+            core_env=core_env,
+        )
         self.alarms = Alarms(
             self,
             "Alarms",
@@ -142,7 +163,15 @@ class PagefleetStack(Stack):
             functions=self.functions,
         )
 
-        CfnOutput(self, "ApiUrl", value=self.api.rest_api.url, description="REST API base URL")
+        # The base the clients take (PAGEFLEET_API_URL): routes are <base>/v1/..., the stage
+        # being the version, so the base is the API's domain without the stage.
+        CfnOutput(
+            self,
+            "ApiUrl",
+            value=f"https://{self.api.rest_api.rest_api_id}.execute-api.{self.region}."
+            f"{self.url_suffix}",
+            description="REST API base URL (PAGEFLEET_API_URL); routes are under /v1/",
+        )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)

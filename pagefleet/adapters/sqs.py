@@ -19,12 +19,12 @@ class SqsJobQueue:
         self._sqs = client
         self._urls = dict(queue_urls)
 
-    def url(self, pool: str) -> str:
-        return self._urls[pool]
+    def url(self, queue: str) -> str:
+        return self._urls[queue]
 
     def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
         resp = self._sqs.send_message(
-            QueueUrl=self._urls[message.pool],
+            QueueUrl=self._urls[message.queue],
             MessageBody=message.model_dump_json(),
             DelaySeconds=max(0, min(delay_seconds, 900)),
             MessageAttributes={
@@ -34,28 +34,28 @@ class SqsJobQueue:
         return str(resp["MessageId"])
 
     def receive(
-        self, pool: str, *, max_messages: int, wait_seconds: int, visibility: int
+        self, queue: str, *, max_messages: int, wait_seconds: int, visibility: int
     ) -> list[ReceivedMessage]:
         resp = self._sqs.receive_message(
-            QueueUrl=self._urls[pool],
+            QueueUrl=self._urls[queue],
             MaxNumberOfMessages=max(1, min(max_messages, 10)),
             WaitTimeSeconds=wait_seconds,
             VisibilityTimeout=visibility,
             MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             MessageAttributeNames=["All"],
         )
-        return [parse_message(dict(m)) for m in resp.get("Messages", [])]
+        return [parse_message(dict(m), queue) for m in resp.get("Messages", [])]
 
-    def delete(self, pool: str, receipt_handle: str) -> None:
-        self._sqs.delete_message(QueueUrl=self._urls[pool], ReceiptHandle=receipt_handle)
+    def delete(self, queue: str, receipt_handle: str) -> None:
+        self._sqs.delete_message(QueueUrl=self._urls[queue], ReceiptHandle=receipt_handle)
 
-    def change_visibility(self, pool: str, receipt_handle: str, seconds: int) -> None:
+    def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(
-            QueueUrl=self._urls[pool], ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+            QueueUrl=self._urls[queue], ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
         )
 
 
-def parse_message(raw: Mapping[str, Any]) -> ReceivedMessage:
+def parse_message(raw: Mapping[str, Any], queue: str = "") -> ReceivedMessage:
     """Accept both the SQS API shape and the Lambda SQS event record shape."""
     body = raw.get("Body", raw.get("body", ""))
     attrs = raw.get("Attributes", raw.get("attributes", {})) or {}
@@ -70,4 +70,5 @@ def parse_message(raw: Mapping[str, Any]) -> ReceivedMessage:
         receive_count=int(attrs.get("ApproximateReceiveCount", 1)),
         sent_at_ms=int(attrs.get("SentTimestamp", 0)),
         body=body,
+        queue=queue,
     )

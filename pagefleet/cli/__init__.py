@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, jobs, local
+from pagefleet.cli import admin, dispatch, fleet, jobs, local
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -36,6 +36,8 @@ app = typer.Typer(
 )
 app.add_typer(local.local_app, name="local")
 app.add_typer(admin.admin_app, name="admin")
+app.add_typer(dispatch.workflows_app, name="workflows")
+app.add_typer(dispatch.schedules_app, name="schedules")
 app.command()(jobs.submit)
 app.command()(jobs.status)
 app.command()(jobs.cancel)
@@ -43,6 +45,7 @@ app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)
 app.command()(jobs.artifacts)
 app.command()(jobs.schema)
+app.command()(fleet.stats)
 app.command()(local.demo)
 
 

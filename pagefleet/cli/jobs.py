@@ -25,7 +25,7 @@ from pagefleet.cli.common import (
     pydantic_details,
     validation_lines,
 )
-from pagefleet.models import JobRequest
+from pagefleet.jobs.submission import JobSubmission
 
 
 def _parse_input(pair: str) -> tuple[str, Any]:
@@ -41,7 +41,7 @@ def _parse_input(pair: str) -> tuple[str, Any]:
     return name.strip(), value
 
 
-def _load_workflow(path: Path) -> dict[str, Any]:
+def load_workflow(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise CliError(f"{path}: no such file")
     text = path.read_text()
@@ -73,6 +73,14 @@ def submit(
         list[str] | None, typer.Option("--input", "-i", help="NAME=VALUE, repeatable.")
     ] = None,
     idempotency_key: Annotated[str | None, typer.Option("--idempotency-key")] = None,
+    priority: Annotated[str | None, typer.Option("--priority", help="high, normal or low.")] = None,
+    delay: Annotated[
+        int | None, typer.Option("--delay", min=0, help="Start no sooner than N seconds.")
+    ] = None,
+    after: Annotated[
+        list[str] | None,
+        typer.Option("--after", help="A job id this one waits for (repeatable: depends_on)."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait with --wait.")] = 300,
     local_check: Annotated[
         bool, typer.Option("--local-check/--no-local-check", help="Validate before sending.")
@@ -81,8 +89,13 @@ def submit(
     api_key: ApiKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """Submit a workflow file as a job."""
-    workflow = _load_workflow(file)
+    """Submit a workflow file (inline steps, or {"workflow": "name@2", "inputs": ...}) as a job."""
+    workflow = load_workflow(file)
+    for key, value in (("priority", priority), ("delay_seconds", delay)):
+        if value is not None:
+            workflow[key] = value
+    if after:
+        workflow["depends_on"] = [*workflow.get("depends_on", []), *after]
     for pair in inputs or []:
         name, value = _parse_input(pair)
         workflow.setdefault("inputs", {})
@@ -90,7 +103,7 @@ def submit(
             workflow["inputs"][name] = value
     if local_check:
         try:
-            JobRequest.model_validate(workflow)
+            JobSubmission.model_validate(workflow)
         except ValidationError as exc:
             lines = validation_lines(pydantic_details(exc))
             fail(f"{file} is not a valid workflow:\n" + "\n".join(lines), EXIT_USAGE)
@@ -193,4 +206,4 @@ def artifacts(
 
 def schema() -> None:
     """Print the JSON Schema of a job request (for editors)."""
-    sys.stdout.write(json.dumps(JobRequest.model_json_schema(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(JobSubmission.model_json_schema(), indent=2) + "\n")

@@ -38,10 +38,12 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous_int)
 
 
-def _start_stack(api_port: int, workers: int, concurrency: int) -> Any:
+def _start_stack(api_port: int, workers: int, concurrency: int, site_port: int = 0) -> Any:
     from devstack.stack import LocalStack, StackError
 
-    stack = LocalStack(api_port=api_port, workers=workers, concurrency=concurrency)
+    stack = LocalStack(
+        api_port=api_port, workers=workers, concurrency=concurrency, site_port=site_port
+    )
     with console.status("starting the local stack…"):
         try:
             stack.start()
@@ -56,12 +58,15 @@ def local_up(
     workers: Annotated[int, typer.Option(min=0, help="Worker processes.")] = 1,
     concurrency: Annotated[int, typer.Option(min=1, help="Jobs per worker at once.")] = 2,
     examples: Annotated[bool, typer.Option("--examples/--no-examples")] = True,
+    site_port: Annotated[
+        int, typer.Option(help="Demo site port on 127.0.0.1 (0 = any free port).")
+    ] = 8081,
 ) -> None:
     """Start everything on loopback and keep it running until Ctrl-C."""
     from devstack.examples import run_examples
 
     with _sigterm_as_interrupt():
-        stack = _start_stack(api_port, workers, concurrency)
+        stack = _start_stack(api_port, workers, concurrency, site_port)
         try:
             render.print_stack(stack)
             if examples and workers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pagefleet.errors import NotFound
-from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S
+from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S, WAITING_RECHECK_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued
 from pagefleet.models import JobRecord
 from pagefleet.ports import ReceivedMessage
@@ -45,6 +45,8 @@ class SweepReport:
     leases_recovered: int = 0
     leases_failed: int = 0
     retries_resent: int = 0
+    scheduled_dispatched: int = 0
+    waiting_settled: int = 0
 
 
 def sweep(svc: JobServices) -> SweepReport:
@@ -66,4 +68,15 @@ def sweep(svc: JobServices) -> SweepReport:
         report.retries_resent += lifecycle.resend_retry(
             tenant_id, job_id, look_again_at=now + RETRY_GRACE_S
         )
+
+    # Scheduled jobs whose start is now within SQS's 15-minute delay: send them.
+    for tenant_id, job_id in svc.store.ops_due("due", now + 1):
+        report.scheduled_dispatched += lifecycle.dispatch_due(tenant_id, job_id)
+
+    # Waiting jobs whose release a parent's final transition should have driven.
+    for tenant_id, job_id in svc.store.ops_due("waiting", now + 1):
+        if lifecycle.settle_waiting(tenant_id, job_id) is not None:
+            report.waiting_settled += 1
+        else:
+            svc.store.recheck_waiting(tenant_id, job_id, due=now + WAITING_RECHECK_S)
     return report

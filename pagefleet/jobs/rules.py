@@ -19,6 +19,10 @@ RETRY_GRACE_S = 120
 # How long after its lease ran out a running job is taken back by the sweeper (the SQS
 # message normally comes back on its own at the same time; this is the backstop).
 LEASE_GRACE_S = 60
+# A waiting job is first looked at by the sweeper this long after it was made, then every
+# WAITING_RECHECK_S (its parents' final transitions release it; this catches a missed one).
+WAITING_FIRST_LOOK_S = 60
+WAITING_RECHECK_S = 300
 # SQS caps a message delay at 15 minutes and a visibility timeout at 12 hours.
 MAX_DELAY_S = 900
 MAX_VISIBILITY_S = 43_200
@@ -59,6 +63,12 @@ def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
         return RetryNotDue(
             f"job {job.job_id} retries at {job.retry_at}, not yet", retry_at=job.retry_at
         )
+    if (
+        job.status is JobStatus.SCHEDULED
+        and job.run_at is not None
+        and job.run_at > now + RETRY_DUE_SLACK_S
+    ):
+        return RetryNotDue(f"job {job.job_id} starts at {job.run_at}, not yet", retry_at=job.run_at)
     return IllegalTransition(
         f"job {job.job_id} is {job.status.value}, cannot start it", status=job.status.value
     )

@@ -16,13 +16,20 @@ from pagefleet.errors import (
     EnqueueFailed,
     IdempotencyConflict,
     IdempotencyKeyReused,
+    InvalidField,
     InvalidRequest,
     NotFound,
+    RequestTooLarge,
 )
+from pagefleet.jobs import stats
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.models import JobRecord, JobRequest, iso, new_job_id
+from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
+from pagefleet.jobs.rules import MAX_DELAY_S
+from pagefleet.jobs.submission import JobSubmission, resolve_submission
+from pagefleet.models import MAX_DELAY_SECONDS, JobRecord, JobRequest, iso, new_job_id
 from pagefleet.ports import SYSTEM_CLOCK, ArtifactStore, Clock, CursorCodec, JobQueue, JobStore
 from pagefleet.states import JobStatus
+from pagefleet.workflow.versions import WorkflowStore
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,7 @@ class JobServices:
     artifacts: ArtifactStore
     cursors: CursorCodec
     clock: Clock = SYSTEM_CLOCK
+    workflows: WorkflowStore | None = None
     lifecycle: Lifecycle = field(init=False)
 
     def __post_init__(self) -> None:
@@ -55,31 +63,49 @@ class JobPage:
 def submit_job(
     svc: JobServices,
     tenant_id: str,
-    request: JobRequest,
+    submission: JobSubmission | JobRequest,
     *,
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
+    schedule: tuple[str, str] | None = None,
 ) -> Submitted:
-    """Record a job as queued, then enqueue its message.
+    """Record a job in its first state, then send it on its way.
 
     The record is written first so that a job acknowledged to the client can always be
-    found again: if the enqueue fails, a retry with the same Idempotency-Key (or the sweeper)
-    sends the message.
+    found again: if its message cannot be sent, a retry with the same Idempotency-Key (or
+    the sweeper) sends it. A delayed job waits ``scheduled``; one with parents waits
+    ``waiting`` until they have all succeeded. ``schedule`` is (schedule id, scheduled time)
+    of the schedule that made the job.
     """
-    fingerprint = request.fingerprint()
+    fingerprint = submission.fingerprint()
     if idempotency_key is not None:
         existing = _replay(svc, tenant_id, idempotency_key, fingerprint)
         if existing is not None:
             return existing
-
-    now_dt = datetime.fromtimestamp(svc.clock.now(), UTC)
-    if request.deadline is not None and request.deadline <= now_dt:
-        raise InvalidRequest("deadline is in the past", field="deadline")
-    now = iso(now_dt)
+    resolved = resolve_submission(submission, tenant_id, svc.workflows)
+    request = resolved.request
+    now_epoch = int(svc.clock.now())
+    now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
+    run_at = _start(request, now_epoch)
+    status, dispatch_at = JobStatus.QUEUED, None
+    if request.depends_on:
+        if run_at is not None:
+            raise InvalidField(
+                "a job with depends_on starts when its parents succeed; drop delay_seconds "
+                "and run_at",
+                field="depends_on",
+            )
+        _check_parents(svc, tenant_id, request.depends_on)
+        status = JobStatus.WAITING
+    elif run_at is not None and run_at > now_epoch:
+        status = JobStatus.SCHEDULED
+        if run_at - now_epoch > MAX_DELAY_S:
+            dispatch_at = run_at - MAX_DELAY_S  # the sweeper sends it when within reach
+    version = resolved.workflow
     record = JobRecord(
         tenant_id=tenant_id,
         job_id=new_job_id(),
-        status=JobStatus.QUEUED,
+        status=status,
         request=request,
         created_at=now,
         updated_at=now,
@@ -87,15 +113,65 @@ def submit_job(
         pool=request.pool,
         idempotency_key=idempotency_key,
         deadline_at=int(request.deadline.timestamp()) if request.deadline else None,
+        run_at=run_at if status is JobStatus.SCHEDULED else None,
+        workflow=version.name if version else None,
+        workflow_version=version.version if version else None,
+        schedule_id=schedule[0] if schedule else None,
+        scheduled_time=schedule[1] if schedule else None,
     )
+    _check_record_size(record)
     try:
-        svc.store.create(record, idempotency_fingerprint=fingerprint)
+        svc.store.create(record, idempotency_fingerprint=fingerprint, dispatch_at=dispatch_at)
     except IdempotencyConflict:
         # A concurrent request with the same key won the race; answer with its job.
         assert idempotency_key is not None
         replay = _wait_for_replay(svc, tenant_id, idempotency_key, fingerprint)
         return replay
+    if status is JobStatus.WAITING:
+        # Parents that already ended settle it now; the others release it when they end.
+        if svc.lifecycle.settle_waiting(tenant_id, record.job_id) is not None:
+            record = svc.store.get(tenant_id, record.job_id)
+        return Submitted(job=record, created=True)
+    if dispatch_at is not None:
+        return Submitted(job=record, created=True)
     return Submitted(job=svc.lifecycle.enqueue(record), created=True)
+
+
+def _start(request: JobRequest, now: int) -> int | None:
+    """The job's start time in epoch seconds, from delay_seconds or run_at (None: now)."""
+    if request.deadline is not None and int(request.deadline.timestamp()) <= now:
+        raise InvalidRequest("deadline is in the past", field="deadline")
+    if request.delay_seconds:
+        start: int | None = now + request.delay_seconds
+    elif request.run_at is not None:
+        start = int(request.run_at.timestamp())
+        if start > now + MAX_DELAY_SECONDS:
+            raise InvalidField("run_at is more than 7 days ahead", field="run_at")
+    else:
+        start = None
+    deadline = int(request.deadline.timestamp()) if request.deadline is not None else None
+    if start is not None and deadline is not None and deadline < start:
+        raise InvalidField("the deadline falls before the job's start", field="deadline")
+    return start
+
+
+def _check_parents(svc: JobServices, tenant_id: str, parents: list[str]) -> None:
+    for index, parent in enumerate(parents):
+        try:
+            svc.store.get(tenant_id, parent, consistent=False)
+        except NotFound:
+            raise InvalidField(f"job {parent} not found", field=f"depends_on[{index}]") from None
+
+
+def _check_record_size(record: JobRecord) -> None:
+    """Refuse a job whose record would not fit in one item once its attempts have run."""
+    size = json_bytes(record.model_dump(mode="json"))
+    if size > SUBMIT_RECORD_MAX_BYTES:
+        raise RequestTooLarge(
+            f"the job's record would take {size} bytes, over the {SUBMIT_RECORD_MAX_BYTES} "
+            "a job may use for its request; send fewer or smaller steps or inputs",
+            field="body",
+        )
 
 
 def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted | None:
@@ -108,7 +184,8 @@ def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Sub
             job_id=idem.job_id,
         )
     job = svc.store.get(tenant_id, idem.job_id)
-    if job.status is JobStatus.QUEUED and job.enqueued_at is None:
+    near = job.run_at is None or job.run_at - int(svc.clock.now()) <= MAX_DELAY_S
+    if job.status in (JobStatus.QUEUED, JobStatus.SCHEDULED) and job.enqueued_at is None and near:
         # The first request recorded the job but did not get it queued: finish its work.
         job = svc.lifecycle.enqueue(job)
     return Submitted(job=job, created=False)
@@ -136,7 +213,7 @@ def list_jobs(
     limit: int = 20,
     cursor: str | None = None,
 ) -> JobPage:
-    start_key = svc.cursors.decode(tenant_id, cursor) if cursor else None
+    start_key = svc.cursors.decode(tenant_id, cursor, status=status) if cursor else None
     jobs, last_key = svc.store.list_page(tenant_id, status=status, limit=limit, start_key=start_key)
     next_cursor = svc.cursors.encode(tenant_id, last_key) if last_key else None
     return JobPage(jobs=jobs, next_cursor=next_cursor)
@@ -189,3 +266,24 @@ def requeue_unqueued(svc: JobServices, *, older_than_s: int = 60) -> int:
             except (EnqueueFailed, NotFound):
                 continue
     return count
+
+
+def fleet_stats(
+    svc: JobServices, tenant_id: str, *, window_s: int = stats.DEFAULT_WINDOW_S
+) -> stats.FleetStats:
+    """The tenant's fleet figures (see ``pagefleet.jobs.stats``)."""
+    now = svc.clock.now()
+    counts = {s: svc.store.count(tenant_id, s) for s in stats.LIVE_STATES}
+    jobs: list[JobRecord] = []
+    start: dict[str, Any] | None = None
+    while len(jobs) < stats.SAMPLE:
+        page, start = svc.store.list_page(tenant_id, status=None, limit=100, start_key=start)
+        jobs += page
+        if not start or (page and _epoch(page[-1].created_at) < now - window_s):
+            break
+    oldest = svc.store.oldest(tenant_id, JobStatus.QUEUED)
+    return stats.fleet_stats(jobs[: stats.SAMPLE], counts, now, window_s, oldest)
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

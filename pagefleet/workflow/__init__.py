@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
 from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
-from pagefleet.workflow.steps.control import Evaluate, Paginate
+from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, Evaluate, Paginate
 from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
 from pagefleet.workflow.steps.interaction import (
     Check,
@@ -56,6 +56,27 @@ Paginate.model_rebuild(_types_namespace={"Step": Step})
 STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step)
 
 
+def too_deep_block(steps: Any) -> str | None:
+    """The path of the first block nested deeper than ``MAX_BLOCK_DEPTH``, else None.
+
+    Works on raw input (lists of dicts) or on steps, without recursion, so that it can run
+    before the models parse (and recurse into) a hostile workflow.
+    """
+    pending: list[tuple[Any, str, int]] = [(steps, "steps", 0)]
+    while pending:
+        block, path, depth = pending.pop()
+        if not isinstance(block, list):
+            continue
+        for index, step in enumerate(block):
+            inner = step.get("steps") if isinstance(step, dict) else getattr(step, "steps", None)
+            if not isinstance(inner, list):
+                continue
+            if depth + 1 > MAX_BLOCK_DEPTH:
+                return f"{path}[{index}]"
+            pending.append((inner, f"{path}[{index}].steps", depth + 1))
+    return None
+
+
 def iter_steps(steps: list[Step]) -> list[tuple[str, Step]]:
     """Every step with its path (``3`` or ``3.steps[1]``), nested blocks included."""
     out: list[tuple[str, Step]] = []
@@ -67,6 +88,7 @@ def iter_steps(steps: list[Step]) -> list[tuple[str, Step]]:
 
 
 __all__ = [
+    "MAX_BLOCK_DEPTH",
     "STEP_ADAPTER",
     "Assert",
     "Check",
@@ -93,4 +115,5 @@ __all__ = [
     "UseSession",
     "WaitFor",
     "iter_steps",
+    "too_deep_block",
 ]

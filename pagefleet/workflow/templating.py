@@ -1,24 +1,31 @@
-"""``{{inputs.NAME}}`` and ``{{secrets.NAME}}`` references in step arguments.
+"""``{{inputs.NAME}}``, ``{{secrets.NAME}}`` and ``{{parents.<job id>.result.<path>}}``.
 
 Inputs are substituted in the worker right before a step runs; secrets are resolved there
-too and never written back into the job record. Unknown inputs are refused at submit time.
+too and never written back into the job record. A parent reference reads a field of the
+result of a job this one depends on (``depends_on``), read by the worker when the job runs.
+Unknown inputs, and parents the job does not depend on, are refused at submit time.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 _REF = re.compile(r"\{\{\s*(inputs|secrets)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_PARENT = re.compile(r"\{\{\s*parents\.([0-9a-z]{26})\.result((?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 MASK = "***"
 
 
 def references(value: Any) -> Iterable[tuple[str, str]]:
-    """Every (namespace, name) referenced anywhere inside a JSON-like value."""
+    """Every (namespace, name) referenced anywhere inside a JSON-like value; a parent
+    reference is ``("parents", job_id)``."""
     if isinstance(value, str):
         for match in _REF.finditer(value):
             yield match.group(1), match.group(2)
+        for match in _PARENT.finditer(value):
+            yield "parents", match.group(1)
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from references(item)
@@ -27,8 +34,17 @@ def references(value: Any) -> Iterable[tuple[str, str]]:
             yield from references(item)
 
 
-def render(value: Any, inputs: Mapping[str, Any], secrets: Mapping[str, str]) -> Any:
-    """Substitute references in strings; a missing name raises KeyError naming it."""
+def render(
+    value: Any,
+    inputs: Mapping[str, Any],
+    secrets: Mapping[str, str],
+    parents: Mapping[str, Any] | None = None,
+) -> Any:
+    """Substitute references in strings; a missing name raises KeyError naming it.
+
+    ``parents`` maps a parent job id to its result; a field that is an object or a list is
+    substituted as JSON.
+    """
     if isinstance(value, str):
 
         def _sub(match: re.Match[str]) -> str:
@@ -38,11 +54,27 @@ def render(value: Any, inputs: Mapping[str, Any], secrets: Mapping[str, str]) ->
                 raise KeyError(f"{namespace}.{name}")
             return str(source[name])
 
-        return _REF.sub(_sub, value)
+        def _parent(match: re.Match[str]) -> str:
+            job_id, path = match.group(1), match.group(2)
+            found: Any = (parents or {}).get(job_id)
+            where = f"parents.{job_id}.result"
+            for part in [p for p in path.split(".") if p]:
+                where += f".{part}"
+                if isinstance(found, Mapping) and part in found:
+                    found = found[part]
+                elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
+                    found = found[int(part)]
+                else:
+                    raise KeyError(where)
+            if found is None and job_id not in (parents or {}):
+                raise KeyError(where)
+            return json.dumps(found) if isinstance(found, dict | list) else str(found)
+
+        return _PARENT.sub(_parent, _REF.sub(_sub, value))
     if isinstance(value, Mapping):
-        return {k: render(v, inputs, secrets) for k, v in value.items()}
+        return {k: render(v, inputs, secrets, parents) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, inputs, secrets) for v in value]
+        return [render(v, inputs, secrets, parents) for v in value]
     return value
 
 

@@ -157,20 +157,20 @@ def test_site_down_opens_the_breaker_defers_jobs_then_all_succeed(
 
 
 def test_poison_message_is_dead_lettered_and_consumed(stack: LocalStack) -> None:
-    assert stack.provisioned is not None and stack.dead_letters is not None
+    assert stack.provisioned is not None and stack.sources is not None
     sqs = sqs_client(stack)
     # The "heavy" pool has no worker here: only our receives count, so the five receives
     # take seconds (bench/chaos.py sends poison to the workers' queue and waits 5 leases).
     queue_url = stack.provisioned.queue_urls["heavy"]
     dlq_url = stack.provisioned.dlq_urls["heavy"]
-    handled = stack.dead_letters.handled
+    handled = stack.sources.dead_letters.handled
     sqs.send_message(QueueUrl=queue_url, MessageBody="{not a job message")
 
     def gone_to_the_dlq() -> bool:
         sqs.receive_message(
             QueueUrl=queue_url, MaxNumberOfMessages=10, VisibilityTimeout=0, WaitTimeSeconds=1
         )
-        return stack.dead_letters is not None and stack.dead_letters.handled > handled
+        return stack.sources is not None and stack.sources.dead_letters.handled > handled
 
     wait_until(gone_to_the_dlq, 120, poll=0.2, what="poison message consumed from the DLQ")
     attrs = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["All"])["Attributes"]

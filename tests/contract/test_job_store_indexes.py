@@ -180,3 +180,15 @@ def test_a_running_job_cannot_be_finished_into_a_state_it_cannot_enter(
             error=None,
             history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
         )
+
+
+def test_counts_and_the_oldest_job_by_status(svc: JobServices) -> None:
+    ids = [submit_job(svc, "t", REQUEST).job.job_id for _ in range(3)]
+    submit_job(svc, "other", REQUEST)
+    svc.store.transition("t", ids[0], JobStatus.CANCELLED, at=iso(utcnow()))
+    assert svc.store.count("t", JobStatus.QUEUED) == 2
+    assert svc.store.count("t", JobStatus.CANCELLED) == 1
+    assert svc.store.count("t", JobStatus.RUNNING) == 0
+    oldest = svc.store.oldest("t", JobStatus.QUEUED)
+    assert oldest is not None and oldest.job_id == ids[1]
+    assert svc.store.oldest("t", JobStatus.RUNNING) is None

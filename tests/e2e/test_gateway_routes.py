@@ -22,7 +22,7 @@ import pytest
 
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import PagefleetClient
-from pagefleet.resources import DEFAULT_POOL
+from pagefleet.resources import API_STAGE, DEFAULT_POOL
 
 pytestmark = [pytest.mark.e2e]
 
@@ -34,12 +34,13 @@ SIMPLE_JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
 
 
 def resolver_routes() -> list[tuple[str, str]]:
-    """(METHOD, path template) for every route of ``functions.api.app``."""
+    """(METHOD, URL path template) for every route of ``functions.api.app``: the resolver's
+    route after the stage (the version, ``/v1``), as clients call it."""
     from functions.api.app import app
 
     schema = app.get_openapi_schema()
     return sorted(
-        (method.upper(), path)
+        (method.upper(), f"/{API_STAGE}{path}")
         for path, item in schema.paths.items()
         for method in METHODS
         if getattr(item, method, None) is not None
@@ -169,3 +170,18 @@ def test_cli_lists_and_redrives_dead_letters_with_an_admin_key(
     assert redriven.returncode == 0, redriven.stderr
     assert re.search(r"redriven: [1-9]\d* job", redriven.stdout)
     assert after.status.value == "queued"
+
+
+def test_a_submitted_job_is_at_the_location_it_was_given(stack: LocalStack) -> None:
+    """The Location header resolves on the URL the client used (the deployed shape:
+    <base>/v1/...), so following it finds the job."""
+    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=60) as http:
+        auth = {"Authorization": f"Bearer {stack.dev_api_key}"}
+        made = http.post("/v1/jobs", json=SIMPLE_JOB, headers=auth)
+        assert made.status_code == 202
+        location = made.headers["Location"]
+        assert location == f"/v1/jobs/{made.json()['job_id']}"
+        found = http.get(location, headers=auth)
+        assert found.status_code == 200 and found.json()["job_id"] == made.json()["job_id"]
+        # Outside the stage there is nothing: API Gateway's 403, before any function runs.
+        assert http.get(location.removeprefix("/v1"), headers=auth).status_code == 403

@@ -17,6 +17,7 @@ from pagefleet.ports import ApiKeyRecord
 from pagefleet.resources import ROUTINE
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.queue import FakeQueue, ReceiptHandleInvalid
+from tests.fakes.workflows import FakeWorkflowStore
 
 
 class FakeClock:
@@ -113,6 +114,7 @@ def fake_services(clock: FakeClock | None = None) -> JobServices:
         artifacts=FakeArtifactStore(),
         cursors=CursorCodec(),
         clock=clock,
+        workflows=FakeWorkflowStore(),
     )
 
 

@@ -18,7 +18,7 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
-from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, claim_refusal
+from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.ports import IdempotencyRecord
 from pagefleet.states import JobStatus, sources_of
@@ -36,9 +36,16 @@ class FakeJobStore:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
         self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
+        self._edges: dict[tuple[str, str], list[str]] = {}
 
     # --- create / read ----------------------------------------------------------------------
-    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None:
+    def create(
+        self,
+        record: JobRecord,
+        idempotency_fingerprint: str | None = None,
+        *,
+        dispatch_at: int | None = None,
+    ) -> None:
         key = (record.tenant_id, record.job_id)
         with self._lock:
             idem_key = (record.tenant_id, record.idempotency_key or "")
@@ -47,9 +54,17 @@ class FakeJobStore:
             if key in self._rows:
                 raise IdempotencyConflict(record.job_id)
             ops = None
-            if record.deadline_at is not None:
+            unqueued = True
+            if record.status is JobStatus.WAITING:
+                first_look = epoch_of(record.created_at) + WAITING_FIRST_LOOK_S
+                ops, unqueued = (ops_key("waiting", record.job_id), first_look), False
+            elif dispatch_at is not None:
+                ops, unqueued = (ops_key("due", record.job_id), dispatch_at), False
+            elif record.deadline_at is not None:
                 ops = (ops_key("deadline", record.job_id), record.deadline_at)
-            self._rows[key] = _Row(record.model_copy(deep=True), ops=ops)
+            self._rows[key] = _Row(record.model_copy(deep=True), unqueued=unqueued, ops=ops)
+            for parent in record.request.depends_on:
+                self._edges.setdefault((record.tenant_id, parent), []).append(record.job_id)
             if record.idempotency_key is not None:
                 self._idempotency[idem_key] = IdempotencyRecord(
                     job_id=record.job_id, fingerprint=idempotency_fingerprint or ""
@@ -147,6 +162,10 @@ class FakeJobStore:
                 status is not JobStatus.RETRY_SCHEDULED
                 or job.retry_at is None
                 or job.retry_at <= now + RETRY_DUE_SLACK_S
+            ) and (
+                status is not JobStatus.SCHEDULED
+                or job.run_at is None
+                or job.run_at <= now + RETRY_DUE_SLACK_S
             )
             if not (startable and before_deadline and retry_due):
                 raise claim_refusal(job, now)
@@ -189,6 +208,9 @@ class FakeJobStore:
         error: JobError | None,
         history: AttemptRecord,
         retry_at: int | None = None,
+        result_artifact: str | None = None,
+        result_bytes: int | None = None,
+        attempt_log: list[AttemptRecord] | None = None,
     ) -> JobRecord:
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
@@ -198,8 +220,13 @@ class FakeJobStore:
                 "status": status,
                 "updated_at": at,
                 "artifacts": list(artifacts),
-                "attempts": [*row.job.attempts, history],
+                # attempt_log, when given, replaces the history (bounded by the caller).
+                "attempts": attempt_log
+                if attempt_log is not None
+                else [*row.job.attempts, history],
                 "result": result,
+                "result_artifact": result_artifact,
+                "result_bytes": result_bytes,
                 "error": error,
                 "lease_owner": None,
                 "lease_expires_at": None,
@@ -286,6 +313,40 @@ class FakeJobStore:
             if row is not None and row.job.status is JobStatus.RETRY_SCHEDULED:
                 row.job = row.job.model_copy(update={"retry_at": due})
                 row.ops = (ops_key("retry", job_id), due)
+
+    def count(self, tenant_id: str, status: JobStatus) -> int:
+        with self._lock:
+            return sum(
+                1 for (t, _), r in self._rows.items() if t == tenant_id and r.job.status is status
+            )
+
+    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
+        with self._lock:
+            found = sorted(
+                (r.job for (t, _), r in self._rows.items() if t == tenant_id),
+                key=lambda j: j.job_id,
+            )
+        first = next((j for j in found if j.status is status), None)
+        return first.model_copy(deep=True) if first else None
+
+    def dependants(self, tenant_id: str, job_id: str) -> list[str]:
+        with self._lock:
+            return list(self._edges.get((tenant_id, job_id), []))
+
+    def dispatched(self, tenant_id: str, job_id: str, *, at: str) -> None:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is None or row.job.status is not JobStatus.SCHEDULED:
+                return
+            row.job = row.job.model_copy(update={"enqueued_at": at})
+            deadline = row.job.deadline_at
+            row.ops = (ops_key("deadline", job_id), deadline) if deadline is not None else None
+
+    def recheck_waiting(self, tenant_id: str, job_id: str, *, due: int) -> None:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is not None and row.job.status is JobStatus.WAITING and row.ops:
+                row.ops = (row.ops[0], due)
 
     # --- helpers ----------------------------------------------------------------------------
     def _row(self, tenant_id: str, job_id: str) -> _Row:

@@ -45,7 +45,7 @@ class FakeQueue:
         now = self._clock.now()
         with self._lock:
             message_id = f"m-{next(self._ids)}"
-            self._queues.setdefault(message.pool, []).append(
+            self._queues.setdefault(message.queue, []).append(
                 _Message(message_id, message.model_dump_json(), now, now + max(0, delay_seconds))
             )
             self.sent.append((message, delay_seconds))
@@ -89,7 +89,8 @@ class FakeQueue:
                                 "ApproximateReceiveCount": str(msg.receive_count),
                                 "SentTimestamp": str(int(msg.sent_at * 1000)),
                             },
-                        }
+                        },
+                        pool,
                     )
                 )
         return out

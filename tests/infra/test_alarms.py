@@ -86,7 +86,7 @@ def _dlq_arns_referenced(synth) -> set[str]:  # type: ignore[no-untyped-def]
 
 def test_every_dead_letter_queue_alarms_on_arrivals(stage_synth) -> None:
     dlqs = _dlq_arns_referenced(stage_synth)
-    assert len(dlqs) >= len(stage_synth.stack.queues.pools)
+    assert len(dlqs) >= len(stage_synth.stack.queues.all)
     alarms = list(_ours(stage_synth).values())
     for dlq in dlqs:
         name = {"Fn::GetAtt": [dlq, "QueueName"]}

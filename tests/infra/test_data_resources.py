@@ -75,9 +75,9 @@ def test_dev_destroys_data_prod_retains_it(synth) -> None:
     assert not template.find_resources("Custom::S3AutoDeleteObjects")
 
 
-@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.pool)
+@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.key)
 def test_queue_per_pool_with_dlq(synth, spec) -> None:
-    pool = synth.stack.queues.pools[spec.pool]
+    pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
     queue = synth.raw["Resources"][logical_id(pool.queue)]["Properties"]
     dlq = synth.raw["Resources"][logical_id(pool.dlq)]["Properties"]
     assert queue["VisibilityTimeout"] == spec.visibility_timeout_s  # the lease
@@ -101,15 +101,13 @@ def test_queues_reject_plain_http(synth) -> None:
                 "Bool": {"aws:SecureTransport": "false"}
             }:
                 covered |= {q["Ref"] for q in policy["Queues"]}
-    expected = {
-        logical_id(q) for pool in synth.stack.queues.pools.values() for q in (pool.queue, pool.dlq)
-    }
+    expected = {logical_id(q) for pool in synth.stack.queues.all for q in (pool.queue, pool.dlq)}
     assert expected <= covered
 
 
-@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.pool)
+@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.key)
 def test_queue_age_alarm_notifies_the_topic(synth, spec) -> None:
-    pool = synth.stack.queues.pools[spec.pool]
+    pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
     topic = {"Ref": logical_id(synth.stack.alerts.topic)}
     synth.template.has_resource_properties(
         "AWS::CloudWatch::Alarm",

@@ -55,13 +55,13 @@ def test_every_worker_task_sets_exactly_its_settings(synth) -> None:
         assert env["PAGEFLEET_POOL"] in synth.stack.config.pools
 
 
-def test_queue_urls_are_json_by_pool(synth) -> None:
+def test_queue_urls_are_json_by_queue_key(synth) -> None:
     api = synth.stack.api.handler
     env = synth.raw["Resources"][logical_id(api)]["Properties"]["Environment"]["Variables"]
     rendered = json.dumps(env["PAGEFLEET_QUEUE_URLS"])
-    for pool in synth.stack.queues.pools.values():
-        assert logical_id(pool.queue) in rendered
-    assert '\\"standard\\"' in rendered and '\\"heavy\\"' in rendered
+    for q in synth.stack.queues.all:
+        assert logical_id(q.queue) in rendered
+        assert f'\\"{q.key}\\"' in rendered  # standard, standard-high, heavy-low...
 
 
 def test_functions_share_one_factory_profile(synth) -> None:
@@ -85,7 +85,7 @@ def test_functions_share_one_factory_profile(synth) -> None:
 
 def test_background_functions_are_wired(synth) -> None:
     dead_letters = synth.stack.dead_letters.function
-    for pool in synth.stack.queues.pools.values():
+    for pool in synth.stack.queues.all:
         synth.template.has_resource_properties(
             "AWS::Lambda::EventSourceMapping",
             {

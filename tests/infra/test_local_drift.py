@@ -84,20 +84,20 @@ def test_tables_match(synth, local, name) -> None:
         assert ttl["TimeToLiveStatus"] == "DISABLED"
 
 
-@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.pool)
+@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.key)
 def test_queues_match(synth, local, spec) -> None:
-    pool = synth.stack.queues.pools[spec.pool]
+    pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
     cfn = synth.raw["Resources"][logical_id(pool.queue)]["Properties"]
     cfn_dlq = synth.raw["Resources"][logical_id(pool.dlq)]["Properties"]
-    attributes = local["queues"][spec.pool]
+    attributes = local["queues"][spec.key]
     assert int(attributes["VisibilityTimeout"]) == cfn["VisibilityTimeout"]
     assert int(attributes["MessageRetentionPeriod"]) == cfn["MessageRetentionPeriod"]
     assert int(attributes["ReceiveMessageWaitTimeSeconds"]) == cfn["ReceiveMessageWaitTimeSeconds"]
     redrive = json.loads(attributes["RedrivePolicy"])
     assert int(redrive["maxReceiveCount"]) == cfn["RedrivePolicy"]["maxReceiveCount"]
-    assert redrive["deadLetterTargetArn"] == local["dlqs"][spec.pool]["QueueArn"]
+    assert redrive["deadLetterTargetArn"] == local["dlqs"][spec.key]["QueueArn"]
     assert (
-        int(local["dlqs"][spec.pool]["MessageRetentionPeriod"]) == cfn_dlq["MessageRetentionPeriod"]
+        int(local["dlqs"][spec.key]["MessageRetentionPeriod"]) == cfn_dlq["MessageRetentionPeriod"]
     )
 
 

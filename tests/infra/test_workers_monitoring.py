@@ -60,25 +60,35 @@ def test_scaling_on_queue_age_and_backlog(synth) -> None:
     tracking = [p for p in policies if p["PolicyType"] == "TargetTrackingScaling"]
     assert len(tracking) == len(config.pools)
     assert steps, "no step scaling"
+    # Step scaling alarms on the oldest job of any of the pool's queues (metric math MAX).
     age_alarms = [
         a
         for a in synth.props("AWS::CloudWatch::Alarm")
-        if a.get("MetricName") == "ApproximateAgeOfOldestMessage"
-        and any("ScalingPolicy" in json.dumps(x) or "Ref" in x for x in a.get("AlarmActions", []))
+        if any("ScalingPolicy" in json.dumps(x) or "Ref" in x for x in a.get("AlarmActions", []))
         and "Threshold" in a
         and a["Threshold"] in {p.age_steps[0].age_seconds for p in config.pools.values()}
+        and "MAX(" in json.dumps(a.get("Metrics", []))
     ]
     assert len(age_alarms) == len(config.pools)
+    for alarm in age_alarms:
+        ages = [m for m in alarm["Metrics"] if "MetricStat" in m]
+        assert len(ages) == 3  # high, normal, low
+        assert {m["MetricStat"]["Metric"]["MetricName"] for m in ages} == {
+            "ApproximateAgeOfOldestMessage"
+        }
     for policy in tracking:
         spec = policy["TargetTrackingScalingPolicyConfiguration"]
         queries = {q["Id"]: q for q in spec["CustomizedMetricSpecification"]["Metrics"]}
         assert queries["backlog"]["ReturnData"] is True
         assert "visible" in queries["backlog"]["Expression"]
         assert "running" in queries["backlog"]["Expression"]
-        assert (
-            queries["visible"]["MetricStat"]["Metric"]["MetricName"]
-            == "ApproximateNumberOfMessagesVisible"
-        )
+        # Backlog counts every queue of the pool.
+        assert queries["visible"]["Expression"].count("FILL(visible") == 3
+        for i in range(3):
+            assert (
+                queries[f"visible{i}"]["MetricStat"]["Metric"]["MetricName"]
+                == "ApproximateNumberOfMessagesVisible"
+            )
 
 
 def test_worker_role_can_protect_its_task(synth) -> None:

@@ -92,6 +92,7 @@ def test_submit_returns_202_location_and_queues_ids_only(
         "attempt": 0,
         "correlation_id": body["correlation_id"],
         "pool": "standard",
+        "priority": "normal",
     }
     # The workflow stays in the job record, never in the message.
     assert "steps" not in messages[0]["Body"]

@@ -58,5 +58,8 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "leases_recovered",
         "leases_failed",
         "retries_resent",
+        "scheduled_dispatched",
+        "waiting_settled",
+        "schedules_resynced",
     }
     assert json.dumps(report)

@@ -84,7 +84,7 @@ def _raw(gateway: LocalGateway, data: bytes) -> tuple[int, dict[str, str], Any, 
 def test_malformed_content_length_is_a_400_json_answer(
     in_process: LocalGateway, length: str, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    request = f"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}"
+    request = f"POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}"
     status, headers, body, closed = _raw(in_process, request.encode())
     assert status == 400
     assert headers["content-type"] == "application/json"
@@ -94,7 +94,7 @@ def test_malformed_content_length_is_a_400_json_answer(
 
 
 def test_body_shorter_than_announced_is_timed_out_with_408(in_process: LocalGateway) -> None:
-    request = b'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"a":'
+    request = b'POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"a":'
     status, headers, body, closed = _raw(in_process, request)
     assert status == 408
     assert body == {"message": "Request Timeout"}
@@ -103,7 +103,7 @@ def test_body_shorter_than_announced_is_timed_out_with_408(in_process: LocalGate
 
 def test_chunked_body_reaches_the_handler_whole(in_process: LocalGateway) -> None:
     request = (
-        b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"POST /v1/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         b'4\r\n{"a"\r\n3;ext=1\r\n: 1\r\n1\r\n}\r\n0\r\n\r\n'
     )
     status, headers, body, _ = _raw(in_process, request)
@@ -114,7 +114,7 @@ def test_chunked_body_reaches_the_handler_whole(in_process: LocalGateway) -> Non
 
 def test_both_content_length_and_chunked_is_refused(in_process: LocalGateway) -> None:
     request = (
-        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+        b"POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     )
     status, headers, _, closed = _raw(in_process, request)
@@ -122,7 +122,7 @@ def test_both_content_length_and_chunked_is_refused(in_process: LocalGateway) ->
 
 
 def test_keep_alive_connection_serves_several_requests(in_process: LocalGateway) -> None:
-    with httpx.Client(base_url=in_process.url, trust_env=False) as http:
+    with httpx.Client(base_url=f"{in_process.url}/v1", trust_env=False) as http:
         answers = [http.post("/echo", content=f'{{"n":{n}}}') for n in range(3)]
     assert [json.loads(a.json()["body"])["n"] for a in answers] == [0, 1, 2]
 
@@ -134,7 +134,7 @@ def test_slow_invocation_does_not_hold_up_other_requests(
     _, gateway = pooled
     started, release = tmp_path / "started", tmp_path / "release"
     with (
-        httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http,
+        httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http,
         ThreadPoolExecutor(1) as background,
     ):
         slow = background.submit(
@@ -154,7 +154,7 @@ def test_slow_invocation_does_not_hold_up_other_requests(
 
 def test_warm_environment_is_reused(pooled: tuple[LambdaFunction, LocalGateway]) -> None:
     function, gateway = pooled
-    with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+    with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
         pids = {http.get("/echo").json()["pid"] for _ in range(5)}
     assert len(pids) == 1
     assert function.cold_starts == 1
@@ -164,7 +164,7 @@ def test_crashed_environment_is_answered_502_and_replaced(
     pooled: tuple[LambdaFunction, LocalGateway],
 ) -> None:
     function, gateway = pooled
-    with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+    with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
         before = http.get("/echo").json()["pid"]
         crashed = http.get("/crash")
         after = http.get("/echo")
@@ -179,7 +179,7 @@ def test_handler_error_is_502_and_its_environment_lives_on(
     pooled: tuple[LambdaFunction, LocalGateway],
 ) -> None:
     function, gateway = pooled
-    with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+    with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
         before = http.get("/echo").json()["pid"]
         failed = http.get("/raise")
         after = http.get("/echo").json()["pid"]
@@ -194,7 +194,7 @@ def test_invocation_over_its_timeout_is_504_and_its_environment_killed(tmp_path:
     gateway = _serve(function)
     pidfile = tmp_path / "pid"
     try:
-        with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+        with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
             timed_out = http.get("/hang", params={"pidfile": str(pidfile)})
             hung_pid = int(pidfile.read_text())
             after = http.get("/echo")
@@ -259,7 +259,7 @@ def test_event_over_lambdas_payload_limit_is_413_before_any_invocation(
 ) -> None:
     """API Gateway takes up to 10 MB, Lambda's invoke only 6 MB: nothing runs."""
     function, gateway = pooled
-    with httpx.Client(base_url=gateway.url, trust_env=False, timeout=120) as http:
+    with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
         response = http.post("/echo", content=b"x" * (7 * 1024 * 1024))
     assert response.status_code == 413
     assert function.cold_starts == 0

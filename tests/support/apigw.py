@@ -8,11 +8,18 @@ import uuid
 from typing import Any
 from urllib.parse import quote
 
-from devstack.gateway import HttpRequest, method_arn, proxy_resource, token_authorizer_event
+from devstack.gateway import (
+    STAGE_NAME,
+    HttpRequest,
+    method_arn,
+    proxy_resource,
+    strip_stage,
+    token_authorizer_event,
+)
 from devstack.gateway import rest_event as gateway_rest_event
 
 API_ID = "abcdef1234"
-STAGE = "prod"
+STAGE = STAGE_NAME  # the URL is https://<api>/v1/...: the stage is the version
 HOST = "api.example.test"
 REQUEST_TIME_MS = 1796018400000  # 30/Nov/2026:06:00:00 +0000: events are reproducible
 
@@ -59,9 +66,11 @@ def rest_event(
     authorizer: dict[str, str] | None = None,
     raw_body: bytes | None = None,
 ) -> dict[str, Any]:
-    """``raw_body`` sends exact bytes (base64-encoded when they are not UTF-8, as API
-    Gateway does), for the tests of bodies no JSON encoder would produce."""
+    """``path`` is the URL's (``/v1/jobs``): the event's path is without the stage, as API
+    Gateway sends it. ``raw_body`` sends exact bytes (base64-encoded when they are not
+    UTF-8, as API Gateway does), for the tests of bodies no JSON encoder would produce."""
     request = http_request(method, path, body=body, headers=headers, query=query, raw_body=raw_body)
+    request = strip_stage(request, STAGE) or request
     resource, params = proxy_resource(request.path)
     return gateway_rest_event(
         request,

@@ -40,7 +40,7 @@ def _allow(principal: str = "dev:k1", tenant: str = "dev", effect: str = "Allow"
                 {
                     "Action": "execute-api:Invoke",
                     "Effect": effect,
-                    "Resource": "arn:aws:execute-api:us-east-1:123456789012:local/prod/*",
+                    "Resource": "arn:aws:execute-api:us-east-1:123456789012:local/v1/*",
                 }
             ],
         },
@@ -86,22 +86,32 @@ def test_every_path_is_the_proxy_resource_as_lambda_rest_api_deploys_it() -> Non
 @pytest.mark.parametrize(
     ("method", "path"),
     [
-        ("GET", "/v1/domains"),
-        ("GET", "/v1/admin/dead-letters"),
-        ("POST", "/v1/jobs/01abc/cancel"),
-        ("DELETE", "/v2/anything/at/all"),
+        ("GET", "/domains"),
+        ("GET", "/admin/dead-letters"),
+        ("POST", "/jobs/01abc/cancel"),
+        ("DELETE", "/anything/at/all"),
         ("GET", "/"),
     ],
 )
 def test_every_method_and_path_reaches_the_handler(method: str, path: str) -> None:
     """The resolver decides what exists; the gateway never answers Missing Authentication
-    Token for a path it does not know."""
+    Token for a path it does not know. The URL starts with the stage (the version), which
+    the integration sees only in requestContext.path, as on API Gateway."""
     handler = Recorder(OK)
-    response = _api(Recorder(_allow()), handler).handle(_request(method, path))
+    url = "/v1" + (path if path != "/" else "")
+    response = _api(Recorder(_allow()), handler).handle(_request(method, url))
     assert response.status == 200
     [event] = handler.events
     assert event["path"] == path and event["httpMethod"] == method
+    assert event["requestContext"]["path"] == f"/v1{path}"
     assert event["resource"] == (ROOT_RESOURCE if path == "/" else PROXY_RESOURCE)
+
+
+def test_a_url_outside_the_stage_is_forbidden_before_the_authorizer() -> None:
+    authorizer, handler = Recorder(_allow()), Recorder(OK)
+    for url in ("/jobs", "/v2/jobs", "/v10/jobs", "/"):
+        assert _api(authorizer, handler).handle(_request("GET", url)).status == 403
+    assert authorizer.events == [] and handler.events == []
 
 
 def test_rest_event_has_the_proxy_integration_shape() -> None:
@@ -162,11 +172,11 @@ def test_authorizer_gets_a_token_event_then_the_handler_gets_its_context() -> No
         {
             "type": "TOKEN",
             "authorizationToken": "Bearer pf_good",
-            "methodArn": method_arn("local", "prod", "GET", "/v1/jobs/01abc"),
+            "methodArn": method_arn("local", "v1", "GET", "/jobs/01abc"),
         }
     ]
     event = handler.events[0]
-    assert event["pathParameters"] == {"proxy": "v1/jobs/01abc"}
+    assert event["pathParameters"] == {"proxy": "jobs/01abc"}
     assert event["requestContext"]["authorizer"]["tenant_id"] == "dev"
     assert event["requestContext"]["authorizer"]["principalId"] == "dev:k1"
 
@@ -246,8 +256,8 @@ def test_malformed_integration_response_is_502() -> None:
 @pytest.mark.parametrize(
     ("arn", "allowed"),
     [
-        ("arn:aws:execute-api:us-east-1:123456789012:local/prod/GET/v1/jobs", True),
-        ("arn:aws:execute-api:us-east-1:123456789012:local/test/GET/v1/jobs", False),
+        ("arn:aws:execute-api:us-east-1:123456789012:local/v1/GET/jobs", True),
+        ("arn:aws:execute-api:us-east-1:123456789012:local/test/GET/jobs", False),
     ],
 )
 def test_policy_resources_match_with_wildcards(arn: str, allowed: bool) -> None:
@@ -263,9 +273,10 @@ def test_test_events_are_the_gateways_events() -> None:
         query="limit=5&tag=a&tag=b",
         authorizer={"tenant_id": "acme"},
     )
-    assert event["path"] == "/v1/jobs/a b"
+    assert event["path"] == "/jobs/a b"
+    assert event["requestContext"]["path"] == "/v1/jobs/a b"
     assert event["resource"] == PROXY_RESOURCE
-    assert event["pathParameters"] == {"proxy": "v1/jobs/a b"}
+    assert event["pathParameters"] == {"proxy": "jobs/a b"}
     assert json.loads(event["body"]) == {"x": 1}
     assert event["multiValueQueryStringParameters"]["tag"] == ["a", "b"]
     assert event["headers"]["Content-Type"] == "application/json"

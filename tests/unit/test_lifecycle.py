@@ -16,7 +16,7 @@ from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
 from pagefleet.models import JobError, JobRecord, JobRequest
 from pagefleet.ports import ReceivedMessage
 from pagefleet.states import JobStatus
-from tests.fakes import FakeClock, FakeQueue, fake_services
+from tests.fakes import FakeClock, FakeQueue
 
 POOL = "standard"
 LEASE = 60
@@ -26,22 +26,6 @@ def request(**extra: object) -> JobRequest:
     return JobRequest.model_validate(
         {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}], **extra}
     )
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def svc(clock: FakeClock) -> JobServices:
-    return fake_services(clock)
-
-
-@pytest.fixture
-def queue(svc: JobServices) -> FakeQueue:
-    assert isinstance(svc.queue, FakeQueue)
-    return svc.queue
 
 
 def receive(svc: JobServices) -> ReceivedMessage:

@@ -105,23 +105,38 @@ def test_record_round_trips_through_a_dynamodb_item() -> None:
     assert item_to_record(item) == record
 
 
-def test_cursor_is_bound_to_its_tenant() -> None:
+def test_cursor_is_bound_to_its_tenant_and_listing() -> None:
     codec = CursorCodec()
     cursor = codec.encode("acme", {"pk": "TENANT#acme", "sk": "JOB#1"})
     assert codec.decode("acme", cursor) == {"pk": "TENANT#acme", "sk": "JOB#1"}
     by_status = codec.encode(
         "acme", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "acme#queued"}
     )
-    assert codec.decode("acme", by_status)["status_pk"] == "acme#queued"
-    with pytest.raises(InvalidRequest):
-        codec.decode("other", cursor)
-    forged = codec.encode("x", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "other#queued"})
-    with pytest.raises(InvalidRequest):
-        codec.decode("acme", forged)
-    with pytest.raises(InvalidRequest):
-        codec.decode("acme", codec.encode("acme", {"pk": "TENANT#acme", "evil": "1"}))
-    with pytest.raises(InvalidRequest):
-        codec.decode("acme", "%%%not-base64")
+    assert codec.decode("acme", by_status, status=JobStatus.QUEUED)["status_pk"] == "acme#queued"
+    refused = [
+        ("other", cursor, None),  # another tenant's
+        ("acme", by_status, None),  # a status listing's cursor in the unfiltered listing
+        ("acme", cursor, JobStatus.QUEUED),  # and the other way round
+        ("acme", by_status, JobStatus.RUNNING),  # another status's
+        (
+            "acme",
+            codec.encode("x", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "o#queued"}),
+            JobStatus.QUEUED,
+        ),
+        ("acme", codec.encode("acme", {"pk": "TENANT#acme", "evil": "1"}), None),
+        ("acme", codec.encode("acme", {"sk": "JOB#zzz"}), None),  # partial keys
+        ("acme", codec.encode("acme", {"sk": "JOB#zzz"}), JobStatus.QUEUED),
+        ("acme", codec.encode("acme", {"pk": "TENANT#acme"}), None),
+        ("acme", codec.encode("acme", {"pk": "TENANT#acme"}), JobStatus.QUEUED),
+        ("acme", codec.encode("acme", {"pk": "TENANT#acme", "sk": "IDEM#abc"}), None),
+        ("acme", codec.encode("acme", {"pk": "TENANT#acme", "sk": 7}), None),
+        ("acme", "%%%not-base64", None),
+        ("acme", "WzEsMl0", None),  # [1,2]
+    ]
+    for tenant, forged, status in refused:
+        with pytest.raises(InvalidRequest) as caught:
+            codec.decode(tenant, forged, status=status)
+        assert caught.value.field == "cursor"
 
 
 def test_templating_renders_inputs_and_masks_secrets() -> None:

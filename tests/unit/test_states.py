@@ -36,6 +36,14 @@ def test_nothing_leaves_a_final_state(final: JobStatus) -> None:
         (JobStatus.DEAD_LETTERED, JobStatus.QUEUED, True),  # redrive
         (JobStatus.QUEUED, JobStatus.EXPIRED, True),
         (JobStatus.RUNNING, JobStatus.EXPIRED, False),  # the deadline is a latest *start*
+        (JobStatus.SCHEDULED, JobStatus.RUNNING, True),  # a due delayed job is claimed
+        (JobStatus.SCHEDULED, JobStatus.CANCELLED, True),
+        (JobStatus.SCHEDULED, JobStatus.EXPIRED, True),
+        (JobStatus.SCHEDULED, JobStatus.SUCCEEDED, False),
+        (JobStatus.WAITING, JobStatus.QUEUED, True),  # released by its parents
+        (JobStatus.WAITING, JobStatus.CANCELLED, True),  # a parent failed
+        (JobStatus.WAITING, JobStatus.RUNNING, False),  # never without being released
+        (JobStatus.QUEUED, JobStatus.WAITING, False),
     ],
 )
 def test_transition_table(current: JobStatus, target: JobStatus, allowed: bool) -> None:
@@ -44,6 +52,7 @@ def test_transition_table(current: JobStatus, target: JobStatus, allowed: bool) 
 
 def test_sources_of_running_includes_reclaim() -> None:
     assert sources_of(JobStatus.RUNNING) == {
+        JobStatus.SCHEDULED,
         JobStatus.QUEUED,
         JobStatus.RETRY_SCHEDULED,
         JobStatus.RUNNING,

@@ -158,3 +158,18 @@ def test_a_frame_may_be_one_selector_or_a_path_of_nested_ones() -> None:
     )
     assert getattr(one.steps[0], "frame") == "#f"  # noqa: B009
     assert getattr(nested.steps[0], "frame") == ["#outer", "#inner"]  # noqa: B009
+
+
+def test_blocks_nested_too_deep_are_refused_naming_the_step_before_parsing() -> None:
+    def nested(levels: int) -> dict[str, object]:
+        step: dict[str, object] = {"action": "extract", "name": "t", "selector": "h1"}
+        for _ in range(levels):
+            step = {"action": "paginate", "next": "a.next", "steps": [step]}
+        return {"steps": [step]}
+
+    assert JobRequest.model_validate(nested(3)).steps[0].action == "paginate"
+    for levels in (4, 200, 5_000):  # no RecursionError, however deep
+        with pytest.raises(
+            ValidationError, match=r"steps\[0\]\.steps\[0\]\.steps\[0\]\.steps\[0\] "
+        ):
+            JobRequest.model_validate(nested(levels))

@@ -64,6 +64,12 @@ def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
 _JSON_FIELDS = ("request", "result", "artifacts", "error")
 
 
+def to_json(value: Any) -> str:
+    """Compact JSON kept as UTF-8 text: escaping non-ASCII (6 bytes a character) would let a
+    record of non-Latin text pass the 400 KB item limit at a third of its real size."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def record_to_item(record: JobRecord) -> dict[str, Any]:
     data = record.model_dump(mode="json")
     item: dict[str, Any] = {
@@ -72,10 +78,10 @@ def record_to_item(record: JobRecord) -> dict[str, Any]:
         "status_pk": status_pk(record.tenant_id, record.status),
     }
     # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
-    item["attempt_log"] = [json.dumps(a, separators=(",", ":")) for a in data.pop("attempts")]
+    item["attempt_log"] = [to_json(a) for a in data.pop("attempts")]
     for key, value in data.items():
         if key in _JSON_FIELDS:
-            item[key] = json.dumps(value, separators=(",", ":"))
+            item[key] = to_json(value)
         else:
             item[key] = value
     return item

@@ -1,42 +1,64 @@
-"""Opaque pagination cursors bound to their tenant."""
+"""Opaque pagination cursors bound to their tenant and to the listing that issued them."""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from pagefleet.adapters.dynamodb.codec import tenant_pk
+from pagefleet.adapters.dynamodb.codec import job_sk, status_pk, tenant_pk
 from pagefleet.errors import InvalidRequest
+from pagefleet.states import JobStatus
+
+_JOB_SK = re.compile(r"^JOB#[0-9a-z]{1,64}$")
+_MAX_CURSOR_CHARS = 4096
 
 
 class CursorCodec:
-    """Opaque pagination cursors bound to their tenant.
-
-    A cursor is the base64 of DynamoDB's LastEvaluatedKey; on the way back in it must name
-    the caller's own partition, so a cursor can never start a read in another tenant's data.
+    """A cursor is the base64 of DynamoDB's LastEvaluatedKey. On the way back in it must be
+    exactly a key the same listing issues: the caller's own partition, and for a listing by
+    status that status's index key too. Anything else (another tenant's cursor, a cursor of
+    another status, a forged or partial key) is a 400 on ``cursor``, never a read elsewhere
+    or a refused query.
     """
-
-    _KEYS = frozenset({"pk", "sk", "status_pk"})
 
     def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str:
         body = json.dumps(dict(key), separators=(",", ":"), sort_keys=True)
         return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
 
-    def decode(self, tenant_id: str, cursor: str) -> dict[str, Any]:
+    def decode(
+        self, tenant_id: str, cursor: str, *, status: JobStatus | None = None
+    ) -> dict[str, Any]:
+        key = self._parse(cursor)
+        expected = {"pk": tenant_pk(tenant_id)}
+        if status is not None:
+            expected["status_pk"] = status_pk(tenant_id, status)
+        sk = key.get("sk")
+        if (
+            set(key) != {*expected, "sk"}
+            or any(key[name] != value for name, value in expected.items())
+            or not isinstance(sk, str)
+            or not _JOB_SK.match(sk)
+        ):
+            raise _refused()
+        return {**expected, "sk": job_sk(sk.removeprefix("JOB#"))}
+
+    @staticmethod
+    def _parse(cursor: str) -> dict[str, Any]:
+        if len(cursor) > _MAX_CURSOR_CHARS:
+            raise _refused()
         try:
             raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
             key = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidRequest("cursor is not one this API issued", field="cursor") from exc
-        if (
-            not isinstance(key, dict)
-            or not key
-            or not set(key) <= self._KEYS
-            or not all(isinstance(v, str) for v in key.values())
-            or key.get("pk", tenant_pk(tenant_id)) != tenant_pk(tenant_id)
-            or not key.get("status_pk", f"{tenant_id}#").startswith(f"{tenant_id}#")
-        ):
-            raise InvalidRequest("cursor is not one this API issued", field="cursor")
+        except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):
+            raise _refused() from None
+        if not isinstance(key, dict):
+            raise _refused()
         return key
+
+
+def _refused() -> InvalidRequest:
+    return InvalidRequest("cursor is not one this API issued for this listing", field="cursor")

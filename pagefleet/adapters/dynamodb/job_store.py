@@ -8,7 +8,6 @@ raises a named error instead of overwriting.
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -17,16 +16,22 @@ from pagefleet.adapters.dynamodb.codec import (
     OPS_SHARDS,
     UNQUEUED,
     deserialize,
-    epoch_of,
     idempotency_sk,
     item_to_record,
     job_sk,
-    ops_key,
     ops_time,
     record_to_item,
     serialize,
     status_pk,
     tenant_pk,
+)
+from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
+from pagefleet.adapters.dynamodb.updates import (
+    FENCE,
+    Update,
+    claim_update,
+    finish_update,
+    transition_update,
 )
 from pagefleet.errors import (
     IdempotencyConflict,
@@ -34,7 +39,7 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
-from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, claim_refusal
+from pagefleet.jobs.rules import claim_refusal
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.ports import IdempotencyRecord
 from pagefleet.states import JobStatus, sources_of
@@ -43,7 +48,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore:
+class DynamoJobStore(DispatchQueries):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -51,25 +56,33 @@ class DynamoJobStore:
         self._table = table_name
 
     # --- create / read ----------------------------------------------------------------------
-    def create(self, record: JobRecord, idempotency_fingerprint: str | None = None) -> None:
-        """Write a new queued job, and its idempotency key in the same transaction.
+    def create(
+        self,
+        record: JobRecord,
+        idempotency_fingerprint: str | None = None,
+        *,
+        dispatch_at: int | None = None,
+    ) -> None:
+        """Write a new job, with its idempotency key and dependency edges in the same
+        transaction (see ``dispatch.placement`` for where it sits in the indexes).
 
         Raises ``IdempotencyConflict`` when the key already exists (the caller re-reads it).
         """
         item = record_to_item(record)
-        item["unqueued_pk"] = UNQUEUED
-        if record.deadline_at is not None:
-            item["ops_pk"] = ops_key("deadline", record.job_id)
-            item["ops_sk"] = ops_time(record.deadline_at)
+        item.update(placement(record, dispatch_at))
         put_job: Any = {
             "TableName": self._table,
             "Item": serialize(item),
             "ConditionExpression": "attribute_not_exists(pk)",
         }
-        if record.idempotency_key is None:
+        edges: Any = edge_puts(self._table, record)
+        if record.idempotency_key is None and not edges:
             # One item: a conditional put is as safe as a transaction at half the write cost
             # (and moto copies the whole table for every transaction).
             self._db.put_item(**put_job)
+            return
+        if record.idempotency_key is None:
+            self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
             return
         idem = {
             "pk": tenant_pk(record.tenant_id),
@@ -86,7 +99,7 @@ class DynamoJobStore:
             }
         }
         try:
-            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}])
+            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}, *edges])
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "TransactionCanceledException":
                 raise IdempotencyConflict(record.idempotency_key) from exc
@@ -200,43 +213,19 @@ class DynamoJobStore:
         Allowed from queued or retry_scheduled, or from running when the lease has expired,
         and only before the job's deadline (latest start).
         """
-        sources = sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING}
-        names, values, in_clause = _status_in(sources)
-        values.update(
-            {
-                ":running": JobStatus.RUNNING.value,
-                ":now": now,
-                ":one": 1,
-                ":owner": owner,
-                ":until": lease_until,
-                ":started": started_at,
-                ":sp": status_pk(tenant_id, JobStatus.RUNNING),
-                ":ops": ops_key("lease", job_id),
-                ":ops_sk": ops_time(lease_until),
-            }
-        )
-        values[":retry"] = JobStatus.RETRY_SCHEDULED.value
-        values[":due"] = now + RETRY_DUE_SLACK_S
-        condition = (
-            f"attribute_exists(pk) AND ({in_clause} OR "
-            "(#status = :running AND lease_expires_at < :now)) AND "
-            "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running) AND "
-            # A duplicate of a retry's message must not start the attempt before its backoff.
-            "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due)"
+        update = claim_update(
+            job_id,
+            status_key=status_pk(tenant_id, JobStatus.RUNNING),
+            owner=owner,
+            lease_until=lease_until,
+            now=now,
+            started_at=started_at,
         )
 
         return self._update(
             tenant_id,
             job_id,
-            update=(
-                "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "
-                "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
-                "updated_at = :started, ops_pk = :ops, ops_sk = :ops_sk "
-                "REMOVE deferred_reason, retry_at"
-            ),
-            condition=condition,
-            names=names,
-            values=values,
+            update,
             on_refused=lambda current: claim_refusal(current, now),
         )
 
@@ -247,16 +236,18 @@ class DynamoJobStore:
         return self._update(
             tenant_id,
             job_id,
-            update="SET lease_expires_at = :until, ops_sk = :ops_sk",
-            condition=_FENCE,
-            names={"#status": "status"},
-            values={
-                ":until": lease_until,
-                ":ops_sk": ops_time(lease_until),
-                ":attempt": attempt,
-                ":owner": owner,
-                ":running": JobStatus.RUNNING.value,
-            },
+            Update(
+                "SET lease_expires_at = :until, ops_sk = :ops_sk",
+                FENCE,
+                {"#status": "status"},
+                {
+                    ":until": lease_until,
+                    ":ops_sk": ops_time(lease_until),
+                    ":attempt": attempt,
+                    ":owner": owner,
+                    ":running": JobStatus.RUNNING.value,
+                },
+            ),
             on_refused=lambda current: LeaseLost(
                 f"job {job_id} attempt {attempt} no longer holds the lease", attempt=current.attempt
             ),
@@ -276,66 +267,38 @@ class DynamoJobStore:
         error: JobError | None,
         history: AttemptRecord,
         retry_at: int | None = None,
+        result_artifact: str | None = None,
+        result_bytes: int | None = None,
+        attempt_log: list[AttemptRecord] | None = None,
     ) -> JobRecord:
         """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
 
         ``retry_at`` (epoch seconds) goes with ``retry_scheduled``: when the re-sent message is
-        due, so the sweeper can tell a lost retry from a pending one.
+        due, so the sweeper can tell a lost retry from a pending one. ``attempt_log``, when
+        given, replaces the whole log (kept bounded) instead of appending ``history``.
         """
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
-        values: dict[str, Any] = {
-            ":to": status.value,
-            ":sp": status_pk(tenant_id, status),
-            ":at": at,
-            ":result": json.dumps(result, separators=(",", ":")) if result is not None else None,
-            ":artifacts": json.dumps(
-                [a.model_dump(mode="json") for a in artifacts], separators=(",", ":")
-            ),
-            ":error": error.model_dump_json() if error else None,
-            ":hist": [json.dumps(history.model_dump(mode="json"), separators=(",", ":"))],
-            ":attempt": attempt,
-            ":owner": owner,
-            ":running": JobStatus.RUNNING.value,
-        }
-        sets = [
-            "#status = :to",
-            "status_pk = :sp",
-            "updated_at = :at",
-            "#artifacts = :artifacts",
-            "attempt_log = list_append(if_not_exists(attempt_log, :empty), :hist)",
-        ]
-        values[":empty"] = []
-        removes = ["lease_owner", "lease_expires_at"]
-        # RESULT and others are DynamoDB reserved words: always go through names.
-        names = {
-            "#status": "status",
-            "#result": "result",
-            "#error": "error",
-            "#artifacts": "artifacts",
-        }
-        if status.is_final:
-            sets.append("finished_at = :at")
-            removes += ["ops_pk", "ops_sk"]
-        elif status is JobStatus.RETRY_SCHEDULED:
-            due = retry_at if retry_at is not None else 0
-            sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
-            values.update(
-                {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
-            )
-        for field, token in (("result", ":result"), ("error", ":error")):
-            if values[token] is None:
-                removes.append(f"#{field}")
-                del values[token]
-            else:
-                sets.append(f"#{field} = {token}")
+        update = finish_update(
+            job_id,
+            status_key=status_pk(tenant_id, status),
+            attempt=attempt,
+            owner=owner,
+            status=status,
+            at=at,
+            result=result,
+            result_artifact=result_artifact,
+            result_bytes=result_bytes,
+            artifacts=artifacts,
+            error=error,
+            history=history,
+            attempt_log=attempt_log,
+            retry_at=retry_at,
+        )
         return self._update(
             tenant_id,
             job_id,
-            update=f"SET {', '.join(sets)} REMOVE {', '.join(removes)}",
-            condition=_FENCE,
-            names=names,
-            values=values,
+            update,
             on_refused=lambda current: LeaseLost(
                 f"job {job_id} attempt {attempt} lost its lease before finishing",
                 attempt=current.attempt,
@@ -359,48 +322,19 @@ class DynamoJobStore:
         With ``lease_expired_before`` the move applies to a running job only if its lease
         ran out before that time (the sweeper taking back a dead worker's job).
         """
-        names, values, in_clause = _status_in(sources_of(target))
-        condition = f"attribute_exists(pk) AND {in_clause}"
-        if lease_expired_before is not None:
-            condition += " AND #status = :running_now AND lease_expires_at < :expired_before"
-            values.update(
-                {":running_now": JobStatus.RUNNING.value, ":expired_before": lease_expired_before}
-            )
-        values.update({":to": target.value, ":sp": status_pk(tenant_id, target), ":at": at})
-        sets = ["#status = :to", "status_pk = :sp", "updated_at = :at"]
-        removes: list[str] = []
-        if target.is_final:
-            sets.append("finished_at = :at")
-            removes += ["ops_pk", "ops_sk", "lease_owner", "lease_expires_at", "unqueued_pk"]
-        elif target is JobStatus.DEAD_LETTERED:
-            sets += ["ops_pk = :ops", "ops_sk = :ops_sk"]
-            values.update({":ops": "dead", ":ops_sk": ops_time(epoch_of(at))})
-            removes += ["lease_owner", "lease_expires_at", "unqueued_pk"]
-        elif target is JobStatus.RETRY_SCHEDULED:
-            due = retry_at if retry_at is not None else epoch_of(at)
-            sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
-            values.update(
-                {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
-            )
-            removes += ["lease_owner", "lease_expires_at"]
-        elif target is JobStatus.QUEUED:
-            # Redrive: a fresh retry budget, and the message must be sent again.
-            sets += ["attempt_base = attempt", "unqueued_pk = :unq"]
-            values[":unq"] = UNQUEUED
-            removes += ["ops_pk", "ops_sk", "enqueued_at", "#error", "retry_at"]
-            names["#error"] = "error"
-        if error is not None:
-            names["#error"] = "error"
-            sets.append("#error = :error")
-            values[":error"] = error.model_dump_json()
-        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        update = transition_update(
+            job_id,
+            target,
+            status_key=status_pk(tenant_id, target),
+            at=at,
+            error=error,
+            lease_expired_before=lease_expired_before,
+            retry_at=retry_at,
+        )
         return self._update(
             tenant_id,
             job_id,
-            update=update,
-            condition=condition,
-            names=names,
-            values=values,
+            update,
             on_refused=lambda current: IllegalTransition(
                 f"job {job_id} is {current.status.value}, cannot become {target.value}",
                 status=current.status.value,
@@ -412,10 +346,12 @@ class DynamoJobStore:
         return self._update(
             tenant_id,
             job_id,
-            update="SET cancel_requested_at = if_not_exists(cancel_requested_at, :at)",
-            condition="#status = :running",
-            names={"#status": "status"},
-            values={":at": at, ":running": JobStatus.RUNNING.value},
+            Update(
+                "SET cancel_requested_at = if_not_exists(cancel_requested_at, :at)",
+                "#status = :running",
+                {"#status": "status"},
+                {":at": at, ":running": JobStatus.RUNNING.value},
+            ),
             on_refused=lambda current: IllegalTransition(
                 f"job {job_id} is {current.status.value}, not running",
                 status=current.status.value,
@@ -478,21 +414,18 @@ class DynamoJobStore:
         self,
         tenant_id: str,
         job_id: str,
+        update: Update,
         *,
-        update: str,
-        condition: str,
-        names: dict[str, str],
-        values: dict[str, Any],
         on_refused: Any,
     ) -> JobRecord:
         try:
             resp = self._db.update_item(
                 TableName=self._table,
                 Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=serialize(values),
+                UpdateExpression=update.expression,
+                ConditionExpression=update.condition,
+                ExpressionAttributeNames=update.names,
+                ExpressionAttributeValues=serialize(update.values),
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
@@ -501,14 +434,3 @@ class DynamoJobStore:
             current = self.get(tenant_id, job_id)  # raises NotFound for a missing job
             raise on_refused(current) from exc
         return item_to_record(resp["Attributes"])
-
-
-# A worker's write is valid only while it still holds the attempt it claimed.
-_FENCE = "#status = :running AND attempt = :attempt AND lease_owner = :owner"
-
-
-def _status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, Any], str]:
-    ordered = sorted(s.value for s in states)
-    values = {f":from{i}": s for i, s in enumerate(ordered)}
-    clause = f"#status IN ({', '.join(values)})"
-    return {"#status": "status"}, values, clause

@@ -12,6 +12,9 @@ if TYPE_CHECKING:
     from pagefleet.workflow import Step
 
 MAX_PAGES = 1_000
+# Paginate blocks inside paginate blocks: enough for pages of pages of pages, and a bound
+# on how deep every recursive walk of a workflow (validation, the executor) may go.
+MAX_BLOCK_DEPTH = 3
 
 
 class Paginate(StepBase):

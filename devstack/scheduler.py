@@ -1,0 +1,137 @@
+"""The local stack's EventBridge Scheduler: moto stores schedules but never fires them.
+
+Each tick reads the schedule group's schedules from the embedded Scheduler API, computes
+their fire times with the same evaluator the API uses for ``next_fire_times``
+(``pagefleet.schedule_expr``), and invokes the real scheduler function with the target's
+input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
+function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ.
+
+The clock is injectable: tests call ``tick(now)`` with the time they want, instead of
+waiting for a minute to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from devstack.lambda_env import LambdaFunction
+from devstack.pollers import Background
+from pagefleet.adapters.scheduler import SCHEDULED_TIME
+from pagefleet.schedule_expr import InvalidExpression, parse
+
+log = logging.getLogger("devstack")
+
+TICK_S = 1.0
+RETRIES = 3
+
+
+class SchedulerPoller(Background):
+    thread_name = "scheduler"
+
+    def __init__(
+        self,
+        group: str,
+        function: LambdaFunction | Callable[[dict[str, Any]], Any],
+        *,
+        dlq_url: str | None = None,
+        clock: Callable[[], float] = time.time,
+        tick_s: float = TICK_S,
+    ) -> None:
+        self._group = group
+        self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
+        self._dlq_url = dlq_url
+        self._clock = clock
+        self._tick_s = tick_s
+        self._started = datetime.fromtimestamp(clock(), UTC)
+        # Per schedule: the last time it fired (or the poller's start), so no fire repeats.
+        self._fired_up_to: dict[str, datetime] = {}
+        self._lock = threading.Lock()
+        self.fired: list[tuple[str, str]] = []  # (schedule name, scheduled time)
+        super().__init__()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._tick_s):
+            try:
+                self.tick()
+            except Exception:
+                if self._stop.is_set():
+                    break
+                log.exception("scheduler tick failed")
+
+    def tick(self, now: datetime | None = None) -> int:
+        """Fire every schedule due up to ``now`` (default: the clock). Returns the fires."""
+        from pagefleet.runtime import RUNTIME
+
+        now = now or datetime.fromtimestamp(self._clock(), UTC)
+        client = RUNTIME.client("scheduler")
+        fired = 0
+        with self._lock:
+            names = self._names(client)
+            for name in names:
+                schedule = client.get_schedule(Name=name, GroupName=self._group)
+                fired += self._fire_due(schedule, now)
+            for gone in set(self._fired_up_to) - set(names):
+                del self._fired_up_to[gone]
+        return fired
+
+    def _names(self, client: Any) -> list[str]:
+        names: list[str] = []
+        kwargs: dict[str, Any] = {"GroupName": self._group}
+        while True:
+            resp = client.list_schedules(**kwargs)
+            names += [s["Name"] for s in resp.get("Schedules", [])]
+            if not resp.get("NextToken"):
+                return names
+            kwargs["NextToken"] = resp["NextToken"]
+
+    def _fire_due(self, schedule: dict[str, Any], now: datetime) -> int:
+        name = schedule["Name"]
+        created = schedule.get("CreationDate") or self._started
+        created = created.astimezone(UTC) if isinstance(created, datetime) else self._started
+        since = self._fired_up_to.setdefault(name, max(self._started, created))
+        if schedule.get("State") != "ENABLED":
+            self._fired_up_to[name] = max(since, now)  # a paused schedule skips, not catches up
+            return 0
+        try:
+            expr = parse(
+                schedule["ScheduleExpression"], schedule.get("ScheduleExpressionTimezone") or "UTC"
+            )
+        except InvalidExpression:
+            log.warning("schedule %s: unusable expression", name)
+            return 0
+        count = 0
+        for when in expr.fire_times(since, anchor=created):
+            if when > now:
+                break
+            self._deliver(schedule, when)
+            self._fired_up_to[name] = when
+            count += 1
+        return count
+
+    def _deliver(self, schedule: dict[str, Any], when: datetime) -> None:
+        stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        text = schedule["Target"].get("Input") or "{}"
+        event = json.loads(text.replace(SCHEDULED_TIME, stamp))
+        for attempt in range(RETRIES):
+            try:
+                self._invoke(event)
+                self.fired.append((schedule["Name"], stamp))
+                return
+            except Exception:
+                log.exception("scheduler target failed (attempt %s)", attempt + 1)
+        self._dead_letter(text, stamp)
+
+    def _dead_letter(self, text: str, stamp: str) -> None:
+        if self._dlq_url is None:
+            return
+        from pagefleet.runtime import RUNTIME
+
+        RUNTIME.client("sqs").send_message(
+            QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
+        )

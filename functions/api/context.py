@@ -1,0 +1,127 @@
+"""What every route needs: settings, services, the caller's tenant, and typed responses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from aws_lambda_powertools.metrics import EphemeralMetrics
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
+from pydantic import BaseModel
+
+from pagefleet import metrics_names
+from pagefleet.api_models import ErrorBody
+from pagefleet.breaker import Breakers
+from pagefleet.errors import Forbidden, Unauthorized
+from pagefleet.jobs.service import JobServices
+from pagefleet.runtime import RUNTIME
+from pagefleet.settings import ApiSettings
+
+SERVICE = "pagefleet-api"
+# Nothing here talks to the network at import: the Tracer disables itself outside Lambda
+# (no X-Ray daemon to send to), metrics print EMF lines to stdout. EphemeralMetrics: the
+# local stack runs every handler in one process, where `Metrics` would share one metric set.
+logger = Logger(service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+def api_settings() -> ApiSettings:
+    return RUNTIME.settings(ApiSettings)
+
+
+def services() -> JobServices:
+    return RUNTIME.job_services(api_settings())
+
+
+def breakers() -> Breakers:
+    return RUNTIME.breakers(api_settings())
+
+
+def event_of(router: Router) -> APIGatewayProxyEvent:
+    """The request being routed (the resolver is an APIGatewayRestResolver)."""
+    return cast(APIGatewayProxyEvent, router.current_event)
+
+
+def tenant_id(router: Router) -> str:
+    """The tenant comes from the authorizer, never from the request."""
+    authorizer = event_of(router).request_context.authorizer
+    tenant = authorizer.get("tenant_id") if authorizer else None
+    if not tenant:
+        raise Unauthorized("no tenant in the authorizer context")
+    return str(tenant)
+
+
+def require_admin(router: Router) -> None:
+    authorizer = event_of(router).request_context.authorizer
+    if not authorizer or authorizer.get("admin") != "true":
+        raise Forbidden("this route needs an admin API key")
+
+
+def base_path(router: Router) -> str:
+    """Where the API's routes sit in the URL the client called: the stage (``/v1``) on the
+    execute-api domain, the base path mapping on a custom domain. Every link the API returns
+    starts with it, so it resolves on the URL the client used."""
+    event = event_of(router)
+    full, own = event.request_context.path or "", event.path or ""
+    return full[: len(full) - len(own)] if own and full.endswith(own) else ""
+
+
+def request_id(router: Router) -> str:
+    return event_of(router).request_context.request_id
+
+
+def respond(
+    status: int, model: BaseModel, headers: Mapping[str, str] | None = None
+) -> Response[str]:
+    """A JSON response serialized through its contract model (``pagefleet.api_models``)."""
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=model.model_dump_json(),
+        headers=dict(headers or {}),
+    )
+
+
+def json_document(status: int, document: Mapping[str, Any]) -> Response[str]:
+    import json
+
+    return Response(
+        status_code=status,
+        content_type="application/json",
+        body=json.dumps(document, separators=(",", ":")),
+    )
+
+
+def documented(
+    ok: dict[int, tuple[str, type[BaseModel]]], *errors: int
+) -> dict[int, OpenAPIResponse]:
+    """``responses=`` for a route: its success bodies and the error statuses it may answer."""
+    out: dict[int, OpenAPIResponse] = {
+        status: {"description": text, "content": {"application/json": {"model": model}}}
+        for status, (text, model) in ok.items()
+    }
+    for status in sorted({401, 422, 500, *errors}):
+        out[status] = {
+            "description": ERROR_TEXT.get(status, "error"),
+            "content": {"application/json": {"model": ErrorBody}},
+        }
+    return out
+
+
+ERROR_TEXT = {
+    400: "malformed request (invalid JSON, bad cursor, bad header)",
+    401: "missing, unknown or revoked API key",
+    403: "the route needs an admin API key",
+    404: "no such job (or another tenant's)",
+    409: "conflict with the job's state or an earlier request",
+    413: "request too large",
+    422: "validation error naming the field",
+    429: "too many requests",
+    500: "internal error",
+    503: "temporarily unavailable; retry",
+}

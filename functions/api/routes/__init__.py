@@ -1,0 +1,1 @@
+"""The API's routes, one Powertools ``Router`` per area, included by ``functions.api.app``."""

@@ -1,0 +1,52 @@
+"""Operator routes (admin key): dead letters and their redrive."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from functions.api.context import documented, require_admin, respond, services
+from pagefleet.api_models import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
+from pagefleet.errors import InvalidRequest
+from pagefleet.jobs import recovery
+
+router = Router()
+
+# "tenant_id/job_id": the same characters tenant ids and job ids are made of.
+JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
+
+
+@router.get(
+    "/admin/dead-letters",
+    summary="Dead-lettered jobs of every tenant (admin key)",
+    responses=documented({200: ("the dead-lettered jobs", DeadLetters)}, 403),
+    tags=["admin"],
+)
+def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
+    require_admin(router)
+    jobs = recovery.list_dead_letters(services(), limit=limit)
+    return respond(200, DeadLetters(dead_letters=[DeadLetter.of(j) for j in jobs]))
+
+
+@router.post(
+    "/admin/dead-letters/redrive",
+    summary="Send dead-lettered jobs back to their queue (admin key)",
+    responses=documented({200: ("the ids of the jobs redriven", RedriveResponse)}, 400, 403),
+    tags=["admin"],
+)
+def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
+    require_admin(router)
+    if request.jobs is None:
+        targets = [(j.tenant_id, j.job_id) for j in recovery.list_dead_letters(services())]
+    else:
+        targets = []
+        for index, ref in enumerate(request.jobs):
+            if not re.fullmatch(JOB_REF_PATTERN, ref):
+                raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
+            tenant, _, job_id = ref.partition("/")
+            targets.append((tenant, job_id))
+    return respond(200, RedriveResponse(redriven=recovery.redrive(services(), targets)))

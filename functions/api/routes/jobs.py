@@ -1,0 +1,162 @@
+"""Job routes: submit, read, list, artifacts, cancel."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+
+from functions.api.context import (
+    api_settings,
+    base_path,
+    documented,
+    logger,
+    request_id,
+    respond,
+    services,
+    tenant_id,
+)
+from pagefleet.api_models import (
+    ArtifactLink,
+    ArtifactList,
+    CancelResponse,
+    JobPage,
+    JobView,
+    SubmitResponse,
+)
+from pagefleet.errors import InvalidRequest
+from pagefleet.jobs import service
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.states import JobStatus
+
+router = Router()
+
+JOB_ID = Annotated[
+    str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-z]+$", description="the job's id")
+]
+# Carried to the queue message's attributes and every log line: printable ASCII only.
+CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
+SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 503)
+SUBMIT_RESPONSES[202]["headers"] = {
+    "Location": {"description": "/v1/jobs/{job_id}", "schema": {"type": "string"}},
+    "Idempotent-Replayed": {
+        "description": "true when an Idempotency-Key replay returned an existing job",
+        "schema": {"type": "string"},
+    },
+}
+
+
+@router.post(
+    "/jobs",
+    summary="Submit a job",
+    description=(
+        "Records the job and queues it: inline `steps`, or a named `workflow` "
+        "(`name@version`, or `name` for the latest) with `inputs`. With `delay_seconds` or "
+        "`run_at` it waits `scheduled`; with `depends_on` it waits `waiting` until every "
+        "parent succeeded. The same Idempotency-Key with the same body returns the same job "
+        "(Idempotent-Replayed: true); with another body it is a 409."
+    ),
+    responses=SUBMIT_RESPONSES,
+    tags=["jobs"],
+)
+def create_job(
+    request: Annotated[JobSubmission, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(alias="Idempotency-Key", min_length=1, max_length=255),
+    ] = None,
+    x_correlation_id: Annotated[
+        str | None,
+        Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN),
+    ] = None,
+) -> Response[str]:
+    tenant = tenant_id(router)
+    # The job's correlation id is the one every log line of this request carries.
+    correlation = x_correlation_id or request_id(router)
+    if logger.get_correlation_id() != correlation:
+        logger.set_correlation_id(correlation)
+    submitted = service.submit_job(
+        services(),
+        tenant,
+        request,
+        idempotency_key=idempotency_key,
+        correlation_id=correlation,
+    )
+    job = submitted.job
+    logger.info(
+        "job submitted",
+        extra={"job_id": job.job_id, "tenant_id": tenant, "replayed": not submitted.created},
+    )
+    headers = {"Location": f"{base_path(router)}/jobs/{job.job_id}"}
+    if not submitted.created:
+        headers["Idempotent-Replayed"] = "true"
+    body = SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job))
+    return respond(202, body, headers)
+
+
+@router.get(
+    "/jobs/<job_id>",
+    summary="Get a job",
+    responses=documented({200: ("the job", JobView)}, 404),
+    tags=["jobs"],
+)
+def get_job(job_id: JOB_ID) -> Response[str]:
+    job = service.get_job(services(), tenant_id(router), job_id)
+    return respond(200, JobView.of(job))
+
+
+@router.get(
+    "/jobs",
+    summary="List jobs, newest first",
+    responses=documented({200: ("a page of jobs", JobPage)}, 400),
+    tags=["jobs"],
+)
+def list_jobs(
+    status: Annotated[JobStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response[str]:
+    page_max = api_settings().page_size_max
+    if limit > page_max:
+        raise InvalidRequest(f"limit must be at most {page_max}", field="limit")
+    page = service.list_jobs(
+        services(), tenant_id(router), status=status, limit=limit, cursor=cursor
+    )
+    body = JobPage(jobs=[JobView.of(j) for j in page.jobs], next_cursor=page.next_cursor)
+    return respond(200, body)
+
+
+@router.get(
+    "/jobs/<job_id>/artifacts",
+    summary="A job's artifacts, with presigned download URLs",
+    responses=documented({200: ("the artifacts", ArtifactList)}, 404),
+    tags=["jobs"],
+)
+def list_artifacts(job_id: JOB_ID) -> Response[str]:
+    ttl = api_settings().presign_ttl_seconds
+    tenant = tenant_id(router)
+    links = service.list_artifacts(services(), tenant, job_id, ttl_seconds=ttl)
+    body = ArtifactList(job_id=job_id, artifacts=[ArtifactLink.model_validate(a) for a in links])
+    return respond(200, body)
+
+
+@router.post(
+    "/jobs/<job_id>/cancel",
+    summary="Cancel a job",
+    responses=documented(
+        {
+            200: ("cancelled (the job had not started)", CancelResponse),
+            202: ("stopping (the job is running; its worker stops it)", CancelResponse),
+        },
+        404,
+        409,
+    ),
+    tags=["jobs"],
+)
+def cancel_job(job_id: JOB_ID) -> Response[str]:
+    job = service.cancel_job(services(), tenant_id(router), job_id)
+    # 202 while a running job is being stopped; 200 once it is cancelled.
+    status = 200 if job.status is JobStatus.CANCELLED else 202
+    return respond(status, CancelResponse.of(job))

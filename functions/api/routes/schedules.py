@@ -1,0 +1,152 @@
+"""Schedules: recurring and one-off jobs, mirrored as EventBridge Scheduler schedules."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from pydantic import ValidationError
+
+from functions.api.context import api_settings, base_path, documented, respond, services, tenant_id
+from pagefleet import schedules
+from pagefleet.api_models import (
+    JobView,
+    ScheduleList,
+    ScheduleRunJob,
+    ScheduleRuns,
+    ScheduleRunView,
+    ScheduleView,
+)
+from pagefleet.errors import InvalidField, NotFound
+from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
+from pagefleet.runtime import RUNTIME
+from pagefleet.schedules import Schedule, ScheduleChange, ScheduleSpec
+
+router = Router()
+
+SCHEDULE_ID = Annotated[
+    str, Path(min_length=26, max_length=26, pattern=r"^[0-9a-zA-Z]{26}$", description="id")
+]
+
+
+def _view(schedule: Schedule) -> ScheduleView:
+    now = datetime.fromtimestamp(services().clock.now(), UTC)
+    return ScheduleView.model_validate(
+        {**schedule.model_dump(mode="json"), "next_fire_times": schedule.next_fire_times(now)}
+    )
+
+
+def _check_job(tenant: str) -> Any:
+    """A schedule's job is checked now as a submission would be (inline or named workflow)."""
+
+    def check(job: dict[str, Any]) -> None:
+        try:
+            submission = JobSubmission.model_validate(job)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            path = field_path(first.get("loc", ()))
+            raise InvalidField(f"{path}: {first.get('msg', 'invalid')}", field=path) from None
+        resolve_submission(submission, tenant, services().workflows)
+
+    return check
+
+
+@router.post(
+    "/schedules",
+    summary="Create a schedule",
+    description=(
+        "`expression` is what EventBridge Scheduler takes: `cron(m h dom mon dow year)`, "
+        "`rate(N minutes|hours|days)` or `at(yyyy-mm-ddThh:mm:ss)`, in `timezone` (IANA). "
+        "`job` is a job request (inline steps or a named workflow). `overlap: skip` skips a "
+        "fire while the previous run is still going."
+    ),
+    responses=documented({201: ("the schedule", ScheduleView)}, 400, 501),
+    tags=["schedules"],
+)
+def create_schedule(spec: Annotated[ScheduleSpec, Body()]) -> Response[str]:
+    tenant = tenant_id(router)
+    store, mirror = RUNTIME.schedules(api_settings())
+    made = schedules.create(store, mirror, services().clock, tenant, spec, _check_job(tenant))
+    return respond(
+        201, _view(made), {"Location": f"{base_path(router)}/schedules/{made.schedule_id}"}
+    )
+
+
+@router.get(
+    "/schedules",
+    summary="The tenant's schedules",
+    responses=documented({200: ("the schedules", ScheduleList)}, 501),
+    tags=["schedules"],
+)
+def list_schedules() -> Response[str]:
+    store, _ = RUNTIME.schedules(api_settings())
+    found = store.list_for(tenant_id(router))
+    return respond(200, ScheduleList(schedules=[_view(s) for s in found]))
+
+
+@router.get(
+    "/schedules/<schedule_id>",
+    summary="A schedule, with its next fire times",
+    responses=documented({200: ("the schedule", ScheduleView)}, 404, 501),
+    tags=["schedules"],
+)
+def get_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
+    store, _ = RUNTIME.schedules(api_settings())
+    return respond(200, _view(store.get(tenant_id(router), schedule_id)))
+
+
+@router.patch(
+    "/schedules/<schedule_id>",
+    summary="Change, pause (enabled: false) or resume a schedule",
+    responses=documented({200: ("the schedule", ScheduleView)}, 400, 404, 501),
+    tags=["schedules"],
+)
+def change_schedule(
+    schedule_id: SCHEDULE_ID, patch: Annotated[ScheduleChange, Body()]
+) -> Response[str]:
+    tenant = tenant_id(router)
+    store, mirror = RUNTIME.schedules(api_settings())
+    changed = schedules.change(
+        store, mirror, services().clock, tenant, schedule_id, patch, _check_job(tenant)
+    )
+    return respond(200, _view(changed))
+
+
+@router.delete(
+    "/schedules/<schedule_id>",
+    summary="Delete a schedule (its jobs stay)",
+    responses=documented({204: ("deleted", ScheduleList)}, 404, 501),
+    tags=["schedules"],
+)
+def delete_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
+    store, mirror = RUNTIME.schedules(api_settings())
+    schedules.delete(store, mirror, tenant_id(router), schedule_id)
+    return Response(status_code=204, body="")
+
+
+@router.get(
+    "/schedules/<schedule_id>/runs",
+    summary="The jobs a schedule made, newest first",
+    responses=documented({200: ("its runs", ScheduleRuns)}, 404, 501),
+    tags=["schedules"],
+)
+def schedule_runs(
+    schedule_id: SCHEDULE_ID, limit: Annotated[int, Query(ge=1, le=100)] = 20
+) -> Response[str]:
+    tenant = tenant_id(router)
+    store, _ = RUNTIME.schedules(api_settings())
+    store.get(tenant, schedule_id)  # NotFound for another tenant's schedule
+    jobs, skipped = [], []
+    for run in store.runs(tenant, schedule_id.lower(), limit):
+        if run.job_id is None:
+            skipped.append(ScheduleRunView.model_validate(run.model_dump()))
+            continue
+        try:
+            record = services().store.get(tenant, run.job_id, consistent=False)
+        except NotFound:
+            continue  # deleted since
+        jobs.append(ScheduleRunJob.model_validate(JobView.of(record).model_dump(mode="json")))
+    return respond(200, ScheduleRuns(jobs=jobs, skipped=skipped))

@@ -1,0 +1,88 @@
+"""EventBridge Scheduler's target: one fire of one schedule -> one job (idempotent).
+
+The Scheduler invokes this with the schedule's target input, ``{tenant_id, schedule_id,
+scheduled_time}`` (the scheduled time is the Scheduler's own context attribute, the same on
+every retry of a fire), so a retried invocation finds the job the first one made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+from pydantic import BaseModel, ConfigDict, Field
+
+from functions.lambda_context import lambda_entry
+from pagefleet import metrics_names, schedules
+from pagefleet.errors import NotFound
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.runtime import RUNTIME
+from pagefleet.settings import CoreSettings
+from pagefleet.states import JobStatus
+
+SERVICE = "pagefleet-scheduler"
+logger = Logger(service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+
+
+class Fire(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: str = Field(min_length=1, max_length=64)
+    schedule_id: str = Field(min_length=26, max_length=26)
+    scheduled_time: str = Field(min_length=10, max_length=40)
+
+
+def services() -> JobServices:
+    return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
+
+
+@lambda_entry(SERVICE)
+@logger.inject_lambda_context(correlation_id_path="schedule_id")
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    fire = Fire.model_validate(event)
+    svc = services()
+    store = RUNTIME.schedule_store(RUNTIME.settings(CoreSettings))
+    schedule_ref = (fire.schedule_id, fire.scheduled_time)
+
+    def submit(job: dict[str, Any], key: str) -> str:
+        submitted = submit_job(
+            svc,
+            fire.tenant_id,
+            JobSubmission.model_validate(job),
+            idempotency_key=key,
+            correlation_id=f"schedule-{fire.schedule_id}-{fire.scheduled_time}",
+            schedule=schedule_ref,
+        )
+        return submitted.job.job_id
+
+    def job_status(job_id: str) -> JobStatus | None:
+        try:
+            return svc.store.get(fire.tenant_id, job_id, consistent=False).status
+        except Exception:
+            return None
+
+    try:
+        run = schedules.fire(
+            store,
+            svc.clock,
+            fire.tenant_id,
+            fire.schedule_id,
+            fire.scheduled_time,
+            submit=submit,
+            job_status=job_status,
+        )
+    except NotFound:
+        # Deleted between the Scheduler's fire and now: nothing to run, nothing to retry.
+        logger.info("schedule gone", extra=fire.model_dump())
+        return {"skipped": "the schedule no longer exists"}
+    metrics.add_metric(
+        name="ScheduleFires" if run.job_id else "ScheduleSkips", unit=MetricUnit.Count, value=1
+    )
+    logger.info("schedule fired", extra=run.model_dump())
+    return run.model_dump()

@@ -1,0 +1,292 @@
+"""The REST API's contract: every response body, as typed models.
+
+The API handlers serialize through these models, the OpenAPI document is generated from
+them (``docs/openapi.json``), and the Python client (``pagefleet.client``) parses the
+API's answers with the very same classes, so the three cannot drift apart.
+
+Models read with ``extra="ignore"``: a client keeps working when a newer API adds a field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pagefleet.breaker import BreakerState, DomainStatus
+from pagefleet.models import Artifact, JobError, JobRecord
+from pagefleet.states import FINAL_STATES, JobStatus
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class ArtifactInfo(_View):
+    """A file a job produced, with the sha256 it was stored with."""
+
+    name: str
+    size: int = Field(description="bytes")
+    content_type: str
+    sha256: str
+    retention: str | None = Field(default=None, description="routine | debug")
+    attempt: int | None = Field(default=None, description="the attempt that produced it")
+
+    @classmethod
+    def of(cls, artifact: Artifact) -> ArtifactInfo:
+        return cls.model_validate(artifact.model_dump(exclude={"key"}))
+
+
+class ArtifactLink(ArtifactInfo):
+    """An artifact with a short-lived presigned download URL (no API key needed)."""
+
+    url: str
+    expires_in: int | None = Field(default=None, description="seconds the URL stays valid")
+
+
+class AttemptView(_View):
+    """One attempt of a job: who ran it, when, and how it ended."""
+
+    attempt: int
+    worker: str
+    started_at: str
+    finished_at: str | None = None
+    status: JobStatus | None = None
+    error: JobError | None = None
+
+
+class JobView(_View):
+    """A job as the API shows it: status, attempts, result, error, artifacts."""
+
+    job_id: str
+    status: JobStatus
+    request: dict[str, Any] = Field(
+        default_factory=dict, description="the submitted request, with defaults filled in"
+    )
+    created_at: str | None = None
+    updated_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    enqueued_at: str | None = None
+    correlation_id: str | None = None
+    pool: str | None = None
+    attempt: int = Field(default=0, description="attempts started so far")
+    result: dict[str, Any] | None = Field(
+        default=None,
+        description="extracted values; null when too large to keep inline (see result_artifact)",
+    )
+    result_artifact: str | None = Field(
+        default=None, description="artifact holding the whole result when it is not inline"
+    )
+    result_bytes: int | None = Field(default=None, description="size of the result as JSON")
+    artifacts: list[ArtifactInfo] = Field(default_factory=list)
+    error: JobError | None = None
+    attempts: list[AttemptView] = Field(default_factory=list)
+    cancel_requested_at: str | None = None
+    deferred_reason: str | None = Field(default=None, description="why a queued job waits")
+    run_at: int | None = Field(
+        default=None, description="a scheduled job's start (epoch seconds, UTC)"
+    )
+    workflow: str | None = Field(default=None, description="the named workflow it ran")
+    workflow_version: int | None = None
+    schedule_id: str | None = Field(default=None, description="the schedule that made it")
+    scheduled_time: str | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATES
+
+    @property
+    def name(self) -> str | None:
+        value = self.request.get("name")
+        return str(value) if value is not None else None
+
+    @classmethod
+    def of(cls, record: JobRecord) -> JobView:
+        data = record.model_dump(
+            mode="json", include=set(cls.model_fields) - {"artifacts", "attempts"}
+        )
+        return cls.model_validate(
+            {
+                **data,
+                "artifacts": [ArtifactInfo.of(a) for a in record.artifacts],
+                "attempts": [a.model_dump(mode="json") for a in record.attempts],
+            }
+        )
+
+
+class CancelResponse(JobView):
+    """The job after a cancel: ``cancelled`` (200), or still ``running`` with
+    ``cancel_requested_at`` set while its worker stops it (202)."""
+
+
+class SubmitResponse(_View):
+    """202 to ``POST /v1/jobs``: the job's id and status, and the whole job."""
+
+    job_id: str
+    status: JobStatus
+    job: JobView
+
+
+class JobPage(_View):
+    """A page of jobs, newest first; pass ``next_cursor`` back to read the next one."""
+
+    jobs: list[JobView]
+    next_cursor: str | None = None
+
+
+class ArtifactList(_View):
+    job_id: str
+    artifacts: list[ArtifactLink]
+
+
+class DeadLetter(JobView):
+    """A dead-lettered job, with the tenant it belongs to (admin view)."""
+
+    tenant_id: str
+
+
+class DeadLetters(_View):
+    dead_letters: list[DeadLetter]
+
+
+class RedriveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    jobs: list[str] | None = Field(
+        default=None,
+        max_length=1000,
+        description="'tenant_id/job_id' of each job to redrive; omitted: every dead letter",
+    )
+
+
+class RedriveResponse(_View):
+    redriven: list[str] = Field(description="ids of the jobs sent back to their queue")
+
+
+class DomainView(_View):
+    """The circuit breaker of one target site."""
+
+    domain: str
+    state: BreakerState
+    failures: int
+    requests: int
+    window_start: int
+    opened_at: int | None = None
+    half_open_at: int | None = None
+
+    @classmethod
+    def of(cls, status: DomainStatus) -> DomainView:
+        return cls.model_validate(status.as_dict())
+
+
+class DomainList(_View):
+    domains: list[DomainView]
+
+
+class ErrorDetail(_View):
+    code: str = Field(description="machine-readable, e.g. validation_error, not_found")
+    message: str
+    field: str | None = Field(default=None, description="the field at fault, e.g. steps[0].url")
+    details: list[dict[str, Any]] | None = None
+
+
+class ErrorBody(_View):
+    """Every 4xx and 5xx answer of the API."""
+
+    error: ErrorDetail
+
+
+class WorkflowVersionView(_View):
+    """One immutable version of a named workflow."""
+
+    name: str
+    version: int
+    created_at: str
+    definition: dict[str, Any] = Field(description="steps, default inputs and options")
+    versions: list[int] | None = Field(
+        default=None, description="every version of the name (on the latest-version route)"
+    )
+
+
+class WorkflowStored(_View):
+    """201 to ``PUT /v1/workflows/{name}``: the version the definition was stored as."""
+
+    name: str
+    version: int
+    created_at: str
+
+
+class WorkflowSummary(_View):
+    name: str
+    latest_version: int
+
+
+class WorkflowList(_View):
+    workflows: list[WorkflowSummary]
+
+
+class ScheduleRunView(_View):
+    scheduled_time: str
+    job_id: str | None = None
+    skipped: str | None = Field(default=None, description="why no job was made")
+    fired_at: str
+
+
+class ScheduleView(_View):
+    """A schedule: its expression, its job, and when it fires next."""
+
+    schedule_id: str
+    name: str
+    expression: str
+    timezone: str
+    job: dict[str, Any]
+    enabled: bool
+    overlap: str
+    created_at: str
+    updated_at: str
+    next_fire_times: list[str] = Field(default_factory=list)
+    last_run: ScheduleRunView | None = None
+    synced: bool = Field(description="mirrored in EventBridge Scheduler")
+
+
+class ScheduleList(_View):
+    schedules: list[ScheduleView]
+
+
+class ScheduleRunJob(JobView):
+    """A job a schedule made, with the time it was scheduled for."""
+
+
+class ScheduleRuns(_View):
+    """A schedule's jobs, newest first; skipped fires are listed in ``skipped``."""
+
+    jobs: list[ScheduleRunJob]
+    skipped: list[ScheduleRunView] = Field(default_factory=list)
+
+
+class PercentilesView(_View):
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+
+
+class FleetStatsView(_View):
+    """The tenant's fleet: what waits and runs now, how jobs ended in the window and how
+    long they took (seconds)."""
+
+    window_s: int
+    counts: dict[str, int] = Field(description="jobs in each waiting or running state now")
+    oldest_queued_age_s: float | None = Field(
+        default=None, description="how long the oldest queued job has waited"
+    )
+    finished: dict[str, int] = Field(description="jobs that ended in the window, by state")
+    success_rate: float | None = None
+    failure_rate: float | None = None
+    timeout_rate: float | None = None
+    retry_rate: float | None = Field(
+        default=None, description="share of ended jobs that needed more than one attempt"
+    )
+    duration_s: PercentilesView
+    queue_delay_s: PercentilesView = Field(description="from ready to the first attempt's start")
+    sampled: int = Field(description="jobs made in the window that the figures are taken from")

@@ -1,0 +1,144 @@
+"""``pagefleet workflows ...`` (named, versioned workflows) and ``pagefleet schedules ...``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, CliError, api_client, console
+from pagefleet.cli.jobs import load_workflow
+
+workflows_app = typer.Typer(help="Named workflows: immutable versions (name@1, name@2, ...).")
+schedules_app = typer.Typer(help="Schedules: cron / rate / at, mirrored in EventBridge Scheduler.")
+
+
+@workflows_app.command("push")
+def push(
+    file: Annotated[Path, typer.Argument(help="A workflow: steps, default inputs, options.")],
+    name: Annotated[str, typer.Option("--name", help="The workflow's name.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Store FILE as the next version of the named workflow."""
+    data = load_workflow(file)
+    definition = {
+        k: v for k, v in data.items() if k in ("steps", "inputs", "options", "description")
+    }
+    with api_client(api_url, api_key) as client:
+        stored = client.put_workflow(name, definition)
+    console.print(f"stored [bold]{stored.name}@{stored.version}[/]")
+
+
+@workflows_app.command("list")
+def list_workflows(api_url: ApiUrl = None, api_key: ApiKey = None, as_json: AsJson = False) -> None:
+    """The tenant's workflows with their latest versions."""
+    with api_client(api_url, api_key) as client:
+        found = client.workflows()
+    if as_json:
+        console.print_json(found.model_dump_json())
+        return
+    table = Table("workflow", "latest version")
+    for item in found.workflows:
+        table.add_row(item.name, str(item.latest_version))
+    console.print(table)
+
+
+@workflows_app.command("show")
+def show(
+    reference: Annotated[str, typer.Argument(help="NAME or NAME@VERSION.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """A version's definition (the latest, with the list of versions, for a bare name)."""
+    name, _, version = reference.partition("@")
+    if version and not version.isdigit():
+        raise CliError(f"expected NAME or NAME@VERSION, got {reference!r}")
+    with api_client(api_url, api_key) as client:
+        found = client.workflow(name, int(version) if version else None)
+    console.print(f"[bold]{found.name}@{found.version}[/]  created {found.created_at}")
+    if found.versions:
+        console.print(f"versions: {', '.join(map(str, found.versions))}")
+    console.print_json(data=found.definition)
+
+
+@schedules_app.command("create")
+def create(
+    file: Annotated[Path, typer.Argument(help="The job each fire submits (steps or workflow).")],
+    name: Annotated[str, typer.Option("--name")],
+    expression: Annotated[
+        str, typer.Option("--expression", help="cron(...), rate(...) or at(...).")
+    ],
+    timezone: Annotated[str, typer.Option("--timezone", help="IANA time zone.")] = "UTC",
+    skip_overlap: Annotated[
+        bool, typer.Option("--skip-overlap", help="Skip a fire while the last run is going.")
+    ] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Create a schedule that submits FILE's job at each fire."""
+    spec: dict[str, Any] = {
+        "name": name,
+        "expression": expression,
+        "timezone": timezone,
+        "job": load_workflow(file),
+        "overlap": "skip" if skip_overlap else "allow",
+    }
+    with api_client(api_url, api_key) as client:
+        made = client.create_schedule(spec)
+    console.print(f"schedule [bold]{made.schedule_id}[/]; next fires:")
+    for when in made.next_fire_times:
+        console.print(f"  {when}")
+
+
+@schedules_app.command("list")
+def list_schedules(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """The tenant's schedules and when each fires next."""
+    with api_client(api_url, api_key) as client:
+        found = client.schedules()
+    table = Table("schedule", "name", "expression", "enabled", "next fire")
+    for item in found:
+        nxt = item.next_fire_times[0] if item.next_fire_times else ""
+        table.add_row(item.schedule_id, item.name, item.expression, str(item.enabled), nxt)
+    console.print(table)
+
+
+def _set_enabled(schedule_id: str, enabled: bool, api_url: str | None, api_key: str | None) -> None:
+    with api_client(api_url, api_key) as client:
+        changed = client.update_schedule(schedule_id, enabled=enabled)
+    console.print(f"{changed.schedule_id} {'resumed' if changed.enabled else 'paused'}")
+
+
+@schedules_app.command("pause")
+def pause(schedule_id: str, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """Stop firing (the schedule is kept)."""
+    _set_enabled(schedule_id, False, api_url, api_key)
+
+
+@schedules_app.command("resume")
+def resume(schedule_id: str, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """Fire again from the next time the expression gives."""
+    _set_enabled(schedule_id, True, api_url, api_key)
+
+
+@schedules_app.command("delete")
+def delete(schedule_id: str, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """Delete a schedule (the jobs it made stay)."""
+    with api_client(api_url, api_key) as client:
+        client.delete_schedule(schedule_id)
+    console.print(f"{schedule_id} deleted")
+
+
+@schedules_app.command("runs")
+def runs(schedule_id: str, api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
+    """The jobs a schedule made, newest first."""
+    with api_client(api_url, api_key) as client:
+        found = client.schedule_runs(schedule_id)
+    table = Table("scheduled for", "job", "status")
+    for job in found.jobs:
+        table.add_row(job.scheduled_time or "", job.job_id, job.status.value)
+    for skipped in found.skipped:
+        table.add_row(skipped.scheduled_time, "", f"skipped: {skipped.skipped}")
+    console.print(table)

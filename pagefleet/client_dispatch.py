@@ -1,0 +1,73 @@
+"""The client's calls for named workflows and schedules (a part of ``PagefleetClient``)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import httpx
+
+from pagefleet.api_models import (
+    FleetStatsView,
+    ScheduleList,
+    ScheduleRuns,
+    ScheduleView,
+    WorkflowList,
+    WorkflowStored,
+    WorkflowVersionView,
+)
+
+
+class _Requests(Protocol):
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+
+
+class DispatchCalls:
+    """Mixed into ``PagefleetClient``: every method is one API call."""
+
+    # --- named workflows ----------------------------------------------------------------------
+    def put_workflow(self: _Requests, name: str, definition: Mapping[str, Any]) -> WorkflowStored:
+        """Store ``definition`` (steps, default inputs, options) as the next version."""
+        response = self._request("PUT", f"/v1/workflows/{name}", json=dict(definition))
+        return WorkflowStored.model_validate_json(response.content)
+
+    def workflows(self: _Requests) -> WorkflowList:
+        return WorkflowList.model_validate_json(self._request("GET", "/v1/workflows").content)
+
+    def workflow(self: _Requests, name: str, version: int | None = None) -> WorkflowVersionView:
+        """The latest version (with the list of versions), or the version given."""
+        path = f"/v1/workflows/{name}" + (f"/versions/{version}" if version else "")
+        return WorkflowVersionView.model_validate_json(self._request("GET", path).content)
+
+    # --- schedules ----------------------------------------------------------------------------
+    def create_schedule(self: _Requests, spec: Mapping[str, Any]) -> ScheduleView:
+        response = self._request("POST", "/v1/schedules", json=dict(spec))
+        return ScheduleView.model_validate_json(response.content)
+
+    def schedules(self: _Requests) -> builtins.list[ScheduleView]:
+        body = self._request("GET", "/v1/schedules").content
+        return ScheduleList.model_validate_json(body).schedules
+
+    def schedule(self: _Requests, schedule_id: str) -> ScheduleView:
+        body = self._request("GET", f"/v1/schedules/{schedule_id}").content
+        return ScheduleView.model_validate_json(body)
+
+    def update_schedule(self: _Requests, schedule_id: str, **change: Any) -> ScheduleView:
+        """Change fields (``enabled=False`` pauses, ``enabled=True`` resumes)."""
+        response = self._request("PATCH", f"/v1/schedules/{schedule_id}", json=change)
+        return ScheduleView.model_validate_json(response.content)
+
+    def delete_schedule(self: _Requests, schedule_id: str) -> None:
+        self._request("DELETE", f"/v1/schedules/{schedule_id}")
+
+    def schedule_runs(self: _Requests, schedule_id: str, limit: int = 20) -> ScheduleRuns:
+        path = f"/v1/schedules/{schedule_id}/runs"
+        return ScheduleRuns.model_validate_json(
+            self._request("GET", path, params={"limit": limit}).content
+        )
+
+    # --- fleet figures ------------------------------------------------------------------------
+    def stats(self: _Requests, window_s: int = 3600) -> FleetStatsView:
+        body = self._request("GET", "/v1/stats", params={"window_s": window_s}).content
+        return FleetStatsView.model_validate_json(body)

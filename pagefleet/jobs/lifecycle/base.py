@@ -1,0 +1,89 @@
+"""What every part of the lifecycle shares: the ports, the time, the one way a job message
+is sent, and what is done with the message that asked for a move."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+
+from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
+from pagefleet.jobs.moves import Step, Then, expired_error
+from pagefleet.jobs.rules import (
+    MAX_DELAY_S,
+    MAX_VISIBILITY_S,
+)
+from pagefleet.models import JobMessage, JobRecord, iso
+from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
+from pagefleet.states import JobStatus
+
+
+class LifecycleBase:
+    def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.store = store
+        self.queue = queue
+        self.clock = clock
+
+    # --- time ---------------------------------------------------------------------------------
+    def now(self) -> int:
+        return int(self.clock.now())
+
+    def at(self) -> str:
+        return iso(datetime.fromtimestamp(self.clock.now(), UTC))
+
+    # --- the one way a job message is sent -----------------------------------------------------
+    def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
+        self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
+
+    def enqueue(self, job: JobRecord) -> JobRecord:
+        """Send a recorded job's message and note that it is in the queue.
+
+        A scheduled job's message is delayed to its start (SQS delays up to 15 minutes;
+        the sweeper dispatches jobs due later when they come within reach).
+        """
+        delay = 0
+        if job.status is JobStatus.SCHEDULED and job.run_at is not None:
+            delay = max(0, job.run_at - self.now())
+        try:
+            self.send(job, delay_s=delay)
+        except Exception as exc:
+            raise EnqueueFailed(
+                "the job was recorded but could not be queued; retry with the same Idempotency-Key",
+                job_id=job.job_id,
+            ) from exc
+        at = self.at()
+        self.store.mark_enqueued(job.tenant_id, job.job_id, at)
+        return job.model_copy(update={"enqueued_at": at})
+
+    def expire(self, tenant_id: str, job_id: str) -> bool:
+        """A job not started before its deadline never runs. True if this call expired it."""
+        try:
+            self.store.transition(
+                tenant_id, job_id, JobStatus.EXPIRED, at=self.at(), error=expired_error()
+            )
+        except (IllegalTransition, NotFound):
+            return False  # someone else (the sweeper, a cancel) ended it first
+        return True
+
+    # --- messages -------------------------------------------------------------------------------
+    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
+        try:
+            self.queue.delete(pool, received.receipt_handle)
+        except Exception as exc:  # it comes back and is recognised as done then
+            return Step(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
+        return Step(Then.DELETE, reason=reason)
+
+    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Step:
+        with contextlib.suppress(Exception):
+            self.queue.change_visibility(
+                pool, received.receipt_handle, min(seconds, MAX_VISIBILITY_S)
+            )
+        return Step(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
+
+    def _release(self, received: ReceivedMessage, pool: str) -> None:
+        with contextlib.suppress(Exception):
+            self.queue.change_visibility(pool, received.receipt_handle, 0)
+
+    def release(self, received: ReceivedMessage, pool: str) -> Step:
+        """Make a message visible again at once (this worker will not work on it)."""
+        self._release(received, pool)
+        return Step(Then.RELEASE, reason="handed back")

@@ -1,0 +1,123 @@
+"""The API's, the dead-letter queue's and the sweeper's moves: cancel, redrive, dead-letter,
+take back a dead worker's job, re-send a lost retry."""
+
+from __future__ import annotations
+
+from pagefleet.errors import (
+    IllegalTransition,
+    JobNotCancellable,
+    NotFound,
+)
+from pagefleet.jobs.lifecycle.base import LifecycleBase
+from pagefleet.jobs.rules import (
+    attempt_allowed,
+)
+from pagefleet.models import JobError, JobRecord
+from pagefleet.ports import ReceivedMessage
+from pagefleet.states import JobStatus
+
+
+class RecoveryMoves(LifecycleBase):
+    def cancel(self, tenant_id: str, job_id: str) -> JobRecord:
+        """At once if the job has not started; through its worker if it is running."""
+        for _ in range(3):  # the job may start or finish while we look at it
+            job = self.store.get(tenant_id, job_id)
+            if job.status.is_final:
+                raise JobNotCancellable(
+                    f"job {job_id} already ended as {job.status.value}", status=job.status.value
+                )
+            try:
+                if job.status is JobStatus.RUNNING:
+                    return self.store.request_cancel(tenant_id, job_id, at=self.at())
+                return self.store.transition(tenant_id, job_id, JobStatus.CANCELLED, at=self.at())
+            except IllegalTransition:
+                continue
+        raise JobNotCancellable(f"job {job_id} kept changing state; retry the cancel")
+
+    def redrive(self, tenant_id: str, job_id: str) -> bool:
+        """A dead-lettered job goes back to its queue with a fresh attempt budget."""
+        try:
+            job = self.store.transition(tenant_id, job_id, JobStatus.QUEUED, at=self.at())
+        except (IllegalTransition, NotFound):
+            return False
+        self.enqueue(job.model_copy(update={"enqueued_at": None}))
+        return True
+
+    # --- the dead-letter queue's and the sweeper's side -----------------------------------------
+    def dead_letter(self, received: ReceivedMessage) -> str:
+        """Record why a message landed in the DLQ. Returns what happened (logs, tests)."""
+        message = received.message
+        if message is None:
+            return "poison"  # not a job message: nothing to mark
+        try:
+            current = self.store.get(message.tenant_id, message.job_id)
+        except NotFound:
+            return "unknown_job"
+        if current.status is JobStatus.RUNNING and (current.lease_expires_at or 0) >= self.now():
+            return "alive"  # a live lease: this was a stale duplicate of the job's message
+        reason = JobError(
+            kind="dead_lettered",
+            message=(
+                f"the job's message was received {received.receive_count} times without "
+                "finishing; it was moved to the dead-letter queue"
+            ),
+            retryable=True,
+        )
+        try:
+            self.store.transition(
+                message.tenant_id,
+                message.job_id,
+                JobStatus.DEAD_LETTERED,
+                at=self.at(),
+                error=reason,
+            )
+        except NotFound:
+            return "unknown_job"
+        except IllegalTransition:
+            return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
+        return "marked"
+
+    def take_back(self, tenant_id: str, job_id: str, *, expired_before: int) -> str:
+        """A running job whose worker stopped heartbeating: retry it, or fail it when the
+        budget is spent. Returns "requeued", "failed", "alive" or "gone"."""
+        try:
+            job = self.store.get(tenant_id, job_id)
+        except NotFound:
+            return "gone"
+        if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
+            return "alive"
+        error = JobError(
+            kind="lease_expired",
+            message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",
+            retryable=True,
+            timeout="lease",
+        )
+        retry = attempt_allowed(job, job.attempt + 1)
+        try:
+            moved = self.store.transition(
+                tenant_id,
+                job_id,
+                JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
+                at=self.at(),
+                error=error,
+                lease_expired_before=expired_before,
+                retry_at=self.now(),
+            )
+        except IllegalTransition:
+            return "alive"  # the heartbeat came back, or another sweeper got there first
+        if not retry:
+            return "failed"
+        self.send(moved)
+        return "requeued"
+
+    def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
+        """A retry whose message never came back: send it again."""
+        try:
+            job = self.store.get(tenant_id, job_id)
+        except NotFound:
+            return False
+        if job.status is not JobStatus.RETRY_SCHEDULED:
+            return False
+        self.send(job)
+        self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
+        return True

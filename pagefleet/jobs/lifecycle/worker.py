@@ -1,0 +1,255 @@
+"""The worker's moves: peek, claim, heartbeat, retry-or-fail, finish, defer, expire."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from pagefleet.errors import (
+    DeadlinePassed,
+    IllegalTransition,
+    LeaseLost,
+    NotFound,
+    RetryNotDue,
+)
+from pagefleet.jobs.lifecycle.base import LifecycleBase
+from pagefleet.jobs.limits import bound_outcome
+from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message
+from pagefleet.jobs.rules import (
+    LEASE_MARGIN_S,
+    MAX_DELAY_S,
+    attempt_allowed,
+    lease_until,
+)
+from pagefleet.models import Artifact, JobError, JobMessage, JobRecord
+from pagefleet.ports import ReceivedMessage
+from pagefleet.states import JobStatus
+
+
+class WorkerMoves(LifecycleBase):
+    def peek(self, received: ReceivedMessage, pool: str) -> Step:
+        """Look at the job before claiming it (the breaker needs its target)."""
+        message = job_message(received)
+        try:
+            job = self.store.get(message.tenant_id, message.job_id, consistent=False)
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
+        if job.status.is_final:  # final states never change: a stale read is still right
+            return self._done(received, pool, f"duplicate delivery ({job.status.value})")
+        return Step(Then.RUN, job=job)
+
+    def claim(
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        *,
+        owner: str,
+        lease_seconds: int,
+        recheck_s: int,
+        worker: str,
+    ) -> Step:
+        """Take the job for a new attempt, or say what to do with its message instead.
+
+        ``recheck_s`` bounds how long a copy of a job running elsewhere is hidden before it
+        is looked at again.
+        """
+        message = job_message(received)
+        now = self.clock.now()
+        try:
+            job = self.store.claim(
+                message.tenant_id,
+                message.job_id,
+                owner=owner,
+                lease_until=lease_until(now, lease_seconds),
+                now=int(now),
+                started_at=self.at(),
+            )
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except DeadlinePassed:
+            written = self.expire(message.tenant_id, message.job_id)
+            status = JobStatus.EXPIRED if written else None
+            step = self._done(received, pool, "the job expired before it started")
+            return Step(step.then, reason=step.reason, status=status)
+        except RetryNotDue as early:
+            # An early duplicate of a retry's message: bring it back when the retry is due.
+            due = int(early.details.get("retry_at", now)) - int(now)
+            return self._hide(received, pool, max(1, due), "retry not due yet")
+        except IllegalTransition:
+            return self._claim_refused(received, pool, message, owner, recheck_s)
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
+        if not attempt_allowed(job, job.attempt):
+            # A reclaim after the last allowed attempt's worker died: no attempt is left.
+            error = JobError(
+                kind="lease_expired",
+                message=(
+                    f"the worker of attempt {job.attempt - 1} stopped without finishing and "
+                    f"max_attempts ({job.request.max_attempts}) is spent"
+                ),
+                timeout="lease",
+            )
+            done = self.finish(job, Outcome(JobStatus.FAILED, error=error), received, pool, worker)
+            return Step(done.then, reason="max_attempts spent", status=done.status)
+        return Step(Then.RUN, job=job)
+
+    def _claim_refused(
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        message: JobMessage,
+        owner: str,
+        recheck_s: int,
+    ) -> Step:
+        try:
+            current = self.store.get(message.tenant_id, message.job_id)
+        except NotFound:
+            return self._done(received, pool, "job not found")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
+        if current.status is JobStatus.RUNNING and current.lease_owner == owner:
+            return Step(Then.RUN, job=current, reason="claim applied though its reply was lost")
+        if current.status.is_final:
+            return self._done(received, pool, f"duplicate delivery ({current.status.value})")
+        if current.status is JobStatus.RUNNING and current.lease_expires_at is not None:
+            # Another attempt holds a live lease. Keep this copy hidden until that lease would
+            # run out: if its worker finishes, the copy is deleted as a duplicate then; if it
+            # dies, the copy is what brings the job back.
+            wait = max(1, current.lease_expires_at - self.now() + LEASE_MARGIN_S)
+            return self._hide(received, pool, min(wait, recheck_s), "running elsewhere")
+        if current.status is JobStatus.WAITING:
+            # Its release sends a message of its own: this one is a stray copy.
+            return self._done(received, pool, "the job waits for its parents")
+        return Step(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
+
+    def heartbeat(
+        self, job: JobRecord, received: ReceivedMessage, pool: str, *, lease_seconds: int
+    ) -> list[str]:
+        """Extend the message's visibility and the record's lease; raises ``LeaseLost``.
+
+        Returns what failed without losing the lease (worth a warning, not a stop).
+        """
+        problems = []
+        try:
+            self.queue.change_visibility(pool, received.receipt_handle, lease_seconds)
+        except Exception as exc:
+            problems.append(f"visibility: {headline(exc)}")
+        try:
+            self.store.extend_lease(
+                job.tenant_id,
+                job.job_id,
+                attempt=job.attempt,
+                owner=job.lease_owner or "",
+                lease_until=lease_until(self.clock.now(), lease_seconds),
+            )
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            problems.append(f"lease: {headline(exc)}")
+        return problems
+
+    def cancel_requested(self, job: JobRecord) -> bool:
+        return self.store.cancel_requested(job.tenant_id, job.job_id)
+
+    def after_failure(
+        self,
+        job: JobRecord,
+        error: JobError,
+        *,
+        result: dict[str, Any] | None = None,
+        artifacts: list[Artifact] | None = None,
+    ) -> Outcome:
+        """Retry or fail: the one place that applies the attempt budget to a failure."""
+        if error.retryable and attempt_allowed(job, job.attempt + 1):
+            return Outcome(
+                JobStatus.RETRY_SCHEDULED,
+                result=result or None,
+                error=error,
+                artifacts=list(artifacts or []),
+                retry_delay_s=job.request.retry.delay_seconds(job.attempts_used),
+            )
+        return Outcome(
+            JobStatus.FAILED, result=result or None, error=error, artifacts=list(artifacts or [])
+        )
+
+    def finish(
+        self,
+        job: JobRecord,
+        outcome: Outcome,
+        received: ReceivedMessage,
+        pool: str,
+        worker: str,
+    ) -> Step:
+        """Write the attempt's outcome (fenced), send a retry's message, settle the message."""
+        at = self.at()
+        retrying = outcome.status is JobStatus.RETRY_SCHEDULED
+        delay = outcome.retry_delay_s or 0
+        # Every part is bounded so that the record always fits in one item.
+        bounded = bound_outcome(job, outcome, worker=worker, at=at)
+        try:
+            self.store.finish(
+                job.tenant_id,
+                job.job_id,
+                attempt=job.attempt,
+                owner=job.lease_owner or worker,
+                status=outcome.status,
+                at=at,
+                result=bounded.result,
+                artifacts=bounded.artifacts,
+                error=bounded.error,
+                history=bounded.history,
+                retry_at=self.now() + delay if retrying else None,
+                result_artifact=bounded.result_artifact,
+                result_bytes=bounded.result_bytes,
+                attempt_log=bounded.attempt_log,
+            )
+        except (LeaseLost, IllegalTransition) as exc:
+            if not self._landed(job, outcome):
+                return Step(Then.LEAVE, reason=f"outcome not written: {exc.message}")
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
+        if outcome.release_message:
+            self._release(received, pool)
+            return Step(Then.RELEASE, status=outcome.status)
+        if retrying and outcome.retry_delay_s is not None:
+            try:
+                self.send(job, delay_s=delay)
+            except Exception as exc:
+                # Keep the original message: redelivered, it claims the retry_scheduled job.
+                return Step(
+                    Then.LEAVE,
+                    status=outcome.status,
+                    reason=f"could not enqueue the retry: {headline(exc)}",
+                )
+        step = self._done(received, pool, "")
+        return Step(step.then, status=outcome.status, reason=step.reason)
+
+    def _landed(self, job: JobRecord, outcome: Outcome) -> bool:
+        """After a refused finish: did our own earlier try land (its reply lost on the way)?"""
+        try:
+            current = self.store.get(job.tenant_id, job.job_id)
+        except Exception:
+            return False
+        return (
+            current.attempt == job.attempt
+            and current.status is outcome.status
+            and any(a.attempt == job.attempt for a in current.attempts)
+        )
+
+    def defer(self, received: ReceivedMessage, pool: str, *, reason: str, delay_s: int) -> Step:
+        """The job must wait (e.g. its target's circuit is open) without spending an attempt.
+
+        The message is re-sent with a delay (and the received one deleted) rather than
+        hidden, so waiting never counts toward the dead-letter queue's receive limit.
+        """
+        message = job_message(received)
+        delay = max(1, min(MAX_DELAY_S, delay_s))
+        try:
+            self.queue.send(message, delay_seconds=delay)
+        except Exception as exc:
+            return Step(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
+        with contextlib.suppress(Exception):  # the reason is a courtesy to the user
+            self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
+        return self._done(received, pool, reason)

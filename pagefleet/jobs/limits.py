@@ -1,0 +1,120 @@
+"""Size bounds that keep every job record inside one DynamoDB item (400 KB).
+
+A record holds the request (checked at submit), then whatever its attempts add: the attempt
+log, the error, the artifact list and the result. Each of those is bounded here, so no
+outcome write can be refused for its size and no record can outgrow an item:
+
+- a result over ``INLINE_RESULT_MAX_BYTES`` stays only in its ``data.json`` artifact and the
+  record keeps a pointer (``result_artifact``) and its size (``result_bytes``);
+- error messages and step descriptions are cut to a bounded length;
+- the attempt log keeps the last ``ATTEMPT_LOG_MAX`` attempts;
+- the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first.
+
+``SUBMIT_RECORD_MAX_BYTES`` is what the request's part of a record may take at submit: the
+item limit less the most all of the above can add.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from pagefleet.jobs.moves import Outcome
+from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
+
+ITEM_MAX_BYTES = 400 * 1024
+INLINE_RESULT_MAX_BYTES = 32 * 1024
+ERROR_MESSAGE_MAX_BYTES = 1000
+STEP_DESCRIPTION_MAX_BYTES = 300
+ATTEMPT_LOG_MAX = 20
+LISTED_ARTIFACTS_MAX = 100
+RESULT_ARTIFACT = "data.json"  # the worker's copy of every successful job's result
+
+# Upper bounds of what the outcome parts take once bounded (JSON, attribute names included).
+_ERROR_BYTES = ERROR_MESSAGE_MAX_BYTES + STEP_DESCRIPTION_MAX_BYTES + 300
+_ATTEMPT_BYTES = _ERROR_BYTES + 300
+_ARTIFACT_BYTES = 700  # name <= 100, key = tenant/job/attempt/name, sha256, type
+OUTCOME_RESERVE_BYTES = (
+    INLINE_RESULT_MAX_BYTES
+    + ATTEMPT_LOG_MAX * _ATTEMPT_BYTES
+    + _ERROR_BYTES
+    + LISTED_ARTIFACTS_MAX * _ARTIFACT_BYTES
+    + 4 * 1024  # timestamps, lease, index keys and other bookkeeping attributes
+)
+SUBMIT_RECORD_MAX_BYTES = ITEM_MAX_BYTES - OUTCOME_RESERVE_BYTES
+
+
+def clip(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` of UTF-8 (on a character boundary), marked."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= max_bytes:
+        return text
+    return data[: max_bytes - 3].decode("utf-8", "ignore") + "..."
+
+
+def bounded_error(error: JobError | None) -> JobError | None:
+    if error is None:
+        return None
+    return error.model_copy(
+        update={
+            "message": clip(error.message, ERROR_MESSAGE_MAX_BYTES),
+            "step": clip(error.step, STEP_DESCRIPTION_MAX_BYTES) if error.step else error.step,
+            "kind": clip(error.kind, 100),
+        }
+    )
+
+
+def json_bytes(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+@dataclass(frozen=True)
+class BoundedOutcome:
+    """What an attempt's outcome write stores, each part within its bound."""
+
+    result: dict[str, Any] | None
+    result_artifact: str | None
+    result_bytes: int | None
+    error: JobError | None
+    artifacts: list[Artifact]
+    history: AttemptRecord
+    # The whole attempt log to store, when appending would pass ATTEMPT_LOG_MAX.
+    attempt_log: list[AttemptRecord] | None
+
+
+def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> BoundedOutcome:
+    """The outcome of ``job``'s current attempt as its record will keep it."""
+    result = outcome.result
+    size = json_bytes(result) if result is not None else None
+    pointer = None
+    if size is not None and size > INLINE_RESULT_MAX_BYTES:
+        # data.json holds the whole result when the run succeeded; otherwise (a partial
+        # result of a failed run) only its size is kept.
+        named = any(a.name == RESULT_ARTIFACT for a in outcome.artifacts)
+        pointer = RESULT_ARTIFACT if named else None
+        result = None
+    # Earlier attempts' artifacts (failure snapshots) stay listed next to this one's.
+    current = outcome.artifacts[:LISTED_ARTIFACTS_MAX]
+    earlier = [a for a in job.artifacts if a.attempt != job.attempt]
+    room = LISTED_ARTIFACTS_MAX - len(current)
+    history = AttemptRecord(
+        attempt=job.attempt,
+        worker=worker,
+        started_at=job.started_at or at,
+        finished_at=at,
+        status=outcome.status,
+        error=bounded_error(outcome.error),
+    )
+    log = None
+    if len(job.attempts) + 1 > ATTEMPT_LOG_MAX:
+        log = [*job.attempts[-(ATTEMPT_LOG_MAX - 1) :], history]
+    return BoundedOutcome(
+        result=result,
+        result_artifact=pointer,
+        result_bytes=size,
+        error=bounded_error(outcome.error),
+        artifacts=(earlier[-room:] if room > 0 else []) + current,
+        history=history,
+        attempt_log=log,
+    )

@@ -1,0 +1,60 @@
+"""The values the lifecycle answers with: what to do with a message, how an attempt ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pagefleet.models import Artifact, JobError, JobMessage, JobRecord
+from pagefleet.ports import ReceivedMessage
+from pagefleet.states import JobStatus
+
+
+class Then(StrEnum):
+    """What to do with the message that asked for a move."""
+
+    RUN = "run"  # the job is claimed: run it
+    DELETE = "delete"  # done with (deleted by the lifecycle)
+    HIDE = "hide"  # hidden for a while (done by the lifecycle)
+    RELEASE = "release"  # visible again at once (done by the lifecycle)
+    LEAVE = "leave"  # untouched: its visibility timeout brings it back
+
+
+@dataclass(frozen=True)
+class Step:
+    """The answer to a message: what became of it, the job when it must run, and why."""
+
+    then: Then
+    job: JobRecord | None = None
+    reason: str = ""
+    status: JobStatus | None = None  # the final state this move wrote, if any
+
+
+@dataclass
+class Outcome:
+    """How an attempt ended, as the worker saw it."""
+
+    status: JobStatus
+    result: dict[str, Any] | None = None
+    error: JobError | None = None
+    artifacts: list[Artifact] = field(default_factory=list)
+    retry_delay_s: int | None = None
+    release_message: bool = False  # hand the message back instead of deleting it
+
+
+def expired_error() -> JobError:
+    return JobError(
+        kind="expired", message="the job did not start before its deadline", timeout="deadline"
+    )
+
+
+def job_message(received: ReceivedMessage) -> JobMessage:
+    if received.message is None:
+        raise ValueError("not a job message")
+    return received.message
+
+
+def headline(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]

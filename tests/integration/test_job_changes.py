@@ -1,0 +1,90 @@
+"""The jobs table's stream, read as AWS's event source mapping reads it, to job changes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from devstack.event_sources import StreamPoller
+from devstack.provision import Provisioned
+from functions.job_changes import handler as job_changes_handler
+from pagefleet.adapters.dynamodb.stream import job_changes
+from pagefleet.jobs.changes import JobChange, deliver
+from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.models import JobRequest, iso, utcnow
+from pagefleet.states import JobStatus
+
+REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.changes: list[JobChange] = []
+        self.fail_next = False
+
+    def handle(self, changes: Any) -> None:
+        if self.fail_next:
+            self.fail_next = False
+            raise RuntimeError("consumer down")
+        self.changes += list(changes)
+
+
+def test_the_stream_poller_delivers_every_change_in_order(
+    svc: JobServices, provisioned: Provisioned
+) -> None:
+    recorder = Recorder()
+    delivered = threading.Event()
+
+    def function(event: dict[str, Any]) -> dict[str, Any]:
+        changes = job_changes(event["Records"])
+        assert all(r["eventSource"] == "aws:dynamodb" for r in event["Records"])
+        failed = deliver(changes, [recorder])
+        if any(c.became is JobStatus.CANCELLED for c in recorder.changes):
+            delivered.set()
+        if failed:
+            first = event["Records"][0]["dynamodb"]["SequenceNumber"]
+            return {"batchItemFailures": [{"itemIdentifier": first}]}
+        return {"batchItemFailures": []}
+
+    poller = StreamPoller(provisioned.jobs_table, function).start()
+    try:
+        recorder.fail_next = True  # the first batch fails once and is delivered again
+        job = submit_job(svc, "t", REQUEST).job
+        svc.store.transition("t", job.job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+        assert delivered.wait(30), "the cancellation never reached the consumer"
+    finally:
+        poller.stop()
+    mine = [c for c in recorder.changes if c.job.job_id == job.job_id]
+    assert mine[0].old is None and mine[0].became is JobStatus.QUEUED
+    assert mine[-1].became is JobStatus.CANCELLED and mine[-1].old is not None
+    sequences = [int(c.sequence) for c in mine]
+    assert sequences == sorted(set(sequences))  # in stream order, none twice
+
+
+def test_the_handler_reports_a_failed_batch_from_its_first_record(
+    monkeypatch: Any, svc: JobServices
+) -> None:
+    record = {
+        "eventSource": "aws:dynamodb",
+        "dynamodb": {
+            "SequenceNumber": "100",
+            "Keys": {"pk": {"S": "TENANT#t"}, "sk": {"S": "JOB#x"}},
+            "NewImage": None,
+        },
+    }
+    other = {"dynamodb": {"SequenceNumber": "101", "Keys": {"sk": {"S": "IDEM#abc"}}}}
+    assert job_changes([other]) == []
+
+    class Broken:
+        name = "broken"
+
+        def handle(self, changes: Any) -> None:
+            raise RuntimeError("down")
+
+    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [Broken()])
+    answer = job_changes_handler.handler({"Records": [record, other]}, None)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "100"}]}
+    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [])
+    assert job_changes_handler.handler({"Records": [record]}, None) == {"batchItemFailures": []}

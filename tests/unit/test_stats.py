@@ -1,0 +1,50 @@
+"""Fleet figures from the job records: counts now, rates and percentiles in the window."""
+
+from __future__ import annotations
+
+from pagefleet.jobs.lifecycle import Outcome
+from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.models import JobError
+from pagefleet.ports import ReceivedMessage
+from pagefleet.states import JobStatus
+from tests.fakes import FakeClock
+
+STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
+
+
+def _run(svc: JobServices, clock: FakeClock, outcome: JobStatus, *, seconds: float) -> None:
+    [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=60)
+    step = svc.lifecycle.claim(
+        received, "standard", owner="w", lease_seconds=60, recheck_s=30, worker="w"
+    )
+    assert step.job is not None
+    clock.advance(seconds)
+    error = None if outcome is JobStatus.SUCCEEDED else JobError(kind="x", message="no")
+    gone = ReceivedMessage(None, "r", "m", 1, 0, "", "standard")
+    svc.lifecycle.finish(step.job, Outcome(outcome, error=error), gone, "standard", "w")
+
+
+def test_fleet_figures(svc: JobServices, clock: FakeClock) -> None:
+    job = JobSubmission.model_validate({"steps": STEPS, "max_attempts": 1})
+    for _ in range(3):
+        submit_job(svc, "t", job)
+        clock.advance(2)  # each waits 2 s in the queue, then runs 4 s
+        _run(svc, clock, JobStatus.SUCCEEDED, seconds=4)
+    submit_job(svc, "t", job)
+    _run(svc, clock, JobStatus.FAILED, seconds=1)
+    submit_job(svc, "t", job)  # still queued
+    clock.advance(10)
+    submit_job(svc, "t", JobSubmission.model_validate({"steps": STEPS, "delay_seconds": 600}))
+    submit_job(svc, "other", job)
+
+    figures = fleet_stats(svc, "t")
+    assert figures.counts["queued"] == 1 and figures.counts["scheduled"] == 1
+    assert figures.counts["running"] == 0
+    assert figures.oldest_queued_age_s == 10
+    assert figures.finished == {"succeeded": 3, "failed": 1}
+    assert figures.success_rate == 0.75 and figures.failure_rate == 0.25
+    assert figures.retry_rate == 0.0
+    assert figures.duration_s.p50 == 4
+    assert figures.queue_delay_s.p50 == 2
+    assert figures.sampled == 6
