@@ -30,6 +30,10 @@ def test_an_idle_pool_is_halved_each_minute(synth) -> None:
     for alarm in alarms:
         assert alarm["ComparisonOperator"] == "LessThanOrEqualToThreshold"
         assert alarm["EvaluationPeriods"] in {p.idle_minutes for p in pools}
+        # Jobs of every priority keep a pool busy: high, normal and low queues all count.
+        ids = [m["Id"] for m in alarm["Metrics"]]
+        assert sum(i.startswith("inflight") for i in ids) == 3
+        assert sum(i.startswith("visible") for i in ids) == 3
 
 
 def test_the_age_steps_add_the_configured_tasks(synth) -> None:
