@@ -300,8 +300,8 @@ def prepare_mounts(task: TaskSpec, image: ImageSpec, root: Path) -> dict[str, Pa
 def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | None) -> None:
     import boto3
 
-    from devstack.constants import aws_env
     from devstack.provision import create_all
+    from devstack.stack import aws_env
     from pagefleet.jobs.service import get_job, submit_job
     from pagefleet.models import JobRequest
     from pagefleet.runtime import RUNTIME
