@@ -253,14 +253,28 @@ def log_sink(events: RunEvents) -> Callable[[str, str, dict[str, Any]], None]:
     return sink
 
 
-def watch_page(events: RunEvents, page: Any, *, capture_console: bool) -> None:
-    """Navigations of the page's main frame; its console and errors when the job asks."""
+def watch_page(
+    events: RunEvents,
+    page: Any,
+    *,
+    capture_console: bool,
+    listeners: list[tuple[str, Callable[..., Any]]] | None = None,
+) -> None:
+    """Navigations of the page's main frame; its console and errors when the job asks.
+
+    Each listener is noted in ``listeners`` (as ``page:<event>``): a warm context's page
+    outlives the job, and parking it removes them, so no later job reports into this one."""
+    added = listeners if listeners is not None else []
+
+    def on(event: str, handler: Callable[..., Any]) -> None:
+        page.on(event, handler)
+        added.append((f"page:{event}", handler))
 
     def navigated(frame: Any) -> None:
         if frame == page.main_frame:
             events.emit(EventType.NAVIGATION, url=frame.url)
 
-    page.on("framenavigated", navigated)
+    on("framenavigated", navigated)
     if not capture_console:
         return
 
@@ -270,8 +284,8 @@ def watch_page(events: RunEvents, page: Any, *, capture_console: bool) -> None:
     def page_error(error: Any) -> None:
         events.emit(EventType.PAGE_ERROR, level="error", message=str(error))
 
-    page.on("console", console)
-    page.on("pageerror", page_error)
+    on("console", console)
+    on("pageerror", page_error)
 
 
 @contextlib.contextmanager

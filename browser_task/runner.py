@@ -32,6 +32,7 @@ from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.run_events import RunEvents, watch_page
 from browser_task.sessions import SessionStore
 from browser_task.telemetry import JobLog
+from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.models import JobError, JobRecord, ProxyOptions
@@ -137,12 +138,14 @@ class JobRunner:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
                 return self._failed(job, proxy_refused(refused), {}, [])
+        warm = allows_warm(request, options, storage_state=prepared.storage_state)
         try:
             session = await self.browsers.new_session(
                 options,
                 storage_state=prepared.storage_state,
                 setup=scheme_guard(guard),
                 egress=job_egress,
+                warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
             )
         except Exception as launch_error:
             failure = RotateBrowser(
@@ -169,7 +172,12 @@ class JobRunner:
         )
         if events is not None:
             events.mask_with(ctx.mask)  # the job's secret values never reach an event
-            watch_page(events, session.page, capture_console=options.capture_console)
+            watch_page(
+                events,
+                session.page,
+                capture_console=options.capture_console,
+                listeners=session.listeners,  # removed when a warm context is parked
+            )
         return ctx
 
     async def _watch(
@@ -264,12 +272,18 @@ class JobRunner:
         """The workflow returned or raised: success, or a failure to retry or fail."""
         crash = work.exception()
         if crash is None:
-            await ctx.session.close()
+            warm = ctx.session.warm_key is not None
+            if not warm:
+                await ctx.session.close()  # free the browser while the uploads finish
             try:
                 artifacts = await collector.collect()
             except JobFailure as upload_failure:
+                await ctx.session.close()
                 artifacts, _ = await collector.settle()
                 return self._failed(job, upload_failure, ctx.result, artifacts)
+            # Only a job that succeeded, uploads included, leaves its context warm.
+            ctx.session.reusable = warm and ctx.guard.stopped is None
+            await ctx.session.close()
             return Outcome(JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts)
         if isinstance(crash, JobFailure):
             failure = crash

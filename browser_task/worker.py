@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from browser_task.breaker_gate import BreakerGate, target_domain
 from browser_task.browser import BrowserPool
@@ -46,10 +46,24 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
 from pagefleet.states import JobStatus
 
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
+
 # How long a stopping worker waits for outcome writes and message deletes in flight.
 BACKGROUND_GRACE_S = 10.0
 # After a drain gave up on a job, how long its slot may take to hand the job back.
 ABORT_GRACE_S = 15.0
+
+
+class ClientOnFirstUse:
+    """A boto3 client made when first called: most workers never read a secret, and a
+    client costs ~5 MB of service model."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(RUNTIME.client(self._service), name)
 
 
 def default_worker_id() -> str:
@@ -78,7 +92,7 @@ class Worker:
         self._artifacts = services.artifacts
         clock = services.clock.now
         self._secrets = secrets_resolver or SecretsManagerResolver(
-            RUNTIME.client("secretsmanager"), settings.stage
+            cast("SecretsManagerClient", ClientOnFirstUse("secretsmanager")), settings.stage
         )
         self._sessions = sessions or S3SessionStore(RUNTIME.client("s3"), settings.artifacts_bucket)
         self._policies = policies or RUNTIME.tenant_store(settings.tenants_table)

@@ -30,8 +30,7 @@ from typing import Any
 
 import httpx
 
-from devstack.aws_env import aws_env, scrubbed
-from devstack.constants import LOCAL_REGION
+from devstack.constants import LOCAL_REGION, aws_env
 from devstack.demo_site import DemoSite
 from devstack.event_sources import EventSources
 from devstack.functions import local_functions
@@ -67,6 +66,10 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# Variables that could send a client somewhere else than moto; removed from our env.
+_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
 
 
 @dataclass
@@ -187,7 +190,11 @@ class LocalStack:
         try:
             self._start_moto()
             self._set_env(aws_env(self.aws_endpoint))
-            self._set_env(scrubbed(os.environ))
+            for name in _SCRUBBED:
+                self._set_env({name: None})
+            for name in list(os.environ):
+                if name.startswith("AWS_ENDPOINT_URL_"):
+                    self._set_env({name: None})
             RUNTIME.reset()
             self._provision()
             self._start_site()

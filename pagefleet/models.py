@@ -7,7 +7,7 @@ import json
 import random
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -120,6 +120,10 @@ class JobOptions(BaseModel):
     trace: bool = False
     # Keep the page's console messages and page errors as run events (masked, bounded).
     capture_console: bool = False
+    # "job": a fresh browser context per job. "tenant": the worker may run this job in a
+    # warm context left by an earlier successful job of the same tenant, pool and options
+    # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
+    isolation: Literal["job", "tenant"] = "job"
 
     @field_validator("timezone_id")
     @classmethod
