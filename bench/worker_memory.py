@@ -1,143 +1,118 @@
-"""Worker memory over many jobs: peak and steady-state RSS of the worker and its browser.
+"""Worker memory, measured by PSS: the platform's worker against a bare Playwright loop.
 
-    .venv/bin/python bench/worker_memory.py --jobs 500 [--concurrency 2]
+    .venv/bin/python bench/worker_memory.py --jobs 300 [--concurrency 2] [--sides ...]
 
-An in-process worker (real Chromium, through its egress proxy) runs N small jobs against a
-moto server and a page server, all on 127.0.0.1. Every 0.5 s it samples the RSS of
-- the Python process (the worker and the small page server; moto runs in its own process
-  so its growing store is not counted),
-- the Playwright driver (node),
-- the Chromium process tree (browser, renderers, helpers; RSS summed per process, so pages
-  shared between Chromium processes count more than once: an upper bound).
-It prints peak and steady state (median of the second half of the run). Nothing asserted.
-The worker's resolver resolves no names, so nothing can leave the machine.
+Three sides, one after the other, each in its own processes, each running the same job
+(bench/common.py) ``--jobs`` times at the same concurrency against the demo site on
+127.0.0.1:
+
+- ``platform``: ``python -m browser_task`` as the local stack runs it (egress proxy, S3
+  uploads, DynamoDB writes against moto in another process, which is not counted);
+- ``bare``: a bare loop (a fresh context per job) in a Python that imports only Playwright,
+  Chromium launched as the worker launches it (same executable, switches, driver env);
+- ``default``: the same bare loop, Chromium launched with Playwright's defaults.
+
+Every 0.5 s it sums PSS over the side's whole process tree (Python + Playwright's node
+driver + every Chromium process) and prints peak, steady state (median of the second half),
+the parts, and the growth from the start (10-30 % of the run) to the end (last 20 %).
+PSS counts each shared page once across the tree, unlike summed RSS. Pages of files
+(Chromium's binary) are also shared with other processes on the machine, so the
+anonymous part (private to the tree) is printed too: it does not move when someone else
+starts a browser. Nothing is asserted; nothing leaves 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import http.server
 import os
-import statistics
+import signal
+import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import boto3
-import psutil
+from bench.common import MemoryRun, bare_loop, python, python_env, sampling, workflow
 
-from devstack.loopback import LoopbackServer, serve_on_loopback
-
-MB = 1024 * 1024
-
-
-async def no_dns(host: str) -> list[str]:
-    raise OSError(-2, "no DNS in this bench")
+SIDES = ("platform", "bare", "default")
 
 
 def free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
 def wait_for_port(port: int, timeout: float = 30) -> None:
-    import socket
-
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.1)
-    raise RuntimeError("moto_server did not start")
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 
-def page_server() -> LoopbackServer:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            rows = "".join(f"<li class=item>item {i}</li>" for i in range(50))
-            body = f"<title>b</title><h1 id=h>bench</h1><ul>{rows}</ul>".encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+# --- the bare side, in its own Python ---------------------------------------------------------
+def bare_child(site: str, jobs: int, concurrency: int, launch: str) -> int:
+    def ready() -> None:
+        print("ready", flush=True)
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
+    warmed = False
 
-    return serve_on_loopback(Handler, "bench-site")
+    def on_job() -> None:
+        nonlocal warmed
+        if not warmed:
+            warmed = True
+            ready()
 
-
-def sample() -> tuple[int, int, int]:
-    me = psutil.Process(os.getpid())
-    python = me.memory_info().rss
-    driver = browser = 0
-    for proc in me.children(recursive=True):
-        try:
-            name = proc.name().lower()
-            rss = proc.memory_info().rss
-            if "moto" in " ".join(proc.cmdline()):
-                continue  # the stand-in for AWS is not the worker
-        except psutil.Error:
-            continue
-        if "chrom" in name:
-            browser += rss
-        elif "node" in name:
-            driver += rss
-    return python, driver, browser
+    ok, seconds = asyncio.run(bare_loop(site, jobs, concurrency, launch=launch, on_job=on_job))
+    print(f"done {ok} {seconds:.2f}", flush=True)
+    return 0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=2)
-    args = parser.parse_args()
-
-    port = free_port()
-    moto = subprocess.Popen(
-        [str(Path(sys.executable).with_name("moto_server")), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def run_bare(site: str, jobs: int, concurrency: int, launch: str, interval: float) -> MemoryRun:
+    run = MemoryRun(
+        "bare loop, worker's launch" if launch == "worker" else "bare loop, default", jobs
     )
-    wait_for_port(port)
-    os.environ.update(
-        {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
-        }
+    command = [python(), __file__, "--bare-child", launch, "--site", site]
+    command += ["--jobs", str(jobs), "--concurrency", str(concurrency)]
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=python_env(),
     )
-    import logging
+    assert proc.stdout is not None
+    line = proc.stdout.readline()  # "ready": the first job is done, everything is warm
+    with sampling(run, proc.pid, interval):
+        if line.startswith("ready"):
+            line = proc.stdout.readline()
+    proc.wait(60)
+    if line.startswith("done"):
+        _, ok, seconds = line.split()
+        run.succeeded, run.seconds = int(ok), float(seconds)
+    return run
 
-    logging.disable(logging.WARNING)
 
-    from browser_task.worker import Worker
+# --- the platform side --------------------------------------------------------------------------
+def run_platform(
+    site: str, jobs: int, concurrency: int, interval: float, log_dir: Path
+) -> MemoryRun:
     from devstack.provision import create_all
     from pagefleet.jobs.service import submit_job
     from pagefleet.models import JobRequest
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import WorkerSettings
+    from pagefleet.settings import WorkerSettings, to_env
 
     res = create_all(
-        boto3.client("dynamodb"),
-        boto3.client("sqs"),
-        boto3.client("s3"),
+        RUNTIME.client("dynamodb"),
+        RUNTIME.client("sqs"),
+        RUNTIME.client("s3"),
         prefix=f"m{uuid.uuid4().hex[:6]}-",
     )
     settings = WorkerSettings(
@@ -146,85 +121,172 @@ def main() -> None:
         artifacts_bucket=res.artifacts_bucket,
         queue_urls=res.queue_urls,
         allow_loopback=True,
-        poll_wait_seconds=1,
-        concurrency=args.concurrency,
+        poll_wait_seconds=2,
+        concurrency=concurrency,
+        stage="local",
     )
     services = RUNTIME.job_services(settings)
-    server = page_server()
-    site = server.url
-    worker = Worker(settings, services, resolver=no_dns)
-    thread = threading.Thread(target=lambda: asyncio.run(worker.run()), daemon=True)
-    thread.start()
-    assert worker.ready.wait(60), "worker did not start"
-
-    request = JobRequest.model_validate(
-        {
-            "max_attempts": 1,
-            "steps": [
-                {"action": "goto", "url": f"{site}/"},
-                {"action": "extract", "name": "items", "selector": ".item", "many": True},
-                {"action": "screenshot", "name": "page"},
-            ],
-        }
+    env = {**python_env(), **to_env(settings), "PAGEFLEET_WORKER_ID": "memory-bench"}
+    env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+    log = (log_dir / "worker.log").open("w")
+    worker = subprocess.Popen(
+        [python(), "-m", "browser_task"], env=env, stdout=log, stderr=subprocess.STDOUT
     )
-    samples: list[tuple[float, int, int, int]] = []
-    stop = threading.Event()
+    run = MemoryRun("platform (python -m browser_task)", jobs)
+    request = JobRequest.model_validate(workflow(site))
+    try:
+        first = submit_job(services, "bench", request).job.job_id
+        ids = [first] + [submit_job(services, "bench", request).job.job_id for _ in range(jobs)]
+        _wait_final(services, [first])  # warm: the browser is up and has run one job
+        with sampling(run, worker.pid, interval):
+            t0 = time.monotonic()
+            statuses = _wait_final(services, ids[1:])
+            run.seconds = time.monotonic() - t0
+        run.succeeded = statuses.get("succeeded", 0)
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker exited early; see {log_dir / 'worker.log'}")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        log.close()
+    return run
 
-    def sampler() -> None:
-        while not stop.is_set():
-            samples.append((time.monotonic(), *sample()))
-            stop.wait(0.5)
 
-    threading.Thread(target=sampler, daemon=True).start()
-    started = time.monotonic()
-    with ThreadPoolExecutor(4) as pool:
-        ids = list(
-            pool.map(lambda _n: submit_job(services, "bench", request).job.job_id, range(args.jobs))
-        )
+def _wait_final(services: object, ids: list[str]) -> dict[str, int]:
+    store = services.store  # type: ignore[attr-defined]
     statuses: dict[str, int] = {}
     for job_id in ids:
         while True:
-            job = services.store.get("bench", job_id)
+            job = store.get("bench", job_id, consistent=False)
             if job.status.is_final:
                 statuses[job.status.value] = statuses.get(job.status.value, 0) + 1
                 break
-            time.sleep(0.2)
-    elapsed = time.monotonic() - started
-    stop.set()
+            time.sleep(0.5)
+    return statuses
 
-    def figures(index: int) -> tuple[float, float]:
-        values = [s[index] for s in samples]
-        tail = values[len(values) // 2 :] or values
-        return max(values) / MB, statistics.median(tail) / MB
 
-    totals = [s[1] + s[2] + s[3] for s in samples]
-    driver_plus_browser = [s[2] + s[3] for s in samples]
+# --- report ------------------------------------------------------------------------------------
+def report(runs: dict[str, MemoryRun], concurrency: int) -> None:
     print(
-        f"jobs: {args.jobs} in {elapsed:.0f} s ({statuses}); "
-        f"browser launches: {worker.browsers.launches}"
+        f"\n{'side':36} {'jobs':>5} {'ok':>4} {'jobs/s':>6} {'peak':>6} {'steady':>7} "
+        f"{'python':>7} {'driver':>7} {'chromium':>9} {'growth':>7}"
     )
-    print(f"{'':32} {'peak MB':>9} {'steady MB':>10}")
-    for label, index in (
-        ("python (worker + page server)", 1),
-        ("playwright driver (node)", 2),
-        ("chromium tree (RSS summed)", 3),
-    ):
-        peak, steady = figures(index)
-        print(f"{label:32} {peak:9.0f} {steady:10.0f}")
-    for label, values in (("driver + chromium", driver_plus_browser), ("all of it", totals)):
-        tail = values[len(values) // 2 :] or values
-        print(f"{label:32} {max(values) / MB:9.0f} {statistics.median(tail) / MB:10.0f}")
-    sys.stdout.flush()
+    for run in runs.values():
+        rate = run.jobs / run.seconds if run.seconds else 0.0
+        for private in (False, True):
+            label = run.label if not private else "  anonymous part"
+            head = f"{run.jobs:5d} {run.succeeded:4d} {rate:6.2f}" if not private else " " * 17
+            print(
+                f"{label:36} {head} {run.peak(anon=private):6.0f} "
+                f"{run.steady(anon=private):7.0f} {run.steady('python', private):7.0f} "
+                f"{run.steady('driver', private):7.0f} {run.steady('chromium', private):9.0f} "
+                f"{run.growth_percent(private):6.1f}%"
+            )
+    print("(MB of PSS; anonymous part = private to the tree, not shared with other processes")
+    print(" on the machine; steady = median of the second half; growth = the last 20 % of the")
+    print(" run against 10-30 %)")
+    platform, bare, default = (runs.get(s) for s in SIDES)
+    if platform and bare:
+        ratio = platform.steady() / bare.steady()
+        anon = platform.steady(anon=True) / bare.steady(anon=True)
+        peak = platform.peak() / bare.peak()
+        print(
+            f"memory ratio platform/bare = {ratio:.2f} (steady PSS; anonymous part {anon:.2f}, "
+            f"peak {peak:.2f}; bare = the worker's launch)"
+        )
+    if platform and default:
+        ratio = platform.steady() / default.steady()
+        anon = platform.steady(anon=True) / default.steady(anon=True)
+        print(f"memory ratio platform/bare default = {ratio:.2f} (anonymous part {anon:.2f})")
+    if platform:
+        print(
+            f"growth = {platform.growth_percent():.1f} % "
+            f"(anonymous part {platform.growth_percent(anon=True):.1f} %)"
+        )
+    if default:
+        for run in (r for r in (platform, bare) if r is not None):
+            cut = 1 - run.steady() / default.steady()
+            cut_anon = 1 - run.steady(anon=True) / default.steady(anon=True)
+            print(
+                f"PSS per slot, {run.label} vs default launch: "
+                f"{run.steady() / concurrency:.0f} vs {default.steady() / concurrency:.0f} MB, "
+                f"{cut * 100:.0f} % less (anonymous part: "
+                f"{run.steady(anon=True) / concurrency:.0f} vs "
+                f"{default.steady(anon=True) / concurrency:.0f} MB, {cut_anon * 100:.0f} % less)"
+            )
 
-    worker.request_stop()
-    thread.join(60)
-    server.stop()
-    moto.terminate()
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=300)
+    parser.add_argument("--concurrency", type=int, default=2)
+    parser.add_argument("--sides", default=",".join(SIDES), help="of " + ",".join(SIDES))
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between samples")
+    parser.add_argument("--bare-child", choices=("worker", "default"), help=argparse.SUPPRESS)
+    parser.add_argument("--site", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bare_child:
+        return bare_child(args.site, args.jobs, args.concurrency, args.bare_child)
+
+    sides = [s.strip() for s in args.sides.split(",") if s.strip()]
+    unknown = set(sides) - set(SIDES)
+    if unknown:
+        parser.error(f"unknown sides {sorted(unknown)}")
+    import tempfile
+
+    from devstack.demo_site import DemoSite
+
+    log_dir = Path(tempfile.mkdtemp(prefix="pagefleet-memory-"))
+    port = free_port()
+    moto = subprocess.Popen(
+        [python(), "-m", "devstack.embedded_aws", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=(log_dir / "moto.log").open("w"),
+        stderr=subprocess.STDOUT,
+        env=python_env(),
+    )
+    site = DemoSite(0).start()
+    runs: dict[str, MemoryRun] = {}
     try:
-        moto.wait(10)
-    except subprocess.TimeoutExpired:
-        moto.kill()
+        wait_for_port(port)
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_REGION": "us-east-1",
+                "AWS_CONFIG_FILE": os.devnull,
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+                "NO_PROXY": "127.0.0.1,localhost",
+            }
+        )
+        print(
+            f"{args.jobs} jobs per side, concurrency {args.concurrency}, {os.cpu_count()} CPUs, "
+            f"logs in {log_dir}",
+            flush=True,
+        )
+        for side in sides:
+            print(f"running {side}…", flush=True)
+            if side == "platform":
+                runs[side] = run_platform(
+                    site.url, args.jobs, args.concurrency, args.interval, log_dir
+                )
+            else:
+                launch = "worker" if side == "bare" else "default"
+                runs[side] = run_bare(site.url, args.jobs, args.concurrency, launch, args.interval)
+        report(runs, args.concurrency)
+    finally:
+        site.stop()
+        moto.terminate()
+        try:
+            moto.wait(10)
+        except subprocess.TimeoutExpired:
+            moto.kill()
+    return 0 if all(r.succeeded == r.jobs for r in runs.values()) else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

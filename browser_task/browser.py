@@ -23,15 +23,22 @@ import os
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import psutil
-from playwright.async_api import Browser, BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
 
-from browser_task.chromium import chromium_args, chromium_executable, sandbox_enabled
+from browser_task.chromium import (
+    chromium_args,
+    chromium_executable,
+    driver_env,
+    environment,
+    sandbox_enabled,
+)
 from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
+from browser_task.generation import CONTEXT_CLOSE_TIMEOUT_S, BrowserGeneration, BrowserSession
+from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
+from browser_task.warm import RecordingContext, WarmContexts
 from pagefleet.models import JobOptions
 from pagefleet.settings import WorkerSettings
 
@@ -41,71 +48,12 @@ log = logging.getLogger("pagefleet.browser")
 ContextSetup = Callable[[BrowserContext], Awaitable[None]]
 
 CONTEXT_OPEN_TIMEOUT_S = 20.0
-CONTEXT_CLOSE_TIMEOUT_S = 5.0
 BROWSER_CLOSE_TIMEOUT_S = 10.0
 # Summing RSS over ~10 processes costs a millisecond or two: at most this often.
 MEMORY_CHECK_INTERVAL_S = 2.0
 # A command-line switch Chromium ignores; it names the browser process of one launch so we
 # can find (and, if need be, kill) exactly that process tree.
 MARKER_SWITCH = "--pagefleet-browser"
-
-
-@dataclass(eq=False)
-class BrowserGeneration:
-    """One launched browser and the bookkeeping to retire it safely."""
-
-    browser: Browser
-    number: int
-    process: psutil.Process | None = None
-    # Last seen members of the process tree: renderers orphaned by a crash are no longer
-    # children of the browser, but these (pid + start time checked by psutil) still name them.
-    known: dict[int, psutil.Process] = field(default_factory=dict)
-    rss_bytes: int = 0
-    memory_checked_at: float = 0.0
-    retire_reason: str | None = None
-    jobs_started: int = 0
-    active: int = 0
-    retired: bool = False
-    crashed: bool = False
-    closing: bool = False
-
-
-@dataclass(eq=False)
-class BrowserSession:
-    """A job's context and page. ``crashed`` is true if the browser or the page died under it."""
-
-    context: BrowserContext
-    page: Page
-    generation: BrowserGeneration
-    _release: Callable[[BrowserSession], Any] = field(repr=False)
-    page_crashed: bool = False
-    closed: bool = False
-    # The job's own egress listener when it has a per-job upstream proxy (closed with it).
-    egress: EgressProxy | None = None
-
-    @property
-    def crashed(self) -> bool:
-        return self.page_crashed or self.generation.crashed
-
-    async def close(self) -> None:
-        """Close the context (bounded); safe to call twice and after a crash."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            try:
-                await asyncio.wait_for(self.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
-            except TimeoutError:
-                # A context that will not close means a wedged browser: stop giving it jobs
-                # (the other slot's job finishes there) and let it close when it is idle.
-                self.generation.retire_reason = self.generation.retire_reason or "unresponsive"
-                self.generation.retired = True
-            except Exception as exc:  # already gone with a crashed page or browser
-                log.debug("context close failed: %s", exc)
-        finally:
-            if self.egress is not None:
-                await self.egress.close()
-            await self._release(self)
 
 
 class BrowserPool:
@@ -127,6 +75,7 @@ class BrowserPool:
         self._launched = 0
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
+        self.warm = WarmContexts(settings.concurrency)
         self._resolver = resolver
         self._connect = connect
         self.egress = EgressProxy(
@@ -150,7 +99,8 @@ class BrowserPool:
 
     async def start(self) -> None:
         await self.egress.start()
-        self._playwright = await async_playwright().start()
+        with environment(driver_env()):
+            self._playwright = await async_playwright().start()
         await self._browser()
 
     @property
@@ -168,9 +118,9 @@ class BrowserPool:
         )
         self._launched += 1
         generation = BrowserGeneration(
-            browser=browser, number=self._launched, process=_find_browser_process(marker)
+            browser=browser, number=self._launched, process=find_browser_process(marker)
         )
-        _remember_tree(generation)
+        remember_tree(generation)
         browser.on("disconnected", lambda _b: self._on_disconnected(generation))
         self._generations.add(generation)
         return generation
@@ -215,14 +165,24 @@ class BrowserPool:
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
+        warm_key: str | None = None,
     ) -> BrowserSession:
         """A fresh context and page; ``setup`` is applied before the page's first request,
         concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
-        context's proxy and is closed with the session."""
+        context's proxy and is closed with the session. With ``warm_key`` (a job that
+        allows it, see browser_task.warm) a parked context of that key is used if any."""
         await self._check_memory()
+        if warm_key is not None and egress is None and storage_state is None:
+            reused = await self._reuse(warm_key, options, setup)
+            if reused is not None:
+                return reused
         try:
             try:
-                return await self._new_session(options, storage_state, setup, egress)
+                session = await self._new_session(options, storage_state, setup, egress)
+                if warm_key is not None and egress is None and storage_state is None:
+                    session.warm_key = warm_key
+                    session._park = self._park
+                return session
             except Exception:
                 current = self._current
                 if current is None or current.browser.is_connected():
@@ -248,9 +208,10 @@ class BrowserPool:
         if generation.jobs_started >= self._settings.max_jobs_per_browser:
             # This is the last job for this browser; the next one launches a fresh browser.
             self._retire(generation, "jobs")
+        listeners: list[tuple[str, Callable[..., Any]]] = []
         try:
             context, page = await asyncio.wait_for(
-                self._open_context(generation, options, storage_state, setup, egress),
+                self._open_context(generation, options, storage_state, setup, egress, listeners),
                 CONTEXT_OPEN_TIMEOUT_S,
             )
         except TimeoutError:
@@ -265,10 +226,78 @@ class BrowserPool:
             await self._maybe_close(generation)
             raise
         session = BrowserSession(
-            context=context, page=page, generation=generation, _release=self._release, egress=egress
+            context=context,
+            page=page,
+            generation=generation,
+            _release=self._release,
+            egress=egress,
+            listeners=listeners,
         )
-        page.on("crash", lambda _p: setattr(session, "page_crashed", True))
+        self._watch_page(session)
         return session
+
+    def _watch_page(self, session: BrowserSession) -> None:
+        def crashed(_page: Page) -> None:
+            session.page_crashed = True
+
+        session.page.on("crash", crashed)
+        session.listeners.append(("page:crash", crashed))
+
+    def _usable(self, generation: BrowserGeneration) -> bool:
+        return (
+            generation is self._current
+            and not generation.retired
+            and not generation.crashed
+            and generation.browser.is_connected()
+        )
+
+    async def _reuse(
+        self, key: str, options: JobOptions, setup: ContextSetup | None
+    ) -> BrowserSession | None:
+        """A parked warm context of ``key``, set up for this job; None if there is none."""
+        await self.warm.expire()
+        parked = self.warm.take(key, self._usable)
+        if parked is None:
+            return None
+        generation = parked.generation
+        generation.jobs_started += 1
+        generation.active += 1
+        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+            self._retire(generation, "jobs")
+        session = BrowserSession(
+            context=parked.context,
+            page=parked.page,
+            generation=generation,
+            _release=self._release,
+            warm_key=key,
+            jobs=parked.jobs + 1,
+            _park=self._park,
+        )
+        try:
+            parked.context.set_default_timeout(options.action_timeout_ms)
+            parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            if setup is not None:
+                await setup(RecordingContext(parked.context, session.listeners))  # type: ignore[arg-type]
+        except Exception:
+            await session.close()
+            return None
+        self._watch_page(session)
+        return session
+
+    async def _park(self, session: BrowserSession) -> bool:
+        """Keep a succeeded job's context warm for the next job of its key."""
+        if session.crashed or not self._usable(session.generation) or session.warm_key is None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            return False
+        return await self.warm.park(
+            session.warm_key,
+            session.context,
+            session.page,
+            session.generation,
+            session.jobs,
+            session.listeners,
+        )
 
     async def _open_context(
         self,
@@ -277,6 +306,7 @@ class BrowserPool:
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
+        listeners: list[tuple[str, Callable[..., Any]]] | None = None,
     ) -> tuple[BrowserContext, Page]:
         context = await generation.browser.new_context(
             viewport={"width": options.viewport.width, "height": options.viewport.height},
@@ -302,8 +332,10 @@ class BrowserPool:
             if setup is None:
                 page = await context.new_page()
             else:
-                # Both are round trips to the browser; neither needs the other.
-                page, _ = await asyncio.gather(context.new_page(), setup(context))
+                # Both are round trips to the browser; neither needs the other. What setup
+                # registers is noted, so a warm context can drop it before the next job.
+                recording = RecordingContext(context, listeners if listeners is not None else [])
+                page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
         except BaseException:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
@@ -319,7 +351,7 @@ class BrowserPool:
         if now - generation.memory_checked_at < MEMORY_CHECK_INTERVAL_S:
             return
         generation.memory_checked_at = now
-        rss = await asyncio.to_thread(_remember_tree, generation)
+        rss = await asyncio.to_thread(remember_tree, generation)
         limit = self._settings.max_browser_rss_mb * 1024 * 1024
         if rss > limit and not generation.retired:
             log.info(
@@ -340,19 +372,21 @@ class BrowserPool:
     async def _close_generation(self, generation: BrowserGeneration) -> None:
         generation.closing = True
         self._generations.discard(generation)
+        await self.warm.drop_generation(generation)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
         await self._reap(generation)
 
     async def _reap(self, generation: BrowserGeneration) -> None:
         """Kill and wait for whatever is left of this browser's process tree."""
-        await asyncio.to_thread(_kill_tree, generation)
+        await asyncio.to_thread(kill_tree, generation)
 
     def browser_rss_bytes(self) -> int:
         """RSS of every live browser's process tree (sampled now), for metrics and benches."""
-        return sum(_remember_tree(g) for g in list(self._generations))
+        return sum(remember_tree(g) for g in list(self._generations))
 
     async def close(self) -> None:
+        await self.warm.close_all()
         for generation in list(self._generations):
             await self._close_generation(generation)
         self._current = None
@@ -363,75 +397,3 @@ class BrowserPool:
                 await self._playwright.stop()
             self._playwright = None
         await self.egress.close()
-
-
-# --- process tree ----------------------------------------------------------------------------
-def _find_browser_process(marker: str) -> psutil.Process | None:
-    """The browser process of one launch: a descendant of this worker carrying the marker."""
-    try:
-        descendants = psutil.Process(os.getpid()).children(recursive=True)
-    except psutil.Error:
-        return None
-    for proc in descendants:
-        with contextlib.suppress(psutil.Error):
-            cmdline = proc.cmdline()
-            if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
-                return proc
-    return None
-
-
-def _remember_tree(generation: BrowserGeneration) -> int:
-    """Refresh the generation's known processes; the summed RSS of the live tree.
-
-    RSS counts pages shared between Chromium's processes once per process, so this
-    overstates the true footprint; it is a consistent, cheap trigger for recycling.
-    """
-    root = generation.process
-    if root is None:
-        return 0
-    try:
-        tree = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in tree:
-        generation.known.setdefault(proc.pid, proc)
-        with contextlib.suppress(psutil.Error):
-            total += proc.memory_info().rss
-    generation.rss_bytes = total
-    return total
-
-
-def _kill_tree(generation: BrowserGeneration) -> None:
-    procs: dict[int, psutil.Process] = {}
-    root = generation.process
-    if root is not None:
-        with contextlib.suppress(psutil.Error):
-            if root.is_running():
-                procs[root.pid] = root
-                for child in root.children(recursive=True):
-                    procs[child.pid] = child
-    for pid, proc in list(generation.known.items()):
-        # is_running() also checks the start time, so a recycled pid is never signalled.
-        with contextlib.suppress(psutil.Error):
-            if proc.is_running():
-                procs.setdefault(pid, proc)
-    alive = []
-    for proc in procs.values():
-        with contextlib.suppress(psutil.Error):
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                proc.kill()
-            alive.append(proc)
-    if alive:
-        psutil.wait_procs(alive, timeout=5)
-    _reap_own_zombies(procs)
-    generation.known.clear()
-
-
-def _reap_own_zombies(procs: dict[int, psutil.Process]) -> None:
-    """Collect exit statuses of those that are our own children (e.g. we are a subreaper)."""
-    me = os.getpid()
-    for pid, proc in procs.items():
-        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
-            if proc.ppid() == me:
-                os.waitpid(pid, os.WNOHANG)

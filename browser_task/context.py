@@ -18,6 +18,7 @@ from pagefleet.workflow.templating import mask_secrets
 
 if TYPE_CHECKING:
     from browser_task.egress_proxy import Decision
+    from browser_task.run_events import RunEvents
     from browser_task.sessions import SessionStore, StorageState
     from browser_task.tracing import TraceRecorder
 
@@ -69,6 +70,8 @@ class RunContext:
     paginate_depth: int = 0
     # The egress proxy's refusals since this job started (to explain a refused redirect).
     egress_refusals: Callable[[], list[Decision]] | None = None
+    # Where the run's events go (steps, navigations, console); None: not recorded.
+    events: RunEvents | None = None
 
     def __post_init__(self) -> None:
         self.secret_values.update(v for v in self.prepared.secrets.values() if v)

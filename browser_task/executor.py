@@ -35,6 +35,7 @@ from browser_task.errors import (
     is_closed_error,
 )
 from browser_task.prepare import resolve_secret, step_label
+from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder
@@ -204,31 +205,33 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
         if not prefix:
             ctx.step_index = index
         current: Step = step
-        try:
-            if ctx.guard.stopped is not None:
-                raise _scheme_refused(ctx.guard.stopped)
-            current = await render_step(step, ctx)
-            if isinstance(current, Paginate):
-                await control.paginate(
-                    current, ctx, f"steps[{index}]" if not prefix else path, run_steps
-                )
-            elif isinstance(current, UseSession):
-                await session.use_session(current, ctx, index if not prefix else None)
-            else:
-                handler = HANDLERS.get(current.action)
-                if handler is None:
-                    raise FailJob(
-                        f"step action {current.action!r} is not supported by this worker yet",
-                        kind="invalid_workflow",
+        of, label = len(ctx.request.steps), describe(step, ctx)
+        with step_events(ctx.events, ctx.step_index, of, path, step.action, label):
+            try:
+                if ctx.guard.stopped is not None:
+                    raise _scheme_refused(ctx.guard.stopped)
+                current = await render_step(step, ctx)
+                if isinstance(current, Paginate):
+                    await control.paginate(
+                        current, ctx, f"steps[{index}]" if not prefix else path, run_steps
                     )
-                await handler(current, ctx)
-        except JobFailure as exc:
-            exc.message = ctx.mask(exc.message)
-            raise _at(exc, path, current, ctx) from None
-        except PlaywrightError as exc:
-            failure = classify_playwright_error(exc, current, ctx)
-            failure.message = ctx.mask(failure.message)
-            raise _at(failure, path, current, ctx) from None
+                elif isinstance(current, UseSession):
+                    await session.use_session(current, ctx, index if not prefix else None)
+                else:
+                    handler = HANDLERS.get(current.action)
+                    if handler is None:
+                        raise FailJob(
+                            f"step action {current.action!r} is not supported by this worker yet",
+                            kind="invalid_workflow",
+                        )
+                    await handler(current, ctx)
+            except JobFailure as exc:
+                exc.message = ctx.mask(exc.message)
+                raise _at(exc, path, current, ctx) from None
+            except PlaywrightError as exc:
+                failure = classify_playwright_error(exc, current, ctx)
+                failure.message = ctx.mask(failure.message)
+                raise _at(failure, path, current, ctx) from None
 
 
 def _scheme_refused(reason: str) -> FailJob:

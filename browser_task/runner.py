@@ -29,9 +29,11 @@ from browser_task.executor import (
     scheme_guard,
 )
 from browser_task.prepare import TenantPolicies, prepare_run
+from browser_task.run_events import RunEvents, watch_page
 from browser_task.telemetry import JobLog
 from browser_task.tenant_access import TenantData, TenantDataSource
 from browser_task.usage import AttemptMeter
+from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.models import JobError, JobRecord, ProxyOptions
@@ -84,6 +86,7 @@ class JobRunner:
         job: JobRecord,
         received: ReceivedMessage,
         log: JobLog,
+        events: RunEvents | None = None,
         meter: AttemptMeter | None = None,
     ) -> Outcome | None:
         try:
@@ -106,7 +109,7 @@ class JobRunner:
         )
         session: BrowserSession | None = None
         try:
-            opened = await self._open(job, collector, data, meter)
+            opened = await self._open(job, collector, data, events, meter)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
@@ -122,6 +125,7 @@ class JobRunner:
         job: JobRecord,
         collector: ArtifactCollector,
         data: TenantData,
+        events: RunEvents | None,
         meter: AttemptMeter | None,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
@@ -146,12 +150,14 @@ class JobRunner:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
                 return self._failed(job, proxy_refused(refused), {}, [])
+        warm = allows_warm(request, options, storage_state=prepared.storage_state)
         try:
             session = await self.browsers.new_session(
                 options,
                 storage_state=prepared.storage_state,
                 setup=scheme_guard(guard),
                 egress=job_egress,
+                warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
             )
         except Exception as launch_error:
             failure = RotateBrowser(
@@ -160,7 +166,8 @@ class JobRunner:
             return self._failed(job, failure, {}, [])
         if meter is not None:
             session.context.on("request", meter.on_request)
-        return RunContext(
+            session.listeners.append(("request", meter.on_request))  # dropped when parked
+        ctx = RunContext(
             tenant_id=job.tenant_id,
             job_id=job.job_id,
             attempt=job.attempt,
@@ -176,7 +183,17 @@ class JobRunner:
                 if job_egress is not None
                 else self._refusals_since(time.time())
             ),
+            events=events,
         )
+        if events is not None:
+            events.mask_with(ctx.mask)  # the job's secret values never reach an event
+            watch_page(
+                events,
+                session.page,
+                capture_console=options.capture_console,
+                listeners=session.listeners,  # removed when a warm context is parked
+            )
+        return ctx
 
     async def _watch(
         self,
@@ -270,12 +287,18 @@ class JobRunner:
         """The workflow returned or raised: success, or a failure to retry or fail."""
         crash = work.exception()
         if crash is None:
-            await ctx.session.close()
+            warm = ctx.session.warm_key is not None
+            if not warm:
+                await ctx.session.close()  # free the browser while the uploads finish
             try:
                 artifacts = await collector.collect()
             except JobFailure as upload_failure:
+                await ctx.session.close()
                 artifacts, _ = await collector.settle()
                 return self._failed(job, upload_failure, ctx.result, artifacts)
+            # Only a job that succeeded, uploads included, leaves its context warm.
+            ctx.session.reusable = warm and ctx.guard.stopped is None
+            await ctx.session.close()
             return Outcome(JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts)
         if isinstance(crash, JobFailure):
             failure = crash

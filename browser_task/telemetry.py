@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -41,16 +41,25 @@ _EMITTERS: dict[int, Any] = {
 }
 
 
+# Also receives a job's log lines (its run events): level name, message, fields.
+LogSink = Callable[[str, str, dict[str, Any]], None]
+
+
 class JobLog:
     """Logs with the job's correlation keys on every line. Never pass page contents here."""
 
-    __slots__ = ("_keys",)
+    __slots__ = ("_keys", "_sink")
 
-    def __init__(self, **keys: Any) -> None:
+    def __init__(self, _sink: LogSink | None = None, **keys: Any) -> None:
         self._keys = {k: v for k, v in keys.items() if v is not None}
+        self._sink = _sink
 
     def bind(self, **keys: Any) -> JobLog:
-        return JobLog(**{**self._keys, **keys})
+        return JobLog(self._sink, **{**self._keys, **keys})
+
+    def recording(self, sink: LogSink | None) -> JobLog:
+        """The same log, whose lines also go to ``sink`` (a job's run events)."""
+        return JobLog(sink, **self._keys)
 
     @property
     def keys(self) -> Mapping[str, Any]:
@@ -59,6 +68,8 @@ class JobLog:
     def _log(self, level: int, message: str, fields: dict[str, Any], exc_info: bool) -> None:
         emit = _EMITTERS[level]
         emit(message, extra={**self._keys, **fields}, exc_info=exc_info, stacklevel=4)
+        if self._sink is not None:
+            self._sink(logging.getLevelName(level).lower(), message, fields)
 
     def debug(self, message: str, **fields: Any) -> None:
         self._log(logging.DEBUG, message, fields, False)

@@ -18,7 +18,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.config import Config
@@ -30,6 +30,9 @@ from pagefleet.adapters.secrets import SecretsManagerResolver
 from pagefleet.ports import ArtifactStore, SecretStore
 from pagefleet.settings import WorkerSettings
 from pagefleet.tenancy.ports import UsageStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_secretsmanager import SecretsManagerClient
 
 TENANT_TAG = "tenant"
 # Assumed-role credentials last an hour; a new set is taken this long before they expire.
@@ -171,6 +174,19 @@ class TenantAccess:
         return expires, data
 
 
+class ClientOnFirstUse:
+    """A boto3 client made when first called: most workers never read a secret, and a
+    client costs ~5 MB of service model."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        from pagefleet.runtime import RUNTIME
+
+        return getattr(RUNTIME.client(self._service), name)
+
+
 def tenant_data_source(
     settings: WorkerSettings,
     *,
@@ -192,7 +208,10 @@ def tenant_data_source(
     )
     return SharedTenantData(
         artifacts,
-        secrets or SecretsManagerResolver(RUNTIME.client("secretsmanager"), settings.stage),
+        secrets
+        or SecretsManagerResolver(
+            cast("SecretsManagerClient", ClientOnFirstUse("secretsmanager")), settings.stage
+        ),
         sessions
         or S3SessionStore(RUNTIME.client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
         usage,

@@ -28,6 +28,7 @@ from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
+from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.sessions import SessionStore
 from browser_task.task_protection import TaskProtection
@@ -35,9 +36,12 @@ from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource, tenant_data_source
 from browser_task.usage import AttemptMeter, attempt_usage
 from pagefleet import metrics_names as metric
+from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.breaker import TENANT
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.service import JobServices
+from pagefleet.live.events import EventType
+from pagefleet.live.ports import EventStore
 from pagefleet.models import JobError, JobRecord
 from pagefleet.ports import ReceivedMessage
 from pagefleet.runtime import RUNTIME
@@ -68,6 +72,7 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
+        events: EventStore | None = None,
         tenant_data: TenantDataSource | None = None,
     ) -> None:
         self.settings = settings
@@ -88,6 +93,7 @@ class Worker:
             RUNTIME.breakers(settings), self.worker_id, clock=clock
         )
         self._protection = protection or TaskProtection()
+        self._events = events or DynamoEventStore(RUNTIME.client("dynamodb"), settings.jobs_table)
         self.liveness = liveness or Liveness()
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
@@ -304,13 +310,15 @@ class Worker:
         if received.sent_at_ms:
             self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
         started = time.monotonic()
+        events = self._run_events(job)
+        log = log.recording(log_sink(events))
         log.info("job started", receive_count=received.receive_count)
         await self._protection.job_started()
         self._slot_in_use(+1)
         meter = AttemptMeter()
         try:
-            async with self.liveness.busy():
-                outcome = await self._runner.run(job, received, log, meter)
+            async with self.liveness.busy(), recording(events):
+                outcome = await self._runner.run(job, received, log, events, meter)
         except BaseException:
             await self._protection.job_ended()
             raise
@@ -320,7 +328,22 @@ class Worker:
         # The browser context is closed and the uploads are in: the slot takes its next
         # message while this job's outcome is written (drain waits for these writes).
         duration_ms = (time.monotonic() - started) * 1000
-        self._spawn(self._complete(job, received, outcome, duration_ms, domain, probe, log, meter))
+        self._spawn(
+            self._complete(job, received, outcome, duration_ms, domain, probe, log, meter, events)
+        )
+
+    def _run_events(self, job: JobRecord) -> RunEvents:
+        settings = self.settings
+        events = RunEvents(
+            self._events,
+            job,
+            flush_s=settings.events_flush_s,
+            max_events=settings.events_max_per_job,
+            retention_s=settings.events_retention_s,
+            clock=self._clock,
+        )
+        events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
+        return events
 
     async def _complete(
         self,
@@ -332,9 +355,16 @@ class Worker:
         probe: frozenset[str],
         log: JobLog,
         meter: AttemptMeter,
+        events: RunEvents | None = None,
     ) -> None:
         ended = self._clock()  # the attempt's slot time ends with its outcome
         try:
+            if events is not None:
+                # Before the outcome's write: followers see the last events, then the status.
+                if outcome is not None:
+                    error, delay = outcome.error, outcome.retry_delay_s
+                    attempt_ended(events, outcome.status.value, error, delay)
+                await events.close()
             if outcome is None:
                 await self._release_probe(domain, job.tenant_id, probe)
                 return

@@ -1,4 +1,24 @@
-"""Identity of the embedded AWS: moto's default account, one region."""
+"""Identity of the embedded AWS (moto's default account, one region), and the environment
+that points boto3 at it."""
+
+import os
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
+
+
+def aws_env(endpoint_url: str) -> dict[str, str]:
+    """Point every boto3 client at moto with dummy credentials; nothing can reach AWS."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": LOCAL_REGION,
+        "AWS_REGION": LOCAL_REGION,
+        # No profile or config file may add a real endpoint or credentials.
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }

@@ -1,7 +1,11 @@
 """moto server as pagefleet's embedded AWS, made atomic where we rely on it and fast enough.
 
-Run as ``python -m devstack.embedded_aws`` with moto server's own arguments. Before
-serving, ``prepare_moto`` patches moto in this process:
+Run as ``python -m devstack.embedded_aws -H 127.0.0.1 -p PORT``. moto's application is
+served by waitress rather than moto's own werkzeug development server, which answers every
+request with ``Connection: close``: each boto3 call then paid a TCP connect and a thread
+start, and the local stack's workers spent a tenth of their CPU on it. waitress keeps
+connections alive and serves from a fixed pool of threads (sized for the SQS long polls,
+which each hold one). Before serving, ``prepare_moto`` patches moto in this process:
 
 - **Atomic DynamoDB writes.** DynamoDB evaluates a condition expression and applies the
   write atomically; moto's threaded server does not (two concurrent conditional updates can
@@ -17,14 +21,19 @@ serving, ``prepare_moto`` patches moto in this process:
 
 from __future__ import annotations
 
+import argparse
 import copy
 import functools
 import logging
+import os
 import threading
 from typing import Any
 
 _DYNAMODB_LOCK = threading.RLock()
 _PREPARED = False
+# Every worker slot, poller and Lambda environment may hold a long poll (one thread each).
+SERVER_THREADS = 64
+MAX_CONNECTIONS = 1000
 
 
 def prepare_moto() -> None:
@@ -141,11 +150,29 @@ def _cache_module_list() -> None:
     backends.list_of_moto_modules = functools.cache(lambda: modules)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m devstack.embedded_aws")
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, default=5000)
+    args = parser.parse_args(argv)
     prepare_moto()
-    from moto.server import main as moto_main
+    # moto builds some resource URLs (SQS queue URLs, ...) from the port it serves on.
+    os.environ.setdefault("MOTO_PORT", str(args.port))
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from waitress import serve
 
-    moto_main()
+    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
+    serve(
+        DomainDispatcherApplication(create_backend_app),
+        host=args.host,
+        port=args.port,
+        threads=SERVER_THREADS,
+        connection_limit=MAX_CONNECTIONS,
+        backlog=1024,
+        ident="moto",
+        # Bodies are small; large S3 uploads are spooled by waitress as usual.
+        channel_timeout=300,
+    )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,15 @@ from typing import Any
 from pydantic_settings import BaseSettings
 
 from devstack.lambda_env import LambdaFunction
-from pagefleet.settings import ApiSettings, AuthorizerSettings, CoreSettings, to_env
+from pagefleet.settings import (
+    ApiSettings,
+    AuthorizerSettings,
+    ChangesSettings,
+    CoreSettings,
+    LiveSettings,
+    WebhookSettings,
+    to_env,
+)
 
 
 @dataclass(frozen=True)
@@ -48,10 +56,12 @@ DEAD_LETTERS = FunctionSpec(
     "dead_letters", CoreSettings, timeout_s=30, memory_mb=512, max_concurrency=1
 )
 JOB_CHANGES = FunctionSpec(
-    "job_changes", CoreSettings, timeout_s=60, memory_mb=512, max_concurrency=1
+    "job_changes", ChangesSettings, timeout_s=60, memory_mb=512, max_concurrency=1
 )
+LIVE = FunctionSpec("live", LiveSettings, timeout_s=10, memory_mb=512, max_concurrency=4)
+WEBHOOKS = FunctionSpec("webhooks", WebhookSettings, timeout_s=40, memory_mb=512, max_concurrency=2)
 SCHEDULER = FunctionSpec("scheduler", CoreSettings, timeout_s=30, memory_mb=512, max_concurrency=2)
-SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS, JOB_CHANGES, SCHEDULER)
+SPECS = (API, AUTHORIZER, SWEEPER, DEAD_LETTERS, JOB_CHANGES, SCHEDULER, LIVE, WEBHOOKS)
 
 # What any process needs from its parent's environment (a Lambda has its own versions).
 _PASSTHROUGH = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "PYTHONPATH")

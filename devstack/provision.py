@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
-from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, SCHEDULER, TABLES, TableSpec
+from pagefleet.resources import (
+    ARTIFACTS_BUCKET,
+    QUEUES,
+    SCHEDULER,
+    TABLES,
+    WEBHOOK_QUEUE,
+    QueueSpec,
+    TableSpec,
+)
 
 
 @dataclass
@@ -22,6 +30,9 @@ class Provisioned:
     usage_table: str = ""
     queue_urls: dict[str, str] = field(default_factory=dict)
     dlq_urls: dict[str, str] = field(default_factory=dict)
+    connections_table: str = ""
+    webhook_queue_url: str = ""
+    webhook_dlq_url: str = ""
     schedule_group: str | None = None
     scheduler_dlq_url: str | None = None
     scheduler_dlq_arn: str | None = None
@@ -79,6 +90,29 @@ def create_table(dynamodb: Any, spec: TableSpec, name: str) -> None:
         )
 
 
+def create_queue(sqs: Any, queue: QueueSpec, prefix: str = "") -> tuple[str, str]:
+    """The queue and its DLQ (redrive after ``max_receive_count``): their URLs."""
+    dlq_url = sqs.create_queue(
+        QueueName=prefix + queue.dlq_local_name,
+        Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
+    )["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    url = sqs.create_queue(
+        QueueName=prefix + queue.local_name,
+        Attributes={
+            "VisibilityTimeout": str(queue.visibility_timeout_s),
+            "MessageRetentionPeriod": str(queue.retention_s),
+            "ReceiveMessageWaitTimeSeconds": str(queue.receive_wait_s),
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(queue.max_receive_count)}
+            ),
+        },
+    )["QueueUrl"]
+    return url, dlq_url
+
+
 def create_all(
     dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "", scheduler: Any | None = None
 ) -> Provisioned:
@@ -95,29 +129,9 @@ def create_all(
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
     for queue in QUEUES:
-        dlq_url = sqs.create_queue(
-            QueueName=prefix + queue.dlq_local_name,
-            Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
-        )["QueueUrl"]
-        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        url = sqs.create_queue(
-            QueueName=prefix + queue.local_name,
-            Attributes={
-                "VisibilityTimeout": str(queue.visibility_timeout_s),
-                "MessageRetentionPeriod": str(queue.retention_s),
-                "ReceiveMessageWaitTimeSeconds": str(queue.receive_wait_s),
-                "RedrivePolicy": json.dumps(
-                    {
-                        "deadLetterTargetArn": dlq_arn,
-                        "maxReceiveCount": str(queue.max_receive_count),
-                    }
-                ),
-            },
-        )["QueueUrl"]
-        out.queue_urls[queue.key] = url
-        out.dlq_urls[queue.key] = dlq_url
+        out.queue_urls[queue.key], out.dlq_urls[queue.key] = create_queue(sqs, queue, prefix)
+    out.connections_table = names["ConnectionsTable"]
+    out.webhook_queue_url, out.webhook_dlq_url = create_queue(sqs, WEBHOOK_QUEUE, prefix)
 
     if scheduler is not None:
         out.schedule_group = prefix + SCHEDULER.local_group

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -29,13 +30,13 @@ from typing import Any
 
 import httpx
 
-from devstack.aws_env import SCRUBBED, aws_env, free_port
-from devstack.constants import LOCAL_REGION
+from devstack.constants import LOCAL_REGION, aws_env
 from devstack.demo_site import DemoSite
 from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.lambda_env import LambdaFunction
+from devstack.live_parts import LiveOptions, LiveParts
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.tenant_role import create_job_role
@@ -60,6 +61,16 @@ def _collect_errors(action: Callable[[], object], errors: list[BaseException]) -
         action()
     except BaseException as exc:
         errors.append(exc)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# Variables that could send a client somewhere else than moto; removed from our env.
+_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
 
 
 @dataclass
@@ -88,6 +99,7 @@ class LocalStack:
         worker_env: dict[str, str] | None = None,
         lambda_env: dict[str, str] | None = None,
         start_timeout_s: float = 60,
+        live: LiveOptions | None = None,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
         Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs)."""
@@ -103,6 +115,7 @@ class LocalStack:
         self.worker_env = dict(worker_env or {})
         self.lambda_env = dict(lambda_env or {})
         self.start_timeout_s = start_timeout_s
+        self.live = LiveParts(live)
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -179,7 +192,7 @@ class LocalStack:
         try:
             self._start_moto()
             self._set_env(aws_env(self.aws_endpoint))
-            for name in SCRUBBED:
+            for name in _SCRUBBED:
                 self._set_env({name: None})
             for name in list(os.environ):
                 if name.startswith("AWS_ENDPOINT_URL_"):
@@ -189,6 +202,7 @@ class LocalStack:
             self._start_site()
             self._create_dev_tenant()
             self._start_functions()
+            self.live.start(self.functions, self.provisioned)  # type: ignore[arg-type]
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
             self._start_gateway()
@@ -216,6 +230,7 @@ class LocalStack:
         if self.gateway is not None:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
+        self.live.stop()
         functions, self.functions = list(self.functions.values()), {}
         for function in functions:
             with contextlib.suppress(Exception):
@@ -301,6 +316,7 @@ class LocalStack:
             "usage_table": self.provisioned.usage_table,
             "queue_urls": self.provisioned.queue_urls,
             "stage": "local",
+            **self.live.settings(self.provisioned),
             **self.provisioned.scheduler_settings(),
         }
         core: dict[str, Any] = self.core_settings
@@ -345,7 +361,7 @@ class LocalStack:
             self.core_settings,
             aws_env(self.aws_endpoint),
             log_dir=self.log_dir,
-            extra_env=self.lambda_env,
+            extra_env={**self.live.lambda_env, **self.lambda_env},
         )
 
     def _prewarm(self) -> list[tuple[threading.Thread, list[BaseException]]]:

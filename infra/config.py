@@ -50,6 +50,15 @@ class PoolConfig(_Model):
     )
     # Target tracking on visible messages per running task; defaults to the slot count.
     backlog_per_task: int | None = None
+    # Cooldowns of the step policy (after a scale-out) and of target tracking's two sides.
+    step_cooldown_seconds: int = Field(default=60, ge=0)
+    scale_out_cooldown_seconds: int = Field(default=60, ge=0)
+    scale_in_cooldown_seconds: int = Field(default=300, ge=0)
+    # Target tracking scales in only after 15 quiet minutes. When set, a step policy also
+    # removes this share of the tasks each minute once the jobs queued and running per
+    # task have stayed under half a task's slots for ``idle_minutes`` (bench/scale_sim.py).
+    idle_scale_in_percent: int | None = Field(default=50, ge=1, le=100)
+    idle_minutes: int = Field(default=3, ge=1, le=15)
     spot: bool = False
 
     @model_validator(mode="after")
@@ -64,6 +73,31 @@ class PoolConfig(_Model):
     @property
     def backlog_target(self) -> int:
         return self.backlog_per_task or self.concurrency
+
+    def age_intervals(self) -> list[tuple[int | None, int | None, int]]:
+        """The step policy on the oldest message's age: (lower s, upper s, tasks to add).
+
+        Below the first step nothing happens (scale-in is the backlog policy's, and task
+        protection guards running jobs); each step runs to the next one's age.
+        """
+        steps = self.age_steps
+        out: list[tuple[int | None, int | None, int]] = [(None, steps[0].age_seconds, 0)]
+        for index, step in enumerate(steps):
+            upper = steps[index + 1].age_seconds if index + 1 < len(steps) else None
+            out.append((step.age_seconds, upper, step.add_tasks))
+        return out
+
+    @property
+    def browser_rss_limit_mb(self) -> int:
+        """When the worker recycles its browser: summed RSS of its process tree, which
+        counts shared pages once per process and so overstates what the task uses
+        (docs/decisions.md, "Worker sizing from the memory figures")."""
+        return int(self.memory_mib * 0.8)
+
+    @property
+    def idle_load(self) -> float:
+        """Jobs queued and running per task below which the pool counts as idle."""
+        return self.concurrency / 2
 
 
 _RETENTION = {
@@ -185,8 +219,9 @@ STAGES: dict[str, StageConfig] = {
         egress="nat",
         nat_gateways=2,
         pools={
+            # 6 slots: docs/decisions.md, "Worker sizing from the memory figures".
             "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=2, max_tasks=20
+                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=2, max_tasks=20
             ),
             "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=8),
         },
@@ -210,7 +245,7 @@ STAGES: dict[str, StageConfig] = {
         nat_gateways=1,
         pools={
             "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=4, min_tasks=1, max_tasks=8
+                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=1, max_tasks=8
             ),
             "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4),
         },

@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet.breaker import BreakerState, DomainStatus
+from pagefleet.live.events import RunEvent
 from pagefleet.models import Artifact, JobError, JobRecord
+from pagefleet.notify.ports import DeliveryAttempt
 from pagefleet.states import FINAL_STATES, JobStatus
 
 
@@ -232,6 +234,56 @@ class DomainView(_View):
 
 class DomainList(_View):
     domains: list[DomainView]
+
+
+class EventPage(_View):
+    """A job's run events after ``after``, in order; pass ``next_after`` back for more."""
+
+    job_id: str
+    events: list[RunEvent]
+    next_after: int = Field(description="the last seq returned (or the after given)")
+    more: bool = Field(description="more events are stored after these")
+
+
+class LiveInfo(_View):
+    """Where and how to follow jobs live (README: "Follow a job live")."""
+
+    url: str | None = Field(description="wss URL of the WebSocket API; null: not deployed")
+    idle_timeout_s: int = Field(description="API Gateway closes a silent socket after this")
+    max_age_s: int = Field(description="API Gateway closes every socket after this")
+    ping_interval_s: int = Field(description='send {"action": "ping"} at least this often')
+
+
+class LiveTicket(_View):
+    """A single-use ticket to connect without a header (browsers): ``url?ticket=...``."""
+
+    ticket: str
+    expires_at: str
+    expires_in: int
+    url: str | None = Field(description="the live URL with this ticket, ready to open")
+
+
+class DeliveryList(_View):
+    job_id: str
+    deliveries: list[DeliveryAttempt]
+
+
+class NotifySettings(_View):
+    """A tenant's default completion webhook (used when a job sets no ``notify``)."""
+
+    webhook: str | None = None
+
+
+class NotifySettingsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    webhook: str | None = Field(default=None, max_length=2000, description="null: none")
+
+
+class SigningSecret(_View):
+    """The tenant's webhook signing secret (HMAC-SHA256 key of ``Pagefleet-Signature``)."""
+
+    secret: str
 
 
 class ErrorDetail(_View):

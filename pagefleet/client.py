@@ -15,8 +15,8 @@ import builtins
 import hashlib
 import json
 import time
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -25,9 +25,15 @@ from pagefleet.api_models import (
     ArtifactLink,
     ArtifactList,
     DeadLetters,
+    DeliveryList,
+    EventPage,
     JobPage,
     JobView,
+    LiveInfo,
+    LiveTicket,
+    NotifySettings,
     RedriveResponse,
+    SigningSecret,
     SubmitResponse,
 )
 from pagefleet.client_dispatch import DispatchCalls
@@ -35,6 +41,10 @@ from pagefleet.client_tenancy import TenancyCalls
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.models import JobRequest
 from pagefleet.states import JobStatus
+
+if TYPE_CHECKING:
+    from pagefleet.follow import FollowItem
+    from pagefleet.notify.ports import DeliveryAttempt
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -133,6 +143,8 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.base_url = base_url.rstrip("/")
+        self.api_key = api_key or ""
+        self.timeout = timeout
         # trust_env=False: never route through a proxy from the environment (the local stack
         # is on loopback, and a presigned URL carries its own credentials).
         self._http = httpx.Client(
@@ -251,6 +263,78 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
                 raise TimeoutError(f"job {job_id} still {job.status.value} after {timeout:.0f}s")
             time.sleep(delay)
             delay = min(delay * 1.5, poll)
+
+    # --- live runs and notifications ---------------------------------------------------------
+    def events(self, job_id: str, after: int = 0, limit: int = 100) -> EventPage:
+        """The job's run events after ``after`` (a seq), in order; ``more`` if there are more."""
+        params = {"after": after, "limit": limit}
+        response = self._request("GET", f"/v1/jobs/{job_id}/events", params=params)
+        return EventPage.model_validate_json(response.content)
+
+    def follow(
+        self,
+        job_id: str,
+        *,
+        after: int = 0,
+        timeout: float | None = None,
+        live: bool = True,
+        poll_s: float = 1.0,
+    ) -> Iterator[FollowItem]:
+        """The job's events and status changes as they happen, until it ends (the last item
+        is its final ``StatusUpdate``). WebSocket when it can, polling otherwise."""
+        from pagefleet.follow import follow
+
+        return follow(self, job_id, after=after, timeout=timeout, live=live, poll_s=poll_s)
+
+    def follow_async(
+        self,
+        job_id: str,
+        *,
+        after: int = 0,
+        timeout: float | None = None,
+        live: bool = True,
+        poll_s: float = 1.0,
+    ) -> AsyncIterator[FollowItem]:
+        """``follow`` for asyncio: ``async for item in client.follow_async(job_id)``."""
+        from pagefleet.follow_async import follow_async
+
+        return follow_async(
+            self.base_url,
+            self.api_key,
+            job_id,
+            error=ApiError.from_response,
+            after=after,
+            timeout=timeout,
+            live=live,
+            poll_s=poll_s,
+            request_timeout=self.timeout,
+        )
+
+    def live_info(self) -> LiveInfo:
+        return LiveInfo.model_validate_json(self._request("GET", "/v1/live").content)
+
+    def live_ticket(self) -> LiveTicket:
+        """A single-use, 60-second ticket to open the WebSocket without a header."""
+        return LiveTicket.model_validate_json(self._request("POST", "/v1/live/tickets").content)
+
+    def deliveries(self, job_id: str) -> builtins.list[DeliveryAttempt]:
+        response = self._request("GET", f"/v1/jobs/{job_id}/deliveries")
+        return list(DeliveryList.model_validate_json(response.content).deliveries)
+
+    def default_webhook(self) -> str | None:
+        return NotifySettings.model_validate_json(
+            self._request("GET", "/v1/notifications").content
+        ).webhook
+
+    def set_default_webhook(self, url: str | None) -> str | None:
+        response = self._request("PUT", "/v1/notifications", json={"webhook": url})
+        return NotifySettings.model_validate_json(response.content).webhook
+
+    def signing_secret(self, *, rotate: bool = False) -> str:
+        """The tenant's webhook signing secret (a new one with ``rotate``)."""
+        path = "/v1/notifications/signing-secret"
+        response = self._request("POST", f"{path}/rotate") if rotate else self._request("GET", path)
+        return SigningSecret.model_validate_json(response.content).secret
 
     def download(self, url: str) -> bytes:
         """Fetch a presigned artifact URL (no API key is sent to the storage endpoint)."""

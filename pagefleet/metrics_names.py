@@ -35,3 +35,15 @@ FINAL_STATES = ("succeeded", "failed", "timed_out", "cancelled", "expired", "dea
 FAILED_STATES = ("failed", "timed_out", "dead_lettered")
 
 DEAD_LETTERED = "JobsDeadLettered"  # count of jobs marked dead_lettered; dims: service
+
+# The live WebSocket API (functions/live): connects accepted / refused, idle connections closed.
+LIVE_CONNECTS = "LiveConnects"
+LIVE_REFUSED = "LiveConnectsRefused"
+LIVE_REAPED = "LiveIdleClosed"
+# Webhook POSTs (functions/webhooks), one count per attempt by outcome; dims: service.
+WEBHOOKS_SERVICE = "pagefleet-webhooks"
+WEBHOOK_OUTCOMES = {
+    "delivered": "WebhooksDelivered",
+    "failed": "WebhooksFailed",  # retried with backoff, or given up (DLQ)
+    "refused": "WebhooksRefused",  # the URL failed the egress checks at send time
+}

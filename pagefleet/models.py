@@ -7,7 +7,7 @@ import json
 import random
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -22,6 +22,7 @@ from pydantic import (
 )
 from ulid import ULID
 
+from pagefleet.egress_policy import url_problem
 from pagefleet.resources import POOLS, Priority, queue_key
 from pagefleet.states import JobStatus
 from pagefleet.workflow import (
@@ -119,6 +120,12 @@ class JobOptions(BaseModel):
     proxy: ProxyOptions | None = None
     # Record a Playwright trace (always recorded on failure too).
     trace: bool = False
+    # Keep the page's console messages and page errors as run events (masked, bounded).
+    capture_console: bool = False
+    # "job": a fresh browser context per job. "tenant": the worker may run this job in a
+    # warm context left by an earlier successful job of the same tenant, pool and options
+    # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
+    isolation: Literal["job", "tenant"] = "job"
 
     @field_validator("timezone_id")
     @classmethod
@@ -155,6 +162,30 @@ class RetryPolicy(BaseModel):
         return int((rng or random).uniform(0.0, self.ceiling(attempt)))
 
 
+class Notify(BaseModel):
+    """Where to tell the client that a job ended (README: "Completion webhooks")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    webhook: str | None = Field(
+        default=None,
+        max_length=2000,
+        description=(
+            "http(s) URL that gets a signed POST when the job reaches a final state; "
+            "null: none, not even the tenant's default"
+        ),
+    )
+
+    @field_validator("webhook")
+    @classmethod
+    def _callable_url(cls, url: str | None) -> str | None:
+        # The address checks (SSRF) need a lookup: the service runs them at submit and send.
+        problem = url_problem(url) if url is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return url
+
+
 def refuse_deep_blocks(steps: Any) -> Any:
     """Before the step models parse (and recurse into) a workflow: blocks nested too deep."""
     path = too_deep_block(steps)
@@ -178,6 +209,8 @@ class JobSettings(BaseModel):
     # Latest start: a job not started by then becomes `expired` and never runs.
     deadline: datetime | None = None
     retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
+    # Completion notification; None: the tenant's default (if any).
+    notify: Notify | None = None
     # Dispatch: which of the pool's queues, when, and after which jobs.
     priority: Priority = "normal"
     delay_seconds: int | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)

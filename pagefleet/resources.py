@@ -134,7 +134,20 @@ USAGE_TABLE = TableSpec(
     ttl_attribute="expires_at",
 )
 
-TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE)
+# Live WebSocket connections, the rooms they follow and connect tickets (all short-lived).
+CONNECTIONS_TABLE = TableSpec(
+    logical_id="ConnectionsTable",
+    local_name="pagefleet-connections",
+    partition_key=KeyAttr("pk"),
+    sort_key=KeyAttr("sk"),
+    indexes=(
+        # Sparse: connections that follow nothing, since when (the idle reaper reads it).
+        IndexSpec("idle", KeyAttr("idle_pk"), KeyAttr("idle_since", "N")),
+    ),
+    ttl_attribute="expires_at",
+)
+
+TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE, CONNECTIONS_TABLE)
 
 # The lease is the visibility timeout; the worker's heartbeat extends it while a job runs.
 LEASE_SECONDS = 60
@@ -153,6 +166,18 @@ QUEUES: tuple[QueueSpec, ...] = tuple(
     for priority in PRIORITIES
 )
 DEFAULT_POOL = "standard"
+
+# Completion webhooks: each delivery is a message; a failed POST is retried with backoff by
+# hiding the message (visibility) for hours; after WEBHOOK_ATTEMPTS receives it goes to the DLQ.
+WEBHOOK_ATTEMPTS = 12
+WEBHOOK_QUEUE = QueueSpec(
+    "webhooks",  # not a worker pool: the webhook sender's own queue
+    "pagefleet-webhooks",
+    # Six times the sender function's timeout (infra/constructs/notifications.py), AWS's rule.
+    visibility_timeout_s=240,
+    max_receive_count=WEBHOOK_ATTEMPTS,
+    retention_s=2 * 24 * 3600,
+)
 
 
 @dataclass(frozen=True)

@@ -50,12 +50,14 @@ class Runtime:
         self._lock = threading.RLock()
         self._built: dict[Any, Any] = {}
         self._faults: FaultInjector | None = None
+        self._session: boto3.session.Session | None = None
 
     def reset(self) -> None:
         """Forget every client, adapter and settings object built so far."""
         with self._lock:
             self._built.clear()
             self._faults = None
+            self._session = None
 
     def _once(self, key: Any, build: Callable[[], T]) -> T:
         with self._lock:
@@ -81,11 +83,18 @@ class Runtime:
     def client(self, service: str) -> Any: ...
 
     def client(self, service: str) -> Any:
-        """One boto3 client per service per process (clients are thread-safe)."""
+        """One boto3 client per service per process (clients are thread-safe).
+
+        All made from one session (built under the lock, as sessions are not thread-safe):
+        a session per client would load botocore's endpoint and partition data once per
+        client, ~5 MB each.
+        """
 
         def build() -> Any:
             config = _S3_CONFIG if service == "s3" else _CONFIG
-            made = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+            if self._session is None:
+                self._session = boto3.session.Session()
+            made = self._session.client(service, config=config)  # type: ignore[call-overload]
             if self._faults is not None:
                 self._faults.attach(made)
             return made
@@ -149,15 +158,19 @@ class Runtime:
         from pagefleet.jobs.dependencies import DependencyRelease
 
         def build() -> list[ChangeConsumer]:
+            from pagefleet.live_wiring import live_and_notify_consumers
             from pagefleet.tenant_runtime import retention_consumer
 
             db, s3 = self.client("dynamodb"), self.client("s3")
-            return [
-                DependencyRelease(self.job_services(settings).lifecycle),
-                retention_consumer(db, s3, settings, self.tenancy(settings)),
-            ]
+            release = DependencyRelease(self.job_services(settings).lifecycle)
+            retention = retention_consumer(db, s3, settings, self.tenancy(settings))
+            return [release, retention, *live_and_notify_consumers(self, settings)]
 
         return self._once(("changes", settings.model_dump_json()), build)
+
+    def cached(self, key: Any, build: Callable[[], T]) -> T:
+        """Built once per process (until ``reset``): services wired outside this module."""
+        return self._once(("cached", key), build)
 
     def schedule_store(self, settings: CoreSettings) -> ScheduleStore:
         from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore

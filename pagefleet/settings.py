@@ -62,6 +62,11 @@ class ApiSettings(CoreSettings):
     page_size_max: int = Field(default=100, ge=1, le=1000)
     # The Fargate task a slot lives in, to price browser-seconds (the standard pool's).
     pricing_worker: WorkerShape = Field(default_factory=WorkerShape)
+    # Live runs (None: no WebSocket API in this deployment; the ticket route says so).
+    connections_table: str | None = None
+    live_url: str | None = None  # wss://.../<stage>, what clients connect to
+    # Local development only: webhooks may target loopback (the tests' receivers).
+    allow_loopback: bool = False
 
 
 class AuthorizerSettings(_Base):
@@ -92,6 +97,51 @@ class WorkerSettings(CoreSettings):
     # The role a job's tenant data (artifacts, sessions, secrets, usage) is reached through,
     # assumed per tenant with the session tag tenant=<id>; None: the worker's own identity.
     job_role_arn: str | None = None
+    # Run events: written at most once per events_flush_s per job, at most events_max_per_job
+    # (then one `truncated` event); kept with the job (or events_retention_s after creation).
+    events_flush_s: float = Field(default=1.0, ge=0.05, le=10.0)
+    events_max_per_job: int = Field(default=2000, ge=10, le=100_000)
+    events_retention_s: int = Field(default=30 * 24 * 3600, ge=3600)
+
+
+class ChangesSettings(CoreSettings):
+    """The jobs stream's reader: live delivery and completion notifications (when set)."""
+
+    connections_table: str | None = None
+    # The WebSocket stage's management endpoint (https://<api>.execute-api.<region>...).
+    live_endpoint: str | None = None
+    # Messages per second to one connection; the excess is coalesced into one message.
+    live_messages_per_s: int = Field(default=10, ge=2, le=100)
+    webhook_queue_url: str | None = None
+    # EventBridge bus for "Job Finished" events ("default"); None: none are sent.
+    event_bus_name: str | None = None
+
+
+class LiveSettings(_Base):
+    """The WebSocket API's routes ($connect, subscribe, ...) and the idle reaper."""
+
+    jobs_table: str
+    tenants_table: str
+    connections_table: str
+    live_endpoint: str
+    stage: str = "dev"
+    # A connection that follows nothing for this long is closed by the server.
+    idle_unsubscribed_s: int = Field(default=300, ge=1, le=7200)
+    max_rooms: int = Field(default=100, ge=1, le=1000)
+    # API Gateway closes every connection after 2 h; records outlive it by a few minutes.
+    connection_ttl_s: int = Field(default=2 * 3600 + 300, ge=60)
+
+
+class WebhookSettings(_Base):
+    """The webhook sender: signed POSTs with retries (the queue's visibility is the backoff)."""
+
+    jobs_table: str
+    queue_url: str  # the webhook queue (a failed POST hides its message for the backoff)
+    stage: str = "dev"
+    allow_loopback: bool = False
+    timeout_s: float = Field(default=5.0, gt=0, le=20)
+    backoff_base_s: float = Field(default=10.0, gt=0)
+    backoff_cap_s: float = Field(default=3600.0, gt=0, le=43200)
 
 
 def env_names(settings_cls: type[BaseSettings]) -> set[str]:

@@ -13,7 +13,9 @@ from functions.api.routes import (
     admin_tenants,
     domains,
     jobs,
+    live,
     meta,
+    notifications,
     schedules,
     sessions,
     stats,
@@ -24,8 +26,8 @@ from pagefleet.errors import PagefleetError, TooManyRequests
 from pagefleet.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
-_AREAS = (jobs, workflows, schedules, stats, admin, domains, meta, tenant, sessions, admin_tenants)
-for _area in _AREAS:
+_AREAS = (jobs, workflows, schedules, stats, admin, domains, meta, live, notifications)
+for _area in (*_AREAS, tenant, sessions, admin_tenants):
     app.include_router(_area.router)
 
 # Re-exported: tests and the local stack reach the API's services through this module.

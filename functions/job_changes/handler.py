@@ -14,10 +14,10 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from functions.lambda_context import lambda_entry
 from pagefleet import metrics_names
-from pagefleet.adapters.dynamodb.stream import job_changes
+from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
 from pagefleet.jobs.changes import ChangeConsumer, deliver
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+from pagefleet.settings import ChangesSettings
 
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)
@@ -27,7 +27,7 @@ tracer = Tracer(service=SERVICE)
 
 def consumers() -> list[ChangeConsumer]:
     """Every part that reacts to a job's change, built once per execution environment."""
-    settings = RUNTIME.settings(CoreSettings)
+    settings = RUNTIME.settings(ChangesSettings)
     return list(RUNTIME.change_consumers(settings))
 
 
@@ -38,8 +38,13 @@ def consumers() -> list[ChangeConsumer]:
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     records = event.get("Records") or []
     changes = job_changes(records)
-    failed = deliver(changes, consumers()) if changes else []
-    logger.info("job changes", extra={"records": len(records), "changes": len(changes)})
+    written = event_writes(records)
+    ready = consumers()  # built on the first invocation, even an empty one (a warm-up)
+    failed = deliver(changes, ready, written) if changes or written else []
+    logger.info(
+        "job changes",
+        extra={"records": len(records), "changes": len(changes), "event_items": len(written)},
+    )
     if failed and records:
         first = str((records[0].get("dynamodb") or {}).get("SequenceNumber", ""))
         return {"batchItemFailures": [{"itemIdentifier": first}]}

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, Stack
-from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -41,6 +40,7 @@ from .job_store import JobStore
 from .lambda_factory import REPO_ROOT
 from .tenant_isolation import TenantIsolation
 from .worker_network import interface_endpoints, worker_vpc
+from .worker_scaling import autoscale, running_tasks
 
 DOCKERFILE = "browser_task/Dockerfile"
 # AWS for Fluent Bit, the FireLens router; "stable" is AWS's vetted release tag.
@@ -196,6 +196,7 @@ class BrowserWorkers(Construct):
                     stage=config.stage,
                     pool=name,
                     concurrency=str(pool.concurrency),
+                    max_browser_rss_mb=str(pool.browser_rss_limit_mb),
                     lease_seconds=str(queue.by_priority[0].spec.visibility_timeout_s),
                     # Chromium's sandbox needs user namespaces, which Fargate's seccomp
                     # profile refuses to a non-root task: the worker would not start
@@ -277,143 +278,8 @@ class BrowserWorkers(Construct):
             propagate_tags=ecs.PropagatedTagSource.SERVICE,
             enable_ecs_managed_tags=True,
         )
-        scaling = self._autoscale(pool_id, pool, queue, service)
+        scaling = autoscale(self, self.cluster, pool_id, pool, queue, service)
         return WorkerPool(name, pool, queue, service, task_definition, scaling)
 
-    def _autoscale(
-        self, pool_id: str, pool: PoolConfig, queue: PoolQueue, service: ecs.FargateService
-    ) -> ecs.ScalableTaskCount:
-        scaling = service.auto_scale_task_count(
-            min_capacity=pool.min_tasks, max_capacity=pool.max_tasks
-        )
-        first_age = pool.age_steps[0].age_seconds
-        # Below the first step nothing happens here; scale-in is left to the backlog policy,
-        # which sees an empty queue, and to task protection, which guards running jobs.
-        steps = [appscaling.ScalingInterval(upper=first_age, change=0)]
-        for index, step in enumerate(pool.age_steps):
-            upper = (
-                pool.age_steps[index + 1].age_seconds if index + 1 < len(pool.age_steps) else None
-            )
-            steps.append(
-                appscaling.ScalingInterval(
-                    lower=step.age_seconds, upper=upper, change=step.add_tasks
-                )
-            )
-        # Every queue of the pool counts: the oldest job of any priority.
-        ages = {
-            f"age{i}": q.metric_approximate_age_of_oldest_message(
-                period=Duration.minutes(1), statistic="Maximum"
-            )
-            for i, q in enumerate(queue.queues)
-        }
-        scaling.scale_on_metric(
-            "ScaleOnOldestAge",
-            metric=cloudwatch.MathExpression(
-                expression=f"MAX([{', '.join(ages)}])",
-                using_metrics=dict(ages),
-                period=Duration.minutes(1),
-                label="oldest job of the pool (s)",
-            ),
-            scaling_steps=steps,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            cooldown=Duration.minutes(1),
-            evaluation_periods=1,
-        )
-        self._track_backlog_per_task(pool_id, pool, queue, service, scaling)
-        return scaling
-
-    # visible jobs (every queue of the pool) per running task; with no task running, per one
-    # task, so 0 -> 1 scales.
-    BACKLOG_EXPRESSION = "visible / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
-
-    def _track_backlog_per_task(
-        self,
-        pool_id: str,
-        pool: PoolConfig,
-        queue: PoolQueue,
-        service: ecs.FargateService,
-        scaling: ecs.ScalableTaskCount,
-    ) -> None:
-        """Target tracking on a metric-math backlog (the L2 accepts only plain metrics)."""
-        target = scaling.node.find_child("Target")
-        assert isinstance(target, appscaling.ScalableTarget)
-        cfn = appscaling.CfnScalingPolicy
-
-        def stat(
-            namespace: str, name: str, dimensions: dict[str, str], query_id: str
-        ) -> appscaling.CfnScalingPolicy.TargetTrackingMetricDataQueryProperty:
-            return cfn.TargetTrackingMetricDataQueryProperty(
-                id=query_id,
-                return_data=False,
-                metric_stat=cfn.TargetTrackingMetricStatProperty(
-                    stat="Average",
-                    metric=cfn.TargetTrackingMetricProperty(
-                        namespace=namespace,
-                        metric_name=name,
-                        dimensions=[
-                            cfn.TargetTrackingMetricDimensionProperty(name=k, value=v)
-                            for k, v in dimensions.items()
-                        ],
-                    ),
-                ),
-            )
-
-        cfn(
-            self,
-            f"{pool_id}TrackBacklogPerTask",
-            policy_name=f"{Stack.of(self).stack_name}-{pool_id}-backlog-per-task",
-            policy_type="TargetTrackingScaling",
-            scaling_target_id=target.scalable_target_id,
-            target_tracking_scaling_policy_configuration=cfn.TargetTrackingScalingPolicyConfigurationProperty(
-                target_value=pool.backlog_target,
-                scale_out_cooldown=60,
-                scale_in_cooldown=300,
-                customized_metric_specification=cfn.CustomizedMetricSpecificationProperty(
-                    metrics=[
-                        *[
-                            stat(
-                                "AWS/SQS",
-                                "ApproximateNumberOfMessagesVisible",
-                                {"QueueName": q.queue_name},
-                                f"visible{i}",
-                            )
-                            for i, q in enumerate(queue.queues)
-                        ],
-                        cfn.TargetTrackingMetricDataQueryProperty(
-                            id="visible",
-                            expression=" + ".join(
-                                f"FILL(visible{i}, 0)" for i in range(len(queue.queues))
-                            ),
-                            return_data=False,
-                        ),
-                        stat(
-                            "ECS/ContainerInsights",
-                            "RunningTaskCount",
-                            {
-                                "ClusterName": self.cluster.cluster_name,
-                                "ServiceName": service.service_name,
-                            },
-                            "running",
-                        ),
-                        cfn.TargetTrackingMetricDataQueryProperty(
-                            id="backlog",
-                            expression=self.BACKLOG_EXPRESSION,
-                            label="Backlog per task",
-                            return_data=True,
-                        ),
-                    ]
-                ),
-            ),
-        )
-
     def running_tasks(self, service: ecs.FargateService) -> cloudwatch.Metric:
-        return cloudwatch.Metric(
-            namespace="ECS/ContainerInsights",
-            metric_name="RunningTaskCount",
-            dimensions_map={
-                "ClusterName": self.cluster.cluster_name,
-                "ServiceName": service.service_name,
-            },
-            period=Duration.minutes(1),
-            statistic="Average",
-        )
+        return running_tasks(self.cluster, service)

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from infra import grants
-from pagefleet.settings import CoreSettings
+from pagefleet.settings import ChangesSettings
 
 from .alerts import Alerts
 from .job_queues import JobQueues
@@ -43,7 +43,7 @@ class JobChanges(Construct):
         super().__init__(scope, construct_id)
         self.function: lambda_.Function = functions.function(
             "job_changes",
-            settings_cls=CoreSettings,
+            settings_cls=ChangesSettings,
             description="pagefleet: the jobs stream's one reader (dependants, live, notifications)",
             timeout_seconds=TIMEOUT_S,
             env=core_env,

@@ -7,6 +7,8 @@ client ─HTTPS─> Api (REST API + authorizer + api function; tenant limits, us
 TenantIsolation: the job role workers assume per tenant (tagged); tenancy grants, alarm
 EventBridge rate(1 minute) ─> Sweeper                            └─> JobStore
 jobs table stream ─> JobChanges (its one reader: dependants, live delivery, notifications)
+Live (WebSocket API + connections table + live function) <─ JobChanges posts to followers
+Notifications (webhook queue + DLQ + sender; EventBridge "Job Finished") <─ JobChanges
 Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
 (dashboard + job alarms); Backups (AWS Backup plan of the tables, where configured)
 """
@@ -31,7 +33,9 @@ from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
+from infra.constructs.live import Live
 from infra.constructs.monitoring import Monitoring
+from infra.constructs.notifications import Notifications
 from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 from infra.constructs.tenant_isolation import TenantIsolation
@@ -143,6 +147,25 @@ class PagefleetStack(Stack):
             queues=self.queues,
             alerts=self.alerts,
             core_env=core_env,
+        )
+        self.live = Live(
+            self,
+            "Live",
+            config=config,
+            functions=self.functions,
+            store=self.store,
+            api_function=self.api.handler,
+            changes_function=self.job_changes.function,
+            alerts=self.alerts,
+        )
+        self.notifications = Notifications(
+            self,
+            "Notifications",
+            config=config,
+            functions=self.functions,
+            store=self.store,
+            api_function=self.api.handler,
+            changes_function=self.job_changes.function,
         )
         self.tenants.grant_functions(self.functions.functions)
         self.alarms = Alarms(

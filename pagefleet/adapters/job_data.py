@@ -16,6 +16,7 @@ from pagefleet.adapters.dynamodb.codec import (
     serialize,
     tenant_pk,
 )
+from pagefleet.adapters.dynamodb.events import EVENTS_PREFIX, counter_sk
 from pagefleet.states import JobStatus
 
 if TYPE_CHECKING:
@@ -54,21 +55,12 @@ class AwsJobData:
         return deleted
 
     def delete_items(self, tenant_id: str, job_id: str, idempotency_key: str | None) -> int:
-        """The record and every item kept under it (``JOB#<id>...``), and its key."""
+        """The record and every item kept under it (``JOB#<id>...``), its run events and
+        their counter (``EVT#<id>#...``, ``EVTSEQ#<id>``), and its key."""
         pk = tenant_pk(tenant_id)
         keys: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :job)",
-            "ExpressionAttributeValues": serialize({":pk": pk, ":job": job_sk(job_id)}),
-            "ProjectionExpression": "pk, sk",
-        }
-        while True:
-            resp = self._db.query(**kwargs)
-            keys += [deserialize(item) for item in resp.get("Items", [])]
-            if not resp.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        for prefix in (job_sk(job_id), f"{EVENTS_PREFIX}{job_id}#", counter_sk(job_id)):
+            keys += self._keys_under(pk, prefix)
         if idempotency_key is not None:
             keys.append({"pk": pk, "sk": idempotency_sk(idempotency_key)})
         # The record last: if anything fails before, the job can still be found and deleted.
@@ -76,6 +68,21 @@ class AwsJobData:
         for start in range(0, len(keys), 25):
             self._batch_delete(keys[start : start + 25])
         return len(keys)
+
+    def _keys_under(self, pk: str, prefix: str) -> list[dict[str, Any]]:
+        keys: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": serialize({":pk": pk, ":prefix": prefix}),
+            "ProjectionExpression": "pk, sk",
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            keys += [deserialize(item) for item in resp.get("Items", [])]
+            if not resp.get("LastEvaluatedKey"):
+                return keys
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def _batch_delete(self, keys: list[dict[str, Any]]) -> None:
         requests: Any = [{"DeleteRequest": {"Key": serialize(k)}} for k in keys]

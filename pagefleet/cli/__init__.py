@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, dispatch, fleet, jobs, local, tenancy
+from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, notify, tenancy
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -36,10 +36,13 @@ app = typer.Typer(
 )
 app.add_typer(local.local_app, name="local")
 app.add_typer(admin.admin_app, name="admin")
+app.add_typer(notify.webhooks_app, name="webhooks")
+admin.admin_app.command("signing-secret")(notify.admin_signing_secret)
 app.add_typer(dispatch.workflows_app, name="workflows")
 app.add_typer(dispatch.schedules_app, name="schedules")
 app.command()(jobs.submit)
 app.command()(jobs.status)
+app.command()(follow.follow)
 app.command()(jobs.cancel)
 app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)

@@ -25,6 +25,7 @@ from pagefleet.cli.common import (
     pydantic_details,
     validation_lines,
 )
+from pagefleet.cli.follow import follow_job
 from pagefleet.jobs.submission import JobSubmission
 
 
@@ -69,6 +70,9 @@ def load_workflow(path: Path) -> dict[str, Any]:
 def submit(
     file: Annotated[Path, typer.Argument(help="Workflow file (JSON, or YAML with PyYAML).")],
     wait: Annotated[bool, typer.Option("--wait", help="Wait until the job is final.")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", help="Show its progress live until it ends.")
+    ] = False,
     inputs: Annotated[
         list[str] | None, typer.Option("--input", "-i", help="NAME=VALUE, repeatable.")
     ] = None,
@@ -109,6 +113,11 @@ def submit(
             fail(f"{file} is not a valid workflow:\n" + "\n".join(lines), EXIT_USAGE)
     with api_client(api_url, api_key) as client:
         job = client.submit(workflow, idempotency_key=idempotency_key)
+        if follow:
+            if not as_json:
+                console.print(f"submitted [bold]{job.job_id}[/], following…")
+            code = follow_job(client, job.job_id, timeout=timeout, as_json=as_json)
+            raise typer.Exit(code)
         if not wait:
             if as_json:
                 console.print_json(job.model_dump_json())

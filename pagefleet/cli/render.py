@@ -67,6 +67,9 @@ def print_stack(stack: Any) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("API", info.api_url)
+    live = getattr(stack, "live", None)  # the WebSocket API, where the stack serves one
+    if live is not None:
+        table.add_row("live (WebSocket)", live.url)
     table.add_row("dev tenant key", info.dev_api_key)
     table.add_row("demo site", info.site_url)
     table.add_row("embedded AWS", info.aws_endpoint)

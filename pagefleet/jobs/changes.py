@@ -5,6 +5,11 @@ reads the stream and every part that reacts to a job's change is a consumer here
 release of waiting dependants, live delivery to WebSocket subscribers, completion
 notifications. A consumer gets the whole batch, in stream order, and must be idempotent:
 a failed batch is delivered again from its first record.
+
+The stream also carries the run events workers write (``EVT#`` items,
+``pagefleet.adapters.dynamodb.events``): a consumer with ``handle_batch`` gets them along with
+the job changes of the same batch (live delivery sends both). Stream records become these
+types in ``pagefleet.adapters.dynamodb.stream`` (the jobs table's layout is the adapter's).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pagefleet.models import JobRecord
 from pagefleet.states import JobStatus
@@ -27,6 +32,8 @@ class JobChange:
     old: JobRecord | None
     new: JobRecord | None
     sequence: str
+    # When the stream recorded the write (ApproximateCreationDateTime), epoch seconds.
+    written_at: float | None = None
 
     @property
     def job(self) -> JobRecord:
@@ -46,18 +53,45 @@ class JobChange:
         return self.new.status if self.new is not None and self.status_changed else None
 
 
+@dataclass(frozen=True)
+class EventsWritten:
+    """A batch of run events a worker stored (one ``EVT#`` item), in ``seq`` order."""
+
+    tenant_id: str
+    job_id: str
+    events: list[dict[str, Any]]
+    sequence: str
+    written_at: float | None = None
+
+
 class ChangeConsumer(Protocol):
     name: str
 
     def handle(self, changes: Sequence[JobChange]) -> None: ...
 
 
-def deliver(changes: Sequence[JobChange], consumers: Sequence[ChangeConsumer]) -> list[str]:
+class BatchConsumer(ChangeConsumer, Protocol):
+    """A consumer that also takes the run events written in the batch."""
+
+    def handle_batch(
+        self, changes: Sequence[JobChange], events: Sequence[EventsWritten]
+    ) -> None: ...
+
+
+def deliver(
+    changes: Sequence[JobChange],
+    consumers: Sequence[ChangeConsumer],
+    events: Sequence[EventsWritten] = (),
+) -> list[str]:
     """Give the batch to every consumer; the names of those that failed (each logged)."""
     failed: list[str] = []
     for consumer in consumers:
         try:
-            consumer.handle(changes)
+            with_events = getattr(consumer, "handle_batch", None)
+            if with_events is not None:
+                with_events(changes, events)
+            elif changes:
+                consumer.handle(changes)
         except Exception:
             log.exception("job change consumer %s failed", consumer.name)
             failed.append(consumer.name)

@@ -21,10 +21,12 @@ def _key_schema(pk, sk):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("spec", TABLES, ids=lambda s: s.logical_id)
 def test_table_matches_its_spec(synth, spec) -> None:
-    store = synth.stack.store
-    table = {"JobsTable": store.jobs, "TenantsTable": store.tenants, "UsageTable": store.usage}[
-        spec.logical_id
-    ]
+    table = {
+        "JobsTable": synth.stack.store.jobs,
+        "TenantsTable": synth.stack.store.tenants,
+        "UsageTable": synth.stack.store.usage,
+        "ConnectionsTable": synth.stack.live.connections,
+    }[spec.logical_id]
     props = synth.raw["Resources"][logical_id(table)]["Properties"]
     assert props["KeySchema"] == _key_schema(spec.partition_key, spec.sort_key)
     assert sorted(props["AttributeDefinitions"], key=lambda a: a["AttributeName"]) == (

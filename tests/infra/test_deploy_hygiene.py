@@ -138,8 +138,11 @@ def test_every_queue_outlasts_its_consumer_with_margin(stage_synth) -> None:
     consumers = _consumers(stage_synth)
     queues = stage_synth.resources("AWS::SQS::Queue")
     # A queue no function consumes is an operator's dead-letter queue (alarmed, read by hand).
+    from infra.constructs.alarms import dead_letter_queues
+
     for_operators = {
-        logical_id(q) for q in stage_synth.stack.alerts.extra_dead_letter_queues.values()
+        logical_id(q)
+        for q in dead_letter_queues(stage_synth.stack, stage_synth.stack.alerts).values()
     }
     unconsumed = set(queues) - {q for q, _, _ in consumers}
     assert unconsumed <= for_operators, f"queues without a known consumer: {unconsumed}"

@@ -11,7 +11,10 @@ from aws_cdk.assertions import Match
 from pagefleet.settings import (
     ApiSettings,
     AuthorizerSettings,
+    ChangesSettings,
     CoreSettings,
+    LiveSettings,
+    WebhookSettings,
     WorkerSettings,
     env_names,
 )
@@ -25,6 +28,9 @@ SETTINGS_BY_HANDLER = {
     "functions.authorizer.handler.handler": AuthorizerSettings,
     "functions.dead_letters.handler.handler": CoreSettings,
     "functions.sweeper.handler.handler": CoreSettings,
+    "functions.job_changes.handler.handler": ChangesSettings,
+    "functions.live.handler.handler": LiveSettings,
+    "functions.webhooks.handler.handler": WebhookSettings,
 }
 
 

@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from devstack.provision import create_all
-from pagefleet.resources import QUEUES
+from pagefleet.resources import QUEUES, WEBHOOK_QUEUE
 
 from .helpers import logical_id
 
@@ -32,6 +32,9 @@ def local():  # type: ignore[no-untyped-def]
             "jobs": dynamodb.describe_table(TableName=provisioned.jobs_table)["Table"],
             "tenants": dynamodb.describe_table(TableName=provisioned.tenants_table)["Table"],
             "usage": dynamodb.describe_table(TableName=provisioned.usage_table)["Table"],
+            "connections": dynamodb.describe_table(TableName=provisioned.connections_table)[
+                "Table"
+            ],
         }
         ttl = {
             name: dynamodb.describe_time_to_live(TableName=t["TableName"])["TimeToLiveDescription"]
@@ -45,6 +48,12 @@ def local():  # type: ignore[no-untyped-def]
             pool: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
             for pool, url in provisioned.dlq_urls.items()
         }
+        queues[WEBHOOK_QUEUE.key] = sqs.get_queue_attributes(
+            QueueUrl=provisioned.webhook_queue_url, AttributeNames=["All"]
+        )["Attributes"]
+        dlqs[WEBHOOK_QUEUE.key] = sqs.get_queue_attributes(
+            QueueUrl=provisioned.webhook_dlq_url, AttributeNames=["All"]
+        )["Attributes"]
         lifecycle = s3.get_bucket_lifecycle_configuration(Bucket=provisioned.artifacts_bucket)
         yield {
             "tables": tables,
@@ -61,9 +70,11 @@ def _gsis(indexes):  # type: ignore[no-untyped-def]
     }
 
 
-@pytest.mark.parametrize("name", ["jobs", "tenants", "usage"])
+@pytest.mark.parametrize("name", ["jobs", "tenants", "usage", "connections"])
 def test_tables_match(synth, local, name) -> None:
-    table = getattr(synth.stack.store, name)
+    table = (
+        synth.stack.live.connections if name == "connections" else getattr(synth.stack.store, name)
+    )
     cfn = synth.raw["Resources"][logical_id(table)]["Properties"]
     described = local["tables"][name]
     assert described["KeySchema"] == cfn["KeySchema"]
@@ -85,11 +96,15 @@ def test_tables_match(synth, local, name) -> None:
         assert ttl["TimeToLiveStatus"] == "DISABLED"
 
 
-@pytest.mark.parametrize("spec", QUEUES, ids=lambda s: s.key)
+@pytest.mark.parametrize("spec", [*QUEUES, WEBHOOK_QUEUE], ids=lambda s: s.key)
 def test_queues_match(synth, local, spec) -> None:
-    pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
-    cfn = synth.raw["Resources"][logical_id(pool.queue)]["Properties"]
-    cfn_dlq = synth.raw["Resources"][logical_id(pool.dlq)]["Properties"]
+    if spec is WEBHOOK_QUEUE:
+        queue, dlq = synth.stack.notifications.queue, synth.stack.notifications.dlq
+    else:
+        pool = next(q for q in synth.stack.queues.all if q.key == spec.key)
+        queue, dlq = pool.queue, pool.dlq
+    cfn = synth.raw["Resources"][logical_id(queue)]["Properties"]
+    cfn_dlq = synth.raw["Resources"][logical_id(dlq)]["Properties"]
     attributes = local["queues"][spec.key]
     assert int(attributes["VisibilityTimeout"]) == cfn["VisibilityTimeout"]
     assert int(attributes["MessageRetentionPeriod"]) == cfn["MessageRetentionPeriod"]

@@ -10,6 +10,20 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
 
 
+@pytest.fixture(autouse=True)
+def _no_dns_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Webhook URLs are checked after a DNS lookup: in tests, only ``localhost`` resolves
+    (so no query ever leaves the machine, e.g. for the fuzzer's generated host names)."""
+    from pagefleet import egress_policy
+
+    def lookup(host: str) -> list[str]:
+        if host == "localhost":
+            return ["127.0.0.1"]
+        raise OSError(-2, "Name or service not known (tests resolve nothing)")
+
+    monkeypatch.setattr(egress_policy, "system_lookup", lookup)
+
+
 @pytest.fixture
 def svc(provisioned: Provisioned) -> JobServices:
     settings = CoreSettings(

@@ -13,6 +13,7 @@ import pytest
 from devstack.event_sources import stream_event
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.codec import deserialize
+from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.runtime import RUNTIME
@@ -211,6 +212,10 @@ def test_delete_removes_the_job_its_key_and_every_attempts_artifacts(
 ) -> None:
     job_id = alice.post_job(JOB, headers={"Idempotency-Key": "k1"}).body["job_id"]
     put_artifacts(api_env, "alice", job_id)
+    # Its run events (as a worker writes them): deleted with it.
+    events = DynamoEventStore(RUNTIME.client("dynamodb"), api_env.jobs_table)
+    events.allocate("alice", job_id, count=1, bounded=1, expires_at=int(time.time()) + 60)
+    events.put("alice", job_id, [{"seq": 1, "type": "log"}], expires_at=2**31, attempt=1)
     assert bob.call("DELETE", f"/v1/jobs/{job_id}").status == 200  # not bob's: nothing happens
     assert alice.get_job(job_id).status == 200 and objects(api_env, f"alice/{job_id}/")
     gone = alice.call("DELETE", f"/v1/jobs/{job_id}")
@@ -218,6 +223,12 @@ def test_delete_removes_the_job_its_key_and_every_attempts_artifacts(
     assert gone.body["status"] == "deleted" and gone.body["artifacts_deleted"] == 2
     assert alice.get_job(job_id).status == 404
     assert objects(api_env, f"alice/{job_id}/") == []
+    left = RUNTIME.client("dynamodb").query(
+        TableName=api_env.jobs_table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "TENANT#alice"}},
+    )["Items"]
+    assert not [i for i in left if job_id in i["sk"]["S"]], left
     assert alice.call("DELETE", f"/v1/jobs/{job_id}").status == 200  # idempotent
     # The Idempotency-Key went with it: it makes a new job now.
     again = alice.post_job(JOB, headers={"Idempotency-Key": "k1"})

@@ -30,6 +30,7 @@ from pagefleet.api_models import (
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import service
 from pagefleet.jobs.submission import JobSubmission
+from pagefleet.notify.policy import check_webhook
 from pagefleet.states import JobStatus
 from pagefleet.tenancy import admission
 
@@ -77,6 +78,9 @@ def create_job(
     ] = None,
 ) -> Response[str]:
     tenant = tenant_id(router)
+    webhook = request.notify.webhook if request.notify else None
+    if webhook:  # the egress policy (SSRF), again when it is sent
+        check_webhook(webhook, allow_loopback=api_settings().allow_loopback, field="notify.webhook")
     # The job's correlation id is the one every log line of this request carries.
     correlation = x_correlation_id or request_id(router)
     if logger.get_correlation_id() != correlation:

@@ -1,5 +1,5 @@
-"""The jobs table's stream records, as the Lambda event source mapping delivers them, read
-into job changes (NEW_AND_OLD_IMAGES; only job items are changes)."""
+"""The jobs table's stream records, read as job changes and run events (the item layout is
+this adapter package's; ``pagefleet.jobs.changes`` holds the types and the consumers)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import item_to_record
-from pagefleet.jobs.changes import JobChange
+from pagefleet.adapters.dynamodb.events import events_item
+from pagefleet.jobs.changes import EventsWritten, JobChange
 from pagefleet.models import JobRecord
 
 
@@ -24,9 +25,39 @@ def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:
                 old=_image(body.get("OldImage")),
                 new=_image(body.get("NewImage")),
                 sequence=str(body.get("SequenceNumber", "")),
+                written_at=_written_at(body),
             )
         )
     return out
+
+
+def event_writes(records: Iterable[Mapping[str, Any]]) -> list[EventsWritten]:
+    """The run events among a stream batch's records (writes only; TTL removals skipped)."""
+    out: list[EventsWritten] = []
+    for record in records:
+        body = record.get("dynamodb") or {}
+        image = body.get("NewImage")
+        item = events_item(image) if image and not body.get("OldImage") else None
+        if item is None:
+            continue
+        out.append(
+            EventsWritten(
+                tenant_id=item.tenant_id,
+                job_id=item.job_id,
+                events=item.events,
+                sequence=str(body.get("SequenceNumber", "")),
+                written_at=_written_at(body),
+            )
+        )
+    return out
+
+
+def _written_at(body: Mapping[str, Any]) -> float | None:
+    value = body.get("ApproximateCreationDateTime")
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _image(image: Mapping[str, Any] | None) -> JobRecord | None:

@@ -1,0 +1,294 @@
+"""What the benches share: the job they all run, a bare Playwright loop, process-tree PSS.
+
+The job: open the demo site's product list, wait for it, extract the names and links, take a
+full-page screenshot (and hash it). The platform runs it as a workflow; the bare loop runs
+the same calls on a fresh context per job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+MB = 1024 * 1024
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def workflow(site: str) -> dict[str, Any]:
+    return {
+        "name": "bench-extract",
+        "inputs": {"site": site},
+        "max_attempts": 1,
+        "steps": [
+            {"action": "goto", "url": "{{inputs.site}}/"},
+            {"action": "wait_for", "selector": "#products .product"},
+            {"action": "extract", "name": "names", "selector": ".product .name", "many": True},
+            {
+                "action": "extract",
+                "name": "links",
+                "selector": ".product a.name",
+                "kind": "attribute",
+                "attribute": "href",
+                "many": True,
+            },
+            {"action": "screenshot", "name": "page.png", "full_page": True},
+        ],
+    }
+
+
+# --- the bare loop --------------------------------------------------------------------------
+async def bare_loop(
+    site: str,
+    jobs: int,
+    concurrency: int,
+    *,
+    launch: str = "worker",
+    warmup: int = 0,
+    on_job: Callable[[], None] | None = None,
+) -> tuple[int, float]:
+    """Run ``jobs`` jobs (after ``warmup``), ``concurrency`` at a time, each in a fresh
+    context of one Chromium. ``launch="worker"`` launches it as the worker does (same
+    executable, switches and driver environment); ``"default"`` with Playwright's defaults
+    (same executable). Returns (succeeded, seconds)."""
+    from playwright.async_api import async_playwright
+
+    from browser_task.chromium import (
+        chromium_args,
+        chromium_executable,
+        driver_env,
+        environment,
+        sandbox_enabled,
+    )
+    from pagefleet.models import JobOptions
+    from pagefleet.settings import WorkerSettings
+
+    settings = WorkerSettings(
+        jobs_table="-",
+        tenants_table="-",
+        artifacts_bucket="-",
+        queue_urls={"standard": "-"},
+        concurrency=concurrency,
+    )
+    options = JobOptions()
+    tuned = launch == "worker"
+    with environment(driver_env() if tuned else {}):
+        pw = await async_playwright().start()
+    try:
+        browser = await pw.chromium.launch(
+            executable_path=chromium_executable(settings, pw),
+            headless=settings.headless,
+            args=chromium_args(settings) if tuned else [],
+            chromium_sandbox=sandbox_enabled(settings),
+        )
+
+        async def one() -> bool:
+            context = await browser.new_context(
+                viewport={"width": options.viewport.width, "height": options.viewport.height},
+                accept_downloads=True,
+                service_workers="block",
+            )
+            try:
+                page = await context.new_page()
+                await page.goto(f"{site}/", wait_until="load")
+                await page.locator("#products .product").first.wait_for(state="visible")
+                names = await page.locator(".product .name").evaluate_all(
+                    "els => els.map(e => (e.textContent || '').trim())"
+                )
+                await page.locator(".product a.name").evaluate_all(
+                    "(els, n) => els.map(e => e.getAttribute(n))", "href"
+                )
+                shot = await page.screenshot(type="png", full_page=True)
+                hashlib.sha256(shot).hexdigest()
+                return bool(names)
+            finally:
+                await context.close()
+
+        async def drain(count: int) -> int:
+            remaining = count
+            ok = 0
+
+            async def task() -> None:
+                nonlocal remaining, ok
+                while remaining > 0:
+                    remaining -= 1
+                    succeeded = await one()
+                    ok += succeeded
+                    if on_job is not None:
+                        on_job()
+
+            await asyncio.gather(*(task() for _ in range(concurrency)))
+            return ok
+
+        await drain(warmup)
+        start = time.perf_counter()
+        ok = await drain(jobs)
+        elapsed = time.perf_counter() - start
+        await browser.close()
+    finally:
+        await pw.stop()
+    return ok, elapsed
+
+
+# --- memory ---------------------------------------------------------------------------------
+def _rollup(pid: int) -> dict[str, int]:
+    """/proc/PID/smaps_rollup in bytes (Pss, Pss_Anon, Pss_File, Pss_Shmem, ...)."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        lines = f.read().splitlines()[1:]
+    out = {}
+    for line in lines:
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts:
+            out[name] = int(parts[0]) * 1024
+    return out
+
+
+@dataclass
+class Sample:
+    at: float
+    # part -> (PSS, anonymous + shmem PSS) in bytes; parts: python, driver, chromium
+    parts: dict[str, tuple[int, int]]
+    processes: int
+
+    def total(self, anon: bool = False) -> int:
+        return sum(p[1] if anon else p[0] for p in self.parts.values())
+
+
+def tree_sample(root_pid: int, skip: Callable[[list[str]], bool] | None = None) -> Sample:
+    """PSS of a process and all its descendants, split into python / driver / chromium.
+
+    PSS divides each shared page among the processes that map it, so summing it over the
+    tree counts every page once (summed RSS counts Chromium's shared pages once per
+    process). File-backed pages are also shared with processes outside the tree (another
+    Chromium on the machine lowers ours), which is why the anonymous part is reported too.
+    """
+    parts: dict[str, tuple[int, int]] = {}
+    count = 0
+    try:
+        root = psutil.Process(root_pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return Sample(time.monotonic(), parts, 0)
+    for proc in procs:
+        try:
+            cmdline = proc.cmdline()
+            if skip is not None and skip(cmdline):
+                continue
+            name = proc.name().lower()
+            roll = _rollup(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+        if proc.pid == root_pid:
+            part = "python"
+        elif "node" in name:
+            part = "driver"
+        elif "chrom" in name or "headless" in name:
+            part = "chromium"
+        else:
+            part = "other"
+        pss, anon = parts.get(part, (0, 0))
+        parts[part] = (
+            pss + roll.get("Pss", 0),
+            anon + roll.get("Pss_Anon", 0) + roll.get("Pss_Shmem", 0),
+        )
+        count += 1
+    return Sample(time.monotonic(), parts, count)
+
+
+@dataclass
+class MemoryRun:
+    label: str
+    jobs: int
+    seconds: float = 0.0
+    succeeded: int = 0
+    samples: list[Sample] = field(default_factory=list)
+
+    def _window(self, lo: float, hi: float) -> list[Sample]:
+        if not self.samples:
+            return []
+        t0, t1 = self.samples[0].at, self.samples[-1].at
+        span = max(t1 - t0, 1e-9)
+        chosen = [s for s in self.samples if lo <= (s.at - t0) / span <= hi]
+        return chosen or self.samples[-1:]
+
+    def steady(self, part: str | None = None, anon: bool = False) -> float:
+        """Median over the second half of the run, MB."""
+        return self._median(self._window(0.5, 1.0), part, anon)
+
+    def peak(self, part: str | None = None, anon: bool = False) -> float:
+        return max(self._value(s, part, anon) for s in self.samples) / MB if self.samples else 0
+
+    def start_level(self, anon: bool = False) -> float:
+        """Median of 10-30 % of the run (after the first jobs warmed everything), MB."""
+        return self._median(self._window(0.1, 0.3), None, anon)
+
+    def end_level(self, anon: bool = False) -> float:
+        """Median of the last 20 % of the run, MB."""
+        return self._median(self._window(0.8, 1.0), None, anon)
+
+    def growth_percent(self, anon: bool = False) -> float:
+        start = self.start_level(anon)
+        return (self.end_level(anon) / start - 1) * 100 if start else 0.0
+
+    @staticmethod
+    def _value(sample: Sample, part: str | None, anon: bool) -> int:
+        if part is None:
+            return sample.total(anon)
+        pss, private = sample.parts.get(part, (0, 0))
+        return private if anon else pss
+
+    def _median(self, samples: list[Sample], part: str | None, anon: bool) -> float:
+        if not samples:
+            return 0.0
+        return statistics.median(self._value(s, part, anon) for s in samples) / MB
+
+
+@contextmanager
+def sampling(
+    run: MemoryRun,
+    pid: int,
+    interval_s: float = 0.5,
+    skip: Callable[[list[str]], bool] | None = None,
+) -> Iterator[None]:
+    """Sample the tree of ``pid`` into ``run.samples`` while the block runs."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            sample = tree_sample(pid, skip)
+            if sample.processes:
+                run.samples.append(sample)
+            stop.wait(interval_s)
+
+    thread = threading.Thread(target=loop, name="pss-sampler", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def python_env() -> dict[str, str]:
+    """Environment for a child Python that imports this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")]).strip(
+        os.pathsep
+    )
+    return env
+
+
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,279 @@
+"""Latency on an idle local stack: queue delay, the API's submit latency, cold imports.
+
+    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7]
+
+1. **Queue delay** (submit to running): ``--jobs`` jobs one after the other on an idle
+   stack (one worker, two slots), each waited for before the next. Measured from the job
+   records: ``started_at`` (the claim) minus ``created_at`` (the API), split at
+   ``enqueued_at`` (message sent).
+2. **Submit latency**: ``POST /v1/jobs`` answered, p50/p99, for the same jobs, submitted
+   alternately (a) over HTTP through the local gateway (authorizer cached, API in its warm
+   execution environment) and (b) in-process: the API handler invoked directly with a REST
+   event against the embedded AWS.
+3. **Cold imports**: each Lambda handler module imported by a fresh Python, several runs,
+   median, against the floor every API function pays (boto3, Powertools' REST resolver,
+   pydantic); then the imports above the floor by cumulative time (``-X importtime``).
+
+Prints figures; asserts nothing. Everything is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import python, python_env
+
+HANDLERS = (
+    "functions.api.handler",
+    "functions.authorizer.handler",
+    "functions.dead_letters.handler",
+    "functions.sweeper.handler",
+)
+FLOOR = (
+    "import boto3; import pydantic; "
+    "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
+)
+TARGET_P50_MS = 30
+TARGET_P99_MS = 150
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def epoch(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def tiny_job(site: str) -> dict[str, Any]:
+    return {
+        "max_attempts": 1,
+        "steps": [
+            {"action": "goto", "url": f"{site}/about.html"},
+            {"action": "extract", "name": "title", "selector": "h1"},
+        ],
+    }
+
+
+# --- 1 and 2: sequential jobs, submitted alternately over HTTP and in-process -------------------
+def direct_submitter(stack: Any) -> Any:
+    """Submit through the API handler called directly (no gateway, no HTTP) with a REST
+    proxy event, against the embedded AWS; returns the job id."""
+    import json
+
+    from devstack.gateway import HttpRequest, proxy_resource, rest_event
+    from devstack.stack import DEV_TENANT
+    from functions.api.handler import handler
+
+    body = json.dumps(tiny_job(stack.site_url)).encode()
+
+    def submit() -> tuple[str, float]:
+        request = HttpRequest(
+            method="POST",
+            raw_path="/jobs",  # the stage (v1) is not part of the resource path
+            headers=[("Content-Type", "application/json"), ("Host", "127.0.0.1")],
+            body=body,
+            source_ip="127.0.0.1",
+        )
+        resource, params = proxy_resource(request.path)
+        event = rest_event(
+            request,
+            resource=resource,
+            path_parameters=params,
+            authorizer={"tenant_id": DEV_TENANT, "admin": "false", "principalId": DEV_TENANT},
+            api_id="local",
+            stage="v1",
+            request_id=str(uuid.uuid4()),
+        )
+        t0 = time.perf_counter()
+        answer = handler(event, None)
+        elapsed = (time.perf_counter() - t0) * 1000
+        if answer["statusCode"] != 202:
+            raise RuntimeError(f"submit failed: {answer['statusCode']} {answer['body'][:200]}")
+        return str(json.loads(answer["body"])["job_id"]), elapsed
+
+    return submit
+
+
+@dataclass
+class Sequential:
+    delays: list[float] = field(default_factory=list)  # created -> started (claim), ms
+    api_side: list[float] = field(default_factory=list)  # created -> enqueued, ms
+    worker_side: list[float] = field(default_factory=list)  # enqueued -> started, ms
+    http: list[float] = field(default_factory=list)  # submit answered, ms
+    direct: list[float] = field(default_factory=list)
+
+
+def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
+    """``jobs`` jobs one after the other on an idle stack, submitted alternately over HTTP
+    and through the handler in this process (so machine load drifting during the run
+    weighs on both alike); each waited for until final before the next."""
+    from devstack.stack import DEV_TENANT
+    from pagefleet.runtime import RUNTIME
+
+    store = RUNTIME.job_services(stack.worker_settings).store
+    body = tiny_job(stack.site_url)
+    direct = direct_submitter(stack)
+    out = Sequential()
+    with stack.client() as api:
+        for index in range(jobs + warmup):
+            over_http = index % 2 == 0
+            if over_http:
+                t0 = time.perf_counter()
+                job_id = api.submit(body).job_id
+                submit_ms = (time.perf_counter() - t0) * 1000
+            else:
+                job_id, submit_ms = direct()
+            while True:
+                record = store.get(DEV_TENANT, job_id, consistent=False)
+                if record.status.is_final:
+                    break
+                time.sleep(0.02)
+            if index < warmup or record.started_at is None:
+                continue  # warm-up: first contexts, first connections, both paths
+            created, started = epoch(record.created_at), epoch(record.started_at)
+            out.delays.append((started - created) * 1000)
+            if record.enqueued_at is not None:
+                enqueued = epoch(record.enqueued_at)
+                out.api_side.append((enqueued - created) * 1000)
+                out.worker_side.append((started - enqueued) * 1000)
+            (out.http if over_http else out.direct).append(submit_ms)
+            time.sleep(0.05)  # idle between jobs, as a lone submission finds the stack
+    return out
+
+
+# --- 3. cold imports ---------------------------------------------------------------------------
+def _run_once(code: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run([python(), "-c", code], env=python_env(), check=True)
+    return time.perf_counter() - t0
+
+
+def _importtime(code: str) -> dict[str, float]:
+    """module -> its own import time in seconds, from ``python -X importtime``."""
+    result = subprocess.run(
+        [python(), "-X", "importtime", "-c", code],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out: dict[str, float] = {}
+    for line in result.stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        fields = line[len("import time:") :].split("|")
+        if len(fields) != 3 or not fields[0].strip().isdigit():
+            continue
+        out[fields[2].strip()] = int(fields[0]) / 1e6
+    return out
+
+
+def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
+    """What ``module`` imports that the floor does not, grouped by package (two dotted
+    levels), by summed self time: (group, seconds, modules). Median of ``runs``."""
+    floor = set(_importtime(FLOOR))
+    samples: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    for _ in range(runs):
+        groups: dict[str, float] = {}
+        members: dict[str, int] = {}
+        for name, seconds in _importtime(f"import {module}").items():
+            if name in floor:
+                continue
+            group = ".".join(name.split(".")[:2])
+            groups[group] = groups.get(group, 0.0) + seconds
+            members[group] = members.get(group, 0) + 1
+        for group, seconds in groups.items():
+            samples.setdefault(group, []).append(seconds)
+        counts.update(members)
+    rows = [(g, statistics.median(v), counts[g]) for g, v in samples.items()]
+    return sorted(rows, key=lambda row: -row[1])
+
+
+def cold_imports(runs: int) -> None:
+    """Fresh interpreters, the floor and each handler in turn, ``runs`` rounds: machine
+    load drifting during the run weighs on all alike."""
+    codes = {"(interpreter)": "pass", "(floor)": FLOOR}
+    codes.update({m: f"import {m}" for m in HANDLERS})
+    times: dict[str, list[float]] = {name: [] for name in codes}
+    for _ in range(runs):
+        for name, code in codes.items():
+            times[name].append(_run_once(code))
+    median = {name: statistics.median(values) for name, values in times.items()}
+    floor = median["(floor)"]
+    print(
+        f"\ncold import, fresh python, median of {runs} interleaved rounds "
+        f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included):"
+    )
+    print(f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s")
+    for module in HANDLERS:
+        print(
+            f"  {module:32} = {median[module]:.2f} s  (floor {median[module] - floor:+.2f} s, "
+            f"target floor + 0.15 s)"
+        )
+    rows = above_floor("functions.api.handler")
+    total = sum(seconds for _, seconds, _ in rows)
+    print(f"  functions.api.handler imports {total * 1000:.0f} ms above the floor (self times):")
+    for group, seconds, count in rows[:15]:
+        print(f"    {seconds * 1000:6.1f} ms  {group} ({count} modules)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--import-runs", type=int, default=7)
+    parser.add_argument("--skip-imports", action="store_true")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+    from devstack.stack import LocalStack
+
+    print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
+    with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
+        run = sequential_jobs(stack, args.jobs)
+        stack.cleanup_logs()
+    delays = run.delays
+    p50, p99 = pct(delays, 50), pct(delays, 99)
+    verdict = "meets" if p50 <= TARGET_P50_MS and p99 <= TARGET_P99_MS else "misses"
+    print(
+        f"queue delay p50 = {p50:.0f} ms, p99 = {p99:.0f} ms, max = {max(delays):.0f} ms "
+        f"({len(delays)} sequential jobs; {verdict} p50 <= {TARGET_P50_MS}, "
+        f"p99 <= {TARGET_P99_MS})"
+    )
+    print(
+        f"  of which API (created -> enqueued) p50 = {pct(run.api_side, 50):.0f} ms, "
+        f"p99 = {pct(run.api_side, 99):.0f} ms; worker (enqueued -> claimed) p50 = "
+        f"{pct(run.worker_side, 50):.0f} ms, p99 = {pct(run.worker_side, 99):.0f} ms"
+    )
+    print(
+        f"submit latency in-process p50 = {pct(run.direct, 50):.1f} ms, "
+        f"p99 = {pct(run.direct, 99):.1f} ms ({len(run.direct)} calls of the handler)"
+    )
+    print(
+        f"submit latency over HTTP p50 = {pct(run.http, 50):.1f} ms, "
+        f"p99 = {pct(run.http, 99):.1f} ms ({len(run.http)} requests)"
+    )
+    if not args.skip_imports:
+        cold_imports(args.import_runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""The process tree of one launched browser: found by a marker switch, measured, killed.
+
+Only processes found as descendants of this worker (the browser process carries a marker
+switch on its command line) are ever signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Protocol
+
+import psutil
+
+
+class TrackedTree(Protocol):
+    process: psutil.Process | None
+    known: dict[int, psutil.Process]
+    rss_bytes: int
+
+
+def find_browser_process(marker: str) -> psutil.Process | None:
+    """The browser process of one launch: a descendant of this worker carrying the marker."""
+    try:
+        descendants = psutil.Process(os.getpid()).children(recursive=True)
+    except psutil.Error:
+        return None
+    for proc in descendants:
+        with contextlib.suppress(psutil.Error):
+            cmdline = proc.cmdline()
+            if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
+                return proc
+    return None
+
+
+def remember_tree(generation: TrackedTree) -> int:
+    """Refresh the generation's known processes; the summed RSS of the live tree.
+
+    RSS counts pages shared between Chromium's processes once per process, so this
+    overstates the true footprint; it is a consistent, cheap trigger for recycling.
+    """
+    root = generation.process
+    if root is None:
+        return 0
+    try:
+        tree = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0
+    total = 0
+    for proc in tree:
+        generation.known.setdefault(proc.pid, proc)
+        with contextlib.suppress(psutil.Error):
+            total += proc.memory_info().rss
+    generation.rss_bytes = total
+    return total
+
+
+def kill_tree(generation: TrackedTree) -> None:
+    procs: dict[int, psutil.Process] = {}
+    root = generation.process
+    if root is not None:
+        with contextlib.suppress(psutil.Error):
+            if root.is_running():
+                procs[root.pid] = root
+                for child in root.children(recursive=True):
+                    procs[child.pid] = child
+    for pid, proc in list(generation.known.items()):
+        # is_running() also checks the start time, so a recycled pid is never signalled.
+        with contextlib.suppress(psutil.Error):
+            if proc.is_running():
+                procs.setdefault(pid, proc)
+    alive = []
+    for proc in procs.values():
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                proc.kill()
+            alive.append(proc)
+    if alive:
+        psutil.wait_procs(alive, timeout=5)
+    reap_own_zombies(procs)
+    generation.known.clear()
+
+
+def reap_own_zombies(procs: dict[int, psutil.Process]) -> None:
+    """Collect exit statuses of those that are our own children (e.g. we are a subreaper)."""
+    me = os.getpid()
+    for pid, proc in procs.items():
+        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
+            if proc.ppid() == me:
+                os.waitpid(pid, os.WNOHANG)

@@ -1,0 +1,135 @@
+"""The local stack's live and notification parts, as on AWS:
+
+- the WebSocket API (``devstack.websocket``): ``ws://127.0.0.1:<port>/live``, invoking the
+  real ``functions/live`` handler with API Gateway's WebSocket events;
+- its ``@connections`` management endpoint on another loopback port: the ``live_endpoint``
+  that the live function and the jobs stream's reader post to through boto3;
+- the EventBridge ``rate(1 minute)`` rule that runs the live function's idle reaper (here
+  every ``reaper_interval_s``);
+- the webhook queue's event source mapping: SQS -> ``functions/webhooks``;
+- EventBridge itself is moto's (``event_bus_name`` = ``default``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from devstack.gateway import LocalGateway
+from devstack.lambda_env import LambdaFunction
+from devstack.pollers import DeadLetterPoller, Timer, scheduled_event
+from devstack.provision import Provisioned
+from devstack.websocket.management import ConnectionsApp
+from devstack.websocket.server import IDLE_TIMEOUT_S, MAX_AGE_S, LocalWebSocketApi
+
+log = logging.getLogger("devstack")
+
+STAGE = "live"  # infra/constructs/live.py deploys the WebSocket API to this stage
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    reaper_interval_s: float = 30.0
+    # API Gateway's own limits (fixed on AWS; tests shorten them).
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    max_age_s: float = MAX_AGE_S
+
+
+def _prewarm(function: LambdaFunction) -> None:
+    try:
+        function.prewarm()
+    except Exception:  # it shows again, with its cause, on the first real invocation
+        log.warning("could not prewarm %s", function.name, exc_info=True)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LiveParts:
+    def __init__(self, options: LiveOptions | None = None) -> None:
+        self.options = options or LiveOptions()
+        # Chosen up front: the functions' settings name them before anything listens.
+        self.websocket_port = _free_port()
+        self.management_port = _free_port()
+        self.websocket: LocalWebSocketApi | None = None
+        self.management: LocalGateway | None = None
+        self.reaper: Timer | None = None
+        self.webhooks: DeadLetterPoller | None = None
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.websocket_port}/{STAGE}"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.management_port}/{STAGE}"
+
+    def settings(self, provisioned: Provisioned) -> dict[str, Any]:
+        """Settings fields the live, stream reader, webhook and API functions read."""
+        return {
+            "connections_table": provisioned.connections_table,
+            "live_endpoint": self.endpoint,
+            "live_url": self.url,
+            "webhook_queue_url": provisioned.webhook_queue_url,
+            "queue_url": provisioned.webhook_queue_url,
+            "event_bus_name": "default",
+        }
+
+    # Local development: webhooks may go to loopback receivers (as the worker's browser may).
+    lambda_env = {"PAGEFLEET_ALLOW_LOOPBACK": "true"}
+
+    def start(self, functions: dict[str, LambdaFunction], provisioned: Provisioned) -> LiveParts:
+        live = functions["live"]
+        # Warm environments: a follower's first message should not wait for a cold start.
+        warming = [
+            threading.Thread(target=_prewarm, args=(functions[name],), daemon=True)
+            for name in ("live", "job_changes", "webhooks")
+        ]
+        for thread in warming:
+            thread.start()
+        self.websocket = LocalWebSocketApi(
+            live.invoke,
+            port=self.websocket_port,
+            stage=STAGE,
+            idle_timeout_s=self.options.idle_timeout_s,
+            max_age_s=self.options.max_age_s,
+        ).start()
+        self.management = LocalGateway(
+            [ConnectionsApp(self.websocket)], port=self.management_port
+        ).start()
+        self.reaper = Timer(
+            "live-reaper", self.options.reaper_interval_s, lambda: live.invoke(scheduled_event())
+        ).start()
+        # The webhook queue's event source mapping (the DLQ poller is a plain SQS one).
+        self.webhooks = DeadLetterPoller(
+            {"webhooks": provisioned.webhook_queue_url}, wait_s=1, function=functions["webhooks"]
+        ).start()
+        for thread in warming:
+            thread.join(60)
+        # ...and their clients built (Lambda keeps them between invocations too).
+        for name, event in (
+            ("job_changes", {"Records": []}),
+            ("webhooks", {"Records": []}),
+            ("live", scheduled_event()),
+        ):
+            try:
+                functions[name].invoke(event)
+            except Exception:
+                log.warning("warming %s failed", name, exc_info=True)
+        return self
+
+    def stop(self) -> None:
+        for part in (self.reaper, self.webhooks, self.websocket, self.management):
+            if part is not None:
+                with contextlib.suppress(Exception):
+                    part.stop()
+        self.reaper = self.webhooks = None
+        self.websocket = None
+        self.management = None

@@ -1,0 +1,1 @@
+"""The local WebSocket API: API Gateway's WebSocket front end and @connections endpoint."""

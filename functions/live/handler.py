@@ -1,0 +1,103 @@
+"""The WebSocket API's routes ($connect, $disconnect, subscribe, unsubscribe, ping, $default)
+and, on an EventBridge schedule, the reaper of connections that follow nothing.
+
+Parse API Gateway's WebSocket event, call one function of ``pagefleet.live.service``,
+answer with the route's response (``body`` goes to the client: the route has a response).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+
+from functions.lambda_context import lambda_entry
+from pagefleet import metrics_names
+from pagefleet.errors import Unauthorized
+from pagefleet.live import service
+from pagefleet.live.messages import error_message
+from pagefleet.live.service import LiveServices
+from pagefleet.live_wiring import live_services
+from pagefleet.runtime import RUNTIME
+from pagefleet.settings import LiveSettings
+
+SERVICE = "pagefleet-live"
+logger = Logger(service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+tracer = Tracer(service=SERVICE)
+CORRELATION_ID_PATH = "requestContext.requestId"
+
+
+def services() -> LiveServices:
+    return live_services(RUNTIME, RUNTIME.settings(LiveSettings))
+
+
+def _header(event: dict[str, Any], name: str) -> str | None:
+    for key, value in (event.get("headers") or {}).items():
+        if key.lower() == name.lower():
+            return str(value)
+    return None
+
+
+def _reply(message: dict[str, Any], status: int = 200) -> dict[str, Any]:
+    return {"statusCode": status, "body": json.dumps(message, separators=(",", ":"))}
+
+
+def on_connect(event: dict[str, Any], connection_id: str) -> dict[str, Any]:
+    query = event.get("queryStringParameters") or {}
+    try:
+        connection = service.connect(
+            services(),
+            connection_id,
+            authorization=_header(event, "Authorization"),
+            ticket=query.get("ticket"),
+        )
+    except Unauthorized as refused:
+        logger.info("connection refused", extra={"reason": refused.message})
+        metrics.add_metric(name=metrics_names.LIVE_REFUSED, unit=MetricUnit.Count, value=1)
+        return _reply(error_message("unauthorized", refused.message), 401)
+    logger.info("connected", extra={"tenant_id": connection.tenant_id})
+    metrics.add_metric(name=metrics_names.LIVE_CONNECTS, unit=MetricUnit.Count, value=1)
+    return {"statusCode": 200}
+
+
+def on_message(route: str, event: dict[str, Any], connection_id: str) -> dict[str, Any]:
+    body = event.get("body")
+    if route == "subscribe":
+        return _reply(service.subscribe(services(), connection_id, body))
+    if route == "unsubscribe":
+        return _reply(service.unsubscribe(services(), connection_id, body))
+    if route == "ping":
+        return _reply({"type": "pong"})
+    return _reply(
+        error_message(
+            "unknown_action", 'send {"action": "subscribe" | "unsubscribe" | "ping", ...}'
+        )
+    )
+
+
+@lambda_entry(SERVICE)
+@logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if event.get("source") == "aws.events":
+        closed = service.reap_idle(services())
+        count = len(closed)
+        if count:
+            metrics.add_metric(name=metrics_names.LIVE_REAPED, unit=MetricUnit.Count, value=count)
+        logger.info("idle connections closed", extra={"closed": len(closed)})
+        return {"closed": len(closed)}
+    context_ = event.get("requestContext") or {}
+    route = str(context_.get("routeKey", ""))
+    connection_id = str(context_.get("connectionId", ""))
+    logger.append_keys(connection_id=connection_id, route=route)
+    if route == "$connect":
+        return on_connect(event, connection_id)
+    if route == "$disconnect":
+        service.disconnect(services(), connection_id)
+        logger.info("disconnected", extra={"code": context_.get("disconnectStatusCode")})
+        return {"statusCode": 200}
+    return on_message(route, event, connection_id)

@@ -1,0 +1,292 @@
+"""WebSocket connections, their rooms, tickets and send windows in the connections table.
+
+Items (``CONNECTIONS_TABLE`` in ``pagefleet.resources``):
+
+- ``pk = CONN#<id>, sk = META``: tenant, key id, rooms followed (a string set), the send
+  window (``win``: epoch second, ``sent``: messages in it, ``jw``: jobs whose events went
+  out in it) and, while it follows nothing, ``idle_pk``/``idle_since`` (the sparse ``idle``
+  index the reaper reads);
+- ``pk = ROOM#<tenant>#<job id or *>, sk = <connection id>``: one per follower, so the
+  stream reader finds a job's followers with one query per room;
+- ``pk = TICKET#<sha256 of the ticket>, sk = TICKET``: a single-use connect ticket.
+
+Every item has ``expires_at`` (TTL): a connection outlives API Gateway's 2 hours by minutes
+only, even when its ``$disconnect`` never came.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize
+from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+META = "META"
+IDLE = "idle"
+
+
+def conn_pk(connection_id: str) -> str:
+    return f"CONN#{connection_id}"
+
+
+def room_pk(tenant_id: str, room: str) -> str:
+    return f"ROOM#{tenant_id}#{room}"
+
+
+def _seconds(value: float) -> Decimal:
+    """Epoch seconds to the millisecond, as DynamoDB numbers (boto3 takes no floats)."""
+    return Decimal(str(round(value, 3)))
+
+
+def _failed_condition(exc: ClientError) -> bool:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code == "TransactionCanceledException":
+        reasons = exc.response.get("CancellationReasons") or []
+        return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons)
+    return code == "ConditionalCheckFailedException"
+
+
+def _connection(data: dict[str, Any]) -> Connection:
+    return Connection(
+        connection_id=str(data["pk"]).removeprefix("CONN#"),
+        tenant_id=str(data["tenant_id"]),
+        key_id=str(data.get("key_id", "")),
+        connected_at=float(data.get("connected_at", 0)),
+        expires_at=int(data.get("expires_at", 0)),
+        rooms=frozenset(str(r) for r in data.get("rooms") or ()),
+        window=int(data.get("win", 0)),
+        sent=int(data.get("sent", 0)),
+        window_jobs=frozenset(str(j) for j in (data.get("jw") or {})),
+    )
+
+
+class DynamoConnections:
+    """``Connections`` over the connections table."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    def _meta_key(self, connection_id: str) -> dict[str, Any]:
+        return serialize({"pk": conn_pk(connection_id), "sk": META})
+
+    def open(
+        self, connection_id: str, *, tenant_id: str, key_id: str, now: float, expires_at: int
+    ) -> Connection:
+        self._db.put_item(
+            TableName=self._table,
+            Item=serialize(
+                {
+                    "pk": conn_pk(connection_id),
+                    "sk": META,
+                    "tenant_id": tenant_id,
+                    "key_id": key_id,
+                    "connected_at": _seconds(now),
+                    "expires_at": expires_at,
+                    "idle_pk": IDLE,
+                    "idle_since": _seconds(now),
+                    "win": 0,
+                    "sent": 0,
+                }
+            ),
+        )
+        return Connection(connection_id, tenant_id, key_id, now, expires_at)
+
+    def get(self, connection_id: str) -> Connection | None:
+        resp = self._db.get_item(
+            TableName=self._table, Key=self._meta_key(connection_id), ConsistentRead=True
+        )
+        return _connection(deserialize(resp["Item"])) if "Item" in resp else None
+
+    def subscribe(self, connection_id: str, room: str, *, max_rooms: int) -> bool:
+        current = self.get(connection_id)
+        if current is None:
+            return False
+        if room in current.rooms:
+            return True
+        if len(current.rooms) >= max_rooms:
+            raise SubscriptionLimit(f"a connection follows at most {max_rooms} rooms")
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": self._meta_key(connection_id),
+                            "UpdateExpression": "ADD rooms :r REMOVE idle_pk, idle_since",
+                            "ConditionExpression": "attribute_exists(pk)",
+                            "ExpressionAttributeValues": serialize({":r": {room}}),
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": serialize(
+                                {
+                                    "pk": room_pk(current.tenant_id, room),
+                                    "sk": connection_id,
+                                    "expires_at": current.expires_at,
+                                }
+                            ),
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if _failed_condition(exc):
+                return False  # disconnected meanwhile
+            raise
+        return True
+
+    def unsubscribe(self, connection_id: str, room: str, *, now: float) -> bool:
+        current = self.get(connection_id)
+        if current is None or room not in current.rooms:
+            return False
+        resp = self._db.update_item(
+            TableName=self._table,
+            Key=self._meta_key(connection_id),
+            UpdateExpression="DELETE rooms :r",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues=serialize({":r": {room}}),
+            ReturnValues="ALL_NEW",
+        )
+        self._db.delete_item(
+            TableName=self._table,
+            Key=serialize({"pk": room_pk(current.tenant_id, room), "sk": connection_id}),
+        )
+        if not deserialize(resp["Attributes"]).get("rooms"):
+            # Following nothing again: the idle clock starts (unless it joined a room since).
+            try:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=self._meta_key(connection_id),
+                    UpdateExpression="SET idle_pk = :i, idle_since = :t",
+                    ConditionExpression="attribute_exists(pk) AND attribute_not_exists(rooms)",
+                    ExpressionAttributeValues=serialize({":i": IDLE, ":t": _seconds(now)}),
+                )
+            except ClientError as exc:
+                if not _failed_condition(exc):
+                    raise
+        return True
+
+    def close(self, connection_id: str) -> None:
+        current = self.get(connection_id)
+        if current is not None:
+            for room in current.rooms:
+                self._db.delete_item(
+                    TableName=self._table,
+                    Key=serialize({"pk": room_pk(current.tenant_id, room), "sk": connection_id}),
+                )
+        self._db.delete_item(TableName=self._table, Key=self._meta_key(connection_id))
+
+    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
+        ids: list[str] = []
+        for room in (job_id, "*"):
+            kwargs: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": "pk = :pk",
+                "ExpressionAttributeValues": serialize({":pk": room_pk(tenant_id, room)}),
+                "ConsistentRead": True,
+            }
+            while True:
+                resp = self._db.query(**kwargs)
+                ids += [str(deserialize(i)["sk"]) for i in resp.get("Items", [])]
+                if not resp.get("LastEvaluatedKey"):
+                    break
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        unique = list(dict.fromkeys(ids))
+        found: dict[str, Connection] = {}
+        for start in range(0, len(unique), 100):
+            keys = [self._meta_key(c) for c in unique[start : start + 100]]
+            request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
+            while request:
+                batch = self._db.batch_get_item(RequestItems=request)
+                for item in batch.get("Responses", {}).get(self._table, []):
+                    connection = _connection(deserialize(item))
+                    found[connection.connection_id] = connection
+                request = dict(batch.get("UnprocessedKeys") or {})
+        # A room item whose connection is gone (TTL lag) is skipped; order as followed.
+        return [found[c] for c in unique if c in found and found[c].tenant_id == tenant_id]
+
+    def idle(self, since_before: float, limit: int = 100) -> list[str]:
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName="idle",
+            KeyConditionExpression="idle_pk = :i AND idle_since < :t",
+            ExpressionAttributeValues=serialize({":i": IDLE, ":t": _seconds(since_before)}),
+            Limit=limit,
+        )
+        return [str(deserialize(i)["pk"]).removeprefix("CONN#") for i in resp.get("Items", [])]
+
+    def reserve(self, seen: Connection, *, window: int, count: int, jobs: frozenset[str]) -> bool:
+        names = {f"#j{i}": job for i, job in enumerate(sorted(jobs))}
+        values: dict[str, Any] = {":w": window, ":n": count}
+        if seen.window == window:
+            # Same second: only if nobody sent meanwhile, and no job's events went out yet.
+            values[":seen"] = seen.sent
+            condition = "win = :w AND sent = :seen"
+            update = "ADD sent :n"
+            if names:
+                condition += "".join(f" AND attribute_not_exists(jw.{n})" for n in names)
+                update += " SET " + ", ".join(f"jw.{n} = :t" for n in names)
+                values[":t"] = True
+        else:
+            condition = "attribute_exists(pk) AND (attribute_not_exists(win) OR win < :w)"
+            update = "SET win = :w, sent = :n, jw = :jw"
+            values[":jw"] = dict.fromkeys(jobs, True)
+            names = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._meta_key(seen.connection_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": serialize(values),
+        }
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
+        try:
+            self._db.update_item(**kwargs)
+        except ClientError as exc:
+            if _failed_condition(exc):
+                return False
+            raise
+        return True
+
+    def put_ticket(self, ticket_hash: str, ticket: Ticket, *, expires_at: int) -> None:
+        self._db.put_item(
+            TableName=self._table,
+            Item=serialize(
+                {
+                    "pk": f"TICKET#{ticket_hash}",
+                    "sk": "TICKET",
+                    "tenant_id": ticket.tenant_id,
+                    "key_id": ticket.key_id,
+                    "expires_at": expires_at,
+                }
+            ),
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+
+    def take_ticket(self, ticket_hash: str, *, now: int) -> Ticket | None:
+        try:
+            resp = self._db.delete_item(
+                TableName=self._table,
+                Key=serialize({"pk": f"TICKET#{ticket_hash}", "sk": "TICKET"}),
+                ConditionExpression="attribute_exists(pk) AND expires_at > :now",
+                ExpressionAttributeValues=serialize({":now": now}),
+                ReturnValues="ALL_OLD",
+            )
+        except ClientError as exc:
+            if _failed_condition(exc):
+                return None
+            raise
+        data = deserialize(resp.get("Attributes") or {})
+        if not data:
+            return None
+        return Ticket(tenant_id=str(data["tenant_id"]), key_id=str(data["key_id"]))

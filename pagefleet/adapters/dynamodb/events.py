@@ -1,0 +1,193 @@
+"""Run events in the jobs table, under the tenant's partition, so the jobs stream carries them.
+
+Items (``pk = TENANT#<tenant>``):
+
+- ``sk = EVT#<job>#<last seq, 10 digits>``: one batch of events (``events``: JSON list,
+  ``first_seq``, ``last_seq``), split so that an item stays far below 400 KB. Keyed by its
+  last sequence number, so the events after N are exactly the items with a key above N.
+- ``sk = EVTSEQ#<job>``: the job's sequence counter (``seq``) and how many bounded events
+  were reserved (``bounded``); an atomic ADD hands each writer its own numbers.
+
+Every item carries ``expires_at`` (the table's TTL attribute), the job's expiry.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk, to_json
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+EVENTS_PREFIX = "EVT#"
+COUNTER_PREFIX = "EVTSEQ#"
+SEQ_DIGITS = 10
+_TOP = "9" * SEQ_DIGITS
+# Well below DynamoDB's 400 KB item limit: the stream record carries the image too.
+ITEM_EVENTS_MAX_BYTES = 200 * 1024
+
+
+def events_sk(job_id: str, seq: int) -> str:
+    return f"{EVENTS_PREFIX}{job_id}#{seq:0{SEQ_DIGITS}d}"
+
+
+def counter_sk(job_id: str) -> str:
+    return f"{COUNTER_PREFIX}{job_id}"
+
+
+@dataclass(frozen=True)
+class EventsItem:
+    """One stored batch of a job's events, as the stream or a query returns it."""
+
+    tenant_id: str
+    job_id: str
+    events: list[dict[str, Any]]
+
+
+def events_item(image: Mapping[str, Any]) -> EventsItem | None:
+    """An events item from its DynamoDB image (stream or query), None for other items."""
+    if not str((image.get("sk") or {}).get("S", "")).startswith(EVENTS_PREFIX):
+        return None
+    data = deserialize(image)
+    return EventsItem(
+        tenant_id=str(data["pk"]).removeprefix("TENANT#"),
+        job_id=str(data["job_id"]),
+        events=list(json.loads(data["events"])),
+    )
+
+
+def chunks(events: list[dict[str, Any]], max_bytes: int) -> list[list[dict[str, Any]]]:
+    """Consecutive runs of events whose JSON stays within ``max_bytes`` (at least one each)."""
+    out: list[list[dict[str, Any]]] = []
+    current: list[dict[str, Any]] = []
+    size = 2
+    for event in events:
+        cost = len(to_json(event).encode()) + 1
+        if current and size + cost > max_bytes:
+            out.append(current)
+            current, size = [], 2
+        current.append(event)
+        size += cost
+    if current:
+        out.append(current)
+    return out
+
+
+class DynamoEventStore:
+    """``EventStore`` over the jobs table."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._db = client
+        self._table = table_name
+
+    def allocate(
+        self, tenant_id: str, job_id: str, *, count: int, bounded: int, expires_at: int
+    ) -> tuple[int, int]:
+        resp = self._db.update_item(
+            TableName=self._table,
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": counter_sk(job_id)}),
+            UpdateExpression="ADD seq :n, bounded :b SET expires_at = :e, job_id = :j",
+            ExpressionAttributeValues=serialize(
+                {":n": count, ":b": bounded, ":e": expires_at, ":j": job_id}
+            ),
+            # ALL_NEW: an ADD of 0 leaves an attribute out of UPDATED_NEW.
+            ReturnValues="ALL_NEW",
+        )
+        new = deserialize(resp["Attributes"])
+        last = int(new["seq"])
+        return last - count + 1, int(new["bounded"])
+
+    def put(
+        self,
+        tenant_id: str,
+        job_id: str,
+        events: list[dict[str, Any]],
+        *,
+        expires_at: int,
+        attempt: int,
+    ) -> None:
+        for part in chunks(events, ITEM_EVENTS_MAX_BYTES):
+            first, last = int(part[0]["seq"]), int(part[-1]["seq"])
+            self._db.put_item(
+                TableName=self._table,
+                Item=serialize(
+                    {
+                        "pk": tenant_pk(tenant_id),
+                        "sk": events_sk(job_id, last),
+                        "job_id": job_id,
+                        "first_seq": first,
+                        "last_seq": last,
+                        "count": len(part),
+                        "attempt": attempt,
+                        "events": to_json(part),
+                        "expires_at": expires_at,
+                    }
+                ),
+            )
+
+    def page(
+        self, tenant_id: str, job_id: str, *, after: int, limit: int, now: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        out: list[dict[str, Any]] = []
+        start = max(0, after + 1)
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :lo AND :hi",
+            # DynamoDB deletes expired items within days, not at once: hide them meanwhile.
+            "FilterExpression": "attribute_not_exists(expires_at) OR expires_at > :now",
+            "ExpressionAttributeValues": serialize(
+                {
+                    ":pk": tenant_pk(tenant_id),
+                    ":lo": events_sk(job_id, start),
+                    ":hi": f"{EVENTS_PREFIX}{job_id}#{_TOP}",
+                    ":now": now,
+                }
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            for raw in resp.get("Items", []):
+                item = events_item(raw)
+                if item is None:
+                    continue
+                for event in item.events:
+                    if int(event["seq"]) <= after:
+                        continue
+                    if len(out) == limit:
+                        return out, True
+                    out.append(event)
+            last_key = resp.get("LastEvaluatedKey")
+            if not last_key:
+                return out, False
+            if len(out) == limit:
+                return out, True  # there may be more; the next page says
+            kwargs["ExclusiveStartKey"] = last_key
+
+    def delete_all(self, tenant_id: str, job_id: str) -> int:
+        keys = [{"pk": tenant_pk(tenant_id), "sk": counter_sk(job_id)}]
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": serialize(
+                {":pk": tenant_pk(tenant_id), ":prefix": f"{EVENTS_PREFIX}{job_id}#"}
+            ),
+            "ProjectionExpression": "pk, sk",
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            keys += [deserialize(item) for item in resp.get("Items", [])]
+            if not resp.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        removed = 0
+        for key in keys:
+            resp_del = self._db.delete_item(
+                TableName=self._table, Key=serialize(key), ReturnValues="ALL_OLD"
+            )
+            removed += 1 if resp_del.get("Attributes") else 0
+        return removed

@@ -1,0 +1,80 @@
+"""Completion webhooks from the terminal: the tenant's commands over the API
+(``pagefleet webhooks ...``) and the operator's signing-secret command (AWS credentials)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, api_client, console
+
+webhooks_app = typer.Typer(help="Completion webhooks: signing secret, default URL, deliveries.")
+
+
+@webhooks_app.command("secret")
+def secret(
+    rotate: Annotated[bool, typer.Option("--rotate", help="Replace it with a new one.")] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Print the tenant's signing secret (Pagefleet-Signature's HMAC key)."""
+    with api_client(api_url, api_key) as client:
+        sys.stdout.write(client.signing_secret(rotate=rotate) + "\n")
+
+
+@webhooks_app.command("default")
+def default(
+    url: Annotated[str | None, typer.Argument(help="New default webhook URL.")] = None,
+    clear: Annotated[bool, typer.Option("--clear", help="No default webhook.")] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Show, set or clear the webhook for jobs that set no ``notify``."""
+    with api_client(api_url, api_key) as client:
+        if clear or url is not None:
+            current = client.set_default_webhook(None if clear else url)
+        else:
+            current = client.default_webhook()
+    console.print(current or "no default webhook", highlight=False, markup=False)
+
+
+@webhooks_app.command("deliveries")
+def deliveries(
+    job_id: Annotated[str, typer.Argument(help="Job id.")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Every POST of the job's webhook: when, the answer, the next try."""
+    with api_client(api_url, api_key) as client:
+        attempts = client.deliveries(job_id)
+    if as_json:
+        console.print_json(data=[a.model_dump(mode="json") for a in attempts])
+        return
+    table = Table("attempt", "at", "status", "code", "next try", "error")
+    for a in attempts:
+        table.add_row(
+            str(a.attempt),
+            a.at,
+            a.status,
+            str(a.status_code or ""),
+            f"{a.next_attempt_in_s} s" if a.next_attempt_in_s is not None else "",
+            a.error or "",
+        )
+    console.print(table)
+
+
+def admin_signing_secret(
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
+    stage: Annotated[str, typer.Option("--stage", envvar="PAGEFLEET_STAGE")] = "dev",
+    rotate: Annotated[bool, typer.Option("--rotate", help="Replace it with a new one.")] = False,
+) -> None:
+    """A tenant's webhook signing secret, from Secrets Manager (AWS credentials)."""
+    from pagefleet.adapters.notify import SecretsManagerSigningSecrets
+    from pagefleet.runtime import RUNTIME
+
+    secrets = SecretsManagerSigningSecrets(RUNTIME.client("secretsmanager"), stage)
+    sys.stdout.write((secrets.rotate(tenant) if rotate else secrets.get(tenant)) + "\n")

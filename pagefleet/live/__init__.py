@@ -1,0 +1,1 @@
+"""Live runs: run events (stored per job), WebSocket connections and rooms, live delivery."""

@@ -1,0 +1,111 @@
+"""Run events: what a job's worker reports while the job runs, as stored and served.
+
+Each event has a per-job sequence number (``seq``, increasing across attempts), a time
+(``at``) and a ``type``. The worker writes them in batches (``browser_task.run_events``);
+``GET /v1/jobs/{id}/events`` lists them; the live WebSocket API delivers them as they are
+written. Text is masked (secret values) and clipped before it is stored; the number of
+events per job is bounded, and one ``truncated`` event says how many were dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pagefleet.models import JobRecord
+from pagefleet.states import JobStatus
+
+
+class EventType(StrEnum):
+    STATE = "state"  # the attempt started running / ended with a status
+    STEP_STARTED = "step_started"
+    STEP_FINISHED = "step_finished"
+    NAVIGATION = "navigation"  # the page's main frame went to a URL
+    RETRY = "retry"  # the attempt failed and the job will run again
+    LOG = "log"  # a worker log line about this job
+    CONSOLE = "console"  # the page's console (options.capture_console)
+    PAGE_ERROR = "page_error"  # an uncaught error in the page (options.capture_console)
+    TRUNCATED = "truncated"  # events were dropped past the per-job bound
+
+
+# Kinds every job keeps whatever the bound: a follower must always see how an attempt ended.
+UNBOUNDED_TYPES = frozenset({EventType.STATE, EventType.RETRY, EventType.TRUNCATED})
+
+TEXT_MAX_CHARS = 2000
+URL_MAX_CHARS = 2000
+LABEL_MAX_CHARS = 500
+DEFAULT_MAX_EVENTS = 2000
+# Events of a job are kept this long after its creation unless the job record has its own
+# expiry (``expires_at``), which they then share.
+DEFAULT_RETENTION_S = 30 * 24 * 3600
+
+
+class RunEvent(BaseModel):
+    """One event of a job's run. Fields beyond ``seq``/``at``/``type`` depend on the type."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    seq: int = Field(description="per-job sequence number, increasing across attempts")
+    at: str = Field(description="when it happened (ISO 8601, UTC, milliseconds)")
+    type: EventType
+    attempt: int | None = Field(default=None, description="the attempt it belongs to")
+    # state
+    status: str | None = Field(default=None, description="state: the job's status")
+    # steps: top-level index, path of a nested step (e.g. steps[3].steps[1]), masked label
+    index: int | None = Field(default=None, description="step: top-level index (0-based)")
+    of: int | None = Field(default=None, description="step: number of top-level steps")
+    path: str | None = None
+    action: str | None = None
+    label: str | None = Field(default=None, description="step: the step as the user reads it")
+    duration_ms: int | None = None
+    outcome: str | None = Field(default=None, description="step_finished: ok | failed")
+    # navigation
+    url: str | None = None
+    # retry
+    reason: str | None = None
+    kind: str | None = Field(default=None, description="retry: the error kind")
+    delay_s: int | None = None
+    # log, console, page_error
+    level: str | None = None
+    message: str | None = None
+    # truncated
+    dropped: int | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The compact JSON form (stored, served and sent): unset fields left out."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def ended(status: JobStatus) -> bool:
+    """Whether a job in ``status`` is done as far as its client is concerned: a final state,
+    or dead-lettered (kept for an operator's redrive, which would be a new ending)."""
+    return status.is_final or status is JobStatus.DEAD_LETTERED
+
+
+def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def now_iso(epoch: float) -> str:
+    moment = datetime.fromtimestamp(epoch, UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def epoch_of_iso(at: str) -> float:
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+
+
+def events_expire_at(job: JobRecord, retention_s: int = DEFAULT_RETENTION_S) -> int:
+    """When a job's events expire: with the job record when it has an expiry of its own,
+    else ``retention_s`` after the job was created (the table's TTL deletes them)."""
+    own = getattr(job, "expires_at", None)  # the data-lifecycle TTL, where records carry one
+    if isinstance(own, int | float) and own > 0:
+        return int(own)
+    created = job.created_at
+    with contextlib.suppress(ValueError):
+        return int(epoch_of_iso(created)) + retention_s
+    return int(datetime.now(UTC).timestamp()) + retention_s

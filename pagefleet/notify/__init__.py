@@ -1,0 +1,1 @@
+"""Completion notifications: signed webhooks (through their own queue) and EventBridge events."""

@@ -1,0 +1,33 @@
+"""The README's code that users copy: the webhook signature check runs as written."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from pagefleet.notify import signing
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _verify_snippet() -> Any:
+    text = README.read_text()
+    block = re.search(r"<!-- webhook-verify[^>]*-->\n```python\n(.*?)```", text, re.S)
+    assert block is not None, "the README lost its webhook verification snippet"
+    namespace: dict[str, Any] = {}
+    exec(compile(block.group(1), "README.md", "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace["verify"]
+
+
+def test_the_readme_verifies_pagefleets_signatures() -> None:
+    verify = _verify_snippet()
+    secret = signing.new_secret()
+    body = b'{"event":"job.finished","job_id":"01j","status":"succeeded"}'
+    now = int(time.time())
+    header = signing.sign(secret, now, body)
+    assert verify(secret, header, body)
+    assert not verify(secret, header, body.replace(b"succeeded", b"failed"))
+    assert not verify(signing.new_secret(), header, body)
+    assert not verify(secret, signing.sign(secret, now - 3600, body), body)  # replayed

@@ -1,0 +1,204 @@
+"""The worker's run events: batched writes, per-job bounds, masking, sequence numbers."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording, step_events
+from browser_task.telemetry import JobLog
+from pagefleet.live.events import EventType, epoch_of_iso
+from pagefleet.models import JobRecord, JobRequest
+from pagefleet.states import JobStatus
+from tests.fakes.live import FakeEventStore
+
+NOW = 1_800_000_000
+
+
+def _job(attempt: int = 1) -> JobRecord:
+    return JobRecord(
+        tenant_id="t",
+        job_id="j1",
+        status=JobStatus.RUNNING,
+        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
+        created_at="2027-01-15T08:00:00.000Z",
+        updated_at="2027-01-15T08:00:00.000Z",
+        correlation_id="c",
+        pool="standard",
+        attempt=attempt,
+    )
+
+
+def _stored(store: FakeEventStore) -> list[dict[str, Any]]:
+    return [e for _, (e, _) in sorted(store.events.get(("t", "j1"), {}).items())]
+
+
+def test_500_lines_are_written_in_batches_at_most_once_per_interval() -> None:
+    store = FakeEventStore()
+    flush_s = 0.2
+
+    async def scenario() -> RunEvents:
+        events = RunEvents(store, _job(), flush_s=flush_s)
+        async with recording(events):
+            for burst in range(10):
+                for n in range(50):
+                    events.emit(EventType.LOG, level="info", message=f"line {burst * 50 + n}")
+                await asyncio.sleep(0.05)
+        await events.close()
+        return events
+
+    events = asyncio.run(scenario())
+    stored = _stored(store)
+    assert [e["message"] for e in stored] == [f"line {n}" for n in range(500)]
+    assert [e["seq"] for e in stored] == list(range(1, 501))
+    # Never two writes within flush_s (the recorder's own send times), and no more batches
+    # than the lines' span allows: one per interval, plus the final one at close.
+    gaps = [b - a for a, b in zip(events.write_times, events.write_times[1:], strict=False)]
+    assert all(gap >= flush_s - 1e-6 for gap in gaps[:-1]), gaps
+    span = epoch_of_iso(stored[-1]["at"]) - epoch_of_iso(stored[0]["at"])
+    assert store.puts <= math.floor(span / flush_s) + 2, (store.puts, span)
+    assert store.puts < 50  # batches, not one write per line
+
+
+def test_events_past_the_bound_are_dropped_and_counted_once() -> None:
+    store = FakeEventStore()
+
+    async def attempt(number: int, lines: int) -> None:
+        events = RunEvents(store, _job(number), max_events=10, flush_s=0.05)
+        async with recording(events):
+            events.emit(EventType.STATE, status="running")
+            for n in range(lines):
+                events.emit(EventType.LOG, level="info", message=f"{number}:{n}")
+            await asyncio.sleep(0.1)
+        attempt_ended(events, "retry_scheduled", _Error("target answered 503"), 4)
+        await events.close()
+
+    asyncio.run(attempt(1, 25))
+    stored = _stored(store)
+    logs = [e for e in stored if e["type"] == "log"]
+    assert [e["message"] for e in logs] == [f"1:{n}" for n in range(10)]
+    truncated = [e for e in stored if e["type"] == "truncated"]
+    assert len(truncated) == 1 and truncated[0]["dropped"] == 15
+    retry = next(e for e in stored if e["type"] == "retry")
+    assert (retry["reason"], retry["kind"], retry["delay_s"]) == ("target answered 503", "http", 4)
+    assert [e["status"] for e in stored if e["type"] == "state"] == ["running", "retry_scheduled"]
+
+    # The next attempt continues the numbering; the job's allowance is already spent.
+    asyncio.run(attempt(2, 5))
+    stored = _stored(store)
+    second = [e for e in stored if e["attempt"] == 2]
+    assert [e["type"] for e in second] == ["state", "retry", "state", "truncated"]
+    assert second[-1]["dropped"] == 5
+    seqs = [e["seq"] for e in stored]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+class _Error:
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.kind = "http"
+
+
+def test_secrets_are_masked_and_text_clipped() -> None:
+    store = FakeEventStore()
+
+    async def scenario() -> None:
+        events = RunEvents(store, _job(), flush_s=0.05)
+        events.mask_with(lambda text: text.replace("hunter2", "***"))
+        log = JobLog(job_id="j1").recording(log_sink(events))
+        async with recording(events):
+            log.warning("login failed", error="password hunter2 refused")
+            events.emit(EventType.NAVIGATION, url="http://x/?token=hunter2")
+            events.emit(EventType.CONSOLE, level="log", message="y" * 5000)
+        await events.close()
+
+    asyncio.run(scenario())
+    stored = _stored(store)
+    assert stored[0]["message"] == "login failed (error=password *** refused)"
+    assert stored[0]["level"] == "warning"
+    assert stored[1]["url"] == "http://x/?token=***"
+    assert len(stored[2]["message"]) == 2000 and stored[2]["message"].endswith("…")
+    assert "hunter2" not in repr(stored)
+
+
+def test_steps_report_start_duration_and_outcome() -> None:
+    store = FakeEventStore()
+
+    async def scenario() -> None:
+        events = RunEvents(store, _job(), flush_s=0.05)
+        async with recording(events):
+            with step_events(events, 0, 2, "0", "goto", "goto http://x/"):
+                await asyncio.sleep(0.01)
+            try:
+                with step_events(events, 1, 2, "1", "click", "click #buy"):
+                    raise ValueError("no element #buy")
+            except ValueError:
+                pass
+        await events.close()
+
+    asyncio.run(scenario())
+    stored = _stored(store)
+    assert [(e["type"], e["index"]) for e in stored] == [
+        ("step_started", 0),
+        ("step_finished", 0),
+        ("step_started", 1),
+        ("step_finished", 1),
+    ]
+    assert stored[1]["outcome"] == "ok" and stored[1]["duration_ms"] >= 0
+    assert stored[3]["outcome"] == "failed" and stored[3]["message"] == "no element #buy"
+    assert stored[3]["of"] == 2 and stored[3]["label"] == "click #buy"
+
+
+class FlakyStore(FakeEventStore):
+    """Fails its first writes, as DynamoDB does when throttled."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def put(self, *args: Any, **kwargs: Any) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise RuntimeError("ProvisionedThroughputExceededException")
+        super().put(*args, **kwargs)
+
+
+def test_failed_writes_keep_the_events_and_their_numbers() -> None:
+    store = FlakyStore(failures=2)
+
+    async def scenario() -> None:
+        events = RunEvents(store, _job(), flush_s=0.05)
+        async with recording(events):
+            for n in range(5):
+                events.emit(EventType.LOG, level="info", message=str(n))
+                await asyncio.sleep(0.03)
+            await asyncio.sleep(0.2)
+        await events.close()
+
+    asyncio.run(scenario())
+    stored = _stored(store)
+    assert [e["message"] for e in stored] == [str(n) for n in range(5)]
+    assert [e["seq"] for e in stored] == list(range(1, 6))
+
+
+def test_two_writers_of_one_job_never_share_a_number() -> None:
+    store = FakeEventStore()
+
+    async def scenario() -> None:
+        stale, fresh = (
+            RunEvents(store, _job(1), flush_s=0.02),
+            RunEvents(store, _job(2), flush_s=0.02),
+        )
+        async with recording(stale), recording(fresh):
+            for n in range(20):
+                stale.emit(EventType.LOG, level="info", message=f"stale {n}")
+                fresh.emit(EventType.LOG, level="info", message=f"fresh {n}")
+                await asyncio.sleep(0.005)
+        await stale.close()
+        await fresh.close()
+
+    asyncio.run(scenario())
+    stored = _stored(store)
+    assert len(stored) == 40
+    assert [e["message"] for e in stored if e["attempt"] == 2] == [f"fresh {n}" for n in range(20)]

@@ -1,0 +1,95 @@
+"""How the worker launches Chromium: our feature switches win without dropping Playwright's,
+and a real job on a loopback page makes no request to any other host."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from urllib.parse import urlsplit
+
+import psutil
+from playwright.async_api import async_playwright
+
+from browser_task.chromium import (
+    DISABLED_FEATURES,
+    ENABLED_FEATURES,
+    chromium_args,
+    chromium_executable,
+    driver_env,
+    environment,
+    sandbox_enabled,
+)
+from pagefleet.settings import WorkerSettings
+from pagefleet.states import JobStatus
+from tests.worker.conftest import submit, wait_for_job
+
+
+def _switch_values(cmdline: list[str], name: str) -> list[set[str]]:
+    prefix = f"--{name}="
+    return [set(arg[len(prefix) :].split(",")) for arg in cmdline if arg.startswith(prefix)]
+
+
+def test_feature_switches_keep_playwrights_and_come_last(settings: WorkerSettings) -> None:
+    """Chromium keeps only the last --disable-features / --enable-features; ours must come
+    last and still carry every feature Playwright switches (a Playwright upgrade that adds
+    one fails here until chromium.py lists it too)."""
+
+    async def launched_cmdline() -> list[str]:
+        marker = f"--pagefleet-test-{os.getpid()}"
+        with environment(driver_env()):
+            pw = await async_playwright().start()
+        try:
+            browser = await pw.chromium.launch(
+                executable_path=chromium_executable(settings, pw),
+                args=[*chromium_args(settings), marker],
+                chromium_sandbox=sandbox_enabled(settings),
+            )
+            try:
+                for proc in psutil.Process(os.getpid()).children(recursive=True):
+                    cmdline = proc.cmdline()
+                    if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
+                        return cmdline
+                raise AssertionError("browser process not found")
+            finally:
+                await browser.close()
+        finally:
+            await pw.stop()
+
+    cmdline = asyncio.run(launched_cmdline())
+    for name, ours in (
+        ("disable-features", DISABLED_FEATURES),
+        ("enable-features", ENABLED_FEATURES),
+    ):
+        values = _switch_values(cmdline, name)
+        assert values[-1] == set(ours), f"our --{name} is not the one Chromium keeps"
+        playwrights = set().union(*values[:-1])
+        assert playwrights <= values[-1], f"--{name} drops {sorted(playwrights - values[-1])}"
+
+
+async def _no_dns(host: str) -> list[str]:
+    raise OSError(-2, "no DNS in this test")
+
+
+def test_a_job_on_a_loopback_page_reaches_no_other_host(run_worker, services, site) -> None:
+    """Every request the browser makes goes through the worker's egress proxy, which records
+    each one; Chromium's own background traffic (sign-in, updates, field trials, safe
+    browsing, ...) would show up there as other hosts."""
+    page = site.add("/", "<title>t</title><h1 id=h>hello</h1>")
+    running = run_worker(resolver=_no_dns)
+    job = submit(
+        services,
+        {
+            "steps": [
+                {"action": "goto", "url": page},
+                {"action": "extract", "name": "h", "selector": "#h"},
+                {"action": "screenshot", "name": "page.png"},
+            ]
+        },
+    )
+    assert wait_for_job(services, job.job_id).status is JobStatus.SUCCEEDED
+    # Chromium starts its background services within seconds of launch and of a context.
+    time.sleep(5)
+    hosts = Counter(f"{d.host}:{d.port}" for d in running.worker.browsers.egress.decisions)
+    assert set(hosts) == {urlsplit(page).netloc}, hosts
