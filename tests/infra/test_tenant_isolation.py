@@ -103,8 +103,8 @@ def test_every_runtime_gets_the_tenant_limits_and_usage_table(stage_synth) -> No
     usage = logical_id(stage_synth.stack.store.usage)
     for function in stage_synth.props("AWS::Lambda::Function"):
         variables = function.get("Environment", {}).get("Variables", {})
-        if "PAGEFLEET_JOBS_TABLE" not in variables:
-            continue  # the authorizer, CDK's own helpers
+        if "PAGEFLEET_QUEUE_URLS" not in variables:
+            continue  # not a CoreSettings runtime: the authorizer, live, webhooks, CDK's own
         assert variables["PAGEFLEET_USAGE_TABLE"] == {"Ref": usage}
         defaults = json.loads(variables["PAGEFLEET_TENANT_DEFAULTS"])
         assert defaults == stage_synth.stack.config.tenant_defaults.model_dump()
