@@ -6,6 +6,7 @@ reads the environment or talks to AWS on import.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -94,7 +95,8 @@ def submit_job(
     request = resolved.request
     now_epoch = int(svc.clock.now())
     now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
-    run_at = _start(request, now_epoch)
+    # From the next whole second: a delay never starts the job sooner than asked.
+    run_at = _start(request, math.ceil(svc.clock.now()))
     status, dispatch_at = JobStatus.QUEUED, None
     if request.depends_on:
         if run_at is not None:

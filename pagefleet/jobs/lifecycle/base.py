@@ -4,6 +4,7 @@ is sent, and what is done with the message that asked for a move."""
 from __future__ import annotations
 
 import contextlib
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,7 +48,7 @@ class LifecycleBase:
         """
         delay = delay_s
         if job.status is JobStatus.SCHEDULED and job.run_at is not None:
-            delay = max(delay, job.run_at - self.now())
+            delay = max(delay, math.ceil(job.run_at - self.clock.now()))
         try:
             self.send(job, delay_s=delay)
         except Exception as exc:
