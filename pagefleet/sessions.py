@@ -66,7 +66,9 @@ class SessionInfo:
 
 
 def _epoch(metadata: dict[str, str], name: str) -> int | None:
-    value = metadata.get(name)
+    # Metadata names are HTTP headers, case-insensitive: S3 answers them in lower case, the
+    # local stack's embedded AWS capitalized.
+    value = next((v for k, v in metadata.items() if k.lower() == name), None)
     return int(value) if value and value.isdigit() else None
 
 
