@@ -380,7 +380,7 @@ class Worker:
             elif probe:
                 await self._release_probe(domain, probe)
         except Exception:
-            log.error("unexpected error completing the job", exc_info=True)
+            log.exception("unexpected error completing the job")
         finally:
             await self._protection.job_ended()
 
