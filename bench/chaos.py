@@ -313,13 +313,17 @@ def main() -> int:
         ("killed workers' jobs", str(len(run.killed_jobs))),
         (
             "recovery to next attempt p50 / p99",
-            f"{pct(list(run.recovered_next.values()), 50)} / "
-            f"{pct(list(run.recovered_next.values()), 99)}",
+            (
+                f"{pct(list(run.recovered_next.values()), 50)} / "
+                f"{pct(list(run.recovered_next.values()), 99)}"
+            ),
         ),
         (
             "recovery to final state p50 / p99",
-            f"{pct(list(run.recovered_final.values()), 50)} / "
-            f"{pct(list(run.recovered_final.values()), 99)}",
+            (
+                f"{pct(list(run.recovered_final.values()), 50)} / "
+                f"{pct(list(run.recovered_final.values()), 99)}"
+            ),
         ),
         ("503 answers served", str(site.served_503)),
         ("AWS faults injected: API function / workers (logged)", f"{api_faults} / {worker_faults}"),

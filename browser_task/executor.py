@@ -133,43 +133,48 @@ def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext)
     message = str(exc.message if hasattr(exc, "message") else exc)
     if ctx.session.crashed or (is_closed_error(message) and not ctx.session.closed):
         return RotateBrowser("the browser crashed while running the step")
-    timeout_ms = ctx.timeout_ms(step)
     selector: str | None = getattr(step, "selector", None)
     if isinstance(exc, PlaywrightTimeoutError):
-        what = f"{step.action} timed out after {timeout_ms} ms"
-        if selector is not None:
-            what += f" waiting for selector {selector!r}"
-            frame: str | list[str] | None = getattr(step, "frame", None)
-            if frame is not None:
-                what += f" in frame {frame!r}"
-        elif isinstance(step, Goto):
-            what += f" loading {step.url}"
-        if isinstance(step, Goto):
-            # A slow target may well answer next time.
-            return RetryJob(what, kind="step_failed", timeout="navigation")
-        return FailJob(
-            what, kind="step_failed", timeout="navigation" if is_navigation(step) else "action"
-        )
+        return _timeout_failure(step, ctx.timeout_ms(step), selector)
     if isinstance(step, Goto):
-        if "ERR_BLOCKED_BY_CLIENT" in message and ctx.guard.refusals:
-            reason = ctx.guard.refusals[-1]
-            if reason.startswith(UNRESOLVED_PREFIX):
-                return RetryJob(
-                    f"navigation to {step.url} failed: {reason}", kind="navigation_failed"
-                )
-            return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
-        if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
-            # https: the egress proxy refused (or could not open) the tunnel, for the target,
-            # a redirect's target, or through the job's proxy.
-            refused = ctx.egress_refusals()
-            if refused:
-                last = refused[-1]
-                return egress_failure(
-                    step.url, f"{last.host}:{last.port}", last.reason or "refused", last.kind
-                )
-        return classify_navigation_error(message, step.url)
+        return _navigation_failure(message, step, ctx)
     target = f" on selector {selector!r}" if selector is not None else ""
     return FailJob(f"{step.action} failed{target}: {first_line(message)}", kind="step_failed")
+
+
+def _timeout_failure(step: Step, timeout_ms: int, selector: str | None) -> JobFailure:
+    what = f"{step.action} timed out after {timeout_ms} ms"
+    if selector is not None:
+        what += f" waiting for selector {selector!r}"
+        frame: str | list[str] | None = getattr(step, "frame", None)
+        if frame is not None:
+            what += f" in frame {frame!r}"
+    elif isinstance(step, Goto):
+        what += f" loading {step.url}"
+    if isinstance(step, Goto):
+        # A slow target may well answer next time.
+        return RetryJob(what, kind="step_failed", timeout="navigation")
+    return FailJob(
+        what, kind="step_failed", timeout="navigation" if is_navigation(step) else "action"
+    )
+
+
+def _navigation_failure(message: str, step: Goto, ctx: RunContext) -> JobFailure:
+    if "ERR_BLOCKED_BY_CLIENT" in message and ctx.guard.refusals:
+        reason = ctx.guard.refusals[-1]
+        if reason.startswith(UNRESOLVED_PREFIX):
+            return RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
+        return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
+    if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
+        # https: the egress proxy refused (or could not open) the tunnel, for the target,
+        # a redirect's target, or through the job's proxy.
+        refused = ctx.egress_refusals()
+        if refused:
+            last = refused[-1]
+            return egress_failure(
+                step.url, f"{last.host}:{last.port}", last.reason or "refused", last.kind
+            )
+    return classify_navigation_error(message, step.url)
 
 
 async def run_workflow(ctx: RunContext) -> dict[str, Any]:

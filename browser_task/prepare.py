@@ -68,6 +68,19 @@ def _failure_at(
     return failure.at_step(top, step_label(step, text))
 
 
+async def _evaluate_allowed(policies: TenantPolicies | None, tenant_id: str) -> bool:
+    if policies is None:
+        return False
+    try:
+        policy = await asyncio.to_thread(policies.get_policy, tenant_id)
+    except Exception as exc:
+        raise RetryJob(
+            f"reading the tenant policy failed: {first_line(str(exc))}",
+            kind="policy_unavailable",
+        ) from None
+    return bool(getattr(policy, "allow_evaluate", False))
+
+
 async def prepare_run(
     request: JobRequest,
     tenant_id: str,
@@ -96,25 +109,14 @@ async def prepare_run(
         resolved[name] = value
 
     evaluates = [s for s in steps if isinstance(s[2], Evaluate)]
-    if evaluates:
-        allowed = False
-        if policies is not None:
-            try:
-                policy = await asyncio.to_thread(policies.get_policy, tenant_id)
-            except Exception as exc:
-                raise RetryJob(
-                    f"reading the tenant policy failed: {first_line(str(exc))}",
-                    kind="policy_unavailable",
-                ) from None
-            allowed = bool(getattr(policy, "allow_evaluate", False))
-        if not allowed:
-            top, path, step = evaluates[0]
-            failure = FailJob(
-                "evaluate is not allowed for this tenant (policy allow_evaluate is off); "
-                "ask an administrator to enable it, or remove the evaluate step",
-                kind="evaluate_refused",
-            )
-            raise _failure_at(failure, top, path, step, set(resolved.values()))
+    if evaluates and not await _evaluate_allowed(policies, tenant_id):
+        top, path, step = evaluates[0]
+        failure = FailJob(
+            "evaluate is not allowed for this tenant (policy allow_evaluate is off); "
+            "ask an administrator to enable it, or remove the evaluate step",
+            kind="evaluate_refused",
+        )
+        raise _failure_at(failure, top, path, step, set(resolved.values()))
 
     storage_state: StorageState | None = None
     applied: set[int] = set()

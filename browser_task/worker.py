@@ -377,7 +377,7 @@ class Worker:
             elif probe:
                 await self._release_probe(domain, job.tenant_id, probe)
         except Exception:
-            log.error("unexpected error completing the job", exc_info=True)
+            log.exception("unexpected error completing the job")
         finally:
             await self._record_usage(job, outcome, meter, ended, log)
             await self._protection.job_ended()

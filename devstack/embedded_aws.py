@@ -77,67 +77,69 @@ class _CopyKeepingTables:
         return getattr(copy, name)
 
 
+def _backup(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """What each item a transaction writes holds now, and its table's stream length."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    saved = []
+    for entry in transact_items:
+        if len(entry) != 1:
+            continue  # moto refuses it before writing anything
+        op_type, op = next(iter(entry.items()))
+        table = backend.tables.get(op.get("TableName"))
+        source = op.get("Item") if op_type == "Put" else op.get("Key")
+        if table is None or not isinstance(source, dict):
+            continue
+        try:
+            hash_key = DynamoType(source[table.hash_key_attr])
+            range_key = DynamoType(source[table.range_key_attr]) if table.range_key_attr else None
+        except KeyError:
+            continue  # moto rejects the item; nothing of it is written
+        current = table.get_item(hash_key, range_key)
+        stream = table.stream_shard
+        saved.append(
+            (
+                table,
+                hash_key,
+                range_key,
+                copy.deepcopy(current),
+                len(stream.items) if stream is not None else 0,
+            )
+        )
+    return saved
+
+
+def _restore(saved: list[tuple[Any, ...]]) -> None:
+    for table, hash_key, range_key, item, stream_length in reversed(saved):
+        if range_key is not None:
+            bucket = table.items[hash_key]
+            if item is None:
+                bucket.pop(range_key, None)
+                if not bucket:
+                    del table.items[hash_key]
+            else:
+                bucket[range_key] = item
+        elif item is None:
+            table.items.pop(hash_key, None)
+        else:
+            table.items[hash_key] = item
+        if table.stream_shard is not None:
+            del table.stream_shard.items[stream_length:]
+
+
 def _item_level_transactions() -> None:
     import moto.dynamodb.models as models
-    from moto.dynamodb.models.dynamo_type import DynamoType
     from moto.dynamodb.models.table import Table
 
     original = models.DynamoDBBackend.transact_write_items
     models.copy = _CopyKeepingTables(Table)  # type: ignore[assignment]
 
-    def backup(backend: Any, transact_items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        saved = []
-        for entry in transact_items:
-            if len(entry) != 1:
-                continue  # moto refuses it before writing anything
-            op_type, op = next(iter(entry.items()))
-            table = backend.tables.get(op.get("TableName"))
-            source = op.get("Item") if op_type == "Put" else op.get("Key")
-            if table is None or not isinstance(source, dict):
-                continue
-            try:
-                hash_key = DynamoType(source[table.hash_key_attr])
-                range_key = (
-                    DynamoType(source[table.range_key_attr]) if table.range_key_attr else None
-                )
-            except KeyError:
-                continue  # moto rejects the item; nothing of it is written
-            current = table.get_item(hash_key, range_key)
-            stream = table.stream_shard
-            saved.append(
-                (
-                    table,
-                    hash_key,
-                    range_key,
-                    copy.deepcopy(current),
-                    len(stream.items) if stream is not None else 0,
-                )
-            )
-        return saved
-
-    def restore(saved: list[tuple[Any, ...]]) -> None:
-        for table, hash_key, range_key, item, stream_length in reversed(saved):
-            if range_key is not None:
-                bucket = table.items[hash_key]
-                if item is None:
-                    bucket.pop(range_key, None)
-                    if not bucket:
-                        del table.items[hash_key]
-                else:
-                    bucket[range_key] = item
-            elif item is None:
-                table.items.pop(hash_key, None)
-            else:
-                table.items[hash_key] = item
-            if table.stream_shard is not None:
-                del table.stream_shard.items[stream_length:]
-
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        saved = backup(self, transact_items)
+        saved = _backup(self, transact_items)
         try:
             original(self, transact_items)
         except Exception:
-            restore(saved)
+            _restore(saved)
             raise
 
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]

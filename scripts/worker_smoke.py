@@ -30,8 +30,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
-import shlex
 import shutil
 import signal
 import socket
@@ -40,7 +38,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -69,81 +66,16 @@ PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
 <body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
 
 
-class SmokeFailed(RuntimeError):
-    pass
+from smoke_specs import (  # noqa: E402
+    ImageSpec,
+    SmokeFailed,
+    TaskSpec,
+    fargate_volume,
+    image_spec,
+    task_spec,
+)
 
-
-# --- what the task definition and the image say ----------------------------------------
-@dataclass(frozen=True)
-class TaskSpec:
-    env: dict[str, Any]
-    writable: list[str]
-    read_only_root: bool
-    dropped: list[str]
-    init: bool
-    health_check: list[str]
-
-
-def task_spec(template: dict[str, Any], pool: str) -> TaskSpec:
-    for resource in template["Resources"].values():
-        if resource["Type"] != "AWS::ECS::TaskDefinition":
-            continue
-        for container in resource["Properties"]["ContainerDefinitions"]:
-            env = {e["Name"]: e["Value"] for e in container.get("Environment", [])}
-            if container["Name"] == "Worker" and env.get("PAGEFLEET_POOL") == pool:
-                linux = container.get("LinuxParameters", {})
-                return TaskSpec(
-                    env=env,
-                    writable=[m["ContainerPath"] for m in container.get("MountPoints", [])],
-                    read_only_root=bool(container.get("ReadonlyRootFilesystem")),
-                    dropped=linux.get("Capabilities", {}).get("Drop", []),
-                    init=bool(linux.get("InitProcessEnabled")),
-                    health_check=container.get("HealthCheck", {}).get("Command", []),
-                )
-    raise SmokeFailed(f"no Worker container for pool {pool!r} in the template")
-
-
-@dataclass(frozen=True)
-class ImageSpec:
-    user: str
-    volumes: list[str]
-    env: dict[str, str]
-    # path -> (owner, mode) as the image leaves it, for declared volumes.
-    dirs: dict[str, tuple[str, int]]
-
-
-def image_spec(dockerfile: str) -> ImageSpec:
-    """The final stage's USER, VOLUMEs, ENV and the owner/mode it gives directories."""
-    text = dockerfile.replace("\\\n", " ")
-    final = text.split("\nFROM ")[-1]
-    user = "root"
-    volumes: list[str] = []
-    env: dict[str, str] = {}
-    dirs: dict[str, tuple[str, int]] = {}
-    for line in final.splitlines():
-        word, _, rest = line.strip().partition(" ")
-        if word == "USER":
-            user = rest.strip().split(":")[0]
-        elif word == "VOLUME":
-            volumes += json.loads(rest) if rest.strip().startswith("[") else rest.split()
-        elif word == "ENV":
-            for pair in shlex.split(rest):
-                name, _, value = pair.partition("=")
-                env[name] = value
-        elif word == "RUN":
-            for owner, mode, path in re.findall(r"install -d -o (\S+) -g \S+ -m (\d+) (\S+)", rest):
-                dirs[path] = (owner, int(mode, 8))
-            for mode, path in re.findall(r"chmod (\d+) (\S+)", rest):
-                owner = dirs.get(path, ("root", 0))[0]
-                dirs[path] = (owner, int(mode, 8))
-    return ImageSpec(user, volumes, env, dirs)
-
-
-def fargate_volume(path: str, image: ImageSpec) -> tuple[str, int]:
-    """(owner, mode) of the empty directory Fargate mounts at ``path``."""
-    if path in image.volumes:
-        return image.dirs.get(path, ("root", 0o755))
-    return ("root", 0o755)
+__all__ = ["ImageSpec", "SmokeFailed", "TaskSpec", "fargate_volume", "image_spec", "main"]
 
 
 # --- the local pieces ---------------------------------------------------------------------
@@ -309,13 +241,10 @@ def prepare_mounts(task: TaskSpec, image: ImageSpec, root: Path) -> dict[str, Pa
 def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | None) -> None:
     import boto3
 
+    from devstack.constants import aws_env
     from devstack.provision import create_all
-    from devstack.stack import aws_env
-    from pagefleet.jobs.service import get_job, submit_job
-    from pagefleet.models import JobRequest
     from pagefleet.runtime import RUNTIME
     from pagefleet.settings import CoreSettings
-    from pagefleet.states import JobStatus
 
     if os.geteuid() != 0:
         raise SmokeFailed("run as root: bwrap mounts the volumes, then drops to the user")
@@ -363,57 +292,8 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
                 )
             os.close(seccomp_fd)
             try:
-                request = JobRequest.model_validate(
-                    {
-                        "pool": pool,
-                        "steps": [
-                            {"action": "goto", "url": page},
-                            {"action": "extract", "name": "title", "selector": "h1"},
-                            {"action": "screenshot", "name": "page.png"},
-                        ],
-                    }
-                )
-                job = submit_job(services, "smoke", request).job
-                print(f"job {job.job_id} submitted to pool {pool}")
-                deadline = time.monotonic() + timeout_s
-                while not job.status.is_final:
-                    if worker.poll() is not None:
-                        raise SmokeFailed(f"the worker exited ({worker.returncode})")
-                    if time.monotonic() > deadline:
-                        raise SmokeFailed(f"job still {job.status.value} after {timeout_s} s")
-                    time.sleep(0.5)
-                    job = get_job(services, "smoke", job.job_id)
-                if job.status is not JobStatus.SUCCEEDED:
-                    raise SmokeFailed(f"job {job.status.value}: {job.error}")
-                result = job.result or {}
-                print(f"job succeeded: result {json.dumps(result)[:200]}")
-                if "pagefleet smoke" not in json.dumps(result):
-                    raise SmokeFailed("the extracted title is not in the result")
-                shots = [a for a in job.artifacts if a.name == "page.png"]
-                body = (
-                    boto3.client("s3")
-                    .get_object(Bucket=local.artifacts_bucket, Key=shots[0].key)["Body"]
-                    .read()
-                    if shots
-                    else b""
-                )
-                if not body.startswith(b"\x89PNG"):
-                    raise SmokeFailed("no PNG screenshot in the artifacts bucket")
-                print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
-                health_fd = _seccomp_fd()
-                health = subprocess.run(
-                    [*bwrap_argv(task, image, mounts, env, health_fd), *task.health_check[1:]],
-                    capture_output=True,
-                    text=True,
-                    pass_fds=(health_fd,),
-                    check=False,
-                )
-                os.close(health_fd)
-                if task.health_check[:1] != ["CMD"] or health.returncode != 0:
-                    raise SmokeFailed(
-                        f"health check {task.health_check} failed: {health.stderr.strip()}"
-                    )
-                print(f"health check {task.health_check[1:]}: healthy")
+                _check_job(services, local, page, pool, timeout_s, worker)
+                _check_health(task, image, mounts, env)
             finally:
                 if worker.poll() is None:
                     stop_worker(worker)
@@ -439,6 +319,70 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
             with contextlib.suppress(shutil.Error):  # sockets and dangling links
                 shutil.copytree(work, keep, symlinks=True, dirs_exist_ok=True)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_job(
+    services: Any, local: Any, page: str, pool: str, timeout_s: float, worker: Any
+) -> None:
+    """One job through the sandboxed worker: succeeded, the title extracted, a PNG in S3."""
+    import boto3
+
+    from pagefleet.jobs.service import get_job, submit_job
+    from pagefleet.models import JobRequest
+    from pagefleet.states import JobStatus
+
+    request = JobRequest.model_validate(
+        {
+            "pool": pool,
+            "steps": [
+                {"action": "goto", "url": page},
+                {"action": "extract", "name": "title", "selector": "h1"},
+                {"action": "screenshot", "name": "page.png"},
+            ],
+        }
+    )
+    job = submit_job(services, "smoke", request).job
+    print(f"job {job.job_id} submitted to pool {pool}")
+    deadline = time.monotonic() + timeout_s
+    while not job.status.is_final:
+        if worker.poll() is not None:
+            raise SmokeFailed(f"the worker exited ({worker.returncode})")
+        if time.monotonic() > deadline:
+            raise SmokeFailed(f"job still {job.status.value} after {timeout_s} s")
+        time.sleep(0.5)
+        job = get_job(services, "smoke", job.job_id)
+    if job.status is not JobStatus.SUCCEEDED:
+        raise SmokeFailed(f"job {job.status.value}: {job.error}")
+    result = job.result or {}
+    print(f"job succeeded: result {json.dumps(result)[:200]}")
+    if "pagefleet smoke" not in json.dumps(result):
+        raise SmokeFailed("the extracted title is not in the result")
+    shots = [a for a in job.artifacts if a.name == "page.png"]
+    body = b""
+    if shots:
+        s3 = boto3.client("s3")
+        body = s3.get_object(Bucket=local.artifacts_bucket, Key=shots[0].key)["Body"].read()
+    if not body.startswith(b"\x89PNG"):
+        raise SmokeFailed("no PNG screenshot in the artifacts bucket")
+    print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
+
+
+def _check_health(
+    task: TaskSpec, image: ImageSpec, mounts: dict[str, Path], env: dict[str, str]
+) -> None:
+    """The container health check, run in the same sandbox as the worker."""
+    health_fd = _seccomp_fd()
+    health = subprocess.run(
+        [*bwrap_argv(task, image, mounts, env, health_fd), *task.health_check[1:]],
+        capture_output=True,
+        text=True,
+        pass_fds=(health_fd,),
+        check=False,
+    )
+    os.close(health_fd)
+    if task.health_check[:1] != ["CMD"] or health.returncode != 0:
+        raise SmokeFailed(f"health check {task.health_check} failed: {health.stderr.strip()}")
+    print(f"health check {task.health_check[1:]}: healthy")
 
 
 def _restore_env(saved: dict[str, str]) -> None:

@@ -209,7 +209,8 @@ class _Server(ThreadingHTTPServer):
         if isinstance(sys.exc_info()[1], OSError):
             log.debug("local gateway: connection from %s dropped", client_address)
             return
-        log.exception("local gateway: error serving %s", client_address)
+        # socketserver calls this from its except block: the exception is sys.exc_info().
+        log.error("local gateway: error serving %s", client_address, exc_info=sys.exc_info())
 
 
 class LocalGateway(LoopbackServer):

@@ -67,7 +67,7 @@ ACCESS_LOG_FORMAT = {
 
 def add_env(function: lambda_.Function, settings_cls: type, **values: str) -> None:
     """Set more of a function's settings (names checked against its settings model)."""
-    known = {name for name in settings_cls.model_fields}  # type: ignore[attr-defined]
+    known = set(settings_cls.model_fields)  # type: ignore[attr-defined]
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"{settings_cls.__name__} has no settings {unknown}")

@@ -94,23 +94,13 @@ def submit(
     as_json: AsJson = False,
 ) -> None:
     """Submit a workflow file (inline steps, or {"workflow": "name@2", "inputs": ...}) as a job."""
-    workflow = load_workflow(file)
-    for key, value in (("priority", priority), ("delay_seconds", delay)):
-        if value is not None:
-            workflow[key] = value
-    if after:
-        workflow["depends_on"] = [*workflow.get("depends_on", []), *after]
-    for pair in inputs or []:
-        name, value = _parse_input(pair)
-        workflow.setdefault("inputs", {})
-        if isinstance(workflow["inputs"], dict):
-            workflow["inputs"][name] = value
-    if local_check:
-        try:
-            JobSubmission.model_validate(workflow)
-        except ValidationError as exc:
-            lines = validation_lines(pydantic_details(exc))
-            fail(f"{file} is not a valid workflow:\n" + "\n".join(lines), EXIT_USAGE)
+    workflow = _submission(
+        file,
+        {"priority": priority, "delay_seconds": delay},
+        after or [],
+        inputs or [],
+        local_check=local_check,
+    )
     with api_client(api_url, api_key) as client:
         job = client.submit(workflow, idempotency_key=idempotency_key)
         if follow:
@@ -135,6 +125,33 @@ def submit(
                 render.print_artifacts(client.artifacts(job.job_id))
     if job.status.value != "succeeded":
         raise typer.Exit(EXIT_FAILED)
+
+
+def _submission(
+    file: Path,
+    fields: dict[str, Any],
+    after: list[str],
+    inputs: list[str],
+    *,
+    local_check: bool,
+) -> dict[str, Any]:
+    """The workflow file with the command line's fields, parents and inputs applied."""
+    workflow = load_workflow(file)
+    workflow.update({key: value for key, value in fields.items() if value is not None})
+    if after:
+        workflow["depends_on"] = [*workflow.get("depends_on", []), *after]
+    for pair in inputs:
+        name, value = _parse_input(pair)
+        workflow.setdefault("inputs", {})
+        if isinstance(workflow["inputs"], dict):
+            workflow["inputs"][name] = value
+    if local_check:
+        try:
+            JobSubmission.model_validate(workflow)
+        except ValidationError as exc:
+            lines = validation_lines(pydantic_details(exc))
+            fail(f"{file} is not a valid workflow:\n" + "\n".join(lines), EXIT_USAGE)
+    return workflow
 
 
 def status(

@@ -86,5 +86,5 @@ def test_the_handler_reports_a_failed_batch_from_its_first_record(
     monkeypatch.setattr(job_changes_handler, "consumers", lambda: [Broken()])
     answer = job_changes_handler.handler({"Records": [record, other]}, None)
     assert answer == {"batchItemFailures": [{"itemIdentifier": "100"}]}
-    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [])
+    monkeypatch.setattr(job_changes_handler, "consumers", list)
     assert job_changes_handler.handler({"Records": [record]}, None) == {"batchItemFailures": []}
