@@ -83,6 +83,10 @@ class JobLog:
     def error(self, message: str, *, exc_info: bool = False, **fields: Any) -> None:
         self._log(logging.ERROR, message, fields, exc_info)
 
+    def exception(self, message: str, **fields: Any) -> None:
+        """An error with the exception being handled (as ``logging.Logger.exception``)."""
+        self._log(logging.ERROR, message, fields, True)
+
 
 class WorkerMetrics:
     """Buffered EMF metrics with the ``pool`` dimension; ``flush()`` prints them."""

@@ -109,7 +109,7 @@ def record(
     try:
         audit.write(entry)
     except Exception:
-        log.error("audit record not written", extra={"audit": entry.model_dump()}, exc_info=True)
+        log.exception("audit record not written", extra={"audit": entry.model_dump()})
 
 
 def audit_page(t: Tenancy, *, limit: int, before: str | None) -> AuditPage:
