@@ -1,0 +1,257 @@
+"""Cost: what 1,000 ten-second jobs cost on AWS, from the platform's own usage records.
+
+    .venv/bin/python bench/cost.py [--jobs 20] [--concurrency 2] [--sleep-ms 10000] [--stage prod]
+
+On the local stack (moto, real Chromium), a fresh tenant runs ``--jobs`` jobs that each open a
+page served by this script on 127.0.0.1 and keep their slot ~10 s (a ``sleep`` step), at the
+worker's concurrency. The figures are not timed here: they are read back through the API
+(``GET /v1/usage``, the tenant's own report: jobs, attempts, browser-seconds, artifact bytes
+and uploads, as the worker recorded them), scaled to 1,000 jobs and priced with the same
+code and price table the API uses (``pagefleet.tenancy.usage.priced``), with the Fargate
+task of the stage's standard pool from ``infra/config.py`` (``pricing_worker``, the shape the
+deployed API is configured with). Around the browser (API call, queue, table writes, Lambda)
+the counts are ``as_priced``'s per-job estimates, not measurements.
+
+It prints each service's share, what Fargate Spot would give, and ends with one line per
+region. Target: <= $0.15 per 1,000 jobs in us-east-1. It asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pydantic import TypeAdapter
+from rich.console import Console
+from rich.table import Table
+
+from pagefleet.pricing import REGIONS, Worker, price_table
+from pagefleet.tenancy.usage import UsageRow, as_priced, priced
+from pagefleet.tenancy.views import UsageLine
+
+if TYPE_CHECKING:
+    from pagefleet.client import PagefleetClient
+
+TARGET_USD = 0.15
+TARGET_REGION = "us-east-1"
+PER = 1000
+TENANT = "cost-bench"
+console = Console(width=110)
+
+PAGE = b"""<!doctype html>
+<html><head><title>cost bench</title></head>
+<body><h1>ten-second job</h1><p>A page for bench/cost.py.</p></body></html>
+"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(PAGE)))
+        self.end_headers()
+        self.wfile.write(PAGE)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+
+@contextmanager
+def serve_page() -> Iterator[str]:
+    """The job's page on 127.0.0.1 (a free port), for the length of the run."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def job(url: str, n: int, sleep_ms: int) -> dict[str, Any]:
+    steps: list[dict[str, Any]] = [{"action": "goto", "url": f"{url}/?n={n}"}]
+    if sleep_ms:
+        steps.append({"action": "sleep", "ms": sleep_ms})
+    steps.append({"action": "extract", "name": "title", "selector": "h1"})
+    return {"name": "cost-bench", "max_attempts": 1, "steps": steps}
+
+
+# --- pure parts ------------------------------------------------------------------------------
+def per_thousand(line: UsageLine | UsageRow, per: int = PER) -> UsageRow:
+    """The measured counts of ``line`` scaled from its jobs to ``per`` jobs."""
+    if line.jobs <= 0:
+        raise ValueError("no jobs recorded: nothing to scale")
+    factor = per / line.jobs
+    return UsageRow(
+        tenant_id=getattr(line, "tenant_id", None) or TENANT,
+        day=getattr(line, "day", None) or "",
+        jobs=per,
+        attempts=round(line.attempts * factor),
+        browser_seconds=line.browser_seconds * factor,
+        page_requests=round(line.page_requests * factor),
+        artifact_bytes=round(line.artifact_bytes * factor),
+        artifact_puts=round(line.artifact_puts * factor),
+    )
+
+
+def stage_worker(stage: str) -> Worker:
+    """The standard pool's Fargate task of ``stage``, exactly as the API is configured."""
+    from infra.config import STAGES  # CDK: imported only when the bench runs
+    from infra.constructs.api import pricing_worker
+
+    return TypeAdapter(Worker).validate_python(pricing_worker(STAGES[stage]))
+
+
+def region_line(region: str, total_usd: float) -> str:
+    return f"{region}: ${total_usd:.3f} per 1,000 jobs"
+
+
+# --- the run ---------------------------------------------------------------------------------
+def wait_all(client: PagefleetClient, ids: list[str], timeout: float) -> list[str]:
+    """Statuses of ``ids`` once all are final (polling every 2 s: the machine is shared)."""
+    deadline = time.monotonic() + timeout
+    pending, status = list(ids), {}
+    while pending:
+        for job_id in list(pending):
+            got = client.get(job_id)
+            if got.is_final:
+                status[job_id] = got.status.value
+                pending.remove(job_id)
+        if pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} jobs still not final")
+            time.sleep(2)
+    return [status[i] for i in ids]
+
+
+def recorded_usage(client: PagefleetClient, jobs: int, first: str) -> UsageLine:
+    """The tenant's usage report once every attempt's usage is in it (recorded as it ends)."""
+    deadline = time.monotonic() + 60
+    while True:
+        last = datetime.now(UTC).date().isoformat()
+        total = client.usage(first=first, last=last).total
+        if total.jobs >= jobs or time.monotonic() > deadline:
+            return total
+        time.sleep(1)
+
+
+def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
+    from devstack.stack import LocalStack  # the local stack: only when the bench runs
+
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    with (
+        serve_page() as url,
+        LocalStack(api_port=0, workers=1, concurrency=args.concurrency) as stack,
+    ):
+        # Warm-up under another tenant: browsers launched and functions warm, and none of it
+        # in the measured tenant's usage.
+        warm = stack.client(stack.create_tenant_key("cost-warmup"))
+        warm_ids = [warm.submit(job(url, n, 0)).job_id for n in range(args.concurrency)]
+        wait_all(warm, warm_ids, timeout=300)
+
+        admin = stack.client(stack.create_tenant_key("ops", admin=True))
+        admin.set_limits(TENANT, submits_per_minute=10_000, max_queued=10_000)
+        client = stack.client(stack.create_tenant_key(TENANT))
+        retention = client.tenant().limits.retention_days
+        first = datetime.now(UTC).date().isoformat()
+        console.print(
+            f"local stack: 1 worker x {args.concurrency} slots; {args.jobs} jobs "
+            f"(goto {url}, sleep {args.sleep_ms} ms, extract)"
+        )
+        ids = [client.submit(job(url, n, args.sleep_ms)).job_id for n in range(args.jobs)]
+        rounds = -(-args.jobs // args.concurrency)
+        statuses = wait_all(client, ids, timeout=120 + rounds * (args.sleep_ms / 1000 + 30))
+        return recorded_usage(client, args.jobs, first), retention, statuses
+
+
+def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
+    scaled = per_thousand(line)
+    costs = priced(scaled, worker, retention)
+    spot = priced(scaled, dataclasses.replace(worker, spot=True), retention)
+    console.print(
+        f"recorded by the platform: {line.jobs} jobs, {line.attempts} attempts, "
+        f"{line.browser_seconds:.1f} browser-seconds "
+        f"({line.browser_seconds / max(1, line.jobs):.2f} s a job), "
+        f"{line.page_requests} page requests, {line.artifact_puts} artifact uploads, "
+        f"{line.artifact_bytes / 1024:.0f} KiB of artifacts"
+    )
+    priced_usage = as_priced(scaled)
+    console.print(
+        f"per {PER:,} jobs, as priced: {priced_usage.browser_seconds:,.0f} slot-seconds, "
+        f"{priced_usage.api_requests:,} API requests, "
+        f"{priced_usage.lambda_invocations:,} Lambda invocations, "
+        f"{priced_usage.queue_requests:,} SQS requests, {priced_usage.table_writes:,} "
+        f"DynamoDB writes / {priced_usage.table_reads:,} reads, "
+        f"{priced_usage.artifact_puts:,} S3 puts"
+    )
+    arch = "spot" if worker.spot else "on-demand"
+    console.print(
+        f"Fargate task ({stage} stage, standard pool): {worker.vcpu:g} vCPU, "
+        f"{worker.memory_gb:g} GB, {worker.slots} slots, {worker.architecture}, {arch}; "
+        f"artifacts kept {retention} days; prices as of {price_table()['as_of']}"
+    )
+    table = Table("service", *(f"{r} $/1,000" for r in REGIONS), "share", f"{TARGET_REGION} spot")
+    services = costs[TARGET_REGION]["by_service_usd"]
+    target_total = costs[TARGET_REGION]["total_usd"]
+    for service in services:
+        share = services[service] / target_total if target_total else 0.0
+        table.add_row(
+            service,
+            *(f"{costs[r]['by_service_usd'][service]:.4f}" for r in REGIONS),
+            f"{share:.0%}",
+            f"{spot[TARGET_REGION]['by_service_usd'][service]:.4f}",
+        )
+    table.add_row(
+        "total",
+        *(f"{costs[r]['total_usd']:.4f}" for r in REGIONS),
+        "100%",
+        f"{spot[TARGET_REGION]['total_usd']:.4f}",
+    )
+    console.print(table)
+    for region in REGIONS:
+        console.print(
+            f"Fargate Spot, {region}: ${spot[region]['total_usd']:.3f} per 1,000 jobs "
+            f"(on-demand ${costs[region]['total_usd']:.3f})"
+        )
+    verdict = "meets" if target_total <= TARGET_USD else "misses"
+    console.print(
+        f"{TARGET_REGION} on-demand: ${target_total:.3f} per 1,000 jobs, {verdict} the "
+        f"${TARGET_USD:.2f} target (without idle capacity: min_tasks, NAT gateways)"
+    )
+    for region in REGIONS:
+        print(region_line(region, costs[region]["total_usd"]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=2, help="the worker's slots")
+    parser.add_argument("--sleep-ms", type=int, default=10_000, help="each job's sleep step")
+    parser.add_argument(
+        "--stage", default="prod", help="infra/config.py stage whose standard pool is priced"
+    )
+    args = parser.parse_args()
+    worker = stage_worker(args.stage)
+    line, retention, statuses = run(args)
+    failed = sum(1 for s in statuses if s != "succeeded")
+    if failed:
+        console.print(f"[yellow]{failed} of {len(statuses)} jobs did not succeed[/yellow]")
+    report(line, worker, retention, args.stage)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""bench/cost.py's scaling from the jobs it ran to 1,000 jobs (what it then prices)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cost import per_thousand, region_line
+from pagefleet.tenancy.usage import UsageRow
+
+
+def test_counts_scale_from_the_jobs_run_to_a_thousand() -> None:
+    ran = UsageRow(
+        tenant_id="t",
+        day="2026-11-30",
+        jobs=20,
+        attempts=21,
+        browser_seconds=208.6,
+        page_requests=40,
+        artifact_bytes=1_234,
+        artifact_puts=20,
+    )
+    scaled = per_thousand(ran)
+    assert (scaled.jobs, scaled.attempts, scaled.page_requests) == (1000, 1050, 2000)
+    assert scaled.browser_seconds == pytest.approx(10_430.0)
+    assert (scaled.artifact_bytes, scaled.artifact_puts) == (61_700, 1000)
+
+
+def test_nothing_to_scale_without_jobs() -> None:
+    with pytest.raises(ValueError, match="no jobs"):
+        per_thousand(UsageRow(tenant_id="t", day="2026-11-30"))
+
+
+def test_region_line_has_the_documented_form() -> None:
+    assert region_line("us-east-1", 0.09243) == "us-east-1: $0.092 per 1,000 jobs"
