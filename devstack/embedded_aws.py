@@ -15,6 +15,11 @@ which each hold one). Before serving, ``prepare_moto`` patches moto in this proc
   a deep copy of the whole table, so each TransactWriteItems cost grew with the number of
   jobs ever stored (and, serialized, held up every other DynamoDB call). Backing up the
   items the transaction names gives the same all-or-nothing result.
+- **Queries read their partition.** moto answers every Query (and Scan) by sorting the whole
+  table with Python comparisons, then filtering: each Query's cost grew with every item ever
+  stored, and, serialized with every other DynamoDB call, held them up. A Query on the
+  table's own key reads its partition's items, keeps those its sort-key condition keeps, and
+  moto sorts and pages those; the whole-table order is taken on plain values.
 - **Cheaper dispatch.** moto lists its package directory on disk (twice) for every request
   and logs one line per request; the list is cached and request logging is off.
 """
@@ -44,6 +49,7 @@ def prepare_moto() -> None:
             return
         _make_dynamodb_atomic()
         _item_level_transactions()
+        _partition_queries()
         _cache_module_list()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         _PREPARED = True
@@ -143,6 +149,58 @@ def _item_level_transactions() -> None:
             raise
 
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
+# The partition a Query on a table's key reads, for the thread answering it.
+_QUERY_SCOPE = threading.local()
+
+
+def _partition_queries() -> None:
+    import inspect
+
+    from moto.dynamodb.models.table import Table
+
+    original_query = Table.query
+    signature = inspect.signature(original_query)
+
+    def all_items(self: Any) -> list[Any]:
+        scope = getattr(_QUERY_SCOPE, "scope", None)
+        if scope is not None and scope[0] is self:
+            _, hash_key, keep = scope
+            bucket = self.items.get(hash_key)
+            if bucket is None:
+                return []
+            found = list(bucket.values()) if self.range_key_attr else [bucket]
+            return [item for item in found if keep(item)]
+        items = [
+            item
+            for bucket in self.items.values()
+            for item in (bucket.values() if self.range_key_attr else [bucket])
+        ]
+        # The order moto's own all_items gives, compared on plain values.
+        if self.range_key_attr:
+            return sorted(items, key=lambda i: (i.hash_key.cast_value, i.range_key.cast_value))
+        return sorted(items, key=lambda i: i.hash_key.cast_value)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        call = signature.bind(self, *args, **kwargs).arguments
+        hash_key = call.get("hash_key")
+        if call.get("index_name") or hash_key is None or call.get("filter_kwargs"):
+            return original_query(self, *args, **kwargs)
+        comparison, values = call.get("range_comparison"), call.get("range_objs")
+
+        def keep(item: Any) -> bool:
+            # The same test moto applies to a table query's sort key, applied first.
+            return not comparison or bool(item.range_key.compare(comparison, values))
+
+        _QUERY_SCOPE.scope = (self, hash_key, keep)
+        try:
+            return original_query(self, *args, **kwargs)
+        finally:
+            _QUERY_SCOPE.scope = None
+
+    Table.all_items = all_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
 
 
 def _cache_module_list() -> None:

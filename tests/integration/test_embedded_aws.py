@@ -1,5 +1,6 @@
 """The embedded AWS (moto server patched by ``devstack.embedded_aws``) keeps
-DynamoDB's transaction semantics: all or nothing, whatever else the table holds."""
+DynamoDB's transaction semantics: all or nothing, whatever else the table holds; and its
+queries, answered from one partition, page and order as DynamoDB's do."""
 
 from __future__ import annotations
 
@@ -71,3 +72,57 @@ def test_a_reused_idempotency_key_leaves_no_second_job(
     key = _item(table, tenant_pk("t"), idempotency_sk("k-1"))
     assert key is not None and key["job_id"] == {"S": first.job_id}
     assert svc.store.get("t", first.job_id).request == REQUEST
+
+
+def test_a_query_reads_its_partition_in_order_and_pages_through_it(
+    provisioned: Provisioned,
+) -> None:
+    db = aws_client("dynamodb")
+    table = provisioned.jobs_table
+    for pk in ("T#q", "T#other"):
+        for n in range(12):
+            db.put_item(
+                TableName=table,
+                Item={"pk": {"S": pk}, "sk": {"S": f"{'EDGE' if n % 2 else 'JOB'}#{n:02d}"}},
+            )
+
+    def keys(**query: object) -> list[str]:
+        found: list[str] = []
+        kwargs: dict = {"TableName": table, **query}
+        while True:
+            reply = db.query(**kwargs)
+            found += [item["sk"]["S"] for item in reply["Items"]]
+            if "LastEvaluatedKey" not in reply:
+                return found
+            kwargs["ExclusiveStartKey"] = reply["LastEvaluatedKey"]
+
+    edges = [f"EDGE#{n:02d}" for n in range(1, 12, 2)]
+    by_prefix = {
+        "KeyConditionExpression": "pk = :p AND begins_with(sk, :e)",
+        "ExpressionAttributeValues": {":p": {"S": "T#q"}, ":e": {"S": "EDGE#"}},
+    }
+    assert keys(**by_prefix) == edges
+    assert keys(**by_prefix, Limit=4) == edges
+    assert keys(**by_prefix, Limit=4, ScanIndexForward=False) == edges[::-1]
+    whole = keys(
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "T#q"}},
+        Limit=5,
+    )
+    assert whole == sorted(whole) and len(whole) == 12
+    between = keys(
+        KeyConditionExpression="pk = :p AND sk BETWEEN :a AND :b",
+        ExpressionAttributeValues={
+            ":p": {"S": "T#q"},
+            ":a": {"S": "JOB#04"},
+            ":b": {"S": "JOB#08"},
+        },
+    )
+    assert between == ["JOB#04", "JOB#06", "JOB#08"]
+    assert (
+        keys(
+            KeyConditionExpression="pk = :p",
+            ExpressionAttributeValues={":p": {"S": "T#none"}},
+        )
+        == []
+    )
