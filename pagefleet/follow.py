@@ -171,7 +171,8 @@ def follow(
     yield follower.final
 
 
-def _left(deadline: float | None, job_id: str) -> float:
+def time_left(deadline: float | None, job_id: str) -> float:
+    """Seconds to wait before the deadline (a ping period when there is none)."""
     if deadline is None:
         return PING_EVERY_S
     left = deadline - time.monotonic()
@@ -208,7 +209,7 @@ def _over_socket(
             pinged = time.monotonic()
             while not follower.done:
                 wait = min(
-                    _left(deadline, follower.job_id), PING_EVERY_S - (time.monotonic() - pinged)
+                    time_left(deadline, follower.job_id), PING_EVERY_S - (time.monotonic() - pinged)
                 )
                 try:
                     raw = socket.recv(timeout=max(0.0, wait))
@@ -234,4 +235,4 @@ def _by_polling(
         yield from follower.on_job(client.get(follower.job_id))
         if follower.done:
             return
-        time.sleep(min(poll_s, _left(deadline, follower.job_id)))
+        time.sleep(min(poll_s, time_left(deadline, follower.job_id)))

@@ -21,6 +21,7 @@ from pagefleet.follow import (
     Follower,
     FollowItem,
     SocketUnavailable,
+    time_left,
 )
 
 
@@ -59,15 +60,6 @@ class _Api:
         return JobView.model_validate_json(await self._get(f"/v1/jobs/{job_id}"))
 
 
-def _left(deadline: float | None, job_id: str) -> float:
-    if deadline is None:
-        return PING_EVERY_S
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise TimeoutError(f"job {job_id} did not end in time")
-    return left
-
-
 async def follow_async(
     base_url: str,
     api_key: str,
@@ -99,7 +91,7 @@ async def follow_async(
             for item in follower.on_job(await api.job(job_id)):
                 yield item
             if not follower.done:
-                await asyncio.sleep(min(poll_s, _left(deadline, job_id)))
+                await asyncio.sleep(min(poll_s, time_left(deadline, job_id)))
         for item in await _fill(api, follower):
             yield item
         assert follower.final is not None
@@ -134,7 +126,7 @@ async def _over_socket(
             await socket.send(follower.subscribe_message())
             pinged = time.monotonic()
             while not follower.done:
-                left = _left(deadline, follower.job_id)
+                left = time_left(deadline, follower.job_id)
                 wait = max(0.0, min(left, PING_EVERY_S - (time.monotonic() - pinged)))
                 try:
                     raw = await asyncio.wait_for(socket.recv(), wait)
