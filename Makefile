@@ -2,6 +2,8 @@
 SHELL := /bin/bash
 PY := .venv/bin/python
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+# Newer jsii names the end-of-life warning for Node 20 this way.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium bwrap
 

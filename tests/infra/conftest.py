@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DOC = REPO_ROOT / "docs" / "deploy.md"
