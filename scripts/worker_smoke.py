@@ -189,6 +189,10 @@ def bwrap_argv(
         argv += ["--perms", "0755", "--tmpfs", parent]
     for path, source in mounts.items():
         argv += ["--bind", str(source), path]
+    if any(Path(path) == REPO_ROOT or Path(path) in REPO_ROOT.parents for path in mounts):
+        # This checkout (its venv is the image's /app) lies under a task volume, e.g. a
+        # clone in /tmp: show it again, read-only, over the volume's empty directory.
+        argv += ["--ro-bind", str(REPO_ROOT), str(REPO_ROOT)]
     for parent in sorted(missing):
         argv += ["--remount-ro", parent]
     argv += interpreter_mounts()
