@@ -4,6 +4,8 @@ queries, answered from one partition, page and order as DynamoDB's do."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -134,7 +136,7 @@ def test_items_of_every_attribute_type_come_back_as_written(provisioned: Provisi
     db = aws_client("dynamodb")
     table = provisioned.jobs_table
     key = {"pk": {"S": "T#types"}, "sk": {"S": "all"}}
-    item = {
+    item: dict[str, Any] = {
         **key,
         "s": {"S": "text é"},
         "n": {"N": "12.5"},
