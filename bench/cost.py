@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/cost.py [--jobs 20] [--concurrency 2] [--sleep-ms 10000] [--stage prod]
 
-On the local stack (moto, real Chromium), a fresh tenant runs ``--jobs`` jobs that each open a
-page served by this script on 127.0.0.1 and keep their slot ~10 s (a ``sleep`` step), at the
+On the local stack (moto, real Chromium), a fresh tenant runs ``--jobs`` jobs that each open
+the demo site's home page (on 127.0.0.1) and keep their slot ~10 s (a ``sleep`` step), at the
 worker's concurrency. The figures are not timed here: they are read back through the API
 (``GET /v1/usage``, the tenant's own report: jobs, attempts, browser-seconds, artifact bytes
 and uploads, as the worker recorded them), scaled to 1,000 jobs and priced with the same
@@ -22,12 +22,8 @@ import argparse
 import dataclasses
 import os
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,36 +45,6 @@ TARGET_REGION = "us-east-1"
 PER = 1000
 TENANT = "cost-bench"
 console = Console(width=110)
-
-PAGE = b"""<!doctype html>
-<html><head><title>cost bench</title></head>
-<body><h1>ten-second job</h1><p>A page for bench/cost.py.</p></body></html>
-"""
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        return
-
-
-@contextmanager
-def serve_page() -> Iterator[str]:
-    """The job's page on 127.0.0.1 (a free port), for the length of the run."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def job(url: str, n: int, sleep_ms: int) -> dict[str, Any]:
@@ -152,10 +118,8 @@ def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
     from devstack.stack import LocalStack  # the local stack: only when the bench runs
 
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    with (
-        serve_page() as url,
-        LocalStack(api_port=0, workers=1, concurrency=args.concurrency) as stack,
-    ):
+    with LocalStack(api_port=0, workers=1, concurrency=args.concurrency) as stack:
+        url = stack.site_url  # the demo site's home page, on 127.0.0.1
         # Warm-up under another tenant: browsers launched and functions warm, and none of it
         # in the measured tenant's usage.
         warm = stack.client(stack.create_tenant_key("cost-warmup"))

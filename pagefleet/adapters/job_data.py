@@ -15,6 +15,7 @@ from pagefleet.adapters.dynamodb.codec import (
     job_sk,
     serialize,
     tenant_pk,
+    update_job_if,
 )
 from pagefleet.adapters.dynamodb.events import EVENTS_PREFIX, counter_sk
 from pagefleet.states import JobStatus
@@ -111,7 +112,9 @@ class AwsJobData:
     ) -> None:
         # Only while the job is still in the state that earned the expiry (not redriven,
         # not deleted meanwhile).
-        self._conditional(
+        update_job_if(
+            self._db,
+            self._table,
             tenant_id,
             job_id,
             "SET expires_at = :e",
@@ -120,26 +123,12 @@ class AwsJobData:
         )
 
     def clear_expiry(self, tenant_id: str, job_id: str) -> None:
-        self._conditional(
+        update_job_if(
+            self._db,
+            self._table,
             tenant_id,
             job_id,
             "REMOVE expires_at",
             "#status <> :dead",
             {":dead": JobStatus.DEAD_LETTERED.value},
         )
-
-    def _conditional(
-        self, tenant_id: str, job_id: str, update: str, condition: str, values: dict[str, Any]
-    ) -> None:
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression=update,
-                ConditionExpression=f"attribute_exists(pk) AND {condition}",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=serialize(values),
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise

@@ -78,11 +78,12 @@ class UsageRow(BaseModel):
     artifact_puts: int = 0
 
     def add(self, other: UsageRow | AttemptUsage) -> UsageRow:
-        counts = _counts(other)
+        counts = counts_of(other)
         return self.model_copy(update={k: getattr(self, k) + v for k, v in counts.items()})
 
 
-def _counts(item: UsageRow | AttemptUsage) -> dict[str, Any]:
+def counts_of(item: UsageRow | AttemptUsage) -> dict[str, Any]:
+    """The additive counts (what the store ADDs to a day)."""
     if isinstance(item, AttemptUsage):
         return {
             "jobs": int(item.first_attempt),
@@ -100,11 +101,6 @@ def _counts(item: UsageRow | AttemptUsage) -> dict[str, Any]:
         "artifact_bytes": item.artifact_bytes,
         "artifact_puts": item.artifact_puts,
     }
-
-
-def counts_of(item: UsageRow | AttemptUsage) -> dict[str, Any]:
-    """The additive counts (what the store ADDs to a day)."""
-    return _counts(item)
 
 
 def as_priced(row: UsageRow) -> Usage:

@@ -12,13 +12,18 @@ from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
+def running(local: LocalStack) -> Iterator[LocalStack]:
+    """Start ``local`` for a module's tests, then stop it and drop its logs. A module that
+    needs other options overrides ``stack`` with ``yield from running(LocalStack(...))``."""
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    local = LocalStack(api_port=0, workers=1, concurrency=2)
     with local:
         yield local
     local.cleanup_logs()
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@ named workflow versions. One worker with one slot, so the order jobs start in is
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,23 +12,14 @@ import pytest
 from devstack.stack import LocalStack
 from pagefleet.client import Job, PagefleetClient
 from pagefleet.states import JobStatus
+from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    local = LocalStack(api_port=0, workers=1, concurrency=1)
-    with local:
-        yield local
-    local.cleanup_logs()
-
-
-@pytest.fixture(scope="module")
-def client(stack: LocalStack) -> Iterator[PagefleetClient]:
-    with stack.client() as api:
-        yield api
+    yield from running(LocalStack(api_port=0, workers=1, concurrency=1))
 
 
 def page_job(site: str, **extra: object) -> dict[str, object]:

@@ -23,6 +23,7 @@ import pytest
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import PagefleetClient
 from pagefleet.resources import API_STAGE, DEFAULT_POOL
+from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e]
 
@@ -49,10 +50,7 @@ def resolver_routes() -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    local = LocalStack(api_port=0, workers=0)
-    with local:
-        yield local
-    local.cleanup_logs()
+    yield from running(LocalStack(api_port=0, workers=0))
 
 
 @pytest.fixture(scope="module")

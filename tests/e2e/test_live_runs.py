@@ -32,6 +32,7 @@ from pagefleet.follow import StatusUpdate
 from pagefleet.live.events import RunEvent, epoch_of_iso
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME
+from tests.e2e.conftest import running
 from tests.support.receiver import webhook_receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -43,7 +44,6 @@ IDLE_S = 2
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     local = LocalStack(
         api_port=0,
         log_dir=Path(os.environ["PAGEFLEET_E2E_LOGS"])
@@ -58,15 +58,7 @@ def stack() -> Iterator[LocalStack]:
             "PAGEFLEET_BACKOFF_BASE_S": "1",
         },
     )
-    with local:
-        yield local
-    local.cleanup_logs()
-
-
-@pytest.fixture(scope="module")
-def client(stack: LocalStack) -> Iterator[PagefleetClient]:
-    with stack.client() as api:
-        yield api
+    yield from running(local)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -45,15 +44,6 @@ def readme_commands() -> list[str]:
                 commands.append(pending)
             pending = ""
     return commands
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    local = LocalStack(api_port=0, workers=1, concurrency=2)
-    with local:
-        yield local
-    local.cleanup_logs()
 
 
 def test_the_readme_has_examples_to_run() -> None:

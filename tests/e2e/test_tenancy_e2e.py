@@ -26,6 +26,7 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.settings import ApiSettings
 from pagefleet.states import JobStatus
 from tests.chaos.harness import kill_worker, wait_until, worker_by_id
+from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -37,7 +38,6 @@ FAST = {"PAGEFLEET_LIMITS_CACHE_SECONDS": "0", "PAGEFLEET_BREAKER": BREAKER}
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     local = LocalStack(
         api_port=0,
         workers=2,
@@ -50,9 +50,7 @@ def stack() -> Iterator[LocalStack]:
         },
         lambda_env=FAST,
     )
-    with local:
-        yield local
-    local.cleanup_logs()
+    yield from running(local)
 
 
 @pytest.fixture(scope="module")

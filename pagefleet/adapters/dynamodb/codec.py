@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
 
 from pagefleet.models import JobRecord
 from pagefleet.states import JobStatus
@@ -101,3 +102,24 @@ def item_to_record(item: Mapping[str, Any]) -> JobRecord:
 
 def epoch_of(at: str) -> int:
     return int(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp())
+
+
+def update_job_if(
+    db: Any, table: str, tenant_id: str, job_id: str, update: str, condition: str, values: Any
+) -> bool:
+    """Apply ``update`` to an existing job record only if ``condition`` holds (``#status``
+    names its status); False, and nothing written, when it does not."""
+    try:
+        db.update_item(
+            TableName=table,
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
+            UpdateExpression=update,
+            ConditionExpression=f"attribute_exists(pk) AND ({condition})",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues=serialize(values),
+        )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        return False
+    return True

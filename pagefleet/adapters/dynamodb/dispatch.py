@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
     deserialize,
@@ -25,6 +23,7 @@ from pagefleet.adapters.dynamodb.codec import (
     serialize,
     status_pk,
     tenant_pk,
+    update_job_if,
 )
 from pagefleet.jobs.rules import WAITING_FIRST_LOOK_S
 from pagefleet.models import JobRecord
@@ -133,25 +132,10 @@ class DispatchQueries:
             values.update({":ops": ops_key("deadline", job_id), ":ops_sk": ops_time(int(deadline))})
         else:
             update = "SET enqueued_at = :at REMOVE ops_pk, ops_sk"
-        self._conditional(tenant_id, job_id, update, values)
+        update_job_if(self._db, self._table, tenant_id, job_id, update, "#status = :s", values)
 
     def recheck_waiting(self, tenant_id: str, job_id: str, *, due: int) -> None:
         values = {":sk": ops_time(due), ":s": JobStatus.WAITING.value}
-        self._conditional(tenant_id, job_id, "SET ops_sk = :sk", values)
-
-    def _conditional(
-        self, tenant_id: str, job_id: str, update: str, values: dict[str, Any]
-    ) -> None:
-        """An index bookkeeping write that applies only in status ``:s``; else nothing."""
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression=update,
-                ConditionExpression="#status = :s",
-                ExpressionAttributeNames={"#status": "status"},
-                ExpressionAttributeValues=serialize(values),
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        update_job_if(
+            self._db, self._table, tenant_id, job_id, "SET ops_sk = :sk", "#status = :s", values
+        )

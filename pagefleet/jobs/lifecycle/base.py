@@ -35,6 +35,14 @@ class LifecycleBase:
     def at(self) -> str:
         return iso(datetime.fromtimestamp(self.clock.now(), UTC))
 
+    def job_in(self, tenant_id: str, job_id: str, status: JobStatus) -> JobRecord | None:
+        """The job if it exists and is in ``status`` (a move's first look); else None."""
+        try:
+            job = self.store.get(tenant_id, job_id)
+        except NotFound:
+            return None
+        return job if job.status is status else None
+
     # --- the one way a job message is sent -----------------------------------------------------
     def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
         self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))

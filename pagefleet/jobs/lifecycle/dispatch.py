@@ -13,11 +13,8 @@ class DispatchMoves(LifecycleBase):
     def dispatch_due(self, tenant_id: str, job_id: str) -> bool:
         """A scheduled job less than 15 minutes from its start: send its message delayed to
         that start. True if this call sent it."""
-        try:
-            job = self.store.get(tenant_id, job_id)
-        except NotFound:
-            return False
-        if job.status is not JobStatus.SCHEDULED:
+        job = self.job_in(tenant_id, job_id, JobStatus.SCHEDULED)
+        if job is None:
             return False
         if job.deadline_at is not None and job.deadline_at < self.now():
             self.expire(tenant_id, job_id)  # it can no longer start in time
@@ -33,11 +30,8 @@ class DispatchMoves(LifecycleBase):
         Returns the state this call moved the job to; None when it still waits or someone
         else moved it first. Safe to run twice at once: each move is conditional.
         """
-        try:
-            job = self.store.get(tenant_id, job_id)
-        except NotFound:
-            return None
-        if job.status is not JobStatus.WAITING:
+        job = self.job_in(tenant_id, job_id, JobStatus.WAITING)
+        if job is None:
             return None
         if job.deadline_at is not None and job.deadline_at < self.now():
             return JobStatus.EXPIRED if self.expire(tenant_id, job_id) else None

@@ -107,11 +107,8 @@ class RecoveryMoves(LifecycleBase):
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
         """A retry whose message never came back: send it again."""
-        try:
-            job = self.store.get(tenant_id, job_id)
-        except NotFound:
-            return False
-        if job.status is not JobStatus.RETRY_SCHEDULED:
+        job = self.job_in(tenant_id, job_id, JobStatus.RETRY_SCHEDULED)
+        if job is None:
             return False
         self.send(job)
         self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
