@@ -21,26 +21,30 @@ import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from devstack.console_app import local_console
 from devstack.constants import LOCAL_REGION, aws_env
 from devstack.demo_site import DemoSite
 from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
+from devstack.gateway.server import App
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
+from pagefleet.console_site import CONSOLE_PATH
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import ApiSettings, WorkerSettings, to_env
 from pagefleet.tenants import create_api_key
@@ -54,13 +58,6 @@ LOCAL_POLL_WAIT_S = 2
 
 class StackError(RuntimeError):
     """A part of the local stack did not start; the message says which and why."""
-
-
-def _collect_errors(action: Callable[[], object], errors: list[BaseException]) -> None:
-    try:
-        action()
-    except BaseException as exc:
-        errors.append(exc)
 
 
 def free_port() -> int:
@@ -78,6 +75,7 @@ class StackInfo:
     api_url: str
     site_url: str
     aws_endpoint: str
+    console_url: str
     dev_api_key: str
     log_dir: Path
     provisioned: Provisioned
@@ -147,6 +145,10 @@ class LocalStack:
         return self.gateway.url
 
     @property
+    def console_url(self) -> str:
+        return f"{self.api_url}{CONSOLE_PATH}"
+
+    @property
     def site_url(self) -> str:
         if self.site is None:
             raise StackError("the demo site is not running")
@@ -158,6 +160,7 @@ class LocalStack:
             api_url=self.api_url,
             site_url=self.site_url,
             aws_endpoint=self.aws_endpoint,
+            console_url=self.console_url,
             dev_api_key=self.dev_api_key,
             log_dir=self.log_dir,
             provisioned=self.provisioned,
@@ -364,26 +367,18 @@ class LocalStack:
             extra_env={**self.live.lambda_env, **self.lambda_env},
         )
 
-    def _prewarm(self) -> list[tuple[threading.Thread, list[BaseException]]]:
+    def _prewarm(self) -> list[Future[None]]:
         """One warm environment of the API and of the authorizer, started in the background."""
-        started = []
-        for name in ("api", "authorizer"):
-            errors: list[BaseException] = []
-            thread = threading.Thread(
-                target=_collect_errors,
-                args=(self.functions[name].prewarm, errors),
-                name=f"prewarm-{name}",
-                daemon=True,
-            )
-            thread.start()
-            started.append((thread, errors))
-        return started
+        pool = ThreadPoolExecutor(2, thread_name_prefix="prewarm")
+        warming = [pool.submit(self.functions[name].prewarm) for name in ("api", "authorizer")]
+        pool.shutdown(wait=False)  # the threads finish their one task each, then end
+        return warming
 
-    def _await(self, warming: list[tuple[threading.Thread, list[BaseException]]]) -> None:
-        for thread, errors in warming:
-            thread.join(self.start_timeout_s)
-            if errors:
-                raise StackError(f"a Lambda function did not start: {errors[0]}") from errors[0]
+    def _await(self, warming: list[Future[None]]) -> None:
+        for started in warming:
+            with contextlib.suppress(FutureTimeout):  # slow, not broken: the first call waits
+                if (error := started.exception(self.start_timeout_s)) is not None:
+                    raise StackError(f"a Lambda function did not start: {error}") from error
 
     def function_logs(self) -> dict[str, Path]:
         """Each Lambda function's log file (all its execution environments append to it)."""
@@ -392,7 +387,8 @@ class LocalStack:
     def _start_gateway(self) -> None:
         self.rest_api = pagefleet_rest_api(self.functions, authorizer_ttl_s=self.authorizer_ttl_s)
         try:
-            self.gateway = LocalGateway([self.rest_api], port=self.api_port).start()
+            apps: list[App] = [local_console(self.live.url, self.aws_endpoint), self.rest_api]
+            self.gateway = LocalGateway(apps, port=self.api_port).start()
         except OSError as exc:
             raise StackError(
                 f"cannot serve the API on 127.0.0.1:{self.api_port} ({exc.strerror}); "

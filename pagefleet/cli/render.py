@@ -67,6 +67,7 @@ def print_stack(stack: Any) -> None:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("API", info.api_url)
+    table.add_row("console", info.console_url)
     live = getattr(stack, "live", None)  # the WebSocket API, where the stack serves one
     if live is not None:
         table.add_row("live (WebSocket)", live.url)

@@ -1,0 +1,236 @@
+// One job: status, attempts, steps with timings, the live log, screenshots, artifacts and
+// result; Cancel and "Run again". Another tenant's job reads as not found.
+
+import { api } from "../lib/api.js";
+import { clear, h, notice, table } from "../lib/dom.js";
+import { between, bytes, json, seconds, when } from "../lib/format.js";
+import { againBody, badge, ended, jobLabel } from "../lib/jobs.js";
+import { live } from "../lib/live.js";
+
+const EVENT_PAGE = 500;
+
+function section(title, id, ...children) {
+  return h("section", { "aria-labelledby": `${id}-title`, id },
+    h("h2", { id: `${id}-title` }, title), ...children);
+}
+
+function summary(job) {
+  const items = [
+    ["Name", jobLabel(job)],
+    ["Created", when(job.created_at)],
+    ["Started", when(job.started_at)],
+    ["Finished", when(job.finished_at)],
+    ["Duration", ended(job.status) ? seconds(between(job.started_at, job.finished_at)) : "—"],
+    ["Attempts", String(job.attempt)],
+    ["Pool", job.pool || "—"],
+  ];
+  if (job.schedule_id) items.push(["Schedule", job.schedule_id]);
+  if (job.run_at) items.push(["Runs at", when(new Date(job.run_at * 1000).toISOString())]);
+  if (job.deferred_reason) items.push(["Waiting because", job.deferred_reason]);
+  return h("dl", { class: "summary" }, items.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+function errorBlock(job) {
+  if (!job.error) return null;
+  const e = job.error;
+  return h("div", { class: "job-error", role: "note" },
+    h("strong", {}, `${e.kind || e.code || "error"}: `), e.message || "",
+    e.step !== undefined && e.step !== null ? h("p", {}, `at step ${e.step}`) : null);
+}
+
+function attemptsTable(job) {
+  if (!job.attempts || !job.attempts.length) return h("p", {}, "Not started yet.");
+  return table(["#", "Worker", "Started", "Finished", "Outcome", "Error"], job.attempts.map((a) =>
+    h("tr", {},
+      h("td", { class: "num" }, String(a.attempt)),
+      h("td", { class: "mono" }, a.worker),
+      h("td", {}, when(a.started_at)),
+      h("td", {}, when(a.finished_at)),
+      h("td", {}, a.status ? badge(a.status) : "running"),
+      h("td", {}, a.error ? `${a.error.kind || ""} ${a.error.message || ""}`.trim() : "—"))));
+}
+
+function logLine(event) {
+  const at = new Date(event.at).toLocaleTimeString();
+  let text;
+  switch (event.type) {
+    case "state": text = `attempt ${event.attempt ?? ""} ${event.status}`; break;
+    case "step_started": text = `step ${event.path || event.index} started: ${event.label || event.action || ""}`; break;
+    case "step_finished": text = `step ${event.path || event.index} ${event.outcome} in ${event.duration_ms} ms`; break;
+    case "navigation": text = `navigated to ${event.url}`; break;
+    case "retry": text = `will retry in ${event.delay_s} s: ${event.kind || ""} ${event.reason || ""}`; break;
+    case "truncated": text = `${event.dropped} events dropped`; break;
+    default: text = `${event.level ? `[${event.level}] ` : ""}${event.message || ""}`;
+  }
+  return h("li", { class: `log-${event.type}`, dataset: { seq: event.seq } },
+    h("time", { datetime: event.at }, at), " ", h("span", { class: "log-type" }, event.type), " ", text);
+}
+
+function stepsTable(steps) {
+  if (!steps.size) return h("p", {}, "No steps have run yet.");
+  return table(["Step", "Action", "Started", "Took", "Outcome"], [...steps.values()].map((s) =>
+    h("tr", {},
+      h("td", { class: "mono" }, s.path || String(s.index)),
+      h("td", {}, s.label || s.action || ""),
+      h("td", {}, s.at ? new Date(s.at).toLocaleTimeString() : "—"),
+      h("td", {}, s.duration_ms !== undefined ? `${s.duration_ms} ms` : "…"),
+      h("td", {}, s.outcome || "running"))));
+}
+
+function artifactsPart(job, links) {
+  if (!links.length) return [h("p", {}, ended(job.status) ? "No artifacts." : "None yet.")];
+  const images = links.filter((a) => (a.content_type || "").startsWith("image/"));
+  const trace = links.find((a) => a.name.endsWith("trace.zip"));
+  return [
+    images.length ? h("div", { class: "shots" }, images.map((a) =>
+      h("figure", {},
+        h("a", { href: a.url, target: "_blank", rel: "noopener" },
+          h("img", { src: a.url, alt: `Screenshot ${a.name} (attempt ${a.attempt ?? 1})`, loading: "lazy" })),
+        h("figcaption", {}, a.name)))) : null,
+    table(["Name", "Size", "Type", "sha256", ""], links.map((a) =>
+      h("tr", {},
+        h("td", { class: "mono" }, a.name),
+        h("td", { class: "num", dataset: { value: a.size } }, bytes(a.size)),
+        h("td", {}, a.content_type),
+        h("td", { class: "mono hash" }, a.sha256),
+        h("td", {}, h("a", { href: a.url, download: a.name.split("/").pop() }, "Download", h("span", { class: "visually-hidden" }, ` ${a.name}`)))))),
+    trace ? h("div", { class: "trace-help" },
+      h("h3", {}, "Open the trace"),
+      h("p", {}, "Download ", h("code", {}, trace.name), " and open it in Playwright's trace viewer:"),
+      h("pre", {}, h("code", {}, `python -m playwright show-trace ${trace.name.split("/").pop()}`)),
+      h("p", {}, "or drop the file on trace.playwright.dev, which reads it in your browser without uploading it.")) : null,
+  ];
+}
+
+export function jobView(main, { match, navigate }) {
+  const jobId = match[1];
+  const head = h("div", { class: "job-head" });
+  const messages = h("div", { class: "messages" });
+  const details = h("div", { class: "job-details" });
+  const stepsPart = h("div");
+  const log = h("ol", { class: "log", id: "job-log", "aria-live": "polite", "aria-relevant": "additions" });
+  const artifacts = h("div");
+  const result = h("div");
+  const steps = new Map();
+  const seen = new Set();
+  let job = null;
+  let stop = () => {};
+  let closed = false;
+
+  main.append(head, messages, details,
+    section("Steps", "steps", stepsPart),
+    section("Live log", "log", log),
+    section("Screenshots and artifacts", "artifacts", artifacts),
+    section("Result", "result", result));
+
+  function addEvents(events) {
+    let stepsChanged = false;
+    for (const event of events) {
+      if (seen.has(event.seq)) continue;
+      seen.add(event.seq);
+      log.append(logLine(event));
+      if (event.type === "step_started" || event.type === "step_finished") {
+        const key = `${event.attempt}:${event.path || event.index}`;
+        steps.set(key, { ...(steps.get(key) || {}), ...event, at: (steps.get(key) || event).at });
+        stepsChanged = true;
+      }
+    }
+    if (stepsChanged) stepsPart.replaceChildren(stepsTable(steps));
+  }
+
+  function showHead() {
+    const cancel = h("button", {
+      type: "button", class: "danger", disabled: ended(job.status) || !!job.cancel_requested_at,
+      onclick: async () => {
+        try {
+          const answer = await api(`/jobs/${jobId}/cancel`, { method: "POST" });
+          messages.replaceChildren(notice("info", answer.status === "cancelled" ? "Cancelled." : "Stopping the job…"));
+          refresh();
+        } catch (error) {
+          messages.replaceChildren(notice("error", `Cancel failed: ${error.message}`));
+        }
+      },
+    }, "Cancel");
+    const again = h("button", {
+      type: "button", class: "secondary",
+      onclick: async () => {
+        try {
+          const made = await api("/jobs", { method: "POST", body: againBody(job) });
+          navigate(`#/jobs/${made.job_id}`);
+        } catch (error) {
+          messages.replaceChildren(notice("error", `Run again failed: ${error.message}`));
+        }
+      },
+    }, "Run again");
+    clear(head).append(
+      h("h1", {}, "Job ", h("span", { class: "mono" }, jobId)),
+      h("p", { class: "job-status" }, "Status: ", h("span", { id: "job-status" }, badge(job.status))),
+      h("div", { class: "actions" }, cancel, again));
+  }
+
+  async function refresh() {
+    try {
+      job = await api(`/jobs/${jobId}`);
+    } catch (error) {
+      if (closed) return;
+      if (error.status === 404) {
+        stop();
+        main.replaceChildren(h("h1", {}, "Job not found"),
+          h("p", {}, `There is no job ${jobId} in your account.`),
+          h("p", {}, h("a", { href: "#/jobs" }, "Back to the jobs")));
+      } else {
+        messages.replaceChildren(notice("error", `The job could not be read: ${error.message}`));
+      }
+      return false;
+    }
+    if (closed) return false;
+    showHead();
+    details.replaceChildren(summary(job), errorBlock(job) || "",
+      section("Attempts", "attempts", attemptsTable(job)));
+    if (job.result !== null && job.result !== undefined) {
+      result.replaceChildren(h("pre", { class: "json", id: "job-result", tabindex: "0" }, json(job.result)));
+    } else if (job.result_artifact) {
+      result.replaceChildren(h("p", {}, "The result is too large to show; it is the artifact ", h("code", {}, job.result_artifact), "."));
+    } else {
+      result.replaceChildren(h("p", {}, ended(job.status) ? "No result." : "Not yet."));
+    }
+    try {
+      const list = await api(`/jobs/${jobId}/artifacts`);
+      if (!closed) artifacts.replaceChildren(...artifactsPart(job, list.artifacts).filter(Boolean));
+    } catch (error) {
+      artifacts.replaceChildren(notice("error", `Artifacts could not be listed: ${error.message}`));
+    }
+    return true;
+  }
+
+  async function start() {
+    if (!(await refresh())) return;
+    let after = 0;
+    for (;;) {
+      let page;
+      try {
+        page = await api(`/jobs/${jobId}/events`, { query: { after, limit: EVENT_PAGE } });
+      } catch {
+        break;
+      }
+      addEvents(page.events);
+      after = page.next_after;
+      if (!page.more) break;
+    }
+    if (!steps.size) stepsPart.replaceChildren(stepsTable(steps));
+    if (closed) return;
+    stop = live.follow({ job_id: jobId }, (message) => {
+      if (message.type === "events") {
+        addEvents(message.events || []);
+      } else if (message.type === "status" && job && message.status !== job.status) {
+        refresh();
+      }
+    }, { after });
+  }
+
+  start();
+  return () => {
+    closed = true;
+    stop();
+  };
+}

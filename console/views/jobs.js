@@ -1,0 +1,169 @@
+// Jobs, newest first: filters, cursor paging, and statuses that change as the jobs run.
+
+import { api } from "../lib/api.js";
+import { clear, field, h, notice, table } from "../lib/dom.js";
+import { between, seconds, when } from "../lib/format.js";
+import { badge, ended, jobLabel, STATUSES } from "../lib/jobs.js";
+import { live } from "../lib/live.js";
+
+const PAGE = 20;
+const FILTERS = ["status", "name", "workflow", "schedule_id"];
+
+function row(job) {
+  const took = ended(job.status) ? between(job.started_at, job.finished_at) : null;
+  return h(
+    "tr",
+    { dataset: { jobId: job.job_id } },
+    h("td", {}, h("a", { href: `#/jobs/${job.job_id}`, class: "mono" }, job.job_id)),
+    h("td", {}, jobLabel(job)),
+    h("td", { class: "status-cell" }, badge(job.status)),
+    h("td", {}, when(job.created_at)),
+    h("td", {}, took === null ? "—" : seconds(took)),
+    h("td", { class: "num" }, String(job.attempt)),
+  );
+}
+
+function filterForm(params, navigate) {
+  const status = h(
+    "select",
+    { id: "filter-status", name: "status" },
+    h("option", { value: "" }, "any"),
+    STATUSES.map((s) => h("option", { value: s, selected: params.get("status") === s }, s)),
+  );
+  const text = (id, name) => h("input", { id, name, type: "text", value: params.get(name) || "" });
+  const inputs = {
+    status,
+    name: text("filter-name", "name"),
+    workflow: text("filter-workflow", "workflow"),
+    schedule_id: text("filter-schedule", "schedule_id"),
+  };
+  return h(
+    "form",
+    {
+      class: "filters",
+      role: "search",
+      onsubmit: (event) => {
+        event.preventDefault();
+        const query = new URLSearchParams();
+        for (const name of FILTERS) if (inputs[name].value) query.set(name, inputs[name].value);
+        navigate(`#/jobs${query.toString() ? `?${query}` : ""}`);
+      },
+    },
+    field("Status", inputs.status),
+    field("Name", inputs.name),
+    field("Workflow", inputs.workflow),
+    field("Schedule", inputs.schedule_id),
+    h("button", { type: "submit" }, "Filter"),
+  );
+}
+
+export function jobsView(main, { params, navigate }) {
+  const filters = Object.fromEntries(FILTERS.map((n) => [n, params.get(n)]).filter(([, v]) => v));
+  const body = h("tbody");
+  const messages = h("div", { class: "messages" });
+  const pager = h("nav", { class: "pager", "aria-label": "Pages" });
+  const cursors = [null]; // the cursor of each page shown so far
+  let page = 0;
+  let rows = new Map();
+
+  main.append(
+    h("h1", {}, "Jobs"),
+    filterForm(params, navigate),
+    messages,
+    h(
+      "table",
+      { class: "jobs" },
+      h("caption", { class: "visually-hidden" }, "Jobs, newest first"),
+      h(
+        "thead",
+        {},
+        h("tr", {}, ["Job", "Name", "Status", "Created", "Duration", "Attempts"].map((t) =>
+          h("th", { scope: "col" }, t))),
+      ),
+      body,
+    ),
+    pager,
+  );
+
+  async function load() {
+    messages.replaceChildren(notice("info", "Loading…"));
+    let found;
+    try {
+      found = await api("/jobs", { query: { ...filters, limit: PAGE, cursor: cursors[page] } });
+    } catch (error) {
+      messages.replaceChildren(notice("error", `The jobs could not be listed: ${error.message}`));
+      return;
+    }
+    messages.replaceChildren();
+    clear(body);
+    rows = new Map();
+    for (const job of found.jobs) {
+      const tr = row(job);
+      rows.set(job.job_id, tr);
+      body.append(tr);
+    }
+    if (!found.jobs.length) {
+      body.append(h("tr", {}, h("td", { colspan: 6 }, "No jobs match.")));
+    }
+    cursors[page + 1] = found.next_cursor || undefined;
+    clear(pager).append(
+      h("button", { type: "button", class: "secondary", disabled: page === 0, onclick: () => go(page - 1) }, "Newer"),
+      h("span", {}, `Page ${page + 1}`),
+      h("button", { type: "button", class: "secondary", disabled: !found.next_cursor, onclick: () => go(page + 1) }, "Older"),
+    );
+  }
+
+  function go(target) {
+    page = target;
+    load();
+  }
+
+  function matches(job) {
+    return Object.entries(filters).every(([name, value]) => {
+      if (name === "status") return job.status === value;
+      if (name === "name") return (job.request || {}).name === value;
+      if (name === "workflow") return job.workflow === value;
+      return job.schedule_id === value;
+    });
+  }
+
+  // A status change: update the row, or show a new job at the top of the first page.
+  async function changed(message) {
+    if (message.type !== "status") return;
+    const shown = rows.get(message.job_id);
+    if (shown) {
+      const cell = shown.querySelector(".status-cell");
+      const current = cell.firstChild && cell.firstChild.dataset.status;
+      if (current === message.status) return;
+      if (ended(message.status) || filters.status) {
+        try {
+          const job = await api(`/jobs/${message.job_id}`);
+          const fresh = row(job);
+          shown.replaceWith(fresh);
+          rows.set(job.job_id, fresh);
+        } catch {
+          // Deleted meanwhile: the row stays as it was.
+        }
+      } else {
+        cell.replaceChildren(badge(message.status));
+      }
+      return;
+    }
+    if (page !== 0) return;
+    try {
+      const job = await api(`/jobs/${message.job_id}`);
+      if (rows.has(job.job_id) || !matches(job)) return;
+      const tr = row(job);
+      rows.set(job.job_id, tr);
+      const empty = body.querySelector("td[colspan]");
+      if (empty) empty.parentElement.remove();
+      body.prepend(tr);
+    } catch {
+      // Gone already: nothing to show.
+    }
+  }
+
+  const stop = live.follow({ jobs: "all" }, changed);
+  load();
+  return stop;
+}
