@@ -10,7 +10,7 @@ const CHECK_AFTER_MS = 400;
 const EXAMPLE_STEPS = [
   { action: "goto", url: "https://example.com/" },
   { action: "extract", name: "title", selector: "h1" },
-  { action: "screenshot" },
+  { action: "screenshot", name: "page.png" },
 ];
 
 // The control each top-level field of the request is edited in.
@@ -119,7 +119,7 @@ export function submitView(main, { params, navigate }) {
     const byControl = new Map();
     for (const error of errors) {
       const control = error.control || controlFor(error.field);
-      const text = error.control ? error.message : `${error.field}: ${error.message}`;
+      const text = error.control || !error.field ? error.message : `${error.field}: ${error.message}`;
       if (!control) {
         general.append(notice("error", text));
         continue;

@@ -12,6 +12,17 @@ function cost(line, region) {
   return priced ? priced.total_usd : 0;
 }
 
+// Every day from `first` to `last`, with the report's line for it or nothing used.
+function everyDay(days, first, last) {
+  const byDay = new Map(days.map((d) => [d.day, d]));
+  const all = [];
+  for (let t = Date.parse(first); t <= Date.parse(last) && all.length < 400; t += 86400_000) {
+    const day = isoDay(new Date(t));
+    all.push(byDay.get(day) || { day, cost: {} });
+  }
+  return all;
+}
+
 // Bars of each day's us-east-1 cost; the table below holds the same figures as text.
 function chart(days) {
   const width = 600;
@@ -65,7 +76,7 @@ export function usageView(main) {
         h("div", {}, h("dt", {}, "Browser-seconds"), h("dd", {}, report.total.browser_seconds.toFixed(1))),
         REGIONS.map((r) => h("div", {}, h("dt", {}, `Cost, ${r}`), h("dd", { dataset: { value: cost(report.total, r) } }, usd(cost(report.total, r)))))),
       h("section", { "aria-labelledby": "days-title" }, h("h2", { id: "days-title" }, "Per day"),
-        chart(report.days),
+        chart(everyDay(report.days, report.first_day, report.last_day)),
         table(HEADERS, report.days.map((d) => lineRow(d.day, d)))),
       h("section", { "aria-labelledby": "wf-title" }, h("h2", { id: "wf-title" }, "Per workflow"),
         report.workflows.length ? table(HEADERS, report.workflows.map((w) => lineRow(w.workflow, w))) : h("p", {}, "No usage in these days.")),

@@ -1,0 +1,205 @@
+"""The web console in real Chromium against the local stack: signing in, the jobs list and
+a job's page updating live, Cancel, the submit form's field errors, tenant isolation, and
+axe-core's accessibility check on every view."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from devstack.console_browser import console_browser, sign_in
+from devstack.stack import LocalStack
+from pagefleet.client import PagefleetClient
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+# Deadlines for what the page must show, long enough for a loaded 2-core machine.
+SHOWN_MS = 60_000
+SCREENSHOT_STEPS = [{"action": "goto", "url": "{{inputs.site}}"}, {"action": "screenshot", "name": "page.png"}]
+
+
+def slow_steps(seconds: int) -> list[dict[str, Any]]:
+    """A job that runs for about ``seconds``: long enough to be watched, or cancelled."""
+    return [
+        {"action": "goto", "url": "{{inputs.site}}"},
+        *({"action": "sleep", "ms": 1000} for _ in range(seconds)),
+        {"action": "screenshot", "name": "page.png"},
+    ]
+
+
+@pytest.fixture(scope="module")
+def browser(stack: LocalStack) -> Iterator[Browser]:
+    with console_browser() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser, stack: LocalStack) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    opened = context.new_page()
+    opened.set_default_timeout(SHOWN_MS)
+    yield opened
+    context.close()
+
+
+@pytest.fixture
+def signed_in(page: Page, stack: LocalStack) -> Page:
+    assert stack.dev_api_key is not None
+    sign_in(page, stack.console_url, stack.dev_api_key)
+    return page
+
+
+def serious_violations(page: Page) -> list[str]:
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v.get("impact") in ("serious", "critical")
+    ]
+
+
+def test_the_console_is_served_at_the_api_url_with_a_strict_policy(stack: LocalStack) -> None:
+    import httpx
+
+    page = httpx.get(stack.console_url)
+    assert page.status_code == 200
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    config = httpx.get(f"{stack.console_url}config.json").json()
+    assert config["api_base"] == "/v1"
+    assert config["websocket_url"] == stack.live.url
+
+
+def test_a_wrong_key_gets_a_clear_message(page: Page, stack: LocalStack) -> None:
+    page.goto(stack.console_url)
+    page.get_by_label("API key").fill("pf_not-a-real-key")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert").filter(has_text="not accepted")).to_be_visible()
+    expect(page.get_by_role("heading", name="Jobs")).to_have_count(0)
+
+
+def test_a_submitted_job_appears_and_its_page_shows_the_screenshot(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    page = signed_in
+    page.evaluate("window.__notReloaded = true")
+    job = client.submit({"steps": SCREENSHOT_STEPS, "inputs": {"site": stack.site_url}})
+    row = page.locator(f'tr[data-job-id="{job.job_id}"]')
+    expect(row).to_be_visible()  # arrived over the WebSocket: the list was not reloaded
+    expect(row.locator(".badge")).to_have_text("succeeded")
+    assert page.evaluate("window.__notReloaded") is True
+
+    row.get_by_role("link", name=job.job_id).click()
+    expect(page.locator("#job-status")).to_have_text("succeeded")
+    shot = page.locator(".shots img").first
+    expect(shot).to_be_visible()
+    # Rendered, not just linked: the presigned image loaded and has pixels.
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=shot.element_handle())
+    expect(page.get_by_role("cell", name=re.compile(r"^[0-9a-f]{64}$")).first).to_be_visible()
+
+
+def test_a_running_job_updates_its_status_and_log_without_a_reload(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    page = signed_in
+    job = client.submit({"steps": slow_steps(4), "inputs": {"site": stack.site_url}})
+    page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+    page.evaluate("window.__notReloaded = true")
+    expect(page.locator("#job-status")).to_have_text("running")
+    expect(page.locator("#job-log li.log-step_finished").first).to_be_visible()
+    expect(page.locator("#job-status")).to_have_text("succeeded")
+    expect(page.locator("#job-log li.log-state").last).to_contain_text("succeeded")
+    assert page.evaluate("window.__notReloaded") is True
+
+
+def test_cancel_stops_a_running_job(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    page = signed_in
+    job = client.submit({"steps": slow_steps(50), "inputs": {"site": stack.site_url}})
+    page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+    expect(page.locator("#job-status")).to_have_text("running")
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#job-status")).to_have_text("cancelled")
+    assert client.get(job.job_id).status.value == "cancelled"
+
+
+def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) -> None:
+    page = signed_in
+    page.get_by_role("link", name="Submit", exact=True).click()
+    steps = page.get_by_label("Steps (JSON)")
+    steps.fill('[{"action": "goto", "url": "ftp://example.com/"}]')
+    error = page.locator("#submit-steps-error")
+    expect(error).to_contain_text("steps[0]")
+    expect(steps).to_have_attribute("aria-invalid", "true")
+    steps.fill('[{"action": "goto", "url": "http://127.0.0.1:9/"}]')
+    expect(error).to_be_empty()
+    expect(page.locator("#submit-verdict")).to_have_text("Looks valid.")
+
+
+def test_another_tenants_job_reads_as_not_found(signed_in: Page, stack: LocalStack) -> None:
+    other_key = stack.create_tenant_key("console-other")
+    with stack.client(other_key) as other:
+        theirs = other.submit({"steps": [{"action": "goto", "url": stack.site_url}]})
+    signed_in.goto(f"{stack.console_url}#/jobs/{theirs.job_id}")
+    expect(signed_in.get_by_role("heading", name="Job not found")).to_be_visible()
+    expect(signed_in.get_by_text(theirs.job_id)).to_be_visible()
+    expect(signed_in.locator("#job-status")).to_have_count(0)
+
+
+def test_the_fleet_view_shows_the_apis_figures(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    finished = client.submit({"steps": SCREENSHOT_STEPS, "inputs": {"site": stack.site_url}})
+    client.wait(finished.job_id, timeout=SHOWN_MS / 1000)
+    for job in client.list(limit=100).jobs:  # nothing moves while the figures are read
+        if not job.is_final:
+            client.wait(job.job_id, timeout=SHOWN_MS / 1000)
+    stats = client.stats()
+    signed_in.get_by_role("link", name="Fleet", exact=True).click()
+    expect(signed_in.locator("#fleet-success")).to_be_visible()
+    expected = {
+        "fleet-queued": stats.counts.get("queued", 0),
+        "fleet-running": stats.counts.get("running", 0),
+        "fleet-success": stats.success_rate,
+        "fleet-failure": stats.failure_rate,
+        "fleet-retry": stats.retry_rate,
+        "fleet-duration-p50": stats.duration_s.p50,
+        "fleet-duration-p99": stats.duration_s.p99,
+        "fleet-delay-p95": stats.queue_delay_s.p95,
+    }
+    shown = {k: signed_in.locator(f"#{k}").get_attribute("data-value") for k in expected}
+    assert {k: float(v) if v else None for k, v in shown.items()} == pytest.approx(expected)
+
+
+VIEWS = ["jobs", "submit", "workflows", "schedules", "usage", "fleet"]
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_no_serious_accessibility_violations(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient, view: str
+) -> None:
+    signed_in.goto(f"{stack.console_url}#/{view}")
+    expect(signed_in.locator("main h1")).to_be_visible()
+    signed_in.wait_for_load_state("networkidle")
+    assert serious_violations(signed_in) == []
+
+
+def test_no_serious_accessibility_violations_on_sign_in_and_a_job(
+    page: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    page.goto(stack.console_url)
+    expect(page.get_by_label("API key")).to_be_visible()
+    assert serious_violations(page) == []
+    job = client.submit({"steps": SCREENSHOT_STEPS, "inputs": {"site": stack.site_url}})
+    client.wait(job.job_id, timeout=SHOWN_MS / 1000)
+    assert stack.dev_api_key is not None
+    sign_in(page, stack.console_url, stack.dev_api_key)
+    page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+    expect(page.locator(".shots img").first).to_be_visible()
+    assert serious_violations(page) == []
