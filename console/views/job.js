@@ -203,25 +203,31 @@ export function jobView(main, { match, navigate }) {
     return true;
   }
 
-  async function start() {
-    if (!(await refresh())) return;
-    let after = 0;
+  // Stored events after `after`, page by page; the last seq read.
+  async function readEvents(after) {
     for (;;) {
       let page;
       try {
         page = await api(`/jobs/${jobId}/events`, { query: { after, limit: EVENT_PAGE } });
       } catch {
-        break;
+        return after;
       }
       addEvents(page.events);
       after = page.next_after;
-      if (!page.more) break;
+      if (!page.more || closed) return after;
     }
+  }
+
+  async function start() {
+    if (!(await refresh())) return;
+    const after = await readEvents(0);
     if (!steps.size) stepsPart.replaceChildren(stepsTable(steps));
     if (closed) return;
     stop = live.follow({ job_id: jobId }, (message) => {
       if (message.type === "events") {
         addEvents(message.events || []);
+        // More was written than one message holds: the rest is read from the API.
+        if (message.more) readEvents(message.next_after);
       } else if (message.type === "status" && job && message.status !== job.status) {
         refresh();
       }

@@ -117,7 +117,7 @@ def test_a_running_job_updates_its_status_and_log_without_a_reload(
     assert page.evaluate("window.__notReloaded") is True
 
 
-def test_cancel_stops_a_running_job(
+def test_cancel_stops_a_running_job_and_run_again_submits_it_anew(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:
     page = signed_in
@@ -127,6 +127,13 @@ def test_cancel_stops_a_running_job(
     page.get_by_role("button", name="Cancel").click()
     expect(page.locator("#job-status")).to_have_text("cancelled")
     assert client.get(job.job_id).status.value == "cancelled"
+
+    page.get_by_role("button", name="Run again").click()
+    expect(page).not_to_have_url(re.compile(job.job_id))
+    again = page.url.rsplit("/", 1)[-1]
+    expect(page.locator("h1")).to_contain_text(again)
+    assert client.get(again).request["steps"] == client.get(job.job_id).request["steps"]
+    client.cancel(again)
 
 
 def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) -> None:

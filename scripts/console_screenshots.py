@@ -1,0 +1,96 @@
+"""Pictures of the web console for the README: each view, rendered from a local stack.
+
+    .venv/bin/python scripts/console_screenshots.py            # writes docs/img/console-*.png
+
+It starts a local stack, runs the examples, stores a workflow in two versions and a
+schedule (so those views have something to show), signs in as the dev tenant and saves one
+PNG per view.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from devstack.console_browser import VIEWPORT, console_browser, sign_in
+from devstack.examples import run_examples
+from devstack.stack import LocalStack
+
+REPO = Path(__file__).resolve().parents[1]
+SHOWN_MS = 60_000
+
+
+def seed(stack: LocalStack) -> str:
+    """Example jobs, a workflow with two versions and a schedule; the id of a job to show."""
+    with stack.client() as client:
+        results = run_examples(client, stack.site_url)
+        definition: dict[str, Any] = json.loads(
+            (REPO / "examples" / "dispatch" / "titles.workflow.json").read_text()
+        )
+        definition["inputs"] = {"site": stack.site_url}
+        client.put_workflow("titles", definition)
+        definition["steps"].append({"action": "screenshot", "name": "shop.png"})
+        client.put_workflow("titles", definition)
+        client.create_schedule(
+            {
+                "name": "nightly",
+                "expression": "cron(30 2 * * ? *)",
+                "timezone": "Asia/Kolkata",
+                "overlap": "skip",
+                "job": {"workflow": "titles", "inputs": {"site": stack.site_url}},
+            }
+        )
+        shown = next(r.job for r in results if r.job and r.name == "extract-products")
+        assert shown is not None
+        return shown.job_id
+
+
+def shoot(page: Page, out: Path, name: str) -> None:
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / f"console-{name}.png"), full_page=False)
+    print(f"wrote {out / f'console-{name}.png'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "img")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    with LocalStack(api_port=0, workers=1, concurrency=2) as stack, console_browser() as browser:
+        job_id = seed(stack)
+        page = browser.new_context(viewport=VIEWPORT).new_page()  # type: ignore[arg-type]
+        page.set_default_timeout(SHOWN_MS)
+        page.goto(stack.console_url)
+        expect(page.get_by_label("API key")).to_be_visible()
+        shoot(page, args.out, "sign-in")
+        assert stack.dev_api_key is not None
+        sign_in(page, stack.console_url, stack.dev_api_key)
+        expect(page.locator("table.jobs tbody tr").nth(5)).to_be_visible()
+        shoot(page, args.out, "jobs")
+        page.goto(f"{stack.console_url}#/jobs/{job_id}")
+        page.wait_for_function("() => [...document.images].some(i => i.naturalWidth > 0)")
+        page.screenshot(path=str(args.out / "console-job.png"), full_page=True)
+        print(f"wrote {args.out / 'console-job.png'}")
+        page.goto(f"{stack.console_url}#/submit")
+        page.get_by_label("Steps (JSON)").fill('[{"action": "goto", "url": "ftp://example.com/"}]')
+        expect(page.locator("#submit-steps-error")).not_to_be_empty()
+        shoot(page, args.out, "submit")
+        page.goto(f"{stack.console_url}#/workflows/titles")
+        expect(page.locator("#workflow-diff")).to_be_visible()
+        shoot(page, args.out, "workflows")
+        for view in ("schedules", "usage", "fleet"):
+            page.goto(f"{stack.console_url}#/{view}")
+            expect(page.locator("main h1")).to_be_visible()
+            expect(page.locator("main table").first).to_be_visible()
+            shoot(page, args.out, view)
+    stack.cleanup_logs()
+
+
+if __name__ == "__main__":
+    main()
