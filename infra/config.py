@@ -103,8 +103,8 @@ class PoolConfig(_Model):
 class ConsoleConfig(_Model):
     """The web console's CloudFront distribution (infra/constructs/console.py).
 
-    Off by default, a custom domain needs an ACM certificate for it in us-east-1 (CloudFront
-    takes certificates from there only, whatever the stack's region), given by ARN; without
+    A custom domain (none by default) needs an ACM certificate for it in us-east-1, given by
+    ARN: CloudFront takes certificates from there only, whatever the stack's region. Without
     one the console is reached at the distribution's ``*.cloudfront.net`` name.
     """
 
