@@ -100,6 +100,31 @@ class PoolConfig(_Model):
         return self.concurrency / 2
 
 
+class ConsoleConfig(_Model):
+    """The web console's CloudFront distribution (infra/constructs/console.py).
+
+    A custom domain (none by default) needs an ACM certificate for it in us-east-1, given by
+    ARN: CloudFront takes certificates from there only, whatever the stack's region. Without
+    one the console is reached at the distribution's ``*.cloudfront.net`` name.
+    """
+
+    domain_name: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+\.[a-z]{2,}$")
+    certificate_arn: str | None = Field(
+        default=None, pattern=r"^arn:aws[a-z-]*:acm:us-east-1:\d{12}:certificate/[\w-]+$"
+    )
+    # Edge locations served: 100 = North America and Europe (cheapest), 200, or All.
+    price_class: Literal["PriceClass_100", "PriceClass_200", "PriceClass_All"] = "PriceClass_100"
+    # Cache-Control max-age of the console's files (not content-hashed); a deploy also
+    # invalidates /console/* so a release shows at once.
+    cache_seconds: int = Field(default=300, ge=0, le=86400)
+
+    @model_validator(mode="after")
+    def _check(self) -> ConsoleConfig:
+        if (self.domain_name is None) != (self.certificate_arn is None):
+            raise ValueError("console domain_name and certificate_arn go together")
+        return self
+
+
 _RETENTION = {
     1: logs.RetentionDays.ONE_DAY,
     3: logs.RetentionDays.THREE_DAYS,
@@ -166,6 +191,7 @@ class StageConfig(_Model):
     tenant_defaults: LimitDefaults = LimitDefaults()
     # Submissions refused by tenant limits in 5 minutes that count as a bad period.
     tenant_refusals_alarm_count: int = Field(default=500, ge=1)
+    console: ConsoleConfig = ConsoleConfig()
 
     @property
     def log_retention(self) -> logs.RetentionDays:

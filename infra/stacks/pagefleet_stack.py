@@ -11,6 +11,8 @@ Live (WebSocket API + connections table + live function) <─ JobChanges posts t
 Notifications (webhook queue + DLQ + sender; EventBridge "Job Finished") <─ JobChanges
 Alarms (dead letters, functions, tasks, tables, sweeper) ─> Alerts (SNS) <─ Monitoring
 (dashboard + job alarms); Backups (AWS Backup plan of the tables, where configured)
+Console: CloudFront ─┬─ /console/* ─> S3 (the web console's files, config.json)
+                     └─ /v1/*      ─> Api (one origin for the page and the API: no CORS)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from infra.constructs.api import Api
 from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
 from infra.constructs.browser_workers import BrowserWorkers
+from infra.constructs.console import Console
 from infra.constructs.dead_letters import DeadLetters
 from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
@@ -191,6 +194,14 @@ class PagefleetStack(Stack):
             if config.backup_retention_days
             else None
         )
+        self.console = Console(
+            self,
+            "Console",
+            config=config,
+            api=self.api,
+            live=self.live,
+            artifacts=self.artifacts,
+        )
         self.monitoring = Monitoring(
             self,
             "Monitoring",
@@ -210,6 +221,18 @@ class PagefleetStack(Stack):
             value=f"https://{self.api.rest_api.rest_api_id}.execute-api.{self.region}."
             f"{self.url_suffix}",
             description="REST API base URL (PAGEFLEET_API_URL); routes are under /v1/",
+        )
+        CfnOutput(
+            self,
+            "ConsoleUrl",
+            value=self.console.url,
+            description="The web console (sign in with a tenant API key)",
+        )
+        CfnOutput(
+            self,
+            "ConsoleDistributionId",
+            value=self.console.distribution.distribution_id,
+            description="CloudFront distribution of the console and /v1/* (invalidations)",
         )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
