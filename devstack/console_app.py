@@ -19,7 +19,7 @@ from pagefleet.console_site import (
     CONSOLE_DIR,
     CONSOLE_PATH,
     SECURITY_HEADERS,
-    ConsoleConfig,
+    SiteConfig,
     content_security_policy,
 )
 from pagefleet.resources import API_STAGE
@@ -34,7 +34,7 @@ class ConsoleApp:
 
     def __init__(
         self,
-        config: Callable[[], ConsoleConfig],
+        config: Callable[[], SiteConfig],
         *,
         image_origins: tuple[str, ...] = (),
         connect_origins: tuple[str, ...] = (),
@@ -48,13 +48,15 @@ class ConsoleApp:
 
     def matches(self, request: HttpRequest) -> bool:
         path = request.path
+        if path == "/":  # a browser at the root is led to the console, as on CloudFront
+            return request.method in ("GET", "HEAD")
         return path == CONSOLE_PATH.rstrip("/") or path.startswith(CONSOLE_PATH)
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.method not in ("GET", "HEAD"):
             return self._with_headers(gateway_error(405, "Method Not Allowed"))
-        name = request.path[len(CONSOLE_PATH) :] if request.path != "/console" else ""
-        if request.path == CONSOLE_PATH.rstrip("/"):
+        name = request.path[len(CONSOLE_PATH) :]
+        if request.path in ("/", CONSOLE_PATH.rstrip("/")):
             return self._with_headers(HttpResponse(301, [("Location", CONSOLE_PATH)]))
         if name == CONFIG_FILE:
             body = json.dumps(self.config().as_json()).encode()
@@ -85,7 +87,7 @@ class ConsoleApp:
 
 def local_console(live_url: str, aws_endpoint: str) -> ConsoleApp:
     """The console of a local stack: its live WebSocket API, artifacts from the embedded AWS."""
-    config = ConsoleConfig(api_base=f"/{API_STAGE}", websocket_url=live_url, stage="local")
+    config = SiteConfig(api_base=f"/{API_STAGE}", websocket_url=live_url, stage="local")
     return ConsoleApp(
         lambda: config,
         image_origins=(aws_endpoint,),  # presigned artifact URLs

@@ -18,7 +18,7 @@ CONFIG_FILE = "config.json"
 
 
 @dataclass(frozen=True)
-class ConsoleConfig:
+class SiteConfig:
     """What the console reads at start (``/console/config.json``)."""
 
     api_base: str  # the API's base path on the console's own origin: "/v1"

@@ -30,6 +30,7 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
+from pagefleet.console_site import CONFIG_FILE, CONSOLE_DIR, SiteConfig, content_security_policy
 
 from .api import STAGE_NAME as API_STAGE
 from .api import Api
@@ -37,10 +38,8 @@ from .artifacts import ArtifactsBucket
 from .live import Live
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-CONSOLE_DIR = REPO_ROOT / "console"
 # The console's path, locally (<API URL>/console/) and here; also its files' key prefix.
-PREFIX = "console"
-CONFIG_FILE = "config.json"
+PREFIX = CONSOLE_DIR
 PRICE_CLASSES = {
     "PriceClass_100": cloudfront.PriceClass.PRICE_CLASS_100,
     "PriceClass_200": cloudfront.PriceClass.PRICE_CLASS_200,
@@ -66,25 +65,6 @@ function handler(event) {{
   return request;
 }}
 """
-
-
-def content_security_policy(*, image_hosts: list[str], websocket_origin: str) -> str:
-    """The console's CSP: its own scripts, styles and fonts only (no inline code, no
-    ``style`` attributes), artifacts' presigned S3 URLs as images, the live WebSocket."""
-    directives = {
-        "default-src": ["'none'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'"],
-        "img-src": ["'self'", "data:", *image_hosts],
-        "connect-src": ["'self'", websocket_origin],
-        "font-src": ["'self'"],
-        "manifest-src": ["'self'"],
-        "base-uri": ["'none'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-        "object-src": ["'none'"],
-    }
-    return "; ".join(f"{name} {' '.join(values)}" for name, values in directives.items())
 
 
 class Console(Construct):
@@ -139,13 +119,14 @@ class Console(Construct):
         # Presigned artifact URLs name the bucket's global host (<bucket>.s3.amazonaws.com,
         # as botocore signs them in every region); the regional one is allowed as well.
         self.csp = content_security_policy(
-            image_hosts=[
+            image_origins=[
                 f"https://{artifacts.bucket.bucket_domain_name}",
                 f"https://{artifacts.bucket.bucket_regional_domain_name}",
             ],
             # The origin of the live stage's URL (wss://<id>.execute-api.<region>.<suffix>/live).
-            websocket_origin=f"wss://{live.api.api_id}.execute-api.{stack.region}."
-            f"{stack.url_suffix}",
+            connect_origins=[
+                f"wss://{live.api.api_id}.execute-api.{stack.region}.{stack.url_suffix}"
+            ],
         )
         self.headers = cloudfront.ResponseHeadersPolicy(
             self,
@@ -262,14 +243,12 @@ class Console(Construct):
             destination_key_prefix=f"{PREFIX}/",
             sources=[
                 # A config.json of the local tree would be the local stack's: ours wins.
-                s3deploy.Source.asset(str(CONSOLE_DIR), exclude=[CONFIG_FILE]),
+                s3deploy.Source.asset(str(REPO_ROOT / CONSOLE_DIR), exclude=[CONFIG_FILE]),
                 s3deploy.Source.json_data(
                     CONFIG_FILE,
-                    {
-                        "api_base": f"/{API_STAGE}",
-                        "websocket_url": live.stage.url,
-                        "stage": config.stage,
-                    },
+                    SiteConfig(
+                        api_base=f"/{API_STAGE}", websocket_url=live.stage.url, stage=config.stage
+                    ).as_json(),
                 ),
             ],
             # The files are not content-hashed: short-lived in caches, invalidated on deploy.

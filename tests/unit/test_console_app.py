@@ -10,7 +10,7 @@ import pytest
 
 from devstack.console_app import ConsoleApp, local_console
 from devstack.gateway.events import HttpRequest
-from pagefleet.console_site import ConsoleConfig, content_security_policy
+from pagefleet.console_site import SiteConfig, content_security_policy
 
 
 def get(app: ConsoleApp, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:
@@ -25,7 +25,7 @@ def app(tmp_path: Path) -> ConsoleApp:
     (root / "index.html").write_text("<!doctype html><title>console</title>")
     (root / "views" / "jobs.js").write_text("export const x = 1;")
     (tmp_path / "secret.txt").write_text("not for the web")
-    config = ConsoleConfig(api_base="/v1", websocket_url="ws://127.0.0.1:9/live", stage="local")
+    config = SiteConfig(api_base="/v1", websocket_url="ws://127.0.0.1:9/live", stage="local")
     return ConsoleApp(
         lambda: config,
         image_origins=("http://127.0.0.1:7",),
@@ -74,8 +74,9 @@ def test_nothing_outside_the_console_directory_is_served(app: ConsoleApp, path: 
 
 
 def test_the_bare_path_redirects_and_writes_are_refused(app: ConsoleApp) -> None:
-    status, headers, _ = get(app, "/console")
-    assert (status, headers["Location"]) == (301, "/console/")
+    for path in ("/console", "/"):
+        status, headers, _ = get(app, path)
+        assert (status, headers["Location"]) == (301, "/console/")
     assert get(app, "/console/index.html", method="POST")[0] == 405
 
 
@@ -84,7 +85,8 @@ def test_the_console_claims_only_its_own_paths(app: ConsoleApp) -> None:
         return app.matches(HttpRequest(method="GET", raw_path=path, headers=[], body=b""))
 
     assert claims("/console/") and claims("/console") and claims("/console/app.js")
-    assert not claims("/v1/jobs") and not claims("/consoles") and not claims("/")
+    assert claims("/")  # the root leads to the console, as on CloudFront
+    assert not claims("/v1/jobs") and not claims("/consoles") and not claims("/v1")
 
 
 def test_the_local_console_serves_the_repositorys_files() -> None:
