@@ -75,6 +75,20 @@ def test_the_console_is_served_at_the_api_url_with_a_strict_policy(stack: LocalS
     assert config["websocket_url"] == stack.live.url
 
 
+def test_local_up_prints_the_console_link(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import httpx
+
+    from pagefleet.cli import render
+
+    render.print_stack(stack)
+    out = capsys.readouterr().out
+    link = re.search(r"console\s+(http://\S+)", out)
+    assert link is not None and link.group(1) == f"{stack.api_url}/console/"
+    assert "<title>pagefleet console</title>" in httpx.get(link.group(1)).text
+
+
 def test_a_wrong_key_gets_a_clear_message(page: Page, stack: LocalStack) -> None:
     page.goto(stack.console_url)
     page.get_by_label("API key").fill("pf_not-a-real-key")
