@@ -126,6 +126,12 @@ class Live {
   }
 
   dispatch(message) {
+    if (message.type === "subscribed" && message.jobs === "all") {
+      // Following every job from now on: what changed before is for the view to read.
+      const all = this.follows.get("all");
+      if (all) all.listeners.forEach((listener) => listener(message));
+      return;
+    }
     if (!message.job_id) return;
     const job = this.follows.get(message.job_id);
     if (job && message.type === "events" && message.next_after !== undefined) {

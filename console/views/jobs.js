@@ -129,6 +129,11 @@ export function jobsView(main, { params, navigate }) {
 
   // A status change: update the row, or show a new job at the top of the first page.
   async function changed(message) {
+    if (message.type === "subscribed") {
+      // (Re)subscribed: changes made while not following are read again, on the first page.
+      if (page === 0) load();
+      return;
+    }
     if (message.type !== "status") return;
     const shown = rows.get(message.job_id);
     if (shown) {
