@@ -4,17 +4,25 @@ figures. Real authorizer and API handlers, API Gateway events, the session's mot
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any
 
 import boto3
+import httpx
 import jsonschema
 import pytest
+from typer.testing import CliRunner
 
+from devstack.gateway.events import HttpRequest
 from devstack.provision import Provisioned
+from pagefleet import cli
+from pagefleet.cli import common as cli_common
+from pagefleet.client import PagefleetClient
 from pagefleet.jobs import listing
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenants import create_api_key
-from tests.support.api import ApiCaller, HttpResult
+from tests.support.api import ApiCaller, HttpResult, rest_api
 
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/list.html"},
@@ -324,3 +332,59 @@ def test_the_fleet_figures_cover_what_the_console_shows(alice: ApiCaller) -> Non
         assert rate in figures
     for spread in ("duration_s", "queue_delay_s"):
         assert set(figures[spread]) == {"p50", "p95", "p99"}
+
+
+# --- the SDK and the CLI ------------------------------------------------------------------------
+def gateway_transport() -> httpx.MockTransport:
+    """httpx requests answered by the local gateway's REST API (authorizer and API handler
+    in this process), as the local stack would answer them over HTTP."""
+    api = rest_api()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        raw_path = request.url.raw_path.decode()
+        answer = api.handle(
+            HttpRequest(
+                method=request.method,
+                raw_path=raw_path,
+                headers=list(request.headers.items()),
+                body=request.read(),
+            )
+        )
+        return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+
+    return httpx.MockTransport(handle)
+
+
+def test_the_sdk_and_the_cli_list_with_filters_validate_and_diff(
+    api_env: Provisioned, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "carol")
+    transport = gateway_transport()
+    with PagefleetClient("http://gateway.test", key, transport=transport) as client:
+        client.put_workflow("shop", JOB)
+        client.put_workflow("shop", {**JOB, "inputs": {"site": "http://127.0.0.1:10"}})
+        shop = client.submit({"workflow": "shop"}).job_id
+        named = client.submit({**JOB, "name": "nightly"}).job_id
+        assert [j.job_id for j in client.list(workflow="shop").jobs] == [shop]
+        assert [j.job_id for j in client.iter_jobs(name="nightly", page_size=1)] == [named]
+        assert client.list(name="nightly", workflow="shop").jobs == []
+        assert client.validate(JOB).valid is True
+        refused = client.validate({"workflow": "nope"})
+        assert not refused.valid and refused.errors[0].field == "workflow"
+        assert client.workflow_schema()["$schema"].endswith("2020-12/schema")
+        diff = client.workflow_diff("shop", 1, 2)
+        assert diff.changed and '+    "site": "http://127.0.0.1:10"' in diff.diff
+
+    monkeypatch.setattr(
+        cli_common, "PagefleetClient", functools.partial(PagefleetClient, transport=transport)
+    )
+    runner = CliRunner()
+    env = {"PAGEFLEET_API_URL": "http://gateway.test", "PAGEFLEET_API_KEY": key}
+    listed = runner.invoke(cli.app, ["jobs", "--workflow", "shop", "--json"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert [j["job_id"] for j in json.loads(listed.output)["jobs"]] == [shop]
+    listed = runner.invoke(cli.app, ["jobs", "--name", "nightly", "--json"], env=env)
+    assert [j["job_id"] for j in json.loads(listed.output)["jobs"]] == [named]
+    diffed = runner.invoke(cli.app, ["workflows", "diff", "shop", "1", "2"], env=env)
+    assert diffed.exit_code == 0, diffed.output
+    assert "+++ shop@2" in diffed.output
