@@ -137,6 +137,22 @@ class JobPage(_View):
     next_cursor: str | None = None
 
 
+class ValidationProblem(_View):
+    """One thing ``POST /v1/jobs`` would refuse: the field, named as its 4xx bodies name it
+    (``error.field`` and ``error.details[].field``: ``steps[0].url``, ``inputs.site``,
+    ``body`` for the body as a whole), and why."""
+
+    field: str
+    message: str
+
+
+class ValidationResult(_View):
+    """200 to ``POST /v1/jobs/validate``: every problem of the job request (none: valid)."""
+
+    valid: bool
+    errors: list[ValidationProblem] = Field(default_factory=list)
+
+
 class ArtifactList(_View):
     job_id: str
     artifacts: list[ArtifactLink]
@@ -309,6 +325,17 @@ class WorkflowVersionView(_View):
     versions: list[int] | None = Field(
         default=None, description="every version of the name (on the latest-version route)"
     )
+
+
+class WorkflowDiff(_View):
+    """Two versions of a workflow compared: a unified diff of their definitions, each as
+    sorted, indented JSON (empty when they are the same)."""
+
+    name: str
+    from_version: int
+    to_version: int
+    diff: str
+    changed: bool
 
 
 class WorkflowStored(_View):

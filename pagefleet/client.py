@@ -35,6 +35,7 @@ from pagefleet.api_models import (
     RedriveResponse,
     SigningSecret,
     SubmitResponse,
+    ValidationResult,
 )
 from pagefleet.client_dispatch import DispatchCalls
 from pagefleet.client_tenancy import TenancyCalls
@@ -203,26 +204,64 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
         status: JobStatus | str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        *,
+        name: str | None = None,
+        workflow: str | None = None,
+        schedule_id: str | None = None,
     ) -> JobList:
-        params: dict[str, Any] = {}
-        if status is not None:
-            params["status"] = str(status)
-        if limit is not None:
-            params["limit"] = limit
-        if cursor is not None:
-            params["cursor"] = cursor
+        """A page of jobs, newest first; the filters combine. With ``name`` (the job's),
+        ``workflow`` (a named workflow, any version) or ``schedule_id`` a page may hold fewer
+        than ``limit`` jobs and still have a ``next_cursor``: read on while it has one."""
+        given = {
+            "status": str(status) if status is not None else None,
+            "limit": limit,
+            "cursor": cursor,
+            "name": name,
+            "workflow": workflow,
+            "schedule_id": schedule_id,
+        }
+        params = {k: v for k, v in given.items() if v is not None}
         return JobList.model_validate_json(self._request("GET", "/v1/jobs", params=params).content)
 
     def iter_jobs(
-        self, status: JobStatus | str | None = None, page_size: int = 100
+        self,
+        status: JobStatus | str | None = None,
+        page_size: int = 100,
+        *,
+        name: str | None = None,
+        workflow: str | None = None,
+        schedule_id: str | None = None,
     ) -> Iterator[Job]:
         cursor: str | None = None
         while True:
-            page = self.list(status=status, limit=page_size, cursor=cursor)
+            page = self.list(
+                status=status,
+                limit=page_size,
+                cursor=cursor,
+                name=name,
+                workflow=workflow,
+                schedule_id=schedule_id,
+            )
             yield from page.jobs
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
+
+    def validate(self, request: JobRequest | JobSubmission | Mapping[str, Any]) -> ValidationResult:
+        """What ``submit`` would refuse in ``request``, every problem with its field; nothing
+        is submitted."""
+        body = (
+            request.model_dump(mode="json", exclude_none=True)
+            if isinstance(request, JobRequest | JobSubmission)
+            else dict(request)
+        )
+        response = self._request("POST", "/v1/jobs/validate", json=body)
+        return ValidationResult.model_validate_json(response.content)
+
+    def workflow_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft 2020-12) of a job request."""
+        schema: dict[str, Any] = self._request("GET", "/v1/workflow.schema.json").json()
+        return schema
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job: queued ones at once; running ones stop within seconds."""

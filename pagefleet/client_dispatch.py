@@ -13,6 +13,7 @@ from pagefleet.api_models import (
     ScheduleList,
     ScheduleRuns,
     ScheduleView,
+    WorkflowDiff,
     WorkflowList,
     WorkflowStored,
     WorkflowVersionView,
@@ -39,6 +40,14 @@ class DispatchCalls:
         """The latest version (with the list of versions), or the version given."""
         path = f"/v1/workflows/{name}" + (f"/versions/{version}" if version else "")
         return WorkflowVersionView.model_validate_json(self._request("GET", path).content)
+
+    def workflow_diff(
+        self: _Requests, name: str, from_version: int, to_version: int
+    ) -> WorkflowDiff:
+        """A unified diff of two versions' definitions (as sorted, indented JSON)."""
+        params = {"from": from_version, "to": to_version}
+        response = self._request("GET", f"/v1/workflows/{name}/diff", params=params)
+        return WorkflowDiff.model_validate_json(response.content)
 
     # --- schedules ----------------------------------------------------------------------------
     def create_schedule(self: _Requests, spec: Mapping[str, Any]) -> ScheduleView:

@@ -8,9 +8,11 @@ in ``tests/contract`` holds both to the same behaviour.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from pagefleet.models import (
@@ -22,6 +24,36 @@ from pagefleet.models import (
     TenantPolicy,
 )
 from pagefleet.states import JobStatus
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    """A job listing's filters besides the status (``pagefleet.jobs.listing``): exact
+    matches, combined (all given must hold); None: not filtered on."""
+
+    name: str | None = None  # the job request's name
+    workflow: str | None = None  # the named workflow, any version
+    schedule_id: str | None = None  # the schedule that made the job
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in asdict(self).values())
+
+    def matches(self, job: JobRecord) -> bool:
+        return (
+            (self.name is None or job.request.name == self.name)
+            and (self.workflow is None or job.workflow == self.workflow)
+            and (self.schedule_id is None or job.schedule_id == self.schedule_id)
+        )
+
+    def digest(self) -> str | None:
+        """What a cursor carries to be refused with another filter set (None: no filter)."""
+        if not self:
+            return None
+        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+NO_FILTER = JobFilter()
 
 
 class Clock(Protocol):
@@ -84,7 +116,9 @@ class JobStore(Protocol):
         status: JobStatus | None,
         limit: int,
         start_key: dict[str, Any] | None,
-    ) -> tuple[list[JobRecord], dict[str, Any] | None]: ...
+        where: JobFilter = NO_FILTER,
+    ) -> tuple[list[JobRecord], dict[str, Any] | None]:
+        """Newest first; a filtered page may be short (``pagefleet.jobs.listing``)."""
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]: ...
 
@@ -228,10 +262,17 @@ class SecretStore(Protocol):
 
 class CursorCodec(Protocol):
     """Pagination cursors: ``decode`` accepts only what ``encode`` gave the same listing
-    (tenant and status filter), else raises ``InvalidRequest`` on ``cursor``."""
+    (tenant, status and the other filters), else raises ``InvalidRequest`` on ``cursor``."""
 
-    def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str: ...
+    def encode(
+        self, tenant_id: str, key: Mapping[str, Any], *, where: JobFilter = NO_FILTER
+    ) -> str: ...
 
     def decode(
-        self, tenant_id: str, cursor: str, *, status: JobStatus | None = None
+        self,
+        tenant_id: str,
+        cursor: str,
+        *,
+        status: JobStatus | None = None,
+        where: JobFilter = NO_FILTER,
     ) -> dict[str, Any]: ...

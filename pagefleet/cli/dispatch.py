@@ -64,6 +64,26 @@ def show(
     console.print_json(data=found.definition)
 
 
+@workflows_app.command("diff")
+def diff(
+    name: Annotated[str, typer.Argument(help="The workflow's name.")],
+    from_version: Annotated[int, typer.Argument(help="The older version.", min=1)],
+    to_version: Annotated[int, typer.Argument(help="The newer version.", min=1)],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """What changed between two versions (a unified diff of their definitions)."""
+    with api_client(api_url, api_key) as client:
+        found = client.workflow_diff(name, from_version, to_version)
+    if as_json:
+        console.print_json(found.model_dump_json())
+    elif not found.changed:
+        console.print(f"{name}@{from_version} and {name}@{to_version} are the same")
+    else:
+        console.print(found.diff, end="", markup=False, highlight=False)
+
+
 @schedules_app.command("create")
 def create(
     file: Annotated[Path, typer.Argument(help="The job each fire submits (steps or workflow).")],

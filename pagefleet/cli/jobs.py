@@ -26,7 +26,7 @@ from pagefleet.cli.common import (
     validation_lines,
 )
 from pagefleet.cli.follow import follow_job
-from pagefleet.jobs.submission import JobSubmission
+from pagefleet.jobs.submission import JobSubmission, submission_schema
 
 
 def _parse_input(pair: str) -> tuple[str, Any]:
@@ -188,15 +188,30 @@ def cancel(
 
 def jobs(
     status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", help="Only jobs of this named workflow.")
+    ] = None,
+    schedule: Annotated[
+        str | None, typer.Option("--schedule", help="Only jobs this schedule (id) made.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
     cursor: Annotated[str | None, typer.Option("--cursor")] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
     as_json: AsJson = False,
 ) -> None:
-    """List jobs, newest first."""
+    """List jobs, newest first; filters combine (a filtered page may be short: --cursor goes
+    on)."""
     with api_client(api_url, api_key) as client:
-        page = client.list(status=status, limit=limit, cursor=cursor)
+        page = client.list(
+            status=status,
+            limit=limit,
+            cursor=cursor,
+            name=name,
+            workflow=workflow,
+            schedule_id=schedule,
+        )
     if as_json:
         console.print_json(page.model_dump_json())
         return
@@ -232,4 +247,4 @@ def artifacts(
 
 def schema() -> None:
     """Print the JSON Schema of a job request (for editors)."""
-    sys.stdout.write(json.dumps(JobSubmission.model_json_schema(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(submission_schema(), indent=2) + "\n")

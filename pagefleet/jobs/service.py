@@ -6,9 +6,7 @@ reads the environment or talks to AWS on import.
 
 from __future__ import annotations
 
-import math
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -17,19 +15,25 @@ from pagefleet.errors import (
     EnqueueFailed,
     IdempotencyConflict,
     IdempotencyKeyReused,
-    InvalidField,
-    InvalidRequest,
     NotFound,
-    RequestTooLarge,
 )
 from pagefleet.jobs import stats
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
+from pagefleet.jobs.planning import Problems, plan_job
 from pagefleet.jobs.rules import MAX_DELAY_S
-from pagefleet.jobs.submission import JobSubmission, resolve_submission
-from pagefleet.models import MAX_DELAY_SECONDS, JobRecord, JobRequest, iso, new_job_id
-from pagefleet.ports import SYSTEM_CLOCK, ArtifactStore, Clock, CursorCodec, JobQueue, JobStore
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.models import JobRecord, JobRequest, iso
+from pagefleet.ports import (
+    NO_FILTER,
+    SYSTEM_CLOCK,
+    ArtifactStore,
+    Clock,
+    CursorCodec,
+    JobFilter,
+    JobQueue,
+    JobStore,
+)
 from pagefleet.states import JobStatus
 from pagefleet.workflow.versions import WorkflowStore
 
@@ -91,45 +95,17 @@ def submit_job(
         existing = _replay(svc, tenant_id, idempotency_key, fingerprint)
         if existing is not None:
             return existing
-    resolved = resolve_submission(submission, tenant_id, svc.workflows)
-    request = resolved.request
-    now_epoch = int(svc.clock.now())
-    now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
-    # From the next whole second: a delay never starts the job sooner than asked.
-    run_at = _start(request, math.ceil(svc.clock.now()))
-    status, dispatch_at = JobStatus.QUEUED, None
-    if request.depends_on:
-        if run_at is not None:
-            raise InvalidField(
-                "a job with depends_on starts when its parents succeed; drop delay_seconds "
-                "and run_at",
-                field="depends_on",
-            )
-        _check_parents(svc, tenant_id, request.depends_on)
-        status = JobStatus.WAITING
-    elif run_at is not None and run_at > now_epoch:
-        status = JobStatus.SCHEDULED
-        if run_at - now_epoch > MAX_DELAY_S:
-            dispatch_at = run_at - MAX_DELAY_S  # the sweeper sends it when within reach
-    version = resolved.workflow
-    record = JobRecord(
-        tenant_id=tenant_id,
-        job_id=new_job_id(),
-        status=status,
-        request=request,
-        created_at=now,
-        updated_at=now,
-        correlation_id=correlation_id or str(uuid.uuid4()),
-        pool=request.pool,
+    planned = plan_job(
+        svc,
+        tenant_id,
+        submission,
+        Problems(collect=False),
         idempotency_key=idempotency_key,
-        deadline_at=int(request.deadline.timestamp()) if request.deadline else None,
-        run_at=run_at if status is JobStatus.SCHEDULED else None,
-        workflow=version.name if version else None,
-        workflow_version=version.version if version else None,
-        schedule_id=schedule[0] if schedule else None,
-        scheduled_time=schedule[1] if schedule else None,
+        correlation_id=correlation_id,
+        schedule=schedule,
     )
-    _check_record_size(record)
+    assert planned is not None  # a problem was raised
+    record, dispatch_at, status = planned.record, planned.dispatch_at, planned.record.status
     try:
         svc.store.create(record, idempotency_fingerprint=fingerprint, dispatch_at=dispatch_at)
     except IdempotencyConflict:
@@ -145,43 +121,6 @@ def submit_job(
     if dispatch_at is not None:
         return Submitted(job=record, created=True)
     return Submitted(job=svc.lifecycle.enqueue(record, delay_s=delay_s), created=True)
-
-
-def _start(request: JobRequest, now: int) -> int | None:
-    """The job's start time in epoch seconds, from delay_seconds or run_at (None: now)."""
-    if request.deadline is not None and int(request.deadline.timestamp()) <= now:
-        raise InvalidRequest("deadline is in the past", field="deadline")
-    if request.delay_seconds:
-        start: int | None = now + request.delay_seconds
-    elif request.run_at is not None:
-        start = int(request.run_at.timestamp())
-        if start > now + MAX_DELAY_SECONDS:
-            raise InvalidField("run_at is more than 7 days ahead", field="run_at")
-    else:
-        start = None
-    deadline = int(request.deadline.timestamp()) if request.deadline is not None else None
-    if start is not None and deadline is not None and deadline < start:
-        raise InvalidField("the deadline falls before the job's start", field="deadline")
-    return start
-
-
-def _check_parents(svc: JobServices, tenant_id: str, parents: list[str]) -> None:
-    for index, parent in enumerate(parents):
-        try:
-            svc.store.get(tenant_id, parent, consistent=False)
-        except NotFound:
-            raise InvalidField(f"job {parent} not found", field=f"depends_on[{index}]") from None
-
-
-def _check_record_size(record: JobRecord) -> None:
-    """Refuse a job whose record would not fit in one item once its attempts have run."""
-    size = json_bytes(record.model_dump(mode="json"))
-    if size > SUBMIT_RECORD_MAX_BYTES:
-        raise RequestTooLarge(
-            f"the job's record would take {size} bytes, over the {SUBMIT_RECORD_MAX_BYTES} "
-            "a job may use for its request; send fewer or smaller steps or inputs",
-            field="body",
-        )
 
 
 def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted | None:
@@ -222,10 +161,15 @@ def list_jobs(
     status: JobStatus | None = None,
     limit: int = 20,
     cursor: str | None = None,
+    where: JobFilter = NO_FILTER,
 ) -> JobPage:
-    start_key = svc.cursors.decode(tenant_id, cursor, status=status) if cursor else None
-    jobs, last_key = svc.store.list_page(tenant_id, status=status, limit=limit, start_key=start_key)
-    next_cursor = svc.cursors.encode(tenant_id, last_key) if last_key else None
+    """Newest first. With filters besides the status a page may be short, even empty, and
+    still have a next cursor: the listing reads a bounded number of jobs a request."""
+    start = svc.cursors.decode(tenant_id, cursor, status=status, where=where) if cursor else None
+    jobs, last_key = svc.store.list_page(
+        tenant_id, status=status, limit=limit, start_key=start, where=where
+    )
+    next_cursor = svc.cursors.encode(tenant_id, last_key, where=where) if last_key else None
     return JobPage(jobs=jobs, next_cursor=next_cursor)
 
 

@@ -8,6 +8,8 @@ resolved to with the workflow's name and version, so it always runs what it name
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +50,26 @@ class JobSubmission(JobSettings):
         if steps is not None and named:
             raise ValueError("give steps or a workflow reference, not both")
         return steps
+
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_ID = "urn:pagefleet:v1:workflow.schema.json"
+SCHEMA_TITLE = "pagefleet job request (the body of POST /v1/jobs)"
+
+
+def submission_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``POST /v1/jobs``'s body: what an editor validates
+    a workflow against as it is typed (``GET /v1/workflow.schema.json``, ``pagefleet schema``).
+    The model's checks that need the tenant's data (a named workflow, its inputs, parents)
+    are ``POST /v1/jobs/validate``'s."""
+    return copy.deepcopy(_schema())
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    # Built once a process: the models never change while it runs.
+    schema = JobSubmission.model_json_schema()
+    return {"$schema": SCHEMA_DIALECT, "$id": SCHEMA_ID, **schema, "title": SCHEMA_TITLE}
 
 
 @dataclass(frozen=True)

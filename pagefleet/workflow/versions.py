@@ -8,6 +8,8 @@ always runs the version it named even after newer ones exist.
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -129,3 +131,40 @@ def resolve(store: WorkflowStore, tenant_id: str, reference: str) -> WorkflowVer
         what = ref.name if ref.version is None else f"{ref.name}@{ref.version}"
         raise NotFound(f"workflow {what} not found", field="workflow")
     return found
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    name: str
+    from_version: int
+    to_version: int
+    diff: str  # unified diff text; "" when the definitions are the same
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.diff)
+
+
+def diff_versions(
+    store: WorkflowStore, tenant_id: str, name: str, from_version: int, to_version: int
+) -> VersionDiff:
+    """A unified diff of two versions' definitions, each as sorted, indented JSON (as the
+    version routes show them); NotFound on ``name``, ``from`` or ``to`` for what is missing."""
+    if store.latest(tenant_id, name) is None:
+        raise NotFound(f"workflow {name} not found", field="name")
+    texts = []
+    for field, version in (("from", from_version), ("to", to_version)):
+        found = store.get(tenant_id, name, version)
+        if found is None:
+            raise NotFound(f"workflow {name}@{version} not found", field=field)
+        shown = found.definition.model_dump(mode="json", exclude_none=True)
+        texts.append(json.dumps(shown, sort_keys=True, indent=2, ensure_ascii=False))
+    lines = difflib.unified_diff(
+        texts[0].splitlines(),
+        texts[1].splitlines(),
+        fromfile=f"{name}@{from_version}",
+        tofile=f"{name}@{to_version}",
+        lineterm="",
+    )
+    text = "\n".join(lines)
+    return VersionDiff(name, from_version, to_version, text + "\n" if text else "")

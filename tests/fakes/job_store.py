@@ -11,16 +11,21 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from pagefleet.adapters.dynamodb.codec import epoch_of, job_sk, ops_key, status_pk, tenant_pk
+from pagefleet.adapters.dynamodb.codec import (
+    epoch_of,
+    listing_key,
+    ops_key,
+)
 from pagefleet.errors import (
     IdempotencyConflict,
     IllegalTransition,
     LeaseLost,
     NotFound,
 )
+from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.ports import IdempotencyRecord
+from pagefleet.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.states import JobStatus, sources_of
 
 
@@ -95,6 +100,7 @@ class FakeJobStore:
         status: JobStatus | None,
         limit: int,
         start_key: dict[str, Any] | None,
+        where: JobFilter = NO_FILTER,
     ) -> tuple[list[JobRecord], dict[str, Any] | None]:
         with self._lock:
             jobs = sorted(
@@ -104,17 +110,22 @@ class FakeJobStore:
             )
         if status is not None:
             jobs = [j for j in jobs if j.status is status]
-        if start_key:
-            after = str(start_key["sk"]).removeprefix("JOB#")
-            jobs = [j for j in jobs if j.job_id < after]
-        page = [j.model_copy(deep=True) for j in jobs[:limit]]
-        if len(jobs) <= limit:
-            return page, None
-        last = page[-1]
-        key = {"pk": tenant_pk(tenant_id), "sk": job_sk(last.job_id)}
-        if status is not None:
-            key["status_pk"] = status_pk(tenant_id, status)
-        return page, key
+
+        def read(size: int, start: dict[str, Any] | None) -> tuple[list[JobRecord], Any]:
+            # As a DynamoDB query: `size` items read after `start`, the filter applied to them.
+            after = str(start["sk"]).removeprefix("JOB#") if start else None
+            rest = [j for j in jobs if after is None or j.job_id < after]
+            batch = rest[:size]
+            last = listing_key(tenant_id, batch[-1].job_id, status) if len(rest) > size else None
+            return [j.model_copy(deep=True) for j in batch if where.matches(j)], last
+
+        return fill_page(
+            read,
+            limit=limit,
+            start_key=start_key,
+            filtered=bool(where),
+            key_of=lambda job: listing_key(tenant_id, job.job_id, status),
+        )
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         with self._lock:

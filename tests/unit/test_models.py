@@ -15,6 +15,7 @@ from pagefleet.adapters.dynamodb.codec import (
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
 from pagefleet.models import AttemptRecord, JobRecord, JobRequest, new_job_id
+from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
 from pagefleet.workflow.templating import mask_secrets, references, render
 
@@ -147,3 +148,23 @@ def test_templating_renders_inputs_and_masks_secrets() -> None:
     assert mask_secrets(f"typed {rendered['value']} into #pw", ["hunter2"]) == "typed *** into #pw"
     with pytest.raises(KeyError, match=r"secrets\.PW"):
         render(step, {"site": "x"}, {})
+
+
+def test_cursor_is_bound_to_the_listing_filters() -> None:
+    codec = CursorCodec()
+    key = {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "acme#queued"}
+    shop = JobFilter(workflow="shop")
+    cursor = codec.encode("acme", key, where=shop)
+    assert codec.decode("acme", cursor, status=JobStatus.QUEUED, where=shop) == key
+    for status, where in [
+        (JobStatus.QUEUED, JobFilter()),  # the filter dropped
+        (JobStatus.QUEUED, JobFilter(workflow="other")),
+        (JobStatus.QUEUED, JobFilter(workflow="shop", name="n")),  # one added
+        (JobStatus.RUNNING, shop),
+    ]:
+        with pytest.raises(InvalidRequest) as caught:
+            codec.decode("acme", cursor, status=status, where=where)
+        assert caught.value.field == "cursor"
+    plain = codec.encode("acme", key)
+    with pytest.raises(InvalidRequest):
+        codec.decode("acme", plain, status=JobStatus.QUEUED, where=shop)

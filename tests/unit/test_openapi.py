@@ -34,8 +34,8 @@ def test_every_operation_documents_its_bodies_and_errors() -> None:
     documented_routes = {(method.upper(), _params(stage + path)) for path, method, _ in operations}
     assert readme_routes() <= documented_routes, readme_routes() - documented_routes
     for path, method, op in operations:
-        if path == "/openapi.json":
-            continue
+        if path in ("/openapi.json", "/workflow.schema.json"):
+            continue  # documents of their own (OpenAPI, JSON Schema), not API models
         success = [s for s in op["responses"] if s.startswith("2")]
         assert success, (path, method)
         for status in success:

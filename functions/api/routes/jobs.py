@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -26,13 +26,18 @@ from pagefleet.api_models import (
     JobPage,
     JobView,
     SubmitResponse,
+    ValidationProblem,
+    ValidationResult,
 )
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs import service
+from pagefleet.jobs.planning import validate_body
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
+from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
 from pagefleet.tenancy import admission
+from pagefleet.workflow.versions import NAME_PATTERN
 
 router = Router()
 
@@ -41,6 +46,7 @@ JOB_ID = Annotated[
 ]
 # Carried to the queue message's attributes and every log line: printable ASCII only.
 CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
+WEBHOOK = "notify.webhook"
 SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 429, 503)
 SUBMIT_RESPONSES[202]["headers"] = {
     "Location": {"description": "/v1/jobs/{job_id}", "schema": {"type": "string"}},
@@ -80,7 +86,7 @@ def create_job(
     tenant = tenant_id(router)
     webhook = request.notify.webhook if request.notify else None
     if webhook:  # the egress policy (SSRF), again when it is sent
-        check_webhook(webhook, allow_loopback=api_settings().allow_loopback, field="notify.webhook")
+        check_webhook(webhook, allow_loopback=api_settings().allow_loopback, field=WEBHOOK)
     # The job's correlation id is the one every log line of this request carries.
     correlation = x_correlation_id or request_id(router)
     if logger.get_correlation_id() != correlation:
@@ -106,6 +112,42 @@ def create_job(
     return respond(202, body, headers)
 
 
+@router.post(
+    "/jobs/validate",
+    summary="Check a job request without submitting it",
+    description=(
+        "The same body as `POST /v1/jobs`, put through the same checks: the model's, and "
+        "those that need your data (a named `workflow` exists and its inputs fit, "
+        "`depends_on` jobs exist, times, size, the webhook's address). Nothing is recorded "
+        "or queued, and it does not count against the submission rate. 200 with every "
+        "problem, each naming its field as the 4xx bodies of `POST /v1/jobs` do; a body "
+        "that is not a JSON object is a 400."
+    ),
+    responses=documented({200: ("whether it is valid, and why not", ValidationResult)}, 400),
+    tags=["jobs"],
+)
+def validate_job(
+    body: Annotated[
+        Any,
+        Body(
+            description="a job request, as for POST /v1/jobs",
+            json_schema_extra={"$ref": "#/components/schemas/JobSubmission"},
+        ),
+    ] = None,
+) -> Response[str]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("the body must be a JSON object: a job request", field="body")
+    loopback = api_settings().allow_loopback
+    problems = validate_body(
+        services(),
+        tenant_id(router),
+        body,
+        check_webhook=lambda url: check_webhook(url, allow_loopback=loopback, field=WEBHOOK),
+    )
+    errors = [ValidationProblem(field=p.field, message=p.message) for p in problems]
+    return respond(200, ValidationResult(valid=not errors, errors=errors))
+
+
 @router.get(
     "/jobs/<job_id>",
     summary="Get a job",
@@ -120,19 +162,41 @@ def get_job(job_id: JOB_ID) -> Response[str]:
 @router.get(
     "/jobs",
     summary="List jobs, newest first",
+    description=(
+        "Filters combine. With `name`, `workflow` or `schedule_id` the listing reads a "
+        "bounded number of jobs a request: where matches are few a page may hold fewer than "
+        "`limit` jobs (even none) and still have a `next_cursor` to read on. A cursor works "
+        "only with the filters it was issued for (else 400 on `cursor`)."
+    ),
     responses=documented({200: ("a page of jobs", JobPage)}, 400),
     tags=["jobs"],
 )
 def list_jobs(
     status: Annotated[JobStatus | None, Query()] = None,
+    name: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="the job's name, exact")
+    ] = None,
+    workflow: Annotated[
+        str | None,
+        Query(
+            max_length=100,
+            pattern=NAME_PATTERN,
+            description="jobs made from this named workflow (any version)",
+        ),
+    ] = None,
+    schedule_id: Annotated[
+        str | None,
+        Query(pattern=r"^[0-9a-zA-Z]{26}$", description="jobs this schedule made"),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[str]:
     page_max = api_settings().page_size_max
     if limit > page_max:
         raise InvalidRequest(f"limit must be at most {page_max}", field="limit")
+    where = JobFilter(name=name, workflow=workflow, schedule_id=schedule_id)
     page = service.list_jobs(
-        services(), tenant_id(router), status=status, limit=limit, cursor=cursor
+        services(), tenant_id(router), status=status, limit=limit, cursor=cursor, where=where
     )
     body = JobPage(jobs=[JobView.of(j) for j in page.jobs], next_cursor=page.next_cursor)
     return respond(200, body)

@@ -6,11 +6,12 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import base_path, documented, respond, services, tenant_id
 from pagefleet.api_models import (
+    WorkflowDiff,
     WorkflowList,
     WorkflowStored,
     WorkflowSummary,
@@ -24,6 +25,7 @@ from pagefleet.workflow.versions import (
     WorkflowDefinition,
     WorkflowStore,
     WorkflowVersion,
+    diff_versions,
     put_version,
 )
 
@@ -32,7 +34,8 @@ router = Router()
 NAME = Annotated[
     str, Path(min_length=1, max_length=100, pattern=NAME_PATTERN, description="workflow name")
 ]
-VERSION = Annotated[int, Path(ge=1, le=999_999_999, description="version number")]
+MAX_V = 999_999_999
+VERSION = Annotated[int, Path(ge=1, le=MAX_V, description="version number")]
 
 
 def _store() -> WorkflowStore:
@@ -94,6 +97,45 @@ def get_workflow(name: NAME) -> Response[str]:
     if latest is None:
         raise NotFound(f"workflow {name} not found", field="name")
     return respond(200, _view(latest, store.versions(tenant, name)))
+
+
+@router.get(
+    "/workflows/<name>/diff",
+    summary="What changed between two versions of a workflow",
+    description=(
+        "A unified diff of the two versions' definitions, each rendered as sorted, indented "
+        "JSON (`diff` is empty and `changed` false when they are the same). 404 naming "
+        "`name`, `from` or `to` for a workflow or version you do not have; 400 naming "
+        "`from` or `to` for a version that is not a number from 1."
+    ),
+    responses=documented({200: ("the diff", WorkflowDiff)}, 400, 404),
+    tags=["workflows"],
+)
+def diff_workflow(
+    name: NAME,
+    from_version: Annotated[
+        str | None, Query(alias="from", max_length=20, description="the older version")
+    ] = None,
+    to_version: Annotated[
+        str | None, Query(alias="to", max_length=20, description="the newer version")
+    ] = None,
+) -> Response[str]:
+    older, newer = _version_number("from", from_version), _version_number("to", to_version)
+    found = diff_versions(_store(), tenant_id(router), name, older, newer)
+    body = WorkflowDiff(
+        name=found.name,
+        from_version=found.from_version,
+        to_version=found.to_version,
+        diff=found.diff,
+        changed=found.changed,
+    )
+    return respond(200, body)
+
+
+def _version_number(field: str, text: str | None) -> int:
+    if text is None or not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_V:
+        raise InvalidRequest(f"{field} must be a version number (1, 2, ...)", field=field)
+    return int(text)
 
 
 @router.get(

@@ -15,6 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
 from pagefleet.models import JobRecord
+from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
 
 _ser = TypeSerializer()
@@ -51,6 +52,12 @@ def idempotency_sk(key: str) -> str:
 
 def status_pk(tenant_id: str, status: JobStatus) -> str:
     return f"{tenant_id}#{status.value}"
+
+
+def listing_key(tenant_id: str, job_id: str, status: JobStatus | None) -> dict[str, str]:
+    """The key a job listing goes on from after ``job_id`` (the status index's with one)."""
+    key = {"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}
+    return key if status is None else {**key, "status_pk": status_pk(tenant_id, status)}
 
 
 def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -98,6 +105,28 @@ def item_to_record(item: Mapping[str, Any]) -> JobRecord:
         if data.get(key) is not None:
             data[key] = int(data[key])
     return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})
+
+
+def filter_expression(where: JobFilter) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """A listing's filters as a FilterExpression, its names and values ("": none)."""
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    conditions = []
+    if where.name is not None:
+        # The request is JSON text: it holds `"name":<name>` when it has that name (the text
+        # may also sit inside a step: the store's exact check drops those).
+        names["#request"] = "request"
+        conditions.append("contains(#request, :name)")
+        values[":name"] = '"name":' + to_json(where.name)
+    if where.workflow is not None:
+        names["#workflow"] = "workflow"
+        conditions.append("#workflow = :workflow")
+        values[":workflow"] = where.workflow
+    if where.schedule_id is not None:
+        names["#schedule"] = "schedule_id"
+        conditions.append("#schedule = :schedule")
+        values[":schedule"] = where.schedule_id
+    return " AND ".join(conditions), names, values
 
 
 def epoch_of(at: str) -> int:

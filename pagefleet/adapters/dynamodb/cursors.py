@@ -11,31 +11,47 @@ from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import job_sk, status_pk, tenant_pk
 from pagefleet.errors import InvalidRequest
+from pagefleet.ports import NO_FILTER, JobFilter
 from pagefleet.states import JobStatus
 
 _JOB_SK = re.compile(r"^JOB#[0-9a-z]{1,64}$")
 _MAX_CURSOR_CHARS = 4096
+# The digest of the listing's other filters (name, workflow, schedule), when it has any.
+_FILTER = "f"
 
 
 class CursorCodec:
     """A cursor is the base64 of DynamoDB's LastEvaluatedKey. On the way back in it must be
-    exactly a key the same listing issues: the caller's own partition, and for a listing by
-    status that status's index key too. Anything else (another tenant's cursor, a cursor of
+    exactly a key the same listing issues: the caller's own partition, for a listing by
+    status that status's index key too, and for a filtered listing the digest of its filters
+    (name, workflow, schedule). Anything else (another tenant's cursor, a cursor of
     another status, a forged or partial key) is a 400 on ``cursor``, never a read elsewhere
     or a refused query.
     """
 
-    def encode(self, tenant_id: str, key: Mapping[str, Any]) -> str:
-        body = json.dumps(dict(key), separators=(",", ":"), sort_keys=True)
+    def encode(
+        self, tenant_id: str, key: Mapping[str, Any], *, where: JobFilter = NO_FILTER
+    ) -> str:
+        digest = where.digest()
+        bound = {**key, _FILTER: digest} if digest else dict(key)
+        body = json.dumps(bound, separators=(",", ":"), sort_keys=True)
         return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
 
     def decode(
-        self, tenant_id: str, cursor: str, *, status: JobStatus | None = None
+        self,
+        tenant_id: str,
+        cursor: str,
+        *,
+        status: JobStatus | None = None,
+        where: JobFilter = NO_FILTER,
     ) -> dict[str, Any]:
         key = self._parse(cursor)
         expected = {"pk": tenant_pk(tenant_id)}
         if status is not None:
             expected["status_pk"] = status_pk(tenant_id, status)
+        digest = where.digest()
+        if digest is not None:
+            expected[_FILTER] = digest
         sk = key.get("sk")
         if (
             set(key) != {*expected, "sk"}
@@ -44,6 +60,7 @@ class CursorCodec:
             or not _JOB_SK.match(sk)
         ):
             raise _refused()
+        expected.pop(_FILTER, None)
         return {**expected, "sk": job_sk(sk.removeprefix("JOB#"))}
 
     @staticmethod

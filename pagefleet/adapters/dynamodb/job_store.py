@@ -17,9 +17,11 @@ from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
     deserialize,
     epoch_of,
+    filter_expression,
     idempotency_sk,
     item_to_record,
     job_sk,
+    listing_key,
     ops_time,
     record_to_item,
     serialize,
@@ -40,9 +42,10 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
+from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.rules import claim_refusal
 from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.ports import IdempotencyRecord
+from pagefleet.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.states import JobStatus, sources_of
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
@@ -145,28 +148,40 @@ class DynamoJobStore(DispatchQueries):
         status: JobStatus | None,
         limit: int,
         start_key: dict[str, Any] | None,
+        where: JobFilter = NO_FILTER,
     ) -> tuple[list[JobRecord], dict[str, Any] | None]:
-        """Newest first. With a status, reads the by_status index so pages stay full."""
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "Limit": limit,
-            "ScanIndexForward": False,
-        }
+        """Newest first. With a status, reads the by_status index so pages stay full; the
+        other filters are a FilterExpression, read on while matches are few (``fill_page``)."""
+        kwargs: dict[str, Any] = {"TableName": self._table, "ScanIndexForward": False}
+        values: dict[str, Any]
         if status is None:
             kwargs["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :job)"
-            kwargs["ExpressionAttributeValues"] = serialize(
-                {":pk": tenant_pk(tenant_id), ":job": "JOB#"}
-            )
+            values = {":pk": tenant_pk(tenant_id), ":job": "JOB#"}
         else:
             kwargs["IndexName"] = "by_status"
             kwargs["KeyConditionExpression"] = "status_pk = :sp"
-            kwargs["ExpressionAttributeValues"] = serialize({":sp": status_pk(tenant_id, status)})
-        if start_key:
-            kwargs["ExclusiveStartKey"] = serialize(start_key)
-        resp = self._db.query(**kwargs)
-        jobs = [item_to_record(item) for item in resp.get("Items", [])]
-        last = resp.get("LastEvaluatedKey")
-        return jobs, (deserialize(last) if last else None)
+            values = {":sp": status_pk(tenant_id, status)}
+        condition, names, filter_values = filter_expression(where)
+        if condition:
+            kwargs["FilterExpression"] = condition
+            kwargs["ExpressionAttributeNames"] = names
+            values.update(filter_values)
+        kwargs["ExpressionAttributeValues"] = serialize(values)
+
+        def read(size: int, start: dict[str, Any] | None) -> tuple[list[JobRecord], Any]:
+            extra: dict[str, Any] = {"ExclusiveStartKey": serialize(start)} if start else {}
+            resp = self._db.query(**kwargs, Limit=size, **extra)
+            jobs = [item_to_record(item) for item in resp.get("Items", [])]
+            last = resp.get("LastEvaluatedKey")
+            return [j for j in jobs if where.matches(j)], (deserialize(last) if last else None)
+
+        return fill_page(
+            read,
+            limit=limit,
+            start_key=start_key,
+            filtered=bool(where),
+            key_of=lambda job: listing_key(tenant_id, job.job_id, status),
+        )
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         """Jobs whose message is not known to have reached the queue (for the sweeper)."""

@@ -1,0 +1,200 @@
+"""What a submission becomes before it is recorded: every check, then the job's first record.
+
+``POST /v1/jobs`` stops at the first problem (raised as the error its status says); ``POST
+/v1/jobs/validate`` runs the same checks, collects every problem and records nothing. Both go
+through ``plan_job`` so that what validate accepts, submit accepts (but for the tenant's rate
+and queued limits, which only a submission spends).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from pagefleet.errors import InvalidField, InvalidRequest, NotFound, RequestTooLarge
+from pagefleet.jobs.limits import SUBMIT_RECORD_MAX_BYTES, json_bytes
+from pagefleet.jobs.rules import MAX_DELAY_S
+from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
+from pagefleet.models import MAX_DELAY_SECONDS, JobRecord, JobRequest, JobSettings, iso, new_job_id
+from pagefleet.ports import Clock, JobStore
+from pagefleet.states import JobStatus
+from pagefleet.workflow.versions import WorkflowStore
+
+
+class Sources(Protocol):
+    """What the checks read (``JobServices`` has them)."""
+
+    @property
+    def store(self) -> JobStore: ...
+
+    @property
+    def workflows(self) -> WorkflowStore | None: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a submission: the field (as the 4xx bodies name it) and why."""
+
+    field: str
+    message: str
+
+
+class Problems:
+    """Where the checks report: raise the first (submit) or collect them all (validate)."""
+
+    def __init__(self, *, collect: bool) -> None:
+        self.collect = collect
+        self.found: list[Problem] = []
+
+    def add(self, error: InvalidRequest) -> None:
+        if not self.collect:
+            raise error
+        listed = error.details.get("details")
+        if isinstance(listed, list) and listed:
+            self.found += [Problem(str(d["field"]), str(d["reason"])) for d in listed]
+        else:
+            self.found.append(Problem(error.field or "body", error.message))
+
+
+@dataclass(frozen=True)
+class Planned:
+    record: JobRecord
+    dispatch_at: int | None  # a scheduled job's message is sent by the sweeper from then
+
+
+def plan_job(
+    svc: Sources,
+    tenant_id: str,
+    submission: JobSubmission | JobRequest,
+    problems: Problems,
+    *,
+    idempotency_key: str | None = None,
+    correlation_id: str | None = None,
+    schedule: tuple[str, str] | None = None,
+) -> Planned | None:
+    """The job's first record and when its message goes, or None with ``problems`` told."""
+    resolved = None
+    try:
+        resolved = resolve_submission(submission, tenant_id, svc.workflows)
+    except InvalidRequest as error:
+        problems.add(error)
+    now_epoch = int(svc.clock.now())
+    # From the next whole second: a delay never starts the job sooner than asked.
+    run_at = None
+    try:
+        run_at = _start(submission, math.ceil(svc.clock.now()))
+    except InvalidRequest as error:
+        problems.add(error)
+    if submission.depends_on:
+        if submission.delay_seconds or submission.run_at is not None:
+            problems.add(
+                InvalidField(
+                    "a job with depends_on starts when its parents succeed; drop "
+                    "delay_seconds and run_at",
+                    field="depends_on",
+                )
+            )
+        _check_parents(svc, tenant_id, submission.depends_on, problems)
+    if resolved is None or problems.found:
+        return None
+    status, dispatch_at = JobStatus.QUEUED, None
+    if submission.depends_on:
+        status = JobStatus.WAITING
+    elif run_at is not None and run_at > now_epoch:
+        status = JobStatus.SCHEDULED
+        if run_at - now_epoch > MAX_DELAY_S:
+            dispatch_at = run_at - MAX_DELAY_S  # the sweeper sends it when within reach
+    now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
+    version = resolved.workflow
+    request = resolved.request
+    record = JobRecord(
+        tenant_id=tenant_id,
+        job_id=new_job_id(),
+        status=status,
+        request=request,
+        created_at=now,
+        updated_at=now,
+        correlation_id=correlation_id or str(uuid.uuid4()),
+        pool=request.pool,
+        idempotency_key=idempotency_key,
+        deadline_at=int(request.deadline.timestamp()) if request.deadline else None,
+        run_at=run_at if status is JobStatus.SCHEDULED else None,
+        workflow=version.name if version else None,
+        workflow_version=version.version if version else None,
+        schedule_id=schedule[0] if schedule else None,
+        scheduled_time=schedule[1] if schedule else None,
+    )
+    size = json_bytes(record.model_dump(mode="json"))
+    if size > SUBMIT_RECORD_MAX_BYTES:
+        # Refused now rather than once its attempts have run and it no longer fits one item.
+        problems.add(
+            RequestTooLarge(
+                f"the job's record would take {size} bytes, over the {SUBMIT_RECORD_MAX_BYTES} "
+                "a job may use for its request; send fewer or smaller steps or inputs",
+                field="body",
+            )
+        )
+        return None
+    return Planned(record, dispatch_at)
+
+
+def validate_body(
+    svc: Sources,
+    tenant_id: str,
+    body: Mapping[str, Any],
+    *,
+    check_webhook: Callable[[str], None],
+) -> list[Problem]:
+    """Every problem ``POST /v1/jobs`` would answer for ``body``, without recording a job:
+    the model's (all of them), then, if it parses, the checks that need the tenant's data."""
+    try:
+        submission = JobSubmission.model_validate(body)
+    except ValidationError as exc:
+        return [
+            Problem(field_path(e.get("loc", ())), str(e.get("msg", "invalid")))
+            for e in exc.errors()
+        ]
+    problems = Problems(collect=True)
+    webhook = submission.notify.webhook if submission.notify else None
+    if webhook:
+        try:
+            check_webhook(webhook)
+        except InvalidRequest as error:
+            problems.add(error)
+    plan_job(svc, tenant_id, submission, problems)
+    return problems.found
+
+
+def _start(settings: JobSettings, now: int) -> int | None:
+    """The job's start time in epoch seconds, from delay_seconds or run_at (None: now)."""
+    if settings.deadline is not None and int(settings.deadline.timestamp()) <= now:
+        raise InvalidRequest("deadline is in the past", field="deadline")
+    if settings.delay_seconds:
+        start: int | None = now + settings.delay_seconds
+    elif settings.run_at is not None:
+        start = int(settings.run_at.timestamp())
+        if start > now + MAX_DELAY_SECONDS:
+            raise InvalidField("run_at is more than 7 days ahead", field="run_at")
+    else:
+        start = None
+    deadline = int(settings.deadline.timestamp()) if settings.deadline is not None else None
+    if start is not None and deadline is not None and deadline < start:
+        raise InvalidField("the deadline falls before the job's start", field="deadline")
+    return start
+
+
+def _check_parents(svc: Sources, tenant_id: str, parents: list[str], problems: Problems) -> None:
+    for index, parent in enumerate(parents):
+        try:
+            svc.store.get(tenant_id, parent, consistent=False)
+        except NotFound:
+            problems.add(InvalidField(f"job {parent} not found", field=f"depends_on[{index}]"))
