@@ -78,7 +78,7 @@ def main() -> None:
         page.screenshot(path=str(args.out / "console-job.png"), full_page=True)
         print(f"wrote {args.out / 'console-job.png'}")
         page.goto(f"{stack.console_url}#/submit")
-        page.get_by_label("Steps (JSON)").fill('[{"action": "goto", "url": "ftp://example.com/"}]')
+        page.get_by_label("Steps (JSON)").fill('[{"action": "goto", "wait_until": "load"}]')
         expect(page.locator("#submit-steps-error")).not_to_be_empty()
         shoot(page, args.out, "submit")
         page.goto(f"{stack.console_url}#/workflows/titles")

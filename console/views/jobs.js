@@ -7,6 +7,7 @@ import { badge, ended, jobLabel, STATUSES } from "../lib/jobs.js";
 import { live } from "../lib/live.js";
 
 const PAGE = 20;
+const MAX_READS = 10;
 const FILTERS = ["status", "name", "workflow", "schedule_id"];
 
 function row(job) {
@@ -87,9 +88,17 @@ export function jobsView(main, { params, navigate }) {
 
   async function load() {
     messages.replaceChildren(notice("info", "Loading…"));
-    let found;
+    // With filters the API may answer a short page that still has a cursor (it reads a
+    // bounded number of jobs per request): read on until the page is full or the list ends.
+    const found = { jobs: [], next_cursor: cursors[page] };
     try {
-      found = await api("/jobs", { query: { ...filters, limit: PAGE, cursor: cursors[page] } });
+      for (let asked = 0; asked < MAX_READS && found.jobs.length < PAGE; asked += 1) {
+        const query = { ...filters, limit: PAGE - found.jobs.length, cursor: found.next_cursor };
+        const part = await api("/jobs", { query });
+        found.jobs.push(...part.jobs);
+        found.next_cursor = part.next_cursor;
+        if (!part.next_cursor) break;
+      }
     } catch (error) {
       messages.replaceChildren(notice("error", `The jobs could not be listed: ${error.message}`));
       return;

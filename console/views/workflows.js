@@ -47,13 +47,14 @@ function detailPart(main, name) {
     h("p", {}, h("a", { href: "#/workflows" }, "All workflows")),
     h("h1", {}, "Workflow ", h("span", { class: "mono" }, name)),
     messages,
-    h("section", { "aria-labelledby": "definition-title" },
-      h("h2", { id: "definition-title" }, "Definition"), field("Version", shown), definition),
     h("section", { "aria-labelledby": "diff-title" },
       h("h2", { id: "diff-title" }, "Compare versions"),
       h("form", { class: "row", onsubmit: (e) => { e.preventDefault(); compare(); } },
         field("From", from), field("To", to), h("button", { type: "submit" }, "Compare")),
-      diff));
+      diff),
+    h("section", { "aria-labelledby": "definition-title" },
+      h("h2", { id: "definition-title" }, "Definition"),
+      h("div", { class: "row" }, field("Version", shown)), definition));
 
   async function showVersion() {
     try {

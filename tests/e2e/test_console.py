@@ -154,7 +154,7 @@ def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) 
     page = signed_in
     page.get_by_role("link", name="Submit", exact=True).click()
     steps = page.get_by_label("Steps (JSON)")
-    steps.fill('[{"action": "goto", "url": "ftp://example.com/"}]')
+    steps.fill('[{"action": "goto", "wait_until": "load"}]')
     error = page.locator("#submit-steps-error")
     expect(error).to_contain_text("steps[0]")
     expect(steps).to_have_attribute("aria-invalid", "true")
@@ -196,6 +196,40 @@ def test_the_fleet_view_shows_the_apis_figures(
     }
     shown = {k: signed_in.locator(f"#{k}").get_attribute("data-value") for k in expected}
     assert {k: float(v) if v else None for k, v in shown.items()} == pytest.approx(expected)
+
+
+def test_two_workflow_versions_are_compared(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    first = {"steps": [{"action": "goto", "url": "{{inputs.site}}"}], "inputs": {"site": "x"}}
+    client.put_workflow("console-diff", first)
+    second = {**first, "steps": [*first["steps"], {"action": "screenshot", "name": "b.png"}]}
+    client.put_workflow("console-diff", second)
+    signed_in.goto(f"{stack.console_url}#/workflows/console-diff")
+    diff = signed_in.locator("#workflow-diff")
+    expect(diff.locator(".diff-added").filter(has_text='"b.png"')).to_be_visible()
+    expect(diff).to_contain_text("console-diff@1")
+
+
+def test_a_schedule_is_paused_and_resumed(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    made = client.create_schedule(
+        {
+            "name": "console-pause",
+            "expression": "rate(1 day)",
+            "job": {"steps": [{"action": "goto", "url": stack.site_url}]},
+        }
+    )
+    signed_in.goto(f"{stack.console_url}#/schedules")
+    row = signed_in.locator(f'tr[data-schedule-id="{made.schedule_id}"]')
+    row.get_by_role("button", name="Pause console-pause").click()
+    expect(row.get_by_role("cell", name="paused", exact=True)).to_be_visible()
+    assert client.schedule(made.schedule_id).enabled is False
+    row.get_by_role("button", name="Resume console-pause").click()
+    expect(row.get_by_role("cell", name="active", exact=True)).to_be_visible()
+    assert client.schedule(made.schedule_id).enabled is True
+    client.delete_schedule(made.schedule_id)
 
 
 VIEWS = ["jobs", "submit", "workflows", "schedules", "usage", "fleet"]
