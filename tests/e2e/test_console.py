@@ -20,7 +20,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # Deadlines for what the page must show, long enough for a loaded 2-core machine.
 SHOWN_MS = 60_000
-SCREENSHOT_STEPS = [{"action": "goto", "url": "{{inputs.site}}"}, {"action": "screenshot", "name": "page.png"}]
+SCREENSHOT_STEPS = [
+    {"action": "goto", "url": "{{inputs.site}}"},
+    {"action": "screenshot", "name": "page.png"},
+]
 
 
 def slow_steps(seconds: int) -> list[dict[str, Any]]:
