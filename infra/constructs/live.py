@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import CfnOutput, Duration
+from aws_cdk import Duration
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cloudwatch as cw
@@ -179,7 +179,6 @@ class Live(Construct):
         grants.table(api_function, self.connections, ("PutItem",))
         self._alarm(alerts)
         self._acknowledge()
-        CfnOutput(self, "LiveUrl", value=self.stage.url, description="WebSocket API (follow jobs)")
 
     def _manage_connections(self, function: lambda_.Function) -> None:
         """POST / DELETE / GET ``@connections/*`` on this stage only."""

@@ -234,6 +234,9 @@ class PagefleetStack(Stack):
             value=self.console.distribution.distribution_id,
             description="CloudFront distribution of the console and /v1/* (invalidations)",
         )
+        CfnOutput(
+            self, "LiveUrl", value=self.live.stage.url, description="WebSocket API (live runs)"
+        )
         CfnOutput(self, "DashboardUrl", value=self.monitoring.dashboard_url)
         CfnOutput(self, "AlarmTopicArn", value=self.alerts.topic.topic_arn)
         CfnOutput(self, "JobsTableName", value=self.store.jobs.table_name)

@@ -65,7 +65,7 @@ def test_the_websocket_api_routes_every_action_to_the_live_function(synth) -> No
     assert stage["AccessLogSettings"]["DestinationArn"]
     assert stage["DefaultRouteSettings"]["LoggingLevel"] == "ERROR"
     assert stage["DefaultRouteSettings"]["DataTraceEnabled"] is False
-    assert "LiveLiveUrl" in "".join(synth.raw["Outputs"])
+    assert "LiveUrl" in synth.raw["Outputs"]
 
 
 def test_the_live_function_settings_and_idle_reaper(synth) -> None:
