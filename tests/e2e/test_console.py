@@ -153,6 +153,32 @@ def test_cancel_stops_a_running_job_and_run_again_submits_it_anew(
     client.cancel(again)
 
 
+def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    job = client.submit(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site_url},
+                {"action": "click", "selector": "#no-such-button"},
+            ],
+            "options": {"action_timeout_ms": 500},
+            "max_attempts": 1,
+        }
+    )
+    client.wait(job.job_id, timeout=SHOWN_MS / 1000)
+    signed_in.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+    expect(signed_in.locator("#job-status")).to_have_text("failed")
+    expect(signed_in.locator(".job-error")).to_contain_text("#no-such-button")
+    failure = signed_in.locator('.shots img[alt*="failure.png"]')
+    expect(failure).to_be_visible()
+    signed_in.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=failure.element_handle()
+    )
+    expect(signed_in.get_by_role("cell", name=re.compile(r"trace\.zip$")).first).to_be_visible()
+    expect(signed_in.locator(".trace-help")).to_contain_text("playwright show-trace")
+
+
 def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) -> None:
     page = signed_in
     page.get_by_role("link", name="Submit", exact=True).click()
