@@ -8,6 +8,7 @@ from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import CoreSettings
+from tests.support.api import ApiCaller, caller
 
 
 @pytest.fixture(autouse=True)
@@ -33,3 +34,13 @@ def svc(provisioned: Provisioned) -> JobServices:
         queue_urls=provisioned.queue_urls,
     )
     return RUNTIME.job_services(settings)
+
+
+@pytest.fixture
+def alice(api_env: Provisioned) -> ApiCaller:
+    return caller(api_env, "alice")
+
+
+@pytest.fixture
+def bob(api_env: Provisioned) -> ApiCaller:
+    return caller(api_env, "bob")

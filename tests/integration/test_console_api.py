@@ -22,7 +22,7 @@ from pagefleet.client import PagefleetClient
 from pagefleet.jobs import listing
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenants import create_api_key
-from tests.support.api import ApiCaller, HttpResult, rest_api
+from tests.support.api import ApiCaller, HttpResult, caller, rest_api
 
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/list.html"},
@@ -30,21 +30,6 @@ STEPS = [
 ]
 JOB = {"steps": STEPS, "inputs": {"site": "http://127.0.0.1:9"}}
 SCHEDULE = "01JSCHEDULE000000000000000"
-
-
-def caller(env: Provisioned, tenant: str, *, admin: bool = False) -> ApiCaller:
-    key, _ = create_api_key(RUNTIME.tenant_store(env.tenants_table), tenant, admin=admin)
-    return ApiCaller(key)
-
-
-@pytest.fixture
-def alice(api_env: Provisioned) -> ApiCaller:
-    return caller(api_env, "alice")
-
-
-@pytest.fixture
-def bob(api_env: Provisioned) -> ApiCaller:
-    return caller(api_env, "bob")
 
 
 def queued(env: Provisioned) -> int:

@@ -22,30 +22,14 @@ from pagefleet.settings import ApiSettings
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 from pagefleet.tenancy.usage import AttemptUsage
 from pagefleet.tenant_runtime import retention_consumer
-from pagefleet.tenants import create_api_key
-from tests.support.api import ApiCaller, HttpResult
+from tests.support.api import ApiCaller, HttpResult, caller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
-
-
-def caller(env: Provisioned, tenant: str, *, admin: bool = False) -> ApiCaller:
-    key, _ = create_api_key(RUNTIME.tenant_store(env.tenants_table), tenant, admin=admin)
-    return ApiCaller(key)
 
 
 @pytest.fixture
 def admin(api_env: Provisioned) -> ApiCaller:
     return caller(api_env, "ops", admin=True)
-
-
-@pytest.fixture
-def alice(api_env: Provisioned) -> ApiCaller:
-    return caller(api_env, "alice")
-
-
-@pytest.fixture
-def bob(api_env: Provisioned) -> ApiCaller:
-    return caller(api_env, "bob")
 
 
 def set_limits(admin: ApiCaller, tenant: str, **limits: Any) -> HttpResult:

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.gateway import LambdaFunction, RestApi
+from devstack.provision import Provisioned
 from functions.api.handler import handler as api_handler
 from functions.authorizer.handler import handler as authorizer_handler
+from pagefleet.runtime import RUNTIME
+from pagefleet.tenants import create_api_key
 from tests.support.apigw import API_ID, STAGE, http_request
 
 
@@ -76,3 +79,9 @@ class ApiCaller:
 
     def get_job(self, job_id: str) -> HttpResult:
         return self.call("GET", f"/v1/jobs/{job_id}")
+
+
+def caller(env: Provisioned, tenant: str, *, admin: bool = False) -> ApiCaller:
+    """A client of the API with a new key of ``tenant``."""
+    key, _ = create_api_key(RUNTIME.tenant_store(env.tenants_table), tenant, admin=admin)
+    return ApiCaller(key)
