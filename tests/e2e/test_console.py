@@ -177,6 +177,7 @@ def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
     )
     expect(signed_in.get_by_role("cell", name=re.compile(r"trace\.zip$")).first).to_be_visible()
     expect(signed_in.locator(".trace-help")).to_contain_text("playwright show-trace")
+    assert serious_violations(signed_in) == []
 
 
 def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) -> None:
@@ -187,6 +188,7 @@ def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) 
     error = page.locator("#submit-steps-error")
     expect(error).to_contain_text("steps[0]")
     expect(steps).to_have_attribute("aria-invalid", "true")
+    assert serious_violations(page) == []  # with the error shown
     steps.fill('[{"action": "goto", "url": "http://127.0.0.1:9/"}]')
     expect(error).to_be_empty()
     expect(page.locator("#submit-verdict")).to_have_text("Looks valid.")
@@ -238,6 +240,7 @@ def test_two_workflow_versions_are_compared(
     diff = signed_in.locator("#workflow-diff")
     expect(diff.locator(".diff-added").filter(has_text='"b.png"')).to_be_visible()
     expect(diff).to_contain_text("console-diff@1")
+    assert serious_violations(signed_in) == []
 
 
 def test_a_schedule_is_paused_and_resumed(
