@@ -8,6 +8,7 @@ import { live } from "../lib/live.js";
 
 const PAGE = 20;
 const MAX_READS = 10;
+const RELOAD_EVERY_MS = 1000;
 const FILTERS = ["status", "name", "workflow", "schedule_id"];
 
 function row(job) {
@@ -86,8 +87,8 @@ export function jobsView(main, { params, navigate }) {
     pager,
   );
 
-  async function load() {
-    messages.replaceChildren(notice("info", "Loading…"));
+  async function load({ quiet = false } = {}) {
+    if (!quiet) messages.replaceChildren(notice("info", "Loading…"));
     // With filters the API may answer a short page that still has a cursor (it reads a
     // bounded number of jobs per request): read on until the page is full or the list ends.
     const found = { jobs: [], next_cursor: cursors[page] };
@@ -127,53 +128,35 @@ export function jobsView(main, { params, navigate }) {
     load();
   }
 
-  function matches(job) {
-    return Object.entries(filters).every(([name, value]) => {
-      if (name === "status") return job.status === value;
-      if (name === "name") return (job.request || {}).name === value;
-      if (name === "workflow") return job.workflow === value;
-      return job.schedule_id === value;
-    });
+  // At most one reading of the page a second however many jobs change: a busy tenant's
+  // stream of changes costs the API one list request a second, not one per job.
+  let reloading = null;
+  function reloadSoon() {
+    if (reloading) return;
+    reloading = setTimeout(() => {
+      reloading = null;
+      load({ quiet: true });
+    }, RELOAD_EVERY_MS);
   }
 
-  // A status change: update the row, or show a new job at the top of the first page.
+  // A status change: the row's badge, or (first page) the page read again for new or ended
+  // jobs, and for rows that may have left the status filter.
   async function changed(message) {
     if (message.type === "subscribed") {
       // (Re)subscribed: changes made while not following are read again, on the first page.
-      if (page === 0) load();
+      if (page === 0) load({ quiet: true });
       return;
     }
     if (message.type !== "status") return;
     const shown = rows.get(message.job_id);
-    if (shown) {
-      const cell = shown.querySelector(".status-cell");
-      const current = cell.firstChild && cell.firstChild.dataset.status;
-      if (current === message.status) return;
-      if (ended(message.status) || filters.status) {
-        try {
-          const job = await api(`/jobs/${message.job_id}`);
-          const fresh = row(job);
-          shown.replaceWith(fresh);
-          rows.set(job.job_id, fresh);
-        } catch {
-          // Deleted meanwhile: the row stays as it was.
-        }
-      } else {
-        cell.replaceChildren(badge(message.status));
-      }
-      return;
-    }
-    if (page !== 0) return;
-    try {
-      const job = await api(`/jobs/${message.job_id}`);
-      if (rows.has(job.job_id) || !matches(job)) return;
-      const tr = row(job);
-      rows.set(job.job_id, tr);
-      const empty = body.querySelector("td[colspan]");
-      if (empty) empty.parentElement.remove();
-      body.prepend(tr);
-    } catch {
-      // Gone already: nothing to show.
+    const cell = shown && shown.querySelector(".status-cell");
+    if (cell && cell.firstChild && cell.firstChild.dataset.status === message.status) return;
+    if (cell && !ended(message.status) && !filters.status) {
+      cell.replaceChildren(badge(message.status));
+    } else if (page === 0) {
+      reloadSoon();
+    } else if (cell) {
+      cell.replaceChildren(badge(message.status));
     }
   }
 
