@@ -1,7 +1,7 @@
 // Jobs, newest first: filters, cursor paging, and statuses that change as the jobs run.
 
 import { api } from "../lib/api.js";
-import { clear, field, h, notice, table } from "../lib/dom.js";
+import { clear, field, h, notice } from "../lib/dom.js";
 import { between, seconds, when } from "../lib/format.js";
 import { badge, ended, jobLabel, STATUSES } from "../lib/jobs.js";
 import { live } from "../lib/live.js";

@@ -267,6 +267,24 @@ def test_a_schedule_is_paused_and_resumed(
 VIEWS = ["jobs", "submit", "workflows", "schedules", "usage", "fleet"]
 
 
+def test_no_view_breaks_a_script_or_the_policy(page: Page, stack: LocalStack) -> None:
+    """Every view loads with no uncaught error and nothing the Content-Security-Policy
+    refused (inline code or styles, another origin): what would break on CloudFront too."""
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"uncaught: {error}"))
+    page.on(
+        "console",
+        lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    assert stack.dev_api_key is not None
+    sign_in(page, stack.console_url, stack.dev_api_key)
+    for view in VIEWS:
+        page.goto(f"{stack.console_url}#/{view}")
+        expect(page.locator("main h1")).to_be_visible()
+        page.wait_for_load_state("networkidle")
+    assert problems == []
+
+
 @pytest.mark.parametrize("view", VIEWS)
 def test_no_serious_accessibility_violations(
     signed_in: Page, stack: LocalStack, client: PagefleetClient, view: str
