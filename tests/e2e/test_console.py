@@ -4,6 +4,7 @@ axe-core's accessibility check on every view."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -11,9 +12,11 @@ from typing import Any
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
+from typer.testing import CliRunner
 
 from devstack.console_browser import console_browser, sign_in
 from devstack.stack import LocalStack
+from pagefleet import cli
 from pagefleet.client import PagefleetClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -213,6 +216,15 @@ def test_the_fleet_view_shows_the_apis_figures(
         if not job.is_final:
             client.wait(job.job_id, timeout=SHOWN_MS / 1000)
     stats = client.stats()
+    printed = CliRunner().invoke(
+        cli.app,
+        ["stats", "--json"],
+        env={"PAGEFLEET_API_URL": stack.api_url, "PAGEFLEET_API_KEY": stack.dev_api_key or ""},
+    )
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.output) == stats.model_dump(
+        mode="json"
+    )  # what `pagefleet stats` shows
     signed_in.get_by_role("link", name="Fleet", exact=True).click()
     expect(signed_in.locator("#fleet-success")).to_be_visible()
     expected = {
