@@ -78,9 +78,13 @@ def delete_job(
         # Gone already (or never there: the same answer, so nothing leaks across tenants).
         return Deletion("deleted", artifacts=data.delete_artifacts(tenant_id, job_id))
     if not _ends(job):
-        job = _stop(svc, data, job, wait_s=wait_s, sleep=sleep)
-        if not _ends(job):
+        stopped = _stop(svc, data, job, wait_s=wait_s, sleep=sleep)
+        if stopped is None:
+            # Erased meanwhile by the retention consumer, which saw it end: deleted.
+            return Deletion("deleted", artifacts=data.delete_artifacts(tenant_id, job_id))
+        if not _ends(stopped):
             return Deletion("deleting")
+        job = stopped
     return erase(data, job)
 
 
@@ -98,19 +102,24 @@ def _stop(
     *,
     wait_s: float,
     sleep: Callable[[float], None],
-) -> JobRecord:
+) -> JobRecord | None:
+    """The job once stopped (or as it is after ``wait_s``); None when it is gone: a deletion
+    asked for before it ended is carried out by the retention consumer as soon as it ends."""
     tenant_id, job_id = job.tenant_id, job.job_id
     data.request_delete(tenant_id, job_id, svc.lifecycle.at())
     try:
-        job = svc.lifecycle.cancel(tenant_id, job_id)
-    except JobNotCancellable:
-        return svc.store.get(tenant_id, job_id)
-    waited = 0.0
-    while not _ends(job) and waited < wait_s:
-        sleep(STOP_POLL_S)
-        waited += STOP_POLL_S
-        job = svc.store.get(tenant_id, job_id)
-    return job
+        try:
+            current = svc.lifecycle.cancel(tenant_id, job_id)
+        except JobNotCancellable:
+            return svc.store.get(tenant_id, job_id)
+        waited = 0.0
+        while not _ends(current) and waited < wait_s:
+            sleep(STOP_POLL_S)
+            waited += STOP_POLL_S
+            current = svc.store.get(tenant_id, job_id)
+    except NotFound:
+        return None
+    return current
 
 
 class RetentionConsumer:
