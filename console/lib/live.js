@@ -3,7 +3,7 @@
 // follow a job or every job of the tenant; after a reconnect each follow is sent again, a
 // job's with the last event seen so nothing is missed.
 
-import { api } from "./api.js";
+import { api, getConfig } from "./api.js";
 
 const PING_EVERY_MS = 60_000;
 const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000];
@@ -80,11 +80,14 @@ class Live {
       this.retry();
       return;
     }
-    if (!ticket || !ticket.url || this.stopped) {
+    // The API names the live URL with the ticket; config.json names it too, as a fallback.
+    const base = getConfig().websocket_url;
+    const url = ticket && (ticket.url || (base && `${base}?ticket=${encodeURIComponent(ticket.ticket)}`));
+    if (!url || this.stopped) {
       this.setState("closed");
       return;
     }
-    const socket = new WebSocket(ticket.url);
+    const socket = new WebSocket(url);
     this.socket = socket;
     socket.addEventListener("open", () => {
       this.failures = 0;
