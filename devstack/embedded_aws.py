@@ -278,7 +278,8 @@ def _plain_stream_records() -> None:
     original = DynamoDBStreamsHandler.serialized
 
     def epoch(value: datetime) -> int | float:
-        return TimestampSerializer._timestamp_unixtimestamp(parse_to_aware_datetime(value))
+        aware = parse_to_aware_datetime(value)  # type: ignore[arg-type]
+        return TimestampSerializer._timestamp_unixtimestamp(aware)
 
     def serialized(self: Any, action_result: Any) -> Any:
         result = action_result.result
