@@ -28,14 +28,18 @@ class LaterHooks:
     """``JobHooks`` whose ``after_claim`` runs through ``later`` (e.g. an executor's submit)."""
 
     def __init__(self, hooks: JobHooks, later: Callable[..., Future[Any]]) -> None:
-        self.hooks = hooks
+        # A second worker on the same services (tests) wraps the hooks, not the wrapper.
+        self.hooks: JobHooks = hooks.hooks if isinstance(hooks, LaterHooks) else hooks
         self._later = later
 
     def before_claim(self, message: JobMessage) -> Deferral | None:
         return self.hooks.before_claim(message)
 
     def after_claim(self, job: JobRecord) -> None:
-        self._later(self.hooks.after_claim, job)
+        try:
+            self._later(self.hooks.after_claim, job)
+        except RuntimeError:  # the worker is stopping (its executor is shut down): now
+            self.hooks.after_claim(job)
 
     def after_move(self, job: JobRecord) -> None:
         self.hooks.after_move(job)

@@ -43,3 +43,17 @@ def test_only_the_work_after_a_claim_is_left_for_later() -> None:
     fn, arg = later.pop()
     fn(arg)
     assert hooks.calls[-1] == ("after_claim", job)
+
+
+def test_a_stopped_workers_hooks_still_count_and_are_not_wrapped_twice() -> None:
+    hooks = Recorded()
+
+    def shut_down(fn: Any, *args: Any) -> Future[Any]:
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    first = LaterHooks(hooks, shut_down)
+    second = LaterHooks(first, shut_down)
+    assert second.hooks is hooks
+    job = object()
+    second.after_claim(job)  # type: ignore[arg-type]
+    assert hooks.calls == [("after_claim", job)]
