@@ -29,10 +29,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpx
 from rich.console import Console
 from rich.table import Table
 
 from bench.common import bare_loop, workflow
+from devstack.embedded_aws import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
 from pagefleet.states import FINAL_STATES, JobStatus
 
@@ -103,8 +105,10 @@ class Platform:
         self.mode = "platform, warm" if warm else "platform"
         if warm:
             self.body["options"] = {"isolation": "tenant"}
+        self.calls: dict[str, list[float]] = {}
 
     def segment(self, jobs: int) -> Run:
+        before = aws_calls(self.stack)
         with self.stack.client() as api:
             start = time.time()
             job_ids = [api.submit(self.body).job_id for _ in range(jobs)]
@@ -115,7 +119,33 @@ class Platform:
         note = f"TIMED OUT with {done}/{jobs} final" if done < jobs else ""
         run = Run(self.mode, jobs, elapsed, counts.get(JobStatus.SUCCEEDED, 0), note)
         run.submit_s = submitted
+        if before is not None:
+            after = aws_calls(self.stack) or {}
+            for name, (count, cpu) in after.items():
+                was = before.get(name, [0, 0.0])
+                seen = self.calls.setdefault(name, [0, 0.0])
+                seen[0] += count - was[0]
+                seen[1] += cpu - was[1]
         return run
+
+
+def aws_calls(stack: LocalStack) -> dict[str, list[float]] | None:
+    """The embedded AWS's call counts so far (None unless it counts: ``--count-calls``)."""
+    if not os.environ.get(COUNT_ENV):
+        return None
+    with httpx.Client(trust_env=False, timeout=10) as http:
+        return dict(http.get(stack.aws_endpoint + COUNTS_PATH).json())
+
+
+def print_calls(mode: str, calls: dict[str, list[float]], jobs: int) -> None:
+    table = Table(f"{mode}: AWS call", "per job", "CPU ms per job")
+    total = [0.0, 0.0]
+    for name, (count, cpu) in sorted(calls.items(), key=lambda kv: -kv[1][0]):
+        if count:
+            table.add_row(name, f"{count / jobs:.2f}", f"{cpu * 1000 / jobs:.1f}")
+            total = [total[0] + count, total[1] + cpu]
+    table.add_row("total", f"{total[0] / jobs:.2f}", f"{total[1] * 1000 / jobs:.1f}")
+    console.print(table)
 
 
 def _sum(runs: list[Run], note: str) -> Run:
@@ -139,10 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--segments", type=int, default=6, help="rotations of the sides")
     parser.add_argument(
+        "--count-calls",
+        action="store_true",
+        help="count the embedded AWS's calls (and their CPU) per platform job",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=900, help="seconds for each platform segment"
     )
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    if args.count_calls:
+        os.environ[COUNT_ENV] = "1"  # the embedded AWS inherits it
 
     console.print(
         f"{args.jobs} jobs, concurrency {args.concurrency}, warm-up {args.warmup}, "
@@ -174,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         runs[side].append(platforms[side].segment(size))
         stack.cleanup_logs()
+    for side in sides[1:]:
+        if platforms[side].calls:
+            jobs = sum(r.jobs for r in runs[side])
+            print_calls(platforms[side].mode, platforms[side].calls, jobs)
     totals = {}
     for side, side_runs in runs.items():
         note = "segments " + " / ".join(f"{r.rate:.2f}" for r in side_runs)

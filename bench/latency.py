@@ -45,6 +45,9 @@ FLOOR = (
     "import boto3; import pydantic; "
     "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
 )
+# What every function's Powertools Tracer adds: the X-Ray SDK, whose recorder builds its
+# sampler's botocore clients at import (each handler module makes a Tracer at import).
+TRACER = "; from aws_lambda_powertools import Tracer; Tracer(service='floor')"
 TARGET_P50_MS = 30
 TARGET_P99_MS = 150
 
@@ -210,7 +213,7 @@ def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
 def cold_imports(runs: int) -> None:
     """Fresh interpreters, the floor and each handler in turn, ``runs`` rounds: machine
     load drifting during the run weighs on all alike."""
-    codes = {"(interpreter)": "pass", "(floor)": FLOOR}
+    codes = {"(interpreter)": "pass", "(floor)": FLOOR, "(floor + Tracer)": FLOOR + TRACER}
     codes.update({m: f"import {m}" for m in HANDLERS})
     times: dict[str, list[float]] = {name: [] for name in codes}
     for _ in range(runs):
@@ -223,6 +226,11 @@ def cold_imports(runs: int) -> None:
         f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included):"
     )
     print(f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s")
+    traced = median["(floor + Tracer)"]
+    print(
+        f"  floor + a Powertools Tracer (X-Ray SDK) = {traced:.2f} s "
+        f"(floor {traced - floor:+.2f} s)"
+    )
     for module in HANDLERS:
         print(
             f"  {module:32} = {median[module]:.2f} s  (floor {median[module] - floor:+.2f} s, "
@@ -237,7 +245,7 @@ def cold_imports(runs: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=200, help="0: the cold imports only")
     parser.add_argument("--import-runs", type=int, default=7)
     parser.add_argument("--skip-imports", action="store_true")
     args = parser.parse_args(argv)
@@ -245,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from devstack.stack import LocalStack
 
+    if args.jobs <= 0:  # cold imports only
+        cold_imports(args.import_runs)
+        return 0
     print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
         run = sequential_jobs(stack, args.jobs)

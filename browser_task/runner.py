@@ -88,7 +88,10 @@ class JobRunner:
         log: JobLog,
         events: RunEvents | None = None,
         meter: AttemptMeter | None = None,
+        workflow_ended: Callable[[], None] | None = None,
     ) -> Outcome | None:
+        """``workflow_ended`` is called once the workflow has returned or raised, before
+        the context closes and the artifacts upload (the slot looks ahead then)."""
         try:
             data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
         except Exception as exc:
@@ -114,7 +117,7 @@ class JobRunner:
                 return opened
             ctx = opened
             session = ctx.session
-            return await self._watch(job, ctx, collector, lease_lost, log)
+            return await self._watch(job, ctx, collector, lease_lost, log, workflow_ended)
         finally:
             heartbeat.cancel()
             if session is not None:
@@ -202,6 +205,7 @@ class JobRunner:
         collector: ArtifactCollector,
         lease_lost: asyncio.Event,
         log: JobLog,
+        workflow_ended: Callable[[], None] | None = None,
     ) -> Outcome | None:
         """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
         watchdog; each ending has its own outcome."""
@@ -223,6 +227,8 @@ class JobRunner:
             cancel.cancel()
 
         if work.done():
+            if workflow_ended is not None:
+                workflow_ended()
             return await self._ended(job, ctx, collector, work, log)
 
         if lease_lost.is_set():

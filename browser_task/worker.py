@@ -17,9 +17,11 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from browser_task.ahead import LaterHooks
 from browser_task.breaker_gate import BreakerGate, target_origin
 from browser_task.browser import BrowserPool
 from browser_task.context import SecretsResolver
@@ -28,17 +30,18 @@ from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
+from browser_task.reporting import finished_job, noted, record_usage
 from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.sessions import SessionStore
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource, tenant_data_source
-from browser_task.usage import AttemptMeter, attempt_usage
+from browser_task.usage import AttemptMeter
 from pagefleet import metrics_names as metric
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.breaker import TENANT
-from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
+from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
 from pagefleet.jobs.service import JobServices
 from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
@@ -52,6 +55,9 @@ from pagefleet.states import JobStatus
 BACKGROUND_GRACE_S = 10.0
 # After a drain gave up on a job, how long its slot may take to hand the job back.
 ABORT_GRACE_S = 15.0
+
+# A received message and the lifecycle's look at its job (None: not looked at).
+Looked = tuple[ReceivedMessage, Step | None]
 
 
 def default_worker_id() -> str:
@@ -78,6 +84,9 @@ class Worker:
         self.settings = settings
         self.worker_id = settings.worker_id or default_worker_id()
         self.lifecycle: Lifecycle = services.lifecycle
+        # What the hooks do after a claim is written off the slot's path (browser_task.ahead).
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
+        self.lifecycle.hooks = LaterHooks(self.lifecycle.hooks, self._later.submit)
         clock = services.clock.now
         # The tenant's limits (evaluate allowed, how long a saved session lasts), cached.
         limits = RUNTIME.tenancy(settings).limits
@@ -173,6 +182,7 @@ class Worker:
             breaker_flusher.cancel()
             with contextlib.suppress(Exception):
                 await self._breaker.flush()
+            await asyncio.to_thread(self._later.shutdown, wait=True)
             self.metrics.flush()
             self._log.info("worker stopped", jobs=self.jobs_handled)
 
@@ -195,27 +205,48 @@ class Worker:
     # --- polling --------------------------------------------------------------------------
     async def _slot(self, number: int) -> None:
         assert self._stopping is not None
+        ahead: list[asyncio.Future[list[Looked]]] = []  # the next messages, received early
+
+        def look_ahead() -> None:
+            if not ahead and not self._stopping.is_set():  # type: ignore[union-attr]
+                ahead.append(asyncio.ensure_future(self._take()))
+
         while not self._stopping.is_set():
             self.liveness.beat()  # the container health check reads it
             try:
-                messages = await self._receive()
+                looked = await (ahead.pop() if ahead else self._take())
             except Exception as exc:
                 self._log.warning("receive failed", slot=number, error=first_line(str(exc)))
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), 1.0)
                 continue
-            for received in messages:
+            for received, peek in looked:
                 if self._stopping.is_set():
                     await asyncio.to_thread(self.lifecycle.release, received, received.queue)
                     continue
                 try:
-                    await self._handle(received)
+                    await self._handle(received, peek, look_ahead)
                 except Exception:
                     self._log.error(
                         "unexpected error handling a message",
                         exc_info=True,
                         message_id=received.message_id,
                     )
+        for early in ahead:  # stopping: what was received ahead goes back at once
+            with contextlib.suppress(Exception):
+                for received, _ in await early:
+                    await asyncio.to_thread(self.lifecycle.release, received, received.queue)
+
+    async def _take(self) -> list[Looked]:
+        """The next messages, each with the lifecycle's look at its job (None: not a job
+        message, or stopping)."""
+        looked: list[Looked] = []
+        for received in await self._receive():
+            peek = None
+            if received.message is not None and not self._stop_flag.is_set():
+                peek = await asyncio.to_thread(self.lifecycle.peek, received, received.queue)
+            looked.append((received, peek))
+        return looked
 
     async def _receive(self) -> list[ReceivedMessage]:
         assert self._stopping is not None
@@ -240,7 +271,9 @@ class Worker:
         return messages
 
     # --- one message ----------------------------------------------------------------------
-    async def _handle(self, received: ReceivedMessage) -> None:
+    async def _handle(
+        self, received: ReceivedMessage, peek: Step | None, look_ahead: Callable[[], None]
+    ) -> None:
         message = received.message
         if message is None:
             # Not ours to fix: after maxReceiveCount deliveries the queue moves it to the DLQ.
@@ -250,6 +283,9 @@ class Worker:
                 receive_count=received.receive_count,
             )
             return
+        if peek is None:  # received as the worker began to stop: not looked at
+            await asyncio.to_thread(self.lifecycle.release, received, received.queue)
+            return
         # The lifecycle settles the message on the queue it came from (pool and priority).
         pool = received.queue
         log = self._log.bind(
@@ -258,9 +294,8 @@ class Worker:
             job_id=message.job_id,
             message_id=received.message_id,
         )
-        peek = await asyncio.to_thread(self.lifecycle.peek, received, pool)
         if peek.job is None:
-            self._noted(peek, log)
+            noted(peek, log, self.metrics)
             return
         # The breakers need the job's target origin, which only the record knows.
         domain = target_origin(peek.job)
@@ -277,7 +312,7 @@ class Worker:
                     reason=f"circuit open for {domain}{whose}; next try in {max(1, delay)} s",
                     delay_s=delay,
                 )
-                self._noted(deferred, log)
+                noted(deferred, log, self.metrics)
                 return
             probe = admission.probes
 
@@ -293,10 +328,11 @@ class Worker:
             worker=self.worker_id,
         )
         if claim.job is None:
-            self._noted(claim, log)
+            noted(claim, log, self.metrics)
             await self._release_probe(domain, message.tenant_id, probe)
             return
-        await self._run(claim.job, received, domain, probe, log.bind(attempt=claim.job.attempt))
+        log = log.bind(attempt=claim.job.attempt)
+        await self._run(claim.job, received, domain, probe, log, look_ahead)
 
     async def _run(
         self,
@@ -305,6 +341,7 @@ class Worker:
         domain: str | None,
         probe: frozenset[str],
         log: JobLog,
+        look_ahead: Callable[[], None] | None = None,
     ) -> None:
         assert self._runner is not None
         if received.sent_at_ms:
@@ -318,7 +355,9 @@ class Worker:
         meter = AttemptMeter()
         try:
             async with self.liveness.busy(), recording(events):
-                outcome = await self._runner.run(job, received, log, events, meter)
+                outcome = await self._runner.run(
+                    job, received, log, events, meter, workflow_ended=look_ahead
+                )
         except BaseException:
             await self._protection.job_ended()
             raise
@@ -371,7 +410,7 @@ class Worker:
             finished = await asyncio.to_thread(
                 self.lifecycle.finish, job, outcome, received, received.queue, self.worker_id
             )
-            self._finished(finished, outcome, duration_ms, log)
+            finished_job(finished, outcome, duration_ms, log, self.metrics)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
                 await self._breaker.record(domain, job.tenant_id, outcome.error, probes=probe)
             elif probe:
@@ -379,53 +418,10 @@ class Worker:
         except Exception:
             log.exception("unexpected error completing the job")
         finally:
-            await self._record_usage(job, outcome, meter, ended, log)
+            await record_usage(self._tenant_data, job, outcome, meter, ended, log)
             await self._protection.job_ended()
 
-    async def _record_usage(
-        self,
-        job: JobRecord,
-        outcome: Outcome | None,
-        meter: AttemptMeter,
-        ended: float,
-        log: JobLog,
-    ) -> None:
-        """The attempt's usage, for its tenant (once per attempt, however often written)."""
-        try:
-            data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
-            if data.usage is not None:
-                usage = attempt_usage(job, outcome, meter, ended=ended)
-                await asyncio.to_thread(data.usage.record, usage)
-        except Exception as exc:  # the job's outcome stands; only its bill misses an attempt
-            log.warning("usage not recorded", error=first_line(str(exc)))
-
     # --- reporting ------------------------------------------------------------------------
-    def _noted(self, step: Step, log: JobLog) -> None:
-        """Log (and count) what the lifecycle did with a message it did not let us run."""
-        if step.status is not None:
-            self.metrics.job_finished(step.status.value, 0.0)
-        if step.then is Then.LEAVE:
-            log.warning("message left for redelivery", reason=step.reason)
-        else:
-            log.info("message handled without running", then=step.then.value, reason=step.reason)
-
-    def _finished(self, step: Step, outcome: Outcome, duration_ms: float, log: JobLog) -> None:
-        if step.status is None:
-            log.warning("outcome not written", reason=step.reason)
-            return
-        self.metrics.job_finished(outcome.status.value, duration_ms)
-        if outcome.status is JobStatus.TIMED_OUT:
-            self.metrics.count(metric.TIMEOUTS)
-        fields: dict[str, Any] = {"status": outcome.status.value, "duration_ms": round(duration_ms)}
-        if outcome.error is not None:
-            fields.update(error_kind=outcome.error.kind, step_index=outcome.error.step_index)
-        log.info("job finished", **fields)
-        if outcome.retry_delay_s is not None and not outcome.release_message:
-            self.metrics.count(metric.RETRIES)
-            log.info("retry scheduled", delay_s=outcome.retry_delay_s)
-        if step.then is Then.LEAVE:
-            log.warning("message left for redelivery", reason=step.reason)
-
     async def _release_probe(self, domain: str | None, tenant: str, probe: frozenset[str]) -> None:
         """A probe that did not run says nothing: reopen the circuit for another cooldown."""
         if domain is not None and probe:

@@ -27,6 +27,9 @@ log = logging.getLogger("devstack")
 # live updates snappy on an idle stack (both are "at most", not "at least").
 STREAM_BATCHING_WINDOW_S = 0.25
 STREAM_POLL_S = 0.1
+# After a poll that found nothing, the next waits this long: an idle stack's reader made ten
+# GetRecords a second, each a request the embedded AWS answers on the same cores as the jobs.
+STREAM_IDLE_POLL_S = 0.25
 STREAM_BATCH_SIZE = 100
 STREAM_MAX_RETRIES = 10
 
@@ -59,12 +62,14 @@ class StreamPoller(Background):
         first_seen = 0.0
         self.ready.set()
         while not self._stop.is_set():
+            found = False
             try:
                 if not iterators:
                     iterators = self._iterators(streams, arn)
                 for shard, iterator in list(iterators.items()):
                     resp = streams.get_records(ShardIterator=iterator, Limit=STREAM_BATCH_SIZE)
                     iterators[shard] = resp["NextShardIterator"]
+                    found = found or bool(resp.get("Records"))
                     if resp.get("Records") and not pending:
                         first_seen = time.monotonic()
                     pending += resp.get("Records", [])
@@ -81,7 +86,7 @@ class StreamPoller(Background):
                     break
                 log.exception("stream poller failed")
                 self._stop.wait(1)
-            self._stop.wait(STREAM_POLL_S)
+            self._stop.wait(STREAM_POLL_S if found or pending else STREAM_IDLE_POLL_S)
 
     def _iterators(self, streams: Any, arn: str) -> dict[str, str]:
         shards = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]

@@ -11,26 +11,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import boto3
-import httpx
 from botocore.config import Config
 
 from pagefleet.adapters.dynamodb.connections import DynamoConnections
 from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
-from pagefleet.adapters.live import ApiGatewayPoster
-from pagefleet.adapters.notify import (
-    EventBridgeBus,
-    SecretsManagerSigningSecrets,
-    SqsWebhookQueue,
-)
-from pagefleet.egress_policy import EgressPolicy, system_lookup
-from pagefleet.live.delivery import LiveDelivery
-from pagefleet.live.events import DEFAULT_RETENTION_S
-from pagefleet.live.service import LiveServices
-from pagefleet.notify.eventbridge import JobFinishedEvents
-from pagefleet.notify.sender import WebhookSender
-from pagefleet.notify.webhooks import WebhookNotifier
-from pagefleet.resources import WEBHOOK_ATTEMPTS
+from pagefleet.adapters.notify import SecretsManagerSigningSecrets
 from pagefleet.settings import (
     ApiSettings,
     ChangesSettings,
@@ -39,8 +25,14 @@ from pagefleet.settings import (
     WebhookSettings,
 )
 
+# What only one runtime needs is imported where it is built (the stream reader's consumers,
+# the webhook sender and its HTTP client, the WebSocket routes' services): the API imports
+# this module on every cold start for ``live_api`` alone.
 if TYPE_CHECKING:
+    from pagefleet.adapters.notify import SqsWebhookQueue
     from pagefleet.jobs.changes import ChangeConsumer
+    from pagefleet.live.service import LiveServices
+    from pagefleet.notify.sender import WebhookSender
 
 T = TypeVar("T")
 
@@ -70,6 +62,13 @@ def live_and_notify_consumers(rt: ClientSource, settings: CoreSettings) -> list[
     """Live delivery, webhooks and EventBridge events, as far as the settings configure them."""
     if not isinstance(settings, ChangesSettings):
         return []
+    from pagefleet.adapters.live import ApiGatewayPoster
+    from pagefleet.adapters.notify import EventBridgeBus, SqsWebhookQueue
+    from pagefleet.live.delivery import LiveDelivery
+    from pagefleet.live.events import DEFAULT_RETENTION_S
+    from pagefleet.notify.eventbridge import JobFinishedEvents
+    from pagefleet.notify.webhooks import WebhookNotifier
+
     dynamodb = rt.client("dynamodb")
     deliveries = DynamoDeliveries(dynamodb, settings.jobs_table)
     out: list[ChangeConsumer] = []
@@ -104,6 +103,8 @@ def live_and_notify_consumers(rt: ClientSource, settings: CoreSettings) -> list[
 def live_services(rt: ClientSource, settings: LiveSettings) -> LiveServices:
     """What the WebSocket routes and the idle reaper use (``functions/live``)."""
     from pagefleet.adapters.dynamodb import DynamoJobStore, DynamoTenantStore
+    from pagefleet.adapters.live import ApiGatewayPoster
+    from pagefleet.live.service import LiveServices
 
     def build() -> LiveServices:
         dynamodb = rt.client("dynamodb")
@@ -158,6 +159,12 @@ def webhook_sender(
     rt: ClientSource, settings: WebhookSettings
 ) -> tuple[WebhookSender, SqsWebhookQueue]:
     """The sender and its queue (``functions/webhooks``)."""
+    import httpx
+
+    from pagefleet.adapters.notify import SqsWebhookQueue
+    from pagefleet.egress_policy import EgressPolicy, system_lookup
+    from pagefleet.notify.sender import WebhookSender
+    from pagefleet.resources import WEBHOOK_ATTEMPTS
 
     def build() -> tuple[WebhookSender, SqsWebhookQueue]:
         sender = WebhookSender(

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
 
 from pagefleet.resources import API_STAGE
 
@@ -32,6 +31,9 @@ def openapi_schema(app: APIGatewayRestResolver) -> dict[str, Any]:
     cached = _DOCUMENTS.get(id(app))
     if cached is not None:
         return cached
+    # Powertools' OpenAPI models take ~0.1 s to build: only the document's route pays it.
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Server
+
     document: dict[str, Any] = json.loads(
         app.get_openapi_json_schema(
             title=TITLE,

@@ -3,16 +3,19 @@ the job data store, the sessions archive, and who is acting (for audit records).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from functions.api.context import api_settings, event_of, tenant_id
-from pagefleet.adapters.job_data import AwsJobData
 from pagefleet.runtime import RUNTIME
-from pagefleet.sessions import SessionArchive
-from pagefleet.tenancy.service import Tenancy
-from pagefleet.tenant_runtime import job_data
+
+# Imported by the routes that use them, on their first call: a cold start for another
+# route does not build the tenancy services' modules.
+if TYPE_CHECKING:
+    from pagefleet.adapters.job_data import AwsJobData
+    from pagefleet.sessions import SessionArchive
+    from pagefleet.tenancy.service import Tenancy
 
 
 def tenancy() -> Tenancy:
@@ -20,10 +23,14 @@ def tenancy() -> Tenancy:
 
 
 def data() -> AwsJobData:
+    from pagefleet.tenant_runtime import job_data
+
     return job_data(RUNTIME.client("dynamodb"), RUNTIME.client("s3"), api_settings())
 
 
 def sessions() -> SessionArchive:
+    from pagefleet.sessions import SessionArchive
+
     return SessionArchive(RUNTIME.client("s3"), api_settings().artifacts_bucket)
 
 

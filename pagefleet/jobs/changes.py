@@ -34,6 +34,8 @@ class JobChange:
     sequence: str
     # When the stream recorded the write (ApproximateCreationDateTime), epoch seconds.
     written_at: float | None = None
+    # False when the store says the job never had a dependant (no edges to look up).
+    may_have_dependants: bool = True
 
     @property
     def job(self) -> JobRecord:

@@ -22,5 +22,7 @@ class DependencyRelease:
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
             became = change.became
-            if change.new is not None and became is not None and became.is_final:
+            if change.new is None or became is None or not became.is_final:
+                continue
+            if change.may_have_dependants:  # most jobs have none: no lookup then
                 self._lifecycle.release_dependants(change.new)

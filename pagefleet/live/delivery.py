@@ -117,11 +117,16 @@ class LiveDelivery:
         for messages in by_job.values():
             for message in messages:
                 message.body["received_at"] = received  # when the stream reader got it
+        jobs_of: dict[str, list[str]] = {}
+        for tenant_id, job_id in by_job:
+            jobs_of.setdefault(tenant_id, []).append(job_id)
         targets: dict[str, tuple[Connection, list[Outgoing]]] = {}
-        for (tenant_id, job_id), messages in by_job.items():
-            for connection in self.connections.subscribers(tenant_id, job_id):
-                entry = targets.setdefault(connection.connection_id, (connection, []))
-                entry[1].extend(messages)
+        for tenant_id, job_ids in jobs_of.items():
+            # Once per tenant and batch: most jobs have no follower at all.
+            for job_id, following in self.connections.followers(tenant_id, job_ids).items():
+                for connection in following:
+                    entry = targets.setdefault(connection.connection_id, (connection, []))
+                    entry[1].extend(by_job[(tenant_id, job_id)])
         failed: list[Exception] = []
         for connection, messages in targets.values():
             messages.sort(key=lambda m: m.order)

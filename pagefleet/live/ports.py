@@ -7,6 +7,7 @@ implements them in memory and ``tests/contract`` holds both to one suite.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -99,6 +100,11 @@ class Connections(Protocol):
 
     def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
         """Connections following the job or all the tenant's jobs."""
+        ...
+
+    def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
+        """``subscribers`` of each of the tenant's ``job_ids`` (those with any), asked at
+        once: a tenant whose jobs nobody follows costs one read, whatever the jobs."""
         ...
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:

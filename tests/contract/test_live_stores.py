@@ -10,7 +10,7 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.connections import DynamoConnections
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
-from pagefleet.live.ports import Connections, EventStore, SubscriptionLimit, Ticket
+from pagefleet.live.ports import Connection, Connections, EventStore, SubscriptionLimit, Ticket
 from pagefleet.runtime import RUNTIME
 from tests.fakes.live import FakeConnections, FakeEventStore
 
@@ -126,6 +126,29 @@ def test_followers_of_a_job_are_found_by_room(connections: Connections) -> None:
     assert {c.connection_id for c in connections.subscribers("other", "j1")} == {"c3"}
     found = connections.get("c1")
     assert found is not None and found.rooms == frozenset({"j1"}) and found.tenant_id == "t"
+
+
+def test_followers_of_a_batch_of_jobs_are_found_at_once(connections: Connections) -> None:
+    assert connections.followers("t", ["j1", "j2"]) == {}  # nobody ever followed anything
+    _open(connections, "c1")
+    _open(connections, "c2")
+    _open(connections, "c3", tenant="other")
+    connections.subscribe("c1", "j1", max_rooms=10)
+    connections.subscribe("c3", "j2", max_rooms=10)  # another tenant's room of that name
+
+    def ids(found: dict[str, list[Connection]]) -> dict[str, set[str]]:
+        return {job: {c.connection_id for c in conns} for job, conns in found.items()}
+
+    assert ids(connections.followers("t", ["j1", "j2", "j1"])) == {"j1": {"c1"}}
+    connections.subscribe("c2", "*", max_rooms=10)
+    assert ids(connections.followers("t", ["j1", "j2"])) == {"j1": {"c1", "c2"}, "j2": {"c2"}}
+    connections.unsubscribe("c2", "*", now=T + 1)
+    connections.close("c1")
+    connections.close("c1")  # a second close counts nothing out twice
+    assert connections.followers("t", ["j1", "j2"]) == {}
+    connections.subscribe("c2", "j2", max_rooms=10)  # the counts still see a new follower
+    assert ids(connections.followers("t", ["j1", "j2"])) == {"j2": {"c2"}}
+    assert ids(connections.followers("other", ["j2"])) == {"j2": {"c3"}}
 
 
 def test_rooms_per_connection_are_bounded(connections: Connections) -> None:

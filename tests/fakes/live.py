@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
@@ -111,6 +112,10 @@ class FakeConnections:
                 for c in self.meta.values()
                 if c.tenant_id == tenant_id and (job_id in c.rooms or "*" in c.rooms)
             ]
+
+    def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
+        found = {job_id: self.subscribers(tenant_id, job_id) for job_id in job_ids}
+        return {job_id: following for job_id, following in found.items() if following}
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:
         with self._lock:

@@ -10,6 +10,7 @@ from devstack.provision import Provisioned
 from functions.job_changes import handler as job_changes_handler
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.jobs.changes import JobChange, deliver
+from pagefleet.jobs.dependencies import DependencyRelease
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.models import JobRequest, iso, utcnow
 from pagefleet.states import JobStatus
@@ -88,3 +89,41 @@ def test_the_handler_reports_a_failed_batch_from_its_first_record(
     assert answer == {"batchItemFailures": [{"itemIdentifier": "100"}]}
     monkeypatch.setattr(job_changes_handler, "consumers", list)
     assert job_changes_handler.handler({"Records": [record]}, None) == {"batchItemFailures": []}
+
+
+def _stream_records(table: str) -> list[dict[str, Any]]:
+    from tests.conftest import aws_client
+
+    db, streams = aws_client("dynamodb"), aws_client("dynamodbstreams")
+    arn = db.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    (shard,) = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]
+    iterator = streams.get_shard_iterator(
+        StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
+    )["ShardIterator"]
+    records: list[dict[str, Any]] = streams.get_records(ShardIterator=iterator)["Records"]
+    for record in records:  # as the event source mapping hands them to the function
+        when = record["dynamodb"]["ApproximateCreationDateTime"]
+        record["dynamodb"]["ApproximateCreationDateTime"] = when.timestamp()
+    return records
+
+
+def test_a_finished_jobs_change_says_whether_it_may_have_dependants(
+    svc: JobServices, provisioned: Provisioned
+) -> None:
+    alone = submit_job(svc, "t", REQUEST).job
+    parent = submit_job(svc, "t", REQUEST).job
+    child_request = REQUEST.model_copy(update={"depends_on": [parent.job_id]})
+    child = submit_job(svc, "t", child_request).job
+    for job in (alone, parent):
+        svc.store.transition("t", job.job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+
+    ended = {
+        c.job.job_id: c.may_have_dependants
+        for c in job_changes(_stream_records(provisioned.jobs_table))
+        if c.became is JobStatus.CANCELLED
+    }
+    assert ended == {alone.job_id: False, parent.job_id: True}
+    # And the reader's dependants consumer still settles the child from its parent's change.
+    changes = job_changes(_stream_records(provisioned.jobs_table))
+    assert deliver(changes, [DependencyRelease(svc.lifecycle)]) == []
+    assert svc.store.get("t", child.job_id).status is JobStatus.CANCELLED

@@ -8,7 +8,13 @@ Items (``CONNECTIONS_TABLE`` in ``pagefleet.resources``):
   index the reaper reads);
 - ``pk = ROOM#<tenant>#<job id or *>, sk = <connection id>``: one per follower, so the
   stream reader finds a job's followers with one query per room;
-- ``pk = TICKET#<sha256 of the ticket>, sk = TICKET``: a single-use connect ticket.
+- ``pk = TICKET#<sha256 of the ticket>, sk = TICKET``: a single-use connect ticket;
+- ``pk = FOLLOWS#<tenant>, sk = FOLLOWS``: how many room items the tenant's connections made
+  (``all`` for the tenant's ``*`` room, ``jobs`` for job rooms), changed in the same
+  transaction as the room item, so the stream reader asks once per batch whether any job of
+  the tenant is followed at all and skips the room queries when none is. A room item gone by
+  TTL leaves its count behind: the count can be too high (a query that finds nothing), never
+  too low.
 
 Every item has ``expires_at`` (TTL): a connection outlives API Gateway's 2 hours by minutes
 only, even when its ``$disconnect`` never came.
@@ -16,6 +22,7 @@ only, even when its ``$disconnect`` never came.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +33,11 @@ from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 META = "META"
 IDLE = "idle"
+FOLLOWS = "FOLLOWS"
 
 
 def conn_pk(connection_id: str) -> str:
@@ -37,6 +46,14 @@ def conn_pk(connection_id: str) -> str:
 
 def room_pk(tenant_id: str, room: str) -> str:
     return f"ROOM#{tenant_id}#{room}"
+
+
+def follows_key(tenant_id: str) -> dict[str, Any]:
+    return serialize({"pk": f"FOLLOWS#{tenant_id}", "sk": FOLLOWS})
+
+
+def _count_name(room: str) -> str:
+    return "all" if room == "*" else "jobs"
 
 
 def _seconds(value: float) -> Decimal:
@@ -136,6 +153,7 @@ class DynamoConnections:
                             ),
                         }
                     },
+                    self._count(current.tenant_id, room, +1),
                 ]
             )
         except ClientError as exc:
@@ -156,10 +174,7 @@ class DynamoConnections:
             ExpressionAttributeValues=serialize({":r": {room}}),
             ReturnValues="ALL_NEW",
         )
-        self._db.delete_item(
-            TableName=self._table,
-            Key=serialize({"pk": room_pk(current.tenant_id, room), "sk": connection_id}),
-        )
+        self._leave(current.tenant_id, room, connection_id)
         if not deserialize(resp["Attributes"]).get("rooms"):
             # Following nothing again: the idle clock starts (unless it joined a room since).
             try:
@@ -179,27 +194,80 @@ class DynamoConnections:
         current = self.get(connection_id)
         if current is not None:
             for room in current.rooms:
-                self._db.delete_item(
-                    TableName=self._table,
-                    Key=serialize({"pk": room_pk(current.tenant_id, room), "sk": connection_id}),
-                )
+                self._leave(current.tenant_id, room, connection_id)
         self._db.delete_item(TableName=self._table, Key=self._meta_key(connection_id))
 
-    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
-        ids: list[str] = []
-        for room in (job_id, "*"):
-            kwargs: dict[str, Any] = {
+    def _count(self, tenant_id: str, room: str, delta: int) -> TransactWriteItemTypeDef:
+        """The transaction item that moves the tenant's count of ``room``'s kind."""
+        return {
+            "Update": {
                 "TableName": self._table,
-                "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": serialize({":pk": room_pk(tenant_id, room)}),
-                "ConsistentRead": True,
+                "Key": follows_key(tenant_id),
+                "UpdateExpression": "ADD #n :d",
+                "ExpressionAttributeNames": {"#n": _count_name(room)},
+                "ExpressionAttributeValues": serialize({":d": delta}),
             }
-            while True:
-                resp = self._db.query(**kwargs)
-                ids += [str(deserialize(i)["sk"]) for i in resp.get("Items", [])]
-                if not resp.get("LastEvaluatedKey"):
-                    break
-                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        }
+
+    def _leave(self, tenant_id: str, room: str, connection_id: str) -> None:
+        """Delete the room item and count it out, once: a room item already gone (a
+        concurrent close, TTL) is not counted out again."""
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self._table,
+                            "Key": serialize({"pk": room_pk(tenant_id, room), "sk": connection_id}),
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    self._count(tenant_id, room, -1),
+                ]
+            )
+        except ClientError as exc:
+            if not _failed_condition(exc):
+                raise
+
+    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
+        return self.followers(tenant_id, [job_id]).get(job_id, [])
+
+    def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
+        counts = self._db.get_item(
+            TableName=self._table, Key=follows_key(tenant_id), ConsistentRead=True
+        ).get("Item")
+        follows = deserialize(counts) if counts else {}
+        everything = self._room(tenant_id, "*") if follows.get("all", 0) > 0 else []
+        by_job = {
+            job_id: self._room(tenant_id, job_id) if follows.get("jobs", 0) > 0 else []
+            for job_id in dict.fromkeys(job_ids)
+        }
+        found = self._metas(tenant_id, [*everything, *(c for ids in by_job.values() for c in ids)])
+        # A room item whose connection is gone (TTL lag) is skipped; order as followed.
+        out = {}
+        for job_id, ids in by_job.items():
+            unique = dict.fromkeys([*ids, *everything])
+            if following := [found[c] for c in unique if c in found]:
+                out[job_id] = following
+        return out
+
+    def _room(self, tenant_id: str, room: str) -> list[str]:
+        ids: list[str] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": serialize({":pk": room_pk(tenant_id, room)}),
+            "ConsistentRead": True,
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            ids += [str(deserialize(i)["sk"]) for i in resp.get("Items", [])]
+            if not resp.get("LastEvaluatedKey"):
+                return ids
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def _metas(self, tenant_id: str, ids: list[str]) -> dict[str, Connection]:
+        """The tenant's connections among ``ids`` (by id), read in batches."""
         unique = list(dict.fromkeys(ids))
         found: dict[str, Connection] = {}
         for start in range(0, len(unique), 100):
@@ -211,8 +279,7 @@ class DynamoConnections:
                     connection = _connection(deserialize(item))
                     found[connection.connection_id] = connection
                 request = dict(batch.get("UnprocessedKeys") or {})
-        # A room item whose connection is gone (TTL lag) is skipped; order as followed.
-        return [found[c] for c in unique if c in found and found[c].tenant_id == tenant_id]
+        return {c: found[c] for c in unique if c in found and found[c].tenant_id == tenant_id}
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:
         resp = self._db.query(

@@ -5,12 +5,16 @@ the dispatch moves need (dependants, dispatched, recheck_waiting).
   sent, and in the ops ``deadline`` set if it has a latest start;
 - scheduled further ahead: in the ops ``due`` set at the time its message must go out;
 - waiting: in the ops ``waiting`` set (the sweeper's backstop), with one edge item
-  ``DEP#<parent>#<child>`` per parent, written in the same transaction as the job.
+  ``DEP#<parent>#<child>`` per parent, written in the same transaction as the job. Each
+  parent is marked ``has_dependants`` first, so the jobs stream's reader queries for edges
+  only when a finished job's record says it may have some (most jobs have none).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
@@ -25,6 +29,7 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
     update_job_if,
 )
+from pagefleet.errors import NotFound
 from pagefleet.jobs.rules import WAITING_FIRST_LOOK_S
 from pagefleet.models import JobRecord
 from pagefleet.states import JobStatus
@@ -69,9 +74,31 @@ def edge_puts(table: str, record: JobRecord) -> list[dict[str, Any]]:
     ]
 
 
+HAS_DEPENDANTS = "has_dependants"
+
+
 class DispatchQueries:
     _db: DynamoDBClient
     _table: str
+
+    def mark_parents(self, record: JobRecord) -> None:
+        """Mark each parent as having dependants, before the edges exist: an edge is never
+        without its parent's mark, so a parent's final change without the mark has none
+        (a parent that ended before the mark is settled by the child's own first look)."""
+        for parent in record.request.depends_on:
+            try:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=serialize({"pk": tenant_pk(record.tenant_id), "sk": job_sk(parent)}),
+                    UpdateExpression="SET #d = :t",
+                    ConditionExpression="attribute_exists(pk)",
+                    ExpressionAttributeNames={"#d": HAS_DEPENDANTS},
+                    ExpressionAttributeValues=serialize({":t": True}),
+                )
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                    raise NotFound(f"job {parent} not found", job_id=parent) from exc
+                raise
 
     def dependants(self, tenant_id: str, job_id: str) -> list[str]:
         kwargs: dict[str, Any] = {

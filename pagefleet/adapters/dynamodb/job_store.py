@@ -81,6 +81,8 @@ class DynamoJobStore(DispatchQueries):
             "ConditionExpression": "attribute_not_exists(pk)",
         }
         edges: Any = edge_puts(self._table, record)
+        if edges:
+            self.mark_parents(record)
         if record.idempotency_key is None and not edges:
             # One item: a conditional put is as safe as a transaction at half the write cost
             # (and moto copies the whole table for every transaction).

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import item_to_record
+from pagefleet.adapters.dynamodb.dispatch import HAS_DEPENDANTS
 from pagefleet.adapters.dynamodb.events import events_item
 from pagefleet.jobs.changes import EventsWritten, JobChange
 from pagefleet.models import JobRecord
@@ -20,12 +21,14 @@ def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:
         keys = body.get("Keys") or {}
         if not str((keys.get("sk") or {}).get("S", "")).startswith("JOB#"):
             continue
+        new = body.get("NewImage")
         out.append(
             JobChange(
                 old=_image(body.get("OldImage")),
-                new=_image(body.get("NewImage")),
+                new=_image(new),
                 sequence=str(body.get("SequenceNumber", "")),
                 written_at=_written_at(body),
+                may_have_dependants=new is not None and HAS_DEPENDANTS in new,
             )
         )
     return out

@@ -1,0 +1,45 @@
+"""What a slot does ahead of time, and what it leaves for later, to keep a job's path short.
+
+A slot's path between two jobs was its next receive, the look at the job (a read) and the
+claim's writes, all while its browser sat idle. Two parts leave that path:
+
+- **Looking ahead.** When a job's workflow has ended (its context closing, its artifacts
+  uploading), the slot already receives its next message and reads its job. Only reads and
+  the receive move earlier: the claim (the tenant's running slot, the lease) is still taken
+  when the slot is free, so no tenant holds a slot for a job that is not running. A message
+  received ahead waits at most the last job's uploads; a stopping worker hands it back.
+- **Hooks after the claim, later.** The tenant's queued count drops by one when a job first
+  starts (``JobHooks.after_claim``); nothing waits for that number, so it is written by a
+  background thread instead of before the job runs. The decision before a claim (the
+  running cap) stays on the path: it decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from pagefleet.jobs.hooks import Deferral, JobHooks
+from pagefleet.models import JobMessage, JobRecord
+
+
+class LaterHooks:
+    """``JobHooks`` whose ``after_claim`` runs through ``later`` (e.g. an executor's submit)."""
+
+    def __init__(self, hooks: JobHooks, later: Callable[..., Future[Any]]) -> None:
+        # A second worker on the same services (tests) wraps the hooks, not the wrapper.
+        self.hooks: JobHooks = hooks.hooks if isinstance(hooks, LaterHooks) else hooks
+        self._later = later
+
+    def before_claim(self, message: JobMessage) -> Deferral | None:
+        return self.hooks.before_claim(message)
+
+    def after_claim(self, job: JobRecord) -> None:
+        try:
+            self._later(self.hooks.after_claim, job)
+        except RuntimeError:  # the worker is stopping (its executor is shut down): now
+            self.hooks.after_claim(job)
+
+    def after_move(self, job: JobRecord) -> None:
+        self.hooks.after_move(job)
