@@ -1,5 +1,5 @@
 """Where a new job sits in the jobs table's indexes, its dependency edges, and the queries
-the dispatch moves need (dependants, dispatched, recheck_waiting).
+the dispatch moves and the sweeper need (dependants, dispatched, recheck_waiting, ops_due).
 
 - queued (or scheduled within 15 minutes): marked ``unqueued`` until its message is known
   sent, and in the ops ``deadline`` set if it has a latest start;
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import (
+    OPS_SHARDS,
     UNQUEUED,
     deserialize,
     epoch_of,
@@ -166,3 +167,21 @@ class DispatchQueries:
         update_job_if(
             self._db, self._table, tenant_id, job_id, "SET ops_sk = :sk", "#status = :s", values
         )
+
+    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]:
+        """(tenant_id, job_id) of jobs in the ops index of ``kind`` due before a time."""
+        out: list[tuple[str, str]] = []
+        shards = ["dead"] if kind == "dead" else [f"{kind}#{n}" for n in range(OPS_SHARDS)]
+        for shard in shards:
+            kwargs: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": "ops",
+                "KeyConditionExpression": "ops_pk = :p AND ops_sk < :t",
+                "ExpressionAttributeValues": serialize({":p": shard, ":t": ops_time(before_epoch)}),
+                "Limit": limit,
+            }
+            resp = self._db.query(**kwargs)
+            for item in resp.get("Items", []):
+                data = deserialize(item)
+                out.append((str(data["tenant_id"]), str(data["job_id"])))
+        return out

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import (
-    OPS_SHARDS,
     UNQUEUED,
     deserialize,
     epoch_of,
@@ -410,24 +409,6 @@ class DynamoJobStore(DispatchQueries):
                     {":due": due, ":sk": ops_time(due), ":r": JobStatus.RETRY_SCHEDULED.value}
                 ),
             )
-
-    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]:
-        """(tenant_id, job_id) of jobs in the ops index of ``kind`` due before a time."""
-        out: list[tuple[str, str]] = []
-        shards = ["dead"] if kind == "dead" else [f"{kind}#{n}" for n in range(OPS_SHARDS)]
-        for shard in shards:
-            kwargs: dict[str, Any] = {
-                "TableName": self._table,
-                "IndexName": "ops",
-                "KeyConditionExpression": "ops_pk = :p AND ops_sk < :t",
-                "ExpressionAttributeValues": serialize({":p": shard, ":t": ops_time(before_epoch)}),
-                "Limit": limit,
-            }
-            resp = self._db.query(**kwargs)
-            for item in resp.get("Items", []):
-                data = deserialize(item)
-                out.append((str(data["tenant_id"]), str(data["job_id"])))
-        return out
 
     # --- helpers ----------------------------------------------------------------------------
     def _update(
