@@ -18,9 +18,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
+
+if TYPE_CHECKING:
+    from pagefleet.client import Job, PagefleetClient
 
 MB = 1024 * 1024
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -292,3 +295,22 @@ def python_env() -> dict[str, str]:
 
 def python() -> str:
     return sys.executable
+
+
+def wait_all(
+    client: PagefleetClient, ids: list[str], timeout: float = 900, poll: float = 0.2
+) -> list[Job]:
+    """The jobs ``ids`` (in that order) once every one is final, polling every ``poll`` s."""
+    deadline = time.monotonic() + timeout
+    pending, done = list(ids), {}
+    while pending:
+        for job_id in list(pending):
+            got = client.get(job_id)
+            if got.is_final:
+                done[job_id] = got
+                pending.remove(job_id)
+        if pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} jobs still not final")
+            time.sleep(poll)
+    return [done[i] for i in ids]

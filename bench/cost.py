@@ -33,6 +33,7 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import wait_all
 from pagefleet.pricing import REGIONS, Worker, price_table
 from pagefleet.tenancy.usage import UsageRow, as_priced, priced
 from pagefleet.tenancy.views import UsageLine
@@ -86,23 +87,6 @@ def region_line(region: str, total_usd: float) -> str:
 
 
 # --- the run ---------------------------------------------------------------------------------
-def wait_all(client: PagefleetClient, ids: list[str], timeout: float) -> list[str]:
-    """Statuses of ``ids`` once all are final (polling every 2 s: the machine is shared)."""
-    deadline = time.monotonic() + timeout
-    pending, status = list(ids), {}
-    while pending:
-        for job_id in list(pending):
-            got = client.get(job_id)
-            if got.is_final:
-                status[job_id] = got.status.value
-                pending.remove(job_id)
-        if pending:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{len(pending)} jobs still not final")
-            time.sleep(2)
-    return [status[i] for i in ids]
-
-
 def recorded_usage(client: PagefleetClient, jobs: int, first: str) -> UsageLine:
     """The tenant's usage report once every attempt's usage is in it (recorded as it ends)."""
     deadline = time.monotonic() + 60
@@ -124,7 +108,7 @@ def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
         # in the measured tenant's usage.
         warm = stack.client(stack.create_tenant_key("cost-warmup"))
         warm_ids = [warm.submit(job(url, n, 0)).job_id for n in range(args.concurrency)]
-        wait_all(warm, warm_ids, timeout=300)
+        wait_all(warm, warm_ids, timeout=300, poll=2)  # polling every 2 s: a shared machine
 
         admin = stack.client(stack.create_tenant_key("ops", admin=True))
         admin.set_limits(TENANT, submits_per_minute=10_000, max_queued=10_000)
@@ -137,7 +121,8 @@ def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
         )
         ids = [client.submit(job(url, n, args.sleep_ms)).job_id for n in range(args.jobs)]
         rounds = -(-args.jobs // args.concurrency)
-        statuses = wait_all(client, ids, timeout=120 + rounds * (args.sleep_ms / 1000 + 30))
+        finished = wait_all(client, ids, timeout=120 + rounds * (args.sleep_ms / 1000 + 30), poll=2)
+        statuses = [j.status.value for j in finished]
         return recorded_usage(client, args.jobs, first), retention, statuses
 
 

@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import wait_all
 from devstack.stack import LocalStack
-from pagefleet.client import Job, PagefleetClient
+from pagefleet.client import Job
 
 console = Console()
 # Jobs per POST /v1/batches (up to 100; the embedded AWS answers slower than AWS does).
@@ -62,21 +63,6 @@ def epoch(at: str | None) -> float:
 def queue_delay(done: Job) -> float:
     first = min(done.attempts, key=lambda a: a.attempt)
     return epoch(first.started_at) - epoch(done.created_at)
-
-
-def wait_all(client: PagefleetClient, ids: list[str], timeout: float = 900) -> list[Job]:
-    deadline = time.monotonic() + timeout
-    pending, done = list(ids), {}
-    while pending:
-        for job_id in list(pending):
-            got = client.get(job_id)
-            if got.is_final:
-                done[job_id] = got
-                pending.remove(job_id)
-        if pending and time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} jobs still not final")
-        time.sleep(0.2)
-    return [done[i] for i in ids]
 
 
 @dataclass
