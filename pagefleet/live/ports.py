@@ -98,13 +98,10 @@ class Connections(Protocol):
         """Forget the connection and its rooms (idempotent)."""
         ...
 
-    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
-        """Connections following the job or all the tenant's jobs."""
-        ...
-
     def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
-        """``subscribers`` of each of the tenant's ``job_ids`` (those with any), asked at
-        once: a tenant whose jobs nobody follows costs one read, whatever the jobs."""
+        """The connections following each of the tenant's ``job_ids`` (the job, or all the
+        tenant's jobs), for those with any, asked at once: a tenant whose jobs nobody
+        follows costs one read, whatever the jobs."""
         ...
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:

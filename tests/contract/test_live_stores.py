@@ -121,9 +121,12 @@ def test_followers_of_a_job_are_found_by_room(connections: Connections) -> None:
     assert connections.subscribe("c1", "j1", max_rooms=10)
     assert connections.subscribe("c2", "*", max_rooms=10)
     assert connections.subscribe("c3", "*", max_rooms=10)
-    assert {c.connection_id for c in connections.subscribers("t", "j1")} == {"c1", "c2"}
-    assert {c.connection_id for c in connections.subscribers("t", "j2")} == {"c2"}
-    assert {c.connection_id for c in connections.subscribers("other", "j1")} == {"c3"}
+    assert {c.connection_id for c in connections.followers("t", ["j1"]).get("j1", [])} == {
+        "c1",
+        "c2",
+    }
+    assert {c.connection_id for c in connections.followers("t", ["j2"]).get("j2", [])} == {"c2"}
+    assert {c.connection_id for c in connections.followers("other", ["j1"]).get("j1", [])} == {"c3"}
     found = connections.get("c1")
     assert found is not None and found.rooms == frozenset({"j1"}) and found.tenant_id == "t"
 
@@ -165,12 +168,12 @@ def test_leaving_and_closing(connections: Connections) -> None:
     connections.subscribe("c1", "j1", max_rooms=10)
     assert connections.unsubscribe("c1", "j1", now=T + 5)
     assert not connections.unsubscribe("c1", "j1", now=T + 5)
-    assert connections.subscribers("t", "j1") == []
+    assert connections.followers("t", ["j1"]).get("j1", []) == []
     connections.subscribe("c1", "j1", max_rooms=10)
     connections.close("c1")
     connections.close("c1")  # twice is fine
     assert connections.get("c1") is None
-    assert connections.subscribers("t", "j1") == []
+    assert connections.followers("t", ["j1"]).get("j1", []) == []
     assert not connections.subscribe("c1", "j2", max_rooms=10)
 
 

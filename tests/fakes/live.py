@@ -105,16 +105,16 @@ class FakeConnections:
             self.meta.pop(connection_id, None)
             self.idle_since.pop(connection_id, None)
 
-    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
-        with self._lock:
-            return [
-                c
-                for c in self.meta.values()
-                if c.tenant_id == tenant_id and (job_id in c.rooms or "*" in c.rooms)
-            ]
-
     def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
-        found = {job_id: self.subscribers(tenant_id, job_id) for job_id in job_ids}
+        with self._lock:
+            found = {
+                job_id: [
+                    c
+                    for c in self.meta.values()
+                    if c.tenant_id == tenant_id and (job_id in c.rooms or "*" in c.rooms)
+                ]
+                for job_id in job_ids
+            }
         return {job_id: following for job_id, following in found.items() if following}
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:

@@ -184,7 +184,7 @@ def test_a_gone_connection_is_forgotten() -> None:
     h.poster.gone.add("gone")
     h.delivery.handle_batch([change("j1", JobStatus.QUEUED, JobStatus.RUNNING, 1)], [])
     assert h.connections.get("gone") is None
-    assert [c.connection_id for c in h.connections.subscribers("t", "j1")] == ["here"]
+    assert [c.connection_id for c in h.connections.followers("t", ["j1"]).get("j1", [])] == ["here"]
     assert len(h.received("here")) == 1
 
 

@@ -101,9 +101,10 @@ def test_following_a_job_answers_its_status_at_once(world: World) -> None:
     answer = world.send("c1", "subscribe", job_id=job.job_id)
     assert answer["type"] == "status" and answer["status"] == "queued"
     assert answer["job_id"] == job.job_id and answer["subscribed"] is True
-    assert [c.connection_id for c in world.connections.subscribers("tenant-a", job.job_id)] == [
-        "c1"
-    ]
+    assert [
+        c.connection_id
+        for c in world.connections.followers("tenant-a", [job.job_id]).get(job.job_id, [])
+    ] == ["c1"]
 
 
 def test_another_tenants_job_is_not_found_and_joins_nothing(world: World) -> None:
@@ -119,7 +120,7 @@ def test_another_tenants_job_is_not_found_and_joins_nothing(world: World) -> Non
         "message": "no such job",
         "job_id": job.job_id,
     }
-    assert world.connections.subscribers("tenant-a", job.job_id) == []
+    assert world.connections.followers("tenant-a", [job.job_id]).get(job.job_id, []) == []
     assert world.poster.posted == []  # nothing else was sent
     assert world.send("intruder", "subscribe", job_id="nosuchjob")["code"] == "not_found"
 
@@ -138,7 +139,9 @@ def test_a_late_follower_catches_up_from_after(world: World) -> None:
 def test_all_jobs_room_leaving_and_limits(world: World) -> None:
     world.connect("c1", world.key_a)
     assert world.send("c1", "subscribe", jobs="all") == {"type": "subscribed", "jobs": "all"}
-    assert [c.connection_id for c in world.connections.subscribers("tenant-a", "any")] == ["c1"]
+    assert [
+        c.connection_id for c in world.connections.followers("tenant-a", ["any"]).get("any", [])
+    ] == ["c1"]
     assert world.send("c1", "unsubscribe", jobs="all") == {"type": "unsubscribed", "jobs": "all"}
     assert world.send("c1", "unsubscribe", jobs="all")["code"] == "not_subscribed"
     jobs = [submit_job(world.jobs, "tenant-a", REQUEST).job.job_id for _ in range(4)]

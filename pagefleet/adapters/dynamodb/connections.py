@@ -229,9 +229,6 @@ class DynamoConnections:
             if not _failed_condition(exc):
                 raise
 
-    def subscribers(self, tenant_id: str, job_id: str) -> list[Connection]:
-        return self.followers(tenant_id, [job_id]).get(job_id, [])
-
     def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
         counts = self._db.get_item(
             TableName=self._table, Key=follows_key(tenant_id), ConsistentRead=True
