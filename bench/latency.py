@@ -12,7 +12,13 @@
    event against the embedded AWS.
 3. **Cold imports**: each Lambda handler module imported by a fresh Python, several runs,
    median, against the floor every API function pays (boto3, Powertools' REST resolver,
-   pydantic); then the imports above the floor by cumulative time (``-X importtime``).
+   pydantic); then the imports above the floor by self time (``-X importtime``). Every
+   child, the floor's included, runs in a Lambda-like environment (``LAMBDA_ENV``:
+   ``LAMBDA_TASK_ROOT``, ``AWS_LAMBDA_FUNCTION_NAME``, ``AWS_REGION``, fake credentials),
+   because the Tracer's cost depends on it: outside Lambda the X-Ray SDK's recorder builds
+   a sampler with a botocore X-Ray client at import (~0.1 s) and the Powertools Tracer is
+   disabled; in Lambda the recorder samples locally, and the Tracer is enabled and patches
+   the libraries it is told to (all it knows, when told nothing).
 
 Prints figures; asserts nothing. Everything is on 127.0.0.1.
 """
@@ -24,6 +30,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -45,9 +52,22 @@ FLOOR = (
     "import boto3; import pydantic; "
     "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
 )
-# What every function's Powertools Tracer adds: the X-Ray SDK, whose recorder builds its
-# sampler's botocore clients at import (each handler module makes a Tracer at import).
+# What every function's Powertools Tracer adds (each handler module makes one at import):
+# the X-Ray SDK and, in Lambda, the patching of the libraries the Tracer is given.
 TRACER = "; from aws_lambda_powertools import Tracer; Tracer(service='floor')"
+# What the Lambda runtime sets that the imports react to (the X-Ray SDK, the Tracer,
+# botocore); the credentials are fake: nothing may call AWS at import.
+LAMBDA_ENV = {
+    "AWS_LAMBDA_FUNCTION_NAME": "pagefleet-cold-import",
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+# Set by the local stack or a developer's shell; the Lambda runtime sets none of them.
+NOT_IN_LAMBDA = ("POWERTOOLS_TRACE_DISABLED", "POWERTOOLS_DEV", "AWS_SAM_LOCAL", "AWS_PROFILE")
 TARGET_P50_MS = 30
 TARGET_P99_MS = 150
 
@@ -162,17 +182,23 @@ def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
 
 
 # --- 3. cold imports ---------------------------------------------------------------------------
-def _run_once(code: str) -> float:
+def lambda_env(task_root: str) -> dict[str, str]:
+    """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``)."""
+    env = {k: v for k, v in python_env().items() if k not in NOT_IN_LAMBDA}
+    return {**env, **LAMBDA_ENV, "LAMBDA_TASK_ROOT": task_root}
+
+
+def _run_once(code: str, env: dict[str, str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run([python(), "-c", code], env=python_env(), check=True)
+    subprocess.run([python(), "-c", code], env=env, check=True)
     return time.perf_counter() - t0
 
 
-def _importtime(code: str) -> dict[str, float]:
+def _importtime(code: str, env: dict[str, str]) -> dict[str, float]:
     """module -> its own import time in seconds, from ``python -X importtime``."""
     result = subprocess.run(
         [python(), "-X", "importtime", "-c", code],
-        env=python_env(),
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -188,16 +214,16 @@ def _importtime(code: str) -> dict[str, float]:
     return out
 
 
-def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
+def above_floor(module: str, env: dict[str, str], runs: int = 3) -> list[tuple[str, float, int]]:
     """What ``module`` imports that the floor does not, grouped by package (two dotted
     levels), by summed self time: (group, seconds, modules). Median of ``runs``."""
-    floor = set(_importtime(FLOOR))
+    floor = set(_importtime(FLOOR, env))
     samples: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for _ in range(runs):
         groups: dict[str, float] = {}
         members: dict[str, int] = {}
-        for name, seconds in _importtime(f"import {module}").items():
+        for name, seconds in _importtime(f"import {module}", env).items():
             if name in floor:
                 continue
             group = ".".join(name.split(".")[:2])
@@ -211,19 +237,25 @@ def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
 
 
 def cold_imports(runs: int) -> None:
-    """Fresh interpreters, the floor and each handler in turn, ``runs`` rounds: machine
-    load drifting during the run weighs on all alike."""
+    """Fresh interpreters in a Lambda-like environment, the floor and each handler in turn,
+    ``runs`` rounds: machine load drifting during the run weighs on all alike."""
+    with tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root:
+        _cold_imports(runs, lambda_env(task_root))
+
+
+def _cold_imports(runs: int, env: dict[str, str]) -> None:
     codes = {"(interpreter)": "pass", "(floor)": FLOOR, "(floor + Tracer)": FLOOR + TRACER}
     codes.update({m: f"import {m}" for m in HANDLERS})
     times: dict[str, list[float]] = {name: [] for name in codes}
     for _ in range(runs):
         for name, code in codes.items():
-            times[name].append(_run_once(code))
+            times[name].append(_run_once(code, env))
     median = {name: statistics.median(values) for name, values in times.items()}
     floor = median["(floor)"]
     print(
         f"\ncold import, fresh python, median of {runs} interleaved rounds "
-        f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included):"
+        f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included), in a "
+        "Lambda-like environment (LAMBDA_TASK_ROOT set: the Tracer is on and patches):"
     )
     print(f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s")
     traced = median["(floor + Tracer)"]
@@ -236,7 +268,7 @@ def cold_imports(runs: int) -> None:
             f"  {module:32} = {median[module]:.2f} s  (floor {median[module] - floor:+.2f} s, "
             f"target floor + 0.15 s)"
         )
-    rows = above_floor("functions.api.handler")
+    rows = above_floor("functions.api.handler", env)
     total = sum(seconds for _, seconds, _ in rows)
     print(f"  functions.api.handler imports {total * 1000:.0f} ms above the floor (self times):")
     for group, seconds, count in rows[:15]:
