@@ -53,8 +53,8 @@ FLOOR = (
     "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
 )
 # What every function's Powertools Tracer adds (each handler module makes one at import):
-# the X-Ray SDK and, in Lambda, the patching of the libraries the Tracer is given.
-TRACER = "; from aws_lambda_powertools import Tracer; Tracer(service='floor')"
+# the X-Ray SDK and, in Lambda, the patching of botocore (``functions.tracing``).
+TRACER = "; from functions.tracing import function_tracer; function_tracer('floor')"
 # What the Lambda runtime sets that the imports react to (the X-Ray SDK, the Tracer,
 # botocore); the credentials are fake: nothing may call AWS at import.
 LAMBDA_ENV = {

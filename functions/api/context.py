@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
@@ -13,6 +13,7 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.api_models import ErrorBody
 from pagefleet.breaker import Breakers
@@ -27,7 +28,7 @@ SERVICE = "pagefleet-api"
 # local stack runs every handler in one process, where `Metrics` would share one metric set.
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 
 
 def api_settings() -> ApiSettings:
