@@ -30,7 +30,7 @@ Overlap = Literal["allow", "skip"]
 class ScheduleChange(BaseModel):
     """A PATCH: any of the fields, each replacing the stored one."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
     expression: str | None = Field(default=None, min_length=1, max_length=256)
@@ -43,7 +43,7 @@ class ScheduleChange(BaseModel):
 class ScheduleSpec(BaseModel):
     """What a client sends to create a schedule."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(min_length=1, max_length=200)
     expression: str = Field(min_length=1, max_length=256)
@@ -63,6 +63,7 @@ class ScheduleSpec(BaseModel):
 
 
 class ScheduleRun(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     scheduled_time: str
     job_id: str | None = None
     skipped: str | None = None  # why no job was made (overlap, paused)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
@@ -16,11 +16,15 @@ from pydantic import BaseModel
 from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.api_models import ErrorBody
-from pagefleet.breaker import Breakers
 from pagefleet.errors import Forbidden, Unauthorized
-from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import ApiSettings
+
+# Imported on first call: the settings (pydantic_settings, dotenv) are read on the first
+# invocation, and the job services' modules come with the first route that asks for them.
+if TYPE_CHECKING:
+    from pagefleet.breaker import Breakers
+    from pagefleet.jobs.service import JobServices
+    from pagefleet.settings import ApiSettings
 
 SERVICE = "pagefleet-api"
 # Nothing here talks to the network at import: the Tracer disables itself outside Lambda
@@ -32,6 +36,8 @@ tracer = function_tracer(SERVICE)
 
 
 def api_settings() -> ApiSettings:
+    from pagefleet.settings import ApiSettings
+
     return RUNTIME.settings(ApiSettings)
 
 

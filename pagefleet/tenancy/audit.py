@@ -30,7 +30,7 @@ AuditAction = Literal[
 
 
 class AuditRecord(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     audit_id: str = Field(description="sortable id (ULID)")
     at: str

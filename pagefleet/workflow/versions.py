@@ -27,7 +27,7 @@ InputValue = str | int | float | bool
 class WorkflowDefinition(BaseModel):
     """What a version holds: the steps, default inputs and default options of a job."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     description: str | None = Field(default=None, max_length=2000)
     steps: list[Step] = Field(min_length=1, max_length=500)
@@ -45,6 +45,7 @@ class WorkflowDefinition(BaseModel):
 
 
 class WorkflowVersion(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str
     version: int
     definition: WorkflowDefinition
