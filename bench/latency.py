@@ -19,6 +19,10 @@
    a sampler with a botocore X-Ray client at import (~0.1 s) and the Powertools Tracer is
    disabled; in Lambda the recorder samples locally, and the Tracer is enabled and patches
    the libraries it is told to (all it knows, when told nothing).
+   And from source, no ``.pyc``: the code asset and the dependency layer ship none
+   (``infra/constructs/lambda_factory.py``) and Lambda cannot write any (``/var/task`` and
+   ``/opt`` are read-only), so every cold start compiles what it imports; the children
+   look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none.
 
 Prints figures; asserts nothing. Everything is on 127.0.0.1.
 """
@@ -183,9 +187,14 @@ def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
 
 # --- 3. cold imports ---------------------------------------------------------------------------
 def lambda_env(task_root: str) -> dict[str, str]:
-    """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``)."""
+    """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``),
+    compiling every module from source as a cold start does (no ``.pyc`` read or written)."""
     env = {k: v for k, v in python_env().items() if k not in NOT_IN_LAMBDA}
-    return {**env, **LAMBDA_ENV, "LAMBDA_TASK_ROOT": task_root}
+    no_bytecode = {
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": str(Path(task_root) / "no-pycache"),
+    }
+    return {**env, **LAMBDA_ENV, **no_bytecode, "LAMBDA_TASK_ROOT": task_root}
 
 
 def _run_once(code: str, env: dict[str, str]) -> float:
@@ -255,7 +264,8 @@ def _cold_imports(runs: int, env: dict[str, str]) -> None:
     print(
         f"\ncold import, fresh python, median of {runs} interleaved rounds "
         f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included), in a "
-        "Lambda-like environment (LAMBDA_TASK_ROOT set: the Tracer is on and patches):"
+        "Lambda-like environment (LAMBDA_TASK_ROOT set: the Tracer is on and patches; "
+        "no .pyc: every module compiled from source):"
     )
     print(f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s")
     traced = median["(floor + Tracer)"]
