@@ -20,7 +20,6 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-from ulid import ULID
 
 from pagefleet.egress_policy import url_problem
 from pagefleet.resources import POOLS, Priority, queue_key
@@ -52,6 +51,8 @@ def iso(ts: datetime) -> str:
 
 def new_job_id() -> str:
     # ULIDs sort by creation time, so listing by sort key descending is newest first.
+    from ulid import ULID  # on first call, not at every cold start
+
     return str(ULID()).lower()
 
 

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ulid import ULID
 
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.ports import Clock
@@ -142,7 +141,7 @@ def create(
     now = _iso(_now(clock))
     schedule = Schedule(
         **spec.model_dump(),
-        schedule_id=str(ULID()).lower(),
+        schedule_id=_new_id(),
         tenant_id=tenant_id,
         created_at=now,
         updated_at=now,
@@ -255,3 +254,9 @@ def _now(clock: Clock) -> datetime:
 
 def _iso(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _new_id() -> str:
+    from ulid import ULID  # on first call, not at every cold start of the API
+
+    return str(ULID()).lower()

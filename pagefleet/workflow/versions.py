@@ -8,7 +8,6 @@ always runs the version it named even after newer ones exist.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -160,6 +159,8 @@ def diff_versions(
             raise NotFound(f"workflow {name}@{version} not found", field=field)
         shown = found.definition.model_dump(mode="json", exclude_none=True)
         texts.append(json.dumps(shown, sort_keys=True, indent=2, ensure_ascii=False))
+    import difflib  # on first call: the API imports this module for every route
+
     lines = difflib.unified_diff(
         texts[0].splitlines(),
         texts[1].splitlines(),
