@@ -1,6 +1,6 @@
 """Latency on an idle local stack: queue delay, the API's submit latency, cold imports.
 
-    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7]
+    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7] [--pyc]
 
 1. **Queue delay** (submit to running): ``--jobs`` jobs one after the other on an idle
    stack (one worker, two slots), each waited for before the next. Measured from the job
@@ -22,7 +22,10 @@
    And from source, no ``.pyc``: the code asset and the dependency layer ship none
    (``infra/constructs/lambda_factory.py``) and Lambda cannot write any (``/var/task`` and
    ``/opt`` are read-only), so every cold start compiles what it imports; the children
-   look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none.
+   look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none. ``--pyc``: with
+   ``.pyc`` for everything (written by an uncounted first round into that prefix), as
+   when the asset and layer ship them, and as the figures before 2026-12-01 05:00 were
+   taken (a checkout's own ``__pycache__``).
 
 Prints figures; asserts nothing. Everything is on 127.0.0.1.
 """
@@ -187,15 +190,16 @@ def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
 
 
 # --- 3. cold imports ---------------------------------------------------------------------------
-def lambda_env(task_root: str) -> dict[str, str]:
+def lambda_env(task_root: str, *, pyc: bool = False) -> dict[str, str]:
     """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``),
-    compiling every module from source as a cold start does (no ``.pyc`` read or written)."""
+    compiling every module from source as a cold start does (no ``.pyc`` read or written);
+    ``pyc``: reading and writing them in a prefix of its own instead."""
     env = {k: v for k, v in python_env().items() if k not in NOT_IN_LAMBDA}
-    no_bytecode = {
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPYCACHEPREFIX": str(Path(task_root) / "no-pycache"),
-    }
-    return {**env, **LAMBDA_ENV, **no_bytecode, "LAMBDA_TASK_ROOT": task_root}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    bytecode = {"PYTHONPYCACHEPREFIX": str(Path(task_root) / "pycache")}
+    if not pyc:
+        bytecode["PYTHONDONTWRITEBYTECODE"] = "1"
+    return {**env, **LAMBDA_ENV, **bytecode, "LAMBDA_TASK_ROOT": task_root}
 
 
 def _run_once(code: str, env: dict[str, str]) -> tuple[float, float]:
@@ -252,16 +256,19 @@ def above_floor(module: str, env: dict[str, str], runs: int = 3) -> list[tuple[s
     return sorted(rows, key=lambda row: -row[1])
 
 
-def cold_imports(runs: int) -> None:
+def cold_imports(runs: int, *, pyc: bool = False) -> None:
     """Fresh interpreters in a Lambda-like environment, the floor and each handler in turn,
     ``runs`` rounds: machine load drifting during the run weighs on all alike."""
     with tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root:
-        _cold_imports(runs, lambda_env(task_root))
+        _cold_imports(runs, lambda_env(task_root, pyc=pyc), pyc=pyc)
 
 
-def _cold_imports(runs: int, env: dict[str, str]) -> None:
+def _cold_imports(runs: int, env: dict[str, str], *, pyc: bool) -> None:
     codes = {"(interpreter)": "pass", "(floor)": FLOOR, "(floor + Tracer)": FLOOR + TRACER}
     codes.update({m: f"import {m}" for m in HANDLERS})
+    if pyc:  # an uncounted round writes every module's .pyc
+        for code in codes.values():
+            _run_once(code, env)
     times: dict[str, list[float]] = {name: [] for name in codes}
     cpu_times: dict[str, list[float]] = {name: [] for name in codes}
     for _ in range(runs):
@@ -276,7 +283,11 @@ def _cold_imports(runs: int, env: dict[str, str]) -> None:
         f"\ncold import, fresh python, median of {runs} interleaved rounds "
         f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included), in a "
         "Lambda-like environment (LAMBDA_TASK_ROOT set: the Tracer is on and patches; "
-        "no .pyc: every module compiled from source):"
+        + (
+            "with .pyc for every module):"
+            if pyc
+            else "no .pyc: every module compiled from source):"
+        )
     )
     print(f"load average {os.getloadavg()[0]:.1f}; wall time, then CPU time (user + system):")
     print(
@@ -305,13 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=200, help="0: the cold imports only")
     parser.add_argument("--import-runs", type=int, default=7)
     parser.add_argument("--skip-imports", action="store_true")
+    parser.add_argument("--pyc", action="store_true", help="cold imports with .pyc files")
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
     from devstack.stack import LocalStack
 
     if args.jobs <= 0:  # cold imports only
-        cold_imports(args.import_runs)
+        cold_imports(args.import_runs, pyc=args.pyc)
         return 0
     print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
@@ -339,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         f"p99 = {pct(run.http, 99):.1f} ms ({len(run.http)} requests)"
     )
     if not args.skip_imports:
-        cold_imports(args.import_runs)
+        cold_imports(args.import_runs, pyc=args.pyc)
     return 0
 
 
