@@ -1,6 +1,6 @@
 """Latency on an idle local stack: queue delay, the API's submit latency, cold imports.
 
-    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7]
+    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7] [--pyc]
 
 1. **Queue delay** (submit to running): ``--jobs`` jobs one after the other on an idle
    stack (one worker, two slots), each waited for before the next. Measured from the job
@@ -12,7 +12,20 @@
    event against the embedded AWS.
 3. **Cold imports**: each Lambda handler module imported by a fresh Python, several runs,
    median, against the floor every API function pays (boto3, Powertools' REST resolver,
-   pydantic); then the imports above the floor by cumulative time (``-X importtime``).
+   pydantic); then the imports above the floor by self time (``-X importtime``). Every
+   child, the floor's included, runs in a Lambda-like environment (``LAMBDA_ENV``:
+   ``LAMBDA_TASK_ROOT``, ``AWS_LAMBDA_FUNCTION_NAME``, ``AWS_REGION``, fake credentials),
+   because the Tracer's cost depends on it: outside Lambda the X-Ray SDK's recorder builds
+   a sampler with a botocore X-Ray client at import (~0.1 s) and the Powertools Tracer is
+   disabled; in Lambda the recorder samples locally, and the Tracer is enabled and patches
+   the libraries it is told to (all it knows, when told nothing).
+   And from source, no ``.pyc``: the code asset and the dependency layer ship none
+   (``infra/constructs/lambda_factory.py``) and Lambda cannot write any (``/var/task`` and
+   ``/opt`` are read-only), so every cold start compiles what it imports; the children
+   look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none. ``--pyc``: with
+   ``.pyc`` for everything (written by an uncounted first round into that prefix), as
+   when the asset and layer ship them, and as the figures before 2026-12-01 05:00 were
+   taken (a checkout's own ``__pycache__``).
 
 Prints figures; asserts nothing. Everything is on 127.0.0.1.
 """
@@ -21,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -45,9 +60,22 @@ FLOOR = (
     "import boto3; import pydantic; "
     "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
 )
-# What every function's Powertools Tracer adds: the X-Ray SDK, whose recorder builds its
-# sampler's botocore clients at import (each handler module makes a Tracer at import).
-TRACER = "; from aws_lambda_powertools import Tracer; Tracer(service='floor')"
+# What every function's Powertools Tracer adds (each handler module makes one at import):
+# the X-Ray SDK and, in Lambda, the patching of botocore (``functions.tracing``).
+TRACER = "; from functions.tracing import function_tracer; function_tracer('floor')"
+# What the Lambda runtime sets that the imports react to (the X-Ray SDK, the Tracer,
+# botocore); the credentials are fake: nothing may call AWS at import.
+LAMBDA_ENV = {
+    "AWS_LAMBDA_FUNCTION_NAME": "pagefleet-cold-import",
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+# Set by the local stack or a developer's shell; the Lambda runtime sets none of them.
+NOT_IN_LAMBDA = ("POWERTOOLS_TRACE_DISABLED", "POWERTOOLS_DEV", "AWS_SAM_LOCAL", "AWS_PROFILE")
 TARGET_P50_MS = 30
 TARGET_P99_MS = 150
 
@@ -162,17 +190,35 @@ def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
 
 
 # --- 3. cold imports ---------------------------------------------------------------------------
-def _run_once(code: str) -> float:
+def lambda_env(task_root: str, *, pyc: bool = False) -> dict[str, str]:
+    """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``),
+    compiling every module from source as a cold start does (no ``.pyc`` read or written);
+    ``pyc``: reading and writing them in a prefix of its own instead."""
+    env = {k: v for k, v in python_env().items() if k not in NOT_IN_LAMBDA}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    bytecode = {"PYTHONPYCACHEPREFIX": str(Path(task_root) / "pycache")}
+    if not pyc:
+        bytecode["PYTHONDONTWRITEBYTECODE"] = "1"
+    return {**env, **LAMBDA_ENV, **bytecode, "LAMBDA_TASK_ROOT": task_root}
+
+
+def _run_once(code: str, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fresh Python running ``code``. The CPU time (user + system
+    of the child) moves far less than the wall time when other work shares the cores."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run([python(), "-c", code], env=python_env(), check=True)
-    return time.perf_counter() - t0
+    subprocess.run([python(), "-c", code], env=env, check=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
-def _importtime(code: str) -> dict[str, float]:
+def _importtime(code: str, env: dict[str, str]) -> dict[str, float]:
     """module -> its own import time in seconds, from ``python -X importtime``."""
     result = subprocess.run(
         [python(), "-X", "importtime", "-c", code],
-        env=python_env(),
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -188,16 +234,16 @@ def _importtime(code: str) -> dict[str, float]:
     return out
 
 
-def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
+def above_floor(module: str, env: dict[str, str], runs: int = 3) -> list[tuple[str, float, int]]:
     """What ``module`` imports that the floor does not, grouped by package (two dotted
     levels), by summed self time: (group, seconds, modules). Median of ``runs``."""
-    floor = set(_importtime(FLOOR))
+    floor = set(_importtime(FLOOR, env))
     samples: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for _ in range(runs):
         groups: dict[str, float] = {}
         members: dict[str, int] = {}
-        for name, seconds in _importtime(f"import {module}").items():
+        for name, seconds in _importtime(f"import {module}", env).items():
             if name in floor:
                 continue
             group = ".".join(name.split(".")[:2])
@@ -210,33 +256,55 @@ def above_floor(module: str, runs: int = 3) -> list[tuple[str, float, int]]:
     return sorted(rows, key=lambda row: -row[1])
 
 
-def cold_imports(runs: int) -> None:
-    """Fresh interpreters, the floor and each handler in turn, ``runs`` rounds: machine
-    load drifting during the run weighs on all alike."""
+def cold_imports(runs: int, *, pyc: bool = False) -> None:
+    """Fresh interpreters in a Lambda-like environment, the floor and each handler in turn,
+    ``runs`` rounds: machine load drifting during the run weighs on all alike."""
+    with tempfile.TemporaryDirectory(prefix="lambda-task-root-") as task_root:
+        _cold_imports(runs, lambda_env(task_root, pyc=pyc), pyc=pyc)
+
+
+def _cold_imports(runs: int, env: dict[str, str], *, pyc: bool) -> None:
     codes = {"(interpreter)": "pass", "(floor)": FLOOR, "(floor + Tracer)": FLOOR + TRACER}
     codes.update({m: f"import {m}" for m in HANDLERS})
+    if pyc:  # an uncounted round writes every module's .pyc
+        for code in codes.values():
+            _run_once(code, env)
     times: dict[str, list[float]] = {name: [] for name in codes}
+    cpu_times: dict[str, list[float]] = {name: [] for name in codes}
     for _ in range(runs):
         for name, code in codes.items():
-            times[name].append(_run_once(code))
+            wall, used = _run_once(code, env)
+            times[name].append(wall)
+            cpu_times[name].append(used)
     median = {name: statistics.median(values) for name, values in times.items()}
-    floor = median["(floor)"]
+    cpu = {name: statistics.median(values) for name, values in cpu_times.items()}
+    floor, cpu_floor = median["(floor)"], cpu["(floor)"]
     print(
         f"\ncold import, fresh python, median of {runs} interleaved rounds "
-        f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included):"
+        f"(interpreter start {median['(interpreter)'] * 1000:.0f} ms included), in a "
+        "Lambda-like environment (LAMBDA_TASK_ROOT set: the Tracer is on and patches; "
+        + (
+            "with .pyc for every module):"
+            if pyc
+            else "no .pyc: every module compiled from source):"
+        )
     )
-    print(f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s")
-    traced = median["(floor + Tracer)"]
+    print(f"load average {os.getloadavg()[0]:.1f}; wall time, then CPU time (user + system):")
     print(
-        f"  floor + a Powertools Tracer (X-Ray SDK) = {traced:.2f} s "
-        f"(floor {traced - floor:+.2f} s)"
+        f"  floor (boto3 + pydantic + APIGatewayRestResolver) = {floor:.2f} s "
+        f"(CPU {cpu_floor:.2f} s)"
+    )
+    traced = "(floor + Tracer)"
+    print(
+        f"  floor + a Powertools Tracer (X-Ray SDK) = {median[traced]:.2f} s "
+        f"(floor {median[traced] - floor:+.2f} s; CPU floor {cpu[traced] - cpu_floor:+.2f} s)"
     )
     for module in HANDLERS:
         print(
-            f"  {module:32} = {median[module]:.2f} s  (floor {median[module] - floor:+.2f} s, "
-            f"target floor + 0.15 s)"
+            f"  {module:32} = {median[module]:.2f} s  (floor {median[module] - floor:+.2f} s; "
+            f"CPU floor {cpu[module] - cpu_floor:+.2f} s; target floor + 0.15 s)"
         )
-    rows = above_floor("functions.api.handler")
+    rows = above_floor("functions.api.handler", env)
     total = sum(seconds for _, seconds, _ in rows)
     print(f"  functions.api.handler imports {total * 1000:.0f} ms above the floor (self times):")
     for group, seconds, count in rows[:15]:
@@ -248,13 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=200, help="0: the cold imports only")
     parser.add_argument("--import-runs", type=int, default=7)
     parser.add_argument("--skip-imports", action="store_true")
+    parser.add_argument("--pyc", action="store_true", help="cold imports with .pyc files")
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
     from devstack.stack import LocalStack
 
     if args.jobs <= 0:  # cold imports only
-        cold_imports(args.import_runs)
+        cold_imports(args.import_runs, pyc=args.pyc)
         return 0
     print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
@@ -282,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         f"p99 = {pct(run.http, 99):.1f} ms ({len(run.http)} requests)"
     )
     if not args.skip_imports:
-        cold_imports(args.import_runs)
+        cold_imports(args.import_runs, pyc=args.pyc)
     return 0
 
 

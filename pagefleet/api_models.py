@@ -21,7 +21,7 @@ from pagefleet.states import FINAL_STATES, JobStatus
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class ArtifactInfo(_View):
@@ -169,7 +169,7 @@ class DeadLetters(_View):
 
 
 class RedriveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     jobs: list[str] | None = Field(
         default=None,
@@ -291,7 +291,7 @@ class NotifySettings(_View):
 
 
 class NotifySettingsRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     webhook: str | None = Field(default=None, max_length=2000, description="null: none")
 

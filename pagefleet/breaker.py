@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 SHARED = "shared"
 TENANT = "tenant"
@@ -36,6 +36,7 @@ class BreakerState(StrEnum):
 
 
 class BreakerPolicy(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     window_s: int = Field(default=60, ge=1)
     min_requests: int = Field(default=5, ge=1)
     failure_rate: float = Field(default=0.5, gt=0, le=1)

@@ -20,7 +20,6 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-from ulid import ULID
 
 from pagefleet.egress_policy import url_problem
 from pagefleet.resources import POOLS, Priority, queue_key
@@ -52,11 +51,13 @@ def iso(ts: datetime) -> str:
 
 def new_job_id() -> str:
     # ULIDs sort by creation time, so listing by sort key descending is newest first.
+    from ulid import ULID  # on first call, not at every cold start
+
     return str(ULID()).lower()
 
 
 class Viewport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     width: int = Field(default=1280, ge=200, le=7680)
     height: int = Field(default=800, ge=200, le=4320)
 
@@ -65,7 +66,7 @@ class ProxyOptions(BaseModel):
     """The job's own HTTP proxy. The worker's egress filter still checks every target (and
     this proxy's own address) and asks the proxy to tunnel to the checked address."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     server: str = Field(
         min_length=1, max_length=2000, description="http://host:port (an HTTP CONNECT proxy)"
@@ -105,7 +106,7 @@ class ProxyOptions(BaseModel):
 
 
 class JobOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     viewport: Viewport = Viewport()
     navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
@@ -143,7 +144,7 @@ class JobOptions(BaseModel):
 class RetryPolicy(BaseModel):
     """Exponential backoff with full jitter: delay ~ U(0, min(cap, base * 2**(n-1)))."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     base_seconds: float = Field(default=2.0, gt=0, le=300)
     cap_seconds: float = Field(default=300.0, gt=0, le=900)  # SQS delays stop at 15 minutes
@@ -165,7 +166,7 @@ class RetryPolicy(BaseModel):
 class Notify(BaseModel):
     """Where to tell the client that a job ended (README: "Completion webhooks")."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     webhook: str | None = Field(
         default=None,
@@ -200,7 +201,7 @@ def refuse_deep_blocks(steps: Any) -> Any:
 class JobSettings(BaseModel):
     """What a job is run with, whether its steps come inline or from a named workflow."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str | None = Field(default=None, max_length=200)
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
@@ -305,6 +306,7 @@ class JobRequest(JobSettings):
 
 
 class Artifact(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str
     key: str
     size: int
@@ -317,6 +319,8 @@ class Artifact(BaseModel):
 class JobError(BaseModel):
     """Why an attempt failed, in words a user can act on."""
 
+    model_config = ConfigDict(defer_build=True)
+
     kind: str  # e.g. step_failed, timeout, browser_crashed, lease_lost
     message: str
     retryable: bool = False
@@ -326,6 +330,7 @@ class JobError(BaseModel):
 
 
 class AttemptRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     attempt: int
     worker: str
     started_at: str
@@ -335,6 +340,7 @@ class AttemptRecord(BaseModel):
 
 
 class JobRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     tenant_id: str
     job_id: str
     status: JobStatus
@@ -383,7 +389,7 @@ class JobRecord(BaseModel):
 class JobMessage(BaseModel):
     """The queue message: ids only. The workflow stays in the job record."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     tenant_id: str
     job_id: str
@@ -426,7 +432,7 @@ class TenantPolicy(BaseModel):
     default without rewriting every tenant; ``effective_limits`` resolves both.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     # evaluate runs tenant-supplied JavaScript in the page; off unless granted.
     allow_evaluate: bool | None = None

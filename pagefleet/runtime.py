@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import boto3
 from botocore.config import Config
-from pydantic_settings import BaseSettings
 
 from pagefleet.faults import FaultInjector
 
@@ -26,6 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_secretsmanager import SecretsManagerClient
     from mypy_boto3_sqs import SQSClient
+    from pydantic_settings import BaseSettings
 
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
     from pagefleet.breaker import Breakers
@@ -41,7 +41,8 @@ _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_conne
 # botocore's legacy default for S3.
 _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
 
-S = TypeVar("S", bound=BaseSettings)
+# A string bound: pydantic_settings is imported with the first settings class, not here.
+S = TypeVar("S", bound="BaseSettings")
 T = TypeVar("T")
 
 

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from ulid import ULID
 
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.ports import Clock
@@ -30,7 +29,7 @@ Overlap = Literal["allow", "skip"]
 class ScheduleChange(BaseModel):
     """A PATCH: any of the fields, each replacing the stored one."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
     expression: str | None = Field(default=None, min_length=1, max_length=256)
@@ -43,7 +42,7 @@ class ScheduleChange(BaseModel):
 class ScheduleSpec(BaseModel):
     """What a client sends to create a schedule."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str = Field(min_length=1, max_length=200)
     expression: str = Field(min_length=1, max_length=256)
@@ -63,6 +62,7 @@ class ScheduleSpec(BaseModel):
 
 
 class ScheduleRun(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     scheduled_time: str
     job_id: str | None = None
     skipped: str | None = None  # why no job was made (overlap, paused)
@@ -141,7 +141,7 @@ def create(
     now = _iso(_now(clock))
     schedule = Schedule(
         **spec.model_dump(),
-        schedule_id=str(ULID()).lower(),
+        schedule_id=_new_id(),
         tenant_id=tenant_id,
         created_at=now,
         updated_at=now,
@@ -254,3 +254,9 @@ def _now(clock: Clock) -> datetime:
 
 def _iso(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _new_id() -> str:
+    from ulid import ULID  # on first call, not at every cold start of the API
+
+    return str(ULID()).lower()

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
@@ -13,13 +13,18 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.api_models import ErrorBody
-from pagefleet.breaker import Breakers
 from pagefleet.errors import Forbidden, Unauthorized
-from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import ApiSettings
+
+# Imported on first call: the settings (pydantic_settings, dotenv) are read on the first
+# invocation, and the job services' modules come with the first route that asks for them.
+if TYPE_CHECKING:
+    from pagefleet.breaker import Breakers
+    from pagefleet.jobs.service import JobServices
+    from pagefleet.settings import ApiSettings
 
 SERVICE = "pagefleet-api"
 # Nothing here talks to the network at import: the Tracer disables itself outside Lambda
@@ -27,10 +32,12 @@ SERVICE = "pagefleet-api"
 # local stack runs every handler in one process, where `Metrics` would share one metric set.
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 
 
 def api_settings() -> ApiSettings:
+    from pagefleet.settings import ApiSettings
+
     return RUNTIME.settings(ApiSettings)
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from functions.lambda_context import lambda_entry
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.errors import Unauthorized
 from pagefleet.runtime import RUNTIME
@@ -21,7 +22,7 @@ from pagefleet.tenants import authenticate
 SERVICE = "pagefleet-authorizer"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 # A TOKEN authorizer's event has no request id; a REQUEST authorizer's has one.
 CORRELATION_ID_PATH = "requestContext.requestId"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from functions.lambda_context import lambda_entry
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.adapters.sqs import parse_message
 from pagefleet.jobs.recovery import mark_dead_lettered
@@ -26,7 +27,7 @@ SERVICE = metrics_names.DEAD_LETTERS_SERVICE
 logger = Logger(service=SERVICE)
 # The alarm on dead-lettered jobs matches this namespace, metric name and service dimension.
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS)
 # The job's correlation id travels as a message attribute; each record re-sets it below.
 CORRELATION_ID_PATH = "Records[0].messageAttributes.correlation_id.stringValue"

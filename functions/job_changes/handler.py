@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
 from functions.lambda_context import lambda_entry
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
 from pagefleet.jobs.changes import ChangeConsumer, deliver
@@ -22,7 +23,7 @@ from pagefleet.settings import ChangesSettings
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 
 
 def consumers() -> list[ChangeConsumer]:

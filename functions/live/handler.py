@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from functions.lambda_context import lambda_entry
+from functions.tracing import function_tracer
 from pagefleet import metrics_names
 from pagefleet.errors import Unauthorized
 from pagefleet.live import service
@@ -26,7 +27,7 @@ from pagefleet.settings import LiveSettings
 SERVICE = "pagefleet-live"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 CORRELATION_ID_PATH = "requestContext.requestId"
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from pydantic import BaseModel, ConfigDict, Field
 
 from functions.lambda_context import lambda_entry
+from functions.tracing import function_tracer
 from pagefleet import metrics_names, schedules
 from pagefleet.errors import NotFound
 from pagefleet.jobs.service import submit_job
@@ -25,7 +26,7 @@ from pagefleet.states import JobStatus
 SERVICE = "pagefleet-scheduler"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = function_tracer(SERVICE)
 
 
 class Fire(BaseModel):

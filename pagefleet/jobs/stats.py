@@ -7,7 +7,6 @@ percentiles from the tenant's jobs made in the window (newest first, up to a sam
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -37,6 +36,8 @@ class Percentiles:
             return cls()
         if len(values) == 1:
             return cls(values[0], values[0], values[0])
+        import statistics  # on first call: the API imports this module for every route
+
         cuts = statistics.quantiles(values, n=100, method="inclusive")
         return cls(round(cuts[49], 3), round(cuts[94], 3), round(cuts[98], 3))
 

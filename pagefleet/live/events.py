@@ -47,7 +47,7 @@ DEFAULT_RETENTION_S = 30 * 24 * 3600
 class RunEvent(BaseModel):
     """One event of a job's run. Fields beyond ``seq``/``at``/``type`` depend on the type."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     seq: int = Field(description="per-job sequence number, increasing across attempts")
     at: str = Field(description="when it happened (ISO 8601, UTC, milliseconds)")

@@ -50,7 +50,7 @@ class LiveServices:
 
 
 class Subscribe(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     action: Literal["subscribe", "unsubscribe"]
     job_id: str | None = Field(default=None, pattern=JOB_ID_PATTERN)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class DeliveryAttempt(BaseModel):
     """One POST of a webhook (``GET /v1/jobs/{id}/deliveries`` lists them)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     delivery_id: str = Field(description="the same for every attempt of one notification")
     attempt: int = Field(description="1 for the first POST, then each retry")

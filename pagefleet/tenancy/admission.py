@@ -12,7 +12,6 @@ import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimited
 from pagefleet.jobs import service
@@ -24,15 +23,6 @@ from pagefleet.tenancy.bucket import Bucket, Spend, answer
 from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import CounterView, TenantCounters, UnstartedJobs
 
-# The headers of every submission's answer (OpenAPI), after the IETF RateLimit fields.
-RATE_HEADERS_DOC: dict[str, Any] = {
-    name: {"description": text, "schema": {"type": "integer"}}
-    for name, text in (
-        ("RateLimit-Limit", "submissions allowed at once (the tenant's burst)"),
-        ("RateLimit-Remaining", "submissions the rate allows right now"),
-        ("RateLimit-Reset", "seconds until the whole burst is available again"),
-    )
-}
 # A new job of a tenant with a deep backlog is first visible within this (SQS's longest delay).
 MAX_START_SPREAD_S = 900
 # A refused submission recounts the queued jobs at most this often per tenant.

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from ulid import ULID
 
 from pagefleet.models import iso
 
@@ -30,7 +29,7 @@ AuditAction = Literal[
 
 
 class AuditRecord(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     audit_id: str = Field(description="sortable id (ULID)")
     at: str
@@ -61,7 +60,7 @@ def audit_record(
 ) -> AuditRecord:
     when = now or datetime.now(UTC)
     return AuditRecord(
-        audit_id=str(ULID.from_datetime(when)).lower(),  # sorts by time, like job ids
+        audit_id=_ulid(when),  # sorts by time, like job ids
         at=iso(when),
         actor=actor,
         action=action,
@@ -69,3 +68,9 @@ def audit_record(
         target=target,
         details=dict(details or {}),
     )
+
+
+def _ulid(when: datetime) -> str:
+    from ulid import ULID  # on first call, not at every cold start of the API
+
+    return str(ULID.from_datetime(when)).lower()

@@ -12,6 +12,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+# The headers of every submission's answer (``Answer.headers``) as OpenAPI documents them,
+# after the IETF RateLimit fields. Here, not in admission: the routes import it at load.
+RATE_HEADERS_DOC: dict[str, Any] = {
+    name: {"description": text, "schema": {"type": "integer"}}
+    for name, text in (
+        ("RateLimit-Limit", "submissions allowed at once (the tenant's burst)"),
+        ("RateLimit-Remaining", "submissions the rate allows right now"),
+        ("RateLimit-Reset", "seconds until the whole burst is available again"),
+    )
+}
 
 
 @dataclass(frozen=True)

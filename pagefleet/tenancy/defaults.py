@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class LimitDefaults(BaseModel):
     """The limits of a tenant nobody set limits for (one set per stage)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     submits_per_minute: int = Field(default=120, ge=1, le=100_000)
     # None: as many as a minute's rate.

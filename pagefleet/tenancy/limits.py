@@ -30,7 +30,7 @@ __all__ = ["LimitDefaults", "LimitsCache", "LimitsChange", "TenantLimits", "effe
 class TenantLimits(BaseModel):
     """What is enforced for one tenant (every field resolved)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     submits_per_minute: int
     burst: int
@@ -77,7 +77,7 @@ class LimitsChange(BaseModel):
     """What ``set-limits`` changes; a field left out keeps its value, ``reset`` names fields
     to put back to the stage default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     submits_per_minute: int | None = Field(default=None, ge=1, le=100_000)
     burst: int | None = Field(default=None, ge=1, le=100_000)

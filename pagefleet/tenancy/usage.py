@@ -46,7 +46,7 @@ STREAM_SHARE = 0.2
 class AttemptUsage(BaseModel):
     """What one attempt used, as the worker measured it."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     tenant_id: str
     job_id: str
@@ -65,7 +65,7 @@ class AttemptUsage(BaseModel):
 class UsageRow(BaseModel):
     """Usage summed over a day, for a tenant (``workflow == "*"``) or one of its workflows."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     tenant_id: str
     day: str

@@ -15,7 +15,7 @@ from pagefleet.tenancy.usage import UsageRow
 
 
 class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class LimitsView(_View):
@@ -168,7 +168,7 @@ class BatchResponse(_View):
 
 
 class BatchJob(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     job: JobSubmission
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
@@ -177,6 +177,6 @@ class BatchJob(BaseModel):
 class BatchRequest(BaseModel):
     """``POST /v1/batches``: up to 100 jobs, each with its own Idempotency-Key."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     jobs: list[BatchJob] = Field(min_length=1, max_length=100)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
+from pagefleet.workflow.steps import control
 from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
 from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, Evaluate, Paginate
 from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
@@ -50,10 +51,11 @@ Step = Annotated[
     Field(discriminator="action"),
 ]
 
-# Paginate nests steps: resolve its forward reference now that Step exists.
-Paginate.model_rebuild(_types_namespace={"Step": Step})
+# Paginate nests steps: its forward reference to Step resolves in its module's namespace
+# when the model is first built (the step models build on first use, not at import).
+control.Step = Step
 
-STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step)
+STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step, config=ConfigDict(defer_build=True))
 
 
 def too_deep_block(steps: Any) -> str | None:

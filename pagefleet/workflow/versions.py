@@ -8,7 +8,6 @@ always runs the version it named even after newer ones exist.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ InputValue = str | int | float | bool
 class WorkflowDefinition(BaseModel):
     """What a version holds: the steps, default inputs and default options of a job."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     description: str | None = Field(default=None, max_length=2000)
     steps: list[Step] = Field(min_length=1, max_length=500)
@@ -45,6 +44,7 @@ class WorkflowDefinition(BaseModel):
 
 
 class WorkflowVersion(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     name: str
     version: int
     definition: WorkflowDefinition
@@ -159,6 +159,8 @@ def diff_versions(
             raise NotFound(f"workflow {name}@{version} not found", field=field)
         shown = found.definition.model_dump(mode="json", exclude_none=True)
         texts.append(json.dumps(shown, sort_keys=True, indent=2, ensure_ascii=False))
+    import difflib  # on first call: the API imports this module for every route
+
     lines = difflib.unified_diff(
         texts[0].splitlines(),
         texts[1].splitlines(),

@@ -13,9 +13,9 @@ from functions.api.context import documented, require_admin, respond, services
 from functions.api.tenancy_context import actor, tenancy
 from pagefleet.api_models import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
-from pagefleet.jobs import recovery
-from pagefleet.tenancy import service as tenants
 
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
 # "tenant_id/job_id": the same characters tenant ids and job ids are made of.
@@ -29,6 +29,8 @@ JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
     tags=["admin"],
 )
 def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
+    from pagefleet.jobs import recovery
+
     require_admin(router)
     jobs = recovery.list_dead_letters(services(), limit=limit)
     return respond(200, DeadLetters(dead_letters=[DeadLetter.of(j) for j in jobs]))
@@ -41,6 +43,9 @@ def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Resp
     tags=["admin"],
 )
 def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
+    from pagefleet.jobs import recovery
+    from pagefleet.tenancy import service as tenants
+
     require_admin(router)
     if request.jobs is None:
         targets = [(j.tenant_id, j.job_id) for j in recovery.list_dead_letters(services())]

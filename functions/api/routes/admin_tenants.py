@@ -11,10 +11,11 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from functions.api.context import api_settings, documented, require_admin, respond
 from functions.api.routes.tenant import FROM, TO
 from functions.api.tenancy_context import actor, tenancy
-from pagefleet.tenancy import service as tenants
 from pagefleet.tenancy.limits import LimitsChange
 from pagefleet.tenancy.views import AuditPage, TenantsUsage, TenantView
 
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
 TENANT = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="tenant id")]
@@ -27,6 +28,8 @@ TENANT = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="ten
     tags=["admin"],
 )
 def get_tenant(tenant: TENANT) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     require_admin(router)
     return respond(200, tenants.tenant_view(tenancy(), tenant))
 
@@ -42,6 +45,8 @@ def get_tenant(tenant: TENANT) -> Response[str]:
     tags=["admin"],
 )
 def set_limits(tenant: TENANT, change: Annotated[LimitsChange, Body()]) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     require_admin(router)
     return respond(200, tenants.set_limits(tenancy(), tenant, change, actor=actor(router)))
 
@@ -53,6 +58,8 @@ def set_limits(tenant: TENANT, change: Annotated[LimitsChange, Body()]) -> Respo
     tags=["admin"],
 )
 def every_tenant_usage(first: FROM = None, last: TO = None) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     require_admin(router)
     worker = api_settings().pricing_worker
     usage = tenants.every_tenant_usage(tenancy(), first=first, last=last, worker=worker)
@@ -69,5 +76,7 @@ def audit(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[str | None, Query(pattern=r"^[0-7][0-9a-hjkmnp-tv-z]{25}$")] = None,
 ) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     require_admin(router)
     return respond(200, tenants.audit_page(tenancy(), limit=limit, before=before))

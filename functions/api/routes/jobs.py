@@ -30,15 +30,15 @@ from pagefleet.api_models import (
     ValidationResult,
 )
 from pagefleet.errors import InvalidRequest
-from pagefleet.jobs import service
-from pagefleet.jobs.planning import validate_body
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
 from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
-from pagefleet.tenancy import admission
+from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
 from pagefleet.workflow.versions import NAME_PATTERN
 
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
 JOB_ID = Annotated[
@@ -54,7 +54,7 @@ SUBMIT_RESPONSES[202]["headers"] = {
         "description": "true when an Idempotency-Key replay returned an existing job",
         "schema": {"type": "string"},
     },
-    **admission.RATE_HEADERS_DOC,
+    **RATE_HEADERS_DOC,
 }
 
 
@@ -83,6 +83,8 @@ def create_job(
         Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN),
     ] = None,
 ) -> Response[str]:
+    from pagefleet.tenancy import admission
+
     tenant = tenant_id(router)
     webhook = request.notify.webhook if request.notify else None
     if webhook:  # the egress policy (SSRF), again when it is sent
@@ -135,6 +137,8 @@ def validate_job(
         ),
     ] = None,
 ) -> Response[str]:
+    from pagefleet.jobs.planning import validate_body
+
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object: a job request", field="body")
     loopback = api_settings().allow_loopback
@@ -155,6 +159,8 @@ def validate_job(
     tags=["jobs"],
 )
 def get_job(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service
+
     job = service.get_job(services(), tenant_id(router), job_id)
     return respond(200, JobView.of(job))
 
@@ -191,6 +197,8 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[str]:
+    from pagefleet.jobs import service
+
     page_max = api_settings().page_size_max
     if limit > page_max:
         raise InvalidRequest(f"limit must be at most {page_max}", field="limit")
@@ -209,6 +217,8 @@ def list_jobs(
     tags=["jobs"],
 )
 def list_artifacts(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service
+
     ttl = api_settings().presign_ttl_seconds
     tenant = tenant_id(router)
     links = service.list_artifacts(services(), tenant, job_id, ttl_seconds=ttl)
@@ -230,6 +240,8 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def cancel_job(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service
+
     job = service.cancel_job(services(), tenant_id(router), job_id)
     # 202 while a running job is being stopped; 200 once it is cancelled.
     status = 200 if job.status is JobStatus.CANCELLED else 202

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -25,8 +25,10 @@ from pagefleet.errors import NotFound, Unauthorized
 from pagefleet.live import history
 from pagefleet.live.events import RunEvent
 from pagefleet.live.service import TICKET_TTL_S, issue_ticket
-from pagefleet.live_wiring import LiveApi, live_api
 from pagefleet.runtime import RUNTIME
+
+if TYPE_CHECKING:
+    from pagefleet.live_wiring import LiveApi
 
 router = Router()
 
@@ -37,6 +39,9 @@ PING_INTERVAL_S = 300
 
 
 def live() -> LiveApi:
+    # On first call: the live adapters' modules are for the live and notification routes.
+    from pagefleet.live_wiring import live_api
+
     return live_api(RUNTIME, api_settings())
 
 

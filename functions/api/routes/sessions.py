@@ -13,9 +13,10 @@ from functions.api.context import documented, respond, tenant_id
 from functions.api.tenancy_context import actor, sessions, tenancy
 from pagefleet.errors import NotFound
 from pagefleet.sessions import NAME_PATTERN
-from pagefleet.tenancy import service as tenants
 from pagefleet.tenancy.views import SessionInfoView, SessionList
 
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
 NAME = Annotated[str, Path(pattern=NAME_PATTERN, description="the session's name")]
@@ -53,6 +54,8 @@ def get_session(name: NAME) -> Response[str]:
     tags=["sessions"],
 )
 def delete_session(name: NAME) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     tenant = tenant_id(router)
     existed = sessions().delete(tenant, name)
     if existed:

@@ -22,11 +22,6 @@ from functions.api.routes.jobs import CORRELATION_PATTERN, JOB_ID
 from functions.api.tenancy_context import actor, data, tenancy
 from pagefleet.api_models import JobView
 from pagefleet.errors import PagefleetError, TooManyRequests
-from pagefleet.jobs import service
-from pagefleet.tenancy import admission
-from pagefleet.tenancy import service as tenants
-from pagefleet.tenancy.admission import BatchItem
-from pagefleet.tenancy.retention import delete_job
 from pagefleet.tenancy.views import (
     BatchItemResult,
     BatchRequest,
@@ -37,6 +32,8 @@ from pagefleet.tenancy.views import (
     UsageReport,
 )
 
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
 DAY = r"^\d{4}-\d{2}-\d{2}$"
@@ -51,6 +48,8 @@ TO = Annotated[str | None, Query(alias="to", pattern=DAY, description="last day,
     tags=["tenant"],
 )
 def get_tenant() -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     return respond(200, tenants.tenant_view(tenancy(), tenant_id(router)))
 
 
@@ -62,6 +61,8 @@ def get_tenant() -> Response[str]:
     tags=["tenant"],
 )
 def get_usage(first: FROM = None, last: TO = None) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+
     report = tenants.usage_report(
         tenancy(),
         tenant_id(router),
@@ -79,6 +80,9 @@ def get_usage(first: FROM = None, last: TO = None) -> Response[str]:
     tags=["jobs"],
 )
 def get_job_usage(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service
+    from pagefleet.tenancy import service as tenants
+
     tenant = tenant_id(router)
     service.get_job(services(), tenant, job_id)  # another tenant's job: 404
     usage = tenants.job_usage(tenancy(), tenant, job_id, worker=api_settings().pricing_worker)
@@ -98,6 +102,9 @@ def get_job_usage(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def delete(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy.retention import delete_job
+
     tenant = tenant_id(router)
     done = delete_job(services(), data(), tenant, job_id)
     tenants.record(
@@ -134,6 +141,9 @@ def create_batch(
         str | None, Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN)
     ] = None,
 ) -> Response[str]:
+    from pagefleet.tenancy import admission
+    from pagefleet.tenancy.admission import BatchItem
+
     tenant = tenant_id(router)
     correlation = x_correlation_id or request_id(router)
     result = admission.submit_batch(

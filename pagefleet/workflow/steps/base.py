@@ -10,7 +10,7 @@ FrameSelector = Annotated[str, Field(min_length=1, max_length=2000)]
 
 
 class StepBase(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     # Optional label a user gives a step; failures and events name it.
     label: str | None = Field(default=None, max_length=200)

@@ -17,7 +17,7 @@ RESULT_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9
 class FieldSpec(BaseModel):
     """One field of a record, read relative to its row."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     selector: str | None = Field(
         default=None,
