@@ -43,6 +43,7 @@ from devstack.stack import LocalStack
 
 console = Console()
 BENCH = "bench process"
+WORKER = "worker"
 
 
 def _cpu(process: psutil.Process) -> float:
@@ -66,7 +67,7 @@ def _part(process: psutil.Process) -> str:
         handler = next((a for a in args if a.startswith("functions.")), "functions.?")
         return f"Lambda {handler.split('.')[1]}"
     if "browser_task" in line:
-        return "worker (Python, driver, Chromium)"
+        return WORKER
     return "other"
 
 
@@ -78,8 +79,21 @@ def snapshot() -> dict[str, float]:
     parts[BENCH] = _cpu(me)
     for child in me.children():
         part = _part(child)
+        if part == WORKER:  # its Python, and under it the driver and Chromium
+            parts["worker: Python"] += _cpu(child)
+            for process in _descendants(child):
+                parts[f"worker: {_browser_part(process)}"] += _cpu(process)
+            continue
         parts[part] += _cpu(child) + sum(_cpu(c) for c in _descendants(child))
     return parts
+
+
+def _browser_part(process: psutil.Process) -> str:
+    try:
+        name = process.name()
+    except psutil.Error:
+        return "gone"
+    return "driver" if name.startswith("node") else "Chromium"
 
 
 def _descendants(process: psutil.Process) -> list[psutil.Process]:
@@ -96,12 +110,15 @@ def bare_round(site: str, jobs: int) -> dict[str, float]:
 
     def on_job() -> None:
         me = psutil.Process()
-        browser = sum(_cpu(p) for p in me.children(recursive=True) if _is_bare_browser(p))
-        marks.append({BENCH: _cpu(me), "driver + Chromium": browser})
+        mark: dict[str, float] = defaultdict(float, {BENCH: _cpu(me)})
+        for process in me.children(recursive=True):
+            if _is_bare_browser(process):
+                mark[_browser_part(process)] += _cpu(process)
+        marks.append(mark)
 
     asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=4, on_job=on_job))
     first, last = marks[3], marks[-1]
-    return {part: (last[part] - first[part]) / (len(marks) - 4) for part in last}
+    return {part: (last[part] - first[part]) / (len(marks) - 4) for part in last if part != "gone"}
 
 
 def _is_bare_browser(process: psutil.Process) -> bool:
