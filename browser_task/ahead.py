@@ -1,13 +1,21 @@
 """What a slot does ahead of time, and what it leaves for later, to keep a job's path short.
 
-A slot's path between two jobs was its next receive, the look at the job (a read) and the
-claim's writes, all while its browser sat idle. Two parts leave that path:
+A slot's path between two jobs was its next receive, the look at the job (a read), the
+claim's writes, opening a context, starting the trace, and after the workflow the uploads,
+all while its browser sat idle or waited. These parts leave that path:
 
-- **Looking ahead.** When a job's workflow has ended (its context closing, its artifacts
-  uploading), the slot already receives its next message and reads its job. Only reads and
-  the receive move earlier: the claim (the tenant's running slot, the lease) is still taken
+- **Looking ahead.** When a job's last step begins (or its workflow ends, whichever is
+  first), the slot already receives its next message and reads its job. Only reads and the
+  receive move earlier: the claim (the tenant's running slot, the lease) is still taken
   when the slot is free, so no tenant holds a slot for a job that is not running. A message
-  received ahead waits at most the last job's uploads; a stopping worker hands it back.
+  received ahead waits at most the last step and the closing; a stopping worker hands it
+  back.
+- **The context opens while the claim is written** (browser_task.early), and the trace
+  starts beside opening the page.
+- **The slot is free once the context is closed** (``SlotSignals.released``): the
+  uploads and the outcome's write finish in the background while the next job starts. The
+  worker's drain waits for them, and the job counts as in progress (task protection) until
+  its outcome is written.
 - **Hooks after the claim, later.** The tenant's queued count drops by one when a job first
   starts (``JobHooks.after_claim``); nothing waits for that number, so it is written by a
   background thread instead of before the job runs. The decision before a claim (the
@@ -16,8 +24,10 @@ claim's writes, all while its browser sat idle. Two parts leave that path:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any
 
 from pagefleet.jobs.hooks import Deferral, JobHooks
@@ -43,3 +53,12 @@ class LaterHooks:
 
     def after_move(self, job: JobRecord) -> None:
         self.hooks.after_move(job)
+
+
+@dataclass
+class SlotSignals:
+    """What a run tells the slot it runs in: its workflow is near the end (``near_end``: the
+    last step began, or the workflow ended), and its browser work is over (``released``)."""
+
+    near_end: Callable[[], None] = lambda: None
+    released: asyncio.Event = field(default_factory=asyncio.Event)

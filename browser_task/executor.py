@@ -38,7 +38,7 @@ from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
-from browser_task.tracing import TraceRecorder
+from browser_task.tracing import TraceRecorder, traces
 from pagefleet.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Goto, Paginate, Step, UseSession
 from pagefleet.workflow.templating import references, render
@@ -86,7 +86,7 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
 async def start_tracing(ctx: RunContext) -> None:
     """Record a trace from the start (see tracing.py for why, and the secrets exception)."""
     requested = ctx.request.options.trace
-    if ctx.trace is not None or (ctx.prepared.secrets and not requested):
+    if ctx.trace is not None or not traces(requested, secrets=bool(ctx.prepared.secrets)):
         return
     recorder = TraceRecorder(ctx.session.context, requested=requested)
     try:
@@ -209,6 +209,8 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
         path = f"{prefix}steps[{index}]" if prefix else str(index)
         if not prefix:
             ctx.step_index = index
+            if index == len(steps) - 1 and ctx.near_end is not None:
+                ctx.near_end()
         current: Step = step
         of, label = len(ctx.request.steps), describe(step, ctx)
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):

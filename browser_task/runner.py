@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from browser_task.ahead import SlotSignals
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext
+from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
 from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
@@ -32,6 +34,7 @@ from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.run_events import RunEvents, watch_page
 from browser_task.telemetry import JobLog
 from browser_task.tenant_access import TenantData, TenantDataSource
+from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
@@ -88,13 +91,32 @@ class JobRunner:
         log: JobLog,
         events: RunEvents | None = None,
         meter: AttemptMeter | None = None,
-        workflow_ended: Callable[[], None] | None = None,
+        signals: SlotSignals | None = None,
+        early: EarlyContext | None = None,
     ) -> Outcome | None:
-        """``workflow_ended`` is called once the workflow has returned or raised, before
-        the context closes and the artifacts upload (the slot looks ahead then)."""
+        """``early``: the context opened while the job was claimed (browser_task.early);
+        the run uses it, or closes it when the prepared run needs another."""
+        signals = signals or SlotSignals()
+        try:
+            return await self._attempt(job, received, log, events, meter, signals, early)
+        finally:
+            signals.released.set()
+
+    async def _attempt(
+        self,
+        job: JobRecord,
+        received: ReceivedMessage,
+        log: JobLog,
+        events: RunEvents | None,
+        meter: AttemptMeter | None,
+        signals: SlotSignals,
+        early: EarlyContext | None,
+    ) -> Outcome | None:
         try:
             data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
         except Exception as exc:
+            if early is not None:
+                await early.discard()
             failure = RetryJob(
                 f"the tenant's credentials are unavailable: {first_line(str(exc))}",
                 kind="tenant_access_failed",
@@ -112,12 +134,13 @@ class JobRunner:
         )
         session: BrowserSession | None = None
         try:
-            opened = await self._open(job, collector, data, events, meter)
+            opened = await self._open(job, collector, data, events, meter, early)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
+            ctx.near_end = signals.near_end
             session = ctx.session
-            return await self._watch(job, ctx, collector, lease_lost, log, workflow_ended)
+            return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
             heartbeat.cancel()
             if session is not None:
@@ -130,6 +153,7 @@ class JobRunner:
         data: TenantData,
         events: RunEvents | None,
         meter: AttemptMeter | None,
+        early: EarlyContext | None = None,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
@@ -144,9 +168,14 @@ class JobRunner:
                 parents=self.parent_result,
             )
         except JobFailure as refused:
+            if early is not None:
+                await early.discard()
             return self._failed(job, refused, {}, [])
         options = prepared.options or request.options
-        guard = EgressGuard(allow_loopback=self.settings.allow_loopback, resolver=self._resolver)
+        if early is not None and not early.fits(options, storage_state=prepared.storage_state):
+            await early.discard()
+            early = None
+        guard = early.guard if early is not None else self.guard()
         job_egress: EgressProxy | None = None
         if options.proxy is not None:
             try:
@@ -154,14 +183,22 @@ class JobRunner:
             except Refused as refused:
                 return self._failed(job, proxy_refused(refused), {}, [])
         warm = allows_warm(request, options, storage_state=prepared.storage_state)
+        trace: TraceRecorder | None = None
         try:
-            session = await self.browsers.new_session(
-                options,
-                storage_state=prepared.storage_state,
-                setup=scheme_guard(guard),
-                egress=job_egress,
-                warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
-            )
+            if early is not None:
+                session, trace = await early.opening, early.trace
+            else:
+                # The trace starts with the context (a warm one is traced as the workflow
+                # starts: executor.start_tracing).
+                if not warm and traces(request.options.trace, secrets=bool(prepared.secrets)):
+                    trace = TraceRecorder(None, requested=request.options.trace)
+                session = await self.browsers.new_session(
+                    options,
+                    storage_state=prepared.storage_state,
+                    setup=with_trace(scheme_guard(guard), trace),
+                    egress=job_egress,
+                    warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
+                )
         except Exception as launch_error:
             failure = RotateBrowser(
                 f"could not open a browser context: {first_line(str(launch_error))}"
@@ -181,6 +218,7 @@ class JobRunner:
             secrets=data.secrets,
             sessions=data.sessions,
             prepared=prepared,
+            trace=trace if trace is not None and trace.started else None,
             egress_refusals=(
                 (lambda: job_egress.refusals)
                 if job_egress is not None
@@ -205,7 +243,7 @@ class JobRunner:
         collector: ArtifactCollector,
         lease_lost: asyncio.Event,
         log: JobLog,
-        workflow_ended: Callable[[], None] | None = None,
+        signals: SlotSignals,
     ) -> Outcome | None:
         """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
         watchdog; each ending has its own outcome."""
@@ -227,9 +265,8 @@ class JobRunner:
             cancel.cancel()
 
         if work.done():
-            if workflow_ended is not None:
-                workflow_ended()
-            return await self._ended(job, ctx, collector, work, log)
+            signals.near_end()
+            return await self._ended(job, ctx, collector, work, log, signals.released)
 
         if lease_lost.is_set():
             log.warning("lease lost; abandoning the run without writing")
@@ -289,6 +326,7 @@ class JobRunner:
         collector: ArtifactCollector,
         work: asyncio.Task[dict[str, Any]],
         log: JobLog,
+        released: asyncio.Event,
     ) -> Outcome:
         """The workflow returned or raised: success, or a failure to retry or fail."""
         crash = work.exception()
@@ -296,6 +334,7 @@ class JobRunner:
             warm = ctx.session.warm_key is not None
             if not warm:
                 await ctx.session.close()  # free the browser while the uploads finish
+                released.set()
             try:
                 artifacts = await collector.collect()
             except JobFailure as upload_failure:
@@ -322,6 +361,14 @@ class JobRunner:
         await ctx.session.close()
         artifacts, _ = await collector.settle()
         return self._failed(job, failure, ctx.result, artifacts)
+
+    def guard(self) -> EgressGuard:
+        """A job's own scheme and address checks (its refusals are its own)."""
+        return EgressGuard(allow_loopback=self.settings.allow_loopback, resolver=self._resolver)
+
+    def open_early(self, job: JobRecord) -> EarlyContext | None:
+        """Start opening ``job``'s context while its claim is written (browser_task.early)."""
+        return open_early(self.browsers, job.request, self.guard())
 
     def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
         """A parent's result: inline in its record, or in its ``data.json`` when too big."""

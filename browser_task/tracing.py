@@ -27,14 +27,26 @@ TRACE_ARTIFACT = "trace.zip"
 TRACE_STOP_TIMEOUT_S = 15.0
 
 
+def traces(requested: bool, *, secrets: bool) -> bool:
+    """Whether a run records the always-on trace: always, except that a job using secrets
+    records one only on request (see above)."""
+    return requested or not secrets
+
+
 class TraceRecorder:
-    def __init__(self, context: BrowserContext, *, requested: bool) -> None:
+    def __init__(self, context: BrowserContext | None, *, requested: bool) -> None:
+        # None until ``attach``: a recorder made before its context, started as the
+        # context's setup (browser_task.early).
         self._context = context
         self.requested = requested
         self.started = False
         self.stopped = False
 
+    def attach(self, context: BrowserContext) -> None:
+        self._context = context
+
     async def start(self) -> None:
+        assert self._context is not None, "attach the context first"
         # A requested trace gets DOM snapshots; the always-on one that exists in case of a
         # failure records actions, console and network only (snapshots cost ~10 % of a
         # worker's throughput), and the failure's own failure.html / failure.png show the page.
@@ -56,6 +68,7 @@ class TraceRecorder:
             # Closing the context discards the recording; stopping it first would cost a
             # round trip to the browser on every successful job.
             return
+        assert self._context is not None  # started, so attached
         with tempfile.TemporaryDirectory(prefix="pagefleet-trace-") as tmp:
             path = Path(tmp) / TRACE_ARTIFACT
             try:

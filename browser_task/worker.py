@@ -21,17 +21,19 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from browser_task.ahead import LaterHooks
+from browser_task.ahead import LaterHooks, SlotSignals
 from browser_task.breaker_gate import BreakerGate, target_origin
 from browser_task.browser import BrowserPool
+from browser_task.completion import Completion
 from browser_task.context import SecretsResolver
+from browser_task.early import EarlyContext
 from browser_task.egress import Resolver, system_resolver
 from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
-from browser_task.reporting import finished_job, noted, record_usage
-from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording
+from browser_task.reporting import noted
+from browser_task.run_events import RunEvents, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.sessions import SessionStore
 from browser_task.task_protection import TaskProtection
@@ -45,7 +47,7 @@ from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
 from pagefleet.jobs.service import JobServices
 from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
-from pagefleet.models import JobError, JobRecord
+from pagefleet.models import JobRecord
 from pagefleet.ports import ReceivedMessage
 from pagefleet.runtime import RUNTIME
 from pagefleet.settings import WorkerSettings
@@ -114,6 +116,15 @@ class Worker:
             resolver=self._resolver,
         )
         self._log = JobLog(worker=self.worker_id, pool=settings.pool)
+        self._completion = Completion(
+            self.lifecycle,
+            self.worker_id,
+            breaker=self._breaker,
+            tenant_data=self._tenant_data,
+            protection=self._protection,
+            metrics=self.metrics,
+            clock=clock,
+        )
         # Set from any thread; receive threads read it to hand back late messages at once.
         self._stop_flag = threading.Event()
         self.ready = threading.Event()
@@ -188,7 +199,10 @@ class Worker:
 
     async def _drain(self, slots: list[asyncio.Task[None]]) -> None:
         self._log.info("draining", drain_seconds=self.settings.drain_seconds)
-        _done, pending = await asyncio.wait(slots, timeout=self.settings.drain_seconds)
+        # A slot is free before its job's uploads are in: those finish within the period too.
+        running = {*slots, *self._background}
+        _done, pending = await asyncio.wait(running, timeout=self.settings.drain_seconds)
+        pending &= set(slots)
         if pending:
             self._log.warning("drain period over; handing running jobs back", jobs=len(pending))
             self._abort.set()
@@ -316,6 +330,9 @@ class Worker:
                 return
             probe = admission.probes
 
+        # The context opens while the claim is written (browser_task.early).
+        assert self._runner is not None
+        early = self._runner.open_early(peek.job)
         # A fresh owner token per claim: a retried claim whose first reply was lost finds its
         # own token, while another slot of this worker never mistakes the job for its own.
         claim = await asyncio.to_thread(
@@ -328,11 +345,13 @@ class Worker:
             worker=self.worker_id,
         )
         if claim.job is None:
+            if early is not None:
+                await early.discard()
             noted(claim, log, self.metrics)
-            await self._release_probe(domain, message.tenant_id, probe)
+            await self._completion.release_probe(domain, message.tenant_id, probe)
             return
         log = log.bind(attempt=claim.job.attempt)
-        await self._run(claim.job, received, domain, probe, log, look_ahead)
+        await self._run(claim.job, received, domain, probe, log, look_ahead, early)
 
     async def _run(
         self,
@@ -342,6 +361,7 @@ class Worker:
         probe: frozenset[str],
         log: JobLog,
         look_ahead: Callable[[], None] | None = None,
+        early: EarlyContext | None = None,
     ) -> None:
         assert self._runner is not None
         if received.sent_at_ms:
@@ -353,22 +373,30 @@ class Worker:
         await self._protection.job_started()
         self._slot_in_use(+1)
         meter = AttemptMeter()
+        signals = SlotSignals(near_end=look_ahead or (lambda: None))
+        run: asyncio.Future[Outcome | None] | None = None
         try:
             async with self.liveness.busy(), recording(events):
-                outcome = await self._runner.run(
-                    job, received, log, events, meter, workflow_ended=look_ahead
+                run = asyncio.ensure_future(
+                    self._runner.run(job, received, log, events, meter, signals, early)
                 )
+                released = asyncio.ensure_future(signals.released.wait())
+                try:
+                    await asyncio.wait({run, released}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    released.cancel()
         except BaseException:
+            if run is not None:
+                run.cancel()
             await self._protection.job_ended()
             raise
         finally:
             self._slot_in_use(-1)
         self.jobs_handled += 1
-        # The browser context is closed and the uploads are in: the slot takes its next
-        # message while this job's outcome is written (drain waits for these writes).
-        duration_ms = (time.monotonic() - started) * 1000
+        # The browser context is closed: the slot takes its next message while this job's
+        # uploads finish and its outcome is written (drain waits for these).
         self._spawn(
-            self._complete(job, received, outcome, duration_ms, domain, probe, log, meter, events)
+            self._completion.settle(run, job, received, started, domain, probe, log, meter, events)
         )
 
     def _run_events(self, job: JobRecord) -> RunEvents:
@@ -383,54 +411,6 @@ class Worker:
         )
         events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
         return events
-
-    async def _complete(
-        self,
-        job: JobRecord,
-        received: ReceivedMessage,
-        outcome: Outcome | None,
-        duration_ms: float,
-        domain: str | None,
-        probe: frozenset[str],
-        log: JobLog,
-        meter: AttemptMeter,
-        events: RunEvents | None = None,
-    ) -> None:
-        ended = self._clock()  # the attempt's slot time ends with its outcome
-        try:
-            if events is not None:
-                # Before the outcome's write: followers see the last events, then the status.
-                if outcome is not None:
-                    error, delay = outcome.error, outcome.retry_delay_s
-                    attempt_ended(events, outcome.status.value, error, delay)
-                await events.close()
-            if outcome is None:
-                await self._release_probe(domain, job.tenant_id, probe)
-                return
-            finished = await asyncio.to_thread(
-                self.lifecycle.finish, job, outcome, received, received.queue, self.worker_id
-            )
-            finished_job(finished, outcome, duration_ms, log, self.metrics)
-            if domain is not None and outcome.status is not JobStatus.CANCELLED:
-                await self._breaker.record(domain, job.tenant_id, outcome.error, probes=probe)
-            elif probe:
-                await self._release_probe(domain, job.tenant_id, probe)
-        except Exception:
-            log.exception("unexpected error completing the job")
-        finally:
-            await record_usage(self._tenant_data, job, outcome, meter, ended, log)
-            await self._protection.job_ended()
-
-    # --- reporting ------------------------------------------------------------------------
-    async def _release_probe(self, domain: str | None, tenant: str, probe: frozenset[str]) -> None:
-        """A probe that did not run says nothing: reopen the circuit for another cooldown."""
-        if domain is not None and probe:
-            await self._breaker.record(
-                domain,
-                tenant,
-                JobError(kind="target_unavailable", message="probe not run", retryable=True),
-                probes=probe,
-            )
 
     def _slot_in_use(self, delta: int) -> None:
         """Slots running a job's browser work (saturation: at most ``concurrency``)."""

@@ -43,6 +43,7 @@ import io
 import json
 import logging
 import os
+import pickle
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -67,6 +68,7 @@ def prepare_moto() -> None:
         _plain_item_answers()
         _plain_stream_records()
         _cache_module_list()
+        _parse_update_expressions_once()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         _PREPARED = True
 
@@ -305,6 +307,25 @@ def _cache_module_list() -> None:
 
     modules = tuple(backends.list_of_moto_modules())
     backends.list_of_moto_modules = functools.cache(lambda: modules)
+
+
+def _parse_update_expressions_once() -> None:
+    """moto parses an UpdateExpression twice per UpdateItem (to check it, then to apply it)
+    and its validator deep-copies the tree before working on the copy. The stack sends the
+    same few expressions over and over, so each is parsed once, and the copy is made
+    through pickle, which is ~3x faster than deepcopy for these trees (measured)."""
+    from moto.dynamodb.parsing import expressions, validators
+
+    parser: Any = expressions.UpdateExpressionParser  # type: ignore[attr-defined]
+    parser.make = staticmethod(functools.lru_cache(maxsize=1024)(parser.make))
+
+    def copied(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        try:  # S301: these bytes were made by this process a moment ago
+            return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # noqa: S301
+        except Exception:  # not picklable: as moto would
+            return copy.deepcopy(value, memo)
+
+    validators.deepcopy = copied  # type: ignore[assignment]
 
 
 COUNTS_PATH = "/_pagefleet/calls"

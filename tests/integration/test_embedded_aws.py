@@ -220,3 +220,43 @@ def test_stream_records_carry_every_attribute_type_and_their_time(
     assert inserted["NewImage"] == item
     assert modified["OldImage"] == item and modified["NewImage"] == {**item, "n": {"N": "13"}}
     assert inserted["ApproximateCreationDateTime"].tzinfo is not None
+
+
+def test_an_update_expression_sent_again_applies_its_own_values(provisioned: Provisioned) -> None:
+    """The embedded AWS parses each update expression once: every later use must still apply
+    its own values, functions and paths, and a bad expression must still be refused."""
+    db = aws_client("dynamodb")
+    table = provisioned.jobs_table
+    expression = "SET v = :v, n = if_not_exists(n, :zero) + :one, tags.#k = :v REMOVE gone"
+    for sk in ("first", "second"):
+        db.put_item(
+            TableName=table,
+            Item={"pk": {"S": "T#u"}, "sk": {"S": sk}, "gone": {"S": "x"}, "tags": {"M": {}}},
+        )
+    for sk, value, times in (("first", "a", 1), ("second", "b", 3), ("first", "c", 1)):
+        for _ in range(times):
+            db.update_item(
+                TableName=table,
+                Key={"pk": {"S": "T#u"}, "sk": {"S": sk}},
+                UpdateExpression=expression,
+                ExpressionAttributeNames={"#k": f"k-{value}"},
+                ExpressionAttributeValues={
+                    ":v": {"S": value},
+                    ":zero": {"N": "0"},
+                    ":one": {"N": "1"},
+                },
+            )
+    first, second = _item(table, "T#u", "first"), _item(table, "T#u", "second")
+    assert first is not None and second is not None
+    assert (first["v"], first["n"], "gone" in first) == ({"S": "c"}, {"N": "2"}, False)
+    assert first["tags"] == {"M": {"k-a": {"S": "a"}, "k-c": {"S": "c"}}}
+    assert (second["v"], second["n"]) == ({"S": "b"}, {"N": "3"})
+    assert second["tags"] == {"M": {"k-b": {"S": "b"}}}
+    with pytest.raises(ClientError) as refused:
+        db.update_item(
+            TableName=table,
+            Key={"pk": {"S": "T#u"}, "sk": {"S": "first"}},
+            UpdateExpression="SET v = = :v",
+            ExpressionAttributeValues={":v": {"S": "z"}},
+        )
+    assert refused.value.response["Error"]["Code"] == "ValidationException"

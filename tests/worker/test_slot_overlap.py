@@ -1,0 +1,70 @@
+"""A slot's next job does not wait for the last one's uploads (moto server, real Chromium).
+
+With one slot, a job whose artifact upload is held back must not hold back the next job:
+the slot is free once the browser context is closed. The held job's outcome is written
+only when its uploads are in, with its artifacts."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from browser_task.tenant_access import tenant_data_source
+from pagefleet.ports import ArtifactStore
+from pagefleet.states import JobStatus
+from tests.worker.conftest import TENANT, submit, wait_for_job
+
+pytestmark = pytest.mark.e2e
+
+
+class HeldUploads:
+    """The artifact store, with one job's uploads held until the test lets them go."""
+
+    def __init__(self, store: ArtifactStore, job_id: str) -> None:
+        self._store = store
+        self.job_id = job_id
+        self.release = threading.Event()
+        self.held = threading.Event()
+
+    def put(self, **kwargs: Any) -> Any:
+        if kwargs["job_id"] == self.job_id:
+            self.held.set()
+            assert self.release.wait(120), "the test never let the upload go"
+        return self._store.put(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_the_next_job_starts_while_the_last_ones_uploads_finish(
+    site, services, make_settings, run_worker
+):
+    url = site.add("/shot", "<h1>shot</h1>")
+    steps = [{"action": "goto", "url": url}, {"action": "screenshot", "name": "page"}]
+    first = submit(services, {"steps": steps})
+    second = submit(
+        services, {"steps": [*steps, {"action": "extract", "name": "h", "selector": "h1"}]}
+    )
+    settings = make_settings(concurrency=1)
+    held = HeldUploads(services.artifacts, first.job_id)
+    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)  # type: ignore[arg-type]
+    run_worker(settings, tenant_data=data)
+    try:
+        assert held.held.wait(60), "the first job never uploaded"
+        # One slot, and the first job's upload is still held: the second runs anyway.
+        running = wait_for_job(
+            services, second.job_id, {JobStatus.RUNNING, JobStatus.SUCCEEDED}, timeout=60
+        )
+        # Its outcome waits for its uploads.
+        assert services.store.get(TENANT, first.job_id).status is JobStatus.RUNNING
+    finally:
+        held.release.set()
+    done_first = wait_for_job(services, first.job_id)
+    done_second = wait_for_job(services, second.job_id)
+    assert running.started_at is not None
+    assert (done_first.status, done_second.status) == (JobStatus.SUCCEEDED, JobStatus.SUCCEEDED)
+    assert [a.name for a in done_first.artifacts] == ["page.png"]
+    assert done_second.result == {"h": "shot"}
+    assert done_first.finished_at is not None and done_first.finished_at > running.started_at
