@@ -335,15 +335,20 @@ class Worker:
         early = self._runner.open_early(peek.job)
         # A fresh owner token per claim: a retried claim whose first reply was lost finds its
         # own token, while another slot of this worker never mistakes the job for its own.
-        claim = await asyncio.to_thread(
-            self.lifecycle.claim,
-            received,
-            pool,
-            owner=f"{self.worker_id}/{secrets.token_hex(4)}",
-            lease_seconds=self.settings.lease_seconds,
-            recheck_s=2 * self.settings.heartbeat_seconds,
-            worker=self.worker_id,
-        )
+        try:
+            claim = await asyncio.to_thread(
+                self.lifecycle.claim,
+                received,
+                pool,
+                owner=f"{self.worker_id}/{secrets.token_hex(4)}",
+                lease_seconds=self.settings.lease_seconds,
+                recheck_s=2 * self.settings.heartbeat_seconds,
+                worker=self.worker_id,
+            )
+        except BaseException:
+            if early is not None:  # stopping: close it without holding up the stop
+                self._spawn(early.discard())
+            raise
         if claim.job is None:
             if early is not None:
                 await early.discard()
