@@ -318,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-imports", action="store_true")
     parser.add_argument("--pyc", action="store_true", help="cold imports with .pyc files")
     args = parser.parse_args(argv)
+    if args.import_runs < 1:
+        parser.error("--import-runs must be at least 1 (--skip-imports skips the cold imports)")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 
     from devstack.stack import LocalStack
