@@ -4,12 +4,13 @@ A slot's path between two jobs was its next receive, the look at the job (a read
 claim's writes, opening a context, starting the trace, and after the workflow the uploads,
 all while its browser sat idle or waited. These parts leave that path:
 
-- **Looking ahead.** When a job's last step begins (or its workflow ends, whichever is
-  first), the slot already receives its next message and reads its job. Only reads and the
-  receive move earlier: the claim (the tenant's running slot, the lease) is still taken
-  when the slot is free, so no tenant holds a slot for a job that is not running. A message
-  received ahead waits at most the last step and the closing; a stopping worker hands it
-  back.
+- **Looking ahead.** When a job's workflow has ended (its context closing), the slot
+  already receives its next message and reads its job. Only reads and the receive move
+  earlier: the claim (the tenant's running slot, the lease) is still taken when the slot is
+  free, so no tenant holds a slot for a job that is not running. A message received ahead
+  waits at most the closing; a stopping worker hands it back. Not earlier (say, as the last
+  step begins): a message taken while a long last step runs would pass over a higher
+  priority job submitted meanwhile.
 - **The context opens while the claim is written** (browser_task.early), and the trace
   starts beside opening the page.
 - **The slot is free once the context is closed** (``SlotSignals.released``): the
@@ -57,8 +58,8 @@ class LaterHooks:
 
 @dataclass
 class SlotSignals:
-    """What a run tells the slot it runs in: its workflow is near the end (``near_end``: the
-    last step began, or the workflow ended), and its browser work is over (``released``)."""
+    """What a run tells the slot it runs in: its workflow ended (the slot looks ahead), and
+    its browser work is over (``released``: the context is closed)."""
 
-    near_end: Callable[[], None] = lambda: None
+    workflow_ended: Callable[[], None] = lambda: None
     released: asyncio.Event = field(default_factory=asyncio.Event)

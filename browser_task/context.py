@@ -72,8 +72,6 @@ class RunContext:
     egress_refusals: Callable[[], list[Decision]] | None = None
     # Where the run's events go (steps, navigations, console); None: not recorded.
     events: RunEvents | None = None
-    # Called as the workflow's last step begins: the slot receives its next job meanwhile.
-    near_end: Callable[[], None] | None = None
 
     def __post_init__(self) -> None:
         self.secret_values.update(v for v in self.prepared.secrets.values() if v)

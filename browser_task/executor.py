@@ -209,8 +209,6 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
         path = f"{prefix}steps[{index}]" if prefix else str(index)
         if not prefix:
             ctx.step_index = index
-            if index == len(steps) - 1 and ctx.near_end is not None:
-                ctx.near_end()
         current: Step = step
         of, label = len(ctx.request.steps), describe(step, ctx)
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):

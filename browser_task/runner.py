@@ -138,7 +138,6 @@ class JobRunner:
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
-            ctx.near_end = signals.near_end
             session = ctx.session
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
@@ -265,7 +264,7 @@ class JobRunner:
             cancel.cancel()
 
         if work.done():
-            signals.near_end()
+            signals.workflow_ended()
             return await self._ended(job, ctx, collector, work, log, signals.released)
 
         if lease_lost.is_set():

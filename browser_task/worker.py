@@ -378,7 +378,7 @@ class Worker:
         await self._protection.job_started()
         self._slot_in_use(+1)
         meter = AttemptMeter()
-        signals = SlotSignals(near_end=look_ahead or (lambda: None))
+        signals = SlotSignals(workflow_ended=look_ahead or (lambda: None))
         run: asyncio.Future[Outcome | None] | None = None
         try:
             async with self.liveness.busy(), recording(events):
