@@ -14,7 +14,8 @@
    median, against the floor every API function pays (boto3, Powertools' REST resolver,
    pydantic); then the imports above the floor by self time (``-X importtime``). Every
    child, the floor's included, runs in a Lambda-like environment (``LAMBDA_ENV``:
-   ``LAMBDA_TASK_ROOT``, ``AWS_LAMBDA_FUNCTION_NAME``, ``AWS_REGION``, fake credentials),
+   ``LAMBDA_TASK_ROOT``, ``AWS_LAMBDA_FUNCTION_NAME``, ``AWS_REGION``, fake credentials,
+   and the stack's ``FUNCTION_ENV``),
    because the Tracer's cost depends on it: outside Lambda the X-Ray SDK's recorder builds
    a sampler with a botocore X-Ray client at import (~0.1 s) and the Powertools Tracer is
    disabled; in Lambda the recorder samples locally, and the Tracer is enabled and patches
@@ -49,6 +50,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import python, python_env
+from pagefleet.resources import FUNCTION_ENV
 
 HANDLERS = (
     "functions.api.handler",
@@ -64,8 +66,10 @@ FLOOR = (
 # the X-Ray SDK and, in Lambda, the patching of botocore (``functions.tracing``).
 TRACER = "; from functions.tracing import function_tracer; function_tracer('floor')"
 # What the Lambda runtime sets that the imports react to (the X-Ray SDK, the Tracer,
-# botocore); the credentials are fake: nothing may call AWS at import.
+# botocore), and what the stack sets for every function (``FUNCTION_ENV``); the credentials
+# are fake: nothing may call AWS at import.
 LAMBDA_ENV = {
+    **FUNCTION_ENV,
     "AWS_LAMBDA_FUNCTION_NAME": "pagefleet-cold-import",
     "AWS_EXECUTION_ENV": "AWS_Lambda_python3.11",
     "AWS_REGION": "us-east-1",

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_settings import BaseSettings
 
 from devstack.lambda_env import LambdaFunction
+from pagefleet.resources import FUNCTION_ENV
 from pagefleet.settings import (
     ApiSettings,
     AuthorizerSettings,
@@ -83,6 +84,7 @@ def function_env(
     env.update(to_env(model))
     env.setdefault("POWERTOOLS_SERVICE_NAME", spec.function_name)
     env.setdefault("POWERTOOLS_METRICS_NAMESPACE", "pagefleet")
+    env.update(FUNCTION_ENV)  # as deployed (infra/constructs/lambda_factory.py)
     env.update(extra or {})
     return env
 

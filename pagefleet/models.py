@@ -108,7 +108,9 @@ class ProxyOptions(BaseModel):
 class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    viewport: Viewport = Viewport()
+    # model_construct: a default instance without building the model's validator at
+    # import (cold start); the same value as Viewport().
+    viewport: Viewport = Viewport.model_construct()
     navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
     action_timeout_ms: int = Field(default=10_000, ge=100, le=300_000)
     job_timeout_s: int = Field(default=300, ge=1, le=3600)
@@ -267,7 +269,7 @@ class JobRequest(JobSettings):
     workflow version when it was submitted)."""
 
     steps: list[Step] = Field(min_length=1, max_length=500)
-    options: JobOptions = JobOptions()
+    options: JobOptions = JobOptions.model_construct()  # as Viewport's, above
 
     @field_validator("steps", mode="before")
     @classmethod

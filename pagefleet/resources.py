@@ -191,6 +191,12 @@ class SchedulerSpec:
 
 SCHEDULER = SchedulerSpec()
 
+# Set for every Lambda function, deployed and local. No pydantic plugin is used (pydantic
+# loads them from the "pydantic" entry point group; tests/unit/test_function_env.py checks
+# none is installed): without this, the first validator built at a cold start scans every
+# installed distribution's entry points for one.
+FUNCTION_ENV = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
 # The REST API's stage, named for the version: every URL is https://<api>/v1/<route>, on
 # API Gateway (the stage), a custom domain (its base path mapping) and the local gateway.
 API_STAGE = "v1"

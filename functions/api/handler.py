@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from functions.api.app import app
-from functions.api.context import api_settings, logger, metrics, tracer
-from functions.api.events import BodyRefused, normalise
-from functions.lambda_context import lambda_entry
+from functions.cold_start import collector_paused
+
+with collector_paused():
+    from functions.api.app import app
+    from functions.api.context import api_settings, logger, metrics, tracer
+    from functions.api.events import BodyRefused, normalise
+    from functions.lambda_context import lambda_entry
 
 # The client's X-Correlation-Id, else API Gateway's request id. API Gateway keeps the
 # client's header case and JMESPath matches keys exactly, hence both spellings.

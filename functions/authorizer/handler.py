@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names
-from pagefleet.errors import Unauthorized
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import AuthorizerSettings
-from pagefleet.tenants import authenticate
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names
+    from pagefleet.errors import Unauthorized
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import AuthorizerSettings
+    from pagefleet.tenants import authenticate
 
 SERVICE = "pagefleet-authorizer"
 logger = Logger(service=SERVICE)

@@ -4,24 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names
-from pagefleet.adapters.sqs import parse_message
-from pagefleet.jobs.recovery import mark_dead_lettered
-from pagefleet.jobs.service import JobServices
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+    from aws_lambda_powertools.utilities.batch import (
+        BatchProcessor,
+        EventType,
+        process_partial_response,
+    )
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names
+    from pagefleet.adapters.sqs import parse_message
+    from pagefleet.jobs.recovery import mark_dead_lettered
+    from pagefleet.jobs.service import JobServices
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import CoreSettings
 
 SERVICE = metrics_names.DEAD_LETTERS_SERVICE
 logger = Logger(service=SERVICE)

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names
-from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
-from pagefleet.jobs.changes import ChangeConsumer, deliver
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import ChangesSettings
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names
+    from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
+    from pagefleet.jobs.changes import ChangeConsumer, deliver
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import ChangesSettings
 
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)

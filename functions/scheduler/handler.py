@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from pydantic import BaseModel, ConfigDict, Field
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names, schedules
-from pagefleet.errors import NotFound
-from pagefleet.jobs.service import submit_job
-from pagefleet.jobs.submission import JobSubmission
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
-from pagefleet.states import JobStatus
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+    from pydantic import BaseModel, ConfigDict, Field
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names, schedules
+    from pagefleet.errors import NotFound
+    from pagefleet.jobs.service import submit_job
+    from pagefleet.jobs.submission import JobSubmission
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import CoreSettings
+    from pagefleet.states import JobStatus
 
 SERVICE = "pagefleet-scheduler"
 logger = Logger(service=SERVICE)

@@ -5,17 +5,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.metrics import EphemeralMetrics
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names, schedules
-from pagefleet.jobs.recovery import sweep
-from pagefleet.jobs.service import JobServices
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.logging import correlation_paths
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names, schedules
+    from pagefleet.jobs.recovery import sweep
+    from pagefleet.jobs.service import JobServices
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import CoreSettings
 
 SERVICE = "pagefleet-sweeper"
 logger = Logger(service=SERVICE)

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from functions.cold_start import collector_paused
 
-from functions.lambda_context import lambda_entry
-from functions.tracing import function_tracer
-from pagefleet import metrics_names
-from pagefleet.live_wiring import webhook_sender
-from pagefleet.notify.sender import WebhookMessage, receive_count
-from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WebhookSettings
+with collector_paused():
+    from aws_lambda_powertools import Logger
+    from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
+    from aws_lambda_powertools.utilities.batch import (
+        BatchProcessor,
+        EventType,
+        process_partial_response,
+    )
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+    from functions.lambda_context import lambda_entry
+    from functions.tracing import function_tracer
+    from pagefleet import metrics_names
+    from pagefleet.live_wiring import webhook_sender
+    from pagefleet.notify.sender import WebhookMessage, receive_count
+    from pagefleet.runtime import RUNTIME
+    from pagefleet.settings import WebhookSettings
 
 SERVICE = metrics_names.WEBHOOKS_SERVICE
 logger = Logger(service=SERVICE)

@@ -37,6 +37,7 @@ from pydantic_settings import BaseSettings
 from infra.nag import acknowledge
 from infra.runtime_env import settings_env
 from pagefleet.metrics_names import NAMESPACE
+from pagefleet.resources import FUNCTION_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -224,6 +225,7 @@ class LambdaFactory(Construct):
             reserved_concurrent_executions=self.reserved.get(name),
             environment={
                 **settings_env(settings_cls, **env),
+                **FUNCTION_ENV,
                 "POWERTOOLS_SERVICE_NAME": service_name(name),
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             },

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from devstack.functions import SPECS
+from pagefleet.resources import FUNCTION_ENV
 from pagefleet.settings import env_names
 
 from .conftest import Synth
@@ -24,3 +25,4 @@ def test_local_functions_match_the_template(synth: Synth) -> None:
         names = {n for n in variables if n.startswith("PAGEFLEET_")}
         assert names <= env_names(spec.settings_cls), spec.name
         assert variables["POWERTOOLS_SERVICE_NAME"] == spec.function_name
+        assert FUNCTION_ENV.items() <= variables.items(), spec.name

@@ -14,7 +14,7 @@ from pagefleet.adapters.dynamodb.codec import (
 )
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
-from pagefleet.models import AttemptRecord, JobRecord, JobRequest, new_job_id
+from pagefleet.models import AttemptRecord, JobOptions, JobRecord, JobRequest, Viewport, new_job_id
 from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
 from pagefleet.workflow.templating import mask_secrets, references, render
@@ -32,6 +32,15 @@ def test_request_parses_each_step_kind() -> None:
     assert [s.action for s in request.steps] == ["goto", "fill", "extract", "screenshot"]
     assert request.pool == "standard"
     assert request.max_attempts == 3
+
+
+def test_a_request_without_options_gets_the_default_options() -> None:
+    # The defaults are built without validation (model_construct, for the cold start).
+    request = JobRequest.model_validate({"steps": STEPS[:1], "inputs": {"site": "http://x"}})
+    assert request.options == JobOptions() == JobOptions.model_validate({})
+    assert request.options.viewport == Viewport(width=1280, height=800)
+    assert request.model_dump(mode="json")["options"] == JobOptions().model_dump(mode="json")
+    assert request.model_dump(exclude_unset=True).keys() == {"inputs", "steps"}
 
 
 def test_unknown_input_reference_is_refused() -> None:
