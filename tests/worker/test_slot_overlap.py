@@ -49,7 +49,7 @@ def test_the_next_job_starts_while_the_last_ones_uploads_finish(
     )
     settings = make_settings(concurrency=1)
     held = HeldUploads(services.artifacts, first.job_id)
-    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)  # type: ignore[arg-type]
+    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)
     run_worker(settings, tenant_data=data)
     try:
         assert held.held.wait(60), "the first job never uploaded"
@@ -68,3 +68,32 @@ def test_the_next_job_starts_while_the_last_ones_uploads_finish(
     assert [a.name for a in done_first.artifacts] == ["page.png"]
     assert done_second.result == {"h": "shot"}
     assert done_first.finished_at is not None and done_first.finished_at > running.started_at
+
+
+def test_a_stopping_worker_lets_the_last_uploads_finish_and_writes_the_outcome(
+    site, services, make_settings, run_worker
+):
+    """Scale-in while a job's upload is still going: the job is not handed back or lost;
+    its uploads finish and its outcome is written before the worker stops."""
+    url = site.add("/last", "<h1>last</h1>")
+    job = submit(
+        services,
+        {"steps": [{"action": "goto", "url": url}, {"action": "screenshot", "name": "last"}]},
+    )
+    settings = make_settings(concurrency=1, drain_seconds=60)
+    held = HeldUploads(services.artifacts, job.job_id)
+    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)
+    running = run_worker(settings, tenant_data=data)
+    assert held.held.wait(60), "the job never uploaded"
+    stopper = threading.Thread(target=running.stop, daemon=True)
+    stopper.start()
+    # The stop has begun (the slot is free, so only the upload holds the worker up).
+    while not running.worker._stop_flag.is_set():
+        stopper.join(0.05)
+    assert stopper.is_alive(), "the worker stopped without waiting for the upload"
+    held.release.set()
+    stopper.join(60)
+    assert not stopper.is_alive(), "the worker did not stop after the upload finished"
+    done = services.store.get(TENANT, job.job_id)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert [a.name for a in done.artifacts] == ["last.png"]
