@@ -38,7 +38,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import bare_loop, workflow
-from bench.e2e_throughput import _wait_final
+from bench.e2e_throughput import wait_final
 from devstack.stack import LocalStack
 
 console = Console()
@@ -111,27 +111,17 @@ def bare_round(site: str, jobs: int) -> dict[str, float]:
     def on_job() -> None:
         me = psutil.Process()
         mark: dict[str, float] = defaultdict(float, {BENCH: _cpu(me)})
-        for process in me.children(recursive=True):
-            if _is_bare_browser(process):
-                mark[_browser_part(process)] += _cpu(process)
+        # The bare loop's driver (the bench's one child that is no part of the stack) and
+        # the Chromium under it.
+        for child in me.children():
+            if _part(child) == "other":
+                for process in [child, *_descendants(child)]:
+                    mark[_browser_part(process)] += _cpu(process)
         marks.append(mark)
 
     asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=4, on_job=on_job))
     first, last = marks[3], marks[-1]
     return {part: (last[part] - first[part]) / (len(marks) - 4) for part in last if part != "gone"}
-
-
-def _is_bare_browser(process: psutil.Process) -> bool:
-    """The bare loop's driver and Chromium: under the bench, not under the stack's parts."""
-    try:
-        parent = process.parent()
-    except psutil.Error:
-        return False
-    while parent is not None and parent.pid != os.getpid():
-        if _part(parent) != "other":
-            return False
-        process, parent = parent, parent.parent()
-    return _part(process) == "other"
 
 
 def platform_round(stack: LocalStack, jobs: int) -> dict[str, float]:
@@ -140,7 +130,7 @@ def platform_round(stack: LocalStack, jobs: int) -> dict[str, float]:
         before = snapshot()
         ids = [api.submit(body).job_id for _ in range(jobs)]
         # Read by key from the table every 2 s: next to nothing on the measured side.
-        _wait_final(stack, ids, timeout_s=600)
+        wait_final(stack, ids, timeout_s=600)
         after = snapshot()
     return {part: (after[part] - before.get(part, 0.0)) / jobs for part in after}
 

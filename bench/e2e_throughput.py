@@ -65,7 +65,7 @@ async def _bare(site: str, jobs: int, warmup: int, concurrency: int) -> Run:
 
 
 # --- the platform ------------------------------------------------------------------------------
-def _wait_final(
+def wait_final(
     stack: LocalStack, job_ids: list[str], timeout_s: float
 ) -> tuple[dict[JobStatus, int], float | None]:
     """Final status of every job, and the epoch time the last one finished.
@@ -113,7 +113,7 @@ class Platform:
             start = time.time()
             job_ids = [api.submit(self.body).job_id for _ in range(jobs)]
             submitted = time.time() - start
-            counts, last_finish = _wait_final(self.stack, job_ids, self.timeout_s)
+            counts, last_finish = wait_final(self.stack, job_ids, self.timeout_s)
             elapsed = (last_finish or time.time()) - start
         done = sum(n for status, n in counts.items() if status in FINAL_STATES)
         note = f"TIMED OUT with {done}/{jobs} final" if done < jobs else ""
