@@ -9,7 +9,9 @@ that gave the job, starts again from zero, so the order follows the jobs taken, 
 idle polls in between (the same jobs queued always start in the same order). When
 all are empty, the worker keeps ONE long poll per queue in flight, shared by its slots: a
 message on any queue reaches a waiting slot as soon as it arrives, and an idle worker makes
-a handful of requests per poll period, not one per slot per queue.
+a handful of requests per poll period, not one per slot per queue. A long poll that returns
+a message is started again at once while slots still wait: a burst on an idle worker fills
+every slot as fast as the messages arrive, not one slot per poll period.
 
 A long poll that returns a message nobody is waiting for any more (two queues answered at
 once) is kept here for the next slot, its visibility refreshed if it waited long, and
@@ -54,6 +56,7 @@ class Receiver:
         self._ready = threading.Condition()
         self._kept: list[tuple[float, ReceivedMessage]] = []
         self._polling: set[str] = set()
+        self._gave: set[str] = set()  # queues whose last long poll returned a message
 
     @property
     def queues(self) -> list[str]:
@@ -95,15 +98,21 @@ class Receiver:
                     self._passed_over[queue] += 1
 
     def _wait_for_one(self) -> list[ReceivedMessage]:
+        deadline = time.monotonic() + self._wait + 1
         with self._ready:
-            for key in self._keys:
-                if key not in self._polling:
-                    self._polling.add(key)
-                    threading.Thread(
-                        target=self._long_poll, args=(key,), name=f"poll-{key}", daemon=True
-                    ).start()
-            deadline = time.monotonic() + self._wait + 1
-            while not self._kept and self._polling and not self._stopping():
+            started = False
+            while not self._kept and not self._stopping():
+                for key in self._keys:
+                    # A queue whose poll just gave a message may hold more: poll it again
+                    # for the slots still waiting, not only after the others' polls end.
+                    if key not in self._polling and (not started or key in self._gave):
+                        self._polling.add(key)
+                        threading.Thread(
+                            target=self._long_poll, args=(key,), name=f"poll-{key}", daemon=True
+                        ).start()
+                started = True
+                if not self._polling:
+                    break  # every queue was empty for a whole poll
                 if not self._ready.wait(timeout=max(0.0, deadline - time.monotonic())):
                     break
         kept = self._take_kept()
@@ -124,6 +133,10 @@ class Receiver:
             found = []
         with self._ready:
             self._polling.discard(key)
+            if found:
+                self._gave.add(key)
+            else:
+                self._gave.discard(key)
             now = time.monotonic()
             self._kept += [(now, m) for m in found]
             self._ready.notify_all()

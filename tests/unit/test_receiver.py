@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from browser_task.receiver import NORMAL_FIRST, Receiver
@@ -70,3 +71,72 @@ def test_an_empty_lower_queue_is_not_passed_over() -> None:
     queues.jobs[NORMAL].append("n1")
     queues.jobs[HIGH].append("h8")
     assert take(slot, 2) == ["h8", "n1"]  # normal was looked at (empty) every few jobs
+
+
+class LongPolls(Queues):
+    """Long polls that wait for a job on their queue (or until closed), as SQS's do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.changed = threading.Condition()
+        self.short_polls = 0
+        self.waiting = dict.fromkeys((HIGH, NORMAL, LOW), 0)
+        self.closed = False
+
+    def receive(self, key: str, **kw: Any) -> list[ReceivedMessage]:
+        with self.changed:
+            if not kw["wait_seconds"]:
+                self.short_polls += 1
+                self.changed.notify_all()
+                return super().receive(key)
+            self.waiting[key] += 1
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.jobs[key] or self.closed, kw["wait_seconds"])
+            self.waiting[key] -= 1
+            return super().receive(key)
+
+    def add(self, key: str, *names: str) -> None:
+        with self.changed:
+            self.jobs[key] += names
+            self.changed.notify_all()
+
+    def close(self) -> None:
+        with self.changed:
+            self.closed = True
+            self.changed.notify_all()
+
+
+def test_a_burst_on_an_idle_worker_fills_every_waiting_slot_at_once() -> None:
+    """Two slots wait on the shared long polls; two jobs arrive together. The poll that
+    gave the first is started again for the second slot: it does not wait for the other
+    queues' polls to end (a whole poll period: 10 s on AWS)."""
+    queues = LongPolls()
+    slot = Receiver(
+        queues,  # type: ignore[arg-type]
+        "standard",
+        visibility=30,
+        wait_seconds=5,
+        stopping=lambda: False,
+    )
+    got: list[list[str]] = []
+
+    def wait_for_a_job() -> None:
+        got.append([m.receipt_handle for m in slot.receive()])
+
+    slots = [threading.Thread(target=wait_for_a_job) for _ in range(2)]
+    try:
+        for thread in slots:
+            thread.start()
+        with queues.changed:  # both slots have looked at every queue; one poll on each
+            assert queues.changed.wait_for(
+                lambda: queues.short_polls == 6 and all(queues.waiting.values()), 10
+            )
+        queues.add(NORMAL, "n1", "n2")
+        for thread in slots:
+            thread.join(10)
+        assert sorted(got) == [["n1"], ["n2"]]
+        # The high and low queues' polls are still waiting: nobody waited for them.
+        assert queues.waiting[HIGH] == 1
+        assert queues.waiting[LOW] == 1
+    finally:
+        queues.close()
