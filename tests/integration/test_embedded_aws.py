@@ -260,3 +260,29 @@ def test_an_update_expression_sent_again_applies_its_own_values(provisioned: Pro
             ExpressionAttributeValues={":v": {"S": "z"}},
         )
     assert refused.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_a_message_past_its_queue_retention_period_is_not_handed_out() -> None:
+    """Receives read the retention period from the queue itself (not from all its
+    attributes): a message older than the period still never comes back."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    from devstack.embedded_aws import prepare_moto
+
+    prepare_moto()
+    backend = sqs_backends[DEFAULT_ACCOUNT_ID]["eu-west-3"]
+    backend.create_queue("retention-check", MessageRetentionPeriod="60")
+    old = backend.send_message("retention-check", "old")
+    old.sent_timestamp -= 61_000  # sent 61 s ago, past the 60 s period
+
+    def receive() -> list[str]:
+        got = backend.receive_message(
+            "retention-check", count=10, wait_seconds_timeout=0, visibility_timeout=30
+        )
+        return [m.body for m in got]
+
+    assert receive() == []
+    backend.send_message("retention-check", "fresh")
+    assert receive() == ["fresh"]
+    backend.delete_queue("retention-check")
