@@ -55,6 +55,9 @@ class LaterHooks:
     def after_move(self, job: JobRecord) -> None:
         self.hooks.after_move(job)
 
+    def retention_s(self, tenant_id: str) -> int | None:
+        return self.hooks.retention_s(tenant_id)
+
 
 @dataclass
 class SlotSignals:

@@ -162,6 +162,7 @@ class JobStore(Protocol):
         result_artifact: str | None = None,
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
+        expires_at: int | None = None,
     ) -> JobRecord: ...
 
     def transition(

@@ -36,6 +36,8 @@ class JobChange:
     written_at: float | None = None
     # False when the store says the job never had a dependant (no edges to look up).
     may_have_dependants: bool = True
+    # The expiry (TTL attribute, epoch seconds) this write set; None if it set none.
+    expiry_set: int | None = None
 
     @property
     def job(self) -> JobRecord:

@@ -38,6 +38,11 @@ class JobHooks(Protocol):
         cancel, an expiry, a dead letter, a redrive), with the job as it is now."""
         ...
 
+    def retention_s(self, tenant_id: str) -> int | None:
+        """How long a job of the tenant's is kept after it ends, for an outcome's write to
+        carry its expiry (None: unknown here; the jobs stream's retention consumer sets it)."""
+        ...
+
 
 class NoHooks:
     def before_claim(self, message: JobMessage) -> Deferral | None:
@@ -47,6 +52,9 @@ class NoHooks:
         return None
 
     def after_move(self, job: JobRecord) -> None:
+        return None
+
+    def retention_s(self, tenant_id: str) -> int | None:
         return None
 
 

@@ -136,6 +136,13 @@ class TenantGate:
         except Exception:
             log.warning("tenant counters not updated after a move", exc_info=True)
 
+    def retention_s(self, tenant_id: str) -> int | None:
+        try:
+            return self.limits(tenant_id).retention_s
+        except Exception:  # the retention consumer sets the expiry instead
+            log.warning("tenant retention unavailable", exc_info=True)
+            return None
+
     # --- repair -------------------------------------------------------------------------------
     def _may_repair(self, tenant: str) -> bool:
         """At most every ``REPAIR_EVERY_S`` per tenant: a tenant with a deep backlog refuses

@@ -1,9 +1,10 @@
 """What a tenant's data lives for, and how it is deleted on request.
 
-- A job record (and what is kept under it) expires ``retention_days`` after the job ended:
-  the jobs stream's ``RetentionConsumer`` writes ``expires_at`` (DynamoDB's TTL attribute)
-  when a job reaches a final state or is dead-lettered, and removes it when a dead letter is
-  redriven. A job still waiting or running never expires, however far ahead it is scheduled.
+- A job record (and what is kept under it) expires ``retention_days`` after the job ended.
+  A worker writes ``expires_at`` (DynamoDB's TTL attribute) with the attempt's outcome; for
+  every other end (a cancel, an expiry, the sweeper, a dead letter) the jobs stream's
+  ``RetentionConsumer`` writes it, and removes it when a dead letter is redriven. A job
+  still waiting or running never expires, however far ahead it is scheduled.
 - Idempotency keys expire after 24 h (written with the key, ``IDEMPOTENCY_TTL_S``).
 - ``delete_job`` honours a deletion request: the job's artifacts of every attempt, then its
   record and everything kept under it (events, its idempotency key). A running job is
@@ -140,6 +141,8 @@ class RetentionConsumer:
                 if job.delete_requested_at is not None:
                     erase(self._data, job)
                     continue
+                if change.expiry_set is not None:
+                    continue  # written with the outcome (the worker knew the retention)
                 ended = job.finished_at or job.updated_at
                 retention = self._limits(job.tenant_id).retention_s
                 expires = int(datetime.fromisoformat(ended.replace("Z", "+00:00")).timestamp())

@@ -34,6 +34,7 @@ class _Row:
     job: JobRecord
     unqueued: bool = True
     ops: tuple[str, int] | None = None  # (ops_pk, due epoch) in the sparse ops index
+    expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
 class FakeJobStore:
@@ -227,6 +228,7 @@ class FakeJobStore:
         result_artifact: str | None = None,
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
+        expires_at: int | None = None,
     ) -> JobRecord:
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
@@ -250,6 +252,7 @@ class FakeJobStore:
             if status.is_final:
                 update["finished_at"] = at
                 row.ops = None
+                row.expires_at = expires_at
             elif status is JobStatus.RETRY_SCHEDULED:
                 due = retry_at if retry_at is not None else 0
                 update["retry_at"] = due
@@ -365,6 +368,11 @@ class FakeJobStore:
                 row.ops = (row.ops[0], due)
 
     # --- helpers ----------------------------------------------------------------------------
+    def expiry(self, tenant_id: str, job_id: str) -> int | None:
+        """The record's TTL attribute (a test's look; the port has no reader for it)."""
+        with self._lock:
+            return self._row(tenant_id, job_id).expires_at
+
     def _row(self, tenant_id: str, job_id: str) -> _Row:
         row = self._rows.get((tenant_id, job_id))
         if row is None:

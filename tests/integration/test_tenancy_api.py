@@ -16,15 +16,19 @@ from pagefleet.adapters.dynamodb.codec import deserialize
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
+from pagefleet.jobs.lifecycle import Outcome
+from pagefleet.resources import queue_key
 from pagefleet.runtime import RUNTIME
 from pagefleet.sessions import SessionArchive
 from pagefleet.settings import ApiSettings
+from pagefleet.states import JobStatus
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 from pagefleet.tenancy.usage import AttemptUsage
 from pagefleet.tenant_runtime import retention_consumer
 from tests.support.api import ApiCaller, HttpResult, caller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
+POOL_QUEUE = queue_key("standard", "normal")
 
 
 @pytest.fixture
@@ -263,6 +267,31 @@ def test_ended_jobs_expire_after_the_tenants_retention(
     waiting = alice.post_job(JOB).body["job_id"]
     consumer.handle(read_stream(api_env))
     assert "expires_at" not in item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{waiting}")
+
+
+def test_a_worker_writes_the_expiry_with_the_outcome_and_the_consumer_adds_no_write(
+    api_env: Provisioned, admin: ApiCaller, alice: ApiCaller
+) -> None:
+    set_limits(admin, "alice", retention_days=2)
+    job_id = alice.post_job(JOB).body["job_id"]
+    svc = RUNTIME.job_services(ApiSettings())  # the tenant gate among its hooks
+    [received] = svc.queue.receive(POOL_QUEUE, max_messages=1, wait_seconds=0, visibility=60)
+    claim = svc.lifecycle.claim(
+        received, POOL_QUEUE, owner="w1", lease_seconds=60, recheck_s=30, worker="w1"
+    )
+    assert claim.job is not None
+    step = svc.lifecycle.finish(
+        claim.job, Outcome(JobStatus.SUCCEEDED, result={"ok": 1}), received, POOL_QUEUE, "w1"
+    )
+    assert step.status is JobStatus.SUCCEEDED
+    record = item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")
+    finished = datetime.fromisoformat(record["finished_at"].replace("Z", "+00:00")).timestamp()
+    assert abs(int(record["expires_at"]) - (finished + 2 * 86_400)) <= 1
+    changes = read_stream(api_env)
+    settings = ApiSettings()
+    db, s3 = RUNTIME.client("dynamodb"), RUNTIME.client("s3")
+    retention_consumer(db, s3, settings, RUNTIME.tenancy(settings)).handle(changes)
+    assert len(read_stream(api_env)) == len(changes)  # nothing written for it
 
 
 def test_sessions_are_listed_deleted_and_unusable_once_expired(

@@ -24,6 +24,10 @@ class Recorded:
     def after_move(self, job: JobRecord) -> None:
         self.calls.append(("after_move", job))
 
+    def retention_s(self, tenant_id: str) -> int | None:
+        self.calls.append(("retention_s", tenant_id))
+        return 60
+
 
 def test_only_the_work_after_a_claim_is_left_for_later() -> None:
     hooks = Recorded()
@@ -38,8 +42,13 @@ def test_only_the_work_after_a_claim_is_left_for_later() -> None:
     # The decision before a claim is still made on the spot, and its answer kept.
     assert wrapped.before_claim(message) == Deferral("over the cap", 2)  # type: ignore[arg-type]
     wrapped.after_move(job)  # type: ignore[arg-type]
+    assert wrapped.retention_s("t-1") == 60
     wrapped.after_claim(job)  # type: ignore[arg-type]
-    assert hooks.calls == [("before_claim", message), ("after_move", job)]
+    assert hooks.calls == [
+        ("before_claim", message),
+        ("after_move", job),
+        ("retention_s", "t-1"),
+    ]
     fn, arg = later.pop()
     fn(arg)
     assert hooks.calls[-1] == ("after_claim", job)

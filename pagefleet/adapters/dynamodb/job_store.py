@@ -289,12 +289,14 @@ class DynamoJobStore(DispatchQueries):
         result_artifact: str | None = None,
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
+        expires_at: int | None = None,
     ) -> JobRecord:
         """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
 
         ``retry_at`` (epoch seconds) goes with ``retry_scheduled``: when the re-sent message is
         due, so the sweeper can tell a lost retry from a pending one. ``attempt_log``, when
         given, replaces the whole log (kept bounded) instead of appending ``history``.
+        ``expires_at`` (epoch seconds) goes with a final status: the record's TTL attribute.
         """
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
@@ -313,6 +315,7 @@ class DynamoJobStore(DispatchQueries):
             history=history,
             attempt_log=attempt_log,
             retry_at=retry_at,
+            expires_at=expires_at,
         )
         return self._update(
             tenant_id,

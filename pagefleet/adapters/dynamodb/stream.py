@@ -21,14 +21,16 @@ def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:
         keys = body.get("Keys") or {}
         if not str((keys.get("sk") or {}).get("S", "")).startswith("JOB#"):
             continue
-        new = body.get("NewImage")
+        new, old = body.get("NewImage"), body.get("OldImage")
+        expires = _expires_at(new)
         out.append(
             JobChange(
-                old=_image(body.get("OldImage")),
+                old=_image(old),
                 new=_image(new),
                 sequence=str(body.get("SequenceNumber", "")),
                 written_at=_written_at(body),
                 may_have_dependants=new is not None and HAS_DEPENDANTS in new,
+                expiry_set=expires if expires != _expires_at(old) else None,
             )
         )
     return out
@@ -53,6 +55,14 @@ def event_writes(records: Iterable[Mapping[str, Any]]) -> list[EventsWritten]:
             )
         )
     return out
+
+
+def _expires_at(image: Mapping[str, Any] | None) -> int | None:
+    value = (image or {}).get("expires_at") or {}
+    try:
+        return int(value["N"])
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _written_at(body: Mapping[str, Any]) -> float | None:

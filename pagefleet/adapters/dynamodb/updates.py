@@ -94,6 +94,7 @@ def finish_update(
     history: AttemptRecord,
     attempt_log: list[AttemptRecord] | None,
     retry_at: int | None,
+    expires_at: int | None = None,
 ) -> Update:
     """An attempt's outcome, fenced on (attempt, owner)."""
     values: dict[str, Any] = {
@@ -119,6 +120,10 @@ def finish_update(
     if status.is_final:
         sets.append("finished_at = :at")
         removes += ["ops_pk", "ops_sk"]
+        if expires_at is not None:
+            # With the outcome, not in a later write of the retention consumer's.
+            sets.append("expires_at = :expires")
+            values[":expires"] = expires_at
     elif status is JobStatus.RETRY_SCHEDULED:
         due = retry_at if retry_at is not None else 0
         sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]

@@ -192,6 +192,7 @@ class WorkerMoves(LifecycleBase):
         delay = outcome.retry_delay_s or 0
         # Every part is bounded so that the record always fits in one item.
         bounded = bound_outcome(job, outcome, worker=worker, at=at)
+        keep_s = self.hooks.retention_s(job.tenant_id) if outcome.status.is_final else None
         try:
             self.store.finish(
                 job.tenant_id,
@@ -208,6 +209,7 @@ class WorkerMoves(LifecycleBase):
                 result_artifact=bounded.result_artifact,
                 result_bytes=bounded.result_bytes,
                 attempt_log=bounded.attempt_log,
+                expires_at=self.now() + keep_s if keep_s is not None else None,
             )
         except (LeaseLost, IllegalTransition) as exc:
             if not self._landed(job, outcome):
