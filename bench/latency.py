@@ -1,6 +1,6 @@
-"""Latency on an idle local stack: queue delay, the API's submit latency, cold imports.
+"""Latency on an idle local stack: queue delay, submit latency, bursts, cold imports.
 
-    .venv/bin/python bench/latency.py [--jobs 200] [--import-runs 7] [--pyc]
+    .venv/bin/python bench/latency.py [--jobs 200] [--bursts 10] [--import-runs 7] [--pyc]
 
 1. **Queue delay** (submit to running): ``--jobs`` jobs one after the other on an idle
    stack (one worker, two slots), each waited for before the next. Measured from the job
@@ -10,7 +10,12 @@
    alternately (a) over HTTP through the local gateway (authorizer cached, API in its warm
    execution environment) and (b) in-process: the API handler invoked directly with a REST
    event against the embedded AWS.
-3. **Cold imports**: each Lambda handler module imported by a fresh Python, several runs,
+3. **A burst on an idle worker**: ``--bursts`` times, as many jobs as the worker has slots
+   submitted together after the stack was idle a while (its slots waiting in long polls,
+   at a random point of their poll period); per burst, the queue delay of the job that
+   started last. Every slot should start a job as soon as one arrives, not one slot per
+   poll period.
+4. **Cold imports**: each Lambda handler module imported by a fresh Python, several runs,
    median, against the floor every API function pays (boto3, Powertools' REST resolver,
    pydantic); then the imports above the floor by self time (``-X importtime``). Every
    child, the floor's included, runs in a Lambda-like environment (``LAMBDA_ENV``:
@@ -193,7 +198,39 @@ def sequential_jobs(stack: Any, jobs: int, warmup: int = 4) -> Sequential:
     return out
 
 
-# --- 3. cold imports ---------------------------------------------------------------------------
+def bursts(stack: Any, count: int, seed: int = 7) -> list[float]:
+    """``count`` bursts of one job per slot, each submitted to an idle worker; per burst,
+    created -> started of the job that started last, ms."""
+    import random
+
+    from devstack.stack import DEV_TENANT, LOCAL_POLL_WAIT_S
+    from pagefleet.runtime import RUNTIME
+
+    assert stack.worker_settings is not None
+    store = RUNTIME.job_services(stack.worker_settings).store
+    slots = stack.worker_settings.concurrency
+    body = tiny_job(stack.site_url)
+    rng = random.Random(seed)
+    out: list[float] = []
+    with stack.client() as api:
+        for _ in range(count):
+            # Idle: every slot waits in the long polls, caught at a random point of them.
+            time.sleep(0.5 + rng.random() * LOCAL_POLL_WAIT_S)
+            job_ids = [api.submit(body).job_id for _ in range(slots)]
+            last = 0.0
+            for job_id in job_ids:
+                record = store.get(DEV_TENANT, job_id, consistent=False)
+                while not record.status.is_final:
+                    time.sleep(0.02)
+                    record = store.get(DEV_TENANT, job_id, consistent=False)
+                if record.started_at is not None:
+                    delay = epoch(record.started_at) - epoch(record.created_at)
+                    last = max(last, delay * 1000)
+            out.append(last)
+    return out
+
+
+# --- 4. cold imports ---------------------------------------------------------------------------
 def lambda_env(task_root: str, *, pyc: bool = False) -> dict[str, str]:
     """A child Python's environment as the Lambda runtime would set it (``LAMBDA_ENV``),
     compiling every module from source as a cold start does (no ``.pyc`` read or written);
@@ -319,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=200, help="0: the cold imports only")
     parser.add_argument("--import-runs", type=int, default=7)
+    parser.add_argument("--bursts", type=int, default=10, help="bursts on an idle worker")
     parser.add_argument("--skip-imports", action="store_true")
     parser.add_argument("--pyc", action="store_true", help="cold imports with .pyc files")
     args = parser.parse_args(argv)
@@ -334,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
         run = sequential_jobs(stack, args.jobs)
+        burst = bursts(stack, args.bursts) if args.bursts > 0 else []
         stack.cleanup_logs()
     delays = run.delays
     p50, p99 = pct(delays, 50), pct(delays, 99)
@@ -356,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         f"submit latency over HTTP p50 = {pct(run.http, 50):.1f} ms, "
         f"p99 = {pct(run.http, 99):.1f} ms ({len(run.http)} requests)"
     )
+    if burst:
+        print(
+            f"burst on an idle worker (one job per slot, {len(burst)} bursts): the last to "
+            f"start waited p50 = {pct(burst, 50):.0f} ms, max = {max(burst):.0f} ms"
+        )
     if not args.skip_imports:
         cold_imports(args.import_runs, pyc=args.pyc)
     return 0
