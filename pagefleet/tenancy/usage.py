@@ -24,17 +24,24 @@ UNNAMED = "(unnamed)"
 MAX_DAYS = 92
 
 # What a job and an attempt cost around the browser, by count (see the module docstring).
+# Table writes are write units: a write costs one per KB of the item (the larger of its
+# before and after), twice that in a transaction. A job record is 2-3 KB (measured with the
+# benches' five-step job), so each of its writes costs 2-4.
 PER_JOB = {
     "api_requests": 1,  # the submission
     "lambda_invocations": 2,  # the API call and the authorizer (cached calls are free)
     "lambda_gb_seconds": 0.1,  # 1 GB for ~100 ms
     "queue_requests": 1,  # the send
-    "table_writes": 6,  # record, idempotency key, bucket, queued count, stream consumer
+    # the record (2), marked enqueued (2), idempotency key, rate bucket, queued count up and
+    # down, the notification's delivery mark
+    "table_writes": 9,
     "table_reads": 2,
 }
 PER_ATTEMPT = {
     "queue_requests": 2,  # receive, delete
-    "table_writes": 7,  # claim, finish, slot taken and given back, usage (3 items)
+    # the claim (3), the outcome with its expiry (4), the running slot taken and given back,
+    # the run's events (counter and one batch: 3), usage (3 items in a transaction: 6)
+    "table_writes": 18,
     "table_reads": 2,  # peek, limits
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.
