@@ -67,9 +67,9 @@ class Completion:
             await self._protection.job_ended()
             raise
         duration_ms = (time.monotonic() - started) * 1000
-        await self.complete(job, received, outcome, duration_ms, domain, probe, log, meter, events)
+        await self._complete(job, received, outcome, duration_ms, domain, probe, log, meter, events)
 
-    async def complete(
+    async def _complete(
         self,
         job: JobRecord,
         received: ReceivedMessage,
@@ -79,16 +79,15 @@ class Completion:
         probe: frozenset[str],
         log: JobLog,
         meter: AttemptMeter,
-        events: RunEvents | None = None,
+        events: RunEvents,
     ) -> None:
         ended = self._clock()  # the attempt's slot time ends with its outcome
         try:
-            if events is not None:
-                # Before the outcome's write: followers see the last events, then the status.
-                if outcome is not None:
-                    error, delay = outcome.error, outcome.retry_delay_s
-                    attempt_ended(events, outcome.status.value, error, delay)
-                await events.close()
+            # Before the outcome's write: followers see the last events, then the status.
+            if outcome is not None:
+                error, delay = outcome.error, outcome.retry_delay_s
+                attempt_ended(events, outcome.status.value, error, delay)
+            await events.close()
             if outcome is None:
                 await self.release_probe(domain, job.tenant_id, probe)
                 return

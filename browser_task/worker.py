@@ -365,8 +365,8 @@ class Worker:
         domain: str | None,
         probe: frozenset[str],
         log: JobLog,
-        look_ahead: Callable[[], None] | None = None,
-        early: EarlyContext | None = None,
+        look_ahead: Callable[[], None],
+        early: EarlyContext | None,
     ) -> None:
         assert self._runner is not None
         if received.sent_at_ms:
@@ -378,7 +378,7 @@ class Worker:
         await self._protection.job_started()
         self._slot_in_use(+1)
         meter = AttemptMeter()
-        signals = SlotSignals(workflow_ended=look_ahead or (lambda: None))
+        signals = SlotSignals(workflow_ended=look_ahead)
         run: asyncio.Future[Outcome | None] | None = None
         try:
             async with self.liveness.busy(), recording(events):

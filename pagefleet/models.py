@@ -49,11 +49,16 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def new_job_id() -> str:
-    # ULIDs sort by creation time, so listing by sort key descending is newest first.
+def new_ulid(when: datetime | None = None) -> str:
+    """A ULID in lower case: ids that sort by creation time (``when``, default now)."""
     from ulid import ULID  # on first call, not at every cold start
 
-    return str(ULID()).lower()
+    return str(ULID() if when is None else ULID.from_datetime(when)).lower()
+
+
+def new_job_id() -> str:
+    # ULIDs sort by creation time, so listing by sort key descending is newest first.
+    return new_ulid()
 
 
 class Viewport(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet.models import new_ulid
 from pagefleet.ports import Clock
 from pagefleet.schedule_expr import InvalidExpression, parse
 from pagefleet.states import JobStatus
@@ -141,7 +142,7 @@ def create(
     now = _iso(_now(clock))
     schedule = Schedule(
         **spec.model_dump(),
-        schedule_id=_new_id(),
+        schedule_id=new_ulid(),
         tenant_id=tenant_id,
         created_at=now,
         updated_at=now,
@@ -254,9 +255,3 @@ def _now(clock: Clock) -> datetime:
 
 def _iso(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _new_id() -> str:
-    from ulid import ULID  # on first call, not at every cold start of the API
-
-    return str(ULID()).lower()

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.models import iso
+from pagefleet.models import iso, new_ulid
 
 # Kept for 400 days (a year and a bit, for a yearly review), then expired by DynamoDB's TTL.
 AUDIT_RETENTION_DAYS = 400
@@ -60,7 +60,7 @@ def audit_record(
 ) -> AuditRecord:
     when = now or datetime.now(UTC)
     return AuditRecord(
-        audit_id=_ulid(when),  # sorts by time, like job ids
+        audit_id=new_ulid(when),  # sorts by time, like job ids
         at=iso(when),
         actor=actor,
         action=action,
@@ -68,9 +68,3 @@ def audit_record(
         target=target,
         details=dict(details or {}),
     )
-
-
-def _ulid(when: datetime) -> str:
-    from ulid import ULID  # on first call, not at every cold start of the API
-
-    return str(ULID.from_datetime(when)).lower()
