@@ -233,17 +233,17 @@ class MemoryRun:
     def peak(self, part: str | None = None, anon: bool = False) -> float:
         return max(self._value(s, part, anon) for s in self.samples) / MB if self.samples else 0
 
-    def start_level(self, anon: bool = False) -> float:
+    def start_level(self, anon: bool = False, part: str | None = None) -> float:
         """Median of 10-30 % of the run (after the first jobs warmed everything), MB."""
-        return self._median(self._window(0.1, 0.3), None, anon)
+        return self._median(self._window(0.1, 0.3), part, anon)
 
-    def end_level(self, anon: bool = False) -> float:
+    def end_level(self, anon: bool = False, part: str | None = None) -> float:
         """Median of the last 20 % of the run, MB."""
-        return self._median(self._window(0.8, 1.0), None, anon)
+        return self._median(self._window(0.8, 1.0), part, anon)
 
-    def growth_percent(self, anon: bool = False) -> float:
-        start = self.start_level(anon)
-        return (self.end_level(anon) / start - 1) * 100 if start else 0.0
+    def growth_percent(self, anon: bool = False, part: str | None = None) -> float:
+        start = self.start_level(anon, part)
+        return (self.end_level(anon, part) / start - 1) * 100 if start else 0.0
 
     @staticmethod
     def _value(sample: Sample, part: str | None, anon: bool) -> int:

@@ -206,6 +206,15 @@ def report(runs: dict[str, MemoryRun], concurrency: int) -> None:
             f"growth = {platform.growth_percent():.1f} % "
             f"(anonymous part {platform.growth_percent(anon=True):.1f} %)"
         )
+        # Which process grows: a leak shows in one part, load from elsewhere in all.
+        print(
+            "growth by part, anonymous MB from 10-30 % to the last 20 %: "
+            + ", ".join(
+                f"{part} {platform.start_level(True, part):.0f} -> "
+                f"{platform.end_level(True, part):.0f}"
+                for part in ("python", "driver", "chromium")
+            )
+        )
     if default:
         for run in (r for r in (platform, bare) if r is not None):
             cut = 1 - run.steady() / default.steady()

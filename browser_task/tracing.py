@@ -37,13 +37,27 @@ class TraceRecorder:
     def __init__(self, context: BrowserContext | None, *, requested: bool) -> None:
         # None until ``attach``: a recorder made before its context, started as the
         # context's setup (browser_task.early).
-        self._context = context
+        self._context: BrowserContext | None = None
         self.requested = requested
         self.started = False
         self.stopped = False
+        if context is not None:
+            self.attach(context)
 
     def attach(self, context: BrowserContext) -> None:
         self._context = context
+        # However the context ends (closed by a guard, discarded unused, crashed), the
+        # recording is released (see ``discard``).
+        context.on("close", self._on_close)
+
+    async def _on_close(self, _context: BrowserContext) -> None:
+        await self.discard()
+
+    def _stopping(self) -> None:
+        self.stopped = True
+        if self._context is not None:
+            with contextlib.suppress(Exception):
+                self._context.remove_listener("close", self._on_close)
 
     async def start(self) -> None:
         assert self._context is not None, "attach the context first"
@@ -55,6 +69,23 @@ class TraceRecorder:
         )
         self.started = True
 
+    async def discard(self) -> None:
+        """Stop recording and drop it, before the context closes or after.
+
+        Closing the context is not enough. Playwright's client keeps for each started trace
+        a temporary directory and a list to which the driver appends the stack of every
+        later call, from any context; only ``tracing.stop`` releases them. A worker that
+        only closed its contexts left a ``playwright-tracing-*`` directory a job, and its
+        driver's memory grew with the square of the jobs run. Stopping costs a job no
+        measurable time (docs/performance.md, "The trace's leak").
+        """
+        if not self.started or self.stopped:
+            return
+        self._stopping()
+        assert self._context is not None  # started, so attached
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            await asyncio.wait_for(self._context.tracing.stop(), TRACE_STOP_TIMEOUT_S)
+
     async def finish(self, artifacts: ArtifactCollector, *, failed: bool) -> None:
         """Stop recording; keep the zip (requested: routine, failure: debug) or drop it.
 
@@ -62,12 +93,11 @@ class TraceRecorder:
         """
         if not self.started or self.stopped:
             return
-        self.stopped = True
         keep = self.requested or failed
         if not keep:
-            # Closing the context discards the recording; stopping it first would cost a
-            # round trip to the browser on every successful job.
+            await self.discard()
             return
+        self._stopping()
         assert self._context is not None  # started, so attached
         with tempfile.TemporaryDirectory(prefix="pagefleet-trace-") as tmp:
             path = Path(tmp) / TRACE_ARTIFACT

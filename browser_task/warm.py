@@ -127,8 +127,9 @@ class WarmContexts:
 
     @staticmethod
     async def _reset(context: BrowserContext, page: Page) -> None:
-        # The previous job's document, timers and sockets go; its trace recording is
-        # dropped (the next job starts its own).
+        # The previous job's document, timers and sockets go. Its recorder has stopped its
+        # trace (browser_task.tracing); this stops one left running, as the next job starts
+        # its own.
         with contextlib.suppress(Exception):
             await context.tracing.stop()
         await page.goto("about:blank")

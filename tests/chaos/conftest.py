@@ -8,6 +8,8 @@ functions with more settings, e.g. AWS fault injection.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -29,18 +31,25 @@ def site() -> Iterator[ChaosSite]:
 def stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     extra = getattr(request.module, "WORKER_ENV", {})
+    # The workers' temporary files, Chromium's profiles among them, go to a directory of
+    # this module's: a worker killed with SIGKILL cannot remove its own. Short, because
+    # Chromium puts a Unix socket under it.
+    tmp = tempfile.mkdtemp(prefix="pf-chaos-", dir="/tmp")
     local = LocalStack(
         api_port=0,
         workers=2,
         concurrency=2,
         # The sweeper's backstops (lost retries, dead leases) run often enough to matter here.
         sweeper_interval_s=5,
-        worker_env=chaos_worker_env(**extra),
+        worker_env=chaos_worker_env(TMPDIR=tmp, **extra),
         lambda_env=getattr(request.module, "LAMBDA_ENV", {}),
     )
-    with local:
-        yield local
-    local.cleanup_logs()
+    try:
+        with local:
+            yield local
+        local.cleanup_logs()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -108,7 +108,8 @@ def test_a_context_opened_early_starts_the_trace_and_is_used_as_it_is() -> None:
     pool, early = asyncio.run(go())
     assert early is not None
     assert early.trace is not None and early.trace.started
-    assert pool.context.listeners == ["request"]  # the scheme guard watches every request
+    # The scheme guard watches every request; the trace is released however the context ends.
+    assert sorted(pool.context.listeners) == ["close", "request"]
     # Actions, console and network only: DOM snapshots are for a requested trace.
     assert pool.context.tracing.started == [
         {"screenshots": False, "snapshots": False, "sources": False}
@@ -174,3 +175,61 @@ def test_the_trace_starts_beside_the_setup_and_a_refusal_to_start_is_not_fatal()
     trace = asyncio.run(go())
     assert order == ["setup"]
     assert not trace.started  # the workflow tries again before its first step
+
+
+class Stoppable(Tracing):
+    def __init__(self) -> None:
+        super().__init__()
+        self.stops: list[str | None] = []
+
+    async def stop(self, path: str | None = None) -> None:
+        self.stops.append(path)
+
+
+class Closable(Context):
+    """A context whose ``close`` event runs its handlers, as Playwright's does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tracing: Stoppable = Stoppable()
+        self.handlers: dict[str, list[Any]] = {}
+
+    def on(self, event: str, handler: Any) -> None:
+        super().on(event, handler)
+        self.handlers.setdefault(event, []).append(handler)
+
+    def remove_listener(self, event: str, handler: Any) -> None:
+        self.handlers[event].remove(handler)
+
+    async def closed(self) -> None:
+        for handler in list(self.handlers.get("close", [])):
+            await handler(self)
+
+
+def test_a_trace_is_stopped_once_however_its_context_ends() -> None:
+    """Playwright keeps a started trace's temporary directory and stack list until
+    ``tracing.stop``: a job's end, and a context closed under it, must both stop it."""
+
+    async def go() -> tuple[list[str | None], list[str | None], list[str | None]]:
+        # A successful job that kept no trace: stopped at its end, not again at the close.
+        done = Closable()
+        trace = TraceRecorder(done, requested=False)  # type: ignore[arg-type]
+        await trace.start()
+        await trace.finish(None, failed=False)  # type: ignore[arg-type]
+        await done.closed()
+        # A context closed before the job could finish (a guard, a crash, a lost claim).
+        cut = Closable()
+        early = TraceRecorder(None, requested=False)
+        await with_trace(lambda _c: asyncio.sleep(0), early)(cut)  # type: ignore[arg-type]
+        await cut.closed()
+        await early.finish(None, failed=True)  # type: ignore[arg-type]
+        # A context that never started its trace has nothing to stop.
+        unstarted = Closable()
+        TraceRecorder(unstarted, requested=False)  # type: ignore[arg-type]
+        await unstarted.closed()
+        return done.tracing.stops, cut.tracing.stops, unstarted.tracing.stops
+
+    done, cut, unstarted = asyncio.run(go())
+    assert done == [None]  # stopped without a path: nothing written
+    assert cut == [None]
+    assert unstarted == []
