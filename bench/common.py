@@ -74,7 +74,7 @@ async def bare_loop(
         environment,
         sandbox_enabled,
     )
-    from pagefleet.models import JobOptions
+    from pagefleet.job_options import JobOptions
     from pagefleet.settings import WorkerSettings
 
     settings = WorkerSettings(

@@ -11,7 +11,8 @@ from playwright.async_api import FrameLocator, Page
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserSession
 from browser_task.egress import EgressGuard
-from pagefleet.models import JobOptions, JobRequest
+from pagefleet.job_options import JobOptions
+from pagefleet.models import JobRequest
 from pagefleet.ports import SecretStore
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets

@@ -38,8 +38,9 @@ from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
+from pagefleet.job_options import ProxyOptions
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.models import JobError, JobRecord, ProxyOptions
+from pagefleet.models import JobError, JobRecord
 from pagefleet.ports import ReceivedMessage
 from pagefleet.settings import WorkerSettings
 from pagefleet.states import JobStatus

@@ -7,8 +7,7 @@ import json
 import random
 import re
 from datetime import UTC, datetime
-from typing import Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -22,6 +21,7 @@ from pydantic import (
 )
 
 from pagefleet.egress_policy import url_problem
+from pagefleet.job_options import JobOptions
 from pagefleet.resources import POOLS, Priority, queue_key
 from pagefleet.states import JobStatus
 from pagefleet.workflow import (
@@ -59,93 +59,6 @@ def new_ulid(when: datetime | None = None) -> str:
 def new_job_id() -> str:
     # ULIDs sort by creation time, so listing by sort key descending is newest first.
     return new_ulid()
-
-
-class Viewport(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-    width: int = Field(default=1280, ge=200, le=7680)
-    height: int = Field(default=800, ge=200, le=4320)
-
-
-class ProxyOptions(BaseModel):
-    """The job's own HTTP proxy. The worker's egress filter still checks every target (and
-    this proxy's own address) and asks the proxy to tunnel to the checked address."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    server: str = Field(
-        min_length=1, max_length=2000, description="http://host:port (an HTTP CONNECT proxy)"
-    )
-    username: str | None = Field(default=None, max_length=500)
-    password: str | None = Field(default=None, max_length=500, description="use {{secrets.NAME}}")
-
-    @field_validator("server")
-    @classmethod
-    def _http_proxy(cls, server: str) -> str:
-        try:
-            parts = urlsplit(server)
-            _ = parts.port  # raises on a bad port
-        except ValueError as exc:
-            raise ValueError(f"not a proxy URL: {exc}") from None
-        if parts.scheme.lower() != "http":
-            raise ValueError(
-                "only http:// proxies are supported (HTTP CONNECT), e.g. http://host:3128"
-            )
-        if parts.username is not None or parts.password is not None:
-            raise ValueError("put the credentials in username and password, not in the URL")
-        if not parts.hostname:
-            raise ValueError("the proxy URL has no host")
-        if parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise ValueError("the proxy URL is scheme, host and port only")
-        if "{{" in server:
-            raise ValueError("the proxy server cannot use {{...}} references")
-        return f"http://{parts.netloc}"
-
-    @property
-    def host(self) -> str:
-        return urlsplit(self.server).hostname or ""
-
-    @property
-    def port(self) -> int:
-        return urlsplit(self.server).port or 80
-
-
-class JobOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    # model_construct: a default instance without building the model's validator at
-    # import (cold start); the same value as Viewport().
-    viewport: Viewport = Viewport.model_construct()
-    navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
-    action_timeout_ms: int = Field(default=10_000, ge=100, le=300_000)
-    job_timeout_s: int = Field(default=300, ge=1, le=3600)
-    user_agent: str | None = Field(default=None, max_length=1000)
-    locale: str | None = Field(
-        default=None, max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
-    )
-    timezone_id: str | None = Field(default=None, max_length=64)
-    extra_headers: dict[str, str] = Field(default_factory=dict, max_length=50)
-    proxy: ProxyOptions | None = None
-    # Record a Playwright trace (always recorded on failure too).
-    trace: bool = False
-    # Keep the page's console messages and page errors as run events (masked, bounded).
-    capture_console: bool = False
-    # "job": a fresh browser context per job. "tenant": the worker may run this job in a
-    # warm context left by an earlier successful job of the same tenant, pool and options
-    # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
-    isolation: Literal["job", "tenant"] = "job"
-
-    @field_validator("timezone_id")
-    @classmethod
-    def _known_timezone(cls, tz: str | None) -> str | None:
-        if tz is not None:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-            try:
-                ZoneInfo(tz)
-            except (ZoneInfoNotFoundError, ValueError) as exc:
-                raise ValueError(f"unknown time zone {tz!r}") from exc
-        return tz
 
 
 class RetryPolicy(BaseModel):

@@ -11,7 +11,8 @@ import pytest
 from browser_task.early import EarlyContext, open_early, opens_early, with_trace
 from browser_task.egress import EgressGuard
 from browser_task.tracing import TraceRecorder
-from pagefleet.models import JobOptions, JobRequest
+from pagefleet.job_options import JobOptions
+from pagefleet.models import JobRequest
 
 GOTO = {"action": "goto", "url": "http://127.0.0.1:9/"}
 

@@ -14,7 +14,8 @@ from pagefleet.adapters.dynamodb.codec import (
 )
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
-from pagefleet.models import AttemptRecord, JobOptions, JobRecord, JobRequest, Viewport, new_job_id
+from pagefleet.job_options import JobOptions, Viewport
+from pagefleet.models import AttemptRecord, JobRecord, JobRequest, new_job_id
 from pagefleet.ports import JobFilter
 from pagefleet.states import JobStatus
 from pagefleet.workflow.templating import mask_secrets, references, render

@@ -18,8 +18,8 @@ from pagefleet.api_models import (
     WorkflowVersionView,
 )
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
+from pagefleet.job_options import JobOptions
 from pagefleet.jobs.submission import field_path
-from pagefleet.models import JobOptions
 from pagefleet.workflow.versions import (
     NAME_PATTERN,
     WorkflowDefinition,

@@ -94,7 +94,7 @@ def finish_update(
     history: AttemptRecord,
     attempt_log: list[AttemptRecord] | None,
     retry_at: int | None,
-    expires_at: int | None = None,
+    expires_at: int | None,
 ) -> Update:
     """An attempt's outcome, fenced on (attempt, owner)."""
     values: dict[str, Any] = {
