@@ -168,7 +168,7 @@ def change(
         _check_job(check_job, fields["job"])
     merged = {**current.model_dump(), **{k: v for k, v in fields.items() if v is not None}}
     spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields}).check()
-    if {"expression", "timezone"} & set(fields):
+    if {"expression", "timezone"} & {k for k, v in fields.items() if v is not None}:
         _refuse_past_one_time(spec, _now(clock))
     updated = current.model_copy(
         update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}

@@ -69,8 +69,8 @@ def _rate_rule(
     rate = wafv2.CfnWebACL.RateBasedStatementProperty(
         limit=limit,
         aggregate_key_type="FORWARDED_IP" if forwarded else "IP",
-        # A request through CloudFront always carries the header; MATCH counts a malformed
-        # one against the budget rather than letting it through uncounted.
+        # Through CloudFront the header always holds an address; should it not, MATCH gives
+        # the request the rule's action rather than letting it through uncounted.
         forwarded_ip_config=wafv2.CfnWebACL.ForwardedIPConfigurationProperty(
             header_name=VIEWER_IP_HEADER, fallback_behavior="MATCH"
         )

@@ -168,24 +168,29 @@ class Console(Construct):
             ),
         )
 
-        self.viewer_request = cloudfront.Function(
-            self,
+        self.viewer_request = self._function(
             "ViewerRequest",
-            comment="pagefleet console: / -> /console/, the console's routes -> index.html",
-            code=cloudfront.FunctionCode.from_inline(VIEWER_REQUEST_JS),
-            runtime=cloudfront.FunctionRuntime.JS_2_0,
+            "pagefleet console: / -> /console/, the console's routes -> index.html",
+            VIEWER_REQUEST_JS,
         )
-        self.api_viewer_request = cloudfront.Function(
-            self,
+        self.api_viewer_request = self._function(
             "ApiViewerRequest",
-            comment="pagefleet console: the viewer's address for the API's WAF",
-            code=cloudfront.FunctionCode.from_inline(API_VIEWER_REQUEST_JS),
-            runtime=cloudfront.FunctionRuntime.JS_2_0,
+            "pagefleet console: the viewer's address for the API's WAF",
+            API_VIEWER_REQUEST_JS,
         )
         self.distribution = self._distribution(config, api)
         self.url = f"https://{settings.domain_name or self.distribution.domain_name}/{PREFIX}/"
         self.deployment = self._deployment(config, live)
         self._acknowledge(config)
+
+    def _function(self, construct_id: str, comment: str, code: str) -> cloudfront.Function:
+        return cloudfront.Function(
+            self,
+            construct_id,
+            comment=comment,
+            code=cloudfront.FunctionCode.from_inline(code),
+            runtime=cloudfront.FunctionRuntime.JS_2_0,
+        )
 
     def _distribution(self, config: StageConfig, api: Api) -> cloudfront.Distribution:
         settings = config.console

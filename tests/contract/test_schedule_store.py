@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
     ]
 
 
-def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisioned) -> None:
+def eventbridge_mirror() -> tuple[Any, SchedulerTarget, EventBridgeSchedulerMirror]:
+    """The Scheduler client, the target and the mirror, in a fresh schedule group."""
     client = RUNTIME.client("scheduler")
     client.create_schedule_group(Name=GROUP)
     target = SchedulerTarget(
@@ -125,7 +127,11 @@ def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisi
         role_arn="arn:aws:iam::123456789012:role/pagefleet-scheduler",
         dead_letter_arn="arn:aws:sqs:us-east-1:123456789012:pagefleet-scheduler-dlq",
     )
-    mirror = EventBridgeSchedulerMirror(client, target)
+    return client, target, EventBridgeSchedulerMirror(client, target)
+
+
+def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisioned) -> None:
+    client, target, mirror = eventbridge_mirror()
     store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
     made = schedules.create(store, mirror, FakeClock(time.time()), "t", spec(), ok)
     got = client.get_schedule(Name=mirror_name(made.schedule_id), GroupName=GROUP)
@@ -155,14 +161,7 @@ def test_a_one_time_schedule_is_deleted_by_the_scheduler_once_fired_and_still_re
     and nothing makes a mirror of a fire that is over. Recurring schedules keep theirs."""
     from devstack.scheduler import SchedulerPoller
 
-    client = RUNTIME.client("scheduler")
-    client.create_schedule_group(Name=GROUP)
-    target = SchedulerTarget(
-        group=GROUP,
-        function_arn="arn:aws:lambda:us-east-1:123456789012:function:pagefleet-scheduler",
-        role_arn="arn:aws:iam::123456789012:role/pagefleet-scheduler",
-    )
-    mirror = EventBridgeSchedulerMirror(client, target)
+    client, _, mirror = eventbridge_mirror()
     store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
     clock = FakeClock(time.time())
     at = datetime.fromtimestamp(clock.now() + 3600, UTC).replace(microsecond=0)
