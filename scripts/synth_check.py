@@ -3,8 +3,10 @@
     .venv/bin/python scripts/synth_check.py [--outdir cdk.out/deploy-check] [STAGE ...]
 
 Each stage goes to ``OUTDIR/<stage>/`` (the worker smoke run reads prod's task definition
-from there). A synth fails on any unacknowledged cdk-nag finding; cfn-lint must report no
-error or warning (W3005 aside: CDK adds DependsOn next to GetAtt on purpose).
+from there), with the deployment's own settings from ``pagefleet.deploy.json`` when it
+exists, as ``cdk deploy`` reads them. A synth fails on any unacknowledged cdk-nag finding;
+cfn-lint must report no error or warning (W3005 aside: CDK adds DependsOn next to GetAtt on
+purpose). The synth's warnings (e.g. prod's alarms with no subscriber) are printed.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 
-def synth_stage(stage: str, outdir: Path) -> Path:
-    """Synthesize ``stage`` offline into ``outdir``; returns the template's path."""
+def synth_stage(stage: str, outdir: Path) -> tuple[Path, list[str]]:
+    """Synthesize ``stage`` offline into ``outdir``: the template's path and the warnings."""
+    from aws_cdk import cx_api as cxapi
+
     from infra.app import build_app
 
     app, stack = build_app(
@@ -28,7 +32,13 @@ def synth_stage(stage: str, outdir: Path) -> Path:
         outdir=str(outdir),
     )
     assembly = app.synth()  # raises on an unacknowledged cdk-nag finding
-    return Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
+    artifact = assembly.get_stack_artifact(stack.artifact_id)
+    warnings = [
+        f"{m.id}: {m.entry.data}"
+        for m in artifact.messages
+        if m.level == cxapi.SynthesisMessageLevel.WARNING
+    ]
+    return Path(artifact.template_full_path), warnings
 
 
 def lint(template: Path, region: str) -> list[str]:
@@ -48,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for stage in args.stages:
         try:
-            template = synth_stage(stage, args.outdir / stage)
+            template, warnings = synth_stage(stage, args.outdir / stage)
         except Exception as exc:
             print(f"FAIL {stage}: synth: {exc}", file=sys.stderr)
             failed = True
@@ -58,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"FAIL {stage}: cfn-lint\n  " + "\n  ".join(problems), file=sys.stderr)
             failed = True
             continue
+        for warning in warnings:
+            print(f"warn {stage}: {warning}")
         print(f"ok   {stage}: synth, cdk-nag, cfn-lint clean  ({template})")
     return 1 if failed else 0
 
