@@ -126,6 +126,7 @@ class DomainBreakers:
     def admit(self, origin: str, *, tenant: str, now: int, worker: str) -> Admission:
         shared = self._admit(_Key(origin), now=now, worker=worker)
         if not shared.allowed:
+            self._touch(_Key(origin, tenant))  # the tenant's job used the origin: it may ask
             return shared
         own = self._admit(_Key(origin, tenant), now=now, worker=worker)
         if not own.allowed:
@@ -134,6 +135,16 @@ class DomainBreakers:
             return Admission(False, retry_after_s=own.retry_after_s, state=own.state, scope=TENANT)
         probes = frozenset(s for s, a in ((SHARED, shared), (TENANT, own)) if a.probe)
         return Admission(True, probe=bool(probes), state=shared.state, probes=probes)
+
+    def _touch(self, key: _Key) -> None:
+        """Make sure the breaker exists (closed if new): the tenant may then look it up."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=key.item(),
+            UpdateExpression="SET #s = if_not_exists(#s, :closed)",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues=_values({":closed": BreakerState.CLOSED.value}),
+        )
 
     def _admit(self, key: _Key, *, now: int, worker: str) -> Admission:
         status = self._get(key)
