@@ -130,6 +130,30 @@ def test_a_webhook_the_egress_policy_refuses_is_refused_at_submit(
     assert put.status == 400 and put.error["field"] == "webhook"
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1%2e", "%31%32%37.0.0.1", "foo.localhost", "a..example.com", "db.internal"]
+)
+def test_a_webhook_host_that_cannot_be_right_is_refused_unresolved(
+    live_env: Provisioned, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    from pagefleet import egress_policy
+
+    asked: list[str] = []
+
+    def lookup(name: str) -> list[str]:
+        asked.append(name)
+        return ["93.184.216.34"]
+
+    monkeypatch.setattr(egress_policy, "system_lookup", lookup)
+    a = _caller(live_env, "tenant-a")
+    url = f"http://{host}/hook"
+    resp = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": url}})
+    assert resp.status == 400 and resp.error["field"] == "notify.webhook", resp.body
+    put = a.call("PUT", "/v1/notifications", {"webhook": url})
+    assert put.status == 400 and put.error["field"] == "webhook"
+    assert asked == []
+
+
 def test_malformed_webhooks_are_422(live_env: Provisioned) -> None:
     a = _caller(live_env, "tenant-a")
     for url in ("ftp://x/", "https://user:pw@hooks.example.com/", "not a url", "http:///x"):
