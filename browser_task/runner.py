@@ -397,9 +397,11 @@ class JobRunner:
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
     ) -> Outcome:
-        return self.lifecycle.after_failure(
+        outcome = self.lifecycle.after_failure(
             job, failure.to_job_error(), result=result, artifacts=artifacts
         )
+        outcome.failed_origin = failure.origin
+        return outcome
 
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.
