@@ -89,3 +89,14 @@ def test_a_tenant_held_back_by_its_own_breaker_never_takes_the_shared_probe(
         SITE, tenant="e", ok=True, now=T0 + 32, probes=probe.probes, worker="w2"
     )
     assert closed is BreakerState.CLOSED
+
+
+def test_a_tenants_successful_probe_restores_its_trust(breakers: Breakers) -> None:
+    outcomes(breakers, "b", failed=4)  # b's own breaker opens (the site was down for it)
+    probe = breakers.admit(SITE, tenant="b", now=T0 + 31, worker="w")
+    assert probe.probes == {TENANT}
+    breakers.record(SITE, tenant="b", ok=True, now=T0 + 32, probes=probe.probes, worker="w")
+    outcomes(breakers, "c", failed=2, now=T0 + 40)
+    outcomes(breakers, "d", failed=2, now=T0 + 40)
+    assert breakers.get(SITE).state is BreakerState.OPEN
+    assert breakers.admit(SITE, tenant="b", now=T0 + 41, worker="w").allowed

@@ -150,6 +150,8 @@ class FakeBreakers:
                     item.state, item.opened_at, item.probe_owner = BreakerState.CLOSED, None, None
                     item.window_start, item.total, item.failures = now, 0, 0
                     item.failing_tenants = set()
+                    if scope == TENANT:
+                        item.last_ok_at = now
                 states.append(item.state)
             return _worst(states)
 

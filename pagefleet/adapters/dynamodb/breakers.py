@@ -309,13 +309,15 @@ class DomainBreakers:
     def _end_probe(self, key: _Key, *, ok: bool, now: int, worker: str) -> BreakerState:
         if not ok:
             return self._open(key, now, expect=BreakerState.HALF_OPEN)
+        # A tenant's probe that succeeded is its latest success there (trust).
+        trust = ", last_ok_at = :now" if key.tenant is not None else ""
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key=key.item(),
                 UpdateExpression=(
-                    "SET #s = :closed, window_start = :now, #total = :zero, failures = :zero "
-                    "REMOVE opened_at, probe_owner, probe_started, failing_tenants"
+                    "SET #s = :closed, window_start = :now, #total = :zero, failures = :zero"
+                    f"{trust} REMOVE opened_at, probe_owner, probe_started, failing_tenants"
                 ),
                 ConditionExpression="#s = :half AND probe_owner = :w",
                 ExpressionAttributeNames={"#s": "state", "#total": "total"},
