@@ -96,6 +96,14 @@ class DomainStatus:
         }
 
 
+_RANK = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
+
+
+def worst(states: list[BreakerState]) -> BreakerState:
+    """The most restrictive of some breakers' states (closed when there are none)."""
+    return max(states, key=_RANK.__getitem__, default=BreakerState.CLOSED)
+
+
 def trusted(own: DomainStatus, policy: BreakerPolicy, now: int) -> bool:
     """Whether a tenant's own breaker lets it past the origin's open shared breaker."""
     return (

@@ -17,6 +17,7 @@ from pagefleet.breaker import (
     DomainStatus,
     split_origin,
     trusted,
+    worst,
 )
 
 
@@ -153,7 +154,7 @@ class FakeBreakers:
                     if scope == TENANT:
                         item.last_ok_at = now
                 states.append(item.state)
-            return _worst(states)
+            return worst(states)
 
     def record_counts(
         self, origin: str, *, tenant: str, total: int, failures: int, now: int
@@ -161,7 +162,7 @@ class FakeBreakers:
         with self._lock:
             own = self._count(origin, tenant, total, failures, now, failing=None)
             shared = self._count(origin, None, total, failures, now, failing=tenant)
-            return _worst([own, shared])
+            return worst([own, shared])
 
     def _count(
         self,
@@ -192,10 +193,3 @@ class FakeBreakers:
         ):
             item.state, item.opened_at = BreakerState.OPEN, now
         return item.state
-
-
-_RANK = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-
-
-def _worst(states: list[BreakerState]) -> BreakerState:
-    return max(states, key=_RANK.__getitem__, default=BreakerState.CLOSED)

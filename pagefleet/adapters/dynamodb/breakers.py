@@ -24,6 +24,7 @@ from pagefleet.breaker import (
     DomainStatus,
     split_origin,
     trusted,
+    worst,
 )
 
 if TYPE_CHECKING:
@@ -224,7 +225,7 @@ class DomainBreakers:
                 )
                 for s in sorted(probes)
             ]
-            return _worst(states)
+            return worst(states)
         return self.record_counts(origin, tenant=tenant, total=1, failures=0 if ok else 1, now=now)
 
     def record_counts(
@@ -234,7 +235,7 @@ class DomainBreakers:
         on the tenant's breaker and the shared one; returns the worse of the two states."""
         own = self._count(_Key(origin, tenant), total, failures, now, failing=None)
         shared = self._count(_Key(origin), total, failures, now, failing=tenant)
-        return _worst([own, shared])
+        return worst([own, shared])
 
     def _count(
         self, key: _Key, total: int, failures: int, now: int, *, failing: str | None
@@ -335,13 +336,6 @@ class DomainBreakers:
             if not _refused(exc):
                 raise
         return self._get(key).state
-
-
-_RANK = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-
-
-def _worst(states: list[BreakerState]) -> BreakerState:
-    return max(states, key=_RANK.__getitem__, default=BreakerState.CLOSED)
 
 
 def _values(values: dict[str, Any]) -> dict[str, Any]:
