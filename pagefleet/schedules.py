@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.models import new_ulid
 from pagefleet.ports import SYSTEM_CLOCK, Clock
-from pagefleet.schedule_expr import InvalidExpression, parse
+from pagefleet.schedule_expr import InvalidExpression, check_new, parse
 from pagefleet.states import JobStatus
 
 NEXT_FIRE_TIMES = 5
@@ -53,13 +53,13 @@ class ScheduleSpec(BaseModel):
     enabled: bool = True
     overlap: Overlap = "allow"
 
-    def check(self) -> ScheduleSpec:
-        """Refuse an expression or time zone EventBridge Scheduler would refuse."""
+    def check(self, now: datetime) -> ScheduleSpec:
+        """Refuse an expression or time zone EventBridge Scheduler would refuse, and one that
+        would never fire after ``now``."""
         try:
-            parse(self.expression, self.timezone)
+            check_new(self.expression, self.timezone, now)
         except InvalidExpression as exc:
-            field = "timezone" if "time zone" in str(exc) else "expression"
-            raise InvalidRequest(str(exc), field=field) from None
+            raise InvalidRequest(str(exc), field=exc.field) from None
         return self
 
 
@@ -89,7 +89,10 @@ class Schedule(ScheduleSpec):
     def next_fire_times(self, after: datetime, count: int = NEXT_FIRE_TIMES) -> list[str]:
         if not self.enabled:
             return []
-        expr = parse(self.expression, self.timezone)
+        try:
+            expr = parse(self.expression, self.timezone)
+        except InvalidExpression:
+            return []  # stored before today's checks, and unable to fire
         anchor = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
         return [_iso(t) for t in expr.next_times(after, count, anchor=anchor)]
 
@@ -134,8 +137,7 @@ def create(
     check_job: Callable[[dict[str, Any]], None],
 ) -> Schedule:
     """Record the schedule, then mirror it; ``check_job`` refuses a job that could not run."""
-    spec.check()
-    _refuse_past_one_time(spec, _now(clock))
+    spec.check(_now(clock))
     _check_job(check_job, spec.job)
     if len(store.list_for(tenant_id)) >= MAX_SCHEDULES_PER_TENANT:
         raise InvalidRequest(
@@ -167,9 +169,10 @@ def change(
     if fields.get("job") is not None:
         _check_job(check_job, fields["job"])
     merged = {**current.model_dump(), **{k: v for k, v in fields.items() if v is not None}}
-    spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields}).check()
-    if {"expression", "timezone"} & {k for k, v in fields.items() if v is not None}:
-        _refuse_past_one_time(spec, _now(clock))
+    spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields})
+    if fields.get("expression") is not None or fields.get("timezone") is not None:
+        # Only when they change: renaming or pausing a one-off that already fired is fine.
+        spec.check(_now(clock))
     updated = current.model_copy(
         update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}
     )
@@ -203,15 +206,6 @@ def _fired_once(spec: ScheduleSpec, now: datetime) -> bool:
     the Scheduler deletes its mirror after that (``ActionAfterCompletion: DELETE``)."""
     expression = parse(spec.expression, spec.timezone)
     return expression.kind == "at" and not expression.next_times(now, 1)
-
-
-def _refuse_past_one_time(spec: ScheduleSpec, now: datetime) -> None:
-    if _fired_once(spec, now):
-        raise InvalidRequest(
-            f"{spec.expression} in {spec.timezone} has passed: a one-time schedule would "
-            "never fire",
-            field="expression",
-        )
 
 
 def _mirror(

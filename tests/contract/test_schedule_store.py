@@ -238,5 +238,5 @@ def test_a_one_time_schedule_in_the_past_is_refused(store: ScheduleStore) -> Non
         schedules.create(
             store, FakeMirror(), clock, "t", spec(expression=f"at({past:%Y-%m-%dT%H:%M:%S})"), ok
         )
-    assert refused.value.field == "expression" and "has passed" in refused.value.message
+    assert refused.value.field == "expression" and "in the past" in refused.value.message
     assert store.list_for("t") == []
