@@ -272,6 +272,23 @@ def test_invocation_over_its_timeout_is_504_and_its_environment_killed(tmp_path:
         os.kill(hung_pid, 0)
 
 
+def test_a_cold_start_does_not_count_against_the_invocation_timeout(tmp_path: Path) -> None:
+    # On Lambda the init phase has its own limit; only the handler's run meets the timeout.
+    env = {**os.environ, "SLOW_INIT_S": "3"}
+    function = LambdaFunction(
+        "slow-init",
+        "tests.support.slow_init_handler:handler",
+        timeout_s=2,
+        log_dir=tmp_path,
+        env=env,
+    )
+    try:
+        answer = function.invoke(_get("/"))
+    finally:
+        function.close()
+    assert answer == {"statusCode": 200, "body": "warm"}
+
+
 def test_closing_a_function_stops_its_environments(tmp_path: Path) -> None:
     function = LambdaFunction("fn", HANDLER, max_concurrency=2, log_dir=tmp_path, env=os.environ)
     function.prewarm(2)
