@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from devstack.provision import Provisioned, create_all
-from tests.support.suites import check_fast_slice, mark_suites
+from tests.support.suites import check_fast_slice, mark_suites, order_for_workers
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -37,6 +37,8 @@ _share_botocore_data()
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     check_fast_slice(TESTS_DIR)
     mark_suites(items, TESTS_DIR)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: every one sorts alike
+        order_for_workers(items, TESTS_DIR)
 
 
 def _free_port() -> int:

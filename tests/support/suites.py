@@ -45,6 +45,14 @@ def _suite_path(item: pytest.Item, tests_dir: Path) -> str | None:
     return "::".join([relative.as_posix(), *item.nodeid.split("::")[1:]])
 
 
+def _group(path: str) -> str:
+    """With `--dist loadgroup`, one group runs on one worker: a module's tests share its
+    module-scoped fixtures (a local stack, a site), a directory's its session ones."""
+    module = path.split("::", 1)[0]
+    suite = module.split("/", 1)[0]
+    return suite if suite in SHARED_PER_DIRECTORY else module
+
+
 def _in_slice(path: str) -> bool:
     return any(path == entry or path.startswith(entry + "::") for entry in FAST_SLICE)
 
@@ -66,7 +74,34 @@ def mark_suites(items: list[pytest.Item], tests_dir: Path) -> None:
             item.add_marker(pytest.mark.disable_socket)
         if suite not in WHOLE_IN_FAST and not _in_slice(path):
             item.add_marker(pytest.mark.slow)
-        # With `--dist loadgroup`, one group runs on one worker: a module's tests share its
-        # module-scoped fixtures (a local stack, a site), a directory's its session ones.
-        group = suite if suite in SHARED_PER_DIRECTORY else path.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        item.add_marker(pytest.mark.xdist_group(_group(path)))
+
+
+# xdist hands the groups out in collection order; the longest should not start last. These
+# run minutes each (a 200-job browser run, local stacks with CLI runs and killed workers);
+# other groups that start a browser or a stack (marked e2e) come next, then the rest. Only
+# the order changes: a name missing here costs time, not coverage.
+LONGEST_FIRST = (
+    "worker/test_lifecycle.py",
+    "e2e/test_local_stack.py",
+    "e2e/test_tenancy_e2e.py",
+    "chaos/test_process_faults.py",
+    "e2e/test_live_runs.py",
+    "e2e/test_console.py",
+)
+
+
+def order_for_workers(items: list[pytest.Item], tests_dir: Path) -> None:
+    """Sort ``items`` in place (stable) so the longest groups go to the workers first."""
+    heavy: set[str] = set()
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            heavy.add(_group(_suite_path(item, tests_dir) or ""))
+
+    def rank(item: pytest.Item) -> int:
+        group = _group(_suite_path(item, tests_dir) or "")
+        if group in LONGEST_FIRST:
+            return LONGEST_FIRST.index(group)
+        return len(LONGEST_FIRST) + (0 if group in heavy else 1)
+
+    items.sort(key=rank)
