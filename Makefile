@@ -15,17 +15,22 @@ run: deps chromium
 demo: deps chromium
 	.venv/bin/pagefleet demo
 
+## Tests run on two pytest-xdist workers (the machine's two cores: much of a test's time is
+## spent waiting on a browser, a server or a queue). Tests that share a module's local stack,
+## or the infra synths, stay on one worker (tests/support/suites.py).
+XDIST := -n 2 --dist loadgroup
+
 ## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
 test: deps chromium bwrap lint typecheck
-	.venv/bin/pytest
+	.venv/bin/pytest $(XDIST)
 
-## The quick loop: everything but the suites marked slow.
+## The quick loop: unit and contract tests, and a slice of the others (tests/support/suites.py).
 test-fast: deps lint
-	.venv/bin/pytest -m "not slow"
+	.venv/bin/pytest $(XDIST) -m "not slow"
 
 ## Only the suites that run the local stack with real Chromium.
 test-e2e: deps chromium
-	.venv/bin/pytest -m e2e
+	.venv/bin/pytest $(XDIST) -m e2e
 
 lint: deps
 	.venv/bin/ruff check .

@@ -170,6 +170,9 @@ class DeadLetterPoller(Background):
         }
         while not self._stop.is_set():
             for url in self._urls.values():
+                # Each long poll takes up to wait_s: six DLQs in a row outlasted stop()'s join.
+                if self._stop.is_set():
+                    break
                 try:
                     self.poll_once(sqs, url, arns[url], handler)
                 except Exception:
