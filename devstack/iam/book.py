@@ -131,7 +131,7 @@ class _Resolver:
         if not isinstance(value, dict):
             return value
         if len(value) == 1:
-            (fn, arg), = value.items()
+            ((fn, arg),) = value.items()
             if fn == "Ref":
                 return self._ref(arg)
             if fn == "Fn::GetAtt":

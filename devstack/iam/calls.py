@@ -63,7 +63,12 @@ def credential(wire: Wire) -> tuple[str, str, str] | None:
         parts = presigned.split("/")
         if len(parts) >= 4:
             return parts[0], parts[2], parts[3]
-    return None
+    # S3's older signature (a presigned URL's AWSAccessKeyId, or "AWS key:signature").
+    legacy = wire.param("AWSAccessKeyId")
+    header = wire.header("authorization")
+    if not legacy and header.startswith("AWS "):
+        legacy = header[4:].partition(":")[0]
+    return (legacy, "", "s3") if legacy else None
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,8 @@ def _dynamodb(wire: Wire, account: Account) -> list[Request]:
                 items = list(spec.get("Keys") or [])
             else:
                 items = [
-                    (w.get("PutRequest") or {}).get("Item") or (w.get("DeleteRequest") or {}).get("Key")
+                    (w.get("PutRequest") or {}).get("Item")
+                    or (w.get("DeleteRequest") or {}).get("Key")
                     for w in spec
                 ]
             out.append(
@@ -308,7 +314,9 @@ def _scheduler(wire: Wire, account: Account) -> list[Request]:
     if parts[:1] == ["schedule-groups"] and len(parts) == 2:
         operation = f"{verbs.get(wire.method, wire.method)}ScheduleGroup"
         return [
-            Request(f"scheduler:{operation}", account.arn("scheduler", f"schedule-group/{parts[1]}"))
+            Request(
+                f"scheduler:{operation}", account.arn("scheduler", f"schedule-group/{parts[1]}")
+            )
         ]
     return [Request(f"scheduler:{wire.method}{wire.path}", "*")]
 
@@ -375,9 +383,9 @@ def _s3_bucket(wire: Wire, bucket_arn: str, sub: set[str]) -> list[Request]:
     method = wire.method
     if method == "POST" and "delete" in sub:
         keys = re.findall(rb"<Key>(.*?)</Key>", wire.body or b"")
-        return [
-            Request("s3:DeleteObject", f"{bucket_arn}/{_xml_text(k)}") for k in keys
-        ] or [Request("s3:DeleteObject", f"{bucket_arn}/*")]
+        return [Request("s3:DeleteObject", f"{bucket_arn}/{_xml_text(k)}") for k in keys] or [
+            Request("s3:DeleteObject", f"{bucket_arn}/*")
+        ]
     known = {"PUT": _BUCKET_PUT, "GET": _BUCKET_GET}.get(method, {})
     for name, action in known.items():
         if name in sub:

@@ -176,8 +176,10 @@ def refusal(service: str, wire: Wire, code: str, message: str) -> tuple[str, lis
     """(status, headers, body) of an error as ``service`` sends it on AWS."""
     target = wire.header("x-amz-target")
     if service == "dynamodb" or (target and service in ("secretsmanager", "events")):
-        kind = f"com.amazonaws.dynamodb.v20120810#{code}Exception" if service == "dynamodb" else (
-            f"{code}Exception"
+        kind = (
+            f"com.amazonaws.dynamodb.v20120810#{code}Exception"
+            if service == "dynamodb"
+            else (f"{code}Exception")
         )
         body = json.dumps({"__type": kind, "message": message}).encode()
         return "400 Bad Request", [("Content-Type", "application/x-amz-json-1.1")], body
