@@ -3,13 +3,17 @@
     .venv/bin/python scripts/synth_check.py [--outdir cdk.out/deploy-check] [STAGE ...]
 
 Each stage goes to ``OUTDIR/<stage>/`` (the worker smoke run reads prod's task definition
-from there). A synth fails on any unacknowledged cdk-nag finding; cfn-lint must report no
-error or warning (W3005 aside: CDK adds DependsOn next to GetAtt on purpose).
+from there), with ``iam-synth.json`` beside the template: its principals and the local
+counterparts of the resources their policies name (the smoke run checks every call the
+worker makes against them, ``devstack.iam``). A synth fails on any unacknowledged cdk-nag
+finding; cfn-lint must report no error or warning (W3005 aside: CDK adds DependsOn next to
+GetAtt on purpose).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -17,6 +21,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+IAM_SYNTH = "iam-synth.json"
 
 
 def synth_stage(stage: str, outdir: Path) -> Path:
@@ -28,7 +33,12 @@ def synth_stage(stage: str, outdir: Path) -> Path:
         outdir=str(outdir),
     )
     assembly = app.synth()  # raises on an unacknowledged cdk-nag finding
-    return Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
+    template = Path(assembly.get_stack_artifact(stack.artifact_id).template_full_path)
+    from devstack.iam.synth import record
+
+    iam = record(stack, json.loads(template.read_text()))
+    (template.parent / IAM_SYNTH).write_text(json.dumps(iam))
+    return template
 
 
 def lint(template: Path, region: str) -> list[str]:

@@ -245,6 +245,17 @@ class IamGuard:
             return self._refuse(
                 start_response, service, wire, "InvalidClientTokenId", "unknown access key"
             )
+        return self._checked(environ, start_response, wire, caller, service, started)
+
+    def _checked(
+        self,
+        environ: dict[str, Any],
+        start_response: Callable[..., Any],
+        wire: Wire,
+        caller: Principal,
+        service: str,
+        started: float,
+    ) -> Any:
         requests = requests_for(wire, service, self.checker.book.account)
         denial = self.checker.check(caller, requests)
         role = None
@@ -263,7 +274,11 @@ class IamGuard:
         if role is not None and status.startswith("200"):
             issued = _ACCESS_KEY.search(answer)
             if issued:
-                tags = {k.split("/", 1)[1]: v for k, v in requests[0].context.items() if "/" in k}
+                tags = {
+                    k.split("/", 1)[1]: str(v)
+                    for k, v in requests[0].context.items()
+                    if k.startswith("aws:requesttag/")
+                }
                 self.checker.register_session(issued.group(1).decode(), role.tagged(tags))
         if service == "s3" and status.startswith("404") and wire.method in ("GET", "HEAD"):
             denial = self._hidden_missing_key(caller, wire)
@@ -299,7 +314,12 @@ class IamGuard:
         listing = Request("s3:ListBucket", f"arn:aws:s3:::{bucket}", {"s3:prefix": key})
         if self.checker.allowed(caller, listing) is Decision.ALLOW:
             return None
-        return Denial(caller.name, "s3:GetObject", f"arn:aws:s3:::{bucket}/{key}", "missing key")
+        return Denial(
+            caller.name,
+            "s3:GetObject",
+            f"arn:aws:s3:::{bucket}/{key}",
+            "missing key, no s3:ListBucket",
+        )
 
     @staticmethod
     def _refuse(

@@ -24,7 +24,7 @@ import enum
 import functools
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,7 @@ def _bool(p: str, v: str) -> bool:
 
 
 # operator -> (compare(policy value, request value), negated)
-_OPERATORS = {
+_OPERATORS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
     "stringequals": (_string_equals, False),
     "stringnotequals": (_string_equals, True),
     "stringequalsignorecase": (_string_equals_ic, False),
@@ -212,10 +212,10 @@ def _principal_matches(spec: Any, caller: str) -> bool:
         for value in _as_list(values):
             if value == "*" or value == caller:
                 return True
-            if kind == "AWS" and _account_of(value) and _account_of(value) == _account_of(caller):
-                # An account (id or root ARN) stands for every principal in it.
-                if value.isdigit() or value.endswith(":root"):
-                    return True
+            # An account (id or root ARN) stands for every principal in it.
+            account = value.isdigit() or value.endswith(":root")
+            if kind == "AWS" and account and _account_of(value) == _account_of(caller):
+                return True
     return False
 
 

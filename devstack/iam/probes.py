@@ -12,6 +12,7 @@ everything would prove nothing.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,10 +62,8 @@ def seed(operator: Callable[[str], Any], settings: WorkerSettings, tenant: str) 
     )
     secrets = operator("secretsmanager")
     name = secret_id(settings.stage, tenant, "password")
-    try:
+    with contextlib.suppress(secrets.exceptions.ResourceExistsException):
         secrets.create_secret(Name=name, SecretString="hunter2")
-    except secrets.exceptions.ResourceExistsException:
-        pass
     return key
 
 

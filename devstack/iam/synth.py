@@ -39,6 +39,7 @@ class SynthFailed(RuntimeError):
 
 def local_counterparts(stack: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """(logical id -> local resource, role logical id -> principal name) of a built stack."""
+    from devstack.iam.book import LOCAL_WEBSOCKET_API
     from infra.grants import logical_id
     from pagefleet.resources import (
         ARTIFACTS_BUCKET,
@@ -50,8 +51,6 @@ def local_counterparts(stack: Any) -> tuple[dict[str, Any], dict[str, str]]:
         USAGE_TABLE,
         WEBHOOK_QUEUE,
     )
-
-    from devstack.iam.book import LOCAL_WEBSOCKET_API
 
     local: dict[str, Any] = {}
 
@@ -104,15 +103,19 @@ def write_synth(stage: str, name: str | None, out: Path) -> None:
         assembly = app.synth()
         template_path = assembly.get_stack_artifact(stack.artifact_id).template_full_path
         template = json.loads(Path(template_path).read_text())
+    _write_atomically(out, json.dumps(record(stack, template)))
+
+
+def record(stack: Any, template: dict[str, Any]) -> dict[str, Any]:
+    """What ``Book.from_synth`` reads, for a built and synthesized stack."""
     local, principals = local_counterparts(stack)
-    data = {
+    return {
         "stage": stack.config.stage,
         "template": template,
         "locals": local,
         "principals": principals,
         "inputs": _inputs(),
     }
-    _write_atomically(out, json.dumps(data))
 
 
 def _digest(path: Path) -> str:
@@ -124,10 +127,9 @@ def _inputs() -> dict[str, str]:
     files = {REPO_ROOT / "cdk.json", REPO_ROOT / "uv.lock"}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if path and Path(path).resolve().is_relative_to(REPO_ROOT / "infra"):
-            files.add(Path(path).resolve())
-        elif path and Path(path).resolve().is_relative_to(REPO_ROOT / "pagefleet"):
-            files.add(Path(path).resolve())
+        resolved = Path(path).resolve() if path else None
+        if resolved and any(resolved.is_relative_to(REPO_ROOT / d) for d in ("infra", "pagefleet")):
+            files.add(resolved)
     return {str(p.relative_to(REPO_ROOT)): _digest(p) for p in sorted(files) if p.exists()}
 
 
@@ -166,8 +168,10 @@ def synthesized(stage: str = "dev", name: str = LOCAL_STAGE) -> Path:
             env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
             env.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
             done = subprocess.run(
-                [sys.executable, "-m", "devstack.iam.synth", "--stage", stage, "--name", name]
-                + ["--out", str(path)],
+                [
+                    *(sys.executable, "-m", "devstack.iam.synth"),
+                    *("--stage", stage, "--name", name, "--out", str(path)),
+                ],
                 cwd=REPO_ROOT,
                 env=env,
                 capture_output=True,

@@ -155,7 +155,9 @@ def test_the_job_role_is_assumed_only_by_a_worker_with_only_the_tenant_tag(
     endpoint, _ = guarded
     role = worker_settings.job_role_arn
     worker = as_principal(endpoint, "worker/standard", "sts")
-    worker.assume_role(RoleArn=role, RoleSessionName="tenant-a", Tags=[{"Key": "tenant", "Value": "a"}])
+    worker.assume_role(
+        RoleArn=role, RoleSessionName="tenant-a", Tags=[{"Key": "tenant", "Value": "a"}]
+    )
     refusals = [
         (worker, []),  # no tenant tag
         (worker, [{"Key": "tenant", "Value": "a"}, {"Key": "admin", "Value": "yes"}]),

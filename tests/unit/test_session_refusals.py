@@ -34,7 +34,7 @@ class RefusingS3:
     def head_object(self, **_: Any) -> Any:
         raise _refused("HeadObject")
 
-    def list_objects_v2(self, *, Bucket: str, Prefix: str, MaxKeys: int) -> Any:  # noqa: N803
+    def list_objects_v2(self, *, Bucket: str, Prefix: str, MaxKeys: int) -> Any:
         self.listings.append(Prefix)
         if self.listed is None:
             raise _refused("ListObjectsV2")
