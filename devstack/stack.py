@@ -410,7 +410,6 @@ class LocalStack:
         assert self.worker_settings is not None
         env = dict(os.environ)
         env.update(to_env(self.worker_settings))
-        env.update(self.iam.env(f"worker/{self.worker_settings.pool}"))  # its task role
         env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
         env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
         env["PYTHONUNBUFFERED"] = "1"
@@ -430,14 +429,17 @@ class LocalStack:
     def start_worker(self, extra_env: Mapping[str, str] | None = None) -> ManagedProcess:
         """Start one more worker with the next free index (chaos tests replace killed ones).
 
-        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env``. Every
-        worker this stack started is stopped by ``stop()``, killed ones included.
+        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env`` (a
+        ``PAGEFLEET_POOL`` there makes it that pool's, with its task role). Every worker this
+        stack started is stopped by ``stop()``, killed ones included.
         """
         index = len(self.worker_processes)
+        env = {**self.worker_env_for(index), **(extra_env or {})}
+        env.update(self.iam.env(f"worker/{env.get('PAGEFLEET_POOL', 'standard')}"))
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],
-            env={**self.worker_env_for(index), **(extra_env or {})},
+            env=env,
             log_path=self.log_dir / f"worker-{index}.log",
             cwd=REPO_ROOT,
         )

@@ -45,6 +45,12 @@ class Principal:
     tags: Mapping[str, str] = field(default_factory=dict)  # an assumed session's tags
 
     @property
+    def label(self) -> str:
+        """The name, with an assumed session's tags: ``job-role (tenant=a)``."""
+        tags = ", ".join(f"{k}={v}" for k, v in sorted(self.tags.items()))
+        return f"{self.name} ({tags})" if tags else self.name
+
+    @property
     def session_arn(self) -> str:
         """The caller's ARN as AWS names an assumed role in its messages."""
         account = self.role_arn.split(":")[4]

@@ -97,7 +97,7 @@ class Checker:
         for request in requests:
             decision = self.allowed(principal, request)
             if decision is not Decision.ALLOW:
-                return Denial(principal.name, request.action, request.resource, decision.value)
+                return Denial(principal.label, request.action, request.resource, decision.value)
         return None
 
     def trusts(self, caller: Principal, role: Principal, requests: list[Request]) -> bool:
@@ -262,7 +262,9 @@ class IamGuard:
         if denial is None and service == "sts" and requests[:1]:
             role = self.checker.book.by_role(requests[0].resource)
             if role is None or not self.checker.trusts(caller, role, requests):
-                denial = Denial(caller.name, "sts:AssumeRole", requests[0].resource, "trust policy")
+                denial = Denial(
+                    caller.label, "sts:AssumeRole", requests[0].resource, "trust policy"
+                )
         took = time.perf_counter() - started
         if denial is not None:
             self.checker.record(caller.name, denial, took)
@@ -315,7 +317,7 @@ class IamGuard:
         if self.checker.allowed(caller, listing) is Decision.ALLOW:
             return None
         return Denial(
-            caller.name,
+            caller.label,
             "s3:GetObject",
             f"arn:aws:s3:::{bucket}/{key}",
             "missing key, no s3:ListBucket",

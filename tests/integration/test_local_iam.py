@@ -109,9 +109,12 @@ def test_tenant_a_reaches_none_of_tenant_bs_data(
     assert summary(probes) == f"iam: cross-tenant probes {len(reaching)} of {len(reaching)} denied"
     # Each refusal was IAM's, logged with the principal, the action and the resource.
     denied = {(d.principal, d.action) for d in on_guard.checker.denied}
-    assert ("job-role", "s3:PutObject") in denied
-    assert ("job-role", "dynamodb:PutItem") in denied  # the usage transaction's first item
-    assert ("job-role", "secretsmanager:GetSecretValue") in denied
+    assert ("job-role (tenant=probe-a)", "s3:PutObject") in denied
+    assert (
+        "job-role (tenant=probe-a)",
+        "dynamodb:PutItem",
+    ) in denied  # the usage transaction's first item
+    assert ("job-role (tenant=probe-a)", "secretsmanager:GetSecretValue") in denied
 
 
 def test_a_session_never_saved_is_missing_not_refused(
