@@ -42,6 +42,11 @@ REPORT_PATH = "/_pagefleet/iam"
 OPERATOR_KEYS = frozenset({"testing"})
 _UNCHECKED_PATHS = ("/moto-api", "/_pagefleet")
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+_MAX_DECISIONS = 20_000
+
+
+def _frozen(context: Any) -> frozenset[tuple[str, Any]]:
+    return frozenset(context.items())
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,7 @@ class Checker:
         self.operator_calls = 0
         self.check_seconds = 0.0
         self.checks = 0
+        self._decisions: dict[tuple[Any, ...], Decision] = {}
 
     def caller(self, key: str) -> Principal | None:
         with self._lock:
@@ -89,9 +95,17 @@ class Checker:
             self._keys[key] = principal
 
     def allowed(self, principal: Principal, request: Request) -> Decision:
-        context = {**principal.context(), **request.context}
-        asked = Request(request.action, request.resource, context, principal.role_arn)
-        return evaluate(principal.policies, asked)
+        # A job asks the same few questions over and over: answers are kept (bounded).
+        key = (principal.label, request.action, request.resource, _frozen(request.context))
+        found = self._decisions.get(key)
+        if found is None:
+            context = {**principal.context(), **request.context}
+            asked = Request(request.action, request.resource, context, principal.role_arn)
+            found = evaluate(principal.policies, asked)
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
+            self._decisions[key] = found
+        return found
 
     def check(self, principal: Principal, requests: list[Request]) -> Denial | None:
         for request in requests:
