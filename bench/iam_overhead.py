@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     from devstack.iam.book import Book, access_key
     from devstack.iam.calls import Account
     from devstack.iam.guard import Checker, IamGuard
+    from devstack.iam.local import SECRET
     from devstack.iam.synth import synthesized
     from devstack.provision import create_all
     from devstack.tenant_role import create_job_role
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def workload(endpoint: str) -> Callable[[int], None]:
         session = boto3.session.Session(
-            aws_access_key_id=access_key("worker/standard"), aws_secret_access_key="x"
+            aws_access_key_id=access_key("worker/standard"), aws_secret_access_key=SECRET
         )
         db = session.client("dynamodb", endpoint_url=endpoint)  # type: ignore[call-overload]
         sqs = session.client("sqs", endpoint_url=endpoint)  # type: ignore[call-overload]
