@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         session = boto3.session.Session(
             aws_access_key_id=access_key("worker/standard"), aws_secret_access_key=SECRET
         )
-        db = session.client("dynamodb", endpoint_url=endpoint)  # type: ignore[call-overload]
-        sqs = session.client("sqs", endpoint_url=endpoint)  # type: ignore[call-overload]
-        creds = session.client("sts", endpoint_url=endpoint).assume_role(  # type: ignore[call-overload]
+        db = session.client("dynamodb", endpoint_url=endpoint)
+        sqs = session.client("sqs", endpoint_url=endpoint)
+        creds = session.client("sts", endpoint_url=endpoint).assume_role(
             RoleArn=role, RoleSessionName="tenant-a", Tags=[{"Key": "tenant", "Value": "a"}]
         )["Credentials"]
         tenant = boto3.session.Session(
@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             aws_secret_access_key=creds["SecretAccessKey"],
             aws_session_token=creds["SessionToken"],
         )
-        s3 = tenant.client("s3", endpoint_url=endpoint)  # type: ignore[call-overload]
-        usage = tenant.client("dynamodb", endpoint_url=endpoint)  # type: ignore[call-overload]
+        s3 = tenant.client("s3", endpoint_url=endpoint)
+        usage = tenant.client("dynamodb", endpoint_url=endpoint)
 
         def call(i: int) -> None:
             key = {"pk": {"S": "a"}, "sk": {"S": f"JOB#{i % 50}"}}

@@ -211,5 +211,5 @@ def test_an_unknown_access_key_is_refused(
         aws_access_key_id="AKIANOBODY", aws_secret_access_key="x", region_name=LOCAL_REGION
     )
     with pytest.raises(ClientError) as refused:
-        session.client("s3", endpoint_url=endpoint).list_buckets()  # type: ignore[call-overload]
+        session.client("s3", endpoint_url=endpoint).list_buckets()
     assert refused.value.response["Error"]["Code"] == "InvalidClientTokenId"

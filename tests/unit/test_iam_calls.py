@@ -199,7 +199,7 @@ def test_a_presigned_url_is_checked_as_its_signer() -> None:
     session = boto3.session.Session(
         aws_access_key_id="pf-function-api", aws_secret_access_key="x", region_name="us-east-1"
     )
-    url = session.client("s3", endpoint_url=ENDPOINT).generate_presigned_url(  # type: ignore[call-overload]
+    url = session.client("s3", endpoint_url=ENDPOINT).generate_presigned_url(
         "get_object", Params={"Bucket": "pagefleet-artifacts", "Key": "a/k.png"}
     )
     parts = urlsplit(url)
