@@ -291,15 +291,7 @@ class LocalStack:
         self.moto = ManagedProcess(
             "moto",
             # moto with DynamoDB's atomic conditional writes (see embedded_aws).
-            [
-                sys.executable,
-                "-m",
-                "devstack.embedded_aws",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                str(self.moto_port),
-            ],
+            [sys.executable, "-m", "devstack.embedded_aws", "-p", str(self.moto_port)],
             env={**os.environ, "NO_PROXY": "*", **self.iam.moto_env()},
             log_path=self.log_dir / "moto.log",
         )

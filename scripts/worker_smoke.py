@@ -37,13 +37,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +66,9 @@ RESOURCE_ENV = (
     "PAGEFLEET_USAGE_TABLE",
     "PAGEFLEET_JOB_ROLE_ARN",
 )
-PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
-<body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
 
 
+from smoke_local import PAGE, embedded_aws, free_port, test_page  # noqa: E402
 from smoke_specs import (  # noqa: E402
     ImageSpec,
     SmokeFailed,
@@ -82,72 +78,18 @@ from smoke_specs import (  # noqa: E402
     task_spec,
 )
 
-__all__ = ["ImageSpec", "SmokeFailed", "TaskSpec", "fargate_volume", "image_spec", "main"]
-
-
-# --- the local pieces ---------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def embedded_aws(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    import httpx
-
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "devstack.embedded_aws", "-H", "127.0.0.1", "-p", str(port)],
-            cwd=REPO_ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "NO_PROXY": "*", **(extra_env or {})},
-        )
-    try:
-        deadline = time.monotonic() + 60
-        with httpx.Client(trust_env=False, timeout=2) as http:
-            while True:
-                if proc.poll() is not None:
-                    raise SmokeFailed(f"embedded AWS exited:\n{log.read_text()[-2000:]}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get(f"{endpoint}/moto-api/").status_code < 500:
-                        break
-                if time.monotonic() > deadline:
-                    raise SmokeFailed("embedded AWS did not start")
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
-        if proc.poll() is None:
-            proc.kill()
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def test_page() -> Iterator[str]:
-    from devstack.loopback import serve_on_loopback
-
-    server = serve_on_loopback(_Page, "smoke-page")
-    try:
-        yield f"{server.url}/"
-    finally:
-        server.stop()
+__all__ = [
+    "PAGE",
+    "ImageSpec",
+    "SmokeFailed",
+    "TaskSpec",
+    "embedded_aws",
+    "fargate_volume",
+    "free_port",
+    "image_spec",
+    "main",
+    "test_page",
+]
 
 
 def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any) -> dict[str, str]:
@@ -255,6 +197,7 @@ def run_smoke(
     timeout_s: float,
     keep: Path | None,
     iam_report: Path | None = None,
+    iam_synth: Path | None = None,
 ) -> None:
     import boto3
 
@@ -279,7 +222,7 @@ def run_smoke(
         st = source.stat()
         print(f"  {path}: empty, uid {st.st_uid}, mode {oct(st.st_mode & 0o7777)}")
     worker_log = work / "worker.log"
-    iam_synth = template_path.parent / "iam-synth.json"
+    iam_synth = iam_synth or template_path.parent / "iam-synth.json"
     if not iam_synth.exists():
         raise SmokeFailed(f"{iam_synth} is missing: synthesize with scripts/synth_check.py")
     iam = LocalIam(iam_synth, prefix=SMOKE_PREFIX)
@@ -460,12 +403,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=180, help="seconds for the job")
     parser.add_argument("--keep", type=Path, help="copy the volumes and logs here")
     parser.add_argument("--iam-report", type=Path, help="write the IAM check's report here")
+    parser.add_argument(
+        "--iam-synth", type=Path, help="the principals (default: iam-synth.json beside it)"
+    )
     args = parser.parse_args(argv)
     if shutil.which("bwrap") is None:
         print("worker smoke: needs bubblewrap (apt-get install -y bubblewrap)", file=sys.stderr)
         return 2
     try:
-        run_smoke(args.template, args.pool, args.timeout, args.keep, args.iam_report)
+        run_smoke(
+            args.template, args.pool, args.timeout, args.keep, args.iam_report, args.iam_synth
+        )
     except SmokeFailed as exc:
         print(f"worker smoke FAILED: {exc}", file=sys.stderr)
         return 1

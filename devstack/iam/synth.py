@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -27,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+log = logging.getLogger("devstack")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = REPO_ROOT / "cdk.out" / "local-iam"
 LOCAL_STAGE = "local"
@@ -165,6 +167,7 @@ def synthesized(stage: str = "dev", name: str = LOCAL_STAGE) -> Path:
         try:
             if _fresh(path):
                 return path
+            log.warning("synthesizing infra/ (%s) for the local IAM check: once, ~30 s", stage)
             env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
             env.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
             done = subprocess.run(
@@ -180,7 +183,10 @@ def synthesized(stage: str = "dev", name: str = LOCAL_STAGE) -> Path:
                 check=False,
             )
             if done.returncode != 0:
-                raise SynthFailed(f"synth of {stage} failed:\n{done.stderr[-3000:]}")
+                raise SynthFailed(
+                    f"synth of {stage} for the local IAM check failed (PAGEFLEET_LOCAL_IAM=0 "
+                    f"runs the stack without the check):\n{done.stderr[-3000:]}"
+                )
         finally:
             with contextlib.suppress(OSError):
                 fcntl.flock(lock, fcntl.LOCK_UN)
