@@ -41,6 +41,7 @@ from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.gateway.server import App
 from devstack.iam.local import LocalIam, enabled_by_default
+from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
 from devstack.processes import ManagedProcess, stop_all
@@ -230,6 +231,9 @@ class LocalStack:
                 scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
                 iam=self.iam,
             ).start()
+        except SynthFailed as exc:
+            self.stop()
+            raise StackError(str(exc)) from exc
         except BaseException:
             self.stop()
             raise
