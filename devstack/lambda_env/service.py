@@ -8,7 +8,8 @@ on a class attribute, so two threads in one process must never run the API handl
 A function starts environments on demand up to ``max_concurrency`` (each start is a cold
 start) and reuses idle ones, the most recently used first. Beyond ``max_concurrency`` an
 invocation waits for a free environment (Lambda would scale out; one machine cannot) and
-that wait counts against its timeout. An invocation that outlives its timeout gets its
+that wait counts against its timeout; a cold start's init does not (it has its own limit,
+``INIT_TIMEOUT_S``). An invocation that outlives its timeout gets its
 environment killed, as Lambda resets an environment after a timeout; an environment that
 dies is replaced by the next cold start. ``close()`` stops them all.
 
@@ -68,6 +69,7 @@ class ExecutionEnvironment:
         self._sock: socket.socket | None = None
         self.process: ManagedProcess | None = None
         self.pid: int | None = None
+        self.invocations = 0
 
     def start(self, spawn: Callable[[Callable[[], ManagedProcess]], ManagedProcess]) -> None:
         """Start the process (through ``spawn``, on a long-lived thread) and wait for init."""
@@ -120,6 +122,7 @@ class ExecutionEnvironment:
         """Send one event, wait for its reply until ``deadline``; kill the environment on
         a timeout or a broken exchange (it cannot be trusted with another event)."""
         assert self._sock is not None
+        self.invocations += 1
         try:
             send_frame(self._sock, payload, deadline)
             reply = recv_frame(self._sock, deadline)
@@ -241,6 +244,10 @@ class LambdaFunction:
                 f"Request must be smaller than {MAX_PAYLOAD_BYTES} bytes for the Invoke operation"
             )
         env = self._acquire(deadline)
+        if env.invocations == 0:
+            # Lambda's init phase has its own limit: after a cold start the handler still
+            # gets its whole timeout (a wait for a busy environment does count).
+            deadline = time.monotonic() + timeout
         reusable = False
         try:
             context = LambdaContext(

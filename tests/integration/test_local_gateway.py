@@ -208,6 +208,24 @@ def test_invocation_over_its_timeout_is_504_and_its_environment_killed(tmp_path:
         os.kill(hung_pid, 0)
 
 
+def test_a_cold_starts_init_does_not_count_against_the_invocation_timeout(
+    tmp_path: Path,
+) -> None:
+    """As on Lambda: init has its own limit; the handler still gets its whole timeout."""
+    function = LambdaFunction(
+        "slow-init",
+        "tests.support.slow_init_handler:handler",
+        timeout_s=1.5,  # half the handler module's 3 s init
+        log_dir=tmp_path,
+        env=os.environ,
+    )
+    try:
+        answer = function.invoke({})
+    finally:
+        function.close()
+    assert answer["pid"] > 0 and function.cold_starts == 1
+
+
 def test_closing_a_function_stops_its_environments(tmp_path: Path) -> None:
     function = LambdaFunction("fn", HANDLER, max_concurrency=2, log_dir=tmp_path, env=os.environ)
     function.prewarm(2)
