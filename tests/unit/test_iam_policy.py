@@ -215,6 +215,30 @@ CASES = [
         ALLOW,
     ),
     (
+        "ForAllValues:StringLike: every tag key matches a pattern",
+        [
+            allow(
+                "sts:TagSession",
+                "*",
+                Condition={"ForAllValues:StringLike": {"aws:TagKeys": ["team-*", "tenant"]}},
+            )
+        ],
+        Request("sts:TagSession", "*", {"aws:TagKeys": ("tenant", "team-a")}),
+        ALLOW,
+    ),
+    (
+        "ForAllValues:StringLike: one key outside the patterns",
+        [
+            allow(
+                "sts:TagSession",
+                "*",
+                Condition={"ForAllValues:StringLike": {"aws:TagKeys": ["team-*"]}},
+            )
+        ],
+        Request("sts:TagSession", "*", {"aws:TagKeys": ("team-a", "admin")}),
+        IMPLICIT,
+    ),
+    (
         "ForAnyValue needs one match",
         [
             allow(
