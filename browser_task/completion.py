@@ -96,7 +96,13 @@ class Completion:
             )
             finished_job(finished, outcome, duration_ms, log, self.metrics)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
-                await self._breaker.record(domain, job.tenant_id, outcome.error, probes=probe)
+                await self._breaker.record(
+                    domain,
+                    job.tenant_id,
+                    outcome.error,
+                    probes=probe,
+                    failed_origin=outcome.failed_origin,
+                )
             elif probe:
                 await self.release_probe(domain, job.tenant_id, probe)
         except Exception:

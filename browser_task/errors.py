@@ -8,6 +8,7 @@ Playwright's own exceptions are classified here, in one place, into those three.
 
 from __future__ import annotations
 
+from pagefleet.breaker import origin_of
 from pagefleet.models import JobError
 
 
@@ -25,6 +26,7 @@ class JobFailure(Exception):
         timeout: str | None = None,
         step_index: int | None = None,
         step: str | None = None,
+        origin: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -32,6 +34,8 @@ class JobFailure(Exception):
         self.timeout = timeout
         self.step_index = step_index
         self.step = step
+        # The site a navigation failure is about: the circuit breakers charge it.
+        self.origin = origin
 
     def at_step(self, index: int, description: str) -> JobFailure:
         """Attach the failing step, unless a more precise one is already attached."""
@@ -112,8 +116,10 @@ _UNRESOLVED_NET_ERRORS = ("net::ERR_NAME_NOT_RESOLVED", "net::ERR_NAME_RESOLUTIO
 
 def classify_navigation_error(message: str, url: str) -> JobFailure:
     headline = first_line(message)
+    what = f"navigation to {url} failed: {headline}"
+    origin = origin_of(url)
     if any(code in message for code in _UNRESOLVED_NET_ERRORS):
-        return RetryJob(f"navigation to {url} failed: {headline}", kind="host_unresolved")
+        return RetryJob(what, kind="host_unresolved", origin=origin)
     if any(code in message for code in _RETRYABLE_NET_ERRORS):
-        return RetryJob(f"navigation to {url} failed: {headline}", kind="navigation_failed")
-    return FailJob(f"navigation to {url} failed: {headline}", kind="navigation_failed")
+        return RetryJob(what, kind="navigation_failed", origin=origin)
+    return FailJob(what, kind="navigation_failed", origin=origin)

@@ -39,6 +39,7 @@ from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder, traces
+from pagefleet.breaker import origin_of
 from pagefleet.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Goto, Paginate, Step, UseSession
 from pagefleet.workflow.templating import references, render
@@ -163,7 +164,11 @@ def _navigation_failure(message: str, step: Goto, ctx: RunContext) -> JobFailure
     if "ERR_BLOCKED_BY_CLIENT" in message and ctx.guard.refusals:
         reason = ctx.guard.refusals[-1]
         if reason.startswith(UNRESOLVED_PREFIX):
-            return RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
+            return RetryJob(
+                f"navigation to {step.url} failed: {reason}",
+                kind="navigation_failed",
+                origin=origin_of(step.url),
+            )
         return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
     if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
         # https: the egress proxy refused (or could not open) the tunnel, for the target,
@@ -249,6 +254,8 @@ def _scheme_refused(reason: str) -> FailJob:
 def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailure:
     """Name the failing step: its index at the top level, its full path inside a block."""
     assert ctx.step_index is not None
+    if failure.origin is not None and ctx.mask(failure.origin) != failure.origin:
+        failure.origin = None  # a host made of a secret is never stored (breakers, listings)
     text = describe(step, ctx)
     if "." in path:
         text = f"{path} {text}"

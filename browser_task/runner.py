@@ -22,6 +22,7 @@ from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
 from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
+from browser_task.egress_log import EgressLog, TrackedJob
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
 from browser_task.executor import (
@@ -75,6 +76,7 @@ class JobRunner:
         policies: TenantPolicies | None,
         resolver: Resolver,
         abort: asyncio.Event,
+        egress_log: EgressLog | None = None,
     ) -> None:
         self.settings = settings
         self.lifecycle = lifecycle
@@ -84,6 +86,7 @@ class JobRunner:
         self._policies = policies
         self._resolver = resolver
         self._abort = abort
+        self._egress_log = egress_log or EgressLog()
 
     async def run(
         self,
@@ -134,15 +137,19 @@ class JobRunner:
             correlation_id=job.correlation_id,
         )
         session: BrowserSession | None = None
+        tracked: TrackedJob | None = None
         try:
-            opened = await self._open(job, collector, data, events, meter, early)
+            opened = await self._open(job, collector, data, events, meter, early, log)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
             session = ctx.session
+            tracked = self._egress_log.attach(log, ctx.guard, session)
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
             heartbeat.cancel()
+            if tracked is not None:
+                self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
 
@@ -153,7 +160,8 @@ class JobRunner:
         data: TenantData,
         events: RunEvents | None,
         meter: AttemptMeter | None,
-        early: EarlyContext | None = None,
+        early: EarlyContext | None,
+        log: JobLog,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
@@ -181,6 +189,8 @@ class JobRunner:
             try:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
+                report = self._egress_log.sink(log)
+                report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
                 return self._failed(job, proxy_refused(refused), {}, [])
         warm = allows_warm(request, options, storage_state=prepared.storage_state)
         trace: TraceRecorder | None = None
@@ -387,9 +397,11 @@ class JobRunner:
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
     ) -> Outcome:
-        return self.lifecycle.after_failure(
+        outcome = self.lifecycle.after_failure(
             job, failure.to_job_error(), result=result, artifacts=artifacts
         )
+        outcome.failed_origin = failure.origin
+        return outcome
 
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.

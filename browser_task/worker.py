@@ -28,6 +28,7 @@ from browser_task.completion import Completion
 from browser_task.context import SecretsResolver
 from browser_task.early import EarlyContext
 from browser_task.egress import Resolver, system_resolver
+from browser_task.egress_log import EgressLog
 from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
@@ -115,6 +116,8 @@ class Worker:
             on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES),
             resolver=self._resolver,
         )
+        self._egress_log = EgressLog(self.metrics)
+        self.browsers.egress.on_refusal = self._egress_log.proxy_refused
         self._log = JobLog(worker=self.worker_id, pool=settings.pool)
         self._completion = Completion(
             self.lifecycle,
@@ -164,6 +167,7 @@ class Worker:
             policies=self._policies,
             resolver=self._resolver,
             abort=self._abort,
+            egress_log=self._egress_log,
         )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
         self._loop.set_default_executor(

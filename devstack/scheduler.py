@@ -4,7 +4,8 @@ Each tick reads the schedule group's schedules from the embedded Scheduler API, 
 their fire times with the same evaluator the API uses for ``next_fire_times``
 (``pagefleet.schedule_expr``), and invokes the real scheduler function with the target's
 input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
-function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ.
+function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ. A
+one-time schedule with ``ActionAfterCompletion: DELETE`` is deleted after its fire.
 
 The clock is injectable: tests call ``tick(now)`` with the time they want, instead of
 waiting for a minute to pass.
@@ -78,7 +79,10 @@ class SchedulerPoller(Background):
             names = self._names(client)
             for name in names:
                 schedule = client.get_schedule(Name=name, GroupName=self._group)
-                fired += self._fire_due(schedule, now)
+                done = self._fire_due(schedule, now)
+                fired += done
+                if done and _completed(schedule):
+                    client.delete_schedule(Name=name, GroupName=self._group)
             for gone in set(self._fired_up_to) - set(names):
                 del self._fired_up_to[gone]
         return fired
@@ -138,3 +142,9 @@ class SchedulerPoller(Background):
         (self._dead_letter_aws or RUNTIME.client)("sqs").send_message(
             QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
         )
+
+
+def _completed(schedule: dict[str, Any]) -> bool:
+    """A one-time schedule that asked to be deleted after its (now made) fire."""
+    one_time = str(schedule.get("ScheduleExpression", "")).startswith("at(")
+    return one_time and schedule.get("ActionAfterCompletion") == "DELETE"

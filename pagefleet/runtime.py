@@ -11,6 +11,7 @@ no code path differs between the local stack and AWS.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
@@ -40,6 +41,13 @@ _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_conne
 # S3 presigned URLs must be SigV4: regions opened since 2014 (ap-south-1 among them) refuse
 # botocore's legacy default for S3.
 _S3_CONFIG = _CONFIG.merge(Config(signature_version="s3v4"))
+# On AWS they also name the bucket's regional host (<bucket>.s3.<region>.amazonaws.com): the
+# global one answers a bucket outside us-east-1 with a 307 to it for hours after the
+# bucket's creation, and a redirected presigned URL fails its signature. Only without an
+# endpoint override: on the embedded AWS, botocore's path style on that endpoint stays.
+_S3_REGIONAL_CONFIG = _S3_CONFIG.merge(
+    Config(s3={"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"})
+)
 
 # A string bound: pydantic_settings is imported with the first settings class, not here.
 S = TypeVar("S", bound="BaseSettings")
@@ -92,7 +100,12 @@ class Runtime:
         """
 
         def build() -> Any:
-            config = _S3_CONFIG if service == "s3" else _CONFIG
+            config = _CONFIG
+            if service == "s3":
+                overridden = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get(
+                    "AWS_ENDPOINT_URL"
+                )
+                config = _S3_CONFIG if overridden else _S3_REGIONAL_CONFIG
             if self._session is None:
                 self._session = boto3.session.Session()
             made = self._session.client(service, config=config)  # type: ignore[call-overload]

@@ -16,6 +16,7 @@ from browser_task.egress_http import (
     UPSTREAM_AUTH,
 )
 from browser_task.errors import FailJob, JobFailure, RetryJob
+from pagefleet.breaker import origin_of
 from pagefleet.workflow import Goto, Sleep, WaitFor
 
 
@@ -30,7 +31,11 @@ async def goto(step: Goto, ctx: RunContext) -> None:
     if not verdict.allowed:
         reason = verdict.reason or "refused by the egress policy"
         if reason.startswith(UNRESOLVED_PREFIX):
-            raise RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
+            raise RetryJob(
+                f"navigation to {step.url} failed: {reason}",
+                kind="navigation_failed",
+                origin=origin_of(step.url),
+            )
         raise FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
     response = await ctx.page.goto(
         step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms(step)
@@ -42,7 +47,11 @@ async def goto(step: Goto, ctx: RunContext) -> None:
         kind = response.headers.get(KIND_HEADER.lower())
         raise egress_failure(step.url, response.url, refusal, kind)
     if response is not None and (response.status >= 500 or response.status == 429):
-        raise RetryJob(f"{step.url} answered HTTP {response.status}", kind="target_unavailable")
+        raise RetryJob(
+            f"{step.url} answered HTTP {response.status}",
+            kind="target_unavailable",
+            origin=origin_of(response.url),  # after redirects: the origin that answered so
+        )
 
 
 async def wait_for(step: WaitFor, ctx: RunContext) -> None:
@@ -68,7 +77,11 @@ def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> Jo
     """What the egress proxy's refusal of a navigation means for the job."""
     where = url if ended_at in ("", url) else f"{url} (redirected to {ended_at})"
     if kind == UNREACHABLE:
-        return RetryJob(f"navigation to {where} failed: {reason}", kind="navigation_failed")
+        return RetryJob(
+            f"navigation to {where} failed: {reason}",
+            kind="navigation_failed",
+            origin=_failed_origin(url, ended_at),
+        )
     if kind == UNRESOLVED:  # not the site's failure: the circuit breakers do not count it
         return RetryJob(f"navigation to {where} failed: {reason}", kind="host_unresolved")
     if kind == UPSTREAM_AUTH:
@@ -83,3 +96,13 @@ def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> Jo
         f"navigation to {where} was refused by the egress filter: {reason}",
         kind="egress_refused",
     )
+
+
+def _failed_origin(url: str, ended_at: str) -> str | None:
+    """The origin that could not be reached: where the navigation ended (a URL, or the
+    ``host:port`` of a refused tunnel), else the URL asked for."""
+    if ended_at in ("", url):
+        return origin_of(url)
+    if "://" in ended_at:
+        return origin_of(ended_at)
+    return origin_of(f"{urlsplit(url).scheme}://{ended_at}/")

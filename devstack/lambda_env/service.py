@@ -8,8 +8,7 @@ on a class attribute, so two threads in one process must never run the API handl
 A function starts environments on demand up to ``max_concurrency`` (each start is a cold
 start) and reuses idle ones, the most recently used first. Beyond ``max_concurrency`` an
 invocation waits for a free environment (Lambda would scale out; one machine cannot) and
-that wait counts against its timeout; a cold start's init does not (it has its own limit,
-``INIT_TIMEOUT_S``). An invocation that outlives its timeout gets its
+that wait counts against its timeout. An invocation that outlives its timeout gets its
 environment killed, as Lambda resets an environment after a timeout; an environment that
 dies is replaced by the next cold start. ``close()`` stops them all.
 
@@ -69,7 +68,6 @@ class ExecutionEnvironment:
         self._sock: socket.socket | None = None
         self.process: ManagedProcess | None = None
         self.pid: int | None = None
-        self.invocations = 0
 
     def start(self, spawn: Callable[[Callable[[], ManagedProcess]], ManagedProcess]) -> None:
         """Start the process (through ``spawn``, on a long-lived thread) and wait for init."""
@@ -122,7 +120,6 @@ class ExecutionEnvironment:
         """Send one event, wait for its reply until ``deadline``; kill the environment on
         a timeout or a broken exchange (it cannot be trusted with another event)."""
         assert self._sock is not None
-        self.invocations += 1
         try:
             send_frame(self._sock, payload, deadline)
             reply = recv_frame(self._sock, deadline)
@@ -243,11 +240,10 @@ class LambdaFunction:
             raise PayloadTooLarge(
                 f"Request must be smaller than {MAX_PAYLOAD_BYTES} bytes for the Invoke operation"
             )
-        env = self._acquire(deadline)
-        if env.invocations == 0:
-            # Lambda's init phase has its own limit: after a cold start the handler still
-            # gets its whole timeout (a wait for a busy environment does count).
-            deadline = time.monotonic() + timeout
+        env, init_s = self._acquire(deadline)
+        # As on Lambda, a cold start's init phase has its own limit (init_timeout_s) and does
+        # not count against the invocation's timeout; a wait for a free environment does.
+        deadline += init_s
         reusable = False
         try:
             context = LambdaContext(
@@ -286,7 +282,7 @@ class LambdaFunction:
 
         def one() -> None:
             try:
-                started.append(self._acquire(deadline))
+                started.append(self._acquire(deadline)[0])
             except BaseException as exc:
                 errors.append(exc)
 
@@ -316,7 +312,8 @@ class LambdaFunction:
         self._spawner.shutdown(wait=True)
 
     # --- the pool --------------------------------------------------------------------------
-    def _acquire(self, deadline: float) -> ExecutionEnvironment:
+    def _acquire(self, deadline: float) -> tuple[ExecutionEnvironment, float]:
+        """A warm environment (and 0), or a new one and the seconds its cold start took."""
         with self._cond:
             while True:
                 if self._closed:
@@ -324,7 +321,7 @@ class LambdaFunction:
                 while self._idle:
                     env = self._idle.pop()
                     if env.alive():
-                        return env
+                        return env, 0.0
                     self._count -= 1  # died while idle (killed from outside): forget it
                     self._live.discard(env)
                 if self._count < self.max_concurrency:
@@ -337,6 +334,7 @@ class LambdaFunction:
                     raise InvokeTimeout(f"no free environment of {self.name} in time")
                 self._cond.wait(remaining)
         env = ExecutionEnvironment(self, index)
+        started = time.monotonic()
         try:
             env.start(lambda popen: self._spawner.submit(popen).result())
         except BaseException:
@@ -347,7 +345,7 @@ class LambdaFunction:
         with self._cond:
             self._live.add(env)
         log.debug("cold start: %s (pid %s)", env.name, env.pid)
-        return env
+        return env, time.monotonic() - started
 
     def _release(self, env: ExecutionEnvironment, reusable: bool) -> None:
         with self._cond:
