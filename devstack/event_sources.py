@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from devstack.constants import LOCAL_REGION
+from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
 from devstack.scheduler import SchedulerPoller
@@ -156,8 +157,15 @@ class StreamPoller(Background):
 
     thread_name = "stream-poller"
 
-    def __init__(self, table_name: str, function: LambdaFunction | Callable[..., Any]) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        function: LambdaFunction | Callable[..., Any],
+        aws: Callable[[str], Any] | None = None,
+    ) -> None:
+        """``aws(service)`` makes the stream's client: the function's role on AWS."""
         self._table = table_name
+        self._aws = aws
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
         self.mapping: StreamMapping | None = None
         self.ready = threading.Event()
@@ -170,7 +178,8 @@ class StreamPoller(Background):
     def _run(self) -> None:
         from pagefleet.runtime import RUNTIME
 
-        streams = RUNTIME.client("dynamodbstreams")
+        streams = (self._aws or RUNTIME.client)("dynamodbstreams")
+        # The mapping's setup (the stream's ARN) is the operator's, as CloudFormation's.
         arn = RUNTIME.client("dynamodb").describe_table(TableName=self._table)["Table"][
             "LatestStreamArn"
         ]
@@ -256,15 +265,26 @@ class EventSources:
         sweeper_interval_s: float,
         schedule_group: str | None = None,
         scheduler_dlq_url: str | None = None,
+        iam: LocalIam | None = None,
     ) -> None:
+        """With ``iam``, each source reads as AWS's would: an event source mapping with its
+        function's role, the Scheduler's dead letters with the Scheduler's role."""
+        iam = iam or LocalIam.off()
         self.sweeper: Timer = sweeper_timer(sweeper_interval_s, functions["sweeper"])
-        self.dead_letters = DeadLetterPoller(dlq_urls, function=functions["dead_letters"])
-        self.stream = StreamPoller(jobs_table, functions["job_changes"])
+        self.dead_letters = DeadLetterPoller(
+            dlq_urls, function=functions["dead_letters"], aws=iam.clients("function/dead_letters")
+        )
+        self.stream = StreamPoller(
+            jobs_table, functions["job_changes"], aws=iam.clients("function/job_changes")
+        )
         self._parts: list[Any] = [self.sweeper, self.dead_letters, self.stream]
         self.scheduler: SchedulerPoller | None = None
         if schedule_group is not None:
             self.scheduler = SchedulerPoller(
-                schedule_group, functions["scheduler"], dlq_url=scheduler_dlq_url
+                schedule_group,
+                functions["scheduler"],
+                dlq_url=scheduler_dlq_url,
+                dead_letter_aws=iam.clients("scheduler"),
             )
             self._parts.append(self.scheduler)
 

@@ -147,9 +147,16 @@ class DeadLetterPoller(Background):
     thread_name = "dlq-poller"
 
     def __init__(
-        self, dlq_urls: dict[str, str], *, wait_s: int = 2, function: LambdaFunction | None = None
+        self,
+        dlq_urls: dict[str, str],
+        *,
+        wait_s: int = 2,
+        function: LambdaFunction | None = None,
+        aws: Callable[[str], Any] | None = None,
     ) -> None:
+        """``aws(service)`` makes the poller's clients: the function's role on AWS."""
         self._urls = dict(dlq_urls)
+        self._aws = aws
         self._function = function or in_process("pagefleet-dead-letters", "dead_letters")
         self._wait = wait_s
         self.handled = 0
@@ -161,7 +168,7 @@ class DeadLetterPoller(Background):
         def handler(event: dict[str, Any], context: Any) -> Any:
             return self._function.invoke(event)
 
-        sqs = RUNTIME.client("sqs")
+        sqs = (self._aws or RUNTIME.client)("sqs")
         arns = {
             url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"

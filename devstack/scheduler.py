@@ -43,8 +43,11 @@ class SchedulerPoller(Background):
         dlq_url: str | None = None,
         clock: Callable[[], float] = time.time,
         tick_s: float = TICK_S,
+        dead_letter_aws: Callable[[str], Any] | None = None,
     ) -> None:
+        """``dead_letter_aws(service)``: the clients of the Scheduler's role (its DLQ)."""
         self._group = group
+        self._dead_letter_aws = dead_letter_aws
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
         self._dlq_url = dlq_url
         self._clock = clock
@@ -136,7 +139,7 @@ class SchedulerPoller(Background):
             return
         from pagefleet.runtime import RUNTIME
 
-        RUNTIME.client("sqs").send_message(
+        (self._dead_letter_aws or RUNTIME.client)("sqs").send_message(
             QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
         )
 

@@ -4,14 +4,18 @@
 
 Each stage goes to ``OUTDIR/<stage>/`` (the worker smoke run reads prod's task definition
 from there), with the deployment's own settings from ``pagefleet.deploy.json`` when it
-exists, as ``cdk deploy`` reads them. A synth fails on any unacknowledged cdk-nag finding;
-cfn-lint must report no error or warning (W3005 aside: CDK adds DependsOn next to GetAtt on
-purpose). The synth's warnings (e.g. prod's alarms with no subscriber) are printed.
+exists, as ``cdk deploy`` reads them, and ``iam-synth.json`` beside the template: its
+principals and the local counterparts of the resources their policies name (the smoke run
+checks every call the worker makes against them, ``devstack.iam``). A synth fails on any
+unacknowledged cdk-nag finding; cfn-lint must report no error or warning (W3005 aside: CDK
+adds DependsOn next to GetAtt on purpose). The synth's warnings (e.g. prod's alarms with no
+subscriber) are printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -19,6 +23,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+IAM_SYNTH = "iam-synth.json"
 
 
 def synth_stage(stage: str, outdir: Path) -> tuple[Path, list[str]]:
@@ -38,7 +43,12 @@ def synth_stage(stage: str, outdir: Path) -> tuple[Path, list[str]]:
         for m in artifact.messages
         if m.level == cxapi.SynthesisMessageLevel.WARNING
     ]
-    return Path(artifact.template_full_path), warnings
+    template = Path(artifact.template_full_path)
+    from devstack.iam.synth import record
+
+    iam = record(stack, json.loads(template.read_text()))
+    (template.parent / IAM_SYNTH).write_text(json.dumps(iam))
+    return template, warnings
 
 
 def lint(template: Path, region: str) -> list[str]:

@@ -85,8 +85,23 @@ def local_up(
         except KeyboardInterrupt:
             console.print("\nstopping…")
         finally:
+            _print_iam(stack)
             stack.stop()
             console.print("stopped")
+
+
+def _print_iam(stack: Any) -> None:
+    """What the local IAM check saw: calls checked, and every call it refused."""
+    from devstack.iam.local import summary
+
+    if not stack.iam.on:
+        return
+    report = stack.iam_report()
+    for denied in report["denied"]:
+        console.print(
+            f"  IAM refused {denied['principal']}: {denied['action']} on {denied['resource']}"
+        )
+    console.print(summary(report))
 
 
 def demo(
