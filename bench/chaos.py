@@ -39,7 +39,7 @@ from rich.table import Table
 from devstack.pollers import scheduled_event
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.chaos.harness import (
     SETTLED,
     ChaosSite,

@@ -14,7 +14,7 @@ from browser_task.worker import Worker
 
 def main() -> int:
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import WorkerSettings
+    from pagefleet.specs.settings import WorkerSettings
 
     try:
         settings = WorkerSettings()

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pagefleet.jobs.hooks import Deferral, JobHooks
-from pagefleet.models import JobMessage, JobRecord
+from pagefleet.jobs.models import JobMessage, JobRecord
 
 
 class LaterHooks:

@@ -39,8 +39,8 @@ from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, ope
 from browser_task.generation import CONTEXT_CLOSE_TIMEOUT_S, BrowserGeneration, BrowserSession
 from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
 from browser_task.warm import RecordingContext, WarmContexts
-from pagefleet.job_options import JobOptions
-from pagefleet.settings import WorkerSettings
+from pagefleet.jobs.options import JobOptions
+from pagefleet.specs.settings import WorkerSettings
 
 log = logging.getLogger("pagefleet.browser")
 

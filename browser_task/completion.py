@@ -18,9 +18,9 @@ from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.models import JobError, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.states import JobStatus
 
 
 class Completion:

@@ -1,6 +1,6 @@
 """Egress guard for a job's browser (SSRF): the URL checks of the worker.
 
-The address rules live in ``pagefleet.egress_policy`` (shared with the webhooks pagefleet
+The address rules live in ``pagefleet.targets.egress_policy`` (shared with the webhooks pagefleet
 sends) and are re-exported here. They are enforced in two places:
 
 - ``browser_task.egress_proxy``: the forwarding proxy every request of Chromium goes
@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from pagefleet.egress_policy import (
+from pagefleet.targets.egress_policy import (
     ALLOWED_SCHEMES,
     METADATA_HOSTNAMES,
     AddressKind,

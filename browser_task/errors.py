@@ -8,7 +8,7 @@ Playwright's own exceptions are classified here, in one place, into those three.
 
 from __future__ import annotations
 
-from pagefleet.models import JobError
+from pagefleet.jobs.models import JobError
 
 
 class JobFailure(Exception):

@@ -39,7 +39,7 @@ from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder, traces
-from pagefleet.resources import DEBUG, ROUTINE
+from pagefleet.specs.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Goto, Paginate, Step, UseSession
 from pagefleet.workflow.templating import references, render
 
@@ -48,7 +48,7 @@ FAILURE_HTML = "failure.html"
 FAILURE_SCREENSHOT_TIMEOUT_MS = 3_000
 DATA_ARTIFACT = "data.json"
 # A cap on what one job may extract. The job record keeps only a small result inline
-# (pagefleet.jobs.limits); a bigger one is read from DATA_ARTIFACT, uploaded below.
+# (pagefleet.jobs.record_size); a bigger one is read from DATA_ARTIFACT, uploaded below.
 MAX_RESULT_BYTES = 256 * 1024
 
 

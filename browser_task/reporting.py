@@ -10,10 +10,10 @@ from browser_task.errors import first_line
 from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter, attempt_usage
-from pagefleet import metrics_names as metric
 from pagefleet.jobs.lifecycle import Outcome, Step, Then
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs import metrics_names as metric
 
 
 def noted(step: Step, log: JobLog, metrics: WorkerMetrics) -> None:

@@ -38,12 +38,12 @@ from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
-from pagefleet.job_options import ProxyOptions
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.models import JobError, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.options import ProxyOptions
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").

@@ -24,7 +24,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from pagefleet import metrics_names as names
+from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
 SERVICE = names.WORKER_SERVICE

@@ -27,8 +27,8 @@ from browser_task.sessions import S3SessionStore, SessionStore
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.secrets import SecretsManagerResolver
-from pagefleet.ports import ArtifactStore, SecretStore
-from pagefleet.settings import WorkerSettings
+from pagefleet.jobs.ports import ArtifactStore, SecretStore
+from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import UsageStore
 
 if TYPE_CHECKING:

@@ -40,18 +40,18 @@ from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource, tenant_data_source
 from browser_task.usage import AttemptMeter
-from pagefleet import metrics_names as metric
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
-from pagefleet.breaker import TENANT
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
-from pagefleet.models import JobRecord
-from pagefleet.ports import ReceivedMessage
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs import metrics_names as metric
+from pagefleet.specs.settings import WorkerSettings
+from pagefleet.targets.breakers import TENANT
 
 # How long a stopping worker waits for outcome writes and message deletes in flight.
 BACKGROUND_GRACE_S = 10.0

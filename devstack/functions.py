@@ -18,8 +18,8 @@ from typing import Any
 from pydantic_settings import BaseSettings
 
 from devstack.lambda_env import LambdaFunction
-from pagefleet.resources import FUNCTION_ENV
-from pagefleet.settings import (
+from pagefleet.specs.resources import FUNCTION_ENV
+from pagefleet.specs.settings import (
     ApiSettings,
     AuthorizerSettings,
     ChangesSettings,

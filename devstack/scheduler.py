@@ -2,7 +2,7 @@
 
 Each tick reads the schedule group's schedules from the embedded Scheduler API, computes
 their fire times with the same evaluator the API uses for ``next_fire_times``
-(``pagefleet.schedule_expr``), and invokes the real scheduler function with the target's
+(``pagefleet.schedules.expressions``), and invokes the real scheduler function with the target's
 input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
 function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ.
 
@@ -23,7 +23,7 @@ from typing import Any
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
-from pagefleet.schedule_expr import InvalidExpression, parse
+from pagefleet.schedules.expressions import InvalidExpression, parse
 
 log = logging.getLogger("devstack")
 

@@ -3,7 +3,7 @@
 ``cdk deploy -c pagefleet:stage=prod`` selects a stage; ``-c pagefleet:overrides='{...}'``
 merges JSON over its defaults (e.g. ``{"alarm_email": "ops@example.com"}``). The data
 resources' own settings (keys, visibility, maxReceiveCount, lifecycle days) are not here:
-they live in ``pagefleet.resources`` so the local stack builds exactly the same ones.
+they live in ``pagefleet.specs.resources`` so the local stack builds exactly the same ones.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.resources import QUEUES, TABLES
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.specs.resources import QUEUES, TABLES
+from pagefleet.specs.tenant_defaults import LimitDefaults
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
 OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"

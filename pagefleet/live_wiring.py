@@ -17,7 +17,7 @@ from pagefleet.adapters.dynamodb.connections import DynamoConnections
 from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.notify import SecretsManagerSigningSecrets
-from pagefleet.settings import (
+from pagefleet.specs.settings import (
     ApiSettings,
     ChangesSettings,
     CoreSettings,
@@ -162,9 +162,9 @@ def webhook_sender(
     import httpx
 
     from pagefleet.adapters.notify import SqsWebhookQueue
-    from pagefleet.egress_policy import EgressPolicy, system_lookup
     from pagefleet.notify.sender import WebhookSender
-    from pagefleet.resources import WEBHOOK_ATTEMPTS
+    from pagefleet.specs.resources import WEBHOOK_ATTEMPTS
+    from pagefleet.targets.egress_policy import EgressPolicy, system_lookup
 
     def build() -> tuple[WebhookSender, SqsWebhookQueue]:
         sender = WebhookSender(

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import boto3
 from botocore.config import Config
 
-from pagefleet.faults import FaultInjector
+from pagefleet.adapters.faults import FaultInjector
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from pydantic_settings import BaseSettings
 
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
-    from pagefleet.breaker import Breakers
     from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.jobs.service import JobServices
-    from pagefleet.schedules import SchedulerMirror, ScheduleStore
-    from pagefleet.settings import CoreSettings
+    from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
+    from pagefleet.specs.settings import CoreSettings
+    from pagefleet.targets.breakers import Breakers
     from pagefleet.tenancy.service import Tenancy
 
 # Standard retry mode backs off on throttling; adaptive would also rate-limit the client.

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-    from pagefleet.settings import CoreSettings
+    from pagefleet.specs.settings import CoreSettings
 
 
 def build_tenancy(db: DynamoDBClient, settings: CoreSettings) -> Tenancy:

@@ -248,7 +248,7 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
     from devstack.constants import aws_env
     from devstack.provision import create_all
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import CoreSettings
+    from pagefleet.specs.settings import CoreSettings
 
     if os.geteuid() != 0:
         raise SmokeFailed("run as root: bwrap mounts the volumes, then drops to the user")
@@ -331,9 +331,9 @@ def _check_job(
     """One job through the sandboxed worker: succeeded, the title extracted, a PNG in S3."""
     import boto3
 
+    from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import get_job, submit_job
-    from pagefleet.models import JobRequest
-    from pagefleet.states import JobStatus
+    from pagefleet.jobs.states import JobStatus
 
     request = JobRequest.model_validate(
         {

@@ -1,4 +1,4 @@
-"""Shared fixtures: a real moto server on loopback, provisioned from pagefleet.resources."""
+"""Shared fixtures: a real moto server on loopback, provisioned from pagefleet.specs.resources."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ from devstack.lambda_env import (
     LambdaFunction,
     PayloadTooLarge,
 )
-from pagefleet.resources import API_STAGE
+from pagefleet.specs.resources import API_STAGE
 
 # API Gateway's default (and, for edge-optimized APIs, maximum) integration timeout.
 INTEGRATION_TIMEOUT_S = 29.0

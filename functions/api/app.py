@@ -23,7 +23,7 @@ from functions.api.routes import (
     workflows,
 )
 from pagefleet.errors import PagefleetError, TooManyRequests
-from pagefleet.metrics_names import TENANT_REFUSALS
+from pagefleet.specs.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
 _AREAS = (jobs, workflows, schedules, stats, admin, domains, meta, live, notifications)

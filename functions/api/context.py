@@ -13,18 +13,18 @@ from aws_lambda_powertools.metrics import EphemeralMetrics
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
-from functions.tracing import function_tracer
-from pagefleet import metrics_names
-from pagefleet.api_models import ErrorBody
+from functions.xray import function_tracer
+from pagefleet.api.contract import ErrorBody
 from pagefleet.errors import Forbidden, Unauthorized
 from pagefleet.runtime import RUNTIME
+from pagefleet.specs import metrics_names
 
 # Imported on first call: the settings (pydantic_settings, dotenv) are read on the first
 # invocation, and the job services' modules come with the first route that asks for them.
 if TYPE_CHECKING:
-    from pagefleet.breaker import Breakers
     from pagefleet.jobs.service import JobServices
-    from pagefleet.settings import ApiSettings
+    from pagefleet.specs.settings import ApiSettings
+    from pagefleet.targets.breakers import Breakers
 
 SERVICE = "pagefleet-api"
 # Nothing here talks to the network at import: the Tracer disables itself outside Lambda
@@ -36,7 +36,7 @@ tracer = function_tracer(SERVICE)
 
 
 def api_settings() -> ApiSettings:
-    from pagefleet.settings import ApiSettings
+    from pagefleet.specs.settings import ApiSettings
 
     return RUNTIME.settings(ApiSettings)
 
@@ -85,7 +85,7 @@ def request_id(router: Router) -> str:
 def respond(
     status: int, model: BaseModel, headers: Mapping[str, str] | None = None
 ) -> Response[str]:
-    """A JSON response serialized through its contract model (``pagefleet.api_models``)."""
+    """A JSON response serialized through its contract model (``pagefleet.api.contract``)."""
     return Response(
         status_code=status,
         content_type="application/json",

@@ -14,8 +14,8 @@ from pagefleet.runtime import RUNTIME
 # route does not build the tenancy services' modules.
 if TYPE_CHECKING:
     from pagefleet.adapters.job_data import AwsJobData
-    from pagefleet.sessions import SessionArchive
     from pagefleet.tenancy.service import Tenancy
+    from pagefleet.tenancy.sessions import SessionArchive
 
 
 def tenancy() -> Tenancy:
@@ -29,7 +29,7 @@ def data() -> AwsJobData:
 
 
 def sessions() -> SessionArchive:
-    from pagefleet.sessions import SessionArchive
+    from pagefleet.tenancy.sessions import SessionArchive
 
     return SessionArchive(RUNTIME.client("s3"), api_settings().artifacts_bucket)
 

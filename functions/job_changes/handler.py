@@ -16,12 +16,12 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
     from pagefleet.jobs.changes import ChangeConsumer, deliver
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import ChangesSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import ChangesSettings
 
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)

@@ -23,12 +23,12 @@ with collector_paused():
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.live_wiring import webhook_sender
     from pagefleet.notify.sender import WebhookMessage, receive_count
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import WebhookSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import WebhookSettings
 
 SERVICE = metrics_names.WEBHOOKS_SERVICE
 logger = Logger(service=SERVICE)

@@ -14,7 +14,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from infra import grants
-from pagefleet.settings import ChangesSettings
+from pagefleet.specs.settings import ChangesSettings
 
 from .alerts import Alerts
 from .job_queues import JobQueues

@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.schedules import Schedule
+from pagefleet.schedules.service import Schedule
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 # A fire retried for up to a day, at most 185 times (the Scheduler's own maximum).

@@ -1,6 +1,6 @@
 """``POST /v1/batches``: up to 100 jobs in one request, each answered on its own.
 
-The results carry the job views of the API's contract (``pagefleet.api_models``), which is
+The results carry the job views of the API's contract (``pagefleet.api.contract``), which is
 why these bodies live beside it and not with the tenancy views.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.api_models import JobView
+from pagefleet.api.contract import JobView
 from pagefleet.jobs.submission import JobSubmission
 
 

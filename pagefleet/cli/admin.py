@@ -76,7 +76,7 @@ def create_key(
     tenants_table: TenantsTable = None,
 ) -> None:
     """Create an API key; the key is shown once."""
-    from pagefleet.tenants import create_api_key
+    from pagefleet.tenancy.api_keys import create_api_key
 
     key, record = create_api_key(_tenant_store(tenants_table), tenant, name=name, admin=admin)
     _audit(tenants_table, "key.created", tenant, record.key_id)
@@ -104,7 +104,7 @@ def revoke_key(
     tenants_table: TenantsTable = None,
 ) -> None:
     """Revoke a key (API Gateway may honour a cached authorization for up to 5 minutes)."""
-    from pagefleet.tenants import revoke_key as revoke
+    from pagefleet.tenancy.api_keys import revoke_key as revoke
 
     revoke(_tenant_store(tenants_table), tenant, key_id)
     _audit(tenants_table, "key.revoked", tenant, key_id)
@@ -118,7 +118,7 @@ def rotate_key(
     tenants_table: TenantsTable = None,
 ) -> None:
     """Issue a new key with the same name and rights, and revoke the old one."""
-    from pagefleet.tenants import rotate_key as rotate
+    from pagefleet.tenancy.api_keys import rotate_key as rotate
 
     key, record = rotate(_tenant_store(tenants_table), tenant, key_id)
     _audit(tenants_table, "key.rotated", tenant, key_id)

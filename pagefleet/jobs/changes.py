@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 log = logging.getLogger("pagefleet.changes")
 

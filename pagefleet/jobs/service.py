@@ -20,11 +20,9 @@ from pagefleet.errors import (
 from pagefleet.jobs import stats
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.lifecycle import Lifecycle
+from pagefleet.jobs.models import JobRecord, JobRequest, iso
 from pagefleet.jobs.planning import Problems, plan_job
-from pagefleet.jobs.rules import MAX_DELAY_S
-from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobRecord, JobRequest, iso
-from pagefleet.ports import (
+from pagefleet.jobs.ports import (
     NO_FILTER,
     SYSTEM_CLOCK,
     ArtifactStore,
@@ -34,7 +32,9 @@ from pagefleet.ports import (
     JobQueue,
     JobStore,
 )
-from pagefleet.states import JobStatus
+from pagefleet.jobs.rules import MAX_DELAY_S
+from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.submission import JobSubmission
 from pagefleet.workflow.versions import WorkflowStore
 
 

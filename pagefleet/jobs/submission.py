@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from pagefleet.errors import InvalidField, NotFound
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest, JobSettings, refuse_deep_blocks
+from pagefleet.jobs.models import JobRequest, JobSettings, refuse_deep_blocks
+from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import Step
 from pagefleet.workflow.versions import WorkflowStore, WorkflowVersion, resolve
 

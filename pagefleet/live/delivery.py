@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pagefleet.jobs.changes import EventsWritten, JobChange
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.live.messages import batch_message, dumps, events_message, fit, status_message
 from pagefleet.live.ports import Connection, ConnectionPoster, Connections
-from pagefleet.ports import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("pagefleet.live")
 

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pagefleet.errors import NotFound, Unauthorized
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
 from pagefleet.live.messages import dumps, error_message, events_message, fit, status_message
 from pagefleet.live.ports import (
     ALL_JOBS,
@@ -26,8 +27,7 @@ from pagefleet.live.ports import (
     SubscriptionLimit,
     Ticket,
 )
-from pagefleet.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
-from pagefleet.tenants import authenticate
+from pagefleet.tenancy.api_keys import authenticate
 
 TICKET_PREFIX = "lt_"
 TICKET_TTL_S = 60

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.errors import InvalidRequest, NotFound
-from pagefleet.models import TenantPolicy
-from pagefleet.ports import SYSTEM_CLOCK, Clock, TenantStore
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, TenantStore
 from pagefleet.pricing import Worker, price_table
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditAction, audit_record

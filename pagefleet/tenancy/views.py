@@ -1,5 +1,5 @@
 """The tenancy routes' response bodies (the API, the OpenAPI document and the client share
-them, as they share ``pagefleet.api_models``)."""
+them, as they share ``pagefleet.api.contract``)."""
 
 from __future__ import annotations
 

@@ -27,10 +27,10 @@ from devstack.loopback import LoopbackServer, serve_on_loopback
 from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
+from pagefleet.adapters.faults import INJECTED
 from pagefleet.errors import NotFound
-from pagefleet.faults import INJECTED
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 # Final for the purpose of "lost": nothing more happens to the job without an operator.
 SETTLED = frozenset(s for s in JobStatus if s.is_final) | {JobStatus.DEAD_LETTERED}

@@ -8,7 +8,7 @@ import pytest
 from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.chaos.harness import (
     ChaosSite,
     aws_fault_env,

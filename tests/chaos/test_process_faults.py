@@ -9,9 +9,9 @@ import pytest
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.breaker import BreakerState, origin_of
 from pagefleet.client import PagefleetClient
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
+from pagefleet.targets.breakers import BreakerState, origin_of
 from tests.chaos.harness import (
     ChaosSite,
     audit,

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.service import JobServices
+from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditRecord
-from pagefleet.tenancy.defaults import LimitDefaults
 from pagefleet.tenancy.gate import TenantGate
 from pagefleet.tenancy.limits import LimitsCache
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult

@@ -17,12 +17,12 @@ from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.resources import queue_key
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.sessions import SessionArchive
-from pagefleet.settings import ApiSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.resources import queue_key
+from pagefleet.specs.settings import ApiSettings
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
+from pagefleet.tenancy.sessions import SessionArchive
 from pagefleet.tenancy.usage import AttemptUsage
 from pagefleet.tenant_runtime import retention_consumer
 from tests.support.api import ApiCaller, HttpResult, caller

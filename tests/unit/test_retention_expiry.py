@@ -10,10 +10,10 @@ from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.hooks import NoHooks
 from pagefleet.jobs.lifecycle import Outcome
+from pagefleet.jobs.models import JobError, JobRecord, TenantPolicy
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import JobError, JobRecord, TenantPolicy
-from pagefleet.states import JobStatus
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy.limits import effective_limits
 from pagefleet.tenancy.retention import RetentionConsumer
 from tests.fakes import FakeClock

@@ -7,7 +7,7 @@ from typing import Any
 
 from browser_task.ahead import LaterHooks
 from pagefleet.jobs.hooks import Deferral
-from pagefleet.models import JobMessage, JobRecord
+from pagefleet.jobs.models import JobMessage, JobRecord
 
 
 class Recorded:

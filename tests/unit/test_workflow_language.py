@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.workflow import Paginate, iter_steps
 
 EVERY_STEP = [

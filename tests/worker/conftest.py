@@ -23,11 +23,11 @@ import pytest
 from browser_task.worker import Worker
 from devstack.loopback import serve_on_loopback
 from devstack.provision import Provisioned, create_all
+from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 
 TENANT = "tenant-a"
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from browser_task.tenant_access import tenant_data_source
-from pagefleet.ports import ArtifactStore
-from pagefleet.states import JobStatus
+from pagefleet.jobs.ports import ArtifactStore
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_job
 
 pytestmark = pytest.mark.e2e

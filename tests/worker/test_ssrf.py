@@ -34,9 +34,9 @@ from browser_task.egress_proxy import (
 )
 from browser_task.errors import FailJob
 from browser_task.executor import run_steps, scheme_guard
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
-from pagefleet.settings import WorkerSettings
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
+from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Extract
 from tests.support.upstream_proxy import upstream_proxy
 

@@ -19,11 +19,11 @@ import pytest
 
 from browser_task.worker import Worker
 from devstack.provision import create_all
+from pagefleet.jobs.models import JobRecord, TenantPolicy
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import JobRecord, TenantPolicy
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 from tests.support.upstream_proxy import upstream_proxy
 from tests.worker.conftest import TENANT, RunningWorker, submit, wait_for_job
 from tests.worker.site_pages import StepSite, all_pages, html, serve

@@ -14,11 +14,11 @@ import pytest
 from browser_task.tenant_access import TenantAccess
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 from tests.worker.conftest import TENANT, RunningWorker, Site, wait_for_job
 
 OTHER = "tenant-b"

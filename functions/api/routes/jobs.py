@@ -19,7 +19,7 @@ from functions.api.context import (
     tenant_id,
 )
 from functions.api.tenancy_context import tenancy
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     ArtifactLink,
     ArtifactList,
     CancelResponse,
@@ -30,10 +30,10 @@ from pagefleet.api_models import (
     ValidationResult,
 )
 from pagefleet.errors import InvalidRequest
+from pagefleet.jobs.ports import JobFilter
+from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
-from pagefleet.ports import JobFilter
-from pagefleet.states import JobStatus
 from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
 from pagefleet.workflow.versions import NAME_PATTERN
 

@@ -11,8 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import api_settings, base_path, documented, respond, services, tenant_id
-from pagefleet import schedules
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     JobView,
     ScheduleList,
     ScheduleRunJob,
@@ -23,7 +22,8 @@ from pagefleet.api_models import (
 from pagefleet.errors import InvalidField, NotFound
 from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
 from pagefleet.runtime import RUNTIME
-from pagefleet.schedules import Schedule, ScheduleChange, ScheduleSpec
+from pagefleet.schedules import service as schedules
+from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
 
 router = Router()
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from functions.api.context import documented, respond, tenant_id
 from functions.api.tenancy_context import actor, sessions, tenancy
 from pagefleet.errors import NotFound
-from pagefleet.sessions import NAME_PATTERN
+from pagefleet.tenancy.sessions import NAME_PATTERN
 from pagefleet.tenancy.views import SessionInfoView, SessionList
 
 # The services are imported by the routes that call them, on first call: a cold start

@@ -21,7 +21,7 @@ from functions.api.context import (
 from functions.api.routes.jobs import CORRELATION_PATTERN, JOB_ID
 from functions.api.tenancy_context import actor, data, tenancy
 from pagefleet.api.batches import BatchItemResult, BatchRequest, BatchResponse
-from pagefleet.api_models import JobView
+from pagefleet.api.contract import JobView
 from pagefleet.errors import PagefleetError, TooManyRequests
 from pagefleet.tenancy.views import (
     Deleted,

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import base_path, documented, respond, services, tenant_id
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     WorkflowDiff,
     WorkflowList,
     WorkflowStored,
@@ -18,7 +18,7 @@ from pagefleet.api_models import (
     WorkflowVersionView,
 )
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
-from pagefleet.job_options import JobOptions
+from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.submission import field_path
 from pagefleet.workflow.versions import (
     NAME_PATTERN,

@@ -10,14 +10,14 @@ from typing import Any
 
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
 from pagefleet.jobs.hooks import NO_HOOKS
+from pagefleet.jobs.models import JobMessage, JobRecord, iso
 from pagefleet.jobs.moves import Step, Then, expired_error
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
     MAX_VISIBILITY_S,
 )
-from pagefleet.models import JobMessage, JobRecord, iso
-from pagefleet.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 
 class LifecycleBase:

@@ -20,10 +20,10 @@ from pydantic import (
     model_validator,
 )
 
-from pagefleet.egress_policy import url_problem
-from pagefleet.job_options import JobOptions
-from pagefleet.resources import POOLS, Priority, queue_key
-from pagefleet.states import JobStatus
+from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.resources import POOLS, Priority, queue_key
+from pagefleet.targets.egress_policy import url_problem
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
     Evaluate,

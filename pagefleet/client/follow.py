@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from pagefleet.jobs.models import JobError
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import RunEvent
-from pagefleet.models import JobError
-from pagefleet.states import JobStatus
 
 PING_EVERY_S = 240.0  # well inside API Gateway's 10-minute idle limit
 RECONNECTS_MAX = 20

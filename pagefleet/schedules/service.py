@@ -17,10 +17,10 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidRequest, NotFound
-from pagefleet.models import new_ulid
-from pagefleet.ports import Clock
-from pagefleet.schedule_expr import InvalidExpression, parse
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import new_ulid
+from pagefleet.jobs.ports import Clock
+from pagefleet.jobs.states import JobStatus
+from pagefleet.schedules.expressions import InvalidExpression, parse
 
 NEXT_FIRE_TIMES = 5
 MAX_SCHEDULES_PER_TENANT = 1000

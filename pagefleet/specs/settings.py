@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pagefleet.breaker import BreakerPolicy
 from pagefleet.pricing import Worker as WorkerShape
-from pagefleet.resources import DEFAULT_POOL, LEASE_SECONDS
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.specs.resources import DEFAULT_POOL, LEASE_SECONDS
+from pagefleet.specs.tenant_defaults import LimitDefaults
+from pagefleet.targets.breakers import BreakerPolicy
 
 ENV_PREFIX = "PAGEFLEET_"
 
