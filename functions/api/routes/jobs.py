@@ -1,4 +1,4 @@
-"""Job routes: submit, read, list, artifacts, cancel."""
+"""Job routes: submit, validate, read, list, artifacts, cancel, usage, delete."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from functions.api.context import (
     services,
     tenant_id,
 )
-from functions.api.tenancy_context import tenancy
+from functions.api.tenancy_context import actor, data, tenancy
 from pagefleet.api.contract import (
     ArtifactLink,
     ArtifactList,
@@ -35,6 +35,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
 from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
+from pagefleet.tenancy.views import Deleted, JobUsage
 from pagefleet.workflow.versions import NAME_PATTERN
 
 # The services are imported by the routes that call them, on first call: a cold start
@@ -246,3 +247,54 @@ def cancel_job(job_id: JOB_ID) -> Response[str]:
     # 202 while a running job is being stopped; 200 once it is cancelled.
     status = 200 if job.status is JobStatus.CANCELLED else 202
     return respond(status, CancelResponse.of(job))
+
+
+@router.get(
+    "/jobs/<job_id>/usage",
+    summary="A job's usage per attempt and its cost",
+    responses=documented({200: ("the job's usage", JobUsage)}, 404),
+    tags=["jobs"],
+)
+def get_job_usage(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service
+    from pagefleet.tenancy import service as tenants
+
+    tenant = tenant_id(router)
+    service.get_job(services(), tenant, job_id)  # another tenant's job: 404
+    usage = tenants.job_usage(tenancy(), tenant, job_id, worker=api_settings().pricing_worker)
+    return respond(200, usage)
+
+
+@router.delete(
+    "/jobs/<job_id>",
+    summary="Delete a job: its record, events and every attempt's artifacts",
+    description=(
+        "Idempotent. A running job is cancelled first: 200 `deleted` once it has stopped, or "
+        "202 `deleting` when it takes longer (the deletion completes as it stops)."
+    ),
+    responses=documented(
+        {200: ("deleted", Deleted), 202: ("cancelled; deleted once stopped", Deleted)}
+    ),
+    tags=["jobs"],
+)
+def delete(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy.retention import delete_job
+
+    tenant = tenant_id(router)
+    done = delete_job(services(), data(), tenant, job_id)
+    tenants.record(
+        tenancy(),
+        actor(router),
+        "job.deleted",
+        tenant_id=tenant,
+        target=job_id,
+        details={"status": done.status, "artifacts": done.artifacts, "items": done.items},
+    )
+    body = Deleted(
+        job_id=job_id,
+        status=done.status,
+        artifacts_deleted=done.artifacts,
+        items_deleted=done.items,
+    )
+    return respond(200 if done.status == "deleted" else 202, body)

@@ -20,7 +20,7 @@ from pagefleet.api.contract import (
     ScheduleView,
 )
 from pagefleet.errors import InvalidField, NotFound
-from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
+from pagefleet.jobs.submission import JobSubmission, resolve_submission
 from pagefleet.runtime import RUNTIME
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
@@ -46,9 +46,7 @@ def _check_job(tenant: str) -> Any:
         try:
             submission = JobSubmission.model_validate(job)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            path = field_path(first.get("loc", ()))
-            raise InvalidField(f"{path}: {first.get('msg', 'invalid')}", field=path) from None
+            raise InvalidField.from_errors(exc.errors()) from None
         resolve_submission(submission, tenant, services().workflows)
 
     return check
