@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from pagefleet.client import PagefleetClient
+from pagefleet.errors import InvalidField
 
 # Exit codes: 0 ok, 1 a job or example did not succeed, 2 bad input, 3 API / service error.
 EXIT_FAILED, EXIT_USAGE, EXIT_SERVICE = 1, 2, 3
@@ -52,13 +53,8 @@ def validation_lines(details: list[dict[str, Any]]) -> list[str]:
 
 
 def pydantic_details(exc: ValidationError) -> list[dict[str, Any]]:
-    out = []
-    for error in exc.errors():
-        path = ""
-        for part in error.get("loc", ()):
-            path += f"[{part}]" if isinstance(part, int) else ("." if path else "") + str(part)
-        out.append({"field": path or "body", "reason": error.get("msg", "invalid")})
-    return out
+    """The problems as the API would list them ({field, reason})."""
+    return list(InvalidField.from_errors(exc.errors()).details["details"])
 
 
 def fail(message: str, code: int) -> NoReturn:
