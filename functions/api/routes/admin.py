@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from functions.api.context import documented, require_admin, respond, services
-from functions.api.tenancy_context import actor, tenancy
+from functions.api.context import actor, documented, require_admin, respond, services, tenancy
 from pagefleet.api.contract import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 

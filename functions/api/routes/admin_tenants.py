@@ -8,9 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from functions.api.context import api_settings, documented, require_admin, respond
+from functions.api.context import actor, api_settings, documented, require_admin, respond, tenancy
 from functions.api.routes.tenant import FROM, TO
-from functions.api.tenancy_context import actor, tenancy
 from pagefleet.tenancy.limits import LimitsChange
 from pagefleet.tenancy.views import AuditPage, TenantsUsage, TenantView
 

@@ -9,9 +9,16 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
 from functions.api import errors
-from functions.api.context import documented, logger, request_id, respond, services, tenant_id
+from functions.api.context import (
+    documented,
+    logger,
+    request_id,
+    respond,
+    services,
+    tenancy,
+    tenant_id,
+)
 from functions.api.routes.jobs import CORRELATION_PATTERN
-from functions.api.tenancy_context import tenancy
 from pagefleet.api.batches import BatchItemResult, BatchRequest, BatchResponse
 from pagefleet.api.contract import JobView
 from pagefleet.errors import TooManyRequests

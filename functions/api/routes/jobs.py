@@ -9,16 +9,18 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 
 from functions.api.context import (
+    actor,
     api_settings,
     base_path,
     documented,
+    job_data,
     logger,
     request_id,
     respond,
     services,
+    tenancy,
     tenant_id,
 )
-from functions.api.tenancy_context import actor, data, tenancy
 from pagefleet.api.contract import (
     ArtifactLink,
     ArtifactList,
@@ -282,7 +284,7 @@ def delete(job_id: JOB_ID) -> Response[str]:
     from pagefleet.tenancy.retention import delete_job
 
     tenant = tenant_id(router)
-    done = delete_job(services(), data(), tenant, job_id)
+    done = delete_job(services(), job_data(), tenant, job_id)
     tenants.record(
         tenancy(),
         actor(router),

@@ -8,8 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from functions.api.context import api_settings, documented, respond, tenant_id
-from functions.api.tenancy_context import tenancy
+from functions.api.context import api_settings, documented, respond, tenancy, tenant_id
 from pagefleet.tenancy.views import TenantView, UsageReport
 
 # The services are imported by the routes that call them, on first call: a cold start
