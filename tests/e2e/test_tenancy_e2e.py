@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from devstack.chaos import kill_worker, wait_until, worker_by_id
 from devstack.loopback import serve_on_loopback
 from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb.codec import deserialize
@@ -25,7 +26,6 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import ApiSettings
 from pagefleet.targets.breakers import BreakerState, origin_of
-from tests.chaos.harness import kill_worker, wait_until, worker_by_id
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
