@@ -14,6 +14,7 @@ sends) and are re-exported here. They are enforced in two places:
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -143,8 +144,6 @@ class EgressGuard:
 
 
 def system_resolver() -> Resolver:
-    import asyncio
-
     async def resolve(host: str) -> list[str]:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
         return sorted({str(info[4][0]) for info in infos})

@@ -20,6 +20,7 @@ from devstack.constants import LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
 from devstack.scheduler import SchedulerPoller
+from pagefleet.runtime import RUNTIME
 
 log = logging.getLogger("devstack")
 
@@ -51,8 +52,6 @@ class StreamPoller(Background):
         super().__init__()
 
     def _run(self) -> None:
-        from pagefleet.runtime import RUNTIME
-
         streams = RUNTIME.client("dynamodbstreams")
         arn = RUNTIME.client("dynamodb").describe_table(TableName=self._table)["Table"][
             "LatestStreamArn"

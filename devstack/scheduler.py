@@ -23,6 +23,7 @@ from typing import Any
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
+from pagefleet.runtime import RUNTIME
 from pagefleet.schedules.expressions import InvalidExpression, parse
 
 log = logging.getLogger("devstack")
@@ -66,8 +67,6 @@ class SchedulerPoller(Background):
 
     def tick(self, now: datetime | None = None) -> int:
         """Fire every schedule due up to ``now`` (default: the clock). Returns the fires."""
-        from pagefleet.runtime import RUNTIME
-
         now = now or datetime.fromtimestamp(self._clock(), UTC)
         client = RUNTIME.client("scheduler")
         fired = 0
@@ -130,8 +129,6 @@ class SchedulerPoller(Background):
     def _dead_letter(self, text: str, stamp: str) -> None:
         if self._dlq_url is None:
             return
-        from pagefleet.runtime import RUNTIME
-
         RUNTIME.client("sqs").send_message(
             QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
         )

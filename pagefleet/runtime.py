@@ -169,6 +169,7 @@ class Runtime:
 
     # --- jobs -----------------------------------------------------------------------------
     def job_services(self, settings: CoreSettings) -> JobServices:
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb import CursorCodec, DynamoJobStore
         from pagefleet.adapters.dynamodb.workflows import DynamoWorkflowStore
         from pagefleet.adapters.s3 import S3ArtifactStore
@@ -177,21 +178,22 @@ class Runtime:
 
         if settings.aws_fault_rate > 0 and self._faults is None:
             self.inject_faults(settings.aws_fault_rate)
-        db = self.client("dynamodb")
-        return self._per(
-            "jobs",
-            settings,
-            lambda: JobServices.of(
+
+        def build() -> JobServices:
+            db = self.client("dynamodb")
+            return JobServices.of(
                 DynamoJobStore(db, settings.jobs_table),
                 SqsJobQueue(self.client("sqs"), settings.queue_urls),
                 S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
                 CursorCodec(),
                 workflows=DynamoWorkflowStore(db, settings.jobs_table),
                 hooks=self.tenancy(settings).gate,
-            ),
-        )
+            )
+
+        return self._per("jobs", settings, build)
 
     def breakers(self, settings: CoreSettings) -> Breakers:
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 
         return self._per(
@@ -202,6 +204,7 @@ class Runtime:
 
     def event_store(self, jobs_table: str) -> DynamoEventStore:
         """Run events: the worker writes them, the API lists them."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.events import DynamoEventStore
 
         return self._once(
@@ -210,6 +213,7 @@ class Runtime:
 
     def job_data(self, settings: CoreSettings) -> AwsJobData:
         """A job's record, events and artifacts as one (deletion, retention)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.job_data import AwsJobData
 
         db, s3 = self.client("dynamodb"), self.client("s3")
@@ -217,6 +221,7 @@ class Runtime:
 
     def session_archive(self, settings: CoreSettings) -> SessionArchive:
         """The tenants' saved login sessions (the API lists and deletes them)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.tenancy.sessions import SessionArchive
 
         bucket = settings.artifacts_bucket
@@ -224,6 +229,7 @@ class Runtime:
 
     def schedules(self, settings: CoreSettings) -> tuple[ScheduleStore, SchedulerMirror]:
         """Schedule records and their EventBridge Scheduler mirror (the stage's group)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget
         from pagefleet.errors import NotConfigured
 
@@ -243,6 +249,7 @@ class Runtime:
 
     def schedule_store(self, settings: CoreSettings) -> ScheduleStore:
         """Schedule records (the scheduler function fires them without the mirror)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
 
         return self._once(
@@ -252,6 +259,7 @@ class Runtime:
 
     # --- tenants --------------------------------------------------------------------------
     def tenant_store(self, tenants_table: str) -> DynamoTenantStore:
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb import DynamoTenantStore
 
         return self._once(
@@ -260,6 +268,7 @@ class Runtime:
         )
 
     def audit_log(self, tenants_table: str) -> DynamoAuditLog:
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
 
         return self._once(
@@ -269,6 +278,7 @@ class Runtime:
 
     def tenancy(self, settings: CoreSettings) -> Tenancy:
         """Tenant limits, counters, audit and usage (the lifecycle's hooks among them)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.job_store import DynamoJobStore
         from pagefleet.adapters.dynamodb.tenant_counters import (
             DynamoTenantCounters,
@@ -303,6 +313,7 @@ class Runtime:
         """What reacts to job changes (the jobs stream's one reader calls each in turn):
         dependants released, expiry set, and live delivery, webhooks and EventBridge events
         as far as the settings configure them."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.connections import DynamoConnections
         from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
         from pagefleet.adapters.live import ApiGatewayPoster
@@ -344,6 +355,7 @@ class Runtime:
 
     def live_services(self, settings: LiveSettings) -> LiveServices:
         """What the WebSocket routes and the idle reaper use (``functions/live``)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb import DynamoJobStore
         from pagefleet.adapters.dynamodb.connections import DynamoConnections
         from pagefleet.adapters.live import ApiGatewayPoster
@@ -366,6 +378,7 @@ class Runtime:
 
     def signing_secrets(self, stage: str) -> SecretsManagerSigningSecrets:
         """The tenants' webhook signing secrets (the API, the sender, the CLI)."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.notify import SecretsManagerSigningSecrets
 
         return self._once(
@@ -375,6 +388,7 @@ class Runtime:
 
     def live_api(self, settings: ApiSettings) -> LiveApi:
         """What the API's live and notification routes use."""
+        # imported when first built: a cold start imports only what it builds
         from pagefleet.adapters.dynamodb.connections import DynamoConnections
         from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
 

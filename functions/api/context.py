@@ -7,6 +7,7 @@ environment, on first use).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -132,8 +133,6 @@ def respond(
 
 
 def json_document(status: int, document: Mapping[str, Any]) -> Response[str]:
-    import json
-
     return Response(
         status_code=status,
         content_type="application/json",

@@ -28,7 +28,7 @@ JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
     tags=["admin"],
 )
 def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
-    from pagefleet.jobs import sweeper
+    from pagefleet.jobs import sweeper  # first call: cold start
 
     require_admin(router)
     jobs = sweeper.list_dead_letters(services(), limit=limit)
@@ -42,8 +42,8 @@ def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Resp
     tags=["admin"],
 )
 def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
-    from pagefleet.jobs import sweeper
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.jobs import sweeper  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     if request.jobs is None:

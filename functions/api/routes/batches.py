@@ -45,8 +45,8 @@ def create_batch(
         str | None, Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN)
     ] = None,
 ) -> Response[str]:
-    from pagefleet.tenancy import admission
-    from pagefleet.tenancy.admission import BatchItem
+    from pagefleet.tenancy import admission  # first call: cold start
+    from pagefleet.tenancy.admission import BatchItem  # first call: cold start
 
     tenant = tenant_id(router)
     correlation = x_correlation_id or request_id(router)

@@ -86,7 +86,7 @@ def create_job(
         Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN),
     ] = None,
 ) -> Response[str]:
-    from pagefleet.tenancy import admission
+    from pagefleet.tenancy import admission  # first call: cold start
 
     tenant = tenant_id(router)
     webhook = request.notify.webhook if request.notify else None
@@ -140,7 +140,7 @@ def validate_job(
         ),
     ] = None,
 ) -> Response[str]:
-    from pagefleet.jobs.planning import validate_body
+    from pagefleet.jobs.planning import validate_body  # first call: cold start
 
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object: a job request", field="body")
@@ -162,7 +162,7 @@ def validate_job(
     tags=["jobs"],
 )
 def get_job(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     job = service.get_job(services(), tenant_id(router), job_id)
     return respond(200, JobView.of(job))
@@ -200,7 +200,7 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     page_max = api_settings().page_size_max
     if limit > page_max:
@@ -220,7 +220,7 @@ def list_jobs(
     tags=["jobs"],
 )
 def list_artifacts(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     ttl = api_settings().presign_ttl_seconds
     tenant = tenant_id(router)
@@ -243,7 +243,7 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def cancel_job(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     job = service.cancel_job(services(), tenant_id(router), job_id)
     # 202 while a running job is being stopped; 200 once it is cancelled.
@@ -258,8 +258,8 @@ def cancel_job(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def get_job_usage(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.jobs import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     tenant = tenant_id(router)
     service.get_job(services(), tenant, job_id)  # another tenant's job: 404
@@ -280,8 +280,8 @@ def get_job_usage(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def delete(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
-    from pagefleet.tenancy.retention import delete_job
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+    from pagefleet.tenancy.retention import delete_job  # first call: cold start
 
     tenant = tenant_id(router)
     done = delete_job(services(), job_data(), tenant, job_id)

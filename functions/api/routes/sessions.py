@@ -53,7 +53,7 @@ def get_session(name: NAME) -> Response[str]:
     tags=["sessions"],
 )
 def delete_session(name: NAME) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     tenant = tenant_id(router)
     existed = session_archive().delete(tenant, name)

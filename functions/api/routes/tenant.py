@@ -27,7 +27,7 @@ TO = Annotated[str | None, Query(alias="to", pattern=DAY, description="last day,
     tags=["tenant"],
 )
 def get_tenant() -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     return respond(200, tenants.tenant_view(tenancy(), tenant_id(router)))
 
@@ -40,7 +40,7 @@ def get_tenant() -> Response[str]:
     tags=["tenant"],
 )
 def get_usage(first: FROM = None, last: TO = None) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     report = tenants.usage_report(
         tenancy(),
