@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,7 +96,6 @@ class WorkerMetrics:
         self._main = self._new()
         self._by_status: dict[str, EphemeralMetrics] = {}
         self._pending = False
-        self._last_flush = time.monotonic()
 
     def _new(self, **dimensions: str) -> EphemeralMetrics:
         metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
@@ -131,7 +129,6 @@ class WorkerMetrics:
         self._pending = True
 
     def flush(self) -> None:
-        self._last_flush = time.monotonic()
         if not self._pending:
             return
         self._pending = False

@@ -265,15 +265,6 @@ def final_entries(record: JobRecord) -> list[Any]:
     return [a for a in record.attempts if a.status is not None and a.status.is_final]
 
 
-def results_of(record: JobRecord) -> int:
-    """How many final results a job has: final attempt entries, or the one final move that
-    has no attempt entry (cancel / expiry / sweeper before or between attempts)."""
-    entries = len(final_entries(record))
-    if entries:
-        return entries
-    return 1 if record.status in SETTLED else 0
-
-
 @dataclass
 class Audit:
     """What the records say about a set of jobs."""

@@ -47,7 +47,6 @@ class StreamPoller(Background):
     def __init__(self, table_name: str, function: LambdaFunction | Callable[..., Any]) -> None:
         self._table = table_name
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
-        self.delivered = 0
         self.ready = threading.Event()
         super().__init__()
 
@@ -104,14 +103,12 @@ class StreamPoller(Background):
             result = self._invoke(stream_event(batch, arn))
             failures = (result or {}).get("batchItemFailures") or []
             if not failures:
-                self.delivered += len(batch)
                 return
             first = str(failures[0].get("itemIdentifier"))
             at = next(
                 (i for i, r in enumerate(batch) if r["dynamodb"].get("SequenceNumber") == first),
                 0,
             )
-            self.delivered += at
             batch = batch[at:]
             self._stop.wait(1)
         log.error("job_changes failed a batch %s times; dropping it", STREAM_MAX_RETRIES)

@@ -26,7 +26,6 @@ from pagefleet.specs.resources import POOLS, Priority, queue_key
 from pagefleet.targets.egress_policy import url_problem
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
-    Evaluate,
     Paginate,
     Step,
     Upload,
@@ -220,9 +219,6 @@ class JobRequest(JobSettings):
         """Names of the secrets this job references (resolved only in the worker)."""
         found = references([s.model_dump() for s in self.steps] + [self.options.model_dump()])
         return {name for namespace, name in found if namespace == "secrets"}
-
-    def uses_evaluate(self) -> bool:
-        return any(isinstance(step, Evaluate) for _, step in iter_steps(self.steps))
 
 
 class Artifact(BaseModel):
