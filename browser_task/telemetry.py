@@ -23,6 +23,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from pagefleet.jobs.lifecycle import Step, Then
 from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
@@ -142,3 +143,13 @@ class WorkerMetrics:
             while True:
                 await asyncio.sleep(self._interval)
                 self.flush()
+
+
+def noted(step: Step, log: JobLog, metrics: WorkerMetrics) -> None:
+    """Log (and count) what the lifecycle did with a message it did not let us run."""
+    if step.status is not None:
+        metrics.job_finished(step.status.value, 0.0)
+    if step.then is Then.LEAVE:
+        log.warning("message left for redelivery", reason=step.reason)
+    else:
+        log.info("message handled without running", then=step.then.value, reason=step.reason)

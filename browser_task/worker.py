@@ -31,11 +31,10 @@ from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
-from browser_task.reporting import noted
 from browser_task.run_events import RunEvents, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.task_protection import TaskProtection
-from browser_task.telemetry import JobLog, WorkerMetrics
+from browser_task.telemetry import JobLog, WorkerMetrics, noted
 from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
