@@ -74,8 +74,8 @@ async def bare_loop(
         environment,
         sandbox_enabled,
     )
-    from pagefleet.job_options import JobOptions
-    from pagefleet.settings import WorkerSettings
+    from pagefleet.jobs.options import JobOptions
+    from pagefleet.specs.settings import WorkerSettings
 
     settings = WorkerSettings(
         jobs_table="-",

@@ -36,7 +36,7 @@ from rich.table import Table
 from bench.common import bare_loop, workflow
 from devstack.embedded_aws import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
-from pagefleet.states import FINAL_STATES, JobStatus
+from pagefleet.jobs.states import FINAL_STATES, JobStatus
 
 TARGET_RATIO = 0.95
 TARGET_WARM_RATIO = 1.2

@@ -55,7 +55,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import python, python_env
-from pagefleet.resources import FUNCTION_ENV
+from pagefleet.specs.resources import FUNCTION_ENV
 
 HANDLERS = (
     "functions.api.handler",
@@ -68,8 +68,8 @@ FLOOR = (
     "from aws_lambda_powertools.event_handler import APIGatewayRestResolver"
 )
 # What every function's Powertools Tracer adds (each handler module makes one at import):
-# the X-Ray SDK and, in Lambda, the patching of botocore (``functions.tracing``).
-TRACER = "; from functions.tracing import function_tracer; function_tracer('floor')"
+# the X-Ray SDK and, in Lambda, the patching of botocore (``functions.xray``).
+TRACER = "; from functions.xray import function_tracer; function_tracer('floor')"
 # What the Lambda runtime sets that the imports react to (the X-Ray SDK, the Tracer,
 # botocore), and what the stack sets for every function (``FUNCTION_ENV``); the credentials
 # are fake: nothing may call AWS at import.

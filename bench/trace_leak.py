@@ -37,7 +37,7 @@ from browser_task.chromium import (
     sandbox_enabled,
 )
 from browser_task.tracing import TraceRecorder
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings
 
 PAGE = "<ul>" + "".join(f"<li>item {n}</li>" for n in range(20)) + "</ul>"
 SIDES = ("close only", "worker")

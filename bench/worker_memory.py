@@ -104,10 +104,10 @@ def run_platform(
     site: str, jobs: int, concurrency: int, interval: float, log_dir: Path
 ) -> MemoryRun:
     from devstack.provision import create_all
+    from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import submit_job
-    from pagefleet.models import JobRequest
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import WorkerSettings, to_env
+    from pagefleet.specs.settings import WorkerSettings, to_env
 
     res = create_all(
         RUNTIME.client("dynamodb"),

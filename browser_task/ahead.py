@@ -32,15 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pagefleet.jobs.hooks import Deferral, JobHooks
-from pagefleet.models import JobMessage, JobRecord
+from pagefleet.jobs.models import JobMessage, JobRecord
 
 
 class LaterHooks:
     """``JobHooks`` whose ``after_claim`` runs through ``later`` (e.g. an executor's submit)."""
 
     def __init__(self, hooks: JobHooks, later: Callable[..., Future[Any]]) -> None:
-        # A second worker on the same services (tests) wraps the hooks, not the wrapper.
-        self.hooks: JobHooks = hooks.hooks if isinstance(hooks, LaterHooks) else hooks
+        self.hooks = hooks
         self._later = later
 
     def before_claim(self, message: JobMessage) -> Deferral | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 
 from browser_task.errors import FailJob, RetryJob, first_line
-from pagefleet.models import Artifact
-from pagefleet.ports import ArtifactStore
-from pagefleet.resources import ROUTINE
+from pagefleet.jobs.models import Artifact
+from pagefleet.jobs.ports import ArtifactStore
+from pagefleet.specs.resources import ROUTINE
 
 
 def human_size(size: float) -> str:

@@ -1,4 +1,4 @@
-"""The worker's side of the per-origin circuit breakers (``pagefleet.breaker``).
+"""The worker's side of the per-origin circuit breakers (``pagefleet.targets.breakers``).
 
 Admissions of closed origins are cached for a moment per tenant and outcomes are added up
 per origin and tenant and written once a second, so the breakers cost a few DynamoDB calls
@@ -18,8 +18,8 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.telemetry import logger
-from pagefleet.breaker import Admission, Breakers, BreakerState, origin_of
-from pagefleet.models import JobError, JobRecord
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.targets.breakers import Admission, Breakers, BreakerState, origin_of
 from pagefleet.workflow import Goto, iter_steps
 from pagefleet.workflow.templating import render
 

@@ -39,8 +39,8 @@ from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, ope
 from browser_task.generation import CONTEXT_CLOSE_TIMEOUT_S, BrowserGeneration, BrowserSession
 from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
 from browser_task.warm import RecordingContext, WarmContexts
-from pagefleet.job_options import JobOptions
-from pagefleet.settings import WorkerSettings
+from pagefleet.jobs.options import JobOptions
+from pagefleet.specs.settings import WorkerSettings
 
 log = logging.getLogger("pagefleet.browser")
 
@@ -380,10 +380,6 @@ class BrowserPool:
     async def _reap(self, generation: BrowserGeneration) -> None:
         """Kill and wait for whatever is left of this browser's process tree."""
         await asyncio.to_thread(kill_tree, generation)
-
-    def browser_rss_bytes(self) -> int:
-        """RSS of every live browser's process tree (sampled now), for metrics and benches."""
-        return sum(remember_tree(g) for g in list(self._generations))
 
     async def close(self) -> None:
         await self.warm.close_all()

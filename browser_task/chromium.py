@@ -28,7 +28,7 @@ from pathlib import Path
 
 from playwright.async_api import Playwright
 
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings
 
 # Debian's /usr/bin/chromium is a shell wrapper that exports Google API keys (turning on
 # sign-in and other Google services) and adds switches of its own (remote extensions, GPU

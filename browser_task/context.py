@@ -11,9 +11,9 @@ from playwright.async_api import FrameLocator, Page
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserSession
 from browser_task.egress import EgressGuard
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
-from pagefleet.ports import SecretStore
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.ports import SecretStore
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
 
@@ -26,13 +26,6 @@ if TYPE_CHECKING:
 
 # Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret.
 SecretsResolver = SecretStore
-
-
-class NoSecrets:
-    """A resolver with no secrets at all (tools and tests that need none)."""
-
-    async def resolve(self, tenant_id: str, name: str) -> str | None:
-        return None
 
 
 @dataclass

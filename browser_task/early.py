@@ -29,8 +29,8 @@ from browser_task.browser import BrowserPool, BrowserSession, ContextSetup
 from browser_task.egress import EgressGuard
 from browser_task.executor import scheme_guard
 from browser_task.tracing import TraceRecorder, traces
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import UseSession
 from pagefleet.workflow.templating import references
 

@@ -1,6 +1,6 @@
 """Egress guard for a job's browser (SSRF): the URL checks of the worker.
 
-The address rules live in ``pagefleet.egress_policy`` (shared with the webhooks pagefleet
+The address rules live in ``pagefleet.targets.egress_policy`` (shared with the webhooks pagefleet
 sends) and are re-exported here. They are enforced in two places:
 
 - ``browser_task.egress_proxy``: the forwarding proxy every request of Chromium goes
@@ -14,6 +14,7 @@ sends) and are re-exported here. They are enforced in two places:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 from collections.abc import Awaitable, Callable
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from browser_task.egress_http import POLICY, SCHEME, UNRESOLVED
-from pagefleet.egress_policy import (
+from pagefleet.targets.egress_policy import (
     ALLOWED_SCHEMES,
     METADATA_HOSTNAMES,
     AddressKind,
@@ -168,8 +169,6 @@ class EgressGuard:
 
 
 def system_resolver() -> Resolver:
-    import asyncio
-
     async def resolve(host: str) -> list[str]:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
         return sorted({str(info[4][0]) for info in infos})

@@ -28,7 +28,7 @@ from browser_task.egress import EgressGuard, RefusalSink, normalize_host
 from browser_task.egress_http import POLICY
 from browser_task.egress_proxy import Decision
 from browser_task.telemetry import JobLog, WorkerMetrics
-from pagefleet import metrics_names as names
+from pagefleet.specs import metrics_names as names
 
 MESSAGE = "egress refused"
 # How long an unclear refusal waits for the browser's report of the request behind it.

@@ -23,8 +23,8 @@ from browser_task.errors import (
 from browser_task.sessions import SessionStore, StorageState
 from browser_task.steps import session
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import Evaluate, Paginate, Step, UseSession, iter_steps
 from pagefleet.workflow.templating import mask_secrets, references, render
 

@@ -1,6 +1,6 @@
 """Receiving from a pool's queues: high priority first, without starving the rest.
 
-SQS has no priorities, so a pool has a queue per priority (``pagefleet.resources``). A slot
+SQS has no priorities, so a pool has a queue per priority (``pagefleet.specs.resources``). A slot
 that wants a job first short-polls the queues in priority order (high, normal, low), except
 that a queue passed over for several jobs in a row gets the first look (normal after
 NORMAL_FIRST - 1 jobs, low after LOW_FIRST - 1), so a flood of high jobs cannot starve the
@@ -25,8 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from pagefleet.ports import JobQueue, ReceivedMessage
-from pagefleet.resources import queues_of_pool
+from pagefleet.jobs.ports import JobQueue, ReceivedMessage
+from pagefleet.specs.resources import queues_of_pool
 
 # The normal queue is looked at first after NORMAL_FIRST - 1 jobs taken without looking at
 # it, the low queue after LOW_FIRST - 1.

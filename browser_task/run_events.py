@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import (
     LABEL_MAX_CHARS,
     TEXT_MAX_CHARS,
@@ -35,7 +36,6 @@ from pagefleet.live.events import (
     now_iso,
 )
 from pagefleet.live.ports import EventStore
-from pagefleet.models import JobRecord
 
 log = logging.getLogger("browser_task.run_events")
 

@@ -21,10 +21,10 @@ from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
-from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
+from browser_task.egress_http import Refused
 from browser_task.egress_log import EgressLog, TrackedJob
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
-from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
+from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
 from browser_task.executor import (
     capture_failure_artifacts,
     describe,
@@ -39,12 +39,12 @@ from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.errors import LeaseLost
-from pagefleet.job_options import ProxyOptions
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.models import JobError, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.options import ProxyOptions
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").
@@ -53,16 +53,6 @@ CANCEL_POLL_S = 1.0
 
 def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
     return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
-
-
-def proxy_refused(refused: Refused) -> JobFailure:
-    """The job's proxy could not be used at all (checked before any browser work)."""
-    if refused.kind in (UNREACHABLE, UNRESOLVED):
-        return RetryJob(refused.reason, kind="proxy_failed")
-    return FailJob(
-        f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
-        kind="egress_refused",
-    )
 
 
 class JobRunner:

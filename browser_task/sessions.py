@@ -1,4 +1,4 @@
-"""Saved login sessions as the worker uses them: ``pagefleet.sessions`` in threads.
+"""Saved login sessions as the worker uses them: ``pagefleet.tenancy.sessions`` in threads.
 
 Where and how sessions are kept (per tenant, encrypted, expiring) is the core's
 ``SessionArchive``; the worker reaches it through the job's tenant-scoped credentials
@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from pagefleet.sessions import MAX_SESSION_BYTES, SessionArchive, StorageState, session_key
+from pagefleet.tenancy.sessions import MAX_SESSION_BYTES, SessionArchive, StorageState, session_key
 
 __all__ = [
     "MAX_SESSION_BYTES",

@@ -21,7 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 
 from browser_task.artifacts import ArtifactCollector
 from browser_task.errors import FailJob
-from pagefleet.resources import DEBUG, ROUTINE
+from pagefleet.specs.resources import DEBUG, ROUTINE
 
 TRACE_ARTIFACT = "trace.zip"
 TRACE_STOP_TIMEOUT_S = 15.0

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.models import JobRecord, iso
+from pagefleet.jobs.models import JobRecord, iso
 from pagefleet.tenancy.usage import UNNAMED, AttemptUsage, day_of
 
 

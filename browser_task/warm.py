@@ -28,8 +28,8 @@ from typing import Any
 from playwright.async_api import BrowserContext, Page
 
 from browser_task.generation import BrowserGeneration
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import SaveSession, UseSession, iter_steps
 
 log = logging.getLogger("pagefleet.browser")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from devstack.gateway.events import HttpRequest, HttpResponse, gateway_error
-from pagefleet.console_site import (
+from pagefleet.specs.console_site import (
     CONFIG_FILE,
     CONSOLE_DIR,
     CONSOLE_PATH,
@@ -22,7 +22,7 @@ from pagefleet.console_site import (
     SiteConfig,
     content_security_policy,
 )
-from pagefleet.resources import API_STAGE
+from pagefleet.specs.resources import API_STAGE
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}

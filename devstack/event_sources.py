@@ -24,7 +24,8 @@ from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
 from devstack.scheduler import SchedulerPoller
-from pagefleet.resources import JOBS_STREAM_FILTERS
+from pagefleet.runtime import RUNTIME
+from pagefleet.specs.resources import JOBS_STREAM_FILTERS
 
 log = logging.getLogger("devstack")
 
@@ -176,8 +177,6 @@ class StreamPoller(Background):
         return self.mapping.delivered if self.mapping else 0
 
     def _run(self) -> None:
-        from pagefleet.runtime import RUNTIME
-
         streams = (self._aws or RUNTIME.client)("dynamodbstreams")
         # The mapping's setup (the stream's ARN) is the operator's, as CloudFormation's.
         arn = RUNTIME.client("dynamodb").describe_table(TableName=self._table)["Table"][

@@ -20,8 +20,8 @@ from pydantic_settings import BaseSettings
 
 from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
-from pagefleet.resources import FUNCTION_ENV
-from pagefleet.settings import (
+from pagefleet.specs.resources import FUNCTION_ENV
+from pagefleet.specs.settings import (
     ApiSettings,
     AuthorizerSettings,
     ChangesSettings,

@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
+from pagefleet.runtime import RUNTIME
 
 log = logging.getLogger("devstack")
 
@@ -163,8 +164,6 @@ class DeadLetterPoller(Background):
         super().__init__()
 
     def _run(self) -> None:
-        from pagefleet.runtime import RUNTIME
-
         def handler(event: dict[str, Any], context: Any) -> Any:
             return self._function.invoke(event)
 

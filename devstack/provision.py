@@ -1,4 +1,4 @@
-"""Create pagefleet's tables, queues and bucket from pagefleet.resources (local stack, tests).
+"""Create pagefleet's tables, queues and bucket from pagefleet.specs.resources (local stack, tests).
 
 The CDK constructs build from the same specs; tests/infra checks that both agree.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
-from pagefleet.resources import (
+from pagefleet.specs.resources import (
     ARTIFACTS_BUCKET,
     QUEUES,
     SCHEDULER,

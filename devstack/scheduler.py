@@ -2,7 +2,7 @@
 
 Each tick reads the schedule group's schedules from the embedded Scheduler API, computes
 their fire times with the same evaluator the API uses for ``next_fire_times``
-(``pagefleet.schedule_expr``), and invokes the real scheduler function with the target's
+(``pagefleet.schedules.expressions``), and invokes the real scheduler function with the target's
 input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
 function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ. A
 one-time schedule with ``ActionAfterCompletion: DELETE`` is deleted after its fire.
@@ -24,7 +24,8 @@ from typing import Any
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
-from pagefleet.schedule_expr import InvalidExpression, parse
+from pagefleet.runtime import RUNTIME
+from pagefleet.schedules.expressions import InvalidExpression, parse
 
 log = logging.getLogger("devstack")
 
@@ -70,8 +71,6 @@ class SchedulerPoller(Background):
 
     def tick(self, now: datetime | None = None) -> int:
         """Fire every schedule due up to ``now`` (default: the clock). Returns the fires."""
-        from pagefleet.runtime import RUNTIME
-
         now = now or datetime.fromtimestamp(self._clock(), UTC)
         client = RUNTIME.client("scheduler")
         fired = 0
@@ -137,8 +136,6 @@ class SchedulerPoller(Background):
     def _dead_letter(self, text: str, stamp: str) -> None:
         if self._dlq_url is None:
             return
-        from pagefleet.runtime import RUNTIME
-
         (self._dead_letter_aws or RUNTIME.client)("sqs").send_message(
             QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
         )

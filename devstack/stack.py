@@ -48,10 +48,10 @@ from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
-from pagefleet.console_site import CONSOLE_PATH
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import ApiSettings, WorkerSettings, to_env
-from pagefleet.tenants import create_api_key
+from pagefleet.specs.console_site import CONSOLE_PATH
+from pagefleet.specs.settings import ApiSettings, WorkerSettings, to_env
+from pagefleet.tenancy.api_keys import create_api_key
 
 log = logging.getLogger("devstack")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pagefleet.resources import JOB_ROLE_LOCAL_NAME, TENANT_SESSION_TAG
+from pagefleet.specs.resources import JOB_ROLE_LOCAL_NAME, TENANT_SESSION_TAG
 
 TRUST = {
     "Version": "2012-10-17",

@@ -7,7 +7,7 @@ not committed; ``pagefleet.deploy.example.json`` is), read on every synth, so no
 command drops them. ``-c pagefleet:deployFile=PATH`` reads another one. ``-c
 pagefleet:overrides='{...}'`` merges JSON over both, for one deploy only. The data
 resources' own settings (keys, visibility, maxReceiveCount, lifecycle days) are not here:
-they live in ``pagefleet.resources`` so the local stack builds exactly the same ones.
+they live in ``pagefleet.specs.resources`` so the local stack builds exactly the same ones.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.resources import QUEUES, TABLES
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.specs.resources import QUEUES, TABLES
+from pagefleet.specs.tenant_defaults import LimitDefaults
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
 OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic_settings import BaseSettings
 
-from pagefleet.settings import env_names
+from pagefleet.specs.settings import env_names
 
 
 def settings_env(settings_cls: type[BaseSettings], **values: str) -> dict[str, str]:

@@ -205,7 +205,7 @@ def run_smoke(
     from devstack.iam.local import LocalIam, summary
     from devstack.provision import create_all
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import CoreSettings
+    from pagefleet.specs.settings import CoreSettings
 
     if os.geteuid() != 0:
         raise SmokeFailed("run as root: bwrap mounts the volumes, then drops to the user")
@@ -297,9 +297,9 @@ def _check_job(
     """One job through the sandboxed worker: succeeded, the title extracted, a PNG in S3."""
     import boto3
 
+    from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import get_job, submit_job
-    from pagefleet.models import JobRequest
-    from pagefleet.states import JobStatus
+    from pagefleet.jobs.states import JobStatus
 
     request = JobRequest.model_validate(
         {

@@ -1,5 +1,5 @@
-"""Shared fixtures: a real moto server on loopback, provisioned from pagefleet.resources;
-and how the suites run (tests/support/suites.py)."""
+"""Shared fixtures: a real moto server on loopback, provisioned from
+pagefleet.specs.resources; and how the suites run (tests/support/suites.py)."""
 
 from __future__ import annotations
 

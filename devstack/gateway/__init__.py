@@ -33,7 +33,7 @@ from devstack.gateway.rest import (
 )
 from devstack.gateway.server import READ_TIMEOUT_S, App, LocalGateway
 from devstack.lambda_env import LambdaFunction
-from pagefleet.resources import API_STAGE
+from pagefleet.specs.resources import API_STAGE
 
 # infra/constructs/api.py deploys the REST API to this stage.
 STAGE_NAME = API_STAGE

@@ -40,7 +40,7 @@ from devstack.lambda_env import (
     LambdaFunction,
     PayloadTooLarge,
 )
-from pagefleet.resources import API_STAGE
+from pagefleet.specs.resources import API_STAGE
 
 # API Gateway's default (and, for edge-optimized APIs, maximum) integration timeout.
 INTEGRATION_TIMEOUT_S = 29.0
@@ -214,7 +214,3 @@ class RestApi:
         if self.authorizer_ttl_s > 0:
             with self._cache_lock:
                 self._cache[token] = (self._clock() + self.authorizer_ttl_s, policy)
-
-    def flush_authorizer_cache(self) -> None:
-        with self._cache_lock:
-            self._cache.clear()

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from devstack.iam.policy import Request
-from pagefleet.resources import TABLES
+from pagefleet.specs.resources import TABLES
 
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/[^/]+/([^/]+)/([^/]+)/aws4_request")
 

@@ -22,7 +22,7 @@ from typing import Any
 from browser_task.tenant_access import TenantAccess, TenantData
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.adapters.secrets import secret_id
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.usage import AttemptUsage
 
 _REFUSED = ("AccessDenied", "not authorized")

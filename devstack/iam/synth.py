@@ -43,7 +43,7 @@ def local_counterparts(stack: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """(logical id -> local resource, role logical id -> principal name) of a built stack."""
     from devstack.iam.book import LOCAL_WEBSOCKET_API
     from infra.grants import logical_id
-    from pagefleet.resources import (
+    from pagefleet.specs.resources import (
         ARTIFACTS_BUCKET,
         CONNECTIONS_TABLE,
         JOB_ROLE_LOCAL_NAME,

@@ -9,7 +9,7 @@ from functions.cold_start import collector_paused
 with collector_paused():
     from functions.api.app import app
     from functions.api.context import api_settings, logger, metrics, tracer
-    from functions.api.events import BodyRefused, normalise
+    from functions.api.request_body import BodyRefused, normalise
     from functions.lambda_context import lambda_entry
 
 # The client's X-Correlation-Id, else API Gateway's request id. API Gateway keeps the

@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
-from pagefleet.resources import API_STAGE
+from pagefleet.specs.resources import API_STAGE
 
 _DOCUMENTS: dict[int, dict[str, Any]] = {}
 TITLE = "pagefleet API"

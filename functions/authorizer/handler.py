@@ -15,12 +15,12 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.errors import Unauthorized
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import AuthorizerSettings
-    from pagefleet.tenants import authenticate
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import AuthorizerSettings
+    from pagefleet.tenancy.api_keys import authenticate
 
 SERVICE = "pagefleet-authorizer"
 logger = Logger(service=SERVICE)

@@ -18,13 +18,13 @@ with collector_paused():
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.adapters.sqs import parse_message
-    from pagefleet.jobs.recovery import mark_dead_lettered
     from pagefleet.jobs.service import JobServices
+    from pagefleet.jobs.sweeper import mark_dead_lettered
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import CoreSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import CoreSettings
 
 SERVICE = metrics_names.DEAD_LETTERS_SERVICE
 logger = Logger(service=SERVICE)

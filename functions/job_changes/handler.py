@@ -19,12 +19,12 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.adapters.dynamodb.stream import read_records
     from pagefleet.jobs.changes import ChangeConsumer, deliver_in_order
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import ChangesSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import ChangesSettings
 
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)

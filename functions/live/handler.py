@@ -17,15 +17,14 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
+    from functions.xray import function_tracer
     from pagefleet.errors import Unauthorized
     from pagefleet.live import service
     from pagefleet.live.messages import error_message
     from pagefleet.live.service import LiveServices
-    from pagefleet.live_wiring import live_services
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import LiveSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import LiveSettings
 
 SERVICE = "pagefleet-live"
 logger = Logger(service=SERVICE)
@@ -35,7 +34,7 @@ CORRELATION_ID_PATH = "requestContext.requestId"
 
 
 def services() -> LiveServices:
-    return live_services(RUNTIME, RUNTIME.settings(LiveSettings))
+    return RUNTIME.live_services(RUNTIME.settings(LiveSettings))
 
 
 def _header(event: dict[str, Any], name: str) -> str | None:

@@ -17,14 +17,15 @@ with collector_paused():
     from pydantic import BaseModel, ConfigDict, Field
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names, schedules
+    from functions.xray import function_tracer
     from pagefleet.errors import NotFound
     from pagefleet.jobs.service import submit_job
+    from pagefleet.jobs.states import JobStatus
     from pagefleet.jobs.submission import JobSubmission
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import CoreSettings
-    from pagefleet.states import JobStatus
+    from pagefleet.schedules import service as schedules
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import CoreSettings
 
 SERVICE = "pagefleet-scheduler"
 logger = Logger(service=SERVICE)

@@ -13,12 +13,13 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names, schedules
-    from pagefleet.jobs.recovery import sweep
+    from functions.xray import function_tracer
     from pagefleet.jobs.service import JobServices
+    from pagefleet.jobs.sweeper import sweep
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import CoreSettings
+    from pagefleet.schedules import service as schedules
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import CoreSettings
 
 SERVICE = "pagefleet-sweeper"
 logger = Logger(service=SERVICE)

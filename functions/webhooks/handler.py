@@ -23,12 +23,11 @@ with collector_paused():
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
     from functions.lambda_context import lambda_entry
-    from functions.tracing import function_tracer
-    from pagefleet import metrics_names
-    from pagefleet.live_wiring import webhook_sender
+    from functions.xray import function_tracer
     from pagefleet.notify.sender import WebhookMessage, receive_count
     from pagefleet.runtime import RUNTIME
-    from pagefleet.settings import WebhookSettings
+    from pagefleet.specs import metrics_names
+    from pagefleet.specs.settings import WebhookSettings
 
 SERVICE = metrics_names.WEBHOOKS_SERVICE
 logger = Logger(service=SERVICE)
@@ -43,7 +42,7 @@ class RetryLater(Exception):
 
 def record_handler(record: SQSRecord) -> str:
     settings = RUNTIME.settings(WebhookSettings)
-    sender, queue = webhook_sender(RUNTIME, settings)
+    sender, queue = RUNTIME.webhook_sender(settings)
     message = WebhookMessage.parse(record.body)
     attempt = receive_count(record.raw_event)
     result = sender.send(message, attempt=attempt)
@@ -76,7 +75,7 @@ def record_handler(record: SQSRecord) -> str:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
-    webhook_sender(RUNTIME, RUNTIME.settings(WebhookSettings))  # built once (a warm-up too)
+    RUNTIME.webhook_sender(RUNTIME.settings(WebhookSettings))  # built once (a warm-up too)
     if not event.get("Records"):
         return {"batchItemFailures": []}
     return process_partial_response(

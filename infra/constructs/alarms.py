@@ -28,7 +28,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StageConfig
-from pagefleet import metrics_names as m
+from pagefleet.specs import metrics_names as m
 
 from .alerts import Alerts
 from .browser_workers import BrowserWorkers

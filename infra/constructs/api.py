@@ -24,8 +24,8 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge
-from pagefleet.resources import API_STAGE, DEFAULT_POOL
-from pagefleet.settings import ApiSettings, AuthorizerSettings
+from pagefleet.specs.resources import API_STAGE, DEFAULT_POOL
+from pagefleet.specs.settings import ApiSettings, AuthorizerSettings
 
 from .api_account import ApiGatewayAccount
 from .api_firewall import ApiFirewall

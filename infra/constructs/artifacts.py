@@ -1,7 +1,7 @@
 """Artifacts bucket: private, TLS only, encrypted, lifecycle by retention class.
 
 Artifacts carry the object tag ``retention`` (routine | debug); one expiration rule per
-class comes from ``pagefleet.resources.ARTIFACTS_BUCKET``, so debug artifacts outlive
+class comes from ``pagefleet.specs.resources.ARTIFACTS_BUCKET``, so debug artifacts outlive
 routine ones and the local stack applies the same rules.
 """
 
@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.nag import acknowledge
-from pagefleet.resources import ARTIFACTS_BUCKET
+from pagefleet.specs.resources import ARTIFACTS_BUCKET
 
 
 class ArtifactsBucket(Construct):

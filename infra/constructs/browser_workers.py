@@ -38,8 +38,8 @@ from infra import grants
 from infra.config import PoolConfig, StageConfig
 from infra.nag import acknowledge, resource_text
 from infra.runtime_env import settings_env
-from pagefleet.metrics_names import NAMESPACE, WORKER_SERVICE
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.metrics_names import NAMESPACE, WORKER_SERVICE
+from pagefleet.specs.settings import WorkerSettings
 
 from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues, PoolQueue

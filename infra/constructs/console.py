@@ -32,7 +32,12 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
-from pagefleet.console_site import CONFIG_FILE, CONSOLE_DIR, SiteConfig, content_security_policy
+from pagefleet.specs.console_site import (
+    CONFIG_FILE,
+    CONSOLE_DIR,
+    SiteConfig,
+    content_security_policy,
+)
 
 from .api import STAGE_NAME as API_STAGE
 from .api import Api

@@ -8,7 +8,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from infra import grants
-from pagefleet.settings import CoreSettings
+from pagefleet.specs.settings import CoreSettings
 
 from .job_queues import JobQueues
 from .job_store import JobStore

@@ -16,8 +16,8 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from infra import grants
-from pagefleet.resources import JOBS_STREAM_FILTERS
-from pagefleet.settings import ChangesSettings
+from pagefleet.specs.resources import JOBS_STREAM_FILTERS
+from pagefleet.specs.settings import ChangesSettings
 
 from .alerts import Alerts
 from .job_queues import JobQueues

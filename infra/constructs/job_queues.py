@@ -1,6 +1,6 @@
 """Job queues: per worker pool one SQS queue per priority, each with its DLQ and an age alarm.
 
-Built from ``pagefleet.resources.QUEUES``: the visibility timeout is the lease, the
+Built from ``pagefleet.specs.resources.QUEUES``: the visibility timeout is the lease, the
 redrive's maxReceiveCount and the retention periods come from the same spec the local
 stack uses. The DLQs' alarms are the alarms construct's, like every other DLQ's.
 """
@@ -14,7 +14,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from pagefleet.resources import QUEUES, QueueSpec
+from pagefleet.specs.resources import QUEUES, QueueSpec
 
 from .alerts import Alerts
 

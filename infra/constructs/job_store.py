@@ -1,4 +1,4 @@
-"""Job store: the DynamoDB tables, built from ``pagefleet.resources`` table specs."""
+"""Job store: the DynamoDB tables, built from ``pagefleet.specs.resources`` table specs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from pagefleet.resources import JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE, KeyAttr, TableSpec
+from pagefleet.specs.resources import JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE, KeyAttr, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 

@@ -36,8 +36,8 @@ from pydantic_settings import BaseSettings
 
 from infra.nag import acknowledge
 from infra.runtime_env import settings_env
-from pagefleet.metrics_names import NAMESPACE
-from pagefleet.resources import FUNCTION_ENV
+from pagefleet.specs.metrics_names import NAMESPACE
+from pagefleet.specs.resources import FUNCTION_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_14

@@ -30,8 +30,8 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
-from pagefleet.resources import CONNECTIONS_TABLE
-from pagefleet.settings import ApiSettings, ChangesSettings, LiveSettings
+from pagefleet.specs.resources import CONNECTIONS_TABLE
+from pagefleet.specs.settings import ApiSettings, ChangesSettings, LiveSettings
 
 from .alerts import Alerts
 from .api_account import ApiGatewayAccount

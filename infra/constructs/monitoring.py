@@ -1,7 +1,8 @@
 """Monitoring: the dashboard ops watch and the alarms that page them.
 
 Queue figures come from SQS, worker figures from the worker's EMF metrics
-(``pagefleet.metrics_names``), task counts from Container Insights, API figures from API Gateway.
+(``pagefleet.specs.metrics_names``), task counts from Container Insights, API figures from
+API Gateway.
 The queues' age alarms live with the queues and the operational alarms (functions, tasks,
 tables, sweeper, dead letters) in ``alarms``; this adds failure rate per pool and API 5xx,
 and shows every alarm's state. Every alarm notifies the alerts topic.
@@ -14,7 +15,7 @@ from aws_cdk import aws_cloudwatch as cw
 from constructs import Construct
 
 from infra.config import StageConfig
-from pagefleet import metrics_names as m
+from pagefleet.specs import metrics_names as m
 
 from .alerts import Alerts
 from .api import Api

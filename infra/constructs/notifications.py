@@ -19,8 +19,8 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
-from pagefleet.resources import WEBHOOK_QUEUE
-from pagefleet.settings import ChangesSettings, WebhookSettings
+from pagefleet.specs.resources import WEBHOOK_QUEUE
+from pagefleet.specs.settings import ChangesSettings, WebhookSettings
 
 from .job_store import JobStore
 from .lambda_factory import LambdaFactory, sqs_visibility_for
@@ -49,7 +49,7 @@ class Notifications(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         assert WEBHOOK_QUEUE.visibility_timeout_s == sqs_visibility_for(TIMEOUT_S), (
-            "pagefleet.resources.WEBHOOK_QUEUE's visibility must be 6 x the sender's timeout"
+            "pagefleet.specs.resources.WEBHOOK_QUEUE's visibility must be 6 x the sender's timeout"
         )
         self.dlq = sqs.Queue(
             self,

@@ -16,7 +16,7 @@ from constructs import Construct
 
 from infra import grants
 from infra.nag import acknowledge, resource_text
-from pagefleet.settings import CoreSettings
+from pagefleet.specs.settings import CoreSettings
 
 from .alerts import Alerts
 from .job_queues import JobQueues

@@ -28,8 +28,8 @@ from constructs import Construct
 
 from infra import grants
 from infra.nag import acknowledge, resource_text
-from pagefleet.metrics_names import API_SERVICE, NAMESPACE, TENANT_REFUSALS
-from pagefleet.resources import TENANT_SESSION_TAG
+from pagefleet.specs.metrics_names import API_SERVICE, NAMESPACE, TENANT_REFUSALS
+from pagefleet.specs.resources import TENANT_SESSION_TAG
 
 from .alerts import Alerts
 from .artifacts import ArtifactsBucket

@@ -18,7 +18,7 @@ from pagefleet.adapters.dynamodb.codec import (
     update_job_if,
 )
 from pagefleet.adapters.dynamodb.events import EVENTS_PREFIX, counter_sk
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

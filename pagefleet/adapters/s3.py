@@ -7,8 +7,8 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from pagefleet.models import Artifact
-from pagefleet.resources import ARTIFACTS_BUCKET, ROUTINE
+from pagefleet.jobs.models import Artifact
+from pagefleet.specs.resources import ARTIFACTS_BUCKET, ROUTINE
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

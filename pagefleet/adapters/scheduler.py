@@ -17,8 +17,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.schedule_expr import parse
-from pagefleet.schedules import Schedule
+from pagefleet.schedules.expressions import parse
+from pagefleet.schedules.service import Schedule
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 # A fire retried for up to a day, at most 185 times (the Scheduler's own maximum).

@@ -16,9 +16,9 @@ from rich.markup import escape
 from pagefleet.cli import render
 from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, api_client, console
 from pagefleet.client import PagefleetClient
-from pagefleet.follow import FollowItem, StatusUpdate
+from pagefleet.client.follow import FollowItem, StatusUpdate
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType, RunEvent
-from pagefleet.states import JobStatus
 
 EXIT_BY_STATUS = {
     JobStatus.SUCCEEDED: 0,

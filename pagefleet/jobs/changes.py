@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 log = logging.getLogger("pagefleet.changes")
 
@@ -89,14 +89,6 @@ class ChangeConsumer(Protocol):
     def handle(self, changes: Sequence[JobChange]) -> None: ...
 
 
-class BatchConsumer(ChangeConsumer, Protocol):
-    """A consumer that also takes the run events written in the batch."""
-
-    def handle_batch(
-        self, changes: Sequence[JobChange], events: Sequence[EventsWritten]
-    ) -> None: ...
-
-
 def deliver(
     changes: Sequence[JobChange],
     consumers: Sequence[ChangeConsumer],
@@ -106,6 +98,7 @@ def deliver(
     failed: list[str] = []
     for consumer in consumers:
         try:
+            # A consumer with ``handle_batch(changes, events)`` takes the run events too.
             with_events = getattr(consumer, "handle_batch", None)
             if with_events is not None:
                 with_events(changes, events)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from pagefleet.models import JobMessage, JobRecord
+from pagefleet.jobs.models import JobMessage, JobRecord
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pagefleet.models import Artifact, JobError, JobMessage, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.states import JobStatus
 
 
 class Then(StrEnum):

@@ -6,8 +6,8 @@ The store adapters and the lifecycle read these; nothing else restates them.
 from __future__ import annotations
 
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 # SQS delays are whole seconds and clocks differ a little: a retry may start this early.
 RETRY_DUE_SLACK_S = 2

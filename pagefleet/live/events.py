@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 
 class EventType(StrEnum):

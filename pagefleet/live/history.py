@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pagefleet.jobs.ports import JobStore
 from pagefleet.live.ports import EventStore
-from pagefleet.ports import JobStore
 
 PAGE_MAX = 1000
 

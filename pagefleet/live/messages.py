@@ -18,8 +18,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import ended
-from pagefleet.models import JobRecord
 
 MESSAGE_MAX_BYTES = 120 * 1024
 

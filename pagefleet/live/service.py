@@ -9,6 +9,7 @@ events since its ``after`` and then the job's status.
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pagefleet.errors import NotFound, Unauthorized
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
 from pagefleet.live.messages import dumps, error_message, events_message, fit, status_message
 from pagefleet.live.ports import (
     ALL_JOBS,
@@ -26,8 +28,7 @@ from pagefleet.live.ports import (
     SubscriptionLimit,
     Ticket,
 )
-from pagefleet.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
-from pagefleet.tenants import authenticate
+from pagefleet.tenancy.api_keys import authenticate
 
 TICKET_PREFIX = "lt_"
 TICKET_TTL_S = 60
@@ -120,8 +121,6 @@ def connect(
 
 
 def _parse(body: str | None) -> Subscribe | dict[str, Any]:
-    import json
-
     try:
         return Subscribe.model_validate(json.loads(body or "{}"))
     except (ValueError, ValidationError) as exc:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
+from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import ended, events_expire_at
-from pagefleet.models import JobRecord
 from pagefleet.notify.ports import Deliveries, EventBus
 from pagefleet.notify.webhooks import delivery_id
 

@@ -6,9 +6,9 @@ public (loopback only where the deployment allows it: local development).
 
 from __future__ import annotations
 
-from pagefleet import egress_policy
-from pagefleet.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
 from pagefleet.errors import InvalidRequest
+from pagefleet.targets import egress_policy
+from pagefleet.targets.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
 
 
 def lookup(host: str) -> list[str]:

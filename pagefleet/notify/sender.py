@@ -19,17 +19,17 @@ from typing import Any
 
 import httpx
 
-from pagefleet.egress_policy import (
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.notify.ports import Deliveries, DeliveryAttempt, SigningSecrets
+from pagefleet.notify.signing import HEADER, sign
+from pagefleet.notify.webhooks import EVENT_NAME
+from pagefleet.targets.egress_policy import (
     CheckedTarget,
     EgressPolicy,
     EgressRefused,
     SyncResolver,
     check_url,
 )
-from pagefleet.notify.ports import Deliveries, DeliveryAttempt, SigningSecrets
-from pagefleet.notify.signing import HEADER, sign
-from pagefleet.notify.webhooks import EVENT_NAME
-from pagefleet.ports import SYSTEM_CLOCK, Clock
 
 USER_AGENT = "pagefleet-webhooks/1"
 ERROR_MAX_CHARS = 300

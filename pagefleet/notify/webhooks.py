@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
+from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import ended, events_expire_at
-from pagefleet.models import JobRecord
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
 
 EVENT_NAME = "job.finished"

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimited
 from pagefleet.jobs import service
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.jobs.service import JobServices, Submitted
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobRequest
-from pagefleet.ports import SYSTEM_CLOCK, Clock
 from pagefleet.tenancy.bucket import Bucket, Spend, answer
 from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import CounterView, TenantCounters, UnstartedJobs

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.models import iso, new_ulid
+from pagefleet.jobs.models import iso, new_ulid
 
 # Kept for 400 days (a year and a bit, for a yearly review), then expired by DynamoDB's TTL.
 AUDIT_RETENTION_DAYS = 400

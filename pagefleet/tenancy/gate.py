@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 from pagefleet.errors import NotFound
 from pagefleet.jobs.hooks import Deferral
-from pagefleet.models import JobMessage, JobRecord
-from pagefleet.ports import JobStore
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobMessage, JobRecord
+from pagefleet.jobs.ports import JobStore
+from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import TenantCounters
 

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.models import TenantPolicy
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.specs.tenant_defaults import LimitDefaults
 
 DAY_S = 86_400
 # A job's length as the backlog spreading assumes it (short, so a freed slot never waits

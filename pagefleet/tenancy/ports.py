@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.usage import AttemptUsage, UsageRow
 

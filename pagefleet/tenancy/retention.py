@@ -23,9 +23,9 @@ from typing import Protocol
 
 from pagefleet.errors import JobNotCancellable, NotFound
 from pagefleet.jobs.changes import JobChange
+from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.limits import TenantLimits
 
 log = logging.getLogger("pagefleet.tenancy")

@@ -1,7 +1,7 @@
 """What the API and the CLI do with tenants: show and set limits, audit, report usage.
 
 Every function takes the ``Tenancy`` it works with (built once per process by
-``pagefleet.tenant_runtime``); nothing here reads the environment or talks to AWS on import.
+``pagefleet.runtime``); nothing here reads the environment or talks to AWS on import.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.errors import InvalidRequest, NotFound
-from pagefleet.models import TenantPolicy
-from pagefleet.ports import SYSTEM_CLOCK, Clock, TenantStore
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, TenantStore
 from pagefleet.pricing import Worker, price_table
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditAction, audit_record

@@ -1,5 +1,5 @@
 """The tenancy routes' response bodies (the API, the OpenAPI document and the client share
-them, as they share ``pagefleet.api_models``)."""
+them, as they share ``pagefleet.api.contract``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.api_models import JobView
-from pagefleet.jobs.submission import JobSubmission
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.usage import UsageRow
@@ -151,32 +149,3 @@ class Deleted(_View):
     status: str = Field(description="deleted | deleting")
     artifacts_deleted: int = 0
     items_deleted: int = 0
-
-
-class BatchItemResult(_View):
-    index: int
-    status: int = Field(description="as the job alone would have been answered: 202, 409, 429...")
-    job_id: str | None = None
-    replayed: bool = False
-    job: JobView | None = None
-    error: dict[str, Any] | None = None
-
-
-class BatchResponse(_View):
-    accepted: int
-    results: list[BatchItemResult]
-
-
-class BatchJob(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    job: JobSubmission
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=255)
-
-
-class BatchRequest(BaseModel):
-    """``POST /v1/batches``: up to 100 jobs, each with its own Idempotency-Key."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-    jobs: list[BatchJob] = Field(min_length=1, max_length=100)

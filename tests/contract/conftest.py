@@ -14,7 +14,7 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+from pagefleet.specs.settings import CoreSettings
 from tests.fakes import FakeClock, fake_services
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.breaker import SHARED, TENANT, BreakerPolicy, Breakers, BreakerState
 from pagefleet.runtime import RUNTIME
+from pagefleet.targets.breakers import SHARED, TENANT, BreakerPolicy, Breakers, BreakerState
 from tests.fakes.breakers import FakeBreakers
 
 POLICY = BreakerPolicy(window_s=60, min_requests=4, failure_rate=0.5, cooldown_s=30)

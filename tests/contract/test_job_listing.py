@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from pagefleet.jobs import listing
+from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import iso, utcnow
-from pagefleet.ports import JobFilter
-from pagefleet.states import JobStatus
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
 STEPS = [

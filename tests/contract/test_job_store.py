@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
+from pagefleet.jobs.models import AttemptRecord, JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import AttemptRecord, JobRequest, iso, utcnow
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
 
@@ -130,7 +130,7 @@ def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
 
 def test_a_retry_cannot_start_before_its_backoff(svc: JobServices) -> None:
     from pagefleet.errors import RetryNotDue
-    from pagefleet.models import JobError
+    from pagefleet.jobs.models import JobError
 
     job = submit_job(svc, "t", REQUEST).job
     _claim(svc, job.job_id, "w1")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import IdempotencyConflict, IllegalTransition, NotFound
+from pagefleet.jobs.models import AttemptRecord, JobError, JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import AttemptRecord, JobError, JobRequest, iso, utcnow
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
 NOW = 2_000_000_000

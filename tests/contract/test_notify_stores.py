@@ -11,7 +11,7 @@ from pagefleet.adapters.notify import SecretsManagerSigningSecrets
 from pagefleet.notify.ports import Deliveries, DeliveryAttempt, NotifyDefaults, SigningSecrets
 from pagefleet.notify.signing import SECRET_PREFIX
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeSigningSecrets
 
 LATER = 1_900_000_000

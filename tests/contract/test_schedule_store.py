@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from devstack.provision import Provisioned
-from pagefleet import schedules
 from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
 from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget, mirror_name
 from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.schedules import ScheduleChange, ScheduleRun, ScheduleSpec, ScheduleStore
-from pagefleet.states import JobStatus
+from pagefleet.schedules import service as schedules
+from pagefleet.schedules.service import ScheduleChange, ScheduleRun, ScheduleSpec, ScheduleStore
 from tests.fakes import FakeClock
 from tests.fakes.schedules import FakeMirror, FakeScheduleStore
 

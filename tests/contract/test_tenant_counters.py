@@ -13,10 +13,10 @@ from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
 from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters, DynamoUnstartedJobs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.bucket import Bucket
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage

@@ -16,12 +16,18 @@ from pagefleet.adapters.dynamodb.deliveries import DynamoNotifyDefaults
 from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters
 from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
-from pagefleet.models import TenantPolicy
-from pagefleet.ports import TenantStore
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.ports import TenantStore
 from pagefleet.runtime import RUNTIME
+from pagefleet.tenancy.api_keys import (
+    authenticate,
+    create_api_key,
+    hash_api_key,
+    revoke_key,
+    rotate_key,
+)
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.usage import AttemptUsage
-from pagefleet.tenants import authenticate, create_api_key, hash_api_key, revoke_key, rotate_key
 from tests.fakes import FakeTenantStore
 from tests.fakes.notify import FakeNotifyDefaults
 from tests.fakes.tenancy import FakeAuditLog, FakeTenantCounters, FakeUsageStore

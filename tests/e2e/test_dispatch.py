@@ -11,7 +11,7 @@ import pytest
 
 from devstack.stack import LocalStack
 from pagefleet.client import Job, PagefleetClient
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

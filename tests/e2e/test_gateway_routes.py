@@ -22,7 +22,7 @@ import pytest
 
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import PagefleetClient
-from pagefleet.resources import API_STAGE, DEFAULT_POOL
+from pagefleet.specs.resources import API_STAGE, DEFAULT_POOL
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e]

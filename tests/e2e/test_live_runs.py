@@ -28,7 +28,7 @@ from devstack.event_sources import STREAM_BATCHING_WINDOW_S
 from devstack.live_parts import LiveOptions
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
-from pagefleet.follow import StatusUpdate
+from pagefleet.client.follow import StatusUpdate
 from pagefleet.live.events import RunEvent, epoch_of_iso
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME

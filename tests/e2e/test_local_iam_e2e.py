@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from devstack.stack import LocalStack
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
+from devstack.chaos import kill_worker, wait_until, worker_by_id
 from devstack.loopback import serve_on_loopback
 from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb.codec import deserialize
-from pagefleet.breaker import BreakerState, origin_of
 from pagefleet.client import ApiError, Job, PagefleetClient
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import ApiSettings
-from pagefleet.states import JobStatus
-from tests.chaos.harness import kill_worker, wait_until, worker_by_id
+from pagefleet.specs.settings import ApiSettings
+from pagefleet.targets.breakers import BreakerState, origin_of
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

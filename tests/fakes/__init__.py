@@ -1,4 +1,4 @@
-"""In-memory implementations of the core's ports (``pagefleet.ports``).
+"""In-memory implementations of the core's ports (``pagefleet.jobs.ports``).
 
 They enforce the same conditions as the AWS adapters (``tests/contract`` holds both to one
 suite), so lifecycle decisions are tested in milliseconds without moto or Chromium.
@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.adapters.s3 import artifact_key
+from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
+from pagefleet.jobs.models import Artifact, TenantPolicy
+from pagefleet.jobs.ports import ApiKeyRecord
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import Artifact, TenantPolicy
-from pagefleet.ports import ApiKeyRecord
-from pagefleet.resources import ROUTINE
+from pagefleet.specs.resources import ROUTINE
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.queue import FakeQueue, ReceiptHandleInvalid
 from tests.fakes.workflows import FakeWorkflowStore
@@ -105,16 +106,17 @@ class FakeSecrets:
         return self.values.get((tenant_id, name))
 
 
-def fake_services(clock: FakeClock | None = None) -> JobServices:
-    """Job services wired to in-memory fakes sharing one clock."""
+def fake_services(clock: FakeClock | None = None, *, hooks: JobHooks = NO_HOOKS) -> JobServices:
+    """Job services wired to in-memory fakes sharing one clock (and the lifecycle's hooks)."""
     clock = clock or FakeClock()
-    return JobServices(
-        store=FakeJobStore(),
-        queue=FakeQueue(clock),
-        artifacts=FakeArtifactStore(),
-        cursors=CursorCodec(),
+    return JobServices.of(
+        FakeJobStore(),
+        FakeQueue(clock),
+        FakeArtifactStore(),
+        CursorCodec(),
         clock=clock,
         workflows=FakeWorkflowStore(),
+        hooks=hooks,
     )
 
 

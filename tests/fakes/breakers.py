@@ -8,7 +8,7 @@ import builtins
 import threading
 from dataclasses import dataclass, field
 
-from pagefleet.breaker import (
+from pagefleet.targets.breakers import (
     SHARED,
     TENANT,
     Admission,

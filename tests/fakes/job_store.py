@@ -23,10 +23,10 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.listing import fill_page
+from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
-from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.ports import NO_FILTER, IdempotencyRecord, JobFilter
-from pagefleet.states import JobStatus, sources_of
+from pagefleet.jobs.states import JobStatus, sources_of
 
 
 @dataclass

@@ -12,9 +12,9 @@ import threading
 from dataclasses import dataclass, field
 
 from pagefleet.adapters.sqs import parse_message
-from pagefleet.models import JobMessage
-from pagefleet.ports import Clock, ReceivedMessage
-from pagefleet.resources import MAX_RECEIVE_COUNT
+from pagefleet.jobs.models import JobMessage
+from pagefleet.jobs.ports import Clock, ReceivedMessage
+from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 
 
 class ReceiptHandleInvalid(Exception):

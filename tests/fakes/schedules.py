@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from pagefleet.errors import NotFound
-from pagefleet.schedules import Schedule, ScheduleRun
+from pagefleet.schedules.service import Schedule, ScheduleRun
 
 
 class FakeScheduleStore:

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.service import JobServices
+from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditRecord
-from pagefleet.tenancy.defaults import LimitDefaults
 from pagefleet.tenancy.gate import TenantGate
 from pagefleet.tenancy.limits import LimitsCache
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
@@ -203,13 +203,8 @@ def fake_tenancy(
     counters = FakeTenantCounters()
     limits = LimitsCache(policies, defaults or LimitDefaults(), ttl_s=0)
     gate = TenantGate(counters, limits, store)
-    svc = JobServices(
-        store=store,
-        queue=FakeQueue(clock),
-        artifacts=FakeArtifactStore(),
-        cursors=CursorCodec(),
-        clock=clock,
-        hooks=gate,
+    svc = JobServices.of(
+        store, FakeQueue(clock), FakeArtifactStore(), CursorCodec(), clock=clock, hooks=gate
     )
     tenancy = Tenancy(
         policies=policies,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pagefleet import metrics_names as m
+from pagefleet.specs import metrics_names as m
 
 from .helpers import logical_id
 

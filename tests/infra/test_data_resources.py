@@ -1,11 +1,11 @@
-"""Job store, queues and artifacts bucket: built from pagefleet.resources, as specified."""
+"""Job store, queues and artifacts bucket: built from pagefleet.specs.resources, as specified."""
 
 from __future__ import annotations
 
 import pytest
 from aws_cdk.assertions import Match
 
-from pagefleet.resources import ARTIFACTS_BUCKET, QUEUES, TABLES
+from pagefleet.specs.resources import ARTIFACTS_BUCKET, QUEUES, TABLES
 
 from .helpers import logical_id
 

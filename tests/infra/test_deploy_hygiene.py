@@ -124,7 +124,7 @@ def _consumers(synth) -> list[tuple[str, int, str]]:  # type: ignore[no-untyped-
         window = mapping.get("MaximumBatchingWindowInSeconds", 0)
         # AWS: six times the function timeout plus the batching window.
         out.append((source, 6 * function["Timeout"] + window, mapping["FunctionName"]["Ref"]))
-    from pagefleet.settings import WorkerSettings
+    from pagefleet.specs.settings import WorkerSettings
 
     heartbeat = WorkerSettings.model_fields["heartbeat_seconds"].default
     for pool in synth.stack.workers.pools.values():

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match
 
-from pagefleet.settings import (
+from pagefleet.specs.settings import (
     ApiSettings,
     AuthorizerSettings,
     ChangesSettings,
@@ -116,7 +116,7 @@ def test_code_asset_holds_only_runtime_code(synth) -> None:
     function = synth.raw["Resources"][logical_id(synth.stack.api.handler)]
     asset = synth.outdir / function["Metadata"]["aws:asset:path"]
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
-    assert "pagefleet/settings.py" in files
+    assert "pagefleet/specs/settings.py" in files
     assert any(f.startswith("functions/api/") for f in files)
     tops = {f.split("/")[0] for f in files}
     assert tops <= {"pagefleet", "functions"}, tops

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from pagefleet.resources import WEBHOOK_QUEUE
+from pagefleet.specs.resources import WEBHOOK_QUEUE
 
 from .helpers import logical_id
 

@@ -1,6 +1,6 @@
 """The local stack's tables, queues and bucket equal the synthesized template's.
 
-Both are built from pagefleet.resources; this catches either side interpreting a spec
+Both are built from pagefleet.specs.resources; this catches either side interpreting a spec
 differently (keys, GSIs, TTL, streams, redrive, visibility, lifecycle).
 """
 
@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from devstack.provision import create_all
-from pagefleet.resources import QUEUES, WEBHOOK_QUEUE
+from pagefleet.specs.resources import QUEUES, WEBHOOK_QUEUE
 
 from .helpers import logical_id
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from devstack.functions import SPECS
-from pagefleet.resources import FUNCTION_ENV
-from pagefleet.settings import env_names
+from pagefleet.specs.resources import FUNCTION_ENV
+from pagefleet.specs.settings import env_names
 
 from .conftest import Synth
 

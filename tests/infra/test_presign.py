@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+from pagefleet.specs.settings import CoreSettings
 
 pytestmark = pytest.mark.infra
 

@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from devstack.provision import create_all
-from pagefleet.resources import JOBS_TABLE
+from pagefleet.specs.resources import JOBS_TABLE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "scripts"))

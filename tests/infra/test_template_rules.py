@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pagefleet.resources import JOBS_STREAM_FILTERS
+from pagefleet.specs.resources import JOBS_STREAM_FILTERS
 
 from .helpers import as_list
 

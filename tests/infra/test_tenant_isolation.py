@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pagefleet.resources import TENANT_SESSION_TAG
+from pagefleet.specs.resources import TENANT_SESSION_TAG
 
 from .helpers import as_list, logical_id, statements
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pagefleet import metrics_names as m
+from pagefleet.specs import metrics_names as m
 
 from .helpers import logical_id
 

@@ -7,7 +7,7 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import CoreSettings
+from pagefleet.specs.settings import CoreSettings
 from tests.support.api import ApiCaller, caller
 
 
@@ -15,7 +15,7 @@ from tests.support.api import ApiCaller, caller
 def _no_dns_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     """Webhook URLs are checked after a DNS lookup: in tests, only ``localhost`` resolves
     (so no query ever leaves the machine, e.g. for the fuzzer's generated host names)."""
-    from pagefleet import egress_policy
+    from pagefleet.targets import egress_policy
 
     def lookup(host: str) -> list[str]:
         if host == "localhost":

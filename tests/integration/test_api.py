@@ -11,7 +11,7 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key, revoke_key
+from pagefleet.tenancy.api_keys import create_api_key, revoke_key
 from tests.support.api import ApiCaller
 
 SIMPLE = {
@@ -283,8 +283,8 @@ def test_listing_is_newest_first_with_cursor_pagination(tenant_a: ApiCaller) -> 
 
 def test_listing_filters_by_status(tenant_a: ApiCaller, api_env: Provisioned) -> None:
     from functions.api import app as api_app
-    from pagefleet.models import iso, utcnow
-    from pagefleet.states import JobStatus
+    from pagefleet.jobs.models import iso, utcnow
+    from pagefleet.jobs.states import JobStatus
 
     ids = [tenant_a.post_job(SIMPLE).body["job_id"] for _ in range(3)]
     api_app.services().store.transition("tenant-a", ids[1], JobStatus.CANCELLED, at=iso(utcnow()))
@@ -342,8 +342,8 @@ def test_artifacts_listing_gives_presigned_urls(tenant_a: ApiCaller, api_env: Pr
     import urllib.request
 
     from functions.api import app as api_app
-    from pagefleet.models import AttemptRecord, iso, utcnow
-    from pagefleet.states import JobStatus
+    from pagefleet.jobs.models import AttemptRecord, iso, utcnow
+    from pagefleet.jobs.states import JobStatus
 
     svc = api_app.services()
     job_id = tenant_a.post_job(SIMPLE).body["job_id"]

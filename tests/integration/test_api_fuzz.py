@@ -20,7 +20,7 @@ from schemathesis.generation import GenerationMode
 
 from devstack.provision import Provisioned
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller, HttpResult
 
 # Spread over every operation, so the suite's time stays put as routes are added.

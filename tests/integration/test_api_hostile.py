@@ -20,7 +20,7 @@ from functions.api.handler import handler as api_handler
 from functions.authorizer.handler import handler as authorizer_handler
 from pagefleet.adapters.dynamodb.codec import job_sk, tenant_pk
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller, HttpResult
 from tests.support.apigw import rest_event, token_event
 

@@ -7,8 +7,8 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.breaker import SHARED, TENANT, BreakerPolicy, BreakerState, origin_of
 from pagefleet.runtime import RUNTIME
+from pagefleet.targets.breakers import SHARED, TENANT, BreakerPolicy, BreakerState, origin_of
 
 POLICY = BreakerPolicy(window_s=60, min_requests=4, failure_rate=0.5, cooldown_s=30)
 SITE = "https://site.test:443"
@@ -122,7 +122,7 @@ def test_breakers_are_listed_per_origin(breakers: DomainBreakers) -> None:
 
 def test_a_tenant_sees_states_and_probe_times_never_counts(api_env: Provisioned) -> None:
     from functions.api import app as api_app
-    from pagefleet.tenants import create_api_key
+    from pagefleet.tenancy.api_keys import create_api_key
     from tests.support.api import ApiCaller
 
     store = RUNTIME.tenant_store(api_env.tenants_table)
@@ -158,7 +158,7 @@ def test_a_tenant_sees_states_and_probe_times_never_counts(api_env: Provisioned)
 def test_a_tenant_sees_only_origins_its_own_jobs_used(api_env: Provisioned) -> None:
     """Issue 23: any tenant could read which sites other tenants automate, and their state."""
     from functions.api import app as api_app
-    from pagefleet.tenants import create_api_key
+    from pagefleet.tenancy.api_keys import create_api_key
     from tests.support.api import ApiCaller
 
     store = RUNTIME.tenant_store(api_env.tenants_table)

@@ -21,7 +21,7 @@ from pagefleet.cli import common as cli_common
 from pagefleet.client import PagefleetClient
 from pagefleet.jobs import listing
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller, HttpResult, caller, rest_api
 
 STEPS = [

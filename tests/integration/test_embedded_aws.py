@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.codec import idempotency_sk, job_sk, tenant_pk
 from pagefleet.errors import IdempotencyConflict
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest
 from tests.conftest import aws_client
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})

@@ -9,7 +9,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from pagefleet.faults import FaultInjector
+from pagefleet.adapters.faults import FaultInjector
 
 
 @pytest.fixture

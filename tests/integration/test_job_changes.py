@@ -11,9 +11,9 @@ from functions.job_changes import handler as job_changes_handler
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.jobs.changes import JobChange, deliver
 from pagefleet.jobs.dependencies import DependencyRelease
+from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest, iso, utcnow
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
 

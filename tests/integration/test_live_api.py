@@ -16,7 +16,7 @@ from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.notify import signing_secret_id
 from pagefleet.notify.ports import DeliveryAttempt
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller, caller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}

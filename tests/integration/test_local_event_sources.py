@@ -9,7 +9,7 @@ import boto3
 from devstack.pollers import DeadLetterPoller, sweeper_timer
 from devstack.provision import Provisioned
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
 from tests.support.api import ApiCaller
 

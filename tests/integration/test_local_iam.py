@@ -24,7 +24,7 @@ from devstack.iam.probes import cross_tenant_probes, summary
 from devstack.iam.synth import synthesized
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings
 from tests.conftest import _free_port
 
 pytestmark = pytest.mark.slow  # the first run synthesizes the CDK app (kept afterwards)

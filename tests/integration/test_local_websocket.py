@@ -20,11 +20,11 @@ from devstack.websocket.management import ConnectionsApp
 from devstack.websocket.server import LocalWebSocketApi
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.live import ApiGatewayPoster
+from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest, iso, utcnow
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 
 
 class Recorder:

@@ -11,10 +11,10 @@ import pytest
 
 from devstack.event_sources import StreamPoller
 from devstack.provision import Provisioned
+from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest, iso, utcnow
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
 
 REQUEST = JobRequest.model_validate(
     {

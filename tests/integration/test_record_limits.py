@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from pagefleet.api_models import JobView
-from pagefleet.jobs import limits
+from pagefleet.api.contract import JobView
+from pagefleet.jobs import record_size
 from pagefleet.jobs.lifecycle import Outcome, Then
+from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobError, JobRecord, JobRequest
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 TENANT = "tenant-big"
 
@@ -79,7 +79,7 @@ def test_a_huge_error_message_is_cut_and_the_failure_recorded(svc: JobServices) 
     done = svc.store.get(TENANT, job.job_id)
     assert done.error is not None
     assert done.error.message.startswith("boom boom")
-    assert len(done.error.message.encode()) <= limits.ERROR_MESSAGE_MAX_BYTES
+    assert len(done.error.message.encode()) <= record_size.ERROR_MESSAGE_MAX_BYTES
     assert done.attempts[-1].error == done.error
     assert done.result is None and done.result_artifact is None
     assert done.result_bytes is not None and done.result_bytes > 300_000

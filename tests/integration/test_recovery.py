@@ -10,11 +10,11 @@ import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
-from pagefleet.jobs.recovery import LEASE_GRACE_S, RETRY_GRACE_S, sweep
-from pagefleet.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.sweeper import LEASE_GRACE_S, RETRY_GRACE_S, sweep
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
 from tests.support.api import ApiCaller
 from tests.support.sqs_events import sqs_event

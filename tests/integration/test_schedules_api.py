@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
 from pagefleet.runtime import RUNTIME
-from pagefleet.schedules import Schedule, ScheduleRun
+from pagefleet.schedules.service import Schedule, ScheduleRun
 from tests.support.api import ApiCaller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}

@@ -17,12 +17,12 @@ from devstack.provision import Provisioned
 from functions.job_changes import handler as job_changes_handler
 from pagefleet.adapters.dynamodb.codec import serialize
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
+from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.delivery import LiveDelivery
-from pagefleet.models import JobRequest, iso, utcnow
 from pagefleet.notify.webhooks import WebhookNotifier
 from pagefleet.runtime import RUNTIME
-from pagefleet.states import JobStatus
 from tests.fakes import FakeClock
 from tests.fakes.live import FakeConnections, FakePoster
 from tests.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeWebhookQueue

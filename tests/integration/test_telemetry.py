@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from devstack.provision import Provisioned
-from pagefleet import metrics_names
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.specs import metrics_names
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller
 from tests.support.sqs_events import sqs_event
 

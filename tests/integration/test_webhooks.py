@@ -15,10 +15,10 @@ from devstack.pollers import sqs_event_records
 from devstack.provision import Provisioned
 from functions.webhooks import handler as webhooks_handler
 from pagefleet.adapters.notify import SecretsManagerSigningSecrets
-from pagefleet.egress_policy import EgressPolicy
 from pagefleet.notify import signing
 from pagefleet.notify.sender import WebhookMessage, WebhookSender
 from pagefleet.runtime import RUNTIME
+from pagefleet.targets.egress_policy import EgressPolicy
 from tests.fakes.notify import FakeDeliveries, FakeSigningSecrets
 from tests.support.receiver import Receiver, webhook_receiver
 

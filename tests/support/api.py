@@ -16,7 +16,7 @@ from devstack.provision import Provisioned
 from functions.api.handler import handler as api_handler
 from functions.authorizer.handler import handler as authorizer_handler
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenants import create_api_key
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.apigw import API_ID, STAGE, http_request
 
 

@@ -82,7 +82,7 @@ def mark_suites(items: list[pytest.Item], tests_dir: Path) -> None:
 # other groups that start a browser or a stack (marked e2e) come next, then the rest. Only
 # the order changes: a name missing here costs time, not coverage.
 LONGEST_FIRST = (
-    "worker/test_lifecycle.py",
+    "worker/test_browser_lifecycle.py",
     "e2e/test_local_stack.py",
     "e2e/test_tenancy_e2e.py",
     "chaos/test_process_faults.py",

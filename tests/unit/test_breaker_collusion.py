@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 
 from browser_task.breaker_gate import BreakerGate
-from pagefleet.breaker import SHARED, BreakerPolicy, BreakerState
-from pagefleet.models import JobError
+from pagefleet.jobs.models import JobError
+from pagefleet.targets.breakers import SHARED, BreakerPolicy, BreakerState
 from tests.fakes.breakers import FakeBreakers
 
 B_SITE = "http://127.0.0.1:8081"

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from browser_task.breaker_gate import counts_against_target, target_origin
 from browser_task.egress_http import UNREACHABLE, UNRESOLVED
-from browser_task.errors import classify_navigation_error
-from browser_task.steps.navigation import egress_failure
-from pagefleet.models import JobError, JobRecord, JobRequest
-from pagefleet.states import JobStatus
+from browser_task.errors import classify_navigation_error, egress_failure
+from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 
 
 def record(url: str) -> JobRecord:

@@ -10,7 +10,7 @@ import pytest
 
 from devstack.console_app import ConsoleApp, local_console
 from devstack.gateway.events import HttpRequest
-from pagefleet.console_site import SiteConfig, content_security_policy
+from pagefleet.specs.console_site import SiteConfig, content_security_policy
 
 
 def get(app: ConsoleApp, path: str, method: str = "GET") -> tuple[int, dict[str, str], bytes]:

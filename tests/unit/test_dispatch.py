@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pagefleet.errors import InvalidField
-from pagefleet.jobs import recovery
+from pagefleet.jobs import sweeper
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.dependencies import DependencyRelease
 from pagefleet.jobs.lifecycle import Outcome, Then
+from pagefleet.jobs.models import JobError
 from pagefleet.jobs.service import JobServices, submit_job
+from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobError
-from pagefleet.states import JobStatus
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 from tests.fakes import FakeClock, FakeQueue
 
@@ -45,7 +45,7 @@ def succeed(svc: JobServices, job_id: str, result: dict | None = None) -> None:
 
 
 def take_none():
-    from pagefleet.ports import ReceivedMessage
+    from pagefleet.jobs.ports import ReceivedMessage
 
     return ReceivedMessage(None, "gone", "gone", 1, 0, "", "standard")
 
@@ -79,11 +79,11 @@ def test_a_far_start_is_dispatched_by_the_sweeper_when_within_reach(
     start = datetime.fromtimestamp(clock.now(), UTC) + timedelta(hours=2)
     made = submit_job(svc, "t", job(run_at=start.isoformat())).job
     assert made.status is JobStatus.SCHEDULED and queue.sent == []
-    assert recovery.sweep(svc).scheduled_dispatched == 0
+    assert sweeper.sweep(svc).scheduled_dispatched == 0
     clock.advance(2 * 3600 - 600)  # ten minutes before its start
-    assert recovery.sweep(svc).scheduled_dispatched == 1
+    assert sweeper.sweep(svc).scheduled_dispatched == 1
     assert queue.sent[-1][1] == 600
-    assert recovery.sweep(svc).scheduled_dispatched == 0  # once
+    assert sweeper.sweep(svc).scheduled_dispatched == 0  # once
     clock.advance(600)
     assert claim(svc, take(svc)).then is Then.RUN
 
@@ -150,7 +150,7 @@ def test_the_sweeper_catches_a_missed_release(svc: JobServices, clock: FakeClock
     child = submit_job(svc, "t", job(depends_on=[parent.job_id])).job
     succeed(svc, parent.job_id)  # ... and the stream's change never arrives
     clock.advance(61)
-    assert recovery.sweep(svc).waiting_settled == 1
+    assert sweeper.sweep(svc).waiting_settled == 1
     assert svc.store.get("t", child.job_id).status is JobStatus.QUEUED
 
 

@@ -11,8 +11,8 @@ import pytest
 from browser_task.early import EarlyContext, open_early, opens_early, with_trace
 from browser_task.egress import EgressGuard
 from browser_task.tracing import TraceRecorder
-from pagefleet.job_options import JobOptions
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
 
 GOTO = {"action": "goto", "url": "http://127.0.0.1:9/"}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from devstack.examples import example_files, load_example
-from pagefleet.models import JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.workflow import Click, Extract, Fill, Screenshot, WaitFor
 
 EXAMPLES = example_files()

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from pagefleet.api_models import EventPage, JobView, LiveInfo
+from pagefleet.api.contract import EventPage, JobView, LiveInfo
 from pagefleet.cli.follow import EXIT_BY_STATUS, describe
-from pagefleet.follow import Follower, FollowNotFound, StatusUpdate, follow
+from pagefleet.client.follow import Follower, FollowNotFound, StatusUpdate, follow
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import RunEvent
-from pagefleet.states import JobStatus
 
 
 def ev(seq: int, kind: str = "log", **extra: Any) -> dict[str, Any]:

@@ -1,11 +1,11 @@
-"""What every Lambda function's environment carries (``pagefleet.resources.FUNCTION_ENV``)."""
+"""What every Lambda function's environment carries (``pagefleet.specs.resources.FUNCTION_ENV``)."""
 
 from __future__ import annotations
 
 from importlib.metadata import entry_points
 
 from devstack.functions import SPECS, function_env
-from pagefleet.resources import FUNCTION_ENV
+from pagefleet.specs.resources import FUNCTION_ENV
 
 
 def test_no_pydantic_plugin_is_installed() -> None:

@@ -1,7 +1,7 @@
 """Each function's Tracer, in a Lambda environment: AWS SDK calls traced, nothing else patched.
 
 Told nothing, the Powertools Tracer patches (and so imports at cold start) every library
-the X-Ray SDK knows; ``functions.tracing`` names what each function really calls. Each
+the X-Ray SDK knows; ``functions.xray`` names what each function really calls. Each
 case imports a handler module in a fresh interpreter with the variables Lambda sets.
 """
 

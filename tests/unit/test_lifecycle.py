@@ -9,13 +9,13 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import EnqueueFailed, JobNotCancellable
-from pagefleet.jobs import recovery
+from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
+from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
-from pagefleet.models import JobError, JobRecord, JobRequest
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.fakes import FakeClock, FakeQueue
 
 POOL = "standard"
@@ -254,7 +254,7 @@ def test_dead_letters_are_marked_unless_a_worker_still_holds_the_job(
     assert svc.lifecycle.dead_letter(received) == "already_final"
     poison = ReceivedMessage(None, "r", "m", 6, 0, "not json")
     assert svc.lifecycle.dead_letter(poison) == "poison"
-    assert [j.job_id for j in recovery.list_dead_letters(svc)] == [job_id]
+    assert [j.job_id for j in sweeper.list_dead_letters(svc)] == [job_id]
 
 
 def test_a_redriven_job_gets_its_whole_budget_back(svc: JobServices, clock: FakeClock) -> None:
@@ -262,7 +262,7 @@ def test_a_redriven_job_gets_its_whole_budget_back(svc: JobServices, clock: Fake
     _, received = run_once(svc)
     clock.advance(LEASE + 1)
     svc.lifecycle.dead_letter(received)
-    assert recovery.redrive(svc, [("t", job_id), ("t", "nosuchjob")]) == [job_id]
+    assert sweeper.redrive(svc, [("t", job_id), ("t", "nosuchjob")]) == [job_id]
     job, _ = run_once(svc, "w2")
     assert job.attempt == 2 and job.attempts_used == 1  # allowed: budget restored
 
@@ -275,7 +275,7 @@ def test_the_sweeper_takes_back_a_dead_workers_job(svc: JobServices, clock: Fake
         _, received = run_once(svc, "w1")
         svc.queue.delete(POOL, received.receipt_handle)
     clock.advance(LEASE + LEASE_GRACE_S + 1)
-    report = recovery.sweep(svc)
+    report = sweeper.sweep(svc)
     assert (report.leases_recovered, report.leases_failed) == (1, 1)
     assert svc.store.get("t", retried).status is JobStatus.RETRY_SCHEDULED
     assert svc.store.get("t", spent).status is JobStatus.FAILED
@@ -303,11 +303,11 @@ def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
     deadline = datetime.fromtimestamp(clock.now(), UTC) + timedelta(seconds=10)
     late_id = submit_job(svc, "t", request(deadline=deadline.isoformat())).job.job_id
     clock.advance(RETRY_GRACE_S + 10)
-    report = recovery.sweep(svc)
+    report = sweeper.sweep(svc)
     assert report.retries_resent == 1 and report.expired == 1
     assert svc.store.get("t", late_id).status is JobStatus.EXPIRED
     assert [m.job_id for m in svc.queue.visible(POOL)].count(job_id) == 1
-    assert recovery.sweep(svc).retries_resent == 0  # looked at again only later
+    assert sweeper.sweep(svc).retries_resent == 0  # looked at again only later
 
 
 def test_a_message_received_too_often_moves_to_the_dead_letter_queue(

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from pagefleet.jobs.changes import EventsWritten, JobChange
+from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.delivery import LiveDelivery, compose
 from pagefleet.live.messages import MESSAGE_MAX_BYTES, dumps
-from pagefleet.models import JobError, JobRecord, JobRequest
-from pagefleet.states import JobStatus
 from tests.fakes import FakeClock
 from tests.fakes.live import FakeConnections, FakePoster
 

@@ -14,10 +14,10 @@ from pagefleet.adapters.dynamodb.codec import (
 )
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
-from pagefleet.job_options import JobOptions, Viewport
-from pagefleet.models import AttemptRecord, JobRecord, JobRequest, new_job_id
-from pagefleet.ports import JobFilter
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import AttemptRecord, JobRecord, JobRequest, new_job_id
+from pagefleet.jobs.options import JobOptions, Viewport
+from pagefleet.jobs.ports import JobFilter
+from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow.templating import mask_secrets, references, render
 
 STEPS = [

@@ -6,12 +6,12 @@ import json
 import random
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.models import Artifact, JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import Artifact, JobError, JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.notify import signing
 from pagefleet.notify.eventbridge import DETAIL_TYPE, SOURCE, JobFinishedEvents
 from pagefleet.notify.sender import backoff_s
 from pagefleet.notify.webhooks import WebhookNotifier, delivery_id
-from pagefleet.states import JobStatus
 from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 
 

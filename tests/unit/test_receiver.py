@@ -6,8 +6,8 @@ import threading
 from typing import Any
 
 from browser_task.receiver import NORMAL_FIRST, Receiver
-from pagefleet.ports import ReceivedMessage
-from pagefleet.resources import queue_key
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.specs.resources import queue_key
 
 HIGH, NORMAL, LOW = (queue_key("standard", p) for p in ("high", "normal", "low"))
 

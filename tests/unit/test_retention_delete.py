@@ -3,9 +3,9 @@ consumer erases while the API waits for the stop reads as deleted, never as a 40
 
 from __future__ import annotations
 
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.retention import delete_job
 from tests.unit.test_lifecycle import run_once
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording, step_events
 from browser_task.telemetry import JobLog
+from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType, epoch_of_iso
-from pagefleet.models import JobRecord, JobRequest
-from pagefleet.states import JobStatus
 from tests.fakes.live import FakeEventStore
 
 NOW = 1_800_000_000

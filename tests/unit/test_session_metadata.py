@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pagefleet.sessions import SessionArchive
+from pagefleet.tenancy.sessions import SessionArchive
 
 
 class OneObject:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from pagefleet.sessions import SessionArchive, session_key
+from pagefleet.tenancy.sessions import SessionArchive, session_key
 
 NOW = 1_700_000_000.0
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pagefleet.states import FINAL_STATES, TRANSITIONS, JobStatus, can_transition, sources_of
+from pagefleet.jobs.states import FINAL_STATES, TRANSITIONS, JobStatus, can_transition, sources_of
 
 
 def test_every_state_has_a_row() -> None:

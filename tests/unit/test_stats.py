@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pagefleet.jobs.lifecycle import Outcome
+from pagefleet.jobs.models import JobError
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
+from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobError
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
 from tests.fakes import FakeClock
 
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]

@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import QueueFull, RateLimited
-from pagefleet.jobs import recovery
+from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
+from pagefleet.jobs.models import JobRequest, TenantPolicy
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import JobRequest, TenantPolicy
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy import admission
 from pagefleet.tenancy.admission import BatchItem
 from pagefleet.tenancy.bucket import Bucket, answer
-from pagefleet.tenancy.defaults import LimitDefaults
 from pagefleet.tenancy.gate import DEFER_MAX_S, defer_delay
 from pagefleet.tenancy.limits import LimitsChange, effective_limits
 from pagefleet.tenancy.service import Tenancy
@@ -244,7 +244,7 @@ def test_a_killed_worker_does_not_leak_its_tenants_slot(
     assert msg is not None and claim(svc, msg).then is Then.RUN
     # The worker is killed: no finish, no heartbeat. The sweeper takes the job back.
     clock.advance(LEASE + LEASE_GRACE_S + 1)
-    report = recovery.sweep(svc)
+    report = sweeper.sweep(svc)
     assert report.leases_recovered == 1
     assert counters(tenancy).view("t", now_ms=0).running == frozenset()
     # Both jobs can now run, one at a time.

@@ -21,8 +21,8 @@ from browser_task.chromium import (
     environment,
     sandbox_enabled,
 )
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 from tests.worker.conftest import submit, wait_for_job
 
 

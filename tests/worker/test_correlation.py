@@ -14,8 +14,8 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.tenants import create_api_key
+from pagefleet.specs.settings import WorkerSettings
+from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller
 from tests.worker.conftest import TENANT, RunningWorker, Site, wait_for_job
 

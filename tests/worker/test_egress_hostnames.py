@@ -15,7 +15,12 @@ import pytest
 from browser_task.egress import EgressGuard, EgressPolicy
 from browser_task.egress_http import REFUSAL_HEADER
 from browser_task.egress_proxy import EgressProxy, Streams
-from pagefleet.egress_policy import EgressRefused, check_url, hostname_problem, literal_address
+from pagefleet.targets.egress_policy import (
+    EgressRefused,
+    check_url,
+    hostname_problem,
+    literal_address,
+)
 
 # As they appear in a URL's authority; each is refused even where loopback is allowed.
 IMPOSSIBLE_HOSTS = [

@@ -14,11 +14,11 @@ import pytest
 
 from browser_task.telemetry import logger as worker_logger
 from browser_task.worker import Worker
-from pagefleet import metrics_names
 from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs import metrics_names
+from pagefleet.specs.settings import WorkerSettings
 from tests.worker.conftest import TENANT, RunningWorker, Site, submit, wait_for_job
 from tests.worker.test_correlation import Lines
 from tests.worker.test_ssrf import LoopbackOnlyConnector

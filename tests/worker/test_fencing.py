@@ -7,8 +7,8 @@ import time
 import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost
-from pagefleet.models import AttemptRecord, iso, utcnow
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import AttemptRecord, iso, utcnow
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit
 
 

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from pagefleet.breaker import BreakerPolicy, BreakerState, origin_of
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.service import cancel_job
-from pagefleet.models import iso, utcnow
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
+from pagefleet.targets.breakers import BreakerPolicy, BreakerState, origin_of
 from tests.worker.conftest import TENANT, submit, wait_for_empty_queue, wait_for_job
 
 pytestmark = pytest.mark.e2e

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from browser_task.errors import FailJob, RetryJob, RotateBrowser, classify_navigation_error
-from pagefleet.models import RetryPolicy
+from pagefleet.jobs.models import RetryPolicy
 
 
 def test_ceiling_doubles_from_the_base_up_to_the_cap():

@@ -14,7 +14,7 @@ from devstack.loopback import serve_on_loopback
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings
 from tests.fakes import FakeSecrets
 
 from .conftest import TENANT, RunningWorker, submit, wait_for_job

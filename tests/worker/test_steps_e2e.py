@@ -17,13 +17,13 @@ from typing import Any
 import boto3
 import pytest
 
-from browser_task.worker import Worker
+from browser_task.__main__ import build_worker
 from devstack.provision import create_all
+from pagefleet.jobs.models import JobRecord, TenantPolicy
 from pagefleet.jobs.service import JobServices
-from pagefleet.models import JobRecord, TenantPolicy
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 from tests.support.upstream_proxy import upstream_proxy
 from tests.worker.conftest import TENANT, RunningWorker, submit, wait_for_job
 from tests.worker.site_pages import StepSite, all_pages, html, serve
@@ -90,7 +90,7 @@ def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
             Name=f"pagefleet/test/{TENANT}/SITE_PASSWORD", SecretString=SECRET
         )
         with serve(all_pages()) as site:
-            running = RunningWorker(Worker(settings, services)).start()
+            running = RunningWorker(build_worker(settings)).start()
             try:
                 yield Stack(settings, services, site)
             finally:

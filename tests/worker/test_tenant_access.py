@@ -11,14 +11,15 @@ from typing import Any
 import boto3
 import pytest
 
+from browser_task.__main__ import build_worker
 from browser_task.tenant_access import TenantAccess
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.models import JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.settings import WorkerSettings
-from pagefleet.states import JobStatus
+from pagefleet.specs.settings import WorkerSettings
 from tests.worker.conftest import TENANT, RunningWorker, Site, wait_for_job
 
 OTHER = "tenant-b"
@@ -95,9 +96,7 @@ def test_every_tenant_data_call_goes_through_that_tenants_role(
     access = TenantAccess(
         role_settings, session_ttl_s=lambda t: limits(t).session_s, on_client=watch.on_client
     )
-    from browser_task.worker import Worker
-
-    running = RunningWorker(Worker(role_settings, services, tenant_data=access)).start()
+    running = RunningWorker(build_worker(role_settings, tenant_data=access)).start()
     try:
         jobs = [
             (tenant, submit_job(services, tenant, workflow(site)).job.job_id)

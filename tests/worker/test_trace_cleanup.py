@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import submit, wait_for_job
 
 pytestmark = pytest.mark.e2e

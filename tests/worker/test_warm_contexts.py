@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.service import submit_job
-from pagefleet.models import JobRecord, JobRequest
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_job
 
 # The page shows the cookie it found, then sets one: a job that runs in a context another

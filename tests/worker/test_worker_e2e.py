@@ -8,8 +8,8 @@ import time
 import boto3
 import pytest
 
-from pagefleet.models import JobMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobMessage
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import (
     TENANT,
     queue_counts,

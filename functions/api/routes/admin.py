@@ -9,9 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from functions.api.context import documented, require_admin, respond, services
-from functions.api.tenancy_context import actor, tenancy
-from pagefleet.api_models import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
+from functions.api.context import actor, documented, require_admin, respond, services, tenancy
+from pagefleet.api.contract import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 
 # The services are imported by the routes that call them, on first call: a cold start
@@ -29,10 +28,10 @@ JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
     tags=["admin"],
 )
 def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
-    from pagefleet.jobs import recovery
+    from pagefleet.jobs import sweeper  # first call: cold start
 
     require_admin(router)
-    jobs = recovery.list_dead_letters(services(), limit=limit)
+    jobs = sweeper.list_dead_letters(services(), limit=limit)
     return respond(200, DeadLetters(dead_letters=[DeadLetter.of(j) for j in jobs]))
 
 
@@ -43,12 +42,12 @@ def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Resp
     tags=["admin"],
 )
 def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
-    from pagefleet.jobs import recovery
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.jobs import sweeper  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     if request.jobs is None:
-        targets = [(j.tenant_id, j.job_id) for j in recovery.list_dead_letters(services())]
+        targets = [(j.tenant_id, j.job_id) for j in sweeper.list_dead_letters(services())]
     else:
         targets = []
         for index, ref in enumerate(request.jobs):
@@ -56,7 +55,7 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
                 raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
             tenant, _, job_id = ref.partition("/")
             targets.append((tenant, job_id))
-    redriven = recovery.redrive(services(), targets)
+    redriven = sweeper.redrive(services(), targets)
     if redriven:
         tenants.record(
             tenancy(), actor(router), "dead_letters.redriven", details={"jobs": redriven[:100]}

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import base_path, documented, respond, services, tenant_id
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     WorkflowDiff,
     WorkflowList,
     WorkflowStored,
@@ -18,8 +18,7 @@ from pagefleet.api_models import (
     WorkflowVersionView,
 )
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
-from pagefleet.job_options import JobOptions
-from pagefleet.jobs.submission import field_path
+from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow.versions import (
     NAME_PATTERN,
     WorkflowDefinition,
@@ -62,9 +61,7 @@ def put_workflow(name: NAME, definition: Annotated[WorkflowDefinition, Body()]) 
     try:
         JobOptions.model_validate(definition.options)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        path = field_path(("options", *first.get("loc", ())))
-        raise InvalidField(f"{path}: {first.get('msg', 'invalid')}", field=path) from None
+        raise InvalidField.from_errors(exc.errors(), within=("options",)) from None
     svc = services()
     stored = put_version(_store(), tenant_id(router), name, definition, svc.lifecycle.at())
     body = WorkflowStored(name=stored.name, version=stored.version, created_at=stored.created_at)

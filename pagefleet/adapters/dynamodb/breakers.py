@@ -1,4 +1,4 @@
-"""The circuit breakers' state in the jobs table (see ``pagefleet.breaker``).
+"""The circuit breakers' state in the jobs table (see ``pagefleet.targets.breakers``).
 
 Shared breakers live in one partition (``BREAKERS``, sort key ``ORIGIN#<host>#<scheme>:<port>``)
 so ops list them in one query, and carry the set of tenants that failed in the current
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from pagefleet.breaker import (
+from pagefleet.targets.breakers import (
     SHARED,
     TENANT,
     Admission,

@@ -14,9 +14,9 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from pagefleet.models import JobRecord
-from pagefleet.ports import JobFilter
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.ports import JobFilter
+from pagefleet.jobs.states import JobStatus
 
 _ser = TypeSerializer()
 _de = TypeDeserializer()

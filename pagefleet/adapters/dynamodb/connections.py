@@ -1,6 +1,6 @@
 """WebSocket connections, their rooms, tickets and send windows in the connections table.
 
-Items (``CONNECTIONS_TABLE`` in ``pagefleet.resources``):
+Items (``CONNECTIONS_TABLE`` in ``pagefleet.specs.resources``):
 
 - ``pk = CONN#<id>, sk = META``: tenant, key id, rooms followed (a string set), the send
   window (``win``: epoch second, ``sent``: messages in it, ``jw``: jobs whose events went

@@ -11,8 +11,8 @@ from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import job_sk, status_pk, tenant_pk
 from pagefleet.errors import InvalidRequest
-from pagefleet.ports import NO_FILTER, JobFilter
-from pagefleet.states import JobStatus
+from pagefleet.jobs.ports import NO_FILTER, JobFilter
+from pagefleet.jobs.states import JobStatus
 
 _JOB_SK = re.compile(r"^JOB#[0-9a-z]{1,64}$")
 _MAX_CURSOR_CHARS = 4096

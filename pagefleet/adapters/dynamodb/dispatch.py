@@ -31,9 +31,9 @@ from pagefleet.adapters.dynamodb.codec import (
     update_job_if,
 )
 from pagefleet.errors import NotFound
+from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.rules import WAITING_FIRST_LOOK_S
-from pagefleet.models import JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

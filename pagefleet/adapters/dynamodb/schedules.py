@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
 from pagefleet.errors import NotFound
-from pagefleet.schedules import Schedule, ScheduleRun
+from pagefleet.schedules.service import Schedule, ScheduleRun
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

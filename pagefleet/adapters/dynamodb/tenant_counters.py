@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, status_pk, tenant_pk
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize
-from pagefleet.models import TenantPolicy
-from pagefleet.ports import ApiKeyRecord
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.ports import ApiKeyRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import UNQUEUED, epoch_of, ops_key, ops_time, to_json
+from pagefleet.jobs.models import Artifact, AttemptRecord, JobError
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
-from pagefleet.models import Artifact, AttemptRecord, JobError
-from pagefleet.states import JobStatus, sources_of
+from pagefleet.jobs.states import JobStatus, sources_of
 
 # A worker's write is valid only while it still holds the attempt it claimed.
 FENCE = "#status = :running AND attempt = :attempt AND lease_owner = :owner"

@@ -1,4 +1,4 @@
-"""Usage in its own table, tenant first (``pagefleet.resources.USAGE_TABLE``).
+"""Usage in its own table, tenant first (``pagefleet.specs.resources.USAGE_TABLE``).
 
 Per attempt one marker ``ATTEMPT#<job>#<attempt>`` holds what the attempt used; in the same
 transaction the counts are added to the tenant's day (``DAY#<day>#*``) and to its

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pagefleet.errors import IllegalTransition, NotFound
 from pagefleet.jobs.lifecycle.base import LifecycleBase
-from pagefleet.models import JobError, JobRecord
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.states import JobStatus
 
 
 class DispatchMoves(LifecycleBase):

@@ -9,12 +9,12 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.lifecycle.base import LifecycleBase
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import (
     attempt_allowed,
 )
-from pagefleet.models import JobError, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 
 class RecoveryMoves(LifecycleBase):

@@ -13,17 +13,17 @@ from pagefleet.errors import (
     RetryNotDue,
 )
 from pagefleet.jobs.lifecycle.base import LifecycleBase
-from pagefleet.jobs.limits import bound_outcome
+from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record_size import bound_outcome
 from pagefleet.jobs.rules import (
     LEASE_MARGIN_S,
     MAX_DELAY_S,
     attempt_allowed,
     lease_until,
 )
-from pagefleet.models import Artifact, JobError, JobMessage, JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 
 class WorkerMoves(LifecycleBase):

@@ -19,7 +19,7 @@ from typing import Any
 from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
-log = logging.getLogger("pagefleet.faults")
+log = logging.getLogger("pagefleet.adapters.faults")
 # Each injection is logged, so a chaos run can count them in every process's log.
 INJECTED = "injected fault"
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pagefleet.models import iso
-from pagefleet.resources import ARTIFACTS_BUCKET, SESSION
+from pagefleet.jobs.models import iso
+from pagefleet.specs.resources import ARTIFACTS_BUCKET, SESSION
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

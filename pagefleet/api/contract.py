@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.breaker import BreakerState, DomainStatus
+from pagefleet.jobs.models import Artifact, JobError, JobRecord
+from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
-from pagefleet.models import Artifact, JobError, JobRecord
 from pagefleet.notify.ports import DeliveryAttempt
-from pagefleet.states import FINAL_STATES, JobStatus
+from pagefleet.targets.breakers import BreakerState, DomainStatus
 
 
 class _View(BaseModel):

@@ -18,10 +18,10 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidRequest, NotFound
-from pagefleet.models import new_ulid
-from pagefleet.ports import SYSTEM_CLOCK, Clock
-from pagefleet.schedule_expr import InvalidExpression, check_new, parse
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import new_ulid
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.jobs.states import JobStatus
+from pagefleet.schedules.expressions import InvalidExpression, check_new, parse
 
 NEXT_FIRE_TIMES = 5
 MAX_SCHEDULES_PER_TENANT = 1000

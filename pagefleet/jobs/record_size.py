@@ -20,8 +20,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.moves import Outcome
-from pagefleet.models import Artifact, AttemptRecord, JobError, JobRecord
 
 ITEM_MAX_BYTES = 400 * 1024
 INLINE_RESULT_MAX_BYTES = 32 * 1024

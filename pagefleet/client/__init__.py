@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     ArtifactInfo,
     ArtifactLink,
     ArtifactList,
@@ -37,14 +37,14 @@ from pagefleet.api_models import (
     SubmitResponse,
     ValidationResult,
 )
-from pagefleet.client_dispatch import DispatchCalls
-from pagefleet.client_tenancy import TenancyCalls
+from pagefleet.client.dispatch import DispatchCalls
+from pagefleet.client.tenancy import TenancyCalls
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobRequest
-from pagefleet.states import JobStatus
 
 if TYPE_CHECKING:
-    from pagefleet.follow import FollowItem
+    from pagefleet.client.follow import FollowItem
     from pagefleet.notify.ports import DeliveryAttempt
 
 DEFAULT_TIMEOUT_S = 30.0
@@ -321,7 +321,7 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
     ) -> Iterator[FollowItem]:
         """The job's events and status changes as they happen, until it ends (the last item
         is its final ``StatusUpdate``). WebSocket when it can, polling otherwise."""
-        from pagefleet.follow import follow
+        from pagefleet.client.follow import follow  # +0.03 s on import, for followers only
 
         return follow(self, job_id, after=after, timeout=timeout, live=live, poll_s=poll_s)
 
@@ -335,7 +335,7 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
         poll_s: float = 1.0,
     ) -> AsyncIterator[FollowItem]:
         """``follow`` for asyncio: ``async for item in client.follow_async(job_id)``."""
-        from pagefleet.follow_async import follow_async
+        from pagefleet.client.follow_async import follow_async  # as follow
 
         return follow_async(
             self.base_url,

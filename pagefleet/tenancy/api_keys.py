@@ -6,8 +6,8 @@ import hashlib
 import secrets
 
 from pagefleet.errors import InvalidRequest, Unauthorized
-from pagefleet.models import iso, utcnow
-from pagefleet.ports import ApiKeyRecord, TenantStore
+from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.ports import ApiKeyRecord, TenantStore
 
 KEY_PREFIX = "pf_"
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from pagefleet.models import (
+from pagefleet.jobs.models import (
     Artifact,
     AttemptRecord,
     JobError,
@@ -23,7 +23,7 @@ from pagefleet.models import (
     JobRecord,
     TenantPolicy,
 )
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,16 @@ stack sets exactly these.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pagefleet.breaker import BreakerPolicy
 from pagefleet.pricing import Worker as WorkerShape
-from pagefleet.resources import DEFAULT_POOL, LEASE_SECONDS
-from pagefleet.tenancy.defaults import LimitDefaults
+from pagefleet.specs.resources import DEFAULT_POOL, LEASE_SECONDS
+from pagefleet.specs.tenant_defaults import LimitDefaults
+from pagefleet.targets.breakers import BreakerPolicy
 
 ENV_PREFIX = "PAGEFLEET_"
 
@@ -152,8 +153,6 @@ def env_names(settings_cls: type[BaseSettings]) -> set[str]:
 
 def to_env(settings: BaseSettings) -> dict[str, str]:
     """Render settings back into environment variables (for child processes, CDK)."""
-    import json
-
     prefix = type(settings).model_config.get("env_prefix", "")
     out: dict[str, str] = {}
     for name, value in settings.model_dump().items():

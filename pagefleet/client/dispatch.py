@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from pagefleet.api_models import (
+from pagefleet.api.contract import (
     FleetStatsView,
     ScheduleList,
     ScheduleRuns,

@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from devstack.loopback import serve_on_loopback
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import submit, wait_for_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]

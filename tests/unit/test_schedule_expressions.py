@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pagefleet.schedule_expr import InvalidExpression, parse
+from pagefleet.schedules.expressions import InvalidExpression, parse
 
 NOV_30 = datetime(2026, 11, 30, 0, 0, tzinfo=UTC)
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pagefleet.errors import NotFound
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S, WAITING_RECHECK_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued
-from pagefleet.models import JobRecord
-from pagefleet.ports import ReceivedMessage
-from pagefleet.states import JobStatus
+from pagefleet.jobs.states import JobStatus
 
 
 def mark_dead_lettered(svc: JobServices, received: ReceivedMessage) -> str:

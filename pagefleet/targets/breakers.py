@@ -135,11 +135,6 @@ def split_origin(origin: str) -> tuple[str, str, int]:
     return scheme, host, int(port)
 
 
-def domain_of(url: str) -> str | None:
-    host = urlsplit(url).hostname
-    return host.lower() if host else None
-
-
 class Breakers(Protocol):
     """The breakers' shared state (``pagefleet.adapters.dynamodb.breakers`` on AWS)."""
 

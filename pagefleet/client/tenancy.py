@@ -12,11 +12,11 @@ from typing import Any, Protocol
 
 import httpx
 
+from pagefleet.api.batches import BatchResponse
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.models import JobRequest
 from pagefleet.tenancy.views import (
     AuditPage,
-    BatchResponse,
     Deleted,
     JobUsage,
     SessionInfoView,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pagefleet.jobs import limits
+from pagefleet.jobs import record_size
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.models import Artifact, AttemptRecord, JobRecord, JobRequest
-from pagefleet.states import JobStatus
+from pagefleet.jobs.models import Artifact, AttemptRecord, JobRecord, JobRequest
+from pagefleet.jobs.states import JobStatus
 
 
 def record(attempt: int, attempts: int = 0, artifacts: int = 0) -> JobRecord:
@@ -34,13 +34,13 @@ def artifact(name: str, attempt: int) -> Artifact:
 
 def test_attempt_log_keeps_the_last_attempts() -> None:
     job = record(attempt=30, attempts=29)
-    bounded = limits.bound_outcome(job, Outcome(JobStatus.FAILED), worker="w", at="now")
+    bounded = record_size.bound_outcome(job, Outcome(JobStatus.FAILED), worker="w", at="now")
     assert bounded.attempt_log is not None
-    assert len(bounded.attempt_log) == limits.ATTEMPT_LOG_MAX
+    assert len(bounded.attempt_log) == record_size.ATTEMPT_LOG_MAX
     assert bounded.attempt_log[-1].attempt == 30
-    assert bounded.attempt_log[0].attempt == 30 - limits.ATTEMPT_LOG_MAX + 1
+    assert bounded.attempt_log[0].attempt == 30 - record_size.ATTEMPT_LOG_MAX + 1
     # Below the bound the entry is appended, not rewritten.
-    short = limits.bound_outcome(record(2, 1), Outcome(JobStatus.FAILED), worker="w", at="n")
+    short = record_size.bound_outcome(record(2, 1), Outcome(JobStatus.FAILED), worker="w", at="n")
     assert short.attempt_log is None
 
 
@@ -48,20 +48,23 @@ def test_artifact_list_is_bounded_keeping_this_attempts_first() -> None:
     job = record(attempt=2, artifacts=80)
     mine = [artifact(f"new{n}.png", attempt=2) for n in range(60)]
     outcome = Outcome(JobStatus.SUCCEEDED, artifacts=mine)
-    bounded = limits.bound_outcome(job, outcome, worker="w", at="now")
-    assert len(bounded.artifacts) == limits.LISTED_ARTIFACTS_MAX
+    bounded = record_size.bound_outcome(job, outcome, worker="w", at="now")
+    assert len(bounded.artifacts) == record_size.LISTED_ARTIFACTS_MAX
     assert bounded.artifacts[-60:] == mine
     assert bounded.artifacts[0].name == "old40.png"  # the newest earlier ones are kept
 
 
 def test_clip_cuts_on_a_character_boundary() -> None:
     text = "漢" * 1000
-    clipped = limits.clip(text, 100)
+    clipped = record_size.clip(text, 100)
     assert len(clipped.encode()) <= 100
     assert clipped.endswith("...")
     assert clipped[:-3] == "漢" * len(clipped[:-3])
 
 
 def test_the_submit_budget_leaves_room_for_every_outcome() -> None:
-    assert limits.SUBMIT_RECORD_MAX_BYTES + limits.OUTCOME_RESERVE_BYTES == limits.ITEM_MAX_BYTES
-    assert limits.SUBMIT_RECORD_MAX_BYTES > 256 * 1024  # a full-size body of ASCII fits
+    assert (
+        record_size.SUBMIT_RECORD_MAX_BYTES + record_size.OUTCOME_RESERVE_BYTES
+        == record_size.ITEM_MAX_BYTES
+    )
+    assert record_size.SUBMIT_RECORD_MAX_BYTES > 256 * 1024  # a full-size body of ASCII fits
