@@ -162,9 +162,7 @@ def scheme_refused(reason: str) -> FailJob:
     )
 
 
-def target_unavailable(
-    url: str, status: int, answered_url: str | None = None
-) -> RetryJob | None:
+def target_unavailable(url: str, status: int, answered_url: str | None = None) -> RetryJob | None:
     """The target answered a navigation with 5xx or 429: it may well answer next time.
     ``answered_url`` is where the navigation ended, after redirects: the origin charged."""
     if status >= 500 or status == 429:
