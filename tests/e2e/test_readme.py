@@ -1,9 +1,10 @@
-"""Every CLI and curl example of the README, run as printed against the local stack.
+"""Every CLI and curl example of the README and of the API reference (docs/api.md, where
+the README's long reference went), run as printed against the local stack, in that order.
 
 Placeholders are filled the way a reader would: ``<demo site URL>`` with the stack's demo
 site, ``<job id>`` / ``<id>`` with the job the previous examples made, and the exported
-``PAGEFLEET_API_URL`` / ``PAGEFLEET_API_KEY`` with the stack's. The deploy section (AWS) is
-checked by the infra suite, not here.
+``PAGEFLEET_API_URL`` / ``PAGEFLEET_API_KEY`` with the stack's. Deploying (docs/deploy.md,
+AWS) is checked by the infra suite and tests/unit/test_deploy_doc.py, not here.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 JOB_ID = re.compile(r"\b[0-9a-z]{26}\b")
 RUNNABLE = (".venv/bin/pagefleet ", "curl ")
+DOCUMENTS = ("README.md", "docs/api.md")
 
 
 def readme_commands() -> list[str]:
-    """The runnable lines of the README's bash blocks, outside the deploy section, with
+    """The runnable lines of the README's and the API reference's bash blocks, with
     continuation lines joined."""
-    text = (ROOT / "README.md").read_text()
-    text = text.split("## Deploy to AWS")[0] + text.split("## Develop")[-1]
+    text = "\n".join((ROOT / name).read_text() for name in DOCUMENTS)
     commands: list[str] = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         joined = re.sub(r"\\\n\s*", " ", block)
@@ -50,6 +51,8 @@ def test_the_readme_has_examples_to_run() -> None:
     commands = readme_commands()
     assert any(c.startswith("curl ") for c in commands)
     assert sum(c.startswith(".venv/bin/pagefleet ") for c in commands) >= 10
+    readme = (ROOT / "README.md").read_text()
+    assert "\n.venv/bin/pagefleet submit " in readme, "the README lost its quick start"
 
 
 def test_every_readme_example_works_as_printed(stack: LocalStack) -> None:
