@@ -34,6 +34,7 @@ from browser_task.errors import (
     first_line,
     is_closed_error,
 )
+from browser_task.expectations import check_expectations
 from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
@@ -196,6 +197,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
             "of a job's result; extract less (for example fewer fields or no html)",
             kind="result_too_large",
         )
+    await check_expectations(ctx)
     if ctx.result:
         ctx.artifacts.add(DATA_ARTIFACT, data, "application/json", retention=ROUTINE)
     if ctx.trace is not None:

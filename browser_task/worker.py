@@ -164,6 +164,7 @@ class Worker:
             policies=self._policies,
             resolver=self._resolver,
             abort=self._abort,
+            schedules=RUNTIME.schedule_store(settings),
         )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
         self._loop.set_default_executor(

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.notify import SqsWebhookQueue
     from pagefleet.jobs.changes import ChangeConsumer
     from pagefleet.live.service import LiveServices
+    from pagefleet.notify.schedule_notices import ScheduleNotices
     from pagefleet.notify.sender import WebhookSender
 
 T = TypeVar("T")
@@ -98,6 +99,40 @@ def live_and_notify_consumers(rt: ClientSource, settings: CoreSettings) -> list[
             )
         )
     return out
+
+
+def schedule_notices(rt: ClientSource, settings: CoreSettings) -> ScheduleNotices:
+    """How schedules' failed runs and turns are told (webhooks and events, as configured)."""
+    from pagefleet.adapters.notify import EventBridgeBus, SqsWebhookQueue
+    from pagefleet.live.events import DEFAULT_RETENTION_S
+    from pagefleet.notify.eventbridge import EventOnce
+    from pagefleet.notify.schedule_notices import ScheduleNotices
+    from pagefleet.notify.webhooks import Outbox
+
+    if not isinstance(settings, ChangesSettings):
+        return ScheduleNotices(None, None)
+    dynamodb = rt.client("dynamodb")
+    deliveries = DynamoDeliveries(dynamodb, settings.jobs_table)
+    outbox = (
+        Outbox(
+            SqsWebhookQueue(rt.client("sqs"), settings.webhook_queue_url),
+            DynamoNotifyDefaults(dynamodb, settings.tenants_table),
+            deliveries,
+            retention_s=DEFAULT_RETENTION_S,
+        )
+        if settings.webhook_queue_url
+        else None
+    )
+    events = (
+        EventOnce(
+            EventBridgeBus(rt.client("events"), settings.event_bus_name),
+            deliveries,
+            retention_s=DEFAULT_RETENTION_S,
+        )
+        if settings.event_bus_name
+        else None
+    )
+    return ScheduleNotices(outbox, events)
 
 
 def live_services(rt: ClientSource, settings: LiveSettings) -> LiveServices:

@@ -159,13 +159,16 @@ class Runtime:
         from pagefleet.jobs.dependencies import DependencyRelease
 
         def build() -> list[ChangeConsumer]:
-            from pagefleet.live_wiring import live_and_notify_consumers
+            from pagefleet.live_wiring import live_and_notify_consumers, schedule_notices
+            from pagefleet.schedules.watch import ScheduleWatch
             from pagefleet.tenant_runtime import retention_consumer
 
             db, s3 = self.client("dynamodb"), self.client("s3")
             release = DependencyRelease(self.job_services(settings).lifecycle)
             retention = retention_consumer(db, s3, settings, self.tenancy(settings))
-            return [release, retention, *live_and_notify_consumers(self, settings)]
+            # Schedules' health (a monitor's baseline, alerts), whatever notifies of it.
+            watch = ScheduleWatch(self.schedule_store(settings), schedule_notices(self, settings))
+            return [release, retention, watch, *live_and_notify_consumers(self, settings)]
 
         return self._once(("changes", settings.model_dump_json()), build)
 

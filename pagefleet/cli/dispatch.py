@@ -25,7 +25,9 @@ def push(
     """Store FILE as the next version of the named workflow."""
     data = load_workflow(file)
     definition = {
-        k: v for k, v in data.items() if k in ("steps", "inputs", "options", "description")
+        k: v
+        for k, v in data.items()
+        if k in ("steps", "inputs", "options", "description", "expect")
     }
     with api_client(api_url, api_key) as client:
         stored = client.put_workflow(name, definition)

@@ -9,6 +9,7 @@ from typing import Any
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.monitors.changes import Changes
 
 
 class Then(StrEnum):
@@ -41,6 +42,8 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
     retry_delay_s: int | None = None
     release_message: bool = False  # hand the message back instead of deleting it
+    # A monitor's run compared with its baseline (succeeded runs only).
+    changes: Changes | None = None
 
 
 def expired_error() -> JobError:

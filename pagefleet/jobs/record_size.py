@@ -8,7 +8,10 @@ outcome write can be refused for its size and no record can outgrow an item:
   record keeps a pointer (``result_artifact``) and its size (``result_bytes``);
 - error messages and step descriptions are cut to a bounded length;
 - the attempt log keeps the last ``ATTEMPT_LOG_MAX`` attempts;
-- the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first.
+- the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first;
+- a monitor's ``changes`` keep the first records of each list, fewer until they fit
+  ``CHANGES_INLINE_MAX_BYTES`` (``changes.json`` has them all);
+- an error's ``details`` keep ``ERROR_DETAILS_MAX`` entries.
 
 ``SUBMIT_RECORD_MAX_BYTES`` is what the request's part of a record may take at submit: the
 item limit less the most all of the above can add.
@@ -22,6 +25,7 @@ from typing import Any
 
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.moves import Outcome
+from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
 ITEM_MAX_BYTES = 400 * 1024
 INLINE_RESULT_MAX_BYTES = 32 * 1024
@@ -29,10 +33,18 @@ ERROR_MESSAGE_MAX_BYTES = 1000
 STEP_DESCRIPTION_MAX_BYTES = 300
 ATTEMPT_LOG_MAX = 20
 LISTED_ARTIFACTS_MAX = 100
+CHANGES_INLINE_MAX_BYTES = 16 * 1024
+ERROR_DETAILS_MAX = 20
+ERROR_DETAIL_MAX_BYTES = 400
 RESULT_ARTIFACT = "data.json"  # the worker's copy of every successful job's result
 
 # Upper bounds of what the outcome parts take once bounded (JSON, attribute names included).
-_ERROR_BYTES = ERROR_MESSAGE_MAX_BYTES + STEP_DESCRIPTION_MAX_BYTES + 300
+_ERROR_BYTES = (
+    ERROR_MESSAGE_MAX_BYTES
+    + STEP_DESCRIPTION_MAX_BYTES
+    + ERROR_DETAILS_MAX * ERROR_DETAIL_MAX_BYTES
+    + 300
+)
 _ATTEMPT_BYTES = _ERROR_BYTES + 300
 _ARTIFACT_BYTES = 700  # name <= 100, key = tenant/job/attempt/name, sha256, type
 OUTCOME_RESERVE_BYTES = (
@@ -40,6 +52,7 @@ OUTCOME_RESERVE_BYTES = (
     + ATTEMPT_LOG_MAX * _ATTEMPT_BYTES
     + _ERROR_BYTES
     + LISTED_ARTIFACTS_MAX * _ARTIFACT_BYTES
+    + CHANGES_INLINE_MAX_BYTES
     + 4 * 1024  # timestamps, lease, index keys and other bookkeeping attributes
 )
 SUBMIT_RECORD_MAX_BYTES = ITEM_MAX_BYTES - OUTCOME_RESERVE_BYTES
@@ -61,8 +74,36 @@ def bounded_error(error: JobError | None) -> JobError | None:
             "message": clip(error.message, ERROR_MESSAGE_MAX_BYTES),
             "step": clip(error.step, STEP_DESCRIPTION_MAX_BYTES) if error.step else error.step,
             "kind": clip(error.kind, 100),
+            "details": _bounded_details(error.details),
         }
     )
+
+
+def _bounded_details(details: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if details is None:
+        return None
+    return [
+        {k: clip(str(v), ERROR_DETAIL_MAX_BYTES // 2) for k, v in d.items()}
+        for d in details[:ERROR_DETAILS_MAX]
+    ]
+
+
+def bounded_changes(
+    changes: Changes | None,
+    *,
+    limit: int = INLINE_RECORDS,
+    max_bytes: int = CHANGES_INLINE_MAX_BYTES,
+) -> dict[str, Any] | None:
+    """The changes a record (or a webhook) keeps inline: at most ``limit`` records of each
+    list, fewer until they fit ``max_bytes``."""
+    if changes is None:
+        return None
+    while True:
+        data = changes.inline(limit).model_dump(mode="json")
+        if limit == 0 or json_bytes(data) <= max_bytes:
+            # At 0 only the summary is left: records are all in changes.json.
+            return data
+        limit //= 2
 
 
 def json_bytes(value: Any) -> int:
@@ -81,6 +122,7 @@ class BoundedOutcome:
     history: AttemptRecord
     # The whole attempt log to store, when appending would pass ATTEMPT_LOG_MAX.
     attempt_log: list[AttemptRecord] | None
+    changes: dict[str, Any] | None = None
 
 
 def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> BoundedOutcome:
@@ -117,4 +159,5 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         artifacts=(earlier[-room:] if room > 0 else []) + current,
         history=history,
         attempt_log=log,
+        changes=bounded_changes(outcome.changes),
     )
