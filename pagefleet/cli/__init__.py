@@ -17,7 +17,7 @@ from typing import NoReturn
 import httpx
 import typer
 
-from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, notify, tenancy
+from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, monitors, notify, tenancy
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -47,6 +47,7 @@ app.command()(jobs.cancel)
 app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)
 app.command()(jobs.artifacts)
+app.command()(monitors.changes)
 app.command()(jobs.schema)
 app.command()(fleet.stats)
 app.command()(local.demo)

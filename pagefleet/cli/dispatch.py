@@ -8,7 +8,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, CliError, api_client, console
+from pagefleet.cli.common import (
+    EXIT_FAILED,
+    ApiKey,
+    ApiUrl,
+    AsJson,
+    CliError,
+    api_client,
+    console,
+)
 from pagefleet.cli.jobs import load_workflow
 
 workflows_app = typer.Typer(help="Named workflows: immutable versions (name@1, name@2, ...).")
@@ -97,6 +105,10 @@ def create(
     skip_overlap: Annotated[
         bool, typer.Option("--skip-overlap", help="Skip a fire while the last run is going.")
     ] = False,
+    alert_after: Annotated[
+        int | None,
+        typer.Option("--alert-after", min=1, max=100, help="Alert after N failed runs in a row."),
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -108,6 +120,8 @@ def create(
         "job": load_workflow(file),
         "overlap": "skip" if skip_overlap else "allow",
     }
+    if alert_after is not None:
+        spec["alert"] = {"after_failures": alert_after}
     with api_client(api_url, api_key) as client:
         made = client.create_schedule(spec)
     console.print(f"schedule [bold]{made.schedule_id}[/]; next fires:")
@@ -120,10 +134,13 @@ def list_schedules(api_url: ApiUrl = None, api_key: ApiKey = None) -> None:
     """The tenant's schedules and when each fires next."""
     with api_client(api_url, api_key) as client:
         found = client.schedules()
-    table = Table("schedule", "name", "expression", "enabled", "next fire")
+    table = Table("schedule", "name", "expression", "enabled", "health", "next fire")
     for item in found:
         nxt = item.next_fire_times[0] if item.next_fire_times else ""
-        table.add_row(item.schedule_id, item.name, item.expression, str(item.enabled), nxt)
+        health = item.health + (
+            f" ({item.consecutive_failures} failed)" if item.consecutive_failures else ""
+        )
+        table.add_row(item.schedule_id, item.name, item.expression, str(item.enabled), health, nxt)
     console.print(table)
 
 
@@ -158,9 +175,63 @@ def runs(schedule_id: str, api_url: ApiUrl = None, api_key: ApiKey = None) -> No
     """The jobs a schedule made, newest first."""
     with api_client(api_url, api_key) as client:
         found = client.schedule_runs(schedule_id)
-    table = Table("scheduled for", "job", "status")
+    table = Table("scheduled for", "job", "status", "changes")
     for job in found.jobs:
-        table.add_row(job.scheduled_time or "", job.job_id, job.status.value)
+        table.add_row(job.scheduled_time or "", job.job_id, job.status.value, _badge(job))
     for skipped in found.skipped:
         table.add_row(skipped.scheduled_time, "", f"skipped: {skipped.skipped}")
     console.print(table)
+
+
+@schedules_app.command("run")
+def run_now(
+    schedule_id: str,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait for the run to end and show what changed.")
+    ] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait.")] = 300,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Start one run of the schedule now (for trying a monitor without waiting)."""
+    from pagefleet.cli.monitors import render
+
+    with api_client(api_url, api_key) as client:
+        started = client.run_schedule(schedule_id)
+        console.print(f"run [bold]{started.job_id}[/] {started.status.value}")
+        if not wait:
+            return
+        job = client.wait(started.job_id, timeout=timeout)
+        console.print(f"{job.job_id} {job.status.value}")
+        if job.error is not None:
+            console.print(f"  {job.error.kind}: {job.error.message}")
+        found = client.changes(job.job_id)
+    if found is not None:
+        render(found)
+    if job.status.value != "succeeded":
+        raise typer.Exit(EXIT_FAILED)
+
+
+@schedules_app.command("baseline")
+def baseline(
+    schedule_id: str,
+    job_id: Annotated[
+        str | None, typer.Argument(help="A succeeded run to compare with; omit to unpin.")
+    ] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Pin the run a schedule's monitor compares with (no JOB_ID: its last good run)."""
+    with api_client(api_url, api_key) as client:
+        changed = client.pin_baseline(schedule_id, job_id)
+    pinned = changed.baseline_job_id
+    console.print(f"{schedule_id}: baseline {pinned or 'the last successful run'}")
+
+
+def _badge(job: Any) -> str:
+    if job.changes is None:
+        return ""
+    if job.changes.baseline_job_id is None:
+        return "no baseline"
+    s = job.changes.summary
+    return f"+{s.added} -{s.removed} ~{s.changed}" if job.changes.changed else "no change"
