@@ -36,7 +36,8 @@ _PAGE = """<!doctype html>
 <head><meta charset="utf-8"><title>Price watch</title><link rel="stylesheet" href="/style.css">
 <style>
   .watch-clock {{ display: inline-block; width: 12rem; background: #fff3c4; padding: .2rem; }}
-  .watch-buy {{ position: relative; left: {left}px; width: 10rem; height: 3rem; }}
+  .watch-buy {{ position: relative; left: {left}px; width: 10rem; height: 3rem;
+                background: #1565c0; color: #fff; border: 0; }}
 </style></head>
 <body>
   <header><h1>Price watch</h1>

@@ -22,7 +22,10 @@ from tests.support.api import ApiCaller
 
 JOB: dict[str, Any] = {
     "steps": [{"action": "goto", "url": "https://shop.example/"}],
-    "expect": {"schema": {"type": "object", "required": ["products"]}, "min_items": {"products": 1}},
+    "expect": {
+        "schema": {"type": "object", "required": ["products"]},
+        "min_items": {"products": 1},
+    },
     "monitor": {"track": {"products": {"key": "sku"}}},
 }
 
@@ -42,7 +45,9 @@ def api_svc(api_env: Provisioned) -> JobServices:
 
 def make_schedule(who: ApiCaller, **extra: Any) -> dict[str, Any]:
     made = who.call(
-        "POST", "/v1/schedules", {"name": "prices", "expression": "rate(1 hour)", "job": JOB, **extra}
+        "POST",
+        "/v1/schedules",
+        {"name": "prices", "expression": "rate(1 hour)", "job": JOB, **extra},
     )
     assert made.status == 201, made.body
     return dict(made.body)

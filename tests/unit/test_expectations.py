@@ -17,8 +17,11 @@ SCHEMA = {
     "properties": {
         "products": {
             "type": "array",
-            "items": {"type": "object", "required": ["sku", "price"],
-                      "properties": {"price": {"type": "number", "minimum": 0}}},
+            "items": {
+                "type": "object",
+                "required": ["sku", "price"],
+                "properties": {"price": {"type": "number", "minimum": 0}},
+            },
         }
     },
 }

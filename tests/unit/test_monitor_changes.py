@@ -63,7 +63,9 @@ def test_a_list_that_appears_is_all_added_and_nothing_tracked_unchanged_is_no_ch
     first = compare({}, {"products": PRODUCTS}, WATCH, baseline_job_id="b" * 26)
     assert first.summary.added == 3
     same = compare(
-        {"products": PRODUCTS, "other": 1}, {"products": PRODUCTS, "other": 2}, WATCH,
+        {"products": PRODUCTS, "other": 1},
+        {"products": PRODUCTS, "other": 2},
+        WATCH,
         baseline_job_id="b" * 26,
     )
     assert not same.changed and same.records == {}

@@ -51,7 +51,9 @@ class Setup:
         )
         self.schedule_id = made.schedule_id
 
-    def run(self, status: JobStatus, *, changed: bool = False, job_id: str | None = None) -> JobChange:
+    def run(
+        self, status: JobStatus, *, changed: bool = False, job_id: str | None = None
+    ) -> JobChange:
         record = JobRecord(
             tenant_id="t",
             job_id=job_id or new_ulid(),
