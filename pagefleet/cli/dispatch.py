@@ -17,7 +17,7 @@ from pagefleet.cli.common import (
     api_client,
     console,
 )
-from pagefleet.cli.jobs import load_workflow
+from pagefleet.cli.jobs import load_workflow, parse_input
 
 workflows_app = typer.Typer(help="Named workflows: immutable versions (name@1, name@2, ...).")
 schedules_app = typer.Typer(help="Schedules: cron / rate / at, mirrored in EventBridge Scheduler.")
@@ -96,12 +96,17 @@ def diff(
 
 @schedules_app.command("create")
 def create(
-    file: Annotated[Path, typer.Argument(help="The job each fire submits (steps or workflow).")],
-    name: Annotated[str, typer.Option("--name")],
-    expression: Annotated[
-        str, typer.Option("--expression", help="cron(...), rate(...) or at(...).")
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The job each fire submits (steps or workflow), or a whole schedule (with job)."
+        ),
     ],
-    timezone: Annotated[str, typer.Option("--timezone", help="IANA time zone.")] = "UTC",
+    name: Annotated[str | None, typer.Option("--name")] = None,
+    expression: Annotated[
+        str | None, typer.Option("--expression", help="cron(...), rate(...) or at(...).")
+    ] = None,
+    timezone: Annotated[str | None, typer.Option("--timezone", help="IANA time zone.")] = None,
     skip_overlap: Annotated[
         bool, typer.Option("--skip-overlap", help="Skip a fire while the last run is going.")
     ] = False,
@@ -109,19 +114,29 @@ def create(
         int | None,
         typer.Option("--alert-after", min=1, max=100, help="Alert after N failed runs in a row."),
     ] = None,
+    input_values: Annotated[
+        list[str] | None,
+        typer.Option("--input", "-i", help="NAME=VALUE for the job's inputs (repeatable)."),
+    ] = None,
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Create a schedule that submits FILE's job at each fire."""
-    spec: dict[str, Any] = {
-        "name": name,
-        "expression": expression,
-        "timezone": timezone,
-        "job": load_workflow(file),
-        "overlap": "skip" if skip_overlap else "allow",
-    }
+    """Create a schedule that submits FILE's job at each fire (the options override what a
+    schedule FILE says)."""
+    data = load_workflow(file)
+    spec: dict[str, Any] = data if "job" in data else {"job": data}
+    given = {"name": name, "expression": expression, "timezone": timezone}
+    spec.update({k: v for k, v in given.items() if v is not None})
+    if skip_overlap:
+        spec["overlap"] = "skip"
     if alert_after is not None:
         spec["alert"] = {"after_failures": alert_after}
+    for pair in input_values or []:
+        key, value = parse_input(pair)
+        spec["job"].setdefault("inputs", {})[key] = value
+    missing = [f"--{k}" for k in ("name", "expression") if not spec.get(k)]
+    if missing:
+        raise CliError(f"{file} is a job, not a schedule: give {' and '.join(missing)}")
     with api_client(api_url, api_key) as client:
         made = client.create_schedule(spec)
     console.print(f"schedule [bold]{made.schedule_id}[/]; next fires:")
