@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from devstack.stack import LocalStack
@@ -26,12 +25,12 @@ from pagefleet.client import PagefleetClient
 from pagefleet.jobs.states import JobStatus
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME
+from tests.support.monitors import run_now, set_shop, until, watcher_spec
 from tests.support.receiver import webhook_receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "monitors"
 EVENT_TYPES = ["Schedule Alerting", "Schedule Recovered", "Job Changed"]
 
 
@@ -39,37 +38,6 @@ def cli(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **stack.cli_env()}
     command = [sys.executable, "-m", "pagefleet.cli", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=REPO)
-
-
-def set_shop(stack: LocalStack, state_file: str | None) -> None:
-    if state_file is None:
-        assert httpx.post(f"{stack.site_url}/watch/reset").status_code == 200
-        return
-    body = (EXAMPLE / state_file).read_bytes()
-    assert httpx.put(f"{stack.site_url}/watch/state", content=body).status_code == 200
-
-
-def until(what: str, check: Any, timeout: float = 90) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.25)
-
-
-def run_now(client: PagefleetClient, schedule_id: str) -> Any:
-    """One successful run, to its end and counted into the schedule's health (the stream
-    reader does that a moment after the run ends): the next run compares with it."""
-    job = client.wait(client.run_schedule(schedule_id).job_id, timeout=180)
-    assert job.status is JobStatus.SUCCEEDED, job.error
-    until(
-        f"run {job.job_id} counted",
-        lambda: client.schedule(schedule_id).last_success_job_id == job.job_id,
-    )
-    return job
 
 
 def event_queue() -> str:
@@ -99,23 +67,21 @@ def drain(url: str, seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_a_price_watcher_reports_changes_fails_on_bad_data_and_alerts_once(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
-    events_url, seen = event_queue(), []
+    events_url, seen = event_queue(), list[dict[str, Any]]()
     secret = client.signing_secret()
-    spec = json.loads((EXAMPLE / "price-watcher.schedule.json").read_text())
-    spec["job"]["inputs"]["site"] = stack.site_url
-    spec["enabled"] = False  # only the runs started here
+    spec = watcher_spec(stack.site_url)
     with webhook_receiver() as hooks:
         spec["job"]["notify"]["webhook"] = hooks.url
         made = client.create_schedule(spec)
         sid = made.schedule_id
         assert made.alert == {"after_failures": 1} and made.health == "ok"
 
-        set_shop(stack, None)
+        set_shop(stack.site_url, None)
         first = run_now(client, sid)
         assert first.changes is not None and first.changes.baseline_job_id is None
         assert not first.changes.changed and "first successful run" in (first.changes.note or "")
 
-        set_shop(stack, "state-price-drop.json")
+        set_shop(stack.site_url, "state-price-drop.json")
         second = run_now(client, sid)
         changes = second.changes
         assert changes is not None and changes.changed and changes.baseline_job_id == first.job_id
@@ -130,20 +96,20 @@ def test_a_price_watcher_reports_changes_fails_on_bad_data_and_alerts_once(
             (c.key, {k: (v.before, v.after) for k, v in c.fields.items()}) for c in products.changed
         ] == [("LAN-2", {"price": ("18.50", "15.90")})]
         assert changes.visual is not None and changes.visual.ratio > 0  # a row more
-        shown = client.schedule(sid)
-        assert shown.last_change is not None and shown.last_change.job_id == second.job_id
+        last = client.schedule(sid).last_change
+        assert last is not None and last.job_id == second.job_id
 
-        set_shop(stack, "state-empty.json")
+        set_shop(stack.site_url, "state-empty.json")
         third = client.wait(client.run_schedule(sid).job_id, timeout=180)
         assert third.status is JobStatus.FAILED and third.attempt == 1
         assert third.error is not None and third.error.kind == "data_quality"
         assert third.error.details == [
             {"path": "result.products", "reason": "has 0 items, expected at least 1"}
         ]
-        alerting = until("alerting", lambda: (s := client.schedule(sid)).health == "alerting" and s)
-        assert alerting.consecutive_failures == 1
+        until("alerting", lambda: client.schedule(sid).health == "alerting")
+        assert client.schedule(sid).consecutive_failures == 1
 
-        set_shop(stack, "state-price-drop.json")  # the list is back, as it was
+        set_shop(stack.site_url, "state-price-drop.json")  # the list is back, as it was
         fourth = client.wait(client.run_schedule(sid).job_id, timeout=180)
         assert fourth.status is JobStatus.SUCCEEDED and fourth.changes is not None
         assert not fourth.changes.changed and fourth.changes.baseline_job_id == second.job_id
@@ -185,13 +151,10 @@ def test_a_price_watcher_reports_changes_fails_on_bad_data_and_alerts_once(
 def test_the_cli_runs_a_schedule_now_and_pins_a_baseline(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
-    spec = json.loads((EXAMPLE / "price-watcher.schedule.json").read_text())
-    spec["job"]["inputs"]["site"] = stack.site_url
+    spec = watcher_spec(stack.site_url, name="cli-watch")
     spec["job"].pop("notify")
-    spec["name"] = "cli-watch"
-    spec["enabled"] = False
     sid = client.create_schedule(spec).schedule_id
-    set_shop(stack, None)
+    set_shop(stack.site_url, None)
     ran = cli(stack, "schedules", "run", sid, "--wait")
     assert ran.returncode == 0, ran.stderr
     assert "no baseline" in ran.stdout
