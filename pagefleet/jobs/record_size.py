@@ -5,13 +5,16 @@ log, the error, the artifact list and the result. Each of those is bounded here,
 outcome write can be refused for its size and no record can outgrow an item:
 
 - a result over ``INLINE_RESULT_MAX_BYTES`` stays only in its ``data.json`` artifact and the
-  record keeps a pointer (``result_artifact``) and its size (``result_bytes``);
+  record keeps a pointer (``result_artifact``) and its size (``result_bytes``); a monitor's
+  ``changes`` and a failure's error ``details`` take their room from that same budget, so
+  the result stays inline only when it fits beside them;
 - error messages and step descriptions are cut to a bounded length;
 - the attempt log keeps the last ``ATTEMPT_LOG_MAX`` attempts;
 - the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first;
 - a monitor's ``changes`` keep the first records of each list, fewer until they fit
   ``CHANGES_INLINE_MAX_BYTES`` (``changes.json`` has them all);
-- an error's ``details`` keep ``ERROR_DETAILS_MAX`` entries.
+- the job's error keeps ``ERROR_DETAILS_MAX`` of its ``details`` (at most
+  ``ERROR_DETAIL_MAX_BYTES`` each); the attempt log keeps none (its message names the first).
 
 ``SUBMIT_RECORD_MAX_BYTES`` is what the request's part of a record may take at submit: the
 item limit less the most all of the above can add.
@@ -33,18 +36,15 @@ ERROR_MESSAGE_MAX_BYTES = 1000
 STEP_DESCRIPTION_MAX_BYTES = 300
 ATTEMPT_LOG_MAX = 20
 LISTED_ARTIFACTS_MAX = 100
+# A run's changes (succeeded) or its error's details (failed) share the result's inline
+# budget: the result stays inline only when it fits beside them.
 CHANGES_INLINE_MAX_BYTES = 16 * 1024
 ERROR_DETAILS_MAX = 20
-ERROR_DETAIL_MAX_BYTES = 400
+ERROR_DETAIL_MAX_BYTES = 300
 RESULT_ARTIFACT = "data.json"  # the worker's copy of every successful job's result
 
 # Upper bounds of what the outcome parts take once bounded (JSON, attribute names included).
-_ERROR_BYTES = (
-    ERROR_MESSAGE_MAX_BYTES
-    + STEP_DESCRIPTION_MAX_BYTES
-    + ERROR_DETAILS_MAX * ERROR_DETAIL_MAX_BYTES
-    + 300
-)
+_ERROR_BYTES = ERROR_MESSAGE_MAX_BYTES + STEP_DESCRIPTION_MAX_BYTES + 300
 _ATTEMPT_BYTES = _ERROR_BYTES + 300
 _ARTIFACT_BYTES = 700  # name <= 100, key = tenant/job/attempt/name, sha256, type
 OUTCOME_RESERVE_BYTES = (
@@ -52,7 +52,6 @@ OUTCOME_RESERVE_BYTES = (
     + ATTEMPT_LOG_MAX * _ATTEMPT_BYTES
     + _ERROR_BYTES
     + LISTED_ARTIFACTS_MAX * _ARTIFACT_BYTES
-    + CHANGES_INLINE_MAX_BYTES
     + 4 * 1024  # timestamps, lease, index keys and other bookkeeping attributes
 )
 SUBMIT_RECORD_MAX_BYTES = ITEM_MAX_BYTES - OUTCOME_RESERVE_BYTES
@@ -83,9 +82,13 @@ def _bounded_details(details: list[dict[str, Any]] | None) -> list[dict[str, Any
     if details is None:
         return None
     return [
-        {k: clip(str(v), ERROR_DETAIL_MAX_BYTES // 2) for k, v in d.items()}
+        {k: clip(str(v), ERROR_DETAIL_MAX_BYTES // 2 - 20) for k, v in d.items()}
         for d in details[:ERROR_DETAILS_MAX]
     ]
+
+
+def _without_details(error: JobError | None) -> JobError | None:
+    return error.model_copy(update={"details": None}) if error is not None else None
 
 
 def bounded_changes(
@@ -130,7 +133,11 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
     result = outcome.result
     size = json_bytes(result) if result is not None else None
     pointer = None
-    if size is not None and size > INLINE_RESULT_MAX_BYTES:
+    error = bounded_error(outcome.error)
+    changes = bounded_changes(outcome.changes)
+    beside = json_bytes(changes) if changes else 0
+    beside += json_bytes(error.details) if error is not None and error.details else 0
+    if size is not None and size + beside > INLINE_RESULT_MAX_BYTES:
         # data.json holds the whole result when the run succeeded; otherwise (a partial
         # result of a failed run) only its size is kept.
         named = any(a.name == RESULT_ARTIFACT for a in outcome.artifacts)
@@ -146,7 +153,7 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         started_at=job.started_at or at,
         finished_at=at,
         status=outcome.status,
-        error=bounded_error(outcome.error),
+        error=_without_details(error),
     )
     log = None
     if len(job.attempts) + 1 > ATTEMPT_LOG_MAX:
@@ -155,9 +162,9 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         result=result,
         result_artifact=pointer,
         result_bytes=size,
-        error=bounded_error(outcome.error),
+        error=error,
         artifacts=(earlier[-room:] if room > 0 else []) + current,
         history=history,
         attempt_log=log,
-        changes=bounded_changes(outcome.changes),
+        changes=changes,
     )
