@@ -194,8 +194,13 @@ def change(
     if "alert" in fields:  # null removes the alert
         merged["alert"] = fields["alert"]
     spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields}).check()
-    updated = current.model_copy(
-        update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}
+    updated = Schedule.model_validate(
+        {
+            **current.model_dump(),
+            **spec.model_dump(),
+            "updated_at": _iso(_now(clock)),
+            "synced": False,
+        }
     )
     store.replace(updated)
     return _mirror(store, mirror, updated)
