@@ -352,8 +352,8 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
 def _check_job(
     services: Any, local: Any, page: str, pool: str, timeout_s: float, worker: Any
 ) -> None:
-    """One job through the sandboxed worker: succeeded, the title extracted, a PNG in S3."""
-    import boto3
+    """One job through the sandboxed worker: succeeded, the title extracted, a PNG and a WebM
+    in S3."""
 
     from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import get_job, submit_job
@@ -386,22 +386,25 @@ def _check_job(
     print(f"job succeeded: result {json.dumps(result)[:200]}")
     if "pagefleet smoke" not in json.dumps(result):
         raise SmokeFailed("the extracted title is not in the result")
-    shots = [a for a in job.artifacts if a.name == "page.png"]
-    body = b""
-    if shots:
-        s3 = boto3.client("s3")
-        body = s3.get_object(Bucket=local.artifacts_bucket, Key=shots[0].key)["Body"].read()
+    body = _stored(local, job, "page.png")
     if not body.startswith(b"\x89PNG"):
         raise SmokeFailed("no PNG screenshot in the artifacts bucket")
     print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
-    videos = [a for a in job.artifacts if a.name == "video.webm"]
-    video = b""
-    if videos:
-        s3 = boto3.client("s3")
-        video = s3.get_object(Bucket=local.artifacts_bucket, Key=videos[0].key)["Body"].read()
+    video = _stored(local, job, "video.webm")
     if not video.startswith(b"\x1a\x45\xdf\xa3"):
         raise SmokeFailed("no WebM video in the artifacts bucket (options.video)")
     print(f"video: {len(video)} bytes, recorded with the image's ffmpeg path")
+
+
+def _stored(local: Any, job: Any, name: str) -> bytes:
+    """The job's artifact ``name`` as S3 holds it (empty when the job has none)."""
+    import boto3
+
+    found = [a for a in job.artifacts if a.name == name]
+    if not found:
+        return b""
+    s3 = boto3.client("s3")
+    return bytes(s3.get_object(Bucket=local.artifacts_bucket, Key=found[0].key)["Body"].read())
 
 
 def _check_health(

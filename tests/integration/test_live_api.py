@@ -142,7 +142,10 @@ def test_loopback_webhooks_only_in_local_mode(
     a = _caller(live_env, "tenant-a")
     job = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": "http://127.0.0.1:9/h"}})
     assert job.status == 202
-    assert job.body["job"]["request"]["notify"] == {"webhook": "http://127.0.0.1:9/h"}
+    assert job.body["job"]["request"]["notify"] == {
+        "webhook": "http://127.0.0.1:9/h",
+        "on": ["finished"],  # the default, filled in like every default of the request
+    }
     # Still never private or metadata addresses.
     private = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": "http://10.1.1.1/"}})
     assert private.status == 400

@@ -28,7 +28,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings
-from tests.worker.conftest import RunningWorker, submit, wait_for_job
+from tests.worker.conftest import RunningWorker, moto_env, submit, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -77,15 +77,7 @@ class Shop:
 @pytest.fixture(scope="module")
 def shop(worker_moto_endpoint: str) -> Iterator[Shop]:
     with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "AWS_ENDPOINT_URL": worker_moto_endpoint,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-            "POWERTOOLS_LOG_LEVEL": "WARNING",
-        }.items():
+        for key, value in moto_env(worker_moto_endpoint).items():
             mp.setenv(key, value)
         RUNTIME.reset()
         res = create_all(
