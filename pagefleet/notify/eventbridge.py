@@ -1,7 +1,8 @@
 """Events on EventBridge, as ``source: pagefleet``, with ids and figures only (no result, no
 error text, no records):
 
-- ``Job Finished``: every final state, with the status;
+- ``Job Finished``: every final state, with the status (``Job Needs Review`` for a job that
+  waits for a person);
 - ``Job Changed``: a monitor's run that changed, with its summary and baseline;
 - ``Schedule Alerting`` / ``Schedule Recovered``: a schedule's turns
   (``pagefleet.notify.schedule_notices``).
@@ -20,12 +21,13 @@ from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, EventBus
-from pagefleet.notify.routing import CHANGED, FINISHED, job_topics
+from pagefleet.notify.routing import CHANGED, FINISHED, NEEDS_REVIEW, job_events
 from pagefleet.notify.webhooks import delivery_id
 
 SOURCE = "pagefleet"
 DETAIL_TYPE = "Job Finished"
 CHANGED_DETAIL_TYPE = "Job Changed"
+REVIEW_DETAIL_TYPE = "Job Needs Review"
 
 
 def detail(job: JobRecord) -> dict[str, Any]:
@@ -77,14 +79,17 @@ class JobFinishedEvents:
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
             job = change.new
-            topics = job_topics(change)
+            events = {event for _, event in job_events(change)}
             if job is None:
                 continue
-            if "finished" in topics:
+            if FINISHED in events:
                 # The mark predates named events: it stays what it was.
                 self.events.put(
                     job, f"event#{delivery_id(job, FINISHED)}", DETAIL_TYPE, detail(job)
                 )
-            if "changed" in topics:
+            if NEEDS_REVIEW in events:
+                mark = f"event#{delivery_id(job, NEEDS_REVIEW)}"
+                self.events.put(job, mark, REVIEW_DETAIL_TYPE, detail(job))
+            if CHANGED in events:
                 mark = f"event#{delivery_id(job, CHANGED)}"
                 self.events.put(job, mark, CHANGED_DETAIL_TYPE, changed_detail(job))

@@ -8,11 +8,15 @@ A job's ``notify.on`` lists what its webhook is sent for (``pagefleet.jobs.model
 | topic | event | when |
 | --- | --- | --- |
 | finished | job.finished | every final state |
+| finished, needs_review | job.needs_review | a job waits for a person (needs_review) |
 | changed | job.changed | a succeeded run whose ``changes`` say changed |
 | failed | job.failed | a failed run (failed, timed_out, expired, dead_lettered) |
 | failed | schedule.alerting | a schedule with ``alert`` turned alerting (instead of job.failed) |
 | recovered | schedule.recovered | that schedule's next successful run |
-| needs_review | job.needs_review | a job moved to needs_review (a person must look) |
+
+A job in needs_review is settled for its client as a final state is, so ``finished`` gets
+it too. One event goes out once whichever of its topics asked for it (its delivery id is
+the event's).
 
 A scheduled run's failure is its schedule's to report (``pagefleet.schedules.watch``): each
 failed run when the schedule has no ``alert``, once when it turns alerting when it has.
@@ -37,29 +41,23 @@ RECOVERED = "schedule.recovered"
 # does not depend on when that state joins the transition table.
 NEEDS_REVIEW_STATUS = "needs_review"
 
-JOB_EVENTS: dict[NotifyTopic, str] = {
-    "finished": FINISHED,
-    "changed": CHANGED,
-    "failed": FAILED,
-    "needs_review": NEEDS_REVIEW,
-}
 
-
-def job_topics(change: JobChange) -> list[NotifyTopic]:
-    """What a job's own change is notified as (a schedule's turns are the schedule's)."""
+def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
+    """What a job's own change is notified as: (topic, event) pairs (a schedule's turns are
+    the schedule's)."""
     job = change.new
     if job is None or not change.status_changed:
         return []
     if job.status.value == NEEDS_REVIEW_STATUS:
-        return ["needs_review"]
+        return [("finished", NEEDS_REVIEW), ("needs_review", NEEDS_REVIEW)]
     if not ended(job.status):
         return []
-    topics: list[NotifyTopic] = ["finished"]
+    events: list[tuple[NotifyTopic, str]] = [("finished", FINISHED)]
     if job.status is JobStatus.SUCCEEDED and job.changes is not None and job.changes.changed:
-        topics.append("changed")
+        events.append(("changed", CHANGED))
     if job.status in FAILED_RUNS and job.schedule_id is None:
-        topics.append("failed")
-    return topics
+        events.append(("failed", FAILED))
+    return events
 
 
 def webhook_for(job: JobRecord, topic: NotifyTopic, defaults: NotifyDefaults) -> str | None:

@@ -21,7 +21,7 @@ from pagefleet.jobs.models import JobRecord, NotifyTopic
 from pagefleet.jobs.record_size import bounded_changes
 from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
-from pagefleet.notify.routing import CHANGED, FINISHED, JOB_EVENTS, job_topics, webhook_for
+from pagefleet.notify.routing import CHANGED, FINISHED, job_events, webhook_for
 
 EVENT_NAME = FINISHED
 # A changed webhook carries the first records that changed, within this many bytes.
@@ -139,6 +139,6 @@ class WebhookNotifier:
 
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
-            for topic in job_topics(change):
+            for topic, event in job_events(change):
                 assert change.new is not None
-                self.outbox.post(change.new, topic, JOB_EVENTS[topic])
+                self.outbox.post(change.new, topic, event)
