@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from devstack.stack import LocalStack
+from pagefleet.cli.common import EXIT_FAILED
 from pagefleet.client import PagefleetClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -27,6 +28,15 @@ ROOT = Path(__file__).resolve().parents[2]
 JOB_ID = re.compile(r"\b[0-9a-z]{26}\b")
 RUNNABLE = (".venv/bin/pagefleet ", "curl ")
 DOCUMENTS = ("README.md", "docs/api.md")
+# Commands whose output names the job they made: the next <job id> is that one.
+MAKES_A_JOB = ("submit", '/v1/jobs"', "-X POST", "schedules run")
+
+
+def _expected_exit(command: str) -> int:
+    """0, or the CLI's exit code for a failed job where the example's comment says the run
+    fails (the monitor whose shop lost its list: ``# failed: data_quality``)."""
+    comment = command.partition("  # ")[2].strip()
+    return EXIT_FAILED if comment.startswith("failed") else 0
 
 
 def _closed(command: str) -> bool:
@@ -85,6 +95,7 @@ def test_every_readme_example_works_as_printed(stack: LocalStack) -> None:
     }
     site = stack.site_url
     last_job: str | None = None
+    last_schedule: str | None = None
     with PagefleetClient(stack.api_url, stack.dev_api_key) as client:
         for command in readme_commands():
             if " cancel " in f" {command} ":
@@ -98,6 +109,7 @@ def test_every_readme_example_works_as_printed(stack: LocalStack) -> None:
                 .replace("http://127.0.0.1:8081", site)
                 .replace("<job id>", last_job or "<job id>")
                 .replace("<id>", last_job or "<id>")
+                .replace("<schedule id>", last_schedule or "<schedule id>")
             )
             done = subprocess.run(
                 ["bash", "-c", filled],
@@ -108,12 +120,14 @@ def test_every_readme_example_works_as_printed(stack: LocalStack) -> None:
                 timeout=240,
             )
             output = done.stdout + done.stderr
-            assert done.returncode == 0, f"{filled}\n{output}"
+            assert done.returncode == _expected_exit(command), f"{filled}\n{output}"
             if command.startswith("curl "):
                 answer = json.loads(done.stdout)
                 # An error answer is {"error": {...}}; a job carries "error": null.
                 assert not isinstance(answer.get("error"), dict), f"{filled}\n{output}"
                 assert "message" not in answer, f"{filled}\n{output}"
             found = JOB_ID.findall(done.stdout)
-            if found and ("submit" in command or '/v1/jobs"' in command or "-X POST" in command):
+            if found and "schedules create" in command:
+                last_schedule = found[0]
+            elif found and any(m in command for m in MAKES_A_JOB):
                 last_job = found[0]
