@@ -61,12 +61,14 @@ from tests.chaos.harness import (
     chaos_worker_env,
     flaky_job,
     hang_job,
+    held_by,
     injected_faults,
     kill_chromium,
     kill_worker,
     live_workers,
     page_job,
     record_store,
+    replace_exited,
     sqs_client,
 )
 
@@ -96,6 +98,7 @@ class Run:
     chromium_kills: int = 0
     worker_exits: int = 0  # workers that exited on their own (and were replaced)
     killed: dict[str, Kill] = field(default_factory=dict)  # job id -> its worker's kill
+    browser_killed: set[str] = field(default_factory=set)  # jobs running when Chromium was
     next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     poison_sent: int = 0
@@ -191,8 +194,10 @@ def chaos(args: argparse.Namespace, stack: LocalStack, run: Run, stop: threading
         if now >= next_chromium:
             next_chromium = now + args.chromium_kill_every
             workers = live_workers(stack)
-            if workers and kill_chromium(rng.choice(workers)):
+            victim = rng.choice(workers) if workers else None
+            if victim is not None and kill_chromium(victim):
                 run.chromium_kills += 1
+                run.browser_killed |= {r.job_id for r in held_by(stack, store, victim)}
         if now >= next_kill:
             next_kill = now + args.kill_every
             workers = live_workers(stack)
@@ -200,23 +205,11 @@ def chaos(args: argparse.Namespace, stack: LocalStack, run: Run, stop: threading
                 kill_one(stack, store, run, rng.choice(workers))
 
 
-def replace_exited(stack: LocalStack, accounted: set[int]) -> int:
-    """ECS keeps the desired count: a worker that exited on its own gets a successor."""
-    replaced = 0
-    for proc in list(stack.worker_processes):
-        if id(proc) not in accounted and not proc.alive():
-            accounted.add(id(proc))
-            stack.start_worker()
-            replaced += 1
-    return replaced
-
-
 def kill_one(stack: LocalStack, store: Any, run: Run, victim: ManagedProcess) -> None:
-    wid = f"local-worker-{stack.worker_processes.index(victim)}/"
-    records, _ = store.list_page(DEV_TENANT, status=JobStatus.RUNNING, limit=100, start_key=None)
-    held = [r for r in records if (r.lease_owner or "").startswith(wid)]
     kill_worker(victim)
     at = time.time()
+    # Read after the kill: a job claimed just before it is one of the victim's too.
+    held = held_by(stack, store, victim)
     run.accounted.add(id(victim))
     run.kills += 1
     stack.start_worker()
@@ -289,11 +282,30 @@ def unexpected(run: Run, report: Audit) -> list[tuple[str, JobRecord]]:
     return out
 
 
+def by_the_faults(run: Run, job_id: str, record: JobRecord) -> bool:
+    """Ended so because the bench killed its worker or its Chromium on its last allowed
+    attempt (or its workers too often): the right ending for what happened to it."""
+    kind = record.error.kind if record.error else None
+    return (kind in ("lease_expired", "dead_lettered") and job_id in run.killed) or (
+        kind == "browser_crashed" and job_id in run.browser_killed
+    )
+
+
 def why(run: Run, job_id: str, record: JobRecord) -> str:
     error = record.error
     text = f"{error.kind}: {error.message}"[:110] if error else "no error"
-    killed = " [its worker was killed]" if job_id in run.killed else ""
+    hits = [
+        what
+        for what, hit in (("worker", run.killed), ("Chromium", run.browser_killed))
+        if job_id in hit
+    ]
+    killed = f" [its {' and '.join(hits)} killed by the bench]" if hits else ""
     return f"attempt {record.attempt}/{record.request.max_attempts}, {text}{killed}"
+
+
+def tally(run: Run, jobs: list[tuple[str, JobRecord]]) -> str:
+    counts = Counter(f"{run.kinds[j]}->{r.status.value}" for j, r in jobs)
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "0"
 
 
 def recovery_rows(run: Run) -> list[tuple[str, str]]:
@@ -314,7 +326,9 @@ def recovery_rows(run: Run) -> list[tuple[str, str]]:
 def print_report(
     run: Run, report: Audit, elapsed: float, site: ChaosSite, faults: tuple[int, int], dlq: int
 ) -> None:
-    odd = unexpected(run, report)
+    ended = unexpected(run, report)
+    faults_ended = [(j, r) for j, r in ended if by_the_faults(run, j, r)]
+    odd = [(j, r) for j, r in ended if not by_the_faults(run, j, r)]
     counts = Counter(run.kinds.values())
     table = Table(title=f"chaos run: {len(run.kinds)} jobs in {elapsed:.0f} s")
     table.add_column("figure")
@@ -337,14 +351,8 @@ def print_report(
         ("expired", str(report.count(JobStatus.EXPIRED))),
         ("dead-lettered jobs", str(report.count(JobStatus.DEAD_LETTERED))),
         ("poison messages sent / DLQ messages consumed", f"{run.poison_sent} / {dlq}"),
-        (
-            "unexpected final states",
-            ", ".join(
-                f"{k}: {v}"
-                for k, v in Counter(f"{run.kinds[j]}->{r.status.value}" for j, r in odd).items()
-            )
-            or "0",
-        ),
+        ("ended by a kill on their last attempt", tally(run, faults_ended)),
+        ("unexpected final states", tally(run, odd)),
         ("LOST (must be 0)", str(len(report.lost))),
         ("DOUBLED: >1 final result (must be 0)", str(len(report.doubled))),
         ("final entry not the last attempt's", str(len(report.inconsistent))),
@@ -362,7 +370,7 @@ def print_report(
     for name, value in rows:
         table.add_row(name, value)
     console.print(table)
-    for job_id, record in odd:
+    for job_id, record in ended:
         kind, status = run.kinds[job_id], record.status.value
         console.print(f"  {kind} {job_id} -> {status}: {why(run, job_id, record)}")
     if report.lost:
