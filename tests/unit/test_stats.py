@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobError
-from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
@@ -15,14 +14,11 @@ STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 
 def _run(svc: JobServices, clock: FakeClock, outcome: JobStatus, *, seconds: float) -> None:
     [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=60)
-    step = svc.lifecycle.claim(
-        received, "standard", owner="w", lease_seconds=60, recheck_s=30, worker="w"
-    )
+    step = svc.lifecycle.claim(received, "standard", owner="w", lease_seconds=60, worker="w")
     assert step.job is not None
     clock.advance(seconds)
     error = None if outcome is JobStatus.SUCCEEDED else JobError(kind="x", message="no")
-    gone = ReceivedMessage(None, "r", "m", 1, 0, "", "standard")
-    svc.lifecycle.finish(step.job, Outcome(outcome, error=error), gone, "standard", "w")
+    svc.lifecycle.finish(step.job, Outcome(outcome, error=error), "w")
 
 
 def test_fleet_figures(svc: JobServices, clock: FakeClock) -> None:

@@ -44,8 +44,13 @@ class LifecycleBase:
         return job if job.status is status else None
 
     # --- the one way a job message is sent -----------------------------------------------------
-    def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
-        self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
+    def send(self, job: JobRecord, *, delay_s: int = 0, ahead: bool = False) -> None:
+        """``ahead``: on its pool's high-priority queue, for a job that already waited its
+        turn once and lost it through no fault of its own (its worker died or stopped)."""
+        message = JobMessage.for_job(job)
+        if ahead:
+            message = message.model_copy(update={"priority": "high"})
+        self.queue.send(message, delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
 
     def enqueue(self, job: JobRecord, *, delay_s: int = 0) -> JobRecord:
         """Send a recorded job's message and note that it is in the queue.
@@ -83,6 +88,9 @@ class LifecycleBase:
         return moved
 
     # --- messages -------------------------------------------------------------------------------
+    # A job's message only asks for a claim: once the claim is written the message is deleted
+    # and the lease holds the job (a dead worker's job is taken back when its lease runs
+    # out), so SQS's age and in-flight counts see jobs that wait, never jobs that run.
     def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
         try:
             self.queue.delete(pool, received.receipt_handle)
