@@ -412,6 +412,7 @@ def first_jobs(args: argparse.Namespace) -> None:
                         fargate_start_s=args.fargate_start_s,
                         metric_lag_s=args.metric_lag_s,
                         signal=signal,
+                        horizon_s=second + 600,  # it has started by then
                     ).delays[0]
                     for second in range(MINUTE)
                 ]
