@@ -373,6 +373,10 @@ def print_report(
     for job_id, record in ended:
         kind, status = run.kinds[job_id], record.status.value
         console.print(f"  {kind} {job_id} -> {status}: {why(run, job_id, record)}")
+    slow = {j: run.next_attempt[j] - k.at for j, k in run.killed.items() if j in run.next_attempt}
+    for job_id, took in sorted(slow.items(), key=lambda kv: -kv[1])[:5]:
+        if took > 30:  # the worker and sweeper logs tell where the time went
+            console.print(f"  slow recovery: {job_id} {took:.0f} s after its worker's kill")
     if report.lost:
         console.print(
             "lost:",
@@ -404,7 +408,8 @@ def main() -> int:
         concurrency=2,
         sweeper_interval_s=10,
         worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
-        lambda_env=aws_fault_env(args.fault_rate),
+        # INFO: the sweeper's lines name the jobs it took back.
+        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO"},
     )
     run = Run()
     started = time.monotonic()

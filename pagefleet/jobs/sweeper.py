@@ -75,6 +75,7 @@ class SweepReport:
     leases_recovered: int = 0
     leases_failed: int = 0
     leases_dead_lettered: int = 0
+    taken_back: list[str] = field(default_factory=list)  # the jobs of those three
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
@@ -94,6 +95,7 @@ def sweep(svc: JobServices) -> SweepReport:
     report.leases_recovered = taken.requeued
     report.leases_failed = taken.failed
     report.leases_dead_lettered = taken.dead_lettered
+    report.taken_back = taken.jobs
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):
         report.retries_resent += lifecycle.resend_retry(

@@ -288,7 +288,7 @@ def test_sweeper_resends_a_retry_whose_message_was_lost(
         retry_at=now() - RETRY_GRACE_S - 5,
     )
     assert sweep(svc()).retries_resent == 1
-    assert len(queued_messages(api_env)) == 1
+    assert len(queued_messages(api_env, "standard-high")) == 1  # it waited its turn: ahead
     assert sweep(svc()).retries_resent == 0  # postponed, not re-sent every minute
 
 

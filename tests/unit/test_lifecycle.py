@@ -383,7 +383,7 @@ def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
     report = sweeper.sweep(svc)
     assert report.retries_resent == 1 and report.expired == 1
     assert svc.store.get("t", late_id).status is JobStatus.EXPIRED
-    assert [m.job_id for m in svc.queue.visible(POOL)].count(job_id) == 1
+    assert [m.job_id for m in svc.queue.visible(HIGH)].count(job_id) == 1
     assert sweeper.sweep(svc).retries_resent == 0  # looked at again only later
 
 

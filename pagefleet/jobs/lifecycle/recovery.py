@@ -132,10 +132,11 @@ class RecoveryMoves(LifecycleBase):
         return "requeued"
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
-        """A retry whose message never came back: send it again."""
+        """A retry whose message never came back (its send failed): send it again, ahead of
+        its queue, since it has waited its turn and more."""
         job = self.job_in(tenant_id, job_id, JobStatus.RETRY_SCHEDULED)
         if job is None:
             return False
-        self.send(job)
+        self.send(job, ahead=True)
         self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
         return True
