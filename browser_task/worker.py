@@ -92,6 +92,7 @@ class Worker:
         # What the hooks do after a claim is written off the slot's path (browser_task.ahead).
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
         self.lifecycle.hooks = LaterHooks(self.lifecycle.hooks, self._later.submit)
+        self.lifecycle.later = self._later.submit  # the claimed message's delete, too
         clock = services.clock.now
         # The tenant's limits (evaluate allowed, how long a saved session lasts), cached.
         limits = RUNTIME.tenancy(settings).limits

@@ -6,6 +6,8 @@ fake clock instead of sleeping; the contract suite holds the fakes to the AWS ad
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pagefleet.errors import EnqueueFailed, JobNotCancellable
@@ -104,6 +106,19 @@ def test_a_claimed_jobs_message_is_deleted_at_once_and_the_lease_holds_the_job(
     record = svc.store.get("t", submitted.job_id)
     assert record.status is JobStatus.SUCCEEDED and record.result == {"a": 1}
     assert [a.worker for a in record.attempts] == ["w1"]
+    assert queue.depth(POOL) == 0
+
+
+def test_a_worker_deletes_the_claimed_message_off_the_jobs_path(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    later: list[tuple[Any, ...]] = []
+    svc.lifecycle.later = lambda work, *args: later.append((work, *args))
+    submit_job(svc, "t", request())
+    job, _ = run_once(svc)
+    assert job.status is JobStatus.RUNNING and queue.depth(POOL) == 1  # not yet
+    [(work, *args)] = later
+    work(*args)  # the worker's background thread
     assert queue.depth(POOL) == 0
 
 

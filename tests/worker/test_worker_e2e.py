@@ -321,5 +321,5 @@ def test_drain_hands_a_running_job_back_when_the_period_ends(
     handed_back = services.store.get(TENANT, job.job_id)
     assert handed_back.status is JobStatus.RETRY_SCHEDULED
     assert handed_back.error is not None and handed_back.error.kind == "interrupted"
-    # Visible again at once for the next worker, not after the visibility timeout.
-    assert queue_counts(settings.queue_url("standard"))[0] == 1
+    # Visible again at once for the next worker, ahead of the jobs still waiting.
+    assert queue_counts(settings.queue_url("standard-high"))[0] == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,10 @@ from pagefleet.jobs.states import JobStatus
 
 class LifecycleBase:
     hooks = NO_HOOKS  # tenant limits: a slot taken before each claim, given back after moves
+    # Runs what nothing waits for once a claim is written (its message's delete): a worker
+    # passes its background executor's submit, so the delete is off the job's path. None:
+    # at once.
+    later: Callable[..., object] | None = None
 
     def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
         self.store = store

@@ -102,6 +102,10 @@ class WorkerMoves(LifecycleBase):
         """The claim is written: the message is done with (a failed delete brings it back
         as a copy of a running job, deleted then)."""
         self.hooks.after_claim(job)
+        if self.later is not None:
+            with contextlib.suppress(RuntimeError):  # stopping (executor shut down): now
+                self.later(self._done, received, pool, reason)
+                return Step(Then.RUN, job=job, reason=reason)
         self._done(received, pool, reason)
         return Step(Then.RUN, job=job, reason=reason)
 
