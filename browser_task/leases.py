@@ -8,7 +8,7 @@ lease alone says a job is in good hands:
   until its outcome is written, uploads and the outcome's write included (a lease that ran
   out while the outcome waited for a slow write made a finished job look abandoned).
 - ``LeaseWatch`` looks at the ``lease`` set of the jobs table's ops index when the next
-  lease it knows of ends (plus ``LEASE_GRACE_S`` and a second of spread between workers),
+  lease it knows of ends (plus ``LEASE_GRACE_S`` and half a second of spread between workers),
   and takes back its pool's jobs whose lease ran out: a killed worker's job starts again
   about a lease after its last heartbeat, without waiting for the sweeper's minute. A lease
   taken after a look ends no sooner than a lease from then, so looking at least that often
@@ -28,14 +28,14 @@ from browser_task.telemetry import JobLog
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.models import JobRecord
-from pagefleet.jobs.rules import LEASE_GRACE_S, LEASE_MARGIN_S
+from pagefleet.jobs.rules import LEASE_GRACE_S, LEASE_MARGIN_S, lease_ended_before
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.sweeper import TakeBacks, take_back_expired
 
 # Between two looks of the watch: at least this long, plus up to SPREAD_S at random so the
-# pool's workers do not all take back the same job at once.
-MIN_WAIT_S = 1.0
-SPREAD_S = 1.0
+# pool's workers do not all take back the same job at once (one would; the others read).
+MIN_WAIT_S = 0.25
+SPREAD_S = 0.5
 # After a look that failed (the table unreachable), the next one.
 RETRY_WAIT_S = 5.0
 
@@ -102,10 +102,11 @@ class LeaseWatch:
 
     def look(self) -> float:
         """Take back what ran out; how long until the next look (seconds)."""
-        now = int(self._svc.clock.now())
+        now = self._svc.clock.now()
         taken = take_back_expired(self._svc, now=now, pool=self._pool)
         self._report(taken)
-        upcoming = self._svc.store.next_due("lease", now - LEASE_GRACE_S)
+        # The leases not over yet (by the grace): the first of them is the next to look at.
+        upcoming = self._svc.store.next_due("lease", lease_ended_before(now))
         if upcoming is None:
             return self._horizon
         wait = upcoming + LEASE_GRACE_S - now + self._rng.random() * SPREAD_S

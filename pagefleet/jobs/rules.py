@@ -5,6 +5,8 @@ The store adapters and the lifecycle read these; nothing else restates them.
 
 from __future__ import annotations
 
+import math
+
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -19,9 +21,10 @@ LEASE_MARGIN_S = 2
 # How long past its due time a retry's message may be late before the sweeper re-sends it.
 RETRY_GRACE_S = 120
 # How long after its lease ran out a running job is taken back (by its pool's workers'
-# lease watch, or the sweeper's minute): machines' clocks differ a little. A job's message is
-# deleted once it is claimed, so the lease alone brings a dead worker's job back.
-LEASE_GRACE_S = 2
+# lease watch, or the sweeper's minute): machines' clocks differ a little (NTP keeps them
+# within milliseconds on AWS). A job's message is deleted once it is claimed, so the lease
+# alone brings a dead worker's job back.
+LEASE_GRACE_S = 1
 # A job whose worker stopped this many times (leases lost since its last redrive) is
 # dead-lettered rather than retried: it may be what kills its worker. SQS's maxReceiveCount
 # counted these while a message stayed in flight for a whole run; the lease counts them now.
@@ -44,6 +47,12 @@ def attempt_allowed(job: JobRecord, attempt: int) -> bool:
     sweeper hands a dead worker's job to another attempt (``attempt + 1``).
     """
     return attempt - job.attempt_base <= job.request.max_attempts
+
+
+def lease_ended_before(now: float) -> int:
+    """Leases ending before this epoch second (exclusive) are over by ``LEASE_GRACE_S`` at
+    ``now``: their jobs may be taken back."""
+    return math.floor(now - LEASE_GRACE_S) + 1
 
 
 def dead_worker_limit_reached(job: JobRecord) -> bool:

@@ -15,7 +15,11 @@ from dataclasses import dataclass, field
 from pagefleet.errors import NotFound
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S, WAITING_RECHECK_S
+from pagefleet.jobs.rules import (
+    RETRY_GRACE_S,
+    WAITING_RECHECK_S,
+    lease_ended_before,
+)
 from pagefleet.jobs.service import JobServices, requeue_unqueued
 from pagefleet.jobs.states import JobStatus
 
@@ -52,11 +56,11 @@ class TakeBacks:
     jobs: list[str] = field(default_factory=list)  # the ids of those moved here
 
 
-def take_back_expired(svc: JobServices, *, now: int, pool: str | None = None) -> TakeBacks:
-    """Every running job (of ``pool``, or of all pools) whose lease ran out more than
+def take_back_expired(svc: JobServices, *, now: float, pool: str | None = None) -> TakeBacks:
+    """Every running job (of ``pool``, or of all pools) whose lease ran out at least
     ``LEASE_GRACE_S`` ago: retried ahead of its queue, failed when its attempts are spent,
     dead-lettered when workers stopped on it too often."""
-    before = now - LEASE_GRACE_S
+    before = lease_ended_before(now)
     out = TakeBacks()
     for tenant_id, job_id in svc.store.ops_due("lease", before):
         outcome = svc.lifecycle.take_back(tenant_id, job_id, expired_before=before, pool=pool)
@@ -91,7 +95,7 @@ def sweep(svc: JobServices) -> SweepReport:
     for tenant_id, job_id in svc.store.ops_due("deadline", now):
         report.expired += lifecycle.expire(tenant_id, job_id)
 
-    taken = take_back_expired(svc, now=now)
+    taken = take_back_expired(svc, now=svc.clock.now())
     report.leases_recovered = taken.requeued
     report.leases_failed = taken.failed
     report.leases_dead_lettered = taken.dead_lettered

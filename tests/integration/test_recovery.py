@@ -12,9 +12,9 @@ from devstack.pollers import scheduled_event
 from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
 from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
-from pagefleet.jobs.rules import LEASES_LOST_LIMIT
+from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT
 from pagefleet.jobs.states import JobStatus
-from pagefleet.jobs.sweeper import LEASE_GRACE_S, RETRY_GRACE_S, sweep
+from pagefleet.jobs.sweeper import RETRY_GRACE_S, sweep
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names
 from pagefleet.tenancy.api_keys import create_api_key

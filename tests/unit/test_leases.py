@@ -137,7 +137,12 @@ def test_the_watch_looks_again_when_the_next_lease_ends(svc: JobServices, clock:
     svc.lifecycle.heartbeat(job, lease_seconds=LEASE)  # pushed out: later
     assert idle.look() == LEASE - LEASE_MARGIN_S
     clock.advance(LEASE - LEASE_MARGIN_S + 0.5)  # just ended, within the grace: soon
-    assert MIN_WAIT_S <= idle.look() <= LEASE_GRACE_S
+    wait = idle.look()
+    assert MIN_WAIT_S <= wait <= LEASE_GRACE_S
+    assert svc.store.get("t", job.job_id).status is JobStatus.RUNNING
+    clock.advance(wait)  # the grace is over, to the second: taken back then, not later
+    idle.look()
+    assert svc.store.get("t", job.job_id).status is JobStatus.RETRY_SCHEDULED
 
 
 def test_the_watch_takes_back_its_pools_dead_jobs_and_counts_dead_letters(

@@ -113,23 +113,25 @@ class RecoveryMoves(LifecycleBase):
                 timeout="lease",
             )
         try:
-            moved = self._transition(
+            moved = self.store.transition(
                 tenant_id,
                 job_id,
                 to,
+                at=self.at(),
                 error=error,
                 lease_expired_before=expired_before,
                 retry_at=self.now(),
             )
         except IllegalTransition:
             return "alive"  # the heartbeat came back, or someone else took it back first
-        if to is not JobStatus.RETRY_SCHEDULED:
-            return to.value
-        # It had waited its turn once: it goes to the front, as its message did when it
-        # came back from a dead worker's hands. Unsent, the sweeper re-sends the retry.
-        with contextlib.suppress(Exception):
-            self.send(moved, ahead=True)
-        return "requeued"
+        if to is JobStatus.RETRY_SCHEDULED:
+            # It had waited its turn once: it goes to the front, as its message did when it
+            # came back from a dead worker's hands. Unsent, the sweeper re-sends the retry.
+            with contextlib.suppress(Exception):
+                self.send(moved, ahead=True)
+        # The hooks after the send: the job's tenant slot is its own again at its claim.
+        self.hooks.after_move(moved)
+        return "requeued" if to is JobStatus.RETRY_SCHEDULED else to.value
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
         """A retry whose message never came back (its send failed): send it again, ahead of
