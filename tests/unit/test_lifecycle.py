@@ -324,6 +324,29 @@ def test_the_sweeper_takes_back_a_dead_workers_job_ahead_of_the_queue(
     assert [m.job_id for m in svc.queue.visible(POOL)] == [waiting]
 
 
+def test_a_take_back_sends_first_so_a_taker_that_dies_loses_nothing(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    run_once(svc, "w1")
+    clock.advance(LEASE + LEASE_GRACE_S)  # w1 died
+    monkeypatch.setattr(queue, "send", lambda *a, **k: (_ for _ in ()).throw(OSError("down")))
+    assert sweeper.take_back_expired(svc, now=clock.now()).requeued == 0  # SQS down: later
+    assert svc.store.get("t", job_id).status is JobStatus.RUNNING
+    monkeypatch.undo()
+
+    def dies(*args: object, **kwargs: object) -> None:
+        raise SystemExit("the taker was killed after its send")
+
+    monkeypatch.setattr(svc.store, "transition", dies)
+    with pytest.raises(SystemExit):
+        sweeper.take_back_expired(svc, now=clock.now())
+    monkeypatch.undo()
+    # The message it sent first reclaims the job, whose lease is over.
+    again, _ = run_once_from(svc, HIGH, "w2")
+    assert again.job_id == job_id and again.attempt == 2
+
+
 def test_a_workers_lease_watch_takes_back_only_its_own_pools_jobs(
     svc: JobServices, clock: FakeClock
 ) -> None:
@@ -400,6 +423,9 @@ def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
     assert svc.store.get("t", late_id).status is JobStatus.EXPIRED
     assert [m.job_id for m in svc.queue.visible(HIGH)].count(job_id) == 1
     assert sweeper.sweep(svc).retries_resent == 0  # looked at again only later
+    # ...but the retry itself is due: its re-sent message starts it at once.
+    retried, _ = run_once_from(svc, HIGH, "w2")
+    assert retried.job_id == job_id and retried.attempt == 2
 
 
 def test_a_message_received_too_often_moves_to_the_dead_letter_queue(

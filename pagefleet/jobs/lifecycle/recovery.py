@@ -3,8 +3,6 @@ take back a dead worker's job, re-send a lost retry."""
 
 from __future__ import annotations
 
-import contextlib
-
 from pagefleet.errors import (
     IllegalTransition,
     JobNotCancellable,
@@ -84,7 +82,8 @@ class RecoveryMoves(LifecycleBase):
         queue; fail it when its attempts are spent; dead-letter it when workers stopped on
         it ``LEASES_LOST_LIMIT`` times. With ``pool``, only that pool's jobs (a worker
         sends only to its own pool's queues). Returns "requeued", "failed",
-        "dead_lettered", "alive", "elsewhere" (another pool's) or "gone"."""
+        "dead_lettered", "alive", "elsewhere" (another pool's), "unsent" (left for the next
+        look) or "gone"."""
         try:
             job = self.store.get(tenant_id, job_id)
         except NotFound:
@@ -112,6 +111,16 @@ class RecoveryMoves(LifecycleBase):
                 retryable=True,
                 timeout="lease",
             )
+        if to is JobStatus.RETRY_SCHEDULED:
+            # The message first: whoever takes a job back may die next, and a job moved
+            # without its message would wait for the sweeper's re-send. Sent for a job that
+            # is not taken back after all (a heartbeat came back, another watch won), the
+            # copy finds it running or retried and is deleted. It goes to the front: it had
+            # waited its turn once, as its old message did when it came back.
+            try:
+                self.send(job, ahead=True)
+            except Exception:
+                return "unsent"  # still running, its lease over: the next look tries again
         try:
             moved = self.store.transition(
                 tenant_id,
@@ -124,12 +133,6 @@ class RecoveryMoves(LifecycleBase):
             )
         except IllegalTransition:
             return "alive"  # the heartbeat came back, or someone else took it back first
-        if to is JobStatus.RETRY_SCHEDULED:
-            # It had waited its turn once: it goes to the front, as its message did when it
-            # came back from a dead worker's hands. Unsent, the sweeper re-sends the retry.
-            with contextlib.suppress(Exception):
-                self.send(moved, ahead=True)
-        # The hooks after the send: the job's tenant slot is its own again at its claim.
         self.hooks.after_move(moved)
         return "requeued" if to is JobStatus.RETRY_SCHEDULED else to.value
 
