@@ -245,14 +245,21 @@ def test_a_killed_worker_does_not_leak_its_tenants_slot(
 ) -> None:
     first, second = submit(svc, tenancy), submit(svc, tenancy)
     msg = receive(svc)
-    assert msg is not None and claim(svc, msg).then is Then.RUN
-    # The worker is killed: no finish, no heartbeat. The sweeper takes the job back.
+    step = claim(svc, msg) if msg is not None else None
+    assert step is not None and step.job is not None and step.then is Then.RUN
+    # The worker is killed: no finish, no heartbeat. The sweeper takes the job back, and its
+    # running slot (max_running 1) stays its own: it starts again first, not deferred.
     clock.advance(LEASE + LEASE_GRACE_S + 1)
     report = sweeper.sweep(svc)
     assert report.leases_recovered == 1
-    assert counters(tenancy).view("t", now_ms=0).running == frozenset()
-    # Both jobs can now run, one at a time.
-    ran = []
+    assert counters(tenancy).view("t", now_ms=0).running == {step.job.job_id}
+    again = receive(svc)
+    assert again is not None and again.queue == f"{POOL}-high"
+    assert claim(svc, again, "w2").then is Then.RUN
+    clock.advance(1)
+    svc.lifecycle.finish(svc.store.get("t", step.job.job_id), Outcome(JobStatus.SUCCEEDED), "w2")
+    # Both jobs run, one at a time, and the slot is given back at the end.
+    ran = [step.job.job_id]
     while len(ran) < 2:
         got = receive(svc)
         assert got is not None

@@ -133,8 +133,13 @@ class RecoveryMoves(LifecycleBase):
             )
         except IllegalTransition:
             return "alive"  # the heartbeat came back, or someone else took it back first
+        if to is JobStatus.RETRY_SCHEDULED:
+            # Its tenant's running slot stays the job's: it starts again at once and its
+            # claim finds the slot its own (a reclaim from the returning message kept it
+            # too), instead of being deferred behind a tenant at its cap.
+            return "requeued"
         self.hooks.after_move(moved)
-        return "requeued" if to is JobStatus.RETRY_SCHEDULED else to.value
+        return to.value
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
         """A retry whose message never came back (its send failed): send it again, ahead of
