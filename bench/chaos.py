@@ -22,7 +22,7 @@ costs) and lease end -> next attempt (what finding and restarting the job costs)
 status 1 if a job was lost or has more than one final result. Timings are printed, never
 asserted; the load average is printed beside them.
 
-To add a kind of job: a body builder in ``tests/chaos/harness.py``, its expected final state
+To add a kind of job: a body builder in ``devstack/chaos.py``, its expected final state
 in ``EXPECTED``, and its share in ``job_kinds``.
 """
 
@@ -46,13 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from devstack.pollers import scheduled_event
-from devstack.processes import ManagedProcess
-from devstack.stack import DEV_TENANT, LocalStack
-from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.jobs.models import JobRecord
-from pagefleet.jobs.states import JobStatus
-from tests.chaos.harness import (
+from devstack.chaos import (
     SETTLED,
     Audit,
     ChaosSite,
@@ -71,6 +65,12 @@ from tests.chaos.harness import (
     replace_exited,
     sqs_client,
 )
+from devstack.pollers import scheduled_event
+from devstack.processes import ManagedProcess
+from devstack.stack import DEV_TENANT, LocalStack
+from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 console = Console()
 EXPECTED = {

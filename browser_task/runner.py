@@ -22,9 +22,10 @@ from browser_task.browser import BrowserPool, BrowserSession
 from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
-from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
+from browser_task.egress_http import Refused
+from browser_task.egress_log import EgressLog, TrackedJob
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
-from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
+from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
 from browser_task.executor import (
     capture_failure_artifacts,
     describe,
@@ -54,16 +55,6 @@ def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
     return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
 
 
-def proxy_refused(refused: Refused) -> JobFailure:
-    """The job's proxy could not be used at all (checked before any browser work)."""
-    if refused.kind in (UNREACHABLE, UNRESOLVED):
-        return RetryJob(refused.reason, kind="proxy_failed")
-    return FailJob(
-        f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
-        kind="egress_refused",
-    )
-
-
 class JobRunner:
     def __init__(
         self,
@@ -75,6 +66,7 @@ class JobRunner:
         policies: TenantPolicies | None,
         resolver: Resolver,
         abort: asyncio.Event,
+        egress_log: EgressLog | None = None,
     ) -> None:
         self.settings = settings
         self.lifecycle = lifecycle
@@ -84,6 +76,7 @@ class JobRunner:
         self._policies = policies
         self._resolver = resolver
         self._abort = abort
+        self._egress_log = egress_log or EgressLog()
 
     async def run(
         self,
@@ -134,14 +127,18 @@ class JobRunner:
             correlation_id=job.correlation_id,
         )
         session: BrowserSession | None = None
+        tracked: TrackedJob | None = None
         try:
-            opened = await self._open(job, collector, data, events, meter, early)
+            opened = await self._open(job, collector, data, events, meter, early, log)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
             session = ctx.session
+            tracked = self._egress_log.attach(log, ctx.guard, session)
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
+            if tracked is not None:
+                self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
 
@@ -152,7 +149,8 @@ class JobRunner:
         data: TenantData,
         events: RunEvents | None,
         meter: AttemptMeter | None,
-        early: EarlyContext | None = None,
+        early: EarlyContext | None,
+        log: JobLog,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
@@ -180,6 +178,8 @@ class JobRunner:
             try:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
+                report = self._egress_log.sink(log)
+                report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
                 return self._failed(job, proxy_refused(refused), {}, [])
         warm = allows_warm(request, options, storage_state=prepared.storage_state)
         trace: TraceRecorder | None = None
@@ -386,9 +386,11 @@ class JobRunner:
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
     ) -> Outcome:
-        return self.lifecycle.after_failure(
+        outcome = self.lifecycle.after_failure(
             job, failure.to_job_error(), result=result, artifacts=artifacts
         )
+        outcome.failed_origin = failure.origin
+        return outcome
 
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.

@@ -41,6 +41,9 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
     retry_delay_s: int | None = None
     release_message: bool = False  # hand the message back instead of deleting it
+    # The origin a navigation failure is about, when the worker knows it (the circuit
+    # breakers charge it rather than the job's first goto's).
+    failed_origin: str | None = None
 
 
 def expired_error() -> JobError:

@@ -27,6 +27,9 @@ DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims:
 # gauge of busy browser slots per task (each change, and once a minute); dims: service, pool.
 # Its per-minute Average is the jobs running per task the idle scale-in reads.
 SLOTS_BUSY = "SlotsBusy"
+# count of refused egress (a goto's checks, the scheme watch, the egress proxies); each also
+# logs one "egress refused" line with the job's keys; dims: service, pool
+EGRESS_REFUSALS = "EgressRefusals"
 # count of submissions refused by a tenant limit (429); dims: service
 TENANT_REFUSALS = "TenantRefusals"
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
-from pagefleet.jobs.hooks import NO_HOOKS
+from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import JobMessage, JobRecord, iso
 from pagefleet.jobs.moves import Step, Then, expired_error
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
@@ -22,16 +22,24 @@ from pagefleet.jobs.states import JobStatus
 
 
 class LifecycleBase:
-    hooks = NO_HOOKS  # tenant limits: a slot taken before each claim, given back after moves
-    # Runs what nothing waits for once a claim is written (its message's delete): a worker
-    # passes its background executor's submit, so the delete is off the job's path. None:
-    # at once.
-    later: Callable[..., object] | None = None
-
-    def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        queue: JobQueue,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        hooks: JobHooks = NO_HOOKS,
+        later: Callable[..., object] | None = None,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.clock = clock
+        # The tenant limits: a slot taken before each claim, given back after moves.
+        self.hooks = hooks
+        # Runs what nothing waits for once a claim is written (its message's delete): a
+        # worker passes its background executor's submit, so the delete is off the job's
+        # path. None: at once.
+        self.later = later
 
     # --- time ---------------------------------------------------------------------------------
     def now(self) -> int:
