@@ -1,17 +1,13 @@
 """The worker pools' scaling policies are the ones in infra/config.py, which
 bench/scale_sim.py simulates: the age steps, the cooldowns, the idle scale-in and the start
-from zero; and every one of them, with the oldest-age alarms, sees jobs that wait, never
-jobs that run."""
+from zero. That none of them, nor an oldest-age alarm, reads a running job (SQS's in-flight
+messages) is a template rule (tests/infra/test_template_rules.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pagefleet.specs import metrics_names as m
-
-# What a job's message counts in SQS while the job runs, had it been kept in flight.
-RUNNING_IN_SQS = "ApproximateNumberOfMessagesNotVisible"
 
 
 def _step_policies(synth: Any) -> list[dict[str, Any]]:
@@ -79,30 +75,6 @@ def test_the_age_steps_add_the_configured_tasks(synth) -> None:
         for c in age
     )
     assert added == sorted(sorted(s.add_tasks for s in p.age_steps) for p in pools)
-
-
-def test_the_scaling_signals_and_the_age_alarms_ignore_running_jobs(stage_synth) -> None:
-    """A job's message is deleted once its claim is written (tests/unit/test_lifecycle.py:
-    nothing of a running job is left in SQS); so no policy or age alarm may read what a
-    running job would count, SQS's in-flight messages, and the age signals are the job
-    queues' ApproximateAgeOfOldestMessage, which then holds waiting jobs only."""
-    job_queues = {q.queue.node.path for q in stage_synth.stack.queues.all}
-    assert job_queues
-    oldest = [
-        a
-        for a in stage_synth.props("AWS::CloudWatch::Alarm")
-        if "ApproximateAgeOfOldestMessage" in _metric_names(a)
-    ]
-    for alarm in [*_scaling_alarms(stage_synth), *oldest]:
-        assert RUNNING_IN_SQS not in _metric_names(alarm), alarm.get("AlarmDescription")
-    for policy in stage_synth.props("AWS::ApplicationAutoScaling::ScalingPolicy"):
-        assert RUNNING_IN_SQS not in json.dumps(policy)
-    # One oldest-age alarm per job queue, and one age step policy per pool.
-    per_queue = [a for a in oldest if a.get("MetricName") == "ApproximateAgeOfOldestMessage"]
-    assert len(per_queue) == len(job_queues)
-    assert len(oldest) - len(per_queue) == len(stage_synth.stack.config.pools)
-    for alarm in per_queue:
-        assert "running jobs do not count" in alarm["AlarmDescription"]
 
 
 def test_a_pool_at_zero_starts_a_task_on_its_first_waiting_job(stage_synth) -> None:
