@@ -1,8 +1,8 @@
 """``pagefleet follow ID`` and ``submit FILE --follow``: a job's progress as it happens.
 
 Exit codes once the job ends (README, "Follow a job live"): 0 succeeded, 1 failed,
-4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered; 8 if ``--timeout`` passed while the
-job still ran; 2 bad input and 3 API errors as for every command.
+4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered, 9 needs_review; 8 if ``--timeout``
+passed while the job still ran; 2 bad input and 3 API errors as for every command.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ EXIT_BY_STATUS = {
     JobStatus.CANCELLED: 5,
     JobStatus.EXPIRED: 6,
     JobStatus.DEAD_LETTERED: 7,
+    JobStatus.NEEDS_REVIEW: 9,
 }
 EXIT_STILL_RUNNING = 8
 
@@ -120,7 +121,7 @@ def follow(
     """Show a job's progress as it happens (steps, log lines, retries) until it ends.
 
     Exit code: 0 succeeded, 1 failed, 4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered,
-    8 still running at --timeout."""
+    9 needs_review, 8 still running at --timeout."""
     with api_client(api_url, api_key) as client:
         code = follow_job(client, job_id, after=after, timeout=timeout, live=live, as_json=as_json)
     raise typer.Exit(code)

@@ -44,6 +44,7 @@ class SweepReport:
     expired: int = 0
     leases_recovered: int = 0
     leases_failed: int = 0
+    leases_to_review: int = 0  # an irreversible step started and cannot be checked
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
@@ -63,6 +64,7 @@ def sweep(svc: JobServices) -> SweepReport:
         outcome = lifecycle.take_back(tenant_id, job_id, expired_before=now - LEASE_GRACE_S)
         report.leases_recovered += outcome == "requeued"
         report.leases_failed += outcome == "failed"
+        report.leases_to_review += outcome == "needs_review"
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):
         report.retries_resent += lifecycle.resend_retry(

@@ -82,8 +82,9 @@ class RunEvent(BaseModel):
 
 def ended(status: JobStatus) -> bool:
     """Whether a job in ``status`` is done as far as its client is concerned: a final state,
-    or dead-lettered (kept for an operator's redrive, which would be a new ending)."""
-    return status.is_final or status is JobStatus.DEAD_LETTERED
+    dead-lettered (kept for an operator's redrive, which would be a new ending) or in review
+    (waiting for a person's resolution, which would be one too)."""
+    return status.is_settled
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:

@@ -1,5 +1,6 @@
 """Completion events on EventBridge: every final state, as ``source: pagefleet``,
-``detail-type: Job Finished``, with ids and the status only (no result, no error text).
+``detail-type: Job Finished``, with ids and the status only (no result, no error text); a
+job that goes to review as ``detail-type: Job Needs Review`` (a person must resolve it).
 
 Users route them with their own rules (e.g. to SQS, Step Functions, a chat hook). A consumer
 of the jobs stream's one reader; a mark per transition keeps a stream batch that is delivered
@@ -13,12 +14,14 @@ from typing import Any
 
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import ended, events_expire_at
 from pagefleet.notify.ports import Deliveries, EventBus
 from pagefleet.notify.webhooks import delivery_id
 
 SOURCE = "pagefleet"
 DETAIL_TYPE = "Job Finished"
+REVIEW_DETAIL_TYPE = "Job Needs Review"
 
 
 def detail(job: JobRecord) -> dict[str, Any]:
@@ -48,7 +51,8 @@ class JobFinishedEvents:
             mark = f"event#{delivery_id(job)}"
             if self.deliveries.marked(job.tenant_id, job.job_id, mark):
                 continue
-            self.bus.put(source=SOURCE, detail_type=DETAIL_TYPE, detail=detail(job))
+            kind = REVIEW_DETAIL_TYPE if job.status is JobStatus.NEEDS_REVIEW else DETAIL_TYPE
+            self.bus.put(source=SOURCE, detail_type=kind, detail=detail(job))
             self.deliveries.mark(
                 job.tenant_id, job.job_id, mark, expires_at=events_expire_at(job, self.retention_s)
             )

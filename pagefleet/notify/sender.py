@@ -22,7 +22,7 @@ import httpx
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.notify.ports import Deliveries, DeliveryAttempt, SigningSecrets
 from pagefleet.notify.signing import HEADER, sign
-from pagefleet.notify.webhooks import EVENT_NAME
+from pagefleet.notify.webhooks import EVENT_NAME, REVIEW_EVENT_NAME
 from pagefleet.targets.egress_policy import (
     CheckedTarget,
     EgressPolicy,
@@ -125,7 +125,9 @@ class WebhookSender:
             "User-Agent": USER_AGENT,
             HEADER: sign(secret, t, body),
             "Pagefleet-Delivery": message.delivery_id,
-            "Pagefleet-Event": EVENT_NAME,
+            "Pagefleet-Event": (
+                REVIEW_EVENT_NAME if message.job_status == "needs_review" else EVENT_NAME
+            ),
             "Pagefleet-Attempt": str(attempt),
         }
         last: httpx.HTTPError | None = None

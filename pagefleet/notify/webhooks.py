@@ -1,7 +1,8 @@
 """Completion webhooks, first half: on a job's final state, queue its signed POST.
 
 A consumer of the jobs stream's one reader. For every change that moves a job into a final
-state it finds the webhook (the job's ``notify.webhook``, else the tenant's default), builds
+state (or into dead-lettered, or into needs_review: ``job.needs_review``, a person must
+resolve it) it finds the webhook (the job's ``notify.webhook``, else the tenant's default), builds
 the JSON body once, and sends one message to the webhook queue; ``pagefleet.notify.sender``
 POSTs it (signed) and retries with backoff. A mark per notification keeps a stream batch
 that is delivered twice from queuing it twice.
@@ -16,10 +17,16 @@ from typing import Any
 
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import ended, events_expire_at
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
 
 EVENT_NAME = "job.finished"
+REVIEW_EVENT_NAME = "job.needs_review"  # an irreversible step's outcome is unknown
+
+
+def event_name(job: JobRecord) -> str:
+    return REVIEW_EVENT_NAME if job.status is JobStatus.NEEDS_REVIEW else EVENT_NAME
 
 
 def delivery_id(job: JobRecord) -> str:
@@ -33,7 +40,7 @@ def payload(job: JobRecord, delivery: str) -> dict[str, Any]:
 
     No result (it may be large; read it from the API) and nothing secret."""
     body: dict[str, Any] = {
-        "event": EVENT_NAME,
+        "event": event_name(job),
         "delivery_id": delivery,
         "job_id": job.job_id,
         "name": job.request.name,
@@ -56,6 +63,8 @@ def payload(job: JobRecord, delivery: str) -> dict[str, Any]:
         ],
         "result_artifact": job.result_artifact,
     }
+    if job.checkpoints:
+        body["checkpoints"] = [c.model_dump(mode="json") for c in job.checkpoints]
     return body
 
 

@@ -1,19 +1,22 @@
-"""The API's, the dead-letter queue's and the sweeper's moves: cancel, redrive, dead-letter,
-take back a dead worker's job, re-send a lost retry."""
+"""The API's, the dead-letter queue's and the sweeper's moves: cancel, redrive, resolve a
+job in review, dead-letter, take back a dead worker's job, re-send a lost retry."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pagefleet.errors import (
     IllegalTransition,
     JobNotCancellable,
+    JobNotInReview,
     NotFound,
 )
+from pagefleet.jobs.checkpoints import Resolution, for_review, pending, restate
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.moves import review_error
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.rules import (
-    attempt_allowed,
-)
+from pagefleet.jobs.rules import after_lost_run, attempt_allowed, resume_plan
 from pagefleet.jobs.states import JobStatus
 
 
@@ -43,6 +46,69 @@ class RecoveryMoves(LifecycleBase):
         self.enqueue(job.model_copy(update={"enqueued_at": None}))
         return True
 
+    def resolve(
+        self,
+        tenant_id: str,
+        job_id: str,
+        outcome: Literal["done", "not_done"],
+        *,
+        go_on: bool = False,
+        by: str,
+    ) -> JobRecord:
+        """A person's word on a job in review (docs/irreversible-steps.md).
+
+        ``done``: the irreversible step took effect; the job ends ``succeeded`` with the
+        results it has (the steps after it recorded as skipped), or with ``go_on`` runs
+        those steps in a new attempt. ``not_done``: it did not; the job runs again from the
+        start. Either new run gets a fresh attempt budget. ``JobNotInReview`` (409) names
+        the job's state when it is not in review.
+        """
+        job = self.store.get(tenant_id, job_id)
+        if job.status is not JobStatus.NEEDS_REVIEW:
+            raise JobNotInReview(
+                f"job {job_id} is {job.status.value}; only a job in needs_review can be resolved",
+                status=job.status.value,
+            )
+        at = self.at()
+        at_stake = pending(job.checkpoints)
+        checkpoints = job.checkpoints
+        skipped: list[int] = []
+        target = JobStatus.QUEUED
+        if at_stake is not None:
+            checkpoints = restate(
+                checkpoints,
+                at_stake.step,
+                "done" if outcome == "done" else "not_done",
+                how="resolved",
+                at=at,
+            )
+        if outcome == "done" and not go_on:
+            target = JobStatus.SUCCEEDED
+            first = at_stake.step + 1 if at_stake is not None else len(job.request.steps)
+            skipped = list(range(first, len(job.request.steps)))
+        resolution = Resolution(
+            outcome=outcome,
+            continue_=go_on,
+            step=at_stake.step if at_stake else None,
+            by=by,
+            at=at,
+            skipped=skipped,
+        )
+        try:
+            moved = self.store.resolve_review(
+                tenant_id, job_id, to=target, at=at, checkpoints=checkpoints, resolution=resolution
+            )
+        except IllegalTransition as refused:
+            raise JobNotInReview(
+                f"job {job_id} is {refused.details.get('status')}; only a job in needs_review "
+                "can be resolved",
+                status=refused.details.get("status"),
+            ) from None
+        self.hooks.after_move(moved)
+        if target is JobStatus.QUEUED:
+            self.enqueue(moved)
+        return moved
+
     # --- the dead-letter queue's and the sweeper's side -----------------------------------------
     def dead_letter(self, received: ReceivedMessage) -> str:
         """Record why a message landed in the DLQ. Returns what happened (logs, tests)."""
@@ -63,19 +129,48 @@ class RecoveryMoves(LifecycleBase):
             ),
             retryable=True,
         )
+        # An irreversible step at stake: a person decides, not a blind redrive.
+        target = after_lost_run(current, retry_allowed=False) or JobStatus.DEAD_LETTERED
         try:
-            self._transition(
-                message.tenant_id, message.job_id, JobStatus.DEAD_LETTERED, error=reason
-            )
+            self._lost_run_move(current, target, reason)
         except NotFound:
             return "unknown_job"
         except IllegalTransition:
             return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
-        return "marked"
+        return "marked" if target is JobStatus.DEAD_LETTERED else target.value
+
+    def _lost_run_move(
+        self,
+        job: JobRecord,
+        target: JobStatus,
+        cause: JobError,
+        *,
+        lease_expired_before: int | None = None,
+    ) -> JobRecord:
+        """Move a job whose attempt ended without its worker; to review (with why, and its
+        unsettled checkpoints marked unknown) when an irreversible step is at stake."""
+        error, checkpoints = cause, None
+        if target is JobStatus.NEEDS_REVIEW:
+            error = review_error(job, resume_plan(job), cause)
+            checkpoints = for_review(job.checkpoints)
+        elif target is JobStatus.FAILED and job.compensation is not None:
+            error = JobError(
+                kind="compensated", message=f"{job.compensation.reason} (it was compensated)"
+            )
+        return self._transition(
+            job.tenant_id,
+            job.job_id,
+            target,
+            error=error,
+            lease_expired_before=lease_expired_before,
+            retry_at=self.now(),
+            checkpoints=checkpoints,
+        )
 
     def take_back(self, tenant_id: str, job_id: str, *, expired_before: int) -> str:
         """A running job whose worker stopped heartbeating: retry it, or fail it when the
-        budget is spent. Returns "requeued", "failed", "alive" or "gone"."""
+        budget is spent, or put it in review when an irreversible step it started cannot be
+        checked. Returns "requeued", "failed", "needs_review", "alive" or "gone"."""
         try:
             job = self.store.get(tenant_id, job_id)
         except NotFound:
@@ -89,19 +184,15 @@ class RecoveryMoves(LifecycleBase):
             timeout="lease",
         )
         retry = attempt_allowed(job, job.attempt + 1)
+        target = after_lost_run(job, retry_allowed=retry)
+        if target is None:
+            target = JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED
         try:
-            moved = self._transition(
-                tenant_id,
-                job_id,
-                JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
-                error=error,
-                lease_expired_before=expired_before,
-                retry_at=self.now(),
-            )
+            moved = self._lost_run_move(job, target, error, lease_expired_before=expired_before)
         except IllegalTransition:
             return "alive"  # the heartbeat came back, or another sweeper got there first
-        if not retry:
-            return "failed"
+        if target is not JobStatus.RETRY_SCHEDULED:
+            return target.value
         self.send(moved)
         return "requeued"
 
