@@ -1,19 +1,23 @@
 """The demo website the example workflows run against, served on loopback only.
 
-Static pages from ``examples/site`` plus one handler: ``POST /contact`` answers with a
-confirmation page that echoes the submitted name (HTML-escaped).
+Static pages from ``examples/site`` plus two handlers: ``POST /contact`` answers with a
+confirmation page that echoes the submitted name (HTML-escaped), and the shop's order desk
+under ``/shop`` (``devstack.demo_orders``: orders recorded by reference, answers that can be
+slow or dropped).
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import zlib
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
+from devstack.demo_orders import Answer, Orders, handle_get, handle_post
 from devstack.loopback import LoopbackServer
 
 SITE_DIR = Path(__file__).resolve().parents[1] / "examples" / "site"
@@ -40,6 +44,10 @@ class _Handler(SimpleHTTPRequestHandler):
     server_version = "pagefleet-demo/1"
     disable_nagle_algorithm = True  # no delayed-ACK stall between headers and body
 
+    def __init__(self, *args: Any, orders: Orders, **kwargs: Any) -> None:
+        self.orders = orders
+        super().__init__(*args, **kwargs)
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the stack prints enough
         return
 
@@ -48,15 +56,34 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
 
+    def do_GET(self) -> None:
+        parts = urlsplit(self.path)
+        if parts.path.startswith("/shop/"):
+            answer = handle_get(self.orders, parts.path, parse_qs(parts.query))
+            if answer is not None:
+                self._answer(answer)
+                return
+        super().do_GET()
+
     def do_POST(self) -> None:
-        if self.path.split("?", 1)[0] != "/contact":
-            self.send_error(404)
-            return
+        path = urlsplit(self.path).path
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_FORM_BYTES:
             self.send_error(413)
             return
-        form = parse_qs(self.rfile.read(length).decode("utf-8", "replace"))
+        raw = self.rfile.read(length)
+        if path.startswith("/shop/"):
+            form = parse_qs(raw.decode("utf-8", "replace"))
+            answer = handle_post(self.orders, path, form, raw)
+            if answer is None:
+                self.send_error(404)
+            else:
+                self._answer(answer)
+            return
+        if path != "/contact":
+            self.send_error(404)
+            return
+        form = parse_qs(raw.decode("utf-8", "replace"))
         name = form.get("name", [""])[0].strip()
         email = form.get("email", [""])[0].strip()
         if not name or not email:
@@ -72,10 +99,30 @@ class _Handler(SimpleHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _answer(self, answer: Answer) -> None:
+        if answer.drop:
+            # Recorded, never answered: the client sees its connection closed.
+            self.close_connection = True
+            return
+        body = answer.body.encode()
+        # A slow answer's client may have gone (its job timed out): that is expected here.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
 
 class DemoSite(LoopbackServer):
-    """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
+    """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one); its
+    ``orders`` are the shop's order desk (what was ordered, how it answers)."""
 
     def __init__(self, port: int = 0, root: Path = SITE_DIR) -> None:
-        handler = partial(_Handler, directory=str(root))
+        self.orders = Orders()
+        handler = partial(_Handler, directory=str(root), orders=self.orders)
         super().__init__(ThreadingHTTPServer(("127.0.0.1", port), handler), "demo-site")
+
+    def stop(self) -> None:
+        self.orders.stop()
+        super().stop()

@@ -449,7 +449,9 @@ class FleetStatsView(_View):
     long they took (seconds)."""
 
     window_s: int
-    counts: dict[str, int] = Field(description="jobs in each waiting or running state now")
+    counts: dict[str, int] = Field(
+        description="jobs in each waiting or running state now, and in needs_review"
+    )
     oldest_queued_age_s: float | None = Field(
         default=None, description="how long the oldest queued job has waited"
     )

@@ -244,6 +244,16 @@ class WorkerMoves(LifecycleBase):
             outcome.checkpoints = for_review(kept)
         return outcome
 
+    def compensated(self, job: JobRecord, outcome: Outcome, compensation: Compensation) -> Outcome:
+        """A failed outcome after the job's compensate steps ran: failed with the
+        compensation beside its checkpoints, or in review when the compensation failed."""
+        outcome.compensation = compensation
+        if compensation.state != "done":
+            plan = resume_plan(job.model_copy(update={"compensation": compensation}))
+            outcome.status = JobStatus.NEEDS_REVIEW
+            outcome.error = review_error(job, plan, outcome.error)
+        return outcome
+
     def finish(
         self,
         job: JobRecord,
