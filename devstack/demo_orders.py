@@ -10,13 +10,15 @@ twice shows as two orders with the same reference. Pages (under ``/shop``):
   reads), each with a "Cancel order" button
 - ``POST /shop/orders/<n>/cancel``  cancel order n (what a compensation does)
 - ``GET  /shop/orders.json``        every order, for tests and benchmarks
-- ``GET|POST /shop/control``        how the desk answers: ``slow_s``, ``drop``, ``dedupe``
+- ``GET|POST /shop/control``        how the desk answers: ``slow_s``, ``drop``,
+  ``drop_rate``, ``dedupe``
 """
 
 from __future__ import annotations
 
 import html
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +57,7 @@ class Behaviour:
 
     slow_s: float = 0.0  # answer this long after recording
     drop: bool = False  # record, then close the connection without an answer
+    drop_rate: float = 0.0  # ... for this share of the orders, at random
     # Refuse a second order with a reference already used (the site's own duplicate
     # detection); off by default, so that a platform that doubles an order is caught.
     dedupe: bool = False
@@ -71,6 +74,7 @@ class Orders:
     _orders: list[Order] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stopped: threading.Event = field(default_factory=threading.Event)
+    _random: random.Random = field(default_factory=lambda: random.Random(24))
 
     def all(self) -> list[Order]:
         with self._lock:
@@ -115,6 +119,8 @@ class Orders:
                 at=time.time(),
             )
             self._orders.append(order)
+            if not behaviour.drop and self._random.random() < behaviour.drop_rate:
+                behaviour = Behaviour(**{**asdict(behaviour), "drop": True})
         hook = self.on_order
         if hook is not None:
             hook(order)
@@ -168,9 +174,8 @@ def handle_post(orders: Orders, path: str, form: dict[str, list[str]], raw: byte
     if path == CONTROL_PATH:
         try:
             changes = json.loads(raw or b"{}")
-            behaviour = orders.set(
-                **{k: changes[k] for k in ("slow_s", "drop", "dedupe") if k in changes}
-            )
+            known = ("slow_s", "drop", "drop_rate", "dedupe")
+            behaviour = orders.set(**{k: changes[k] for k in known if k in changes})
         except (ValueError, TypeError) as exc:
             return Answer(400, json.dumps({"error": str(exc)}), "application/json")
         return Answer(body=json.dumps(asdict(behaviour)), content_type="application/json")

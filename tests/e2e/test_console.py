@@ -156,6 +156,36 @@ def test_cancel_stops_a_running_job_and_run_again_submits_it_anew(
     client.cancel(again)
 
 
+def test_a_job_that_needs_review_is_found_by_its_filter_and_resolved_on_its_page(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    from devstack.examples import EXAMPLES_DIR, load_example
+
+    assert stack.site is not None
+    body = load_example(EXAMPLES_DIR / "place-order.json", stack.site_url)
+    del body["steps"][4]["check"]  # nothing can tell whether the order went through
+    stack.site.orders.set(drop=True)  # recorded, never answered
+    try:
+        job = client.wait(client.submit(body).job_id, timeout=SHOWN_MS / 1000 * 3)
+    finally:
+        stack.site.orders.set(drop=False)
+    assert job.status.value == "needs_review", job.error
+    page = signed_in
+    page.goto(f"{stack.console_url}#/jobs")
+    page.locator("#filter-review").click()
+    row = page.locator(f"tr[data-job-id='{job.job_id}']")
+    expect(row).to_contain_text("needs review")
+    row.get_by_role("link").click()
+    expect(page.locator("#checkpoints tr[data-state='unknown']")).to_contain_text("Place order")
+    expect(page.locator("#review")).to_contain_text("Did step 4 (Place order) take effect?")
+    assert serious_violations(page) == []
+    page.get_by_role("button", name="Done: it happened").click()
+    expect(page.locator("#job-status")).to_have_text("succeeded")
+    resolved = client.get(job.job_id)
+    assert resolved.resolution is not None and resolved.resolution.outcome == "done"
+    assert len(stack.site.orders.of(job.job_id)) == 1
+
+
 def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:

@@ -118,6 +118,7 @@ def test_resolved_not_done_it_runs_again_and_a_second_resolve_is_409(
     orders.set(drop=True)  # recorded, never answered
     job = client.wait(client.submit(order_job(stack, check=False)).job_id, timeout=SETTLE_S)
     assert job.status is JobStatus.NEEDS_REVIEW, job.error
+    assert len(orders.of(job.job_id)) == 1  # never sent again by the browser either
     # A person looks, and (say) cancels the order by hand: not done. It runs again.
     for order in orders.of(job.job_id):
         orders.cancel(order.number)
@@ -156,6 +157,7 @@ def test_needs_review_is_a_filter_a_count_and_not_a_running_slot(
     orders.set(drop=True)
     job = client.wait(client.submit(order_job(stack, check=False)).job_id, timeout=SETTLE_S)
     assert job.status is JobStatus.NEEDS_REVIEW
+    assert len(orders.of(job.job_id)) == 1
     listed = client.list(status=JobStatus.NEEDS_REVIEW)
     assert job.job_id in {j.job_id for j in listed.jobs}
     assert client.stats().counts["needs_review"] >= 1

@@ -106,7 +106,7 @@ class RecoveryMoves(LifecycleBase):
             ) from None
         self.hooks.after_move(moved)
         if target is JobStatus.QUEUED:
-            self.enqueue(moved)
+            return self.enqueue(moved)
         return moved
 
     # --- the dead-letter queue's and the sweeper's side -----------------------------------------

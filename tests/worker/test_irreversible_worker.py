@@ -1,0 +1,116 @@
+"""The worker with real Chromium and the demo shop's order desk: a cancel or a drain while an
+irreversible step acts lets it finish and records it; never a silent half-state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from devstack.demo_site import DemoSite
+from devstack.examples import EXAMPLES_DIR, load_example
+from pagefleet.jobs.service import cancel_job
+from pagefleet.jobs.states import JobStatus
+from tests.worker.conftest import TENANT, submit, wait_for_job
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def shop() -> Iterator[DemoSite]:
+    site = DemoSite().start()
+    yield site
+    site.stop()
+
+
+def order(shop: DemoSite, *, check: bool) -> dict[str, Any]:
+    body = load_example(EXAMPLES_DIR / "place-order.json", shop.url)
+    if not check:
+        del body["steps"][4]["check"]
+    return body
+
+
+def wait_for_order(shop: DemoSite, reference: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not shop.orders.of(reference):
+        assert time.monotonic() < deadline, "the order never reached the shop"
+        time.sleep(0.05)
+
+
+def test_a_cancel_during_the_click_lets_it_finish_and_records_it_done(shop, services, run_worker):
+    shop.orders.set(slow_s=4)  # the click waits for the shop's answer
+    job = submit(services, order(shop, check=False))
+    run_worker()
+    wait_for_order(shop, job.job_id)
+    assert cancel_job(services, TENANT, job.job_id).status is JobStatus.RUNNING
+
+    ended = wait_for_job(services, job.job_id, timeout=90)
+    assert ended.status is JobStatus.CANCELLED
+    [checkpoint] = ended.checkpoints
+    assert (checkpoint.state, checkpoint.how) == ("done", "ran")
+    assert len(shop.orders.of(job.job_id)) == 1
+
+
+def test_a_drain_during_the_click_records_it_and_leaves_it_to_the_check(
+    shop, services, make_settings, run_worker
+):
+    shop.orders.set(slow_s=3)
+    job = submit(services, order(shop, check=True))
+    running = run_worker(make_settings(drain_seconds=0))
+    wait_for_order(shop, job.job_id)
+    running.stop()  # the drain gives up on the job at once, the click still under way
+
+    handed_back = services.store.get(TENANT, job.job_id)
+    assert handed_back.status is JobStatus.RETRY_SCHEDULED
+    assert [c.state for c in handed_back.checkpoints] == ["done"]
+    # The next worker checks the order, finds it and goes on: one order.
+    shop.orders.set(slow_s=0)
+    run_worker()
+    done = wait_for_job(services, job.job_id, timeout=90)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert (done.checkpoints[0].state, done.checkpoints[0].how) == ("done", "checked")
+    assert len(shop.orders.of(job.job_id)) == 1
+
+
+def test_a_site_that_closes_without_answering_gets_the_browser_a_502_not_a_resend():
+    """Chromium sends a POST again when a connection it took for reusable closes before any
+    answer; the egress proxy answers for the site instead, so an order is never repeated."""
+    from browser_task.egress import EgressPolicy
+    from browser_task.egress_http import KIND_HEADER
+    from browser_task.egress_proxy import EgressProxy
+    from tests.worker.test_ssrf import LoopbackOnlyConnector, TableResolver
+
+    async def go() -> tuple[bytes, int]:
+        received: list[bytes] = []
+
+        async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            received.append(await reader.readuntil(b"\r\n\r\n"))
+            writer.close()  # recorded, never answered
+
+        site = await asyncio.start_server(mute, "127.0.0.1", 0)
+        port = site.sockets[0].getsockname()[1]
+        proxy = EgressProxy(
+            EgressPolicy(allow_loopback=True), TableResolver(), connect=LoopbackOnlyConnector()
+        )
+        await proxy.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            target = f"http://127.0.0.1:{port}/shop/orders"
+            writer.write(
+                f"POST {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                "Content-Length: 3\r\n\r\nx=1".encode()
+            )
+            answer = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            return answer, len(received)
+        finally:
+            await proxy.close()
+            site.close()
+
+    answer, posts = asyncio.run(go())
+    assert answer.startswith(b"HTTP/1.1 502"), answer[:100]
+    assert f"{KIND_HEADER}: unreachable".encode() in answer
+    assert posts == 1
