@@ -67,6 +67,14 @@ def _event_line(event: RunEvent) -> str | None:
         return f"  [magenta]console.{event.level}:[/] {escape(event.message or '')}"
     if kind is EventType.TRUNCATED:
         return f"[yellow]{escape(event.message or 'events were dropped')}[/]"
+    if kind is EventType.CHECKPOINT:
+        return (
+            f"  [bold]◆[/] {where} {escape(event.label or '')}: "
+            f"[bold]{event.state}[/] ({event.how})"
+        )
+    if kind is EventType.COMPENSATION:
+        failed = f": {escape(event.message)}" if event.message else ""
+        return f"[magenta]compensation {event.state}[/]{failed}"
     return None  # state events repeat the status lines
 
 
