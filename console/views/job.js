@@ -132,7 +132,8 @@ export function jobView(main, { match, navigate }) {
   const messages = h("div", { class: "messages" });
   const details = h("div", { class: "job-details" });
   const stepsPart = h("div");
-  const log = h("ol", { class: "log", id: "job-log", "aria-live": "polite", "aria-relevant": "additions" });
+  // Focusable: a long log scrolls, and a keyboard must reach it too.
+  const log = h("ol", { class: "log", id: "job-log", tabindex: "0", "aria-live": "polite", "aria-relevant": "additions" });
   const artifacts = h("div");
   const result = h("div");
   const steps = new Map();
@@ -195,7 +196,9 @@ export function jobView(main, { match, navigate }) {
 
   // The person's answer to a job in review: did its irreversible step take effect?
   function reviewPart() {
-    const step = (job.checkpoints || []).find((c) => c.state === "unknown" || c.state === "started");
+    // The step at stake: the last irreversible one not settled as "not done".
+    const step = (job.checkpoints || []).filter((c) => c.state !== "not_done")
+      .sort((a, b) => b.step - a.step)[0];
     const goOn = h("input", { type: "checkbox", id: "review-continue" });
     const resolve = (outcome) => async () => {
       try {

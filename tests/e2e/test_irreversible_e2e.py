@@ -3,11 +3,7 @@ an order placed once whatever happens between the click and its answer."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +14,10 @@ from devstack.stack import LocalStack
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.states import JobStatus
 from tests.e2e.conftest import running
+from tests.e2e.test_gateway_routes import _cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 PLACE_ORDER = EXAMPLES_DIR / "place-order.json"
 SETTLE_S = 180
 
@@ -102,7 +98,7 @@ def test_without_a_check_it_waits_in_review_and_resolved_done_it_succeeds(
     assert len(orders.of(job.job_id)) == 1
     assert {a.name for a in client.artifacts(job.job_id)} >= {"failure.png", "failure.html"}
 
-    resolved = _cli("resolve", job.job_id, "--done", stack=stack)
+    resolved = _cli("resolve", job.job_id, "--done", key=stack.dev_api_key or "", stack=stack)
     assert resolved.returncode == 0, resolved.stderr
     done = client.get(job.job_id)
     assert done.status is JobStatus.SUCCEEDED and done.error is None
@@ -164,20 +160,3 @@ def test_needs_review_is_a_filter_a_count_and_not_a_running_slot(
     assert client.tenant().usage.running == 0
     client.cancel(job.job_id)
     assert client.get(job.job_id).status is JobStatus.CANCELLED
-
-
-def _cli(*args: str, stack: LocalStack) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pagefleet.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-        env={
-            **os.environ,
-            "PAGEFLEET_API_URL": stack.api_url,
-            "PAGEFLEET_API_KEY": stack.dev_api_key or "",
-            "COLUMNS": "200",
-        },
-        check=False,
-    )
