@@ -83,6 +83,16 @@ def test_a_delivery_is_a_signed_post(receiver: Receiver) -> None:
     assert (recorded.status, recorded.status_code, recorded.attempt) == ("delivered", 204, 1)
 
 
+def test_a_job_in_review_is_posted_as_job_needs_review(receiver: Receiver) -> None:
+    send, _, _ = sender()
+    review = WebhookMessage(
+        **{**message(receiver.url).__dict__, "job_status": "needs_review", "delivery_id": "dlv_r"}
+    )
+    assert send.send(review, attempt=1).attempt.status == "delivered"
+    (request,) = receiver.requests
+    assert request.headers["Pagefleet-Event"] == "job.needs_review"
+
+
 def test_a_failing_receiver_is_retried_with_backoff(receiver: Receiver) -> None:
     receiver.answers = [500, 503]
     send, _, deliveries = sender(max_attempts=3)
