@@ -54,7 +54,8 @@ async def resume(ctx: RunContext, run_steps: RunSteps, render_step: RenderStep) 
         if plan.resume is Resume.CONTINUE:
             return at_stake.step + 1
         verdict = await run_check(ctx, at_stake, run_steps, render_step)
-        await progress.record(at_stake.step, at_stake.label, verdict, "checked", ctx.result)
+        with contextlib.suppress(CheckpointUnwritten):  # the outcome's write carries it
+            await progress.record(at_stake.step, at_stake.label, verdict, "checked", ctx.result)
         if verdict == "done":
             return at_stake.step + 1
         # Not done: from the start, or from the irreversible step done before this one.
@@ -89,7 +90,8 @@ async def run_check(
             last = number == len(checks) - 1
             if last and isinstance(check, Assert) and failure.kind == "assertion_failed":
                 return "not_done"
-            await ctx.progress.record(index, at_stake.label, "unknown", "checked", ctx.result)
+            with contextlib.suppress(CheckpointUnwritten):  # the outcome's write carries it
+                await ctx.progress.record(index, at_stake.label, "unknown", "checked", ctx.result)
             raise FailJob(
                 f"the check of step {index} could not tell whether it took effect: "
                 f"{failure.message}",

@@ -16,6 +16,16 @@ from pagefleet.workflow.steps import (
     session,
 )
 from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
+from pagefleet.workflow.steps.checks import (
+    CheckAssert,
+    CheckExtract,
+    CheckGoto,
+    CheckHover,
+    CheckScreenshot,
+    CheckScroll,
+    CheckSleep,
+    CheckWaitFor,
+)
 from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, Evaluate, Paginate
 from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
 from pagefleet.workflow.steps.interaction import (
@@ -61,7 +71,14 @@ Step = Annotated[
 
 # The read-only steps an irreversible step's ``check`` may use: they look, never act.
 CheckStep = Annotated[
-    Goto | WaitFor | Sleep | Scroll | Hover | Extract | Assert | Screenshot,
+    CheckGoto
+    | CheckWaitFor
+    | CheckSleep
+    | CheckScroll
+    | CheckHover
+    | CheckExtract
+    | CheckAssert
+    | CheckScreenshot,
     Field(discriminator="action"),
 ]
 

@@ -55,9 +55,10 @@ def test_any_step_may_be_irreversible_with_a_read_only_check() -> None:
     # A check only looks: a click in it is refused, by the schema too.
     acting = [{"action": "click", "selector": "#cancel"}]
     assert "does not match any of the expected tags" in refusal(body({**PLACE, "check": acting}))
-    assert "no irreversible and no check in it" in refusal(
+    assert "Input should be False" in refusal(
         body({**PLACE, "check": [{**CHECK[0], "irreversible": True}]})
     )
+    assert "check.0.goto.check" in refusal(body({**PLACE, "check": [{**CHECK[0], "check": CHECK}]}))
     schema = json.dumps(submission_schema())
     assert '"irreversible"' in schema and '"compensate"' in schema and '"check"' in schema
 

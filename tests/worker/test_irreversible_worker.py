@@ -12,6 +12,8 @@ import pytest
 
 from devstack.demo_site import DemoSite
 from devstack.examples import EXAMPLES_DIR, load_example
+from pagefleet.jobs.checkpoints import Checkpoint
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.service import cancel_job
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_job
@@ -72,6 +74,23 @@ def test_a_drain_during_the_click_records_it_and_leaves_it_to_the_check(
     done = wait_for_job(services, job.job_id, timeout=90)
     assert done.status is JobStatus.SUCCEEDED, done.error
     assert (done.checkpoints[0].state, done.checkpoints[0].how) == ("done", "checked")
+    assert len(shop.orders.of(job.job_id)) == 1
+
+
+def test_a_check_that_finds_no_order_runs_the_workflow_from_the_start(shop, services, run_worker):
+    job = submit(services, order(shop, check=True))
+    # An earlier attempt wrote "started" and its worker vanished before the shop heard of it.
+    now = int(time.time())
+    gone = services.store.claim(
+        TENANT, job.job_id, owner="gone/1", lease_until=now - 1, now=now, started_at=iso(utcnow())
+    )
+    started = Checkpoint(step=4, label="Place order", state="started", attempt=1, at=iso(utcnow()))
+    services.lifecycle.record_progress(gone, [started])
+
+    run_worker()  # its message comes back: the reclaim checks first
+    done = wait_for_job(services, job.job_id, timeout=90)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert [(c.state, c.how, c.attempt) for c in done.checkpoints] == [("done", "ran", 2)]
     assert len(shop.orders.of(job.job_id)) == 1
 
 
