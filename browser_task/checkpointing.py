@@ -103,11 +103,11 @@ class Progress:
             how=how,
         )
         self.checkpoints = put(self.checkpoints, checkpoint)
-        if self.events is not None:
+        await self.write(result)
+        if self.events is not None:  # once stored: an event never says more than the record
             self.events.emit(
                 EventType.CHECKPOINT, index=step, label=checkpoint.label, state=state, how=how
             )
-        await self.write(result)
 
     async def write(self, result: dict[str, Any] | None = None) -> None:
         """Store the checkpoints (and compensation) as they are now; ``AttemptLost`` when

@@ -327,3 +327,27 @@ def test_review_gives_the_running_slot_back_and_a_new_run_counts_as_queued(
     assert counts() == (1, frozenset())
     run_once(svc, "w3")
     assert counts() == (0, frozenset({job_id}))
+
+
+def test_a_failed_compensation_and_one_its_worker_left_unfinished_go_to_review(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    job, _ = started(svc, check=True)
+    wrong = JobError(kind="assertion_failed", message="total is not 12.00")
+    failed = svc.lifecycle.after_failure(job, wrong, checkpoints=at_step(job, "done"))
+    broken = Compensation(
+        state="failed", attempt=1, at="2027-01-15T08:00:02Z", reason="x", error="no #cancel"
+    )
+    reviewed = svc.lifecycle.compensated(job, failed, broken)
+    assert reviewed.status is JobStatus.NEEDS_REVIEW and reviewed.compensation == broken
+    assert (
+        reviewed.error is not None and "compensation of attempt 1 failed" in reviewed.error.message
+    )
+
+    # A worker that died while compensating: the compensation is never run a second time.
+    began = broken.model_copy(update={"state": "started", "error": None})
+    svc.lifecycle.record_progress(job, at_step(job, "done"), compensation=began)
+    step = claim(svc, lose_the_worker(svc, queue, clock), "w2")
+    assert step.then is Then.DELETE and step.status is JobStatus.NEEDS_REVIEW
+    record = svc.store.get("t", job.job_id)
+    assert record.error is not None and "did not finish" in record.error.message
