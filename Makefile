@@ -15,17 +15,22 @@ run: deps chromium
 demo: deps chromium
 	.venv/bin/pagefleet demo
 
+## Tests run on two pytest-xdist workers (the machine's two cores: much of a test's time is
+## spent waiting on a browser, a server or a queue). Tests that share a module's local stack,
+## or the infra synths, stay on one worker (tests/support/suites.py).
+XDIST := -n 2 --dist loadgroup
+
 ## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
 test: deps chromium bwrap lint typecheck
-	.venv/bin/pytest
+	.venv/bin/pytest $(XDIST)
 
-## The quick loop: everything but the suites marked slow.
+## The quick loop: unit and contract tests, and a slice of the others (tests/support/suites.py).
 test-fast: deps lint
-	.venv/bin/pytest -m "not slow"
+	.venv/bin/pytest $(XDIST) -m "not slow"
 
 ## Only the suites that run the local stack with real Chromium.
 test-e2e: deps chromium
-	.venv/bin/pytest -m e2e
+	.venv/bin/pytest $(XDIST) -m e2e
 
 lint: deps
 	.venv/bin/ruff check .
@@ -45,15 +50,22 @@ synth: deps
 	$(PY) -m infra.app
 
 ## Before `cdk deploy`: every stage synthesized offline with cdk-nag and cfn-lint, the
-## Dockerfile linted, and the worker run the way its task definition runs it (bubblewrap:
-## read-only root, non-root, no capabilities, only the task's volumes writable) through a
-## real job against the embedded AWS. Needs root for bubblewrap's mounts.
+## Dockerfile linted, the template rules (tests/infra/test_template_rules.py), the worker
+## run the way its task definition runs it (bubblewrap: read-only root, non-root, no
+## capabilities, only the task's volumes writable) through a real job against the embedded
+## AWS, then the local stack driven through what the platform does and probed across
+## tenants, every AWS call checked against the synthesized template's IAM policies (its last
+## lines: calls checked and denied, probes denied).
+## Needs root for bubblewrap's mounts.
 DEPLOY_CHECK_OUT := cdk.out/deploy-check
 deploy-check: deps chromium bwrap
 	rm -rf $(DEPLOY_CHECK_OUT)
 	$(PY) scripts/synth_check.py --outdir $(DEPLOY_CHECK_OUT)
 	.venv/bin/hadolint browser_task/Dockerfile
-	$(PY) scripts/worker_smoke.py --template $(DEPLOY_CHECK_OUT)/prod/pagefleet-prod.template.json
+	.venv/bin/pytest -q -p no:cacheprovider tests/infra/test_template_rules.py
+	$(PY) scripts/worker_smoke.py --template $(DEPLOY_CHECK_OUT)/prod/pagefleet-prod.template.json \
+		--iam-report $(DEPLOY_CHECK_OUT)/iam-smoke.json
+	$(PY) scripts/iam_check.py --merge $(DEPLOY_CHECK_OUT)/iam-smoke.json
 
 ## Benchmarks: each runs a baseline and our code side by side and prints the ratio / figures.
 bench: deps chromium

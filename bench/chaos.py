@@ -36,11 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from devstack.pollers import scheduled_event
-from devstack.stack import DEV_TENANT, LocalStack
-from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.jobs.states import JobStatus
-from tests.chaos.harness import (
+from devstack.chaos import (
     SETTLED,
     ChaosSite,
     audit,
@@ -56,6 +52,10 @@ from tests.chaos.harness import (
     record_store,
     sqs_client,
 )
+from devstack.pollers import scheduled_event
+from devstack.stack import DEV_TENANT, LocalStack
+from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.jobs.states import JobStatus
 
 console = Console()
 EXPECTED = {

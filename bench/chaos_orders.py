@@ -9,7 +9,7 @@ While they run: a worker SIGKILLed (with its Chromium) every ~``--kill-every`` s
 worker's Chromium every ~``--chromium-kill-every`` s, the worker placing an order killed
 (or its Chromium) right as the desk records it, before its answer, for
 ``--kill-at-order`` (``--chromium-at-order``) of the orders, and ``--drop-rate`` of the
-answers dropped after the order was recorded (tests/chaos/orders.py).
+answers dropped after the order was recorded (devstack/order_chaos.py).
 
 Then it waits until every job settled and prints
 ``orders: <N> jobs, <D> doubled, <R> needs_review (all without check)``. Exit status 1 if
@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from devstack.chaos import chaos_worker_env
+from devstack.order_chaos import OrderChaos, run_order_chaos
 from devstack.stack import LocalStack
-from tests.chaos.harness import chaos_worker_env
-from tests.chaos.orders import OrderChaos, run_order_chaos
 
 console = Console()
 

@@ -39,8 +39,7 @@ class LaterHooks:
     """``JobHooks`` whose ``after_claim`` runs through ``later`` (e.g. an executor's submit)."""
 
     def __init__(self, hooks: JobHooks, later: Callable[..., Future[Any]]) -> None:
-        # A second worker on the same services (tests) wraps the hooks, not the wrapper.
-        self.hooks: JobHooks = hooks.hooks if isinstance(hooks, LaterHooks) else hooks
+        self.hooks = hooks
         self._later = later
 
     def before_claim(self, message: JobMessage) -> Deferral | None:

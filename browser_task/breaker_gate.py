@@ -4,7 +4,9 @@ Admissions of closed origins are cached for a moment per tenant and outcomes are
 per origin and tenant and written once a second, so the breakers cost a few DynamoDB calls
 a second per worker, not several per job. Probe outcomes are written at once: they decide
 the breaker's state. Only failures that say the site is failing count; a host that does not
-resolve is the job's own mistake and counts for nothing.
+resolve is the job's own mistake and counts for nothing. A failure is charged to the origin
+that failed: a job admitted on its first goto's origin that then fails elsewhere counts as
+a success of the first (it answered) and a failure of the other.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ FLUSH_INTERVAL_S = 3.0
 
 
 def target_origin(record: JobRecord) -> str | None:
-    """The origin a job works against: its first goto's (None if it has no goto)."""
+    """The origin a job is admitted on: its first goto's (None if it has no goto)."""
     for _, step in iter_steps(record.request.steps):
         if isinstance(step, Goto):
             try:
@@ -78,9 +80,20 @@ class BreakerGate:
         return admission
 
     async def record(
-        self, origin: str, tenant: str, error: JobError | None, *, probes: frozenset[str]
+        self,
+        origin: str,
+        tenant: str,
+        error: JobError | None,
+        *,
+        probes: frozenset[str],
+        failed_origin: str | None = None,
     ) -> None:
+        """The outcome of a job admitted on ``origin``; ``failed_origin``: where its
+        navigation failure happened, when that is known and another origin."""
         failed = counts_against_target(error)
+        if failed and failed_origin is not None and failed_origin != origin:
+            self._count(failed_origin, tenant, failed=True)
+            failed = False  # the job's own origin answered: a success there
         if probes:
             # A probe that says nothing about the site (e.g. a workflow error) still ends the
             # half-open period: count it as the site having answered.
@@ -95,8 +108,10 @@ class BreakerGate:
             )
             self._closed_until.pop((origin, tenant), None)
             return
-        if failed is None:
-            return
+        if failed is not None:
+            self._count(origin, tenant, failed=failed)
+
+    def _count(self, origin: str, tenant: str, *, failed: bool) -> None:
         counts = self._pending[(origin, tenant)]
         counts[0] += 1
         counts[1] += int(failed)

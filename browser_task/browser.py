@@ -381,10 +381,6 @@ class BrowserPool:
         """Kill and wait for whatever is left of this browser's process tree."""
         await asyncio.to_thread(kill_tree, generation)
 
-    def browser_rss_bytes(self) -> int:
-        """RSS of every live browser's process tree (sampled now), for metrics and benches."""
-        return sum(remember_tree(g) for g in list(self._generations))
-
     async def close(self) -> None:
         await self.warm.close_all()
         for generation in list(self._generations):

@@ -1,4 +1,5 @@
-"""After a run: the attempt's outcome written, the breakers told, its usage recorded.
+"""After a run: the attempt's outcome written, logged and counted, the breakers told, its
+usage recorded (for its tenant's bill).
 
 This happens off the slot's path: the slot takes its next job once the browser context is
 closed, while the run's uploads finish here and the outcome follows them.
@@ -9,18 +10,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from typing import Any
 
 from browser_task.breaker_gate import BreakerGate
-from browser_task.reporting import finished_job, record_usage
+from browser_task.errors import first_line
 from browser_task.run_events import RunEvents, attempt_ended
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
 from browser_task.tenant_access import TenantDataSource
-from browser_task.usage import AttemptMeter
-from pagefleet.jobs.lifecycle import Lifecycle, Outcome
+from browser_task.usage import AttemptMeter, attempt_usage
+from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.specs import metrics_names as metric
 
 
 class Completion:
@@ -96,7 +99,13 @@ class Completion:
             )
             finished_job(finished, outcome, duration_ms, log, self.metrics)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
-                await self._breaker.record(domain, job.tenant_id, outcome.error, probes=probe)
+                await self._breaker.record(
+                    domain,
+                    job.tenant_id,
+                    outcome.error,
+                    probes=probe,
+                    failed_origin=outcome.failed_origin,
+                )
             elif probe:
                 await self.release_probe(domain, job.tenant_id, probe)
         except Exception:
@@ -114,3 +123,42 @@ class Completion:
                 JobError(kind="target_unavailable", message="probe not run", retryable=True),
                 probes=probe,
             )
+
+
+def finished_job(
+    step: Step, outcome: Outcome, duration_ms: float, log: JobLog, metrics: WorkerMetrics
+) -> None:
+    """Log (and count) a job's outcome, once the lifecycle wrote it (or did not)."""
+    if step.status is None:
+        log.warning("outcome not written", reason=step.reason)
+        return
+    metrics.job_finished(outcome.status.value, duration_ms)
+    if outcome.status is JobStatus.TIMED_OUT:
+        metrics.count(metric.TIMEOUTS)
+    fields: dict[str, Any] = {"status": outcome.status.value, "duration_ms": round(duration_ms)}
+    if outcome.error is not None:
+        fields.update(error_kind=outcome.error.kind, step_index=outcome.error.step_index)
+    log.info("job finished", **fields)
+    if outcome.retry_delay_s is not None and not outcome.release_message:
+        metrics.count(metric.RETRIES)
+        log.info("retry scheduled", delay_s=outcome.retry_delay_s)
+    if step.then is Then.LEAVE:
+        log.warning("message left for redelivery", reason=step.reason)
+
+
+async def record_usage(
+    tenant_data: TenantDataSource,
+    job: JobRecord,
+    outcome: Outcome | None,
+    meter: AttemptMeter,
+    ended: float,
+    log: JobLog,
+) -> None:
+    """The attempt's usage, for its tenant (once per attempt, however often written)."""
+    try:
+        data = await asyncio.to_thread(tenant_data, job.tenant_id)
+        if data.usage is not None:
+            usage = attempt_usage(job, outcome, meter, ended=ended)
+            await asyncio.to_thread(data.usage.record, usage)
+    except Exception as exc:  # the job's outcome stands; only its bill misses an attempt
+        log.warning("usage not recorded", error=first_line(str(exc)))

@@ -29,13 +29,6 @@ if TYPE_CHECKING:
 SecretsResolver = SecretStore
 
 
-class NoSecrets:
-    """A resolver with no secrets at all (tools and tests that need none)."""
-
-    async def resolve(self, tenant_id: str, name: str) -> str | None:
-        return None
-
-
 @dataclass
 class PreparedRun:
     """Everything settled before a browser context exists (see ``executor.prepare_run``)."""

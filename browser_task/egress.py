@@ -14,11 +14,14 @@ sends) and are re-exported here. They are enforced in two places:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from browser_task.egress_http import POLICY, SCHEME, UNRESOLVED
 from pagefleet.targets.egress_policy import (
     ALLOWED_SCHEMES,
     METADATA_HOSTNAMES,
@@ -41,6 +44,7 @@ __all__ = [
     "EgressGuard",
     "EgressPolicy",
     "IPAddress",
+    "RefusalSink",
     "Resolver",
     "Verdict",
     "address_allowed",
@@ -58,6 +62,8 @@ _LOCAL_SCHEMES = frozenset({"data", "blob", "about"})
 UNRESOLVED_PREFIX = "could not resolve"
 
 Resolver = Callable[[str], Awaitable[list[str]]]
+# Told of each refusal: host, port (None: the URL has none), kind, reason.
+RefusalSink = Callable[[str, int | None, str, str], None]
 
 
 @dataclass(frozen=True)
@@ -86,17 +92,24 @@ class EgressGuard:
         self.refusals: list[str] = []
         # Set by the context's scheme watch: why the job's browser context was stopped.
         self.stopped: str | None = None
+        # Set once the job is known: its refusals go to the worker's log (egress_log).
+        self.on_refusal: RefusalSink | None = None
 
     def check_scheme(self, url: str) -> Verdict:
         """The scheme part of the check alone: no lookup, cheap enough for every request."""
         scheme = url.split(":", 1)[0].lower() if ":" in url else ""
         if scheme in _LOCAL_SCHEMES or scheme in ALLOWED_SCHEMES:
             return Verdict(True)
-        return self._refuse(f"scheme {scheme or '(none)'!r} is not allowed; only http and https")
+        return self._refuse(
+            f"scheme {scheme or '(none)'!r} is not allowed; only http and https",
+            kind=SCHEME,
+            url=url,
+        )
 
     async def check(self, url: str) -> Verdict:
         try:
             parts = urlsplit(url)
+            port = parts.port
         except ValueError:
             return self._refuse(f"{url[:200]!r} is not a valid URL")
         scheme = parts.scheme.lower()
@@ -104,7 +117,9 @@ class EgressGuard:
             return Verdict(True)
         if scheme not in ALLOWED_SCHEMES:
             return self._refuse(
-                f"scheme {scheme or '(none)'!r} is not allowed; only http and https"
+                f"scheme {scheme or '(none)'!r} is not allowed; only http and https",
+                kind=SCHEME,
+                url=url,
             )
         host = normalize_host(parts.hostname or "")
         if not host:
@@ -115,7 +130,10 @@ class EgressGuard:
             if not (verdict.reason or "").startswith(UNRESOLVED_PREFIX):
                 self._hosts[host] = verdict  # a failed lookup is not cached: it may be transient
         if not verdict.allowed:
-            self.refusals.append(verdict.reason or host)
+            reason = verdict.reason or host
+            self.refusals.append(reason)
+            kind = UNRESOLVED if reason.startswith(UNRESOLVED_PREFIX) else POLICY
+            self._report(host, port or (443 if scheme == "https" else 80), kind, reason)
         return verdict
 
     async def _check_host(self, host: str) -> Verdict:
@@ -137,14 +155,20 @@ class EgressGuard:
             return Verdict(True)
         return Verdict(False, f"requests to {host} are not allowed: {reason}")
 
-    def _refuse(self, reason: str) -> Verdict:
+    def _refuse(self, reason: str, *, kind: str = POLICY, url: str = "") -> Verdict:
         self.refusals.append(reason)
+        host = ""
+        with contextlib.suppress(ValueError):
+            host = normalize_host(urlsplit(url).hostname or "")
+        self._report(host, None, kind, reason)
         return Verdict(False, reason)
+
+    def _report(self, host: str, port: int | None, kind: str, reason: str) -> None:
+        if self.on_refusal is not None:
+            self.on_refusal(host, port, kind, reason)
 
 
 def system_resolver() -> Resolver:
-    import asyncio
-
     async def resolve(host: str) -> list[str]:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
         return sorted({str(info[4][0]) for info in infos})

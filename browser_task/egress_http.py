@@ -13,6 +13,7 @@ UNREACHABLE = "unreachable"  # the target (or the upstream) could not be reached
 UNRESOLVED = "unresolved"  # the target's name does not resolve: the job's mistake, not the site's
 UPSTREAM_AUTH = "upstream_auth"  # the job's upstream proxy rejected its credentials (407)
 UPSTREAM_REFUSED = "upstream_refused"  # the job's upstream proxy refused the tunnel
+SCHEME = "scheme"  # not http(s): refused by the job's own checks, never reaches a proxy
 KIND_HEADER = "X-Pagefleet-Egress-Kind"
 
 

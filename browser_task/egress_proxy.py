@@ -128,6 +128,8 @@ class EgressProxy:
         self._connect_timeout = connect_timeout_s
         self._idle_timeout = idle_timeout_s
         self.decisions: deque[Decision] = deque(maxlen=decision_log_size)
+        # Told of each refusal on the event loop; without it a refusal is a plain log line.
+        self.on_refusal: Callable[[Decision], None] | None = None
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self.port = 0
@@ -225,16 +227,26 @@ class EgressProxy:
             address = await self._decide(host, port)
             opened = await asyncio.wait_for(self._dial(address, port), self._connect_timeout)
         except Refused as refused:
-            self._record(method, shown, port, False, address, refused.reason, refused.kind)
-            # The line itself names what was refused and why (a plain log shows no extras).
-            log.warning(
-                "egress refused %s:%s (%s): %s",
-                shown,
-                port,
-                refused.kind,
-                refused.reason,
-                extra={"host": shown, "port": port, "reason": refused.reason, "kind": refused.kind},
+            decision = self._record(
+                method, shown, port, False, address, refused.reason, refused.kind
             )
+            if self.on_refusal is not None:
+                self.on_refusal(decision)  # the worker's log, with the job's keys (egress_log)
+            else:
+                # The line itself names what was refused and why (a plain log shows no extras).
+                log.warning(
+                    "egress refused %s:%s (%s): %s",
+                    shown,
+                    port,
+                    refused.kind,
+                    refused.reason,
+                    extra={
+                        "host": shown,
+                        "port": port,
+                        "reason": refused.reason,
+                        "kind": refused.kind,
+                    },
+                )
             raise
         except (OSError, TimeoutError) as exc:
             via = " through the job's proxy" if self._upstream is not None else ""
@@ -331,10 +343,10 @@ class EgressProxy:
         address: str | None,
         reason: str | None,
         kind: str | None = None,
-    ) -> None:
-        self.decisions.append(
-            Decision(time.time(), method, host, port, allowed, address, reason, kind)
-        )
+    ) -> Decision:
+        decision = Decision(time.time(), method, host, port, allowed, address, reason, kind)
+        self.decisions.append(decision)
+        return decision
 
     # --- streaming ------------------------------------------------------------------------
     async def _pipe(

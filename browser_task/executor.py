@@ -20,29 +20,25 @@ from typing import Any
 
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
-from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from pydantic import ValidationError
 
 from browser_task.browser import BrowserSession, ContextSetup
 from browser_task.context import RunContext, is_navigation
-from browser_task.egress import UNRESOLVED_PREFIX, EgressGuard
+from browser_task.egress import EgressGuard
 from browser_task.errors import (
     FailJob,
     JobFailure,
-    RetryJob,
-    RotateBrowser,
-    classify_navigation_error,
-    first_line,
-    is_closed_error,
+    RunState,
+    classify_playwright_error,
+    scheme_refused,
 )
 from browser_task.irreversible import resume
 from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
-from browser_task.steps.navigation import egress_failure
 from browser_task.tracing import TraceRecorder, traces
 from pagefleet.specs.resources import DEBUG, ROUTINE
-from pagefleet.workflow import STEP_ADAPTER, Goto, Paginate, Step, UseSession
+from pagefleet.workflow import STEP_ADAPTER, Paginate, Step, UseSession
 from pagefleet.workflow.templating import job_fields, references, render
 
 FAILURE_SCREENSHOT = "failure.png"
@@ -130,54 +126,17 @@ async def render_step(step: Step, ctx: RunContext) -> Step:
         ) from exc
 
 
-def classify_playwright_error(exc: PlaywrightError, step: Step, ctx: RunContext) -> JobFailure:
-    if ctx.guard.stopped is not None:
-        return _scheme_refused(ctx.guard.stopped)
-    message = str(exc.message if hasattr(exc, "message") else exc)
-    if ctx.session.crashed or (is_closed_error(message) and not ctx.session.closed):
-        return RotateBrowser("the browser crashed while running the step")
-    selector: str | None = getattr(step, "selector", None)
-    if isinstance(exc, PlaywrightTimeoutError):
-        return _timeout_failure(step, ctx.timeout_ms(step), selector)
-    if isinstance(step, Goto):
-        return _navigation_failure(message, step, ctx)
-    target = f" on selector {selector!r}" if selector is not None else ""
-    return FailJob(f"{step.action} failed{target}: {first_line(message)}", kind="step_failed")
-
-
-def _timeout_failure(step: Step, timeout_ms: int, selector: str | None) -> JobFailure:
-    what = f"{step.action} timed out after {timeout_ms} ms"
-    if selector is not None:
-        what += f" waiting for selector {selector!r}"
-        frame: str | list[str] | None = getattr(step, "frame", None)
-        if frame is not None:
-            what += f" in frame {frame!r}"
-    elif isinstance(step, Goto):
-        what += f" loading {step.url}"
-    if isinstance(step, Goto):
-        # A slow target may well answer next time.
-        return RetryJob(what, kind="step_failed", timeout="navigation")
-    return FailJob(
-        what, kind="step_failed", timeout="navigation" if is_navigation(step) else "action"
+def run_state(step: Step, ctx: RunContext) -> RunState:
+    """What the run knows for classifying a Playwright error of ``step`` (browser_task.errors)."""
+    return RunState(
+        timeout_ms=ctx.timeout_ms(step),
+        timeout="navigation" if is_navigation(step) else "action",
+        stopped=ctx.guard.stopped,
+        crashed=ctx.session.crashed,
+        closed=ctx.session.closed,
+        refusals=ctx.guard.refusals,
+        tunnel_refusals=ctx.egress_refusals,
     )
-
-
-def _navigation_failure(message: str, step: Goto, ctx: RunContext) -> JobFailure:
-    if "ERR_BLOCKED_BY_CLIENT" in message and ctx.guard.refusals:
-        reason = ctx.guard.refusals[-1]
-        if reason.startswith(UNRESOLVED_PREFIX):
-            return RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
-        return FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
-    if "ERR_TUNNEL_CONNECTION_FAILED" in message and ctx.egress_refusals is not None:
-        # https: the egress proxy refused (or could not open) the tunnel, for the target,
-        # a redirect's target, or through the job's proxy.
-        refused = ctx.egress_refusals()
-        if refused:
-            last = refused[-1]
-            return egress_failure(
-                step.url, f"{last.host}:{last.port}", last.reason or "refused", last.kind
-            )
-    return classify_navigation_error(message, step.url)
 
 
 async def run_workflow(ctx: RunContext) -> dict[str, Any]:
@@ -225,7 +184,7 @@ async def run_steps(
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):
             try:
                 if ctx.guard.stopped is not None:
-                    raise _scheme_refused(ctx.guard.stopped)
+                    raise scheme_refused(ctx.guard.stopped)
                 current = await render_step(step, ctx)
                 # An irreversible step is checkpointed around what it does (started, done).
                 acting = (
@@ -241,7 +200,7 @@ async def run_steps(
                 exc.message = ctx.mask(exc.message)
                 raise _at(exc, path, current, ctx) from None
             except PlaywrightError as exc:
-                failure = classify_playwright_error(exc, current, ctx)
+                failure = classify_playwright_error(exc, current, run_state(current, ctx))
                 failure.message = ctx.mask(failure.message)
                 raise _at(failure, path, current, ctx) from None
 
@@ -265,16 +224,11 @@ async def _dispatch(
         await handler(step, ctx)
 
 
-def _scheme_refused(reason: str) -> FailJob:
-    return FailJob(
-        f"the page requested a forbidden URL and the job was stopped: {reason}",
-        kind="egress_refused",
-    )
-
-
 def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailure:
     """Name the failing step: its index at the top level, its full path inside a block."""
     assert ctx.step_index is not None
+    if failure.origin is not None and ctx.mask(failure.origin) != failure.origin:
+        failure.origin = None  # a host made of a secret is never stored (breakers, listings)
     text = describe(step, ctx)
     if not path.isdigit():  # inside a block, a check or the compensating steps
         text = f"{path} {text}"

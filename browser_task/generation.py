@@ -28,7 +28,6 @@ class BrowserGeneration:
     # Last seen members of the process tree: renderers orphaned by a crash are no longer
     # children of the browser, but these (pid + start time checked by psutil) still name them.
     known: dict[int, psutil.Process] = field(default_factory=dict)
-    rss_bytes: int = 0
     memory_checked_at: float = 0.0
     retire_reason: str | None = None
     jobs_started: int = 0

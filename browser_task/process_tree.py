@@ -16,7 +16,6 @@ import psutil
 class TrackedTree(Protocol):
     process: psutil.Process | None
     known: dict[int, psutil.Process]
-    rss_bytes: int
 
 
 def find_browser_process(marker: str) -> psutil.Process | None:
@@ -51,7 +50,6 @@ def remember_tree(generation: TrackedTree) -> int:
         generation.known.setdefault(proc.pid, proc)
         with contextlib.suppress(psutil.Error):
             total += proc.memory_info().rss
-    generation.rss_bytes = total
     return total
 
 

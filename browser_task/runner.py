@@ -23,9 +23,10 @@ from browser_task.checkpointing import AttemptLost, Progress
 from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
-from browser_task.egress_http import UNREACHABLE, UNRESOLVED, Refused
+from browser_task.egress_http import Refused
+from browser_task.egress_log import EgressLog, TrackedJob
 from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
-from browser_task.errors import FailJob, JobFailure, RetryJob, RotateBrowser, first_line
+from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
 from browser_task.executor import (
     capture_failure_artifacts,
     describe,
@@ -58,16 +59,6 @@ def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
     return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
 
 
-def proxy_refused(refused: Refused) -> JobFailure:
-    """The job's proxy could not be used at all (checked before any browser work)."""
-    if refused.kind in (UNREACHABLE, UNRESOLVED):
-        return RetryJob(refused.reason, kind="proxy_failed")
-    return FailJob(
-        f"options.proxy is not allowed: {refused.reason}; use a proxy on a public address",
-        kind="egress_refused",
-    )
-
-
 class JobRunner:
     def __init__(
         self,
@@ -79,6 +70,7 @@ class JobRunner:
         policies: TenantPolicies | None,
         resolver: Resolver,
         abort: asyncio.Event,
+        egress_log: EgressLog | None = None,
     ) -> None:
         self.settings = settings
         self.lifecycle = lifecycle
@@ -88,6 +80,7 @@ class JobRunner:
         self._policies = policies
         self._resolver = resolver
         self._abort = abort
+        self._egress_log = egress_log or EgressLog()
 
     async def run(
         self,
@@ -138,15 +131,19 @@ class JobRunner:
             correlation_id=job.correlation_id,
         )
         session: BrowserSession | None = None
+        tracked: TrackedJob | None = None
         try:
-            opened = await self._open(job, collector, data, events, meter, early)
+            opened = await self._open(job, collector, data, events, meter, early, log)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
             session = ctx.session
+            tracked = self._egress_log.attach(log, ctx.guard, session)
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
             heartbeat.cancel()
+            if tracked is not None:
+                self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
 
@@ -157,7 +154,8 @@ class JobRunner:
         data: TenantData,
         events: RunEvents | None,
         meter: AttemptMeter | None,
-        early: EarlyContext | None = None,
+        early: EarlyContext | None,
+        log: JobLog,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
         request = job.request
@@ -185,6 +183,8 @@ class JobRunner:
             try:
                 job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
             except Refused as refused:
+                report = self._egress_log.sink(log)
+                report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
                 return self._failed(job, proxy_refused(refused), {}, [])
         warm = allows_warm(request, options, storage_state=prepared.storage_state)
         trace: TraceRecorder | None = None
@@ -392,9 +392,11 @@ class JobRunner:
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
     ) -> Outcome:
-        return self.lifecycle.after_failure(
+        outcome = self.lifecycle.after_failure(
             job, failure.to_job_error(), result=result, artifacts=artifacts
         )
+        outcome.failed_origin = failure.origin
+        return outcome
 
     def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
         """A cancel or a drain asked the run to stop."""

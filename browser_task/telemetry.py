@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from pagefleet.jobs.lifecycle import Step, Then
 from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
@@ -97,7 +97,6 @@ class WorkerMetrics:
         self._main = self._new()
         self._by_status: dict[str, EphemeralMetrics] = {}
         self._pending = False
-        self._last_flush = time.monotonic()
 
     def _new(self, **dimensions: str) -> EphemeralMetrics:
         metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
@@ -131,7 +130,6 @@ class WorkerMetrics:
         self._pending = True
 
     def flush(self) -> None:
-        self._last_flush = time.monotonic()
         if not self._pending:
             return
         self._pending = False
@@ -145,3 +143,13 @@ class WorkerMetrics:
             while True:
                 await asyncio.sleep(self._interval)
                 self.flush()
+
+
+def noted(step: Step, log: JobLog, metrics: WorkerMetrics) -> None:
+    """Log (and count) what the lifecycle did with a message it did not let us run."""
+    if step.status is not None:
+        metrics.job_finished(step.status.value, 0.0)
+    if step.then is Then.LEAVE:
+        log.warning("message left for redelivery", reason=step.reason)
+    else:
+        log.info("message handled without running", then=step.then.value, reason=step.reason)

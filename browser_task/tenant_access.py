@@ -178,13 +178,11 @@ class ClientOnFirstUse:
     """A boto3 client made when first called: most workers never read a secret, and a
     client costs ~5 MB of service model."""
 
-    def __init__(self, service: str) -> None:
-        self._service = service
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
 
     def __getattr__(self, name: str) -> Any:
-        from pagefleet.runtime import RUNTIME
-
-        return getattr(RUNTIME.client(self._service), name)
+        return getattr(self._make(), name)
 
 
 def tenant_data_source(
@@ -192,27 +190,23 @@ def tenant_data_source(
     *,
     artifacts: ArtifactStore,
     session_ttl_s: Callable[[str], int],
+    client: Callable[[str], Any],
     secrets: SecretStore | None = None,
     sessions: SessionStore | None = None,
 ) -> TenantDataSource:
     """The job role's tenant-scoped stores when the worker has one; else (or when a test
-    hands in its own secrets or sessions) the worker's own, shared by every tenant."""
+    hands in its own secrets or sessions) the worker's own, shared by every tenant, on the
+    worker's own clients (``client(service)``, one per service for the process)."""
     if settings.job_role_arn and secrets is None and sessions is None:
         return TenantAccess(settings, session_ttl_s=session_ttl_s)
-    from pagefleet.runtime import RUNTIME
-
     usage = (
-        DynamoUsageStore(RUNTIME.client("dynamodb"), settings.usage_table)
-        if settings.usage_table
-        else None
+        DynamoUsageStore(client("dynamodb"), settings.usage_table) if settings.usage_table else None
     )
+    secrets_client = ClientOnFirstUse(lambda: client("secretsmanager"))
     return SharedTenantData(
         artifacts,
         secrets
-        or SecretsManagerResolver(
-            cast("SecretsManagerClient", ClientOnFirstUse("secretsmanager")), settings.stage
-        ),
-        sessions
-        or S3SessionStore(RUNTIME.client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
+        or SecretsManagerResolver(cast("SecretsManagerClient", secrets_client), settings.stage),
+        sessions or S3SessionStore(client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
         usage,
     )

@@ -25,22 +25,19 @@ from browser_task.ahead import LaterHooks, SlotSignals
 from browser_task.breaker_gate import BreakerGate, target_origin
 from browser_task.browser import BrowserPool
 from browser_task.completion import Completion
-from browser_task.context import SecretsResolver
 from browser_task.early import EarlyContext
 from browser_task.egress import Resolver, system_resolver
+from browser_task.egress_log import EgressLog
 from browser_task.errors import first_line
 from browser_task.health import Liveness
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
-from browser_task.reporting import noted
 from browser_task.run_events import RunEvents, log_sink, recording
 from browser_task.runner import JobRunner
-from browser_task.sessions import SessionStore
 from browser_task.task_protection import TaskProtection
-from browser_task.telemetry import JobLog, WorkerMetrics
-from browser_task.tenant_access import TenantDataSource, tenant_data_source
+from browser_task.telemetry import JobLog, WorkerMetrics, noted
+from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter
-from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
@@ -48,7 +45,6 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
-from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import TENANT
@@ -72,39 +68,38 @@ class Worker:
         settings: WorkerSettings,
         services: JobServices,
         *,
-        secrets_resolver: SecretsResolver | None = None,
-        sessions: SessionStore | None = None,
-        policies: TenantPolicies | None = None,
-        breakers: BreakerGate | None = None,
+        worker_id: str,
+        policies: TenantPolicies,
+        tenant_data: TenantDataSource,
+        breakers: BreakerGate,
+        events: EventStore,
         protection: TaskProtection | None = None,
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
-        events: EventStore | None = None,
-        tenant_data: TenantDataSource | None = None,
     ) -> None:
+        """Everything the worker talks to is given (``browser_task.__main__.build_worker``
+        wires it from the settings): the job services, the tenants' limits (``policies``)
+        and data, the circuit breakers and the run events' store."""
         self.settings = settings
-        self.worker_id = settings.worker_id or default_worker_id()
-        self.lifecycle: Lifecycle = services.lifecycle
-        # What the hooks do after a claim is written off the slot's path (browser_task.ahead).
+        self.worker_id = worker_id
+        # What the hooks do after a claim is written off the slot's path (browser_task.ahead):
+        # this worker's own lifecycle over the services' store, queue and hooks. The
+        # services' lifecycle, which the process shares, stays as it was built.
         self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
-        self.lifecycle.hooks = LaterHooks(self.lifecycle.hooks, self._later.submit)
+        shared = services.lifecycle
+        self.lifecycle = Lifecycle(
+            shared.store,
+            shared.queue,
+            shared.clock,
+            hooks=LaterHooks(shared.hooks, self._later.submit),
+        )
         clock = services.clock.now
-        # The tenant's limits (evaluate allowed, how long a saved session lasts), cached.
-        limits = RUNTIME.tenancy(settings).limits
-        self._policies = policies or limits
-        self._tenant_data = tenant_data or tenant_data_source(
-            settings,
-            artifacts=services.artifacts,
-            session_ttl_s=lambda tenant: limits(tenant).session_s,
-            secrets=secrets_resolver,
-            sessions=sessions,
-        )
-        self._breaker = breakers or BreakerGate(
-            RUNTIME.breakers(settings), self.worker_id, clock=clock
-        )
+        self._policies = policies
+        self._tenant_data = tenant_data
+        self._breaker = breakers
         self._protection = protection or TaskProtection()
-        self._events = events or DynamoEventStore(RUNTIME.client("dynamodb"), settings.jobs_table)
+        self._events = events
         self.liveness = liveness or Liveness()
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
@@ -115,6 +110,8 @@ class Worker:
             on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES),
             resolver=self._resolver,
         )
+        self._egress_log = EgressLog(self.metrics)
+        self.browsers.egress.on_refusal = self._egress_log.proxy_refused
         self._log = JobLog(worker=self.worker_id, pool=settings.pool)
         self._completion = Completion(
             self.lifecycle,
@@ -164,6 +161,7 @@ class Worker:
             policies=self._policies,
             resolver=self._resolver,
             abort=self._abort,
+            egress_log=self._egress_log,
         )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
         self._loop.set_default_executor(

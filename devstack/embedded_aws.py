@@ -32,6 +32,9 @@ which each hold one). Before serving, ``prepare_moto`` patches moto in this proc
   queue's retention period, which moto read by building all the queue's attributes (its
   approximate counts are a pass over every message); the period is read directly.
 
+With ``PAGEFLEET_IAM_BOOK`` in its environment (the local stack sets it) every call is
+checked against its caller's policies in the synthesized template (``devstack.iam.guard``).
+
 With ``PAGEFLEET_COUNT_AWS_CALLS=1`` in its environment the server also counts the calls it
 answers, and the CPU time each took, by operation (DynamoDB's by table too); ``GET
 /_pagefleet/calls`` returns the counts so far (benches read it before and after a run).
@@ -404,6 +407,25 @@ class CallCounter:
         return answer
 
 
+def _iam_checked(app: _WsgiApp) -> _WsgiApp:
+    """moto behind the IAM check, when the local stack asks for it."""
+    from devstack.iam.local import BOOK_ENV, PREFIX_ENV
+
+    book = os.environ.get(BOOK_ENV)
+    if not book:
+        return app
+    from pathlib import Path
+
+    from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+    from devstack.iam.book import Book
+    from devstack.iam.calls import Account
+    from devstack.iam.guard import Checker, IamGuard
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    account = Account(LOCAL_REGION, LOCAL_ACCOUNT, os.environ.get(PREFIX_ENV, ""))
+    return IamGuard(app, Checker(Book.load(Path(book), account)))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devstack.embedded_aws")
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -419,6 +441,7 @@ def main(argv: list[str] | None = None) -> None:
     app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
     if os.environ.get(COUNT_ENV):
         app = CallCounter(app)
+    app = _iam_checked(app)
     serve(
         app,
         host=args.host,

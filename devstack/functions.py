@@ -3,8 +3,9 @@
 Each runs ``functions.<name>.handler:handler`` in its own execution environments, with the
 environment it has on AWS: its settings model rendered as ``PAGEFLEET_*`` (the same model
 infra/ passes to its LambdaFactory), the Powertools names the factory sets, and the embedded
-AWS's endpoint and dummy credentials; nothing else from the caller's environment but the
-basics a process needs.
+AWS's endpoint and the function role's local credentials (``devstack.iam.local``: every
+call it makes is checked against that role's policies in the synthesized template); nothing
+else from the caller's environment but the basics a process needs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from pydantic_settings import BaseSettings
 
+from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from pagefleet.specs.resources import FUNCTION_ENV
 from pagefleet.specs.settings import (
@@ -42,6 +44,11 @@ class FunctionSpec:
     @property
     def function_name(self) -> str:
         return f"pagefleet-{self.name.replace('_', '-')}"
+
+    @property
+    def principal(self) -> str:
+        """Its role, as the local IAM check names it."""
+        return f"function/{self.name}"
 
     @property
     def handler(self) -> str:
@@ -73,6 +80,7 @@ def function_env(
     settings: Mapping[str, Any],
     aws: Mapping[str, str],
     extra: Mapping[str, str] | None = None,
+    iam: LocalIam | None = None,
 ) -> dict[str, str]:
     """The environment of ``spec``: ``settings`` are field values; the model keeps its own."""
     fields = spec.settings_cls.model_fields
@@ -81,6 +89,7 @@ def function_env(
     # Log levels and the like a developer set for the handlers.
     env.update({k: v for k, v in os.environ.items() if k.startswith("POWERTOOLS_")})
     env.update(aws)
+    env.update(iam.env(spec.principal) if iam is not None else {})
     env.update(to_env(model))
     env.setdefault("POWERTOOLS_SERVICE_NAME", spec.function_name)
     env.setdefault("POWERTOOLS_METRICS_NAMESPACE", "pagefleet")
@@ -95,6 +104,7 @@ def local_functions(
     *,
     log_dir: Path,
     extra_env: Mapping[str, str] | None = None,
+    iam: LocalIam | None = None,
 ) -> dict[str, LambdaFunction]:
     """Every function of the stack, by its infra/ name (``api``, ``authorizer``, ...)."""
     return {
@@ -104,7 +114,7 @@ def local_functions(
             timeout_s=spec.timeout_s,
             memory_mb=spec.memory_mb,
             max_concurrency=spec.max_concurrency,
-            env=function_env(spec, settings, aws, extra_env),
+            env=function_env(spec, settings, aws, extra_env, iam),
             log_dir=log_dir,
         )
         for spec in SPECS

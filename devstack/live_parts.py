@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.gateway import LocalGateway
+from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import DeadLetterPoller, Timer, scheduled_event
 from devstack.provision import Provisioned
@@ -85,7 +86,15 @@ class LiveParts:
     # Local development: webhooks may go to loopback receivers (as the worker's browser may).
     lambda_env = {"PAGEFLEET_ALLOW_LOOPBACK": "true"}
 
-    def start(self, functions: dict[str, LambdaFunction], provisioned: Provisioned) -> LiveParts:
+    def start(
+        self,
+        functions: dict[str, LambdaFunction],
+        provisioned: Provisioned,
+        iam: LocalIam | None = None,
+    ) -> LiveParts:
+        """With ``iam``, ``@connections`` calls are checked and the webhook queue is read
+        with the webhook function's role (its event source mapping's on AWS)."""
+        iam = iam or LocalIam.off()
         live = functions["live"]
         # Warm environments: a follower's first message should not wait for a cold start.
         warming = [
@@ -102,14 +111,17 @@ class LiveParts:
             max_age_s=self.options.max_age_s,
         ).start()
         self.management = LocalGateway(
-            [ConnectionsApp(self.websocket)], port=self.management_port
+            [ConnectionsApp(self.websocket, iam.checker)], port=self.management_port
         ).start()
         self.reaper = Timer(
             "live-reaper", self.options.reaper_interval_s, lambda: live.invoke(scheduled_event())
         ).start()
         # The webhook queue's event source mapping (the DLQ poller is a plain SQS one).
         self.webhooks = DeadLetterPoller(
-            {"webhooks": provisioned.webhook_queue_url}, wait_s=1, function=functions["webhooks"]
+            {"webhooks": provisioned.webhook_queue_url},
+            wait_s=1,
+            function=functions["webhooks"],
+            aws=iam.clients("function/webhooks"),
         ).start()
         for thread in warming:
             thread.join(60)

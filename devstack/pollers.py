@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
+from pagefleet.runtime import RUNTIME
 
 log = logging.getLogger("devstack")
 
@@ -147,21 +148,26 @@ class DeadLetterPoller(Background):
     thread_name = "dlq-poller"
 
     def __init__(
-        self, dlq_urls: dict[str, str], *, wait_s: int = 2, function: LambdaFunction | None = None
+        self,
+        dlq_urls: dict[str, str],
+        *,
+        wait_s: int = 2,
+        function: LambdaFunction | None = None,
+        aws: Callable[[str], Any] | None = None,
     ) -> None:
+        """``aws(service)`` makes the poller's clients: the function's role on AWS."""
         self._urls = dict(dlq_urls)
+        self._aws = aws
         self._function = function or in_process("pagefleet-dead-letters", "dead_letters")
         self._wait = wait_s
         self.handled = 0
         super().__init__()
 
     def _run(self) -> None:
-        from pagefleet.runtime import RUNTIME
-
         def handler(event: dict[str, Any], context: Any) -> Any:
             return self._function.invoke(event)
 
-        sqs = RUNTIME.client("sqs")
+        sqs = (self._aws or RUNTIME.client)("sqs")
         arns = {
             url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"
@@ -170,6 +176,9 @@ class DeadLetterPoller(Background):
         }
         while not self._stop.is_set():
             for url in self._urls.values():
+                # Each long poll takes up to wait_s: six DLQs in a row outlasted stop()'s join.
+                if self._stop.is_set():
+                    break
                 try:
                     self.poll_once(sqs, url, arns[url], handler)
                 except Exception:

@@ -80,7 +80,7 @@ class ManagedProcess:
 
     def descendants(self) -> list[Any]:
         try:
-            import psutil
+            import psutil  # optional: the local extras
 
             return list(psutil.Process(self.popen.pid).children(recursive=True))
         except Exception:  # psutil missing, or the process is gone already
@@ -115,7 +115,7 @@ def _kill_survivors(processes: list[Any]) -> None:
         with contextlib.suppress(Exception):
             if proc.is_running():
                 proc.kill()
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(Exception):  # psutil missing (the local extras), or gone
         import psutil
 
         psutil.wait_procs(processes, timeout=3)

@@ -4,7 +4,8 @@ Each tick reads the schedule group's schedules from the embedded Scheduler API, 
 their fire times with the same evaluator the API uses for ``next_fire_times``
 (``pagefleet.schedules.expressions``), and invokes the real scheduler function with the target's
 input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
-function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ.
+function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ. A
+one-time schedule with ``ActionAfterCompletion: DELETE`` is deleted after its fire.
 
 The clock is injectable: tests call ``tick(now)`` with the time they want, instead of
 waiting for a minute to pass.
@@ -23,6 +24,7 @@ from typing import Any
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
+from pagefleet.runtime import RUNTIME
 from pagefleet.schedules.expressions import InvalidExpression, parse
 
 log = logging.getLogger("devstack")
@@ -42,8 +44,11 @@ class SchedulerPoller(Background):
         dlq_url: str | None = None,
         clock: Callable[[], float] = time.time,
         tick_s: float = TICK_S,
+        dead_letter_aws: Callable[[str], Any] | None = None,
     ) -> None:
+        """``dead_letter_aws(service)``: the clients of the Scheduler's role (its DLQ)."""
         self._group = group
+        self._dead_letter_aws = dead_letter_aws
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
         self._dlq_url = dlq_url
         self._clock = clock
@@ -66,8 +71,6 @@ class SchedulerPoller(Background):
 
     def tick(self, now: datetime | None = None) -> int:
         """Fire every schedule due up to ``now`` (default: the clock). Returns the fires."""
-        from pagefleet.runtime import RUNTIME
-
         now = now or datetime.fromtimestamp(self._clock(), UTC)
         client = RUNTIME.client("scheduler")
         fired = 0
@@ -75,7 +78,10 @@ class SchedulerPoller(Background):
             names = self._names(client)
             for name in names:
                 schedule = client.get_schedule(Name=name, GroupName=self._group)
-                fired += self._fire_due(schedule, now)
+                done = self._fire_due(schedule, now)
+                fired += done
+                if done and _completed(schedule):
+                    client.delete_schedule(Name=name, GroupName=self._group)
             for gone in set(self._fired_up_to) - set(names):
                 del self._fired_up_to[gone]
         return fired
@@ -130,8 +136,12 @@ class SchedulerPoller(Background):
     def _dead_letter(self, text: str, stamp: str) -> None:
         if self._dlq_url is None:
             return
-        from pagefleet.runtime import RUNTIME
-
-        RUNTIME.client("sqs").send_message(
+        (self._dead_letter_aws or RUNTIME.client)("sqs").send_message(
             QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
         )
+
+
+def _completed(schedule: dict[str, Any]) -> bool:
+    """A one-time schedule that asked to be deleted after its (now made) fire."""
+    one_time = str(schedule.get("ScheduleExpression", "")).startswith("at(")
+    return one_time and schedule.get("ActionAfterCompletion") == "DELETE"

@@ -8,8 +8,10 @@ Starts moto server (the embedded AWS), creates the same tables, queues and bucke
 (``devstack.provision``), runs the Lambda functions in their own execution environments
 (``devstack.functions``), serves the REST API through the local gateway, plays the event
 sources (``devstack.pollers``), starts ``python -m browser_task`` workers, serves the demo
-website, and creates a dev tenant. ``stop()`` (also on exceptions and Ctrl-C) leaves no
-process behind.
+website, and creates a dev tenant. Each function, worker and event source runs as its role
+in the synthesized template, and the embedded AWS checks every call against that role's
+policies (``devstack.iam``; ``iam=False`` or ``PAGEFLEET_LOCAL_IAM=0`` turns it off).
+``stop()`` (also on exceptions and Ctrl-C) leaves no process behind.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from devstack.event_sources import EventSources
 from devstack.functions import local_functions
 from devstack.gateway import LocalGateway, RestApi, pagefleet_rest_api
 from devstack.gateway.server import App
+from devstack.iam.local import LocalIam, enabled_by_default
+from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
 from devstack.processes import ManagedProcess, stop_all
@@ -98,9 +102,11 @@ class LocalStack:
         lambda_env: dict[str, str] | None = None,
         start_timeout_s: float = 60,
         live: LiveOptions | None = None,
+        iam: bool | None = None,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
-        Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs)."""
+        Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs). ``iam``
+        (default: on unless ``PAGEFLEET_LOCAL_IAM=0``) checks every AWS call."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
         self.api_port = api_port
@@ -114,6 +120,8 @@ class LocalStack:
         self.lambda_env = dict(lambda_env or {})
         self.start_timeout_s = start_timeout_s
         self.live = LiveParts(live)
+        self.iam_enabled = enabled_by_default() if iam is None else iam
+        self.iam = LocalIam.off()
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -193,6 +201,8 @@ class LocalStack:
             return self
         self._started = True
         try:
+            if self.iam_enabled:
+                self.iam = LocalIam.from_synth()  # a synth the first time, then kept
             self._start_moto()
             self._set_env(aws_env(self.aws_endpoint))
             for name in _SCRUBBED:
@@ -205,7 +215,7 @@ class LocalStack:
             self._start_site()
             self._create_dev_tenant()
             self._start_functions()
-            self.live.start(self.functions, self.provisioned)  # type: ignore[arg-type]
+            self.live.start(self.functions, self.provisioned, self.iam)  # type: ignore[arg-type]
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
             self._start_gateway()
@@ -219,7 +229,11 @@ class LocalStack:
                 sweeper_interval_s=self.sweeper_interval_s,
                 schedule_group=self.provisioned.schedule_group,
                 scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
+                iam=self.iam,
             ).start()
+        except SynthFailed as exc:
+            self.stop()
+            raise StackError(str(exc)) from exc
         except BaseException:
             self.stop()
             raise
@@ -281,16 +295,8 @@ class LocalStack:
         self.moto = ManagedProcess(
             "moto",
             # moto with DynamoDB's atomic conditional writes (see embedded_aws).
-            [
-                sys.executable,
-                "-m",
-                "devstack.embedded_aws",
-                "-H",
-                "127.0.0.1",
-                "-p",
-                str(self.moto_port),
-            ],
-            env={**os.environ, "NO_PROXY": "*"},
+            [sys.executable, "-m", "devstack.embedded_aws", "-p", str(self.moto_port)],
+            env={**os.environ, "NO_PROXY": "*", **self.iam.moto_env()},
             log_path=self.log_dir / "moto.log",
         )
         deadline = time.monotonic() + self.start_timeout_s
@@ -365,6 +371,7 @@ class LocalStack:
             aws_env(self.aws_endpoint),
             log_dir=self.log_dir,
             extra_env={**self.live.lambda_env, **self.lambda_env},
+            iam=self.iam,
         )
 
     def _prewarm(self) -> list[Future[None]]:
@@ -418,19 +425,26 @@ class LocalStack:
     def start_worker(self, extra_env: Mapping[str, str] | None = None) -> ManagedProcess:
         """Start one more worker with the next free index (chaos tests replace killed ones).
 
-        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env``. Every
-        worker this stack started is stopped by ``stop()``, killed ones included.
+        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env`` (a
+        ``PAGEFLEET_POOL`` there makes it that pool's, with its task role). Every worker this
+        stack started is stopped by ``stop()``, killed ones included.
         """
         index = len(self.worker_processes)
+        env = {**self.worker_env_for(index), **(extra_env or {})}
+        env.update(self.iam.env(f"worker/{env.get('PAGEFLEET_POOL', 'standard')}"))
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],
-            env={**self.worker_env_for(index), **(extra_env or {})},
+            env=env,
             log_path=self.log_dir / f"worker-{index}.log",
             cwd=REPO_ROOT,
         )
         self.worker_processes.append(proc)
         return proc
+
+    def iam_report(self) -> dict[str, Any]:
+        """The calls checked per principal and every denial (``devstack.iam.guard``)."""
+        return self.iam.report(self.aws_endpoint)
 
     def dead_children(self) -> list[ManagedProcess]:
         """Children that exited on their own (the CLI reports them while running)."""

@@ -1,10 +1,11 @@
 """The job role on the embedded AWS: the worker assumes it per tenant, as on AWS.
 
-moto does not evaluate IAM policies, so locally the role isolates nothing; it is created so
-that the worker takes the same path as on AWS (AssumeRole with the session tag
-``tenant=<id>``, then the tenant's stores on those credentials). The policies that do the
-isolating are the CDK stack's (``infra/constructs/tenant_isolation.py``), checked by
-tests/infra.
+moto itself evaluates no IAM policy: the role is created so that AssumeRole succeeds there,
+and the worker takes the same path as on AWS (AssumeRole with the session tag
+``tenant=<id>``, then the tenant's stores on those credentials). What isolates is the local
+IAM check in front of moto (``devstack.iam``): it evaluates the synthesized template's trust
+policy on the AssumeRole and the role's policies (``infra/constructs/tenant_isolation.py``)
+on every call made with the session's credentials. The trust document below is moto's only.
 """
 
 from __future__ import annotations

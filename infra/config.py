@@ -1,7 +1,11 @@
 """Stage configuration (dev, prod, and an ap-south-1 example), chosen by CDK context.
 
-``cdk deploy -c pagefleet:stage=prod`` selects a stage; ``-c pagefleet:overrides='{...}'``
-merges JSON over its defaults (e.g. ``{"alarm_email": "ops@example.com"}``). The data
+``cdk deploy -c pagefleet:stage=prod`` selects a stage. A deployment's own settings (its
+alarm e-mail, a restored table, who owns the API Gateway account setting) live in the
+deploy file, ``pagefleet.deploy.json`` at the repository's root (``{"<stage>": {...}}``,
+not committed; ``pagefleet.deploy.example.json`` is), read on every synth, so no later
+command drops them. ``-c pagefleet:deployFile=PATH`` reads another one. ``-c
+pagefleet:overrides='{...}'`` merges JSON over both, for one deploy only. The data
 resources' own settings (keys, visibility, maxReceiveCount, lifecycle days) are not here:
 they live in ``pagefleet.specs.resources`` so the local stack builds exactly the same ones.
 """
@@ -9,6 +13,7 @@ they live in ``pagefleet.specs.resources`` so the local stack builds exactly the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from aws_cdk import aws_logs as logs
@@ -20,6 +25,9 @@ from pagefleet.specs.tenant_defaults import LimitDefaults
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
 OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"
+DEPLOY_FILE_CONTEXT_KEY = "pagefleet:deployFile"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEPLOY_FILE = REPO_ROOT / "pagefleet.deploy.json"
 # Off for offline synth and tests; cdk.json turns it on so `cdk deploy` ships dependencies.
 BUNDLE_CONTEXT_KEY = "pagefleet:bundleDependencies"
 
@@ -172,6 +180,13 @@ class StageConfig(_Model):
     reserved_concurrency: dict[str, int] = Field(default_factory=dict)
     min_account_concurrency: int = Field(default=10, ge=10)
     alarm_email: str | None = None
+    # Warn at synth when the alarm topic would have no subscriber (no alarm_email): set where
+    # an alarm must reach someone. Turn it off if you subscribe the topic outside the stack.
+    alarm_subscriber_required: bool = False
+    # Who owns API Gateway's account-wide CloudWatch Logs role (one setting per account and
+    # region): "stack" sets it; "existing" leaves it to its owner (another stack or an
+    # operator) and logs through it (infra/constructs/api_account.py).
+    api_gateway_account: Literal["stack", "existing"] = "stack"
     oldest_age_alarm_seconds: int = 900
     failure_rate_alarm_percent: float = 20
     api_5xx_alarm_count: int = 5
@@ -260,6 +275,7 @@ STAGES: dict[str, StageConfig] = {
         min_account_concurrency=1000,
         backup_retention_days=35,
         tenant_defaults=LimitDefaults(submits_per_minute=300, max_queued=10_000, max_running=40),
+        alarm_subscriber_required=True,
     ),
     # An example of a regional stage: prod's shape at a smaller scale, pinned to Mumbai.
     "ap-south-1": StageConfig(
@@ -276,6 +292,7 @@ STAGES: dict[str, StageConfig] = {
             "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4),
         },
         backup_retention_days=35,
+        alarm_subscriber_required=True,
     ),
 }
 
@@ -297,12 +314,32 @@ def _as_bool(value: Any) -> bool:
     return bool(value)
 
 
+def deploy_settings(path: Path, stage: str) -> dict[str, Any]:
+    """The deploy file's settings for ``stage`` (none if the file does not exist)."""
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ValueError(f'{path}: expected {{"<stage>": {{<settings>}}, ...}}')
+    unknown = sorted(set(data) - set(STAGES))
+    if unknown:
+        raise ValueError(f"{path} names unknown stages {unknown}; expected {sorted(STAGES)}")
+    return dict(data.get(stage, {}))
+
+
 def load_config(node: Node) -> StageConfig:
-    """The stage config selected by CDK context, with any JSON overrides applied."""
+    """The stage config selected by CDK context: the stage's defaults, then the deploy file's
+    settings for it, then any JSON overrides."""
     stage = str(node.try_get_context(STAGE_CONTEXT_KEY) or "dev")
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
     data = STAGES[stage].model_dump()
+    deploy_file = node.try_get_context(DEPLOY_FILE_CONTEXT_KEY)
+    path = REPO_ROOT / deploy_file if deploy_file else DEPLOY_FILE
+    data = _deep_merge(data, deploy_settings(path, stage))
     overrides = node.try_get_context(OVERRIDES_CONTEXT_KEY)
     if isinstance(overrides, str):
         overrides = json.loads(overrides)

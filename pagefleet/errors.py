@@ -6,6 +6,7 @@ retry / fail decisions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
@@ -33,6 +34,34 @@ class InvalidField(InvalidRequest):
     """A field of the request holds a value that cannot be used (422, naming the field)."""
 
     code = "validation_error"
+
+    @classmethod
+    def from_errors(
+        cls, errors: Iterable[Mapping[str, Any]], *, within: tuple[Any, ...] = (), origin: str = ""
+    ) -> InvalidField:
+        """Pydantic's errors (``ValidationError.errors()``) as the API's field error: the
+        first names the field, every one is listed as {field, reason}. ``within``: where the
+        validated value sits in the request; ``origin``: what the message is prefixed with."""
+        details = [
+            {
+                "field": field_path((*within, *e.get("loc", ()))),
+                "reason": str(e.get("msg", "invalid")),
+            }
+            for e in errors
+        ] or [{"field": field_path(within), "reason": "invalid"}]
+        first = details[0]
+        return cls(
+            f"{origin}{first['field']}: {first['reason']}", field=first["field"], details=details
+        )
+
+
+def field_path(loc: Iterable[Any]) -> str:
+    """A pydantic location as the API names a field: ``("steps", 0, "goto", "url")`` is
+    ``steps[0].goto.url``; the empty location is the ``body``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out or "body"
 
 
 class RequestTooLarge(InvalidRequest):

@@ -137,8 +137,9 @@ def restore(
     if count:
         summary["items"] = count_items(ddb, target)
     summary["next"] = (
-        'switch the stack: -c \'pagefleet:overrides={"restored_tables": '
-        f'{{"<JobsTable|TenantsTable>": "{target}"}}}}\''
+        "switch the stack: add to the stage's settings in pagefleet.deploy.json "
+        f'"restored_tables": {{"<JobsTable|TenantsTable|UsageTable>": "{target}"}}, '
+        "then cdk deploy (docs/runbooks.md#restore-a-table)"
     )
     return summary
 

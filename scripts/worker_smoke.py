@@ -18,10 +18,15 @@ Docker cannot run here, so bubblewrap reproduces the task definition's constrain
   Dockerfile's ``ENV`` (paths mapped to this checkout), pointed at that embedded AWS.
   One deviation: ``PAGEFLEET_ALLOW_LOOPBACK=true``, since the test page is on 127.0.0.1.
 
+The worker signs as the pool's task role and the embedded AWS checks each of its calls
+(and those it makes as the job role it assumes per tenant) against the template's policies
+for that role (``devstack.iam``; the principals come from ``iam-synth.json``, written beside
+the template by ``scripts/synth_check.py``): a call the template does not allow fails here.
+
 Then it submits a job (goto a page on 127.0.0.1, extract, screenshot), waits for
 ``succeeded``, checks the screenshot in S3, runs the container health check in the same
 sandbox, and stops the worker with SIGTERM (it must drain and exit 0). Exit 0 only if all
-of that held. Run as root (bwrap mounts, then drops to the user).
+of that held and IAM refused nothing. Run as root (bwrap mounts, then drops to the user).
 """
 
 from __future__ import annotations
@@ -32,13 +37,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,8 @@ from sandbox_seccomp import no_user_namespaces  # noqa: E402
 from devstack.tenant_role import create_job_role  # noqa: E402
 
 DOCKERFILE = REPO_ROOT / "browser_task" / "Dockerfile"
+# The smoke run's resources are named apart from a local stack's.
+SMOKE_PREFIX = "smoke-"
 # Any non-root uid will do: the image's user has no fixed uid (see the Dockerfile).
 WORKER_UID = 1001
 # Names in the task definition that point at AWS resources: replaced by the local ones.
@@ -62,10 +66,9 @@ RESOURCE_ENV = (
     "PAGEFLEET_USAGE_TABLE",
     "PAGEFLEET_JOB_ROLE_ARN",
 )
-PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
-<body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
 
 
+from smoke_local import PAGE, embedded_aws, free_port, test_page  # noqa: E402
 from smoke_specs import (  # noqa: E402
     ImageSpec,
     SmokeFailed,
@@ -75,72 +78,18 @@ from smoke_specs import (  # noqa: E402
     task_spec,
 )
 
-__all__ = ["ImageSpec", "SmokeFailed", "TaskSpec", "fargate_volume", "image_spec", "main"]
-
-
-# --- the local pieces ---------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def embedded_aws(log: Path) -> Iterator[str]:
-    import httpx
-
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "devstack.embedded_aws", "-H", "127.0.0.1", "-p", str(port)],
-            cwd=REPO_ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "NO_PROXY": "*"},
-        )
-    try:
-        deadline = time.monotonic() + 60
-        with httpx.Client(trust_env=False, timeout=2) as http:
-            while True:
-                if proc.poll() is not None:
-                    raise SmokeFailed(f"embedded AWS exited:\n{log.read_text()[-2000:]}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get(f"{endpoint}/moto-api/").status_code < 500:
-                        break
-                if time.monotonic() > deadline:
-                    raise SmokeFailed("embedded AWS did not start")
-                time.sleep(0.2)
-        yield endpoint
-    finally:
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
-        if proc.poll() is None:
-            proc.kill()
-
-
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def test_page() -> Iterator[str]:
-    from devstack.loopback import serve_on_loopback
-
-    server = serve_on_loopback(_Page, "smoke-page")
-    try:
-        yield f"{server.url}/"
-    finally:
-        server.stop()
+__all__ = [
+    "PAGE",
+    "ImageSpec",
+    "SmokeFailed",
+    "TaskSpec",
+    "embedded_aws",
+    "fargate_volume",
+    "free_port",
+    "image_spec",
+    "main",
+    "test_page",
+]
 
 
 def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any) -> dict[str, str]:
@@ -157,7 +106,7 @@ def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any
         "PAGEFLEET_QUEUE_URLS": json.dumps(local.queue_urls),
         "PAGEFLEET_USAGE_TABLE": local.usage_table,
         # The job role the worker assumes per tenant, on the embedded AWS.
-        "PAGEFLEET_JOB_ROLE_ARN": create_job_role(boto3.client("iam"), prefix="smoke-"),
+        "PAGEFLEET_JOB_ROLE_ARN": create_job_role(boto3.client("iam"), prefix=SMOKE_PREFIX),
     }
     for name, value in task.env.items():
         if name in replaced:
@@ -242,10 +191,18 @@ def prepare_mounts(task: TaskSpec, image: ImageSpec, root: Path) -> dict[str, Pa
     return mounts
 
 
-def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | None) -> None:
+def run_smoke(
+    template_path: Path,
+    pool: str,
+    timeout_s: float,
+    keep: Path | None,
+    iam_report: Path | None = None,
+    iam_synth: Path | None = None,
+) -> None:
     import boto3
 
     from devstack.constants import aws_env
+    from devstack.iam.local import LocalIam, summary
     from devstack.provision import create_all
     from pagefleet.runtime import RUNTIME
     from pagefleet.specs.settings import CoreSettings
@@ -265,9 +222,13 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
         st = source.stat()
         print(f"  {path}: empty, uid {st.st_uid}, mode {oct(st.st_mode & 0o7777)}")
     worker_log = work / "worker.log"
+    iam_synth = iam_synth or template_path.parent / "iam-synth.json"
+    if not iam_synth.exists():
+        raise SmokeFailed(f"{iam_synth} is missing: synthesize with scripts/synth_check.py")
+    iam = LocalIam(iam_synth, prefix=SMOKE_PREFIX)
     try:
         with contextlib.ExitStack() as stack:
-            endpoint = stack.enter_context(embedded_aws(work / "embedded-aws.log"))
+            endpoint = stack.enter_context(embedded_aws(work / "embedded-aws.log", iam.moto_env()))
             page = stack.enter_context(test_page())
             aws = aws_env(endpoint)
             saved_env = dict(os.environ)
@@ -275,9 +236,13 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
             RUNTIME.reset()
             stack.callback(_restore_env, saved_env)
             local = create_all(
-                boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3"), prefix="smoke-"
+                boto3.client("dynamodb"),
+                boto3.client("sqs"),
+                boto3.client("s3"),
+                prefix=SMOKE_PREFIX,
             )
-            env = worker_env(task, image, aws, local)
+            # The worker signs as its pool's task role; the smoke run itself as the operator.
+            env = {**worker_env(task, image, aws, local), **iam.env(f"worker/{pool}")}
             settings = CoreSettings(
                 jobs_table=local.jobs_table,
                 tenants_table=local.tenants_table,
@@ -311,6 +276,7 @@ def run_smoke(template_path: Path, pool: str, timeout_s: float, keep: Path | Non
             if worker.returncode != 0:
                 raise SmokeFailed(f"the worker exited {worker.returncode} after SIGTERM")
             print("worker drained and exited 0 on SIGTERM")
+            _check_iam(iam.report(endpoint), iam_report, summary)
     except BaseException:
         if worker_log.exists():
             print(
@@ -371,6 +337,18 @@ def _check_job(
     print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
 
 
+def _check_iam(report: dict[str, Any], out: Path | None, summary: Any) -> None:
+    """Nothing the worker did was refused by the template's policies."""
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report))
+    print(summary(report))
+    for denial in report["denied"]:
+        print(f"  DENIED {denial['principal']}: {denial['action']} on {denial['resource']}")
+    if report["denied"]:
+        raise SmokeFailed("IAM refused calls the worker made (see above)")
+
+
 def _check_health(
     task: TaskSpec, image: ImageSpec, mounts: dict[str, Path], env: dict[str, str]
 ) -> None:
@@ -424,12 +402,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool", default="standard")
     parser.add_argument("--timeout", type=float, default=180, help="seconds for the job")
     parser.add_argument("--keep", type=Path, help="copy the volumes and logs here")
+    parser.add_argument("--iam-report", type=Path, help="write the IAM check's report here")
+    parser.add_argument(
+        "--iam-synth", type=Path, help="the principals (default: iam-synth.json beside it)"
+    )
     args = parser.parse_args(argv)
     if shutil.which("bwrap") is None:
         print("worker smoke: needs bubblewrap (apt-get install -y bubblewrap)", file=sys.stderr)
         return 2
     try:
-        run_smoke(args.template, args.pool, args.timeout, args.keep)
+        run_smoke(
+            args.template, args.pool, args.timeout, args.keep, args.iam_report, args.iam_synth
+        )
     except SmokeFailed as exc:
         print(f"worker smoke FAILED: {exc}", file=sys.stderr)
         return 1

@@ -1,16 +1,44 @@
-"""Shared fixtures: a real moto server on loopback, provisioned from pagefleet.specs.resources."""
+"""Shared fixtures: a real moto server on loopback, provisioned from
+pagefleet.specs.resources; and how the suites run (tests/support/suites.py)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
 from devstack.provision import Provisioned, create_all
+from tests.support.suites import check_fast_slice, mark_suites, order_for_workers
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _share_botocore_data() -> None:
+    """Fixtures call ``RUNTIME.reset()`` for each test, and the new boto3 session parsed
+    botocore's endpoint and service JSON again: ~150 ms of CPU a test. That data is
+    read-only, so one loader serves every session of the test process."""
+    import botocore.loaders
+    import botocore.session
+
+    botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+
+
+_share_botocore_data()
+
+
+# First, so that pytest-xdist's own hook sees the groups when it names the tests.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    check_fast_slice(TESTS_DIR)
+    mark_suites(items, TESTS_DIR)
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: every one sorts alike
+        order_for_workers(items, TESTS_DIR)
 
 
 def _free_port() -> int:

@@ -6,16 +6,12 @@ import asyncio
 from urllib.parse import urlsplit
 
 from browser_task.context import RunContext
-from browser_task.egress import ALLOWED_SCHEMES, UNRESOLVED_PREFIX
+from browser_task.egress import ALLOWED_SCHEMES
 from browser_task.egress_http import (
     KIND_HEADER,
-    POLICY,
     REFUSAL_HEADER,
-    UNREACHABLE,
-    UNRESOLVED,
-    UPSTREAM_AUTH,
 )
-from browser_task.errors import FailJob, JobFailure, RetryJob
+from browser_task.errors import FailJob, egress_failure, refused_navigation, target_unavailable
 from pagefleet.workflow import Goto, Sleep, WaitFor
 
 
@@ -28,10 +24,7 @@ async def goto(step: Goto, ctx: RunContext) -> None:
         )
     verdict = await ctx.guard.check(step.url)
     if not verdict.allowed:
-        reason = verdict.reason or "refused by the egress policy"
-        if reason.startswith(UNRESOLVED_PREFIX):
-            raise RetryJob(f"navigation to {step.url} failed: {reason}", kind="navigation_failed")
-        raise FailJob(f"navigation to {step.url} refused: {reason}", kind="egress_refused")
+        raise refused_navigation(step.url, verdict.reason or "refused by the egress policy")
     response = await ctx.page.goto(
         step.url, wait_until=step.wait_until, timeout=ctx.timeout_ms(step)
     )
@@ -41,8 +34,10 @@ async def goto(step: Goto, ctx: RunContext) -> None:
         # or could not be reached, directly or through the job's proxy.
         kind = response.headers.get(KIND_HEADER.lower())
         raise egress_failure(step.url, response.url, refusal, kind)
-    if response is not None and (response.status >= 500 or response.status == 429):
-        raise RetryJob(f"{step.url} answered HTTP {response.status}", kind="target_unavailable")
+    if response is not None and (
+        failure := target_unavailable(step.url, response.status, response.url)
+    ):
+        raise failure
 
 
 async def wait_for(step: WaitFor, ctx: RunContext) -> None:
@@ -62,24 +57,3 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
 async def sleep(step: Sleep, ctx: RunContext) -> None:
     # Bounded by the model (MAX_SLEEP_MS) and, like every step, by the job watchdog.
     await asyncio.sleep(step.ms / 1000)
-
-
-def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> JobFailure:
-    """What the egress proxy's refusal of a navigation means for the job."""
-    where = url if ended_at in ("", url) else f"{url} (redirected to {ended_at})"
-    if kind == UNREACHABLE:
-        return RetryJob(f"navigation to {where} failed: {reason}", kind="navigation_failed")
-    if kind == UNRESOLVED:  # not the site's failure: the circuit breakers do not count it
-        return RetryJob(f"navigation to {where} failed: {reason}", kind="host_unresolved")
-    if kind == UPSTREAM_AUTH:
-        return FailJob(
-            f"navigation to {where} failed: {reason}; check options.proxy username and password",
-            kind="proxy_auth_failed",
-        )
-    if kind not in (None, POLICY):
-        # The job's own upstream proxy said no (or failed): it may well answer next time.
-        return RetryJob(f"navigation to {where} failed: {reason}", kind="proxy_failed")
-    return FailJob(
-        f"navigation to {where} was refused by the egress filter: {reason}",
-        kind="egress_refused",
-    )

@@ -214,7 +214,3 @@ class RestApi:
         if self.authorizer_ttl_s > 0:
             with self._cache_lock:
                 self._cache[token] = (self._clock() + self.authorizer_ttl_s, policy)
-
-    def flush_authorizer_cache(self) -> None:
-        with self._cache_lock:
-            self._cache.clear()

@@ -2,9 +2,11 @@
 
 Each connection has its own thread, and the apps invoke Lambda functions that run in their
 own processes, so a slow request never holds up another. What API Gateway's front end does
-before any Lambda runs is done here: a malformed ``Content-Length`` or chunked body is a
-400, a body over 10 MB is a 413, a client that stops sending mid-request is timed out. Every
-error the server writes is JSON (``{"message": ...}``), like API Gateway's own.
+before any Lambda runs is done here: a malformed request line, ``Content-Length`` or chunked
+body is a 400, a body over 10 MB is a 413, a client that stops sending mid-request, or sends
+its headers a byte at a time, is timed out. Every error the server writes is a full HTTP/1.1
+response with a JSON body (``{"message": ...}``), like API Gateway's own, and never echoes
+what the client sent.
 
 The server hosts "apps" (objects with ``matches`` and ``handle``) so the WebSocket API can
 be mounted on the same server later.
@@ -12,8 +14,10 @@ be mounted on the same server later.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -28,6 +32,11 @@ log = logging.getLogger("devstack")
 # API Gateway documents no limit for a client that stalls mid-request. 30 s is the scale of
 # its 29 s integration timeout: a stalled client holds a thread no longer than a slow Lambda.
 READ_TIMEOUT_S = 30.0
+# The request line and headers must be whole this long after their first byte. The read
+# timeout alone is per read, so a client sending one byte every few seconds held its
+# thread forever. A real client writes its request head at once; 10 s is that plus a
+# loaded machine's slack, and bounds what a trickling client can hold.
+HEADERS_TIMEOUT_S = 10.0
 _DIGITS = re.compile(r"[0-9]{1,20}")
 _HEX = re.compile(r"[0-9A-Fa-f]{1,16}")
 
@@ -51,9 +60,44 @@ class _ClientGone(Exception):
     """The client closed the connection mid-request: there is no one to answer."""
 
 
+class _HeadDeadline(io.RawIOBase):
+    """The connection's reads, with one deadline for a request's line and headers, counted
+    from their first byte (``start``); between requests and for bodies, the read timeout."""
+
+    def __init__(self, sock: socket.socket, timeout_s: float) -> None:
+        self._sock = sock
+        self._timeout_s = timeout_s
+        self._reading_head = False
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        self._reading_head, self.deadline = True, None
+
+    def stop(self, read_timeout_s: float) -> None:
+        self._reading_head, self.deadline = False, None
+        self._sock.settimeout(read_timeout_s)
+
+    def readinto(self, buffer: Any) -> int:
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("request headers not complete in time")
+            self._sock.settimeout(remaining)
+        count = self._sock.recv_into(buffer)
+        if self._reading_head and self.deadline is None and count:
+            self.deadline = time.monotonic() + self._timeout_s
+        return count
+
+
 class _HttpHandler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    # Until a request line names its version, answers are HTTP/1.1 (http.server's default,
+    # HTTP/0.9, writes a bare body with no status line).
+    default_request_version = "HTTP/1.1"
     server_version = "pagefleet-local-gateway/1"
     # Headers and body go out in separate writes; with Nagle on, the body waits for the
     # client's delayed ACK (~40 ms per response on loopback).
@@ -61,16 +105,44 @@ class _HttpHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        # Applies to every read: the request line, headers, and an idle keep-alive.
+        # Applies to every read: an idle keep-alive, a body; the head also has its deadline.
         self.connection.settimeout(self.server.read_timeout_s)
+        self._head = _HeadDeadline(self.connection, self.server.headers_timeout_s)
+        self.rfile.close()  # the socket's own reader: its reference would keep it open
+        self.rfile = io.BufferedReader(self._head)
+
+    def handle_one_request(self) -> None:
+        self._head.start()
+        # What an answer needs before (or without) a parsed request line.
+        self.command, self.requestline = "", ""
+        self.request_version = self.default_request_version
+        super().handle_one_request()  # reads the head, then calls do_<METHOD>
+        if self._head.deadline is not None and time.monotonic() >= self._head.deadline:
+            # Part of a head came, not all of it in time (http.server just hangs up).
+            self.close_connection = True
+            self._write(gateway_error(408, "Request Timeout"))
+        self._head.stop(self.server.read_timeout_s)
+
+    def parse_request(self) -> bool:
+        raw: bytes = getattr(self, "raw_requestline", b"")  # set by handle_one_request
+        if len(raw.split()) == 2:
+            # An HTTP/0.9 request ("GET /"): API Gateway speaks HTTP/1.1 and up only.
+            self.send_error(400)
+            return False
+        parsed = super().parse_request()  # reads the headers
+        self._head.stop(self.server.read_timeout_s)
+        return parsed
 
     def log_message(self, format: str, *args: Any) -> None:
         return
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own refusals (bad request line, headers too long...) as JSON."""
+        """http.server's own refusals (bad request line, headers too long...) as JSON.
+
+        Its messages quote the request line; the answer names the status only, so nothing
+        the client sent is echoed back."""
         self.close_connection = True
-        self._write(gateway_error(code, message or self.responses.get(code, ("Error",))[0]))
+        self._write(gateway_error(code, self.responses.get(code, ("Error",))[0]))
 
     def _serve(self) -> None:
         try:
@@ -203,6 +275,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # many clients connect at once in the benchmarks
     apps: Sequence[App]
     read_timeout_s: float
+    headers_timeout_s: float
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that resets or vanishes is not the server's error: no traceback for it.
@@ -217,9 +290,15 @@ class LocalGateway(LoopbackServer):
     """Serves the given apps on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
 
     def __init__(
-        self, apps: Sequence[App], port: int = 8080, *, read_timeout_s: float = READ_TIMEOUT_S
+        self,
+        apps: Sequence[App],
+        port: int = 8080,
+        *,
+        read_timeout_s: float = READ_TIMEOUT_S,
+        headers_timeout_s: float = HEADERS_TIMEOUT_S,
     ) -> None:
         server = _Server(("127.0.0.1", port), _HttpHandler)
         server.apps = list(apps)
         server.read_timeout_s = read_timeout_s
+        server.headers_timeout_s = headers_timeout_s
         super().__init__(server, "local-gateway")

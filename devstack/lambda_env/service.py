@@ -240,7 +240,10 @@ class LambdaFunction:
             raise PayloadTooLarge(
                 f"Request must be smaller than {MAX_PAYLOAD_BYTES} bytes for the Invoke operation"
             )
-        env = self._acquire(deadline)
+        env, init_s = self._acquire(deadline)
+        # As on Lambda, a cold start's init phase has its own limit (init_timeout_s) and does
+        # not count against the invocation's timeout; a wait for a free environment does.
+        deadline += init_s
         reusable = False
         try:
             context = LambdaContext(
@@ -279,7 +282,7 @@ class LambdaFunction:
 
         def one() -> None:
             try:
-                started.append(self._acquire(deadline))
+                started.append(self._acquire(deadline)[0])
             except BaseException as exc:
                 errors.append(exc)
 
@@ -309,7 +312,8 @@ class LambdaFunction:
         self._spawner.shutdown(wait=True)
 
     # --- the pool --------------------------------------------------------------------------
-    def _acquire(self, deadline: float) -> ExecutionEnvironment:
+    def _acquire(self, deadline: float) -> tuple[ExecutionEnvironment, float]:
+        """A warm environment (and 0), or a new one and the seconds its cold start took."""
         with self._cond:
             while True:
                 if self._closed:
@@ -317,7 +321,7 @@ class LambdaFunction:
                 while self._idle:
                     env = self._idle.pop()
                     if env.alive():
-                        return env
+                        return env, 0.0
                     self._count -= 1  # died while idle (killed from outside): forget it
                     self._live.discard(env)
                 if self._count < self.max_concurrency:
@@ -330,6 +334,7 @@ class LambdaFunction:
                     raise InvokeTimeout(f"no free environment of {self.name} in time")
                 self._cond.wait(remaining)
         env = ExecutionEnvironment(self, index)
+        started = time.monotonic()
         try:
             env.start(lambda popen: self._spawner.submit(popen).result())
         except BaseException:
@@ -340,7 +345,7 @@ class LambdaFunction:
         with self._cond:
             self._live.add(env)
         log.debug("cold start: %s (pid %s)", env.name, env.pid)
-        return env
+        return env, time.monotonic() - started
 
     def _release(self, env: ExecutionEnvironment, reusable: bool) -> None:
         with self._cond:

@@ -14,9 +14,8 @@ from typing import Any
 from devstack.constants import LOCAL_ACCOUNT
 
 # infra/constructs/live.py: the routes of the WebSocket API (one integration, the live
-# function) and its route selection expression.
+# function).
 ROUTES = ("$connect", "$disconnect", "subscribe", "unsubscribe", "ping", "$default")
-ROUTE_SELECTION = "$request.body.action"
 
 
 def new_connection_id() -> str:

@@ -274,10 +274,6 @@ class LocalWebSocketApi:
             "Identity": {"SourceIp": client.source_ip, "UserAgent": client.user_agent},
         }
 
-    @property
-    def connection_ids(self) -> list[str]:
-        return list(self._clients)
-
 
 def _refusal(socket: ServerConnection, status: int, body: str) -> Response:
     response = socket.respond(HTTPStatus(status), body or HTTPStatus(status).phrase)

@@ -11,6 +11,7 @@ from functions.api.context import api_settings, breakers, logger, metrics, servi
 from functions.api.routes import (
     admin,
     admin_tenants,
+    batches,
     domains,
     jobs,
     live,
@@ -26,7 +27,7 @@ from pagefleet.errors import PagefleetError, TooManyRequests
 from pagefleet.specs.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
-_AREAS = (jobs, workflows, schedules, stats, admin, domains, meta, live, notifications)
+_AREAS = (jobs, batches, workflows, schedules, stats, admin, domains, meta, live, notifications)
 for _area in (*_AREAS, tenant, sessions, admin_tenants):
     app.include_router(_area.router)
 

@@ -1,7 +1,13 @@
-"""What every route needs: settings, services, the caller's tenant, and typed responses."""
+"""What every route needs: settings, services, the caller's tenant, and typed responses.
+
+The API's composition root: the routes get every service and adapter from the functions
+here, which take them from ``pagefleet.runtime.RUNTIME`` (built once per execution
+environment, on first use).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,11 +26,16 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names
 
 # Imported on first call: the settings (pydantic_settings, dotenv) are read on the first
-# invocation, and the job services' modules come with the first route that asks for them.
+# invocation, and the services' modules come with the first route that asks for them.
 if TYPE_CHECKING:
+    from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.jobs.service import JobServices
+    from pagefleet.runtime import LiveApi
+    from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
     from pagefleet.specs.settings import ApiSettings
     from pagefleet.targets.breakers import Breakers
+    from pagefleet.tenancy.service import Tenancy
+    from pagefleet.tenancy.sessions import SessionArchive
 
 SERVICE = "pagefleet-api"
 # Nothing here talks to the network at import: the Tracer disables itself outside Lambda
@@ -36,7 +47,7 @@ tracer = function_tracer(SERVICE)
 
 
 def api_settings() -> ApiSettings:
-    from pagefleet.specs.settings import ApiSettings
+    from pagefleet.specs.settings import ApiSettings  # read on the first invocation
 
     return RUNTIME.settings(ApiSettings)
 
@@ -47,6 +58,27 @@ def services() -> JobServices:
 
 def breakers() -> Breakers:
     return RUNTIME.breakers(api_settings())
+
+
+def tenancy() -> Tenancy:
+    return RUNTIME.tenancy(api_settings())
+
+
+def job_data() -> AwsJobData:
+    return RUNTIME.job_data(api_settings())
+
+
+def session_archive() -> SessionArchive:
+    return RUNTIME.session_archive(api_settings())
+
+
+def schedule_stores() -> tuple[ScheduleStore, SchedulerMirror]:
+    """Schedule records and their EventBridge Scheduler mirror."""
+    return RUNTIME.schedules(api_settings())
+
+
+def live() -> LiveApi:
+    return RUNTIME.live_api(api_settings())
 
 
 def event_of(router: Router) -> APIGatewayProxyEvent:
@@ -67,6 +99,12 @@ def require_admin(router: Router) -> None:
     authorizer = event_of(router).request_context.authorizer
     if not authorizer or authorizer.get("admin") != "true":
         raise Forbidden("this route needs an admin API key")
+
+
+def actor(router: Router) -> str:
+    """The caller as audit records name it: ``tenant:key_id`` of its API key."""
+    authorizer: dict[str, Any] = dict(event_of(router).request_context.authorizer or {})
+    return f"{tenant_id(router)}:{authorizer.get('key_id') or '?'}"
 
 
 def base_path(router: Router) -> str:
@@ -95,8 +133,6 @@ def respond(
 
 
 def json_document(status: int, document: Mapping[str, Any]) -> Response[str]:
-    import json
-
     return Response(
         status_code=status,
         content_type="application/json",

@@ -125,40 +125,44 @@ def status_of(exc: PagefleetError) -> int:
     return next((code for cls, code in STATUS_BY_ERROR.items() if isinstance(exc, cls)), 500)
 
 
+def error_detail(exc: PagefleetError) -> ErrorDetail:
+    """A domain error as the API answers it: code, message, the field, and the details (a
+    list of {field, reason}, as validation gives, or the error's other facts)."""
+    listed = exc.details.get("details")
+    extra = {
+        k: v for k, v in exc.details.items() if k not in ("field", "details") and v is not None
+    }
+    return ErrorDetail(
+        code=exc.code,
+        message=exc.message,
+        field=exc.details.get("field"),
+        details=listed if isinstance(listed, list) else ([extra] if extra else None),
+    )
+
+
 def from_domain(exc: PagefleetError) -> Response[str]:
     status = status_of(exc)
     headers = {"Retry-After": "1"} if status == 503 else None
     if isinstance(exc, TooManyRequests):
         headers = exc.headers  # Retry-After and the RateLimit-* fields
-    listed = exc.details.get("details")  # a list of {field, reason}, as validation gives
-    extra = {
-        k: v for k, v in exc.details.items() if k not in ("field", "details") and v is not None
-    }
+    detail = error_detail(exc)
     return error_response(
         status,
-        exc.code,
-        exc.message,
-        field=exc.details.get("field"),
-        details=listed if isinstance(listed, list) else ([extra] if extra else None),
+        detail.code,
+        detail.message,
+        field=detail.field,
+        details=detail.details,
         headers=headers,
     )
 
 
-def _field_path(loc: Iterable[Any]) -> str:
-    parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "body"
+# Where a request error sits: the resolver's locations start with the part of the request.
+_REQUEST_PARTS = ("body", "query", "path", "header")
 
 
 def from_validation(errors: Iterable[Mapping[str, Any]]) -> Response[str]:
-    """Pydantic errors as a list of {field, reason}; malformed JSON is its own 400."""
+    """The resolver's request validation errors as the one field error (422), each field
+    named within its part of the request; malformed JSON is its own 400."""
     items = list(errors)
     if any(e.get("type") == "json_invalid" for e in items):
         reason = next(
@@ -167,15 +171,9 @@ def from_validation(errors: Iterable[Mapping[str, Any]]) -> Response[str]:
         return error_response(
             400, "invalid_json", f"request body is not valid JSON: {reason}", field="body"
         )
-    details = [
-        {"field": _field_path(e.get("loc", ())), "reason": str(e.get("msg", "invalid"))}
-        for e in items
-    ]
-    first = details[0] if details else {"field": "body", "reason": "invalid"}
-    return error_response(
-        422,
-        "validation_error",
-        f"{first['field']}: {first['reason']}",
-        field=first["field"],
-        details=details,
-    )
+    return from_domain(InvalidField.from_errors([_in_part(e) for e in items]))
+
+
+def _in_part(error: Mapping[str, Any]) -> Mapping[str, Any]:
+    loc = tuple(error.get("loc", ()))
+    return {**error, "loc": loc[1:]} if loc and loc[0] in _REQUEST_PARTS else error

@@ -1,8 +1,11 @@
 """The jobs table's one stream reader: every job change goes to each consumer in turn.
 
-Consumers (dependants' release, live delivery, notifications) are idempotent; when one
-fails, the batch is reported failed from its first record, so Lambda hands the whole batch
-to every consumer again (``ReportBatchItemFailures`` on the event source mapping).
+Consumers (dependants' release, live delivery, notifications) are idempotent. The batch is
+reported failed from the first record that actually failed (``ReportBatchItemFailures``):
+the records before it are done, and Lambda hands it and the rest to every consumer again,
+bisecting a batch that makes no progress, so one bad record ends alone in the
+failed-batches queue. The event source mapping's filter (``JOBS_STREAM_FILTERS``) invokes
+this only for job records and run events.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ with collector_paused():
 
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
-    from pagefleet.adapters.dynamodb.stream import event_writes, job_changes
-    from pagefleet.jobs.changes import ChangeConsumer, deliver
+    from pagefleet.adapters.dynamodb.stream import read_records
+    from pagefleet.jobs.changes import ChangeConsumer, deliver_in_order
     from pagefleet.runtime import RUNTIME
     from pagefleet.specs import metrics_names
     from pagefleet.specs.settings import ChangesSettings
@@ -40,16 +43,16 @@ def consumers() -> list[ChangeConsumer]:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    records = event.get("Records") or []
-    changes = job_changes(records)
-    written = event_writes(records)
+    read = read_records(event.get("Records") or [])
     ready = consumers()  # built on the first invocation, even an empty one (a warm-up)
-    failed = deliver(changes, ready, written) if changes or written else []
+    failed_at = deliver_in_order(read, ready)
     logger.info(
         "job changes",
-        extra={"records": len(records), "changes": len(changes), "event_items": len(written)},
+        extra={
+            "records": len(read),
+            "changes": sum(r.change is not None for r in read),
+            "event_items": sum(r.events is not None for r in read),
+            "failed_at": failed_at,
+        },
     )
-    if failed and records:
-        first = str((records[0].get("dynamodb") or {}).get("SequenceNumber", ""))
-        return {"batchItemFailures": [{"itemIdentifier": first}]}
-    return {"batchItemFailures": []}
+    return {"batchItemFailures": [{"itemIdentifier": failed_at}] if failed_at else []}

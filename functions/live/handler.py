@@ -22,7 +22,6 @@ with collector_paused():
     from pagefleet.live import service
     from pagefleet.live.messages import error_message
     from pagefleet.live.service import LiveServices
-    from pagefleet.live_wiring import live_services
     from pagefleet.runtime import RUNTIME
     from pagefleet.specs import metrics_names
     from pagefleet.specs.settings import LiveSettings
@@ -35,7 +34,7 @@ CORRELATION_ID_PATH = "requestContext.requestId"
 
 
 def services() -> LiveServices:
-    return live_services(RUNTIME, RUNTIME.settings(LiveSettings))
+    return RUNTIME.live_services(RUNTIME.settings(LiveSettings))
 
 
 def _header(event: dict[str, Any], name: str) -> str | None:

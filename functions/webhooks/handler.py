@@ -24,7 +24,6 @@ with collector_paused():
 
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
-    from pagefleet.live_wiring import webhook_sender
     from pagefleet.notify.sender import WebhookMessage, receive_count
     from pagefleet.runtime import RUNTIME
     from pagefleet.specs import metrics_names
@@ -43,7 +42,7 @@ class RetryLater(Exception):
 
 def record_handler(record: SQSRecord) -> str:
     settings = RUNTIME.settings(WebhookSettings)
-    sender, queue = webhook_sender(RUNTIME, settings)
+    sender, queue = RUNTIME.webhook_sender(settings)
     message = WebhookMessage.parse(record.body)
     attempt = receive_count(record.raw_event)
     result = sender.send(message, attempt=attempt)
@@ -76,7 +75,7 @@ def record_handler(record: SQSRecord) -> str:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
-    webhook_sender(RUNTIME, RUNTIME.settings(WebhookSettings))  # built once (a warm-up too)
+    RUNTIME.webhook_sender(RUNTIME.settings(WebhookSettings))  # built once (a warm-up too)
     if not event.get("Records"):
         return {"batchItemFailures": []}
     return process_partial_response(

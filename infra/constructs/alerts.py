@@ -1,5 +1,8 @@
 """Alerts: the SNS topic every alarm notifies (encrypted, TLS only, optional e-mail).
 
+A stage that requires a subscriber (prod) and has no ``alarm_email`` gets a synth warning:
+its alarms would fire to nobody.
+
 Every alarm goes through ``notify`` with the anchor of its entry in ``docs/runbooks.md``
 (what it means, how to look, what to do); an infra test checks that each alarm notifies the
 topic and that its runbook entry exists.
@@ -7,6 +10,7 @@ topic and that its runbook entry exists.
 
 from __future__ import annotations
 
+from aws_cdk import Annotations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
@@ -17,6 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 RUNBOOK = "docs/runbooks.md"
+NO_SUBSCRIBER_WARNING = "pagefleet:alarmsNotifyNobody"
 
 
 def runbook_link(anchor: str) -> str:
@@ -24,7 +29,14 @@ def runbook_link(anchor: str) -> str:
 
 
 class Alerts(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, email: str | None) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        email: str | None,
+        subscriber_required: bool = False,
+    ) -> None:
         super().__init__(scope, construct_id)
         # CloudWatch cannot publish to a topic under the AWS-managed aws/sns key, so the
         # topic gets its own key that lets CloudWatch use it.
@@ -37,6 +49,14 @@ class Alerts(Construct):
         )
         if email:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        elif subscriber_required:
+            Annotations.of(self).add_warning_v2(
+                NO_SUBSCRIBER_WARNING,
+                "No alarm_email: every alarm of this stage notifies a topic nobody is "
+                "subscribed to. Set alarm_email for the stage in pagefleet.deploy.json "
+                "(docs/deploy.md), or, if you subscribe AlarmTopicArn outside the stack, "
+                "set alarm_subscriber_required to false there.",
+            )
         self._action = cw_actions.SnsAction(self.topic)
         self.alarms: list[cloudwatch.Alarm] = []
         # Dead-letter queues that no redrive policy names (e.g. a Scheduler target's or a

@@ -4,7 +4,11 @@ The API function's Powertools resolver owns the route table (one ``{proxy+}`` in
 so the routes API Gateway serves and the resolver's OpenAPI description cannot disagree.
 Per-tenant limits (submissions per minute, queued and running jobs, request size → 413)
 are enforced by the API function against the tenants table; API Gateway adds stage-wide
-throttling and, when configured, a WAF rate limit per source IP.
+throttling and, when configured, a WAF budget per user (``api_firewall``).
+
+No API Gateway request validator: with one ``{proxy+}`` method there is no per-route
+method to give a model, so one would validate nothing. The resolver validates every
+body, path and query against the route's models and answers 4xx naming the field.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from infra import grants
@@ -24,6 +27,8 @@ from infra.nag import acknowledge
 from pagefleet.specs.resources import API_STAGE, DEFAULT_POOL
 from pagefleet.specs.settings import ApiSettings, AuthorizerSettings
 
+from .api_account import ApiGatewayAccount
+from .api_firewall import ApiFirewall
 from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues
 from .job_store import JobStore
@@ -76,6 +81,7 @@ class Api(Construct):
         queue_urls_json: str,
         schedules: Schedules,
         tenancy_env: dict[str, str],
+        account: ApiGatewayAccount,
     ) -> None:
         super().__init__(scope, construct_id)
 
@@ -133,7 +139,7 @@ class Api(Construct):
             proxy=True,
             description=f"pagefleet {config.stage} API",
             endpoint_types=[apigw.EndpointType.REGIONAL],
-            cloud_watch_role=True,
+            cloud_watch_role=False,  # the account's logging role: ApiGatewayAccount
             deploy_options=apigw.StageOptions(
                 stage_name=STAGE_NAME,
                 throttling_rate_limit=config.api_throttle_rate,
@@ -150,16 +156,11 @@ class Api(Construct):
                 authorization_type=apigw.AuthorizationType.CUSTOM,
             ),
         )
-        # Basic validation at the edge (declared parameters); the resolver validates bodies.
-        validator = self.rest_api.add_request_validator(
-            "RequestValidator", validate_request_body=True, validate_request_parameters=True
-        )
-        for method in self.rest_api.methods:
-            cfn_method = method.node.default_child
-            assert isinstance(cfn_method, apigw.CfnMethod)
-            cfn_method.request_validator_id = validator.request_validator_id
         self.stage = self.rest_api.deployment_stage
-        self.web_acl = self._web_acl(config) if config.waf else None
+        account.logs_through(self.stage)
+        self.firewall = (
+            ApiFirewall(self, "Firewall", config=config, stage=self.stage) if config.waf else None
+        )
         self._acknowledge(config)
 
     def _acknowledge(self, config: StageConfig) -> None:
@@ -171,9 +172,10 @@ class Api(Construct):
         )
         acknowledge(
             self.rest_api,
-            "IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AmazonAPIGatewayPushToCloudWatchLogs]",
-            "API Gateway's account-level logging role, the AWS-documented managed policy.",
+            "APIG2",
+            "One {proxy+} method, no per-route models for a validator to check: the API "
+            "function's resolver validates every request against its route's models and "
+            "answers 4xx naming the field.",
         )
         if not config.waf:
             acknowledge(
@@ -186,50 +188,3 @@ class Api(Construct):
     @property
     def functions(self) -> tuple[lambda_.Function, lambda_.Function]:
         return (self.handler, self.authorizer_function)
-
-    def _web_acl(self, config: StageConfig) -> wafv2.CfnWebACL:
-        def visibility(name: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
-            return wafv2.CfnWebACL.VisibilityConfigProperty(
-                cloud_watch_metrics_enabled=True, metric_name=name, sampled_requests_enabled=True
-            )
-
-        def managed(name: str, priority: int) -> wafv2.CfnWebACL.RuleProperty:
-            return wafv2.CfnWebACL.RuleProperty(
-                name=name,
-                priority=priority,
-                statement=wafv2.CfnWebACL.StatementProperty(
-                    managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
-                        vendor_name="AWS", name=name
-                    )
-                ),
-                override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
-                visibility_config=visibility(name),
-            )
-
-        acl = wafv2.CfnWebACL(
-            self,
-            "WebAcl",
-            scope="REGIONAL",
-            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
-            visibility_config=visibility("pagefleet-api"),
-            rules=[
-                wafv2.CfnWebACL.RuleProperty(
-                    name="rate-per-ip",
-                    priority=0,
-                    statement=wafv2.CfnWebACL.StatementProperty(
-                        rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
-                            limit=config.waf_rate_limit_per_5min, aggregate_key_type="IP"
-                        )
-                    ),
-                    action=wafv2.CfnWebACL.RuleActionProperty(block={}),
-                    visibility_config=visibility("rate-per-ip"),
-                ),
-                # Not the common rule set: its 8 KB body limit would block real workflows.
-                managed("AWSManagedRulesKnownBadInputsRuleSet", 1),
-                managed("AWSManagedRulesAmazonIpReputationList", 2),
-            ],
-        )
-        wafv2.CfnWebACLAssociation(
-            self, "WebAclAssociation", resource_arn=self.stage.stage_arn, web_acl_arn=acl.attr_arn
-        )
-        return acl

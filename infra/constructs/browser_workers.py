@@ -10,8 +10,15 @@ ECS task scale-in protection while it has jobs in flight and drains on SIGTERM w
 ``stopTimeout``.
 
 Metrics: the worker prints EMF (Powertools Metrics) to stdout; a FireLens (Fluent Bit)
-router ships the container logs with ``log_format json/emf`` so CloudWatch extracts them
-(the plain awslogs driver would store the lines without extracting metrics).
+router ships the container logs with ``log_format json/emf`` so CloudWatch extracts them,
+and ``log_key log`` so each event is the line the worker printed (FireLens wraps it in a
+record, ``{"log": "<line>", "source": "stdout", ...}``, whose ``_aws`` CloudWatch would not
+find).
+
+First create: a service starts tasks as soon as it exists, and CloudFormation only orders
+what a resource refers to. Each service also waits for the cluster's capacity providers
+(its strategy names them), the default routes of its subnets (NAT or internet gateway)
+and the VPC endpoints (ECR, Logs, S3...) its tasks pull and log through.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from infra import grants
 from infra.config import PoolConfig, StageConfig
@@ -98,7 +105,16 @@ class BrowserWorkers(Construct):
             "Cluster",
             vpc=self.vpc,
             container_insights_v2=ecs.ContainerInsights.ENABLED,
-            enable_fargate_capacity_providers=True,
+        )
+        # Fargate and Fargate Spot, associated here rather than by CDK's
+        # enable_fargate_capacity_providers, which adds the association at synth time, too
+        # late for the services to depend on it. Same scope and id: same logical id.
+        self.capacity_providers = ecs.CfnClusterCapacityProviderAssociations(
+            self.cluster,
+            "Cluster",
+            cluster=self.cluster.cluster_name,
+            capacity_providers=["FARGATE", "FARGATE_SPOT"],
+            default_capacity_provider_strategy=[],
         )
         arm = config.worker_architecture == "arm64"
         self.image = ecr_assets.DockerImageAsset(
@@ -184,6 +200,7 @@ class BrowserWorkers(Construct):
                     "log_stream_prefix": "worker/",
                     "auto_create_group": "false",
                     "log_format": "json/emf",
+                    "log_key": "log",
                 }
             ),
             environment={
@@ -278,8 +295,18 @@ class BrowserWorkers(Construct):
             propagate_tags=ecs.PropagatedTagSource.SERVICE,
             enable_ecs_managed_tags=True,
         )
+        service.node.add_dependency(*self._ready_for_tasks())
         scaling = autoscale(self, self.cluster, pool_id, pool, queue, service)
         return WorkerPool(name, pool, queue, service, task_definition, scaling)
+
+    def _ready_for_tasks(self) -> list[IDependable]:
+        """What a task needs before it can start: capacity providers, routes, endpoints."""
+        routes = [
+            subnet.internet_connectivity_established
+            for subnet in self.vpc.select_subnets(subnet_type=self.subnets.subnet_type).subnets
+        ]
+        endpoints = [c for c in self.vpc.node.find_all() if isinstance(c, ec2.CfnVPCEndpoint)]
+        return [self.capacity_providers, *routes, *endpoints]
 
     def running_tasks(self, service: ecs.FargateService) -> cloudwatch.Metric:
         return running_tasks(self.cluster, service)

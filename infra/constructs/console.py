@@ -9,7 +9,9 @@ does on the local gateway (``<API URL>/console/``). The files are deployed under
 WebSocket URL, the stage); each deploy invalidates ``/console/*``. A viewer-request function
 redirects ``/`` to ``/console/`` and serves the page for the console's own paths (no file
 extension), since S3 behind origin access control has no index documents; error pages are
-not rewritten because they would also turn the API's 403s and 404s into HTML.
+not rewritten because they would also turn the API's 403s and 404s into HTML. Requests to
+``/v1/*`` carry the viewer's address and the stack's edge marker, so the API's WAF counts
+each console user on their own (``api_firewall``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pagefleet.specs.console_site import (
 
 from .api import STAGE_NAME as API_STAGE
 from .api import Api
+from .api_firewall import EDGE_HEADER, VIEWER_IP_HEADER, edge_secret
 from .artifacts import ArtifactsBucket
 from .live import Live
 
@@ -67,6 +70,18 @@ function handler(event) {{
   if (uri.startsWith('/{PREFIX}/') && uri.slice(uri.lastIndexOf('/') + 1).indexOf('.') === -1) {{
     request.uri = '/{PREFIX}/index.html';
   }}
+  return request;
+}}
+"""
+
+# On /v1/*: the viewer's address, for the API's WAF to count console users one by one. It
+# replaces any value the client sent; the edge marker (an origin custom header) is added
+# by CloudFront after this, over any the client sent.
+API_VIEWER_REQUEST_JS = f"""\
+function handler(event) {{
+  var request = event.request;
+  request.headers['{VIEWER_IP_HEADER}'] = {{ value: event.viewer.ip }};
+  delete request.headers['{EDGE_HEADER}'];
   return request;
 }}
 """
@@ -121,8 +136,8 @@ class Console(Construct):
             removal_policy=removal,
         )
 
-        # Presigned artifact URLs name the bucket's global host (<bucket>.s3.amazonaws.com,
-        # as botocore signs them in every region); the regional one is allowed as well.
+        # Presigned artifact URLs name the bucket's regional host (<bucket>.s3.<region>.…,
+        # pagefleet.runtime); the global one is allowed too, for links issued before.
         self.csp = content_security_policy(
             image_origins=[
                 f"https://{artifacts.bucket.bucket_domain_name}",
@@ -158,17 +173,29 @@ class Console(Construct):
             ),
         )
 
-        self.viewer_request = cloudfront.Function(
-            self,
+        self.viewer_request = self._function(
             "ViewerRequest",
-            comment="pagefleet console: / -> /console/, the console's routes -> index.html",
-            code=cloudfront.FunctionCode.from_inline(VIEWER_REQUEST_JS),
-            runtime=cloudfront.FunctionRuntime.JS_2_0,
+            "pagefleet console: / -> /console/, the console's routes -> index.html",
+            VIEWER_REQUEST_JS,
+        )
+        self.api_viewer_request = self._function(
+            "ApiViewerRequest",
+            "pagefleet console: the viewer's address for the API's WAF",
+            API_VIEWER_REQUEST_JS,
         )
         self.distribution = self._distribution(config, api)
         self.url = f"https://{settings.domain_name or self.distribution.domain_name}/{PREFIX}/"
         self.deployment = self._deployment(config, live)
         self._acknowledge(config)
+
+    def _function(self, construct_id: str, comment: str, code: str) -> cloudfront.Function:
+        return cloudfront.Function(
+            self,
+            construct_id,
+            comment=comment,
+            code=cloudfront.FunctionCode.from_inline(code),
+            runtime=cloudfront.FunctionRuntime.JS_2_0,
+        )
 
     def _distribution(self, config: StageConfig, api: Api) -> cloudfront.Distribution:
         settings = config.console
@@ -180,6 +207,7 @@ class Console(Construct):
             protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
             origin_ssl_protocols=[cloudfront.OriginSslPolicy.TLS_V1_2],
             read_timeout=Duration.seconds(30),  # API Gateway's own limit is 29 s
+            custom_headers={EDGE_HEADER: edge_secret()},
         )
         certificate = (
             acm.Certificate.from_certificate_arn(self, "Certificate", settings.certificate_arn)
@@ -217,6 +245,12 @@ class Console(Construct):
                         cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER
                     ),
                     response_headers_policy=self.headers,
+                    function_associations=[
+                        cloudfront.FunctionAssociation(
+                            function=self.api_viewer_request,
+                            event_type=cloudfront.FunctionEventType.VIEWER_REQUEST,
+                        )
+                    ],
                 )
             },
             http_version=cloudfront.HttpVersion.HTTP2_AND_3,
@@ -319,8 +353,9 @@ class Console(Construct):
             self.distribution,
             "CFR2",
             "A CloudFront WAF must live in us-east-1 and this stack is regional; /v1/* passes "
-            "through the API stage's own regional WAF where the stage enables it, and the "
-            "rest are static files.",
+            "through the API stage's own regional WAF where the stage enables it (which "
+            "counts each console user by the viewer address this distribution forwards), "
+            "and the rest are static files.",
         )
         if not config.console.certificate_arn:
             acknowledge(

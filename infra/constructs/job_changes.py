@@ -1,9 +1,11 @@
 """Job changes: the jobs table's stream feeds ``functions/job_changes``, its one reader.
 
 DynamoDB Streams serves two readers a shard, so dependants' release, live delivery and
-notifications share this function (each a consumer in ``pagefleet.jobs.changes``). A batch
-a consumer fails is retried from its first record; after ``RETRY_ATTEMPTS`` its record
-ranges go to a DLQ (alarmed) so the shard moves on; the sweeper catches what was missed.
+notifications share this function (each a consumer in ``pagefleet.jobs.changes``). Only job
+records and run events invoke it (``JOBS_STREAM_FILTERS``). The function names the first
+record that failed; the mapping retries from there, and bisects a batch that makes no
+progress, so a bad record ends alone: after ``RETRY_ATTEMPTS`` its range goes to a DLQ
+(alarmed) and the shard moves on; the sweeper catches what was missed.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from aws_cdk import aws_lambda_event_sources as sources
 from constructs import Construct
 
 from infra import grants
+from pagefleet.specs.resources import JOBS_STREAM_FILTERS
 from pagefleet.specs.settings import ChangesSettings
 
 from .alerts import Alerts
@@ -61,6 +64,8 @@ class JobChanges(Construct):
                 max_batching_window=Duration.seconds(BATCHING_WINDOW_S),
                 retry_attempts=RETRY_ATTEMPTS,
                 report_batch_item_failures=True,
+                bisect_batch_on_error=True,
                 on_failure=sources.SqsDlq(self.dlq),
+                filters=[lambda_.FilterCriteria.filter(f) for f in JOBS_STREAM_FILTERS],
             )
         )

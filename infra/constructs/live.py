@@ -34,6 +34,7 @@ from pagefleet.specs.resources import CONNECTIONS_TABLE
 from pagefleet.specs.settings import ApiSettings, ChangesSettings, LiveSettings
 
 from .alerts import Alerts
+from .api_account import ApiGatewayAccount
 from .job_store import JobStore, build_table
 from .lambda_factory import LambdaFactory
 
@@ -88,6 +89,7 @@ class Live(Construct):
         api_function: lambda_.Function,
         changes_function: lambda_.Function,
         alerts: Alerts,
+        account: ApiGatewayAccount,
     ) -> None:
         super().__init__(scope, construct_id)
         # Short-lived items, but kept like every table of a stage that retains its data.
@@ -125,6 +127,8 @@ class Live(Construct):
             throttling_rate_limit=config.api_throttle_rate,
             throttling_burst_limit=config.api_throttle_burst,
         )
+        # Execution and access logging need the account's CloudWatch Logs role first.
+        account.logs_through(self.stage)
 
         self.function = functions.function(
             "live",

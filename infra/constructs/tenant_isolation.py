@@ -3,7 +3,9 @@
 The worker assumes the job role for each job with the session tag ``tenant=<id>``
 (``browser_task/tenant_access.py``); every permission of the role is bounded by that tag:
 
-- S3 objects only under ``<tenant>/`` (the tenant's artifacts and saved sessions),
+- S3 objects only under ``<tenant>/`` (the tenant's artifacts and saved sessions), and
+  listing only that prefix: without ``s3:ListBucket`` S3 answers a missing key (a session
+  never saved) 403 AccessDenied instead of 404,
 - the usage table only on items whose partition key is ``TENANT#<tenant>``
   (``dynamodb:LeadingKeys``),
 - Secrets Manager only under ``pagefleet/<stage>/<tenant>/``.
@@ -96,6 +98,14 @@ class TenantIsolation(Construct):
                 sid="TenantObjects",
                 actions=["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"],
                 resources=[objects],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TenantListing",
+                actions=["s3:ListBucket"],
+                resources=[artifacts.bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{TENANT}/*"]}},
             )
         )
         self.role.add_to_policy(

@@ -1,6 +1,7 @@
 """The pagefleet stack: the whole platform, one construct per concern.
 
-client ─HTTPS─> Api (REST API + authorizer + api function; tenant limits, usage, audit)
+client ─HTTPS─> Api (REST API + authorizer + api function; tenant limits, usage, audit;
+                  ApiFirewall: WAF; ApiGatewayAccount: the logging role its stages wait for)
                   ├─> JobStore (DynamoDB: jobs, tenants)
                   └─> JobQueues (SQS per pool + DLQ) ─> BrowserWorkers (Fargate per pool)
                                        DLQ ─> DeadLetters        ├─> ArtifactsBucket (S3)
@@ -27,6 +28,7 @@ from infra.constructs import dead_letters
 from infra.constructs.alarms import Alarms
 from infra.constructs.alerts import Alerts
 from infra.constructs.api import Api
+from infra.constructs.api_account import ApiGatewayAccount
 from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
 from infra.constructs.browser_workers import BrowserWorkers
@@ -53,7 +55,12 @@ class PagefleetStack(Stack):
         Tags.of(self).add("project", "pagefleet")
         Tags.of(self).add("stage", config.stage)
 
-        self.alerts = Alerts(self, "Alerts", email=config.alarm_email)
+        self.alerts = Alerts(
+            self,
+            "Alerts",
+            email=config.alarm_email,
+            subscriber_required=config.alarm_subscriber_required,
+        )
         self.store = JobStore(
             self, "JobStore", retain=config.retain_data, restored=config.restored_tables
         )
@@ -103,6 +110,7 @@ class PagefleetStack(Stack):
             alerts=self.alerts,
             core_env=core_env,
         )
+        self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", config=config)
         self.api = Api(
             self,
             "Api",
@@ -114,6 +122,7 @@ class PagefleetStack(Stack):
             queue_urls_json=queue_urls_json,
             schedules=self.schedules,
             tenancy_env=core_env,
+            account=self.api_account,
         )
         self.dead_letters = DeadLetters(
             self,
@@ -160,6 +169,7 @@ class PagefleetStack(Stack):
             api_function=self.api.handler,
             changes_function=self.job_changes.function,
             alerts=self.alerts,
+            account=self.api_account,
         )
         self.notifications = Notifications(
             self,

@@ -4,6 +4,9 @@ Each schedule targets the scheduler function with ``{tenant_id, schedule_id,
 scheduled_time}``; the scheduled time is the Scheduler's own ``<aws.scheduler.scheduled-time>``
 context attribute, so every retry of one fire carries the same time (the idempotency key).
 A retry policy and a dead-letter queue on the target catch fires the function could not take.
+A one-time (``at()``) schedule is deleted by the Scheduler after its fire
+(``ActionAfterCompletion: DELETE``): it would otherwise stay, counting against the
+account's schedule quota, for ever. Its record stays (``pagefleet.schedules``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from pagefleet.schedules.expressions import parse
 from pagefleet.schedules.service import Schedule
 
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
@@ -35,6 +39,11 @@ def target_input(schedule: Schedule) -> str:
         },
         separators=(",", ":"),
     )
+
+
+def after_completion(schedule: Schedule) -> str:
+    """What the Scheduler does with the schedule after its last fire."""
+    return "DELETE" if parse(schedule.expression, schedule.timezone).kind == "at" else "NONE"
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,8 @@ class EventBridgeSchedulerMirror:
             "State": "ENABLED" if schedule.enabled else "DISABLED",
             "Target": target,
             "Description": f"pagefleet {schedule.tenant_id}: {schedule.name}"[:512],
+            # UpdateSchedule replaces every setting: this is sent on updates too.
+            "ActionAfterCompletion": after_completion(schedule),
         }
         try:
             self._client.update_schedule(**params)

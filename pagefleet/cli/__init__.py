@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import httpx
 import typer
+from botocore.exceptions import BotoCoreError, ClientError
 
 from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, notify, tenancy
 from pagefleet.cli.common import (
@@ -27,6 +28,7 @@ from pagefleet.cli.common import (
     validation_lines,
 )
 from pagefleet.client import ApiError
+from pagefleet.errors import PagefleetError
 
 app = typer.Typer(
     help="pagefleet: serverless browser automation. Run it locally, submit jobs, manage keys.",
@@ -62,10 +64,6 @@ admin.admin_app.command("audit")(tenancy.audit)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    from pagefleet.errors import PagefleetError
-
     try:
         app(args=argv, prog_name="pagefleet")
     except CliError as exc:

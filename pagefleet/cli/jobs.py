@@ -48,7 +48,7 @@ def load_workflow(path: Path) -> dict[str, Any]:
     text = path.read_text()
     if path.suffix in (".yaml", ".yml"):
         try:
-            import yaml
+            import yaml  # optional: PyYAML is not a dependency
         except ImportError as exc:
             raise CliError("YAML workflows need PyYAML; use JSON or install pyyaml") from exc
         try:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, api_client, console
+from pagefleet.cli.common import ApiKey, ApiUrl, AsJson, api_client, aws, console
 
 webhooks_app = typer.Typer(help="Completion webhooks: signing secret, default URL, deliveries.")
 
@@ -73,8 +73,5 @@ def admin_signing_secret(
     rotate: Annotated[bool, typer.Option("--rotate", help="Replace it with a new one.")] = False,
 ) -> None:
     """A tenant's webhook signing secret, from Secrets Manager (AWS credentials)."""
-    from pagefleet.adapters.notify import SecretsManagerSigningSecrets
-    from pagefleet.runtime import RUNTIME
-
-    secrets = SecretsManagerSigningSecrets(RUNTIME.client("secretsmanager"), stage)
+    secrets = aws().signing_secrets(stage)
     sys.stdout.write((secrets.rotate(tenant) if rotate else secrets.get(tenant)) + "\n")

@@ -89,6 +89,10 @@ def print_stack(stack: Any) -> None:
     table.add_row("demo site", info.site_url)
     table.add_row("embedded AWS", info.aws_endpoint)
     table.add_row("workers", f"{stack.workers} x concurrency {stack.concurrency}")
+    iam = getattr(stack, "iam", None)
+    if iam is not None:
+        checked = "every AWS call checked against the synthesized template's policies"
+        table.add_row("IAM", checked if iam.on else "not checked (PAGEFLEET_LOCAL_IAM=0)")
     table.add_row("logs", str(info.log_dir))
     console.print(table)
     console.print("\nUse the CLI against it:")

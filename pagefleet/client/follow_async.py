@@ -113,6 +113,7 @@ async def _fill(api: _Api, follower: Follower) -> list[FollowItem]:
 async def _over_socket(
     api: _Api, follower: Follower, url: str, api_key: str, deadline: float | None
 ) -> AsyncIterator[FollowItem]:
+    # websockets: +0.05 s on importing the client, for callers that never follow a job.
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 

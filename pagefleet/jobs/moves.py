@@ -46,6 +46,9 @@ class Outcome:
     # The attempt's word on the irreversible steps (None: as the record has them).
     checkpoints: list[Checkpoint] | None = None
     compensation: Compensation | None = None
+    # The origin a navigation failure is about, when the worker knows it (the circuit
+    # breakers charge it rather than the job's first goto's).
+    failed_origin: str | None = None
 
 
 def expired_error() -> JobError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -87,8 +88,6 @@ class JobOptions(BaseModel):
     @classmethod
     def _known_timezone(cls, tz: str | None) -> str | None:
         if tz is not None:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
             try:
                 ZoneInfo(tz)
             except (ZoneInfoNotFoundError, ValueError) as exc:

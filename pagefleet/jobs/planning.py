@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from pagefleet.errors import InvalidField, InvalidRequest, NotFound, RequestTooLarge
+from pagefleet.errors import InvalidField, InvalidRequest, NotFound, RequestTooLarge, field_path
 from pagefleet.jobs.models import (
     MAX_DELAY_SECONDS,
     JobRecord,
@@ -34,7 +34,7 @@ from pagefleet.jobs.record_size import (
 )
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
-from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
+from pagefleet.jobs.submission import JobSubmission, resolve_submission
 from pagefleet.workflow.versions import WorkflowStore
 
 

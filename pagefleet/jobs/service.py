@@ -7,7 +7,7 @@ reads the environment or talks to AWS on import.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -40,23 +40,42 @@ from pagefleet.workflow.versions import WorkflowStore
 
 @dataclass(frozen=True)
 class JobServices:
-    """What the job services need from the outside, as ports (adapters or fakes)."""
+    """What the job services need from the outside, as ports (adapters or fakes), with the
+    lifecycle over the job store and queue. Built whole (``JobServices.of``), never changed:
+    a process keeps one for its life and every caller shares it."""
 
-    store: JobStore
-    queue: JobQueue
+    lifecycle: Lifecycle
     artifacts: ArtifactStore
     cursors: CursorCodec
-    clock: Clock = SYSTEM_CLOCK
     workflows: WorkflowStore | None = None
-    # The tenant limits' part in the lifecycle (``pagefleet.tenancy.gate``); none in tests
-    # that do not need them.
-    hooks: JobHooks = NO_HOOKS
-    lifecycle: Lifecycle = field(init=False)
 
-    def __post_init__(self) -> None:
-        lifecycle = Lifecycle(self.store, self.queue, self.clock)
-        lifecycle.hooks = self.hooks
-        object.__setattr__(self, "lifecycle", lifecycle)
+    @classmethod
+    def of(
+        cls,
+        store: JobStore,
+        queue: JobQueue,
+        artifacts: ArtifactStore,
+        cursors: CursorCodec,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        workflows: WorkflowStore | None = None,
+        hooks: JobHooks = NO_HOOKS,
+    ) -> JobServices:
+        """``hooks``: the tenant limits' part in the lifecycle (``pagefleet.tenancy.gate``);
+        none in tests that do not need them."""
+        return cls(Lifecycle(store, queue, clock, hooks=hooks), artifacts, cursors, workflows)
+
+    @property
+    def store(self) -> JobStore:
+        return self.lifecycle.store
+
+    @property
+    def queue(self) -> JobQueue:
+        return self.lifecycle.queue
+
+    @property
+    def clock(self) -> Clock:
+        return self.lifecycle.clock
 
 
 @dataclass(frozen=True)

@@ -128,19 +128,4 @@ def _request(data: dict[str, Any], origin: str) -> JobRequest:
     try:
         return JobRequest.model_validate(data)
     except ValidationError as exc:
-        details = [
-            {"field": field_path(e.get("loc", ())), "reason": str(e.get("msg", "invalid"))}
-            for e in exc.errors()
-        ]
-        first = details[0]
-        raise InvalidField(
-            f"{origin}{first['field']}: {first['reason']}", field=first["field"], details=details
-        ) from None
-
-
-def field_path(loc: Any) -> str:
-    """``("steps", 0, "goto", "url")`` as ``steps[0].goto.url``."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
-    return out or "body"
+        raise InvalidField.from_errors(exc.errors(), origin=origin) from None

@@ -106,7 +106,6 @@ class LiveDelivery:
         self.messages_per_s = messages_per_s
         self.clock = clock
         self._sleep = sleep
-        self.posted = 0
 
     def handle(self, changes: Sequence[JobChange]) -> None:
         self.handle_batch(changes, ())
@@ -196,7 +195,6 @@ class LiveDelivery:
                 log.info("connection %s is gone; forgetting it", connection_id)
                 self.connections.close(connection_id)
                 return False
-            self.posted += 1
         return True
 
 

@@ -45,10 +45,6 @@ class EventStore(Protocol):
         more are stored."""
         ...
 
-    def delete_all(self, tenant_id: str, job_id: str) -> int:
-        """Remove every event of the job (a job deletion); the number of items removed."""
-        ...
-
 
 @dataclass(frozen=True)
 class Connection:

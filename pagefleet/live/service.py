@@ -9,6 +9,7 @@ events since its ``after`` and then the job's status.
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -120,8 +121,6 @@ def connect(
 
 
 def _parse(body: str | None) -> Subscribe | dict[str, Any]:
-    import json
-
     try:
         return Subscribe.model_validate(json.loads(body or "{}"))
     except (ValueError, ValidationError) as exc:

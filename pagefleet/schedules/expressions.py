@@ -12,7 +12,9 @@ The local stack fires schedules from these same functions, so what the API promi
 
 from __future__ import annotations
 
+import functools
 import re
+import zoneinfo
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,12 +27,24 @@ _AT = re.compile(r"^at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)$")
 _CRON = re.compile(r"^cron\((.+)\)$")
 _UNIT_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
 _YEAR_PART = re.compile(r"^(\d{4})(?:-(\d{4}))?(?:/(\d+))?$")
-# How far ahead a cron is searched for its next fire (cronsim itself stops at 50 years).
-_HORIZON_YEARS = 50
+# The years a Scheduler expression can name: a cron's year field takes 1970-2199 (EventBridge's
+# cron reference); an at() is held to the same years, and a rate to intervals that fit them.
+FIRST_YEAR, LAST_YEAR = 1970, 2199
+_LAST_MOMENT = datetime(LAST_YEAR, 12, 31, 23, 59, 59, tzinfo=UTC)
+_MAX_RATE_S = int((_LAST_MOMENT - datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)).total_seconds())
+# Names the zone database holds that are no time zone of the IANA database: the host's own
+# setting, tzdata's placeholder, and the posix/ and right/ (leap seconds) copies of the zones.
+_NOT_IANA = frozenset({"localtime", "Factory", "posixrules"})
+_NOT_IANA_PREFIXES = ("posix/", "right/")
 
 
 class InvalidExpression(ValueError):
-    """The expression or time zone is not one EventBridge Scheduler would accept."""
+    """The expression or time zone is not one EventBridge Scheduler would accept (or one that
+    would never fire); ``field`` names which."""
+
+    def __init__(self, message: str, *, field: str = "expression") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -66,13 +80,23 @@ class ScheduleExpression:
         fields = _CRON.match(self.text).group(1).split()  # type: ignore[union-attr]
         five, years = _to_cronsim(fields)
         local_after = after.astimezone(self.zone)
-        limit = local_after.year + _HORIZON_YEARS
-        for when in CronSim(five, local_after):
-            if when.year > limit:
+        # Years that do not match are jumped over, not walked minute by minute (cronsim gives
+        # up 50 years after where it starts, so a cron that never matches ends too).
+        year, cursor = local_after.year, local_after
+        while True:
+            matching = _next_year(years, year)
+            if matching is None or matching > LAST_YEAR:
                 return
-            if when <= local_after or not _year_matches(years, when.year):
-                continue
-            yield when.astimezone(UTC)
+            if matching > cursor.year:
+                cursor = datetime(matching, 1, 1, tzinfo=self.zone) - timedelta(seconds=1)
+            for when in CronSim(five, cursor):
+                if when.year != matching:
+                    year, cursor = when.year, when - timedelta(seconds=1)
+                    break
+                if when > local_after:
+                    yield when.astimezone(UTC)
+            else:
+                return
 
     def next_times(
         self, after: datetime, count: int, anchor: datetime | None = None
@@ -86,17 +110,28 @@ class ScheduleExpression:
 
 
 def parse(expression: str, timezone: str = "UTC") -> ScheduleExpression:
-    """Validate an expression and its time zone; raises ``InvalidExpression`` naming why."""
+    """Validate an expression and its time zone; raises ``InvalidExpression`` naming why.
+
+    Stored schedules are read through this too, so it judges the text alone; what a new or
+    changed schedule must also meet (an IANA zone, a time still to come) is ``check_new``.
+    """
     try:
         ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidExpression(f"unknown time zone {timezone!r}; use an IANA name") from None
+        raise InvalidExpression(
+            f"unknown time zone {timezone!r}; use an IANA name", field="timezone"
+        ) from None
     text = expression.strip()
-    if _AT.match(text):
+    at = _AT.match(text)
+    if at:
         try:
-            datetime.fromisoformat(_AT.match(text).group(1))  # type: ignore[union-attr]
+            when = datetime.fromisoformat(at.group(1))
         except ValueError as exc:
             raise InvalidExpression(f"at(): {exc}") from None
+        if not FIRST_YEAR <= when.year <= LAST_YEAR:
+            raise InvalidExpression(
+                f"at(): the year must be {FIRST_YEAR}-{LAST_YEAR}, the years Scheduler takes"
+            )
         return ScheduleExpression("at", text, timezone)
     if text.startswith("rate("):
         _rate_seconds(text)
@@ -120,6 +155,38 @@ def parse(expression: str, timezone: str = "UTC") -> ScheduleExpression:
     return ScheduleExpression("cron", text, timezone)
 
 
+@functools.cache
+def iana_zones() -> frozenset[str]:
+    """The IANA time zone names (links such as ``UTC`` or ``US/Eastern`` included)."""
+    return frozenset(
+        name
+        for name in zoneinfo.available_timezones()
+        if name not in _NOT_IANA and not name.startswith(_NOT_IANA_PREFIXES)
+    )
+
+
+def check_new(expression: str, timezone: str, now: datetime) -> ScheduleExpression:
+    """``parse``, and what only a new or changed schedule must meet: an IANA time zone, and
+    a first fire after ``now`` within the years Scheduler can name (not an at() in the
+    past, a cron whose years are over, or a rate too long ever to fire)."""
+    if timezone not in iana_zones():
+        raise InvalidExpression(
+            f"{timezone!r} is not an IANA time zone name (e.g. Europe/Paris, UTC)",
+            field="timezone",
+        )
+    parsed = parse(expression, timezone)
+    if parsed.kind == "rate":
+        first = now + timedelta(seconds=_rate_seconds(parsed.text))
+        if first > _LAST_MOMENT:
+            raise InvalidExpression(f"{parsed.text} would first fire after {LAST_YEAR}")
+        return parsed
+    following = next(iter(parsed.fire_times(now)), None)
+    if following is None or following > _LAST_MOMENT:
+        past = "is in the past" if parsed.kind == "at" else "names no time still to come"
+        raise InvalidExpression(f"{parsed.text} {past} (now {now:%Y-%m-%dT%H:%M:%SZ})")
+    return parsed
+
+
 def _rate_seconds(text: str) -> int:
     match = _RATE.match(text)
     if match is None:
@@ -127,6 +194,11 @@ def _rate_seconds(text: str) -> int:
     value, unit = int(match.group(1)), match.group(2).rstrip("s")
     if value < 1:
         raise InvalidExpression("rate() needs a value of at least 1")
+    if value * _UNIT_SECONDS[unit] > _MAX_RATE_S:
+        raise InvalidExpression(
+            f"rate(): at most {_MAX_RATE_S // _UNIT_SECONDS[unit]} {unit}s, the span of the "
+            f"years {FIRST_YEAR}-{LAST_YEAR} Scheduler can name"
+        )
     if (value == 1) != (match.group(2) == unit):
         raise InvalidExpression(f"rate({value} {match.group(2)}): use {unit} for 1, {unit}s above")
     return value * _UNIT_SECONDS[unit]
@@ -138,8 +210,17 @@ def _to_cronsim(fields: list[str]) -> tuple[str, str]:
     dow = "*" if dow == "?" else _shift_weekdays(dow)
     years = year
     for part in years.split(","):
-        if part != "*" and _YEAR_PART.match(part) is None:
+        if part == "*":
+            continue
+        match = _YEAR_PART.match(part)
+        if match is None:
             raise InvalidExpression(f"cron(): bad year {part!r}")
+        for year in (match.group(1), match.group(2)):
+            if year is not None and not FIRST_YEAR <= int(year) <= LAST_YEAR:
+                raise InvalidExpression(
+                    f"cron(): year {year} is outside {FIRST_YEAR}-{LAST_YEAR}, the years "
+                    "Scheduler takes"
+                )
     return f"{minute} {hour} {dom} {month} {dow}", years
 
 
@@ -156,16 +237,19 @@ def _shift_weekdays(dow: str) -> str:
     return re.sub(r"(?<![#\d])\d+", shift, dow)
 
 
-def _year_matches(spec: str, year: int) -> bool:
+def _next_year(spec: str, year: int) -> int | None:
+    """The first year from ``year`` on that the cron's year field names (None: none)."""
+    found: int | None = None
     for part in spec.split(","):
         if part == "*":
-            return True
+            return year
         match = _YEAR_PART.match(part)
         if match is None:
             continue
         low = int(match.group(1))
-        high = int(match.group(2) or (9999 if match.group(3) else low))
+        high = int(match.group(2) or (LAST_YEAR if match.group(3) else low))
         step = int(match.group(3) or 1)
-        if low <= year <= high and (year - low) % step == 0:
-            return True
-    return False
+        candidate = low if year <= low else low - (low - year) // step * step
+        if candidate <= high and (found is None or candidate < found):
+            found = candidate
+    return found

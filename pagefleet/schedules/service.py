@@ -3,9 +3,10 @@
 The record (jobs table, tenant partition) is the source of truth; the Scheduler holds a
 mirror that fires ``functions/scheduler`` with the schedule id and the scheduled time. A
 record that could not be mirrored stays marked unsynced and the sweeper mirrors it again,
-so the two converge. A fire submits the schedule's job through the normal submit service
-with the idempotency key ``schedule:<id>:<scheduled time>``: a retried invocation of the same
-fire finds the same job.
+so the two converge. A one-time (``at()``) mirror is deleted by the Scheduler once it has
+fired; its record stays (with its run), and nothing mirrors it again. A fire submits the
+schedule's job through the normal submit service with the idempotency key
+``schedule:<id>:<scheduled time>``: a retried invocation of the same fire finds the same job.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.jobs.models import new_ulid
-from pagefleet.jobs.ports import Clock
+from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.jobs.states import JobStatus
-from pagefleet.schedules.expressions import InvalidExpression, parse
+from pagefleet.schedules.expressions import InvalidExpression, check_new, parse
 
 NEXT_FIRE_TIMES = 5
 MAX_SCHEDULES_PER_TENANT = 1000
@@ -52,13 +53,13 @@ class ScheduleSpec(BaseModel):
     enabled: bool = True
     overlap: Overlap = "allow"
 
-    def check(self) -> ScheduleSpec:
-        """Refuse an expression or time zone EventBridge Scheduler would refuse."""
+    def check(self, now: datetime) -> ScheduleSpec:
+        """Refuse an expression or time zone EventBridge Scheduler would refuse, and one that
+        would never fire after ``now``."""
         try:
-            parse(self.expression, self.timezone)
+            check_new(self.expression, self.timezone, now)
         except InvalidExpression as exc:
-            field = "timezone" if "time zone" in str(exc) else "expression"
-            raise InvalidRequest(str(exc), field=field) from None
+            raise InvalidRequest(str(exc), field=exc.field) from None
         return self
 
 
@@ -88,7 +89,10 @@ class Schedule(ScheduleSpec):
     def next_fire_times(self, after: datetime, count: int = NEXT_FIRE_TIMES) -> list[str]:
         if not self.enabled:
             return []
-        expr = parse(self.expression, self.timezone)
+        try:
+            expr = parse(self.expression, self.timezone)
+        except InvalidExpression:
+            return []  # stored before today's checks, and unable to fire
         anchor = datetime.fromisoformat(self.created_at.replace("Z", "+00:00"))
         return [_iso(t) for t in expr.next_times(after, count, anchor=anchor)]
 
@@ -133,7 +137,7 @@ def create(
     check_job: Callable[[dict[str, Any]], None],
 ) -> Schedule:
     """Record the schedule, then mirror it; ``check_job`` refuses a job that could not run."""
-    spec.check()
+    spec.check(_now(clock))
     _check_job(check_job, spec.job)
     if len(store.list_for(tenant_id)) >= MAX_SCHEDULES_PER_TENANT:
         raise InvalidRequest(
@@ -148,7 +152,7 @@ def create(
         updated_at=now,
     )
     store.create(schedule)
-    return _mirror(store, mirror, schedule)
+    return _mirror(store, mirror, schedule, now=_now(clock))
 
 
 def change(
@@ -165,12 +169,15 @@ def change(
     if fields.get("job") is not None:
         _check_job(check_job, fields["job"])
     merged = {**current.model_dump(), **{k: v for k, v in fields.items() if v is not None}}
-    spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields}).check()
+    spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields})
+    if fields.get("expression") is not None or fields.get("timezone") is not None:
+        # Only when they change: renaming or pausing a one-off that already fired is fine.
+        spec.check(_now(clock))
     updated = current.model_copy(
         update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}
     )
     store.replace(updated)
-    return _mirror(store, mirror, updated)
+    return _mirror(store, mirror, updated, now=_now(clock))
 
 
 def delete(store: ScheduleStore, mirror: SchedulerMirror, tenant_id: str, schedule_id: str) -> None:
@@ -179,23 +186,41 @@ def delete(store: ScheduleStore, mirror: SchedulerMirror, tenant_id: str, schedu
     store.delete(tenant_id, schedule_id)
 
 
-def resync(store: ScheduleStore, mirror: SchedulerMirror, limit: int = 100) -> int:
+def resync(
+    store: ScheduleStore, mirror: SchedulerMirror, limit: int = 100, clock: Clock = SYSTEM_CLOCK
+) -> int:
     """Sweeper duty: mirror every record whose last mirroring failed."""
     count = 0
     for tenant_id, schedule_id in store.unsynced(limit):
         try:
-            _mirror(store, mirror, store.get(tenant_id, schedule_id), strict=True)
+            schedule = store.get(tenant_id, schedule_id)
+            _mirror(store, mirror, schedule, now=_now(clock), strict=True)
             count += 1
         except NotFound:
             continue
     return count
 
 
+def _fired_once(spec: ScheduleSpec, now: datetime) -> bool:
+    """A one-time (``at()``) schedule whose time has passed: it fired (or fires now), and
+    the Scheduler deletes its mirror after that (``ActionAfterCompletion: DELETE``)."""
+    expression = parse(spec.expression, spec.timezone)
+    return expression.kind == "at" and not expression.next_times(now, 1)
+
+
 def _mirror(
-    store: ScheduleStore, mirror: SchedulerMirror, schedule: Schedule, *, strict: bool = False
+    store: ScheduleStore,
+    mirror: SchedulerMirror,
+    schedule: Schedule,
+    *,
+    now: datetime,
+    strict: bool = False,
 ) -> Schedule:
     try:
-        mirror.sync(schedule)
+        # A fired one-time schedule has no mirror to keep (a change of its name or job is
+        # the record's alone); one about to fire still has its own, which fires as it is.
+        if not _fired_once(schedule, now):
+            mirror.sync(schedule)
     except Exception:
         if strict:
             raise

@@ -23,6 +23,9 @@ TIMEOUTS = "Timeouts"  # count of timed_out jobs; dims: service, pool
 BROWSER_CRASHES = "BrowserCrashes"  # count; dims: service, pool
 DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims: service
 SLOTS_BUSY = "SlotsBusy"  # gauge of busy browser slots per task; dims: service, pool
+# count of refused egress (a goto's checks, the scheme watch, the egress proxies); each also
+# logs one "egress refused" line with the job's keys; dims: service, pool
+EGRESS_REFUSALS = "EgressRefusals"
 # count of submissions refused by a tenant limit (429); dims: service
 TENANT_REFUSALS = "TenantRefusals"
 

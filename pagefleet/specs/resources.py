@@ -8,7 +8,7 @@ the local resources agree, so the two cannot drift.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,16 @@ CONNECTIONS_TABLE = TableSpec(
 )
 
 TABLES: tuple[TableSpec, ...] = (JOBS_TABLE, TENANTS_TABLE, USAGE_TABLE, CONNECTIONS_TABLE)
+
+# The jobs stream's records that invoke its reader (job_changes), as Lambda event filter
+# patterns (any one matches): every write to a job record (sk "JOB#<id>"), and the run
+# events a worker inserts (sk "EVT#...", which live delivery sends). Idempotency keys,
+# dependency edges, deliveries, breakers, schedules and counters never invoke it. The stack's
+# event source mapping and the local stack's stream poller both filter with these.
+JOBS_STREAM_FILTERS: tuple[dict[str, Any], ...] = (
+    {"dynamodb": {"Keys": {"sk": {"S": [{"prefix": "JOB#"}]}}}},
+    {"eventName": ["INSERT"], "dynamodb": {"Keys": {"sk": {"S": [{"prefix": "EVT#"}]}}}},
+)
 
 # The lease is the visibility timeout; the worker's heartbeat extends it while a job runs.
 LEASE_SECONDS = 60

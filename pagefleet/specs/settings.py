@@ -7,6 +7,7 @@ stack sets exactly these.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import Field
@@ -152,8 +153,6 @@ def env_names(settings_cls: type[BaseSettings]) -> set[str]:
 
 def to_env(settings: BaseSettings) -> dict[str, str]:
     """Render settings back into environment variables (for child processes, CDK)."""
-    import json
-
     prefix = type(settings).model_config.get("env_prefix", "")
     out: dict[str, str] = {}
     for name, value in settings.model_dump().items():

@@ -4,11 +4,18 @@ closed --(failure rate over the window)--> open --(cooldown)--> half_open (one p
 half_open --probe succeeds--> closed;  half_open --probe fails--> open again.
 
 A breaker is kept per origin (scheme, host, port), so a closed port on a host says nothing
-about the site on its other ports. Each origin has two: the tenant's own, which opens on
-that tenant's failures alone, and the shared one, which opens only when at least
-``min_tenants`` tenants fail there in the same window. One tenant's failing jobs therefore
-hold back only that tenant: nobody can open a site's breaker for everyone else, and a site
-that fails for everyone is still held back for everyone.
+about the site on its other ports, and a job's failure is charged to the origin that failed
+(not to its first goto's). Each origin has two: the tenant's own, which opens on that
+tenant's failures alone, and the shared one, which opens only when at least ``min_tenants``
+tenants fail there in the same window. One tenant's failing jobs therefore hold back only
+that tenant, and a site that fails for everyone is held back for everyone.
+
+A few tenants together can still open a shared breaker (two cheap tenants are enough for
+``min_tenants``). So a tenant that succeeded at the origin within ``trusted_for_s`` and
+whose own breaker there is closed is judged by its own breaker alone: the shared one holds
+back tenants with no recent success of their own there (new ones, or ones failing too).
+Such a tenant's own breaker still opens on its own failures, so a site that really went
+down stops it after a window's worth of failures at most.
 
 While a breaker is open its jobs are deferred (their message is re-sent with a delay and
 the job stays queued with a reason), never failed.
@@ -45,6 +52,9 @@ class BreakerPolicy(BaseModel):
     probe_timeout_s: int = Field(default=300, ge=1)
     # Tenants that must see failures in one window before the shared breaker opens.
     min_tenants: int = Field(default=2, ge=1)
+    # A tenant that succeeded at an origin this recently is not held back by its shared
+    # breaker, only by its own (0: the shared breaker holds back everyone).
+    trusted_for_s: int = Field(default=3600, ge=0)
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,7 @@ class DomainStatus:
     probe_started: int = 0
     failing_tenants: int = 0
     tenant: str | None = None
+    last_ok_at: int | None = None  # a tenant's own breaker: its latest success there
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +94,23 @@ class DomainStatus:
             "opened_at": self.opened_at,
             "half_open_at": self.reopens_at,
         }
+
+
+_RANK = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
+
+
+def worst(states: list[BreakerState]) -> BreakerState:
+    """The most restrictive of some breakers' states (closed when there are none)."""
+    return max(states, key=_RANK.__getitem__, default=BreakerState.CLOSED)
+
+
+def trusted(own: DomainStatus, policy: BreakerPolicy, now: int) -> bool:
+    """Whether a tenant's own breaker lets it past the origin's open shared breaker."""
+    return (
+        own.state is BreakerState.CLOSED
+        and own.last_ok_at is not None
+        and now - own.last_ok_at <= policy.trusted_for_s
+    )
 
 
 def origin_of(url: str) -> str | None:
@@ -105,11 +133,6 @@ def split_origin(origin: str) -> tuple[str, str, int]:
     scheme, _, rest = origin.partition("://")
     host, _, port = rest.rpartition(":")
     return scheme, host, int(port)
-
-
-def domain_of(url: str) -> str | None:
-    host = urlsplit(url).hostname
-    return host.lower() if host else None
 
 
 class Breakers(Protocol):

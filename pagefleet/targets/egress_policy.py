@@ -9,6 +9,7 @@ plus loopback when the deployment is configured for local development.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -154,9 +155,14 @@ class EgressPolicy:
 
     @staticmethod
     def host_reason(host: str) -> str | None:
-        """Names refused before any lookup: cloud metadata services."""
-        if normalize_host(host) in METADATA_HOSTNAMES:
+        """Names refused before any lookup: cloud metadata services, and names that cannot
+        be a site's (``hostname_problem``)."""
+        host = normalize_host(host)
+        if host in METADATA_HOSTNAMES:
             return f"{host} is a cloud metadata service"
+        problem = hostname_problem(host)
+        if problem is not None:
+            return f"{host[:100]!r} is not a host name: {problem}"
         return None
 
 
@@ -205,14 +211,84 @@ def parse_ipv4_loose(host: str) -> ipaddress.IPv4Address | None:
     return ipaddress.IPv4Address(value)
 
 
+def is_loopback_name(host: str) -> bool:
+    """``localhost`` and every name under it: loopback by definition (RFC 6761 6.3)."""
+    return host == "localhost" or host.endswith(".localhost")
+
+
 def literal_address(host: str) -> IPAddress | None:
-    """The host as an IP address if it is one, in any spelling (brackets optional)."""
+    """The host as an IP address if it is one, in any spelling (brackets optional).
+
+    ``localhost`` names count as 127.0.0.1: they are loopback by definition, and asking a
+    resolver about ``foo.localhost`` would send the name to DNS.
+    """
     host = normalize_host(host)
+    if is_loopback_name(host):
+        return ipaddress.IPv4Address("127.0.0.1")
     try:
         return ipaddress.ip_address(host.split("%", 1)[0] if ":" in host else host)
     except ValueError:
         pass
     return None if ":" in host else parse_ipv4_loose(host)
+
+
+# Special-use names that never name a site on the internet: asking a resolver about them asks
+# the local network (mDNS, search domains, the VPC's resolver), so they are refused unasked.
+_LOCAL_ONLY_SUFFIXES = ("invalid", "local", "localdomain", "internal", "home.arpa", "onion", "alt")
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
+
+
+def hostname_problem(host: str) -> str | None:
+    """Why a host (``normalize_host``'d) cannot be a site's, judged on its face before any
+    lookup: None when it may be one (an IP literal in any spelling, or a DNS name).
+
+    Browsers decode percent-escapes and read numbers in hosts their own way, so a host that
+    only makes sense after such a reading (``127.0.0.1%2e``, ``%31%32%37.0.0.1``) is refused
+    rather than resolved as a name; so are empty labels (``a..b``, a second trailing dot),
+    characters no host name has, a last label that is a number but no IPv4 address
+    (``1.2.3.4.5``), single-label names (the resolver's search domains complete them into
+    the local network's names) and special-use domains (``.local``, ``.internal``, ...).
+    """
+    if not host:
+        return "it is empty"
+    if ":" in host:  # only an IPv6 literal has colons
+        if "%" in host:
+            return "an IPv6 zone id names a local interface"
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "it is not a valid IPv6 address"
+        return None
+    if "%" in host:
+        return "percent-encoding has no place in a host name"
+    if parse_ipv4_loose(host) is not None:
+        return None
+    try:
+        name = host if host.isascii() else host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "it is not a valid internationalized domain name"
+    return _dns_name_problem(name)
+
+
+def _dns_name_problem(name: str) -> str | None:
+    if len(name) > 253:
+        return "it is longer than 253 characters"
+    labels = name.split(".")
+    if "" in labels:
+        return "it has an empty label"
+    if not all(_LABEL.fullmatch(label) for label in labels):
+        return "a label has characters no host name has, or more than 63"
+    if is_loopback_name(name):
+        return None
+    if _NUMERIC_LABEL.fullmatch(labels[-1]):
+        return "it ends in a number but is not an IPv4 address"
+    if len(labels) == 1:
+        return "a single-label name is completed by the resolver's local search domains"
+    for suffix in _LOCAL_ONLY_SUFFIXES:
+        if name == suffix or name.endswith("." + suffix):
+            return f".{suffix} names are never on the internet"
+    return None
 
 
 # --- URLs pagefleet itself calls (webhooks): checked on their face, then after resolution ---

@@ -1,7 +1,7 @@
 """What the API and the CLI do with tenants: show and set limits, audit, report usage.
 
 Every function takes the ``Tenancy`` it works with (built once per process by
-``pagefleet.tenant_runtime``); nothing here reads the environment or talks to AWS on import.
+``pagefleet.runtime``); nothing here reads the environment or talks to AWS on import.
 """
 
 from __future__ import annotations

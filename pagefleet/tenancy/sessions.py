@@ -72,9 +72,16 @@ def _epoch(metadata: dict[str, str], name: str) -> int | None:
     return int(value) if value and value.isdigit() else None
 
 
+def _code(exc: Exception) -> str:
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+
+
 def _missing(exc: Exception) -> bool:
-    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
-    return code in {"NoSuchKey", "404", "NotFound"}
+    return _code(exc) in {"NoSuchKey", "404", "NotFound"}
+
+
+def _refused(exc: Exception) -> bool:
+    return _code(exc) in {"AccessDenied", "403", "Forbidden"}
 
 
 class SessionArchive:
@@ -90,7 +97,7 @@ class SessionArchive:
         try:
             answer = self._s3.get_object(Bucket=self._bucket, Key=session_key(tenant_id, name))
         except Exception as exc:
-            if _missing(exc):
+            if _missing(exc) or (_refused(exc) and self._absent(tenant_id, name)):
                 return None
             raise
         expires = _epoch(answer.get("Metadata", {}), _EXPIRES)
@@ -124,7 +131,7 @@ class SessionArchive:
         try:
             head = self._s3.head_object(Bucket=self._bucket, Key=session_key(tenant_id, name))
         except Exception as exc:
-            if _missing(exc):
+            if _missing(exc) or (_refused(exc) and self._absent(tenant_id, name)):
                 return None
             raise
         metadata = head.get("Metadata", {})
@@ -134,6 +141,19 @@ class SessionArchive:
             _epoch(metadata, _SAVED),
             _epoch(metadata, _EXPIRES),
         )
+
+    def _absent(self, tenant_id: str, name: str) -> bool:
+        """After a 403: is the session simply not there? S3 answers a missing key 403 to a
+        caller it does not let list that key; a 403 is not read as "never saved" unless a
+        listing of exactly that key (the tenant's role may list its own prefix) shows it
+        absent. A refused listing, or the key present, leaves the 403 standing: a real
+        refusal (a wrong tenant, a key policy) must not pass for a missing session."""
+        key = session_key(tenant_id, name)
+        try:
+            page = self._s3.list_objects_v2(Bucket=self._bucket, Prefix=key, MaxKeys=1)
+        except Exception:
+            return False
+        return not any(item.get("Key") == key for item in page.get("Contents", []))
 
     def list(self, tenant_id: str, limit: int = 1000) -> list[SessionInfo]:
         prefix = session_prefix(tenant_id)

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from devstack.chaos import ChaosSite, chaos_worker_env, record_store
 from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.client import PagefleetClient
-from tests.chaos.harness import ChaosSite, chaos_worker_env, record_store
 
 
 @pytest.fixture(scope="module")

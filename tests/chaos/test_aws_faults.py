@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from devstack.stack import LocalStack
-from pagefleet.adapters.dynamodb import DynamoJobStore
-from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.jobs.states import JobStatus
-from tests.chaos.harness import (
+from devstack.chaos import (
     ChaosSite,
     aws_fault_env,
     hang_job,
@@ -17,6 +13,10 @@ from tests.chaos.harness import (
     page_job,
     wait_settled,
 )
+from devstack.stack import LocalStack
+from pagefleet.adapters.dynamodb import DynamoJobStore
+from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.jobs.states import JobStatus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

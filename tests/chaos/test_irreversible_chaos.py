@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.order_chaos import OrderChaos, run_order_chaos
 from devstack.stack import LocalStack
-from tests.chaos.orders import OrderChaos, run_order_chaos
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -6,13 +6,7 @@ import time
 
 import pytest
 
-from devstack.stack import DEV_TENANT, LocalStack
-from pagefleet.adapters.dynamodb import DynamoJobStore
-from pagefleet.adapters.dynamodb.breakers import DomainBreakers
-from pagefleet.client import PagefleetClient
-from pagefleet.jobs.states import JobStatus
-from pagefleet.targets.breakers import BreakerState, origin_of
-from tests.chaos.harness import (
+from devstack.chaos import (
     ChaosSite,
     audit,
     final_entries,
@@ -26,6 +20,12 @@ from tests.chaos.harness import (
     wait_until,
     worker_by_id,
 )
+from devstack.stack import DEV_TENANT, LocalStack
+from pagefleet.adapters.dynamodb import DynamoJobStore
+from pagefleet.adapters.dynamodb.breakers import DomainBreakers
+from pagefleet.client import PagefleetClient
+from pagefleet.jobs.states import JobStatus
+from pagefleet.targets.breakers import BreakerState, origin_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

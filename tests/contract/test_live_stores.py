@@ -99,16 +99,6 @@ def test_expired_events_are_not_served(events: EventStore) -> None:
     assert events.page("t", "j1", after=0, limit=10, now=NOW + 10) == ([], False)
 
 
-def test_a_jobs_events_can_be_deleted(events: EventStore) -> None:
-    events.allocate("t", "j1", count=3, bounded=3, expires_at=LATER)
-    events.put("t", "j1", _events(1, 3), expires_at=LATER, attempt=1)
-    events.put("t", "j2", _events(1, 3), expires_at=LATER, attempt=1)
-    assert events.delete_all("t", "j1") >= 1
-    assert events.page("t", "j1", after=0, limit=10, now=NOW) == ([], False)
-    assert len(events.page("t", "j2", after=0, limit=10, now=NOW)[0]) == 3
-    assert events.allocate("t", "j1", count=1, bounded=1, expires_at=LATER) == (1, 1)
-
-
 # --- connections -----------------------------------------------------------------------------
 def _open(connections: Connections, cid: str, tenant: str = "t") -> None:
     connections.open(cid, tenant_id=tenant, key_id="k", now=T, expires_at=LATER)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
     ]
 
 
-def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisioned) -> None:
+def eventbridge_mirror() -> tuple[Any, SchedulerTarget, EventBridgeSchedulerMirror]:
+    """The Scheduler client, the target and the mirror, in a fresh schedule group."""
     client = RUNTIME.client("scheduler")
     client.create_schedule_group(Name=GROUP)
     target = SchedulerTarget(
@@ -125,7 +127,11 @@ def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisi
         role_arn="arn:aws:iam::123456789012:role/pagefleet-scheduler",
         dead_letter_arn="arn:aws:sqs:us-east-1:123456789012:pagefleet-scheduler-dlq",
     )
-    mirror = EventBridgeSchedulerMirror(client, target)
+    return client, target, EventBridgeSchedulerMirror(client, target)
+
+
+def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisioned) -> None:
+    client, target, mirror = eventbridge_mirror()
     store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
     made = schedules.create(store, mirror, FakeClock(time.time()), "t", spec(), ok)
     got = client.get_schedule(Name=mirror_name(made.schedule_id), GroupName=GROUP)
@@ -145,3 +151,92 @@ def test_the_eventbridge_mirror_creates_updates_and_deletes(provisioned: Provisi
     assert (got["State"], got["ScheduleExpression"]) == ("DISABLED", "rate(5 minutes)")
     schedules.delete(store, mirror, "t", made.schedule_id)
     assert client.list_schedules(GroupName=GROUP)["Schedules"] == []
+
+
+def test_a_one_time_schedule_is_deleted_by_the_scheduler_once_fired_and_still_reads(
+    provisioned: Provisioned,
+) -> None:
+    """``at()``: ``ActionAfterCompletion: DELETE`` on the mirror (the local Scheduler deletes
+    it after the fire, as AWS does); afterwards the record still reads, changes and deletes,
+    and nothing makes a mirror of a fire that is over. Recurring schedules keep theirs."""
+    from devstack.scheduler import SchedulerPoller
+
+    client, _, mirror = eventbridge_mirror()
+    store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+    clock = FakeClock(time.time())
+    at = datetime.fromtimestamp(clock.now() + 3600, UTC).replace(microsecond=0)
+    once = spec(name="once", expression=f"at({at:%Y-%m-%dT%H:%M:%S})")
+    made = schedules.create(store, mirror, clock, "t", once, ok)
+    nightly = schedules.create(store, mirror, clock, "t", spec(), ok)
+    name = mirror_name(made.schedule_id)
+    assert client.get_schedule(Name=name, GroupName=GROUP)["ActionAfterCompletion"] == "DELETE"
+    recurring = client.get_schedule(Name=mirror_name(nightly.schedule_id), GroupName=GROUP)
+    assert recurring["ActionAfterCompletion"] == "NONE"
+
+    def fire(event: dict) -> None:
+        schedules.fire(
+            store,
+            clock,
+            event["tenant_id"],
+            event["schedule_id"],
+            event["scheduled_time"],
+            submit=lambda job, key: "job-1",
+            job_status=lambda job_id: None,
+        )
+
+    poller = SchedulerPoller(GROUP, fire, clock=clock.now)
+    clock.advance(3601)
+    assert poller.tick() == 1
+    left = {s["Name"] for s in client.list_schedules(GroupName=GROUP)["Schedules"]}
+    assert left == {mirror_name(nightly.schedule_id)}  # the fired one-time mirror is gone
+
+    # The record reads as a schedule that ran once and will not run again.
+    fired = store.get("t", made.schedule_id)
+    assert fired.last_run is not None and fired.last_run.job_id == "job-1"
+    assert fired.next_fire_times(datetime.fromtimestamp(clock.now(), UTC)) == []
+    # A change of its name or job is the record's: no mirror is made again for a past fire.
+    renamed = schedules.change(
+        store, mirror, clock, "t", made.schedule_id, ScheduleChange(name="once, done"), ok
+    )
+    assert renamed.synced and store.get("t", made.schedule_id).name == "once, done"
+    assert store.get("t", made.schedule_id).last_run == fired.last_run
+    assert schedules.resync(store, mirror, clock=clock) == 0
+    left = {s["Name"] for s in client.list_schedules(GroupName=GROUP)["Schedules"]}
+    assert left == {mirror_name(nightly.schedule_id)}
+    # Moving it to a time that has passed too is refused; to a future time, it fires again.
+    with pytest.raises(InvalidRequest) as refused:
+        schedules.change(
+            store,
+            mirror,
+            clock,
+            "t",
+            made.schedule_id,
+            ScheduleChange(expression=f"at({at:%Y-%m-%dT%H:%M:%S})"),
+            ok,
+        )
+    assert refused.value.field == "expression"
+    later = at.replace(year=at.year + 1)
+    moved = schedules.change(
+        store,
+        mirror,
+        clock,
+        "t",
+        made.schedule_id,
+        ScheduleChange(expression=f"at({later:%Y-%m-%dT%H:%M:%S})"),
+        ok,
+    )
+    assert moved.synced and client.get_schedule(Name=name, GroupName=GROUP)["State"] == "ENABLED"
+    schedules.delete(store, mirror, "t", made.schedule_id)
+    schedules.delete(store, mirror, "t", nightly.schedule_id)
+    assert client.list_schedules(GroupName=GROUP)["Schedules"] == []
+
+
+def test_a_one_time_schedule_in_the_past_is_refused(store: ScheduleStore) -> None:
+    clock = FakeClock(time.time())
+    past = datetime.fromtimestamp(clock.now() - 60, UTC)
+    with pytest.raises(InvalidRequest) as refused:
+        schedules.create(
+            store, FakeMirror(), clock, "t", spec(expression=f"at({past:%Y-%m-%dT%H:%M:%S})"), ok
+        )
+    assert refused.value.field == "expression" and "in the past" in refused.value.message
+    assert store.list_for("t") == []

@@ -1,5 +1,10 @@
 """One local stack per e2e module (moto, gateway, a worker, the demo site), stopped before
-the next suite so its processes and environment never leak into other tests."""
+the next suite so its processes and environment never leak into other tests.
+
+Every stack checks each AWS call against the synthesized template's policies (its IAM
+check is on by default); a module whose run made IAM refuse anything fails at teardown,
+naming the principal, the action and the resource: the platform must never need more
+than the template grants it."""
 
 from __future__ import annotations
 
@@ -18,7 +23,11 @@ def running(local: LocalStack) -> Iterator[LocalStack]:
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     with local:
         yield local
+        denied = local.iam_report()["denied"] if local.iam.on else []
     local.cleanup_logs()
+    assert not denied, "IAM refused calls the platform made:\n" + "\n".join(
+        f"  {d['principal']}: {d['action']} on {d['resource']} ({d['reason']})" for d in denied
+    )
 
 
 @pytest.fixture(scope="module")

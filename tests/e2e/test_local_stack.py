@@ -193,13 +193,16 @@ def test_cli_cancels_a_running_job_mid_action(stack: LocalStack, tmp_path: Path)
     assert submitted.returncode == 0, submitted.stderr
     job_id = json.loads(submitted.stdout)["job_id"]
     with PagefleetClient(stack.api_url, stack.dev_api_key) as client:
-        deadline = time.monotonic() + 60
-        while not any(a.name == "before.png" for a in client.get(job_id).artifacts):
-            if client.get(job_id).is_final or time.monotonic() > deadline:
-                break
+        # A job's artifacts are recorded when it ends: its run events say it is waiting.
+        deadline = time.monotonic() + 120
+        while not any(
+            e.type == "step_started" and e.index == 2 for e in client.events(job_id).events
+        ):
+            assert not client.get(job_id).is_final and time.monotonic() < deadline
             time.sleep(0.2)
         cancelled = _cli("cancel", job_id, env=env)
         assert cancelled.returncode == 0, cancelled.stderr
         job = client.wait(job_id, timeout=20)  # far below the step's two minutes
     assert job.status.value == "cancelled"
     assert job.error is not None and job.error.kind == "cancelled"
+    assert [a.name for a in job.artifacts] == ["before.png"]

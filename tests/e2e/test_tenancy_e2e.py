@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
+from devstack.chaos import kill_worker, wait_until, worker_by_id
 from devstack.loopback import serve_on_loopback
 from devstack.stack import LocalStack
 from pagefleet.adapters.dynamodb.codec import deserialize
-from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.client import ApiError, Job, PagefleetClient
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import ApiSettings
 from pagefleet.targets.breakers import BreakerState, origin_of
-from tests.chaos.harness import kill_worker, wait_until, worker_by_id
 from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -371,11 +371,110 @@ def test_one_tenants_failures_do_not_delay_another_tenants_jobs(stack: LocalStac
         assert fine.deferred_reason is None
         waiting = wait_until(lambda: noisy.get(held.job_id).deferred_reason, 30)
         assert "this tenant's jobs" in waiting
-        view = quiet._request("GET", "/v1/domains/127.0.0.1").json()
-        mine = {o["origin"]: o for o in view["origins"]}[origin]
-        assert mine == {"origin": origin, "state": "closed", "tenant_state": "closed"}
+        # The quiet tenant's own job used the origin (its outcome is written within seconds).
+        view = wait_until(
+            lambda: _seen(quiet, origin),
+            30,
+            what="the quiet tenant's view of the origin",
+        )
+        assert view == {"origin": origin, "state": "closed", "tenant_state": "closed"}
     finally:
         server.stop()
+
+
+def test_colluding_tenants_cannot_stall_another_tenants_site(stack: LocalStack) -> None:
+    """Issue 23: tenants C and D each ran five jobs [goto B's site, goto a closed port];
+    the failures were charged to B's site, whose shared breaker then held B back."""
+    server = serve_on_loopback(_Split, "b-site")
+    breakers = RUNTIME.breakers(RUNTIME.settings(ApiSettings))
+    try:
+        site = origin_of(server.url)
+        closed = f"http://127.0.0.1:{_closed_port()}/x"
+        owner = tenant(stack, "site-owner")
+        ok = {"steps": [{"action": "goto", "url": f"{server.url}/ok"}]}
+        first = owner.wait(owner.submit(ok).job_id, timeout=180)
+        assert first.status is JobStatus.SUCCEEDED, first.error
+        colluders = [tenant(stack, "colluder-c"), tenant(stack, "colluder-d")]
+        both = {
+            "steps": [
+                {"action": "goto", "url": f"{server.url}/"},
+                {"action": "goto", "url": closed},
+            ],
+            "max_attempts": 1,
+        }
+        jobs = [(c, c.submit(both).job_id) for c in colluders for _ in range(5)]
+        for c, job_id in jobs:
+            failed = c.wait(job_id, timeout=180)
+            assert failed.error is not None and failed.error.kind == "navigation_failed"
+        after = _never_deferred(owner, ok)
+        assert after.status is JobStatus.SUCCEEDED and after.attempt == 1
+        # The failures are the closed port's, which is down for everyone.
+        wait_until(
+            lambda: breakers.get(origin_of(closed) or "").state is BreakerState.OPEN,
+            30,
+            what="the closed port's shared breaker open",
+        )
+        assert breakers.get(site or "").state is BreakerState.CLOSED
+
+    finally:
+        server.stop()
+
+
+def test_tenants_failing_at_a_site_do_not_hold_back_its_regular_tenant(
+    stack: LocalStack,
+) -> None:
+    """The shared breaker still opens when two tenants fail at a site, but it holds back
+    only tenants with no recent success of their own there: a newcomer, never B."""
+    server = serve_on_loopback(_Split, "b-site-2")
+    breakers = RUNTIME.breakers(RUNTIME.settings(ApiSettings))
+    try:
+        site = origin_of(server.url) or ""
+        owner = tenant(stack, "site-owner-2")
+        ok = {"steps": [{"action": "goto", "url": f"{server.url}/ok"}]}
+        assert owner.wait(owner.submit(ok).job_id, timeout=180).status is JobStatus.SUCCEEDED
+        down = {"steps": [{"action": "goto", "url": f"{server.url}/down"}], "max_attempts": 1}
+        failing = [tenant(stack, "failing-e"), tenant(stack, "failing-f")]
+        for c, job_id in [(c, c.submit(down).job_id) for c in failing for _ in range(3)]:
+            assert c.wait(job_id, timeout=180).status is JobStatus.FAILED
+        wait_until(
+            lambda: breakers.get(site).state is BreakerState.OPEN,
+            30,
+            what="the site's shared breaker open",
+        )
+        assert _never_deferred(owner, ok).status is JobStatus.SUCCEEDED
+        newcomer = tenant(stack, "newcomer")
+        held = newcomer.submit(ok)
+        reason = wait_until(lambda: newcomer.get(held.job_id).deferred_reason, 30)
+        assert "circuit open" in reason
+        newcomer.cancel(held.job_id)
+    finally:
+        server.stop()
+
+
+def _never_deferred(client: PagefleetClient, body: dict[str, Any]) -> Job:
+    """Run a job to its end, checking it is never held back by a breaker on the way."""
+    job_id = client.submit(body).job_id
+
+    def final() -> Job | None:
+        job = client.get(job_id)
+        assert job.deferred_reason is None, job.deferred_reason
+        return job if job.status.is_final else None
+
+    done: Job = wait_until(final, 180, what=f"job {job_id} final")
+    return done
+
+
+def _seen(client: PagefleetClient, origin: str) -> dict[str, Any] | None:
+    """The tenant's view of ``origin``'s breakers once its own job there is counted."""
+    scheme_host, _, port = origin.rpartition(":")
+    try:
+        view = client._request("GET", f"/v1/domains/{scheme_host.split('//')[1]}:{port}").json()
+    except ApiError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    mine: dict[str, Any] | None = {o["origin"]: o for o in view["origins"]}.get(origin)
+    return mine
 
 
 def _closed_port() -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.adapters.s3 import artifact_key
+from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import Artifact, TenantPolicy
 from pagefleet.jobs.ports import ApiKeyRecord
 from pagefleet.jobs.service import JobServices
@@ -105,16 +106,17 @@ class FakeSecrets:
         return self.values.get((tenant_id, name))
 
 
-def fake_services(clock: FakeClock | None = None) -> JobServices:
-    """Job services wired to in-memory fakes sharing one clock."""
+def fake_services(clock: FakeClock | None = None, *, hooks: JobHooks = NO_HOOKS) -> JobServices:
+    """Job services wired to in-memory fakes sharing one clock (and the lifecycle's hooks)."""
     clock = clock or FakeClock()
-    return JobServices(
-        store=FakeJobStore(),
-        queue=FakeQueue(clock),
-        artifacts=FakeArtifactStore(),
-        cursors=CursorCodec(),
+    return JobServices.of(
+        FakeJobStore(),
+        FakeQueue(clock),
+        FakeArtifactStore(),
+        CursorCodec(),
         clock=clock,
         workflows=FakeWorkflowStore(),
+        hooks=hooks,
     )
 
 

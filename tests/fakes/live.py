@@ -49,12 +49,6 @@ class FakeEventStore:
             live = [e for s, (e, exp) in sorted(stored.items()) if s > after and exp > now]
         return live[:limit], len(live) > limit
 
-    def delete_all(self, tenant_id: str, job_id: str) -> int:
-        with self._lock:
-            removed = len(self.events.pop((tenant_id, job_id), {}))
-            self.counters.pop((tenant_id, job_id), None)
-        return removed
-
 
 class FakeConnections:
     def __init__(self) -> None:

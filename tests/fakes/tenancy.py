@@ -203,13 +203,8 @@ def fake_tenancy(
     counters = FakeTenantCounters()
     limits = LimitsCache(policies, defaults or LimitDefaults(), ttl_s=0)
     gate = TenantGate(counters, limits, store)
-    svc = JobServices(
-        store=store,
-        queue=FakeQueue(clock),
-        artifacts=FakeArtifactStore(),
-        cursors=CursorCodec(),
-        clock=clock,
-        hooks=gate,
+    svc = JobServices.of(
+        store, FakeQueue(clock), FakeArtifactStore(), CursorCodec(), clock=clock, hooks=gate
     )
     tenancy = Tenancy(
         policies=policies,

@@ -2,8 +2,10 @@
 test first asks for that stage.
 
 ``synth`` is the dev stage (most template assertions); ``stage_synth`` runs a test once per
-stage in ``infra.config.STAGES``. The prod stage is synthesized with exactly the context of
-the prod command in docs/deploy.md, so the documented command is the tested one.
+stage in ``infra.config.STAGES``. Each stage is synthesized with exactly the context of its
+command in docs/deploy.md and the committed example deploy file
+(``pagefleet.deploy.example.json``, what the doc says to copy), never a developer's own
+``pagefleet.deploy.json``: the documented deployment is the tested one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DOC = REPO_ROOT / "docs" / "deploy.md"
+EXAMPLE_DEPLOY_FILE = "pagefleet.deploy.example.json"
 
 
 def _stage_names() -> list[str]:
@@ -74,6 +77,7 @@ def synthesize(stage: str, outdir: Path, extra: dict[str, Any] | None = None) ->
 
     context: dict[str, Any] = {
         "pagefleet:stage": stage,
+        "pagefleet:deployFile": EXAMPLE_DEPLOY_FILE,
         **documented_deploy_contexts().get(stage, {}),
         **(extra or {}),
         # Offline: no dependency bundling, no Docker (the image is only staged), no credentials.

@@ -106,7 +106,14 @@ def test_v1_goes_to_the_rest_api_uncached_with_every_method(synth) -> None:
         synth, cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER.origin_request_policy_id
     )
     assert behavior["ViewerProtocolPolicy"] == "https-only"
-    assert "FunctionAssociations" not in behavior  # API paths are never rewritten
+    # API paths are never rewritten: its one function only adds the viewer's address for
+    # the WAF (tests/infra/test_edge_rate_limit.py runs it).
+    (association,) = behavior["FunctionAssociations"]
+    assert association["FunctionARN"]["Fn::GetAtt"][0] == logical_id(
+        synth.stack.console.api_viewer_request
+    )
+    code = synth.raw["Resources"][logical_id(synth.stack.console.api_viewer_request)]
+    assert "request.uri" not in code["Properties"]["FunctionCode"]
 
 
 def test_security_headers_with_a_strict_csp(synth) -> None:

@@ -227,7 +227,10 @@ def test_deploy_doc_matches_what_is_tested() -> None:
 
     assert set(contexts) <= set(STAGES)
     assert "prod" in contexts and contexts["prod"]["pagefleet:stage"] == "prod"
-    json.loads(contexts["prod"]["pagefleet:overrides"])  # valid JSON, as the CLI needs
+    # A deployment's settings live in the deploy file, not in a command's overrides (a later
+    # command without them would drop them); the doc shows how to make it.
+    assert all("pagefleet:overrides" not in c for c in contexts.values())
+    assert "cp pagefleet.deploy.example.json pagefleet.deploy.json" in text
 
 
 def test_stack_has_no_wildcard_deletion_of_data(stage_synth) -> None:

@@ -43,11 +43,18 @@ def test_the_job_role_reaches_only_the_tagged_tenants_data(stage_synth) -> None:
     granted = [s for p in _policies_of(stage_synth, role) for s in statements(p)]
     services = {a.split(":")[0] for s in granted for a in as_list(s["Action"])}
     assert services == {"s3", "dynamodb", "secretsmanager"}
+    # It may list its own prefix: without that S3 answers a session never saved 403.
+    assert [as_list(s["Action"]) for s in granted].count(["s3:ListBucket"]) == 1
     for statement in granted:
         assert statement["Effect"] == "Allow"
         actions = as_list(statement["Action"])
         resources = [_join(r) for r in as_list(statement["Resource"])]
-        if actions[0].startswith("s3:"):
+        if actions == ["s3:ListBucket"]:
+            # Listing the tenant's own prefix only: S3 then answers a missing key (a session
+            # never saved) 404, not 403.
+            assert resources == [f"<{bucket}.Arn>"]
+            assert statement["Condition"] == {"StringLike": {"s3:prefix": [f"{TAGGED}/*"]}}
+        elif actions[0].startswith("s3:"):
             # Objects under the tenant's own prefix only: artifacts and saved sessions.
             assert resources == [f"<{bucket}.Arn>/{TAGGED}/*"]
             assert set(actions) <= {"s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"}

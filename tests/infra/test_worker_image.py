@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -97,9 +98,15 @@ def test_seccomp_filter_is_a_whole_program() -> None:
 @pytest.mark.infra
 @pytest.mark.slow
 @pytest.mark.e2e
-def test_worker_runs_a_job_under_the_task_definitions_constraints(synths) -> None:
-    """scripts/worker_smoke.py against prod's task definition (what make deploy-check runs)."""
+def test_worker_runs_a_job_under_the_task_definitions_constraints(synths, tmp_path) -> None:
+    """scripts/worker_smoke.py against prod's task definition and IAM policies (what make
+    deploy-check runs)."""
     if os.geteuid() != 0 or shutil.which("bwrap") is None:
         pytest.skip("needs root and bubblewrap (make deploy-check installs it)")
+    from devstack.iam.synth import record
+
     prod = synths.get("prod")
-    assert worker_smoke.main(["--template", str(prod.template_path), "--timeout", "120"]) == 0
+    principals = tmp_path / "iam-synth.json"
+    principals.write_text(json.dumps(record(prod.stack, prod.raw)))
+    argv = ["--template", str(prod.template_path), "--timeout", "120"]
+    assert worker_smoke.main([*argv, "--iam-synth", str(principals)]) == 0

@@ -127,7 +127,6 @@ def test_a_tenant_sees_states_and_probe_times_never_counts(api_env: Provisioned)
 
     store = RUNTIME.tenant_store(api_env.tenants_table)
     acme = ApiCaller(create_api_key(store, "acme")[0])
-    other = ApiCaller(create_api_key(store, "other")[0])
     admin = ApiCaller(create_api_key(store, "ops", admin=True)[0])
     now = 2_000_000_000
     for tenant in ("acme", "bolt"):
@@ -150,8 +149,49 @@ def test_a_tenant_sees_states_and_probe_times_never_counts(api_env: Provisioned)
         "tenant_state": "open",
         "tenant_next_probe_at": now + 30,
     }
-    mine = other.call("GET", "/v1/domains/down.test:443").body["origins"][0]
-    assert mine["state"] == "open" and mine["tenant_state"] == "closed"
-    assert "failures" not in mine
-    assert other.call("GET", "/v1/domains/down.test:80").body["origins"] == []
-    assert acme.call("GET", "/v1/domains/unknown.test").body["state"] == "closed"
+    # acme's jobs did not use port 80 of the site.
+    assert acme.call("GET", "/v1/domains/down.test:80").status == 404
+    admin_view = admin.call("GET", "/v1/domains/down.test").body["origins"][0]
+    assert (admin_view["failures"], admin_view["tenant_state"]) == (10, "closed")
+
+
+def test_a_tenant_sees_only_origins_its_own_jobs_used(api_env: Provisioned) -> None:
+    """Issue 23: any tenant could read which sites other tenants automate, and their state."""
+    from functions.api import app as api_app
+    from pagefleet.tenancy.api_keys import create_api_key
+    from tests.support.api import ApiCaller
+
+    store = RUNTIME.tenant_store(api_env.tenants_table)
+    acme, other = (ApiCaller(create_api_key(store, t)[0]) for t in ("acme", "other"))
+    now = 2_000_000_000
+    for tenant in ("acme", "bolt"):
+        for _ in range(5):
+            api_app.breakers().record("https://down.test:443", tenant=tenant, ok=False, now=now)
+    api_app.breakers().record("https://up.test:443", tenant="acme", ok=True, now=now)
+    assert acme.call("GET", "/v1/domains/up.test").status == 200
+
+    # Another tenant's site and a site nobody uses: one answer, so neither is an oracle.
+    used_by_others = other.call("GET", "/v1/domains/down.test")
+    unused = other.call("GET", "/v1/domains/never.test")
+    assert used_by_others.status == unused.status == 404
+    assert used_by_others.error["code"] == unused.error["code"] == "not_found"
+    assert (
+        used_by_others.error["message"].replace("down.test", "never.test")
+        == (unused.error["message"])
+    )
+    assert used_by_others.headers.keys() == unused.headers.keys()
+    assert other.call("GET", "/v1/domains/up.test").status == 404
+
+    # Once one of its own jobs is held back there, the tenant sees why.
+    held = api_app.breakers().admit("https://down.test:443", tenant="other", now=now, worker="w")
+    assert not held.allowed
+    mine = other.call("GET", "/v1/domains/down.test")
+    assert mine.status == 200
+    assert mine.body["origins"] == [
+        {
+            "origin": "https://down.test:443",
+            "state": "open",
+            "next_probe_at": now + 30,
+            "tenant_state": "closed",
+        }
+    ]

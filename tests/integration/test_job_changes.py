@@ -64,31 +64,51 @@ def test_the_stream_poller_delivers_every_change_in_order(
     assert sequences == sorted(set(sequences))  # in stream order, none twice
 
 
-def test_the_handler_reports_a_failed_batch_from_its_first_record(
+def test_the_handler_reports_the_record_a_consumer_failed_on(
     monkeypatch: Any, svc: JobServices
 ) -> None:
-    record = {
-        "eventSource": "aws:dynamodb",
-        "dynamodb": {
-            "SequenceNumber": "100",
-            "Keys": {"pk": {"S": "TENANT#t"}, "sk": {"S": "JOB#x"}},
-            "NewImage": None,
-        },
-    }
-    other = {"dynamodb": {"SequenceNumber": "101", "Keys": {"sk": {"S": "IDEM#abc"}}}}
-    assert job_changes([other]) == []
+    """Checkpoint semantics: the failed record is named, the ones before it are delivered
+    (to the consumer that failed too, one by one), the ones after it are left for the retry."""
 
-    class Broken:
-        name = "broken"
+    def record(sequence: int, sk: str) -> dict[str, Any]:
+        return {
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {
+                "SequenceNumber": str(sequence),
+                "Keys": {"pk": {"S": "TENANT#t"}, "sk": {"S": sk}},
+                "NewImage": None,
+            },
+        }
+
+    records = [record(100, "JOB#a"), record(101, "IDEM#x"), record(102, "JOB#b")]
+    records += [record(103, "JOB#poison"), record(104, "JOB#c")]
+
+    class Picky:
+        name = "picky"
+
+        def __init__(self) -> None:
+            self.got: list[str] = []
 
         def handle(self, changes: Any) -> None:
-            raise RuntimeError("down")
+            sequences = [c.sequence for c in changes]
+            if "103" in sequences:
+                raise RuntimeError("cannot take job poison")
+            self.got += sequences
 
-    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [Broken()])
-    answer = job_changes_handler.handler({"Records": [record, other]}, None)
-    assert answer == {"batchItemFailures": [{"itemIdentifier": "100"}]}
-    monkeypatch.setattr(job_changes_handler, "consumers", list)
-    assert job_changes_handler.handler({"Records": [record]}, None) == {"batchItemFailures": []}
+    picky, steady = Picky(), Recorder()
+    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [steady, picky])
+    answer = job_changes_handler.handler({"Records": records}, None)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "103"}]}
+    assert picky.got == ["100", "102"]  # delivered up to the record it failed on
+    assert [c.sequence for c in steady.changes] == ["100", "102", "103", "104"]
+    # A record that cannot be read is the failure, wherever it is in the batch.
+    damaged = {"dynamodb": {"SequenceNumber": "105", "Keys": {"sk": {"S": "JOB#d"}}}}
+    damaged["dynamodb"]["NewImage"] = {"status": {"S": "melted"}}
+    monkeypatch.setattr(job_changes_handler, "consumers", lambda: [steady])
+    answer = job_changes_handler.handler({"Records": [records[0], damaged, records[4]]}, None)
+    assert answer == {"batchItemFailures": [{"itemIdentifier": "105"}]}
+    assert [c.sequence for c in steady.changes][-1] == "100"
+    assert job_changes_handler.handler({"Records": records[:2]}, None) == {"batchItemFailures": []}
 
 
 def _stream_records(table: str) -> list[dict[str, Any]]:

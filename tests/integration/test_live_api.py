@@ -6,15 +6,18 @@ import time
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from devstack.provision import Provisioned
+from devstack.websocket.events import connect_event
+from pagefleet import cli
 from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.notify import signing_secret_id
 from pagefleet.notify.ports import DeliveryAttempt
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.support.api import ApiCaller
+from tests.support.api import ApiCaller, caller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
 
@@ -127,6 +130,30 @@ def test_a_webhook_the_egress_policy_refuses_is_refused_at_submit(
     assert put.status == 400 and put.error["field"] == "webhook"
 
 
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1%2e", "%31%32%37.0.0.1", "foo.localhost", "a..example.com", "db.internal"]
+)
+def test_a_webhook_host_that_cannot_be_right_is_refused_unresolved(
+    live_env: Provisioned, monkeypatch: pytest.MonkeyPatch, host: str
+) -> None:
+    from pagefleet import egress_policy
+
+    asked: list[str] = []
+
+    def lookup(name: str) -> list[str]:
+        asked.append(name)
+        return ["93.184.216.34"]
+
+    monkeypatch.setattr(egress_policy, "system_lookup", lookup)
+    a = _caller(live_env, "tenant-a")
+    url = f"http://{host}/hook"
+    resp = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": url}})
+    assert resp.status == 400 and resp.error["field"] == "notify.webhook", resp.body
+    put = a.call("PUT", "/v1/notifications", {"webhook": url})
+    assert put.status == 400 and put.error["field"] == "webhook"
+    assert asked == []
+
+
 def test_malformed_webhooks_are_422(live_env: Provisioned) -> None:
     a = _caller(live_env, "tenant-a")
     for url in ("ftp://x/", "https://user:pw@hooks.example.com/", "not a url", "http:///x"):
@@ -185,6 +212,43 @@ def test_tickets_and_the_live_address(live_env: Provisioned) -> None:
     assert resp.body["url"] == f"wss://live.example.test/live?ticket={ticket}"
     assert a.call("POST", "/v1/live/tickets").body["ticket"] != ticket
     assert ApiCaller(None).call("POST", "/v1/live/tickets").status == 401
+
+
+def test_a_ticket_connects_a_tenant_an_admin_changed(
+    live_env: Provisioned, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 23: once an admin changed a tenant's limits (an audit record naming the tenant),
+    its tickets answered 500 and ``pagefleet admin list-keys`` crashed."""
+    from functions.live import handler as live
+
+    monkeypatch.setenv("PAGEFLEET_LIVE_ENDPOINT", "http://127.0.0.1:9/live")  # never posted to
+
+    admin = caller(live_env, "ops", admin=True)
+    patched = admin.call("PATCH", "/v1/admin/tenants/tenant-a/limits", {"max_running": 3})
+    assert patched.status == 200, patched.body
+    key, record = create_api_key(RUNTIME.tenant_store(live_env.tenants_table), "tenant-a")
+    ticket = ApiCaller(key).call("POST", "/v1/live/tickets").body["ticket"]
+
+    event = connect_event(
+        "conn-1",
+        headers=[],
+        query={"ticket": [ticket]},
+        api_id="live",
+        stage="live",
+        domain="live.example.test",
+        connected_at_ms=int(time.time() * 1000),
+        source_ip="127.0.0.1",
+        user_agent=None,
+    )
+    assert live.handler(event, None)["statusCode"] == 200
+
+    listed = CliRunner().invoke(
+        cli.app,
+        ["admin", "list-keys", "--tenant", "tenant-a"],
+        env={"PAGEFLEET_TENANTS_TABLE": live_env.tenants_table, "COLUMNS": "200"},
+    )
+    assert listed.exit_code == 0, listed.output
+    assert record.key_id in listed.output
 
 
 def test_no_tickets_where_live_is_not_deployed(api_env: Provisioned) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -27,9 +28,13 @@ HANDLER = "tests.support.lambda_handlers:handler"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _serve(function: LambdaFunction, *, read_timeout_s: float = 30) -> LocalGateway:
+def _serve(
+    function: LambdaFunction, *, read_timeout_s: float = 30, headers_timeout_s: float = 10
+) -> LocalGateway:
     api = RestApi(handler=function, authorizer=None)
-    return LocalGateway([api], port=0, read_timeout_s=read_timeout_s).start()
+    return LocalGateway(
+        [api], port=0, read_timeout_s=read_timeout_s, headers_timeout_s=headers_timeout_s
+    ).start()
 
 
 @pytest.fixture
@@ -47,7 +52,9 @@ def pooled(tmp_path: Path) -> Iterator[tuple[LambdaFunction, LocalGateway]]:
 
 @pytest.fixture
 def in_process() -> Iterator[LocalGateway]:
-    gateway = _serve(LambdaFunction("echo", echo_handler), read_timeout_s=0.5)
+    gateway = _serve(
+        LambdaFunction("echo", echo_handler), read_timeout_s=0.5, headers_timeout_s=0.5
+    )
     try:
         yield gateway
     finally:
@@ -99,6 +106,63 @@ def test_body_shorter_than_announced_is_timed_out_with_408(in_process: LocalGate
     assert status == 408
     assert body == {"message": "Request Timeout"}
     assert headers["connection"] == "close" and closed
+
+
+@pytest.mark.parametrize(
+    "start", [b"GET /v1/echo HTTP/1.1\r\nHost: x\r\nX-Slow: ", b"GET /v1/echo?slow="]
+)
+def test_headers_sent_a_byte_at_a_time_are_cut_off_with_408(start: bytes) -> None:
+    """Issue 23: each byte restarted the read timeout, so a head trickling in one byte at a
+    time kept its connection (and thread) forever. The head now has one deadline."""
+    # The read timeout is far longer than the loop below could ever run: only the head's
+    # deadline can end it.
+    gateway = _serve(
+        LambdaFunction("echo", echo_handler), read_timeout_s=120, headers_timeout_s=0.3
+    )
+    received = b""
+    try:
+        with socket.create_connection((gateway.host, gateway.port), timeout=30) as sock:
+            sock.sendall(start)
+            for _ in range(600):  # a generous bound: 600 bytes, one each 50 ms
+                readable, _, _ = select.select([sock], [], [], 0.05)
+                if readable:
+                    break
+                try:
+                    sock.sendall(b"a")
+                except OSError:
+                    break  # closed under us: what follows reads the answer
+            while chunk := sock.recv(65536):
+                received += chunk
+    finally:
+        gateway.stop()
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 "), received
+    assert b"Connection: close" in head
+    assert json.loads(body) == {"message": "Request Timeout"}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"\x16\x03\x01\x02\x00\x01\x00 GARBAGE-4711\r\n\r\n",  # a TLS hello, say
+        b"GET /v1/echo HTTP/9.9-GARBAGE-4711\r\n\r\n",
+        b"GET /v1/GARBAGE-4711\r\n\r\n",  # HTTP/0.9: no version at all
+        b"GARBAGE-4711 GARBAGE-4711 GARBAGE-4711 GARBAGE-4711\r\n\r\n",
+    ],
+)
+def test_a_garbage_request_line_is_a_proper_400_that_echoes_nothing(
+    in_process: LocalGateway, line: bytes
+) -> None:
+    status, headers, body, closed = _raw(in_process, line)
+    assert status == 400
+    assert headers["content-type"] == "application/json"
+    assert body == {"message": "Bad Request"}
+    assert headers["connection"] == "close" and closed
+
+
+def test_an_idle_connection_is_closed_without_an_answer(in_process: LocalGateway) -> None:
+    with socket.create_connection((in_process.host, in_process.port), timeout=30) as sock:
+        assert sock.recv(1) == b""  # the read timeout (0.5 s here) ends it, silently
 
 
 def test_chunked_body_reaches_the_handler_whole(in_process: LocalGateway) -> None:
@@ -206,6 +270,23 @@ def test_invocation_over_its_timeout_is_504_and_its_environment_killed(tmp_path:
     assert after.status_code == 200 and after.json()["pid"] != hung_pid
     with pytest.raises(ProcessLookupError):
         os.kill(hung_pid, 0)
+
+
+def test_a_cold_start_does_not_count_against_the_invocation_timeout(tmp_path: Path) -> None:
+    # On Lambda the init phase has its own limit; only the handler's run meets the timeout.
+    env = {**os.environ, "SLOW_INIT_S": "3"}
+    function = LambdaFunction(
+        "slow-init",
+        "tests.support.slow_init_handler:handler",
+        timeout_s=2,
+        log_dir=tmp_path,
+        env=env,
+    )
+    try:
+        answer = function.invoke(_get("/"))
+    finally:
+        function.close()
+    assert answer == {"statusCode": 200, "body": "warm"}
 
 
 def test_closing_a_function_stops_its_environments(tmp_path: Path) -> None:

@@ -22,9 +22,9 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import queue_key
 from pagefleet.specs.settings import ApiSettings
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
+from pagefleet.tenancy.retention import RetentionConsumer
 from pagefleet.tenancy.sessions import SessionArchive
 from pagefleet.tenancy.usage import AttemptUsage
-from pagefleet.tenant_runtime import retention_consumer
 from tests.support.api import ApiCaller, HttpResult, caller
 
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
@@ -257,8 +257,7 @@ def test_ended_jobs_expire_after_the_tenants_retention(
     job_id = alice.post_job(JOB).body["job_id"]
     assert alice.call("POST", f"/v1/jobs/{job_id}/cancel").status == 200
     settings = ApiSettings()
-    db, s3 = RUNTIME.client("dynamodb"), RUNTIME.client("s3")
-    consumer = retention_consumer(db, s3, settings, RUNTIME.tenancy(settings))
+    consumer = RetentionConsumer(RUNTIME.job_data(settings), RUNTIME.tenancy(settings).limits)
     consumer.handle(read_stream(api_env))
     record = item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")
     finished = datetime.fromisoformat(record["finished_at"].replace("Z", "+00:00")).timestamp()
@@ -289,8 +288,8 @@ def test_a_worker_writes_the_expiry_with_the_outcome_and_the_consumer_adds_no_wr
     assert abs(int(record["expires_at"]) - (finished + 2 * 86_400)) <= 1
     changes = read_stream(api_env)
     settings = ApiSettings()
-    db, s3 = RUNTIME.client("dynamodb"), RUNTIME.client("s3")
-    retention_consumer(db, s3, settings, RUNTIME.tenancy(settings)).handle(changes)
+    consumer = RetentionConsumer(RUNTIME.job_data(settings), RUNTIME.tenancy(settings).limits)
+    consumer.handle(changes)
     assert len(read_stream(api_env)) == len(changes)  # nothing written for it
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from browser_task.breaker_gate import counts_against_target, target_origin
 from browser_task.egress_http import UNREACHABLE, UNRESOLVED
-from browser_task.errors import classify_navigation_error
-from browser_task.steps.navigation import egress_failure
+from browser_task.errors import classify_navigation_error, egress_failure
 from pagefleet.jobs.models import JobError, JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
 
@@ -48,3 +47,15 @@ def test_a_failing_site_counts_and_a_workflow_mistake_does_not() -> None:
     mistake = JobError(kind="selector_not_found", message="no #x", retryable=False)
     assert counts_against_target(mistake) is None
     assert counts_against_target(None) is False
+
+
+def test_a_navigation_failure_names_the_origin_that_failed() -> None:
+    refused = classify_navigation_error("net::ERR_CONNECTION_REFUSED", "http://127.0.0.1:9/x")
+    assert refused.origin == "http://127.0.0.1:9"
+    redirected = egress_failure(
+        "https://shop.test/a", "https://down.test:8443/b", "connection refused", UNREACHABLE
+    )
+    assert redirected.origin == "https://down.test:8443"
+    tunnel = egress_failure("https://shop.test/a", "down.test:8443", "refused", UNREACHABLE)
+    assert tunnel.origin == "https://down.test:8443"
+    assert redirected.to_job_error().kind == "navigation_failed"

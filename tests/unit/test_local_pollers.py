@@ -25,3 +25,28 @@ def test_timer_calls_its_action_repeatedly_and_survives_failures() -> None:
         timer.stop()
     assert timer.failures == 1
     assert timer.runs >= 2
+
+
+def test_a_stopped_dead_letter_poller_polls_no_further_dlq(monkeypatch) -> None:
+    """stop() during one DLQ's long poll ends the poller there: polling the other five
+    first (2 s each) outlasted stop()'s join and kept the thread calling a stopped moto."""
+    from devstack.pollers import DeadLetterPoller
+    from pagefleet.runtime import RUNTIME
+
+    dlqs = {f"pool-{n}": f"http://127.0.0.1:1/dlq-{n}" for n in range(6)}
+    poller = DeadLetterPoller(dlqs, function=lambda event: {})  # type: ignore[arg-type]
+    polled: list[str] = []
+
+    class StubSqs:
+        def get_queue_attributes(self, QueueUrl: str, **_: object) -> dict[str, object]:
+            return {"Attributes": {"QueueArn": f"arn:aws:sqs:us-east-1:1:{QueueUrl[-5:]}"}}
+
+        def receive_message(self, QueueUrl: str, **_: object) -> dict[str, object]:
+            polled.append(QueueUrl)
+            poller._stop.set()  # stop() arrives while this long poll waits
+            return {}
+
+    monkeypatch.setattr(RUNTIME, "client", lambda service: StubSqs())
+    poller._run()  # on this thread: returns once the poller sees it was stopped
+
+    assert polled == [dlqs["pool-0"]]

@@ -16,7 +16,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy.limits import effective_limits
 from pagefleet.tenancy.retention import RetentionConsumer
-from tests.fakes import FakeClock
+from tests.fakes import FakeClock, fake_services
 from tests.fakes.job_store import FakeJobStore
 from tests.unit.test_lifecycle import POOL, request, run_once
 from tests.unit.test_retention_delete import RecordedData
@@ -38,8 +38,8 @@ def finish(svc: JobServices, outcome: Outcome) -> str:
     return job.job_id
 
 
-def test_a_final_outcome_carries_the_tenants_expiry(svc: JobServices, clock: FakeClock) -> None:
-    svc.lifecycle.hooks = KeepTwoDays()
+def test_a_final_outcome_carries_the_tenants_expiry(clock: FakeClock) -> None:
+    svc = fake_services(clock, hooks=KeepTwoDays())
     store = svc.store
     assert isinstance(store, FakeJobStore)
     done = finish(svc, Outcome(JobStatus.SUCCEEDED, result={"ok": 1}))

@@ -60,7 +60,6 @@ def test_every_step_kind_parses() -> None:
     kinds = {step.action for _, step in iter_steps(request.steps)}
     assert len(kinds) == 22
     assert request.secret_names() == {"SHOP_PASSWORD"}
-    assert request.uses_evaluate()
 
 
 def test_paths_of_nested_steps() -> None:

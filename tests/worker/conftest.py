@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 import pytest
 
+from browser_task.__main__ import build_worker
 from browser_task.worker import Worker
 from devstack.loopback import serve_on_loopback
 from devstack.provision import Provisioned, create_all
@@ -178,12 +179,12 @@ class RunningWorker:
 def run_worker(
     settings: WorkerSettings, services: JobServices
 ) -> Iterator[Callable[..., RunningWorker]]:
-    """Start a worker (stopped at teardown); kwargs go to ``Worker``."""
+    """Start a worker (stopped at teardown); kwargs go to ``build_worker``."""
     started: list[RunningWorker] = []
 
     def start(worker_settings: WorkerSettings | None = None, **kwargs: Any) -> RunningWorker:
         chosen = worker_settings or settings
-        running = RunningWorker(Worker(chosen, RUNTIME.job_services(chosen), **kwargs)).start()
+        running = RunningWorker(build_worker(chosen, **kwargs)).start()
         started.append(running)
         return running
 

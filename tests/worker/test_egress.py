@@ -259,3 +259,20 @@ def test_scheme_check_needs_no_lookup():
         assert not guard.check_scheme(url).allowed, url
     for url in ("https://x/", "http://x/", "data:text/html,x", "blob:https://x/1", "about:blank"):
         assert guard.check_scheme(url).allowed, url
+
+
+def test_each_refusal_of_the_guard_is_reported_once_with_host_port_and_kind():
+    reports: list[tuple[str, int | None, str, str]] = []
+    guard = EgressGuard(resolver=FakeResolver({"internal.example": ["10.0.0.5"]}))
+    guard.on_refusal = lambda *report: reports.append(report)
+    assert check(guard, "https://shop.example.invalid.example/").allowed is False  # unresolved
+    assert not check(guard, "http://internal.example:8080/a").allowed
+    assert not check(guard, "http://internal.example:8080/b").allowed  # cached, still reported
+    assert not guard.check_scheme("file:///etc/passwd").allowed
+    assert [(host, port, kind) for host, port, kind, _ in reports] == [
+        ("shop.example.invalid.example", 443, "unresolved"),
+        ("internal.example", 8080, "policy"),
+        ("internal.example", 8080, "policy"),
+        ("", None, "scheme"),
+    ]
+    assert all(reason for *_, reason in reports)

@@ -14,6 +14,7 @@ import pytest
 from browser_task.tenant_access import tenant_data_source
 from pagefleet.jobs.ports import ArtifactStore
 from pagefleet.jobs.states import JobStatus
+from pagefleet.runtime import RUNTIME
 from tests.worker.conftest import TENANT, submit, wait_for_job
 
 pytestmark = pytest.mark.e2e
@@ -49,7 +50,9 @@ def test_the_next_job_starts_while_the_last_ones_uploads_finish(
     )
     settings = make_settings(concurrency=1)
     held = HeldUploads(services.artifacts, first.job_id)
-    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)
+    data = tenant_data_source(
+        settings, artifacts=held, session_ttl_s=lambda tenant: 3600, client=RUNTIME.client
+    )
     run_worker(settings, tenant_data=data)
     try:
         assert held.held.wait(60), "the first job never uploaded"
@@ -82,7 +85,9 @@ def test_a_stopping_worker_lets_the_last_uploads_finish_and_writes_the_outcome(
     )
     settings = make_settings(concurrency=1, drain_seconds=60)
     held = HeldUploads(services.artifacts, job.job_id)
-    data = tenant_data_source(settings, artifacts=held, session_ttl_s=lambda tenant: 3600)
+    data = tenant_data_source(
+        settings, artifacts=held, session_ttl_s=lambda tenant: 3600, client=RUNTIME.client
+    )
     running = run_worker(settings, tenant_data=data)
     assert held.held.wait(60), "the job never uploaded"
     stopper = threading.Thread(target=running.stop, daemon=True)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from browser_task.browser import BrowserPool, BrowserSession
-from browser_task.context import NoSecrets, RunContext
+from browser_task.context import RunContext
 from browser_task.egress import EgressGuard, EgressPolicy
 from browser_task.egress_http import REFUSAL_HEADER, Refused
 from browser_task.egress_proxy import (
@@ -38,6 +38,7 @@ from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Extract
+from tests.fakes import FakeSecrets
 from tests.support.upstream_proxy import upstream_proxy
 
 pytestmark = pytest.mark.e2e
@@ -487,7 +488,7 @@ def step_context(session: BrowserSession, step: Any, guard: EgressGuard) -> RunC
         session=session,
         guard=guard,
         artifacts=None,  # type: ignore[arg-type]
-        secrets=NoSecrets(),
+        secrets=FakeSecrets(),
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
-from browser_task.worker import Worker
+from browser_task.__main__ import build_worker
 from devstack.provision import create_all
 from pagefleet.jobs.models import JobRecord, TenantPolicy
 from pagefleet.jobs.service import JobServices
@@ -90,7 +90,7 @@ def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
             Name=f"pagefleet/test/{TENANT}/SITE_PASSWORD", SecretString=SECRET
         )
         with serve(all_pages()) as site:
-            running = RunningWorker(Worker(settings, services)).start()
+            running = RunningWorker(build_worker(settings)).start()
             try:
                 yield Stack(settings, services, site)
             finally:

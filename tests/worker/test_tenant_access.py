@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
+from browser_task.__main__ import build_worker
 from browser_task.tenant_access import TenantAccess
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
@@ -95,9 +96,7 @@ def test_every_tenant_data_call_goes_through_that_tenants_role(
     access = TenantAccess(
         role_settings, session_ttl_s=lambda t: limits(t).session_s, on_client=watch.on_client
     )
-    from browser_task.worker import Worker
-
-    running = RunningWorker(Worker(role_settings, services, tenant_data=access)).start()
+    running = RunningWorker(build_worker(role_settings, tenant_data=access)).start()
     try:
         jobs = [
             (tenant, submit_job(services, tenant, workflow(site)).job.job_id)

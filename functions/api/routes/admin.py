@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from functions.api.context import documented, require_admin, respond, services
-from functions.api.tenancy_context import actor, tenancy
+from functions.api.context import actor, documented, require_admin, respond, services, tenancy
 from pagefleet.api.contract import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 
@@ -29,7 +28,7 @@ JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
     tags=["admin"],
 )
 def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Response[str]:
-    from pagefleet.jobs import sweeper
+    from pagefleet.jobs import sweeper  # first call: cold start
 
     require_admin(router)
     jobs = sweeper.list_dead_letters(services(), limit=limit)
@@ -43,8 +42,8 @@ def list_dead_letters(limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> Resp
     tags=["admin"],
 )
 def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response[str]:
-    from pagefleet.jobs import sweeper
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.jobs import sweeper  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     if request.jobs is None:

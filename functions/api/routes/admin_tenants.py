@@ -8,9 +8,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from functions.api.context import api_settings, documented, require_admin, respond
+from functions.api.context import actor, api_settings, documented, require_admin, respond, tenancy
 from functions.api.routes.tenant import FROM, TO
-from functions.api.tenancy_context import actor, tenancy
 from pagefleet.tenancy.limits import LimitsChange
 from pagefleet.tenancy.views import AuditPage, TenantsUsage, TenantView
 
@@ -28,7 +27,7 @@ TENANT = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="ten
     tags=["admin"],
 )
 def get_tenant(tenant: TENANT) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     return respond(200, tenants.tenant_view(tenancy(), tenant))
@@ -45,7 +44,7 @@ def get_tenant(tenant: TENANT) -> Response[str]:
     tags=["admin"],
 )
 def set_limits(tenant: TENANT, change: Annotated[LimitsChange, Body()]) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     return respond(200, tenants.set_limits(tenancy(), tenant, change, actor=actor(router)))
@@ -58,7 +57,7 @@ def set_limits(tenant: TENANT, change: Annotated[LimitsChange, Body()]) -> Respo
     tags=["admin"],
 )
 def every_tenant_usage(first: FROM = None, last: TO = None) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     worker = api_settings().pricing_worker
@@ -76,7 +75,7 @@ def audit(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     before: Annotated[str | None, Query(pattern=r"^[0-7][0-9a-hjkmnp-tv-z]{25}$")] = None,
 ) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     require_admin(router)
     return respond(200, tenants.audit_page(tenancy(), limit=limit, before=before))

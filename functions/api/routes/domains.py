@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from functions.api.context import breakers, documented, event_of, require_admin, respond, tenant_id
 from pagefleet.api.contract import DomainList, DomainView, OriginView
+from pagefleet.errors import NotFound
 from pagefleet.targets.breakers import split_origin
 
 router = Router()
@@ -39,27 +40,34 @@ def list_domains() -> Response[str]:
 
 @router.get(
     "/domains/<domain>",
-    summary="The circuit breakers of one target site (host, or host:port)",
+    summary="The circuit breakers of a target site your jobs used (host, or host:port)",
     description=(
-        "Each origin's shared breaker (state and next probe time) and the caller's own; "
-        "request and failure counts, which other tenants produce, only with an admin key."
+        "Each origin of the site that the caller's own jobs used: its shared breaker (state "
+        "and next probe time) and the caller's own. Origins only other tenants used, and "
+        "sites nobody used, are the same 404, so the route tells nobody which sites others "
+        "automate. An admin key sees every origin, with request and failure counts."
     ),
-    responses=documented({200: ("the breakers", DomainView)}),
+    responses=documented({200: ("the breakers", DomainView)}, 404),
     tags=["domains"],
 )
 def get_domain(
     domain: Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9.:\[\]-]+$")],
 ) -> Response[str]:
-    tenant = tenant_id(router)  # any authenticated tenant may ask about a site it names
+    tenant = tenant_id(router)
     host, port = _host_and_port(domain.lower())
-    shared = {s.domain: s for s in breakers().on_host(host)}
-    own = {s.domain: s for s in breakers().on_host(host, tenant)}
     detail = _is_admin()
+    # A tenant's own breaker on an origin exists once one of its jobs there ended or was
+    # held back: that is what "its jobs used the origin" means here.
+    own = {s.domain: s for s in breakers().on_host(host, tenant)}
+    shared = {s.domain: s for s in breakers().on_host(host)} if detail else {}
     origins = [
         OriginView.of(shared.get(o) or breakers().get(o), own.get(o), detail=detail)
         for o in sorted(set(shared) | set(own))
         if port is None or split_origin(o)[2] == port
     ]
+    if not origins:
+        whose = "" if detail else " of yours"
+        raise NotFound(f"no job{whose} has used {domain}", field="domain")
     body = DomainView.of(host, origins)
     # A tenant gets no counts at all (they are other tenants' traffic), not even as nulls.
     return Response(

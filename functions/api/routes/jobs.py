@@ -1,4 +1,4 @@
-"""Job routes: submit, read, list, artifacts, cancel, resolve."""
+"""Job routes: submit, validate, read, list, artifacts, cancel, resolve, usage, delete."""
 
 from __future__ import annotations
 
@@ -9,16 +9,18 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 
 from functions.api.context import (
+    actor,
     api_settings,
     base_path,
     documented,
+    job_data,
     logger,
     request_id,
     respond,
     services,
+    tenancy,
     tenant_id,
 )
-from functions.api.tenancy_context import actor, tenancy
 from pagefleet.api.contract import (
     ArtifactLink,
     ArtifactList,
@@ -37,6 +39,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.notify.policy import check_webhook
 from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
+from pagefleet.tenancy.views import Deleted, JobUsage
 from pagefleet.workflow.versions import NAME_PATTERN
 
 # The services are imported by the routes that call them, on first call: a cold start
@@ -85,7 +88,7 @@ def create_job(
         Header(alias="X-Correlation-Id", pattern=CORRELATION_PATTERN),
     ] = None,
 ) -> Response[str]:
-    from pagefleet.tenancy import admission
+    from pagefleet.tenancy import admission  # first call: cold start
 
     tenant = tenant_id(router)
     webhook = request.notify.webhook if request.notify else None
@@ -148,7 +151,7 @@ def validate_job(
         ),
     ] = None,
 ) -> Response[str]:
-    from pagefleet.jobs.planning import validate_body
+    from pagefleet.jobs.planning import validate_body  # first call: cold start
 
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object: a job request", field="body")
@@ -171,7 +174,7 @@ def validate_job(
     tags=["jobs"],
 )
 def get_job(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     job = service.get_job(services(), tenant_id(router), job_id)
     return respond(200, JobView.of(job))
@@ -209,7 +212,7 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     page_max = api_settings().page_size_max
     if limit > page_max:
@@ -229,7 +232,7 @@ def list_jobs(
     tags=["jobs"],
 )
 def list_artifacts(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     ttl = api_settings().presign_ttl_seconds
     tenant = tenant_id(router)
@@ -252,7 +255,7 @@ def list_artifacts(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def cancel_job(job_id: JOB_ID) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     job = service.cancel_job(services(), tenant_id(router), job_id)
     # 202 while a running job is being stopped; 200 once it is cancelled.
@@ -274,8 +277,8 @@ def cancel_job(job_id: JOB_ID) -> Response[str]:
     tags=["jobs"],
 )
 def resolve_job(job_id: JOB_ID, request: Annotated[ResolveRequest, Body()]) -> Response[str]:
-    from pagefleet.jobs import service
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.jobs import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     tenant = tenant_id(router)
     by = actor(router)
@@ -295,3 +298,54 @@ def resolve_job(job_id: JOB_ID, request: Annotated[ResolveRequest, Body()]) -> R
         },
     )
     return respond(200, ResolveResponse.of(job))
+
+
+@router.get(
+    "/jobs/<job_id>/usage",
+    summary="A job's usage per attempt and its cost",
+    responses=documented({200: ("the job's usage", JobUsage)}, 404),
+    tags=["jobs"],
+)
+def get_job_usage(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.jobs import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+
+    tenant = tenant_id(router)
+    service.get_job(services(), tenant, job_id)  # another tenant's job: 404
+    usage = tenants.job_usage(tenancy(), tenant, job_id, worker=api_settings().pricing_worker)
+    return respond(200, usage)
+
+
+@router.delete(
+    "/jobs/<job_id>",
+    summary="Delete a job: its record, events and every attempt's artifacts",
+    description=(
+        "Idempotent. A running job is cancelled first: 200 `deleted` once it has stopped, or "
+        "202 `deleting` when it takes longer (the deletion completes as it stops)."
+    ),
+    responses=documented(
+        {200: ("deleted", Deleted), 202: ("cancelled; deleted once stopped", Deleted)}
+    ),
+    tags=["jobs"],
+)
+def delete(job_id: JOB_ID) -> Response[str]:
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+    from pagefleet.tenancy.retention import delete_job  # first call: cold start
+
+    tenant = tenant_id(router)
+    done = delete_job(services(), job_data(), tenant, job_id)
+    tenants.record(
+        tenancy(),
+        actor(router),
+        "job.deleted",
+        tenant_id=tenant,
+        target=job_id,
+        details={"status": done.status, "artifacts": done.artifacts, "items": done.items},
+    )
+    body = Deleted(
+        job_id=job_id,
+        status=done.status,
+        artifacts_deleted=done.artifacts,
+        items_deleted=done.items,
+    )
+    return respond(200 if done.status == "deleted" else 202, body)

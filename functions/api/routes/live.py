@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from functions.api.context import (
-    api_settings,
     documented,
     event_of,
     json_document,
+    live,
     respond,
     services,
     tenant_id,
@@ -25,10 +25,6 @@ from pagefleet.errors import NotFound, Unauthorized
 from pagefleet.live import history
 from pagefleet.live.events import RunEvent
 from pagefleet.live.service import TICKET_TTL_S, issue_ticket
-from pagefleet.runtime import RUNTIME
-
-if TYPE_CHECKING:
-    from pagefleet.live_wiring import LiveApi
 
 router = Router()
 
@@ -36,13 +32,6 @@ router = Router()
 IDLE_TIMEOUT_S = 600
 MAX_AGE_S = 7200
 PING_INTERVAL_S = 300
-
-
-def live() -> LiveApi:
-    # On first call: the live adapters' modules are for the live and notification routes.
-    from pagefleet.live_wiring import live_api
-
-    return live_api(RUNTIME, api_settings())
 
 
 @router.get(

@@ -9,9 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from functions.api.context import api_settings, documented, respond, services, tenant_id
+from functions.api.context import api_settings, documented, live, respond, services, tenant_id
 from functions.api.routes.jobs import JOB_ID
-from functions.api.routes.live import live
 from pagefleet.api.contract import (
     DeliveryList,
     NotifySettings,

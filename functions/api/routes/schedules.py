@@ -10,7 +10,14 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
-from functions.api.context import api_settings, base_path, documented, respond, services, tenant_id
+from functions.api.context import (
+    base_path,
+    documented,
+    respond,
+    schedule_stores,
+    services,
+    tenant_id,
+)
 from pagefleet.api.contract import (
     JobView,
     ScheduleList,
@@ -20,8 +27,7 @@ from pagefleet.api.contract import (
     ScheduleView,
 )
 from pagefleet.errors import InvalidField, NotFound
-from pagefleet.jobs.submission import JobSubmission, field_path, resolve_submission
-from pagefleet.runtime import RUNTIME
+from pagefleet.jobs.submission import JobSubmission, resolve_submission
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
 
@@ -46,9 +52,7 @@ def _check_job(tenant: str) -> Any:
         try:
             submission = JobSubmission.model_validate(job)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            path = field_path(first.get("loc", ()))
-            raise InvalidField(f"{path}: {first.get('msg', 'invalid')}", field=path) from None
+            raise InvalidField.from_errors(exc.errors()) from None
         resolve_submission(submission, tenant, services().workflows)
 
     return check
@@ -68,7 +72,7 @@ def _check_job(tenant: str) -> Any:
 )
 def create_schedule(spec: Annotated[ScheduleSpec, Body()]) -> Response[str]:
     tenant = tenant_id(router)
-    store, mirror = RUNTIME.schedules(api_settings())
+    store, mirror = schedule_stores()
     made = schedules.create(store, mirror, services().clock, tenant, spec, _check_job(tenant))
     return respond(
         201, _view(made), {"Location": f"{base_path(router)}/schedules/{made.schedule_id}"}
@@ -82,7 +86,7 @@ def create_schedule(spec: Annotated[ScheduleSpec, Body()]) -> Response[str]:
     tags=["schedules"],
 )
 def list_schedules() -> Response[str]:
-    store, _ = RUNTIME.schedules(api_settings())
+    store, _ = schedule_stores()
     found = store.list_for(tenant_id(router))
     return respond(200, ScheduleList(schedules=[_view(s) for s in found]))
 
@@ -94,7 +98,7 @@ def list_schedules() -> Response[str]:
     tags=["schedules"],
 )
 def get_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
-    store, _ = RUNTIME.schedules(api_settings())
+    store, _ = schedule_stores()
     return respond(200, _view(store.get(tenant_id(router), schedule_id)))
 
 
@@ -108,7 +112,7 @@ def change_schedule(
     schedule_id: SCHEDULE_ID, patch: Annotated[ScheduleChange, Body()]
 ) -> Response[str]:
     tenant = tenant_id(router)
-    store, mirror = RUNTIME.schedules(api_settings())
+    store, mirror = schedule_stores()
     changed = schedules.change(
         store, mirror, services().clock, tenant, schedule_id, patch, _check_job(tenant)
     )
@@ -122,7 +126,7 @@ def change_schedule(
     tags=["schedules"],
 )
 def delete_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:
-    store, mirror = RUNTIME.schedules(api_settings())
+    store, mirror = schedule_stores()
     schedules.delete(store, mirror, tenant_id(router), schedule_id)
     return Response(status_code=204, body="")
 
@@ -137,7 +141,7 @@ def schedule_runs(
     schedule_id: SCHEDULE_ID, limit: Annotated[int, Query(ge=1, le=100)] = 20
 ) -> Response[str]:
     tenant = tenant_id(router)
-    store, _ = RUNTIME.schedules(api_settings())
+    store, _ = schedule_stores()
     store.get(tenant, schedule_id)  # NotFound for another tenant's schedule
     jobs, skipped = [], []
     for run in store.runs(tenant, schedule_id.lower(), limit):

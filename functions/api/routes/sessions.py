@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
-from functions.api.context import documented, respond, tenant_id
-from functions.api.tenancy_context import actor, sessions, tenancy
+from functions.api.context import actor, documented, respond, session_archive, tenancy, tenant_id
 from pagefleet.errors import NotFound
 from pagefleet.tenancy.sessions import NAME_PATTERN
 from pagefleet.tenancy.views import SessionInfoView, SessionList
@@ -30,7 +29,7 @@ NAME = Annotated[str, Path(pattern=NAME_PATTERN, description="the session's name
 )
 def list_sessions() -> Response[str]:
     now = time.time()
-    found = sessions().list(tenant_id(router))
+    found = session_archive().list(tenant_id(router))
     return respond(200, SessionList(sessions=[SessionInfoView(**s.as_view(now)) for s in found]))
 
 
@@ -41,7 +40,7 @@ def list_sessions() -> Response[str]:
     tags=["sessions"],
 )
 def get_session(name: NAME) -> Response[str]:
-    info = sessions().info(tenant_id(router), name)
+    info = session_archive().info(tenant_id(router), name)
     if info is None:
         raise NotFound(f"no session {name}")
     return respond(200, SessionInfoView(**info.as_view(time.time())))
@@ -54,10 +53,10 @@ def get_session(name: NAME) -> Response[str]:
     tags=["sessions"],
 )
 def delete_session(name: NAME) -> Response[str]:
-    from pagefleet.tenancy import service as tenants
+    from pagefleet.tenancy import service as tenants  # first call: cold start
 
     tenant = tenant_id(router)
-    existed = sessions().delete(tenant, name)
+    existed = session_archive().delete(tenant, name)
     if existed:
         tenants.record(tenancy(), actor(router), "session.deleted", tenant_id=tenant, target=name)
     return Response(status_code=204, body="")

@@ -26,7 +26,7 @@ router = Router()
 def fleet_stats(
     window_s: Annotated[int, Query(ge=60, le=7 * 24 * 3600, description="seconds back")] = 3600,
 ) -> Response[str]:
-    from pagefleet.jobs import service
+    from pagefleet.jobs import service  # first call: cold start
 
     figures = service.fleet_stats(services(), tenant_id(router), window_s=window_s)
     return respond(200, FleetStatsView.model_validate(dataclasses.asdict(figures)))

@@ -19,7 +19,6 @@ from pagefleet.api.contract import (
 )
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
 from pagefleet.jobs.options import JobOptions
-from pagefleet.jobs.submission import field_path
 from pagefleet.workflow.versions import (
     NAME_PATTERN,
     WorkflowDefinition,
@@ -62,9 +61,7 @@ def put_workflow(name: NAME, definition: Annotated[WorkflowDefinition, Body()]) 
     try:
         JobOptions.model_validate(definition.options)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        path = field_path(("options", *first.get("loc", ())))
-        raise InvalidField(f"{path}: {first.get('msg', 'invalid')}", field=path) from None
+        raise InvalidField.from_errors(exc.errors(), within=("options",)) from None
     svc = services()
     stored = put_version(_store(), tenant_id(router), name, definition, svc.lifecycle.at())
     body = WorkflowStored(name=stored.name, version=stored.version, created_at=stored.created_at)

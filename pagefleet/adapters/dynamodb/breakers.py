@@ -23,6 +23,8 @@ from pagefleet.targets.breakers import (
     BreakerState,
     DomainStatus,
     split_origin,
+    trusted,
+    worst,
 )
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ class DomainBreakers:
             probe_started=int(data.get("probe_started", 0)),
             failing_tenants=len(data.get("failing_tenants", set())),
             tenant=key.tenant,
+            last_ok_at=int(data["last_ok_at"]) if data.get("last_ok_at") is not None else None,
         )
 
     def _query(self, pk: str, prefix: str, tenant: str | None) -> builtins.list[DomainStatus]:
@@ -124,34 +127,68 @@ class DomainBreakers:
 
     # --- the worker's side ------------------------------------------------------------------
     def admit(self, origin: str, *, tenant: str, now: int, worker: str) -> Admission:
-        shared = self._admit(_Key(origin), now=now, worker=worker)
-        if not shared.allowed:
-            return shared
-        own = self._admit(_Key(origin, tenant), now=now, worker=worker)
-        if not own.allowed:
-            if shared.probe:  # it will not run: the shared breaker waits another cooldown
-                self._end_probe(_Key(origin), ok=False, now=now, worker=worker)
-            return Admission(False, retry_after_s=own.retry_after_s, state=own.state, scope=TENANT)
-        probes = frozenset(s for s, a in ((SHARED, shared), (TENANT, own)) if a.probe)
-        return Admission(True, probe=bool(probes), state=shared.state, probes=probes)
+        own_key, shared_key = _Key(origin, tenant), _Key(origin)
+        own, shared = self._get(own_key), self._get(shared_key)
+        # The tenant's own breaker first: a tenant held back by its own failures never
+        # takes (and fails) the shared breaker's probe.
+        refused = self._waiting(own, now, TENANT)
+        if refused is not None:
+            return refused
+        refused = self._waiting(shared, now, SHARED)
+        if refused is not None:
+            if trusted(own, self.policy, now):
+                return Admission(True, state=shared.state)
+            self._touch(own_key)  # the tenant's job used the origin: it may ask about it
+            return refused
+        probes: set[str] = set()
+        if own.state is not BreakerState.CLOSED:
+            if not self._take_probe(own_key, own, now, worker):
+                return self._probe_out(TENANT)
+            probes.add(TENANT)
+        if shared.state is not BreakerState.CLOSED:
+            if not self._take_probe(shared_key, shared, now, worker):
+                if probes:  # it will not run: the tenant's breaker waits another cooldown
+                    self._end_probe(own_key, ok=False, now=now, worker=worker)
+                return self._probe_out(SHARED)
+            probes.add(SHARED)
+        state = BreakerState.HALF_OPEN if SHARED in probes else shared.state
+        return Admission(True, probe=bool(probes), state=state, probes=frozenset(probes))
 
-    def _admit(self, key: _Key, *, now: int, worker: str) -> Admission:
-        status = self._get(key)
-        scope = SHARED if key.tenant is None else TENANT
+    def _waiting(self, status: DomainStatus, now: int, scope: str) -> Admission | None:
+        """The refusal while ``status``'s breaker waits (cooldown, or a live probe out)."""
         if status.state is BreakerState.CLOSED:
-            return Admission(allowed=True)
+            return None
         assert status.opened_at is not None
         if status.state is BreakerState.OPEN:
             wait = status.opened_at + self.policy.cooldown_s - now
             if wait > 0:
                 return Admission(False, retry_after_s=wait, state=status.state, scope=scope)
+            return None
+        if now - status.probe_started < self.policy.probe_timeout_s:
+            return self._probe_out(scope)
+        return None  # half open, but its probe went silent: replace it
+
+    def _probe_out(self, scope: str) -> Admission:
+        cooldown = self.policy.cooldown_s
+        return Admission(False, retry_after_s=cooldown, state=BreakerState.HALF_OPEN, scope=scope)
+
+    def _touch(self, key: _Key) -> None:
+        """Make sure the breaker exists (closed if new): the tenant may then look it up."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=key.item(),
+            UpdateExpression="SET #s = if_not_exists(#s, :closed)",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues=_values({":closed": BreakerState.CLOSED.value}),
+        )
+
+    def _take_probe(self, key: _Key, status: DomainStatus, now: int, worker: str) -> bool:
+        """Become the half-open probe of an open breaker whose cooldown is over (or whose
+        probe went silent); False when another worker became it first."""
+        if status.state is BreakerState.OPEN:
             condition = "#s = :open AND opened_at = :opened"
             values: dict[str, Any] = {":open": BreakerState.OPEN.value, ":opened": status.opened_at}
-        else:  # half open: a probe is out; replace it only if it went silent
-            if now - status.probe_started < self.policy.probe_timeout_s:
-                return Admission(
-                    False, retry_after_s=self.policy.cooldown_s, state=status.state, scope=scope
-                )
+        else:
             condition = "#s = :half AND probe_started = :probe_started"
             values = {":probe_started": status.probe_started}
         values.update({":half": BreakerState.HALF_OPEN.value, ":w": worker, ":now": now})
@@ -167,14 +204,8 @@ class DomainBreakers:
         except ClientError as exc:
             if not _refused(exc):
                 raise
-            # Another worker became the probe first.
-            return Admission(
-                False,
-                retry_after_s=self.policy.cooldown_s,
-                state=BreakerState.HALF_OPEN,
-                scope=scope,
-            )
-        return Admission(True, probe=True, state=BreakerState.HALF_OPEN, probes=frozenset({scope}))
+            return False
+        return True
 
     def record(
         self,
@@ -194,7 +225,7 @@ class DomainBreakers:
                 )
                 for s in sorted(probes)
             ]
-            return _worst(states)
+            return worst(states)
         return self.record_counts(origin, tenant=tenant, total=1, failures=0 if ok else 1, now=now)
 
     def record_counts(
@@ -204,7 +235,7 @@ class DomainBreakers:
         on the tenant's breaker and the shared one; returns the worse of the two states."""
         own = self._count(_Key(origin, tenant), total, failures, now, failing=None)
         shared = self._count(_Key(origin), total, failures, now, failing=tenant)
-        return _worst([own, shared])
+        return worst([own, shared])
 
     def _count(
         self, key: _Key, total: int, failures: int, now: int, *, failing: str | None
@@ -217,10 +248,14 @@ class DomainBreakers:
         if failing is not None and failures:
             expression += ", failing_tenants :who"
             values[":who"] = {failing}
+        sets = "#s = if_not_exists(#s, :closed)"
+        if key.tenant is not None and total > failures:
+            sets += ", last_ok_at = :now"  # when the tenant last succeeded there (trust)
+            values[":now"] = now
         resp = self._db.update_item(
             TableName=self._table,
             Key=key.item(),
-            UpdateExpression=f"{expression} SET #s = if_not_exists(#s, :closed)",
+            UpdateExpression=f"{expression} SET {sets}",
             ExpressionAttributeNames={"#s": "state", "#total": "total"},
             ExpressionAttributeValues=_values(values),
             ReturnValues="ALL_NEW",
@@ -275,13 +310,15 @@ class DomainBreakers:
     def _end_probe(self, key: _Key, *, ok: bool, now: int, worker: str) -> BreakerState:
         if not ok:
             return self._open(key, now, expect=BreakerState.HALF_OPEN)
+        # A tenant's probe that succeeded is its latest success there (trust).
+        trust = ", last_ok_at = :now" if key.tenant is not None else ""
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key=key.item(),
                 UpdateExpression=(
-                    "SET #s = :closed, window_start = :now, #total = :zero, failures = :zero "
-                    "REMOVE opened_at, probe_owner, probe_started, failing_tenants"
+                    "SET #s = :closed, window_start = :now, #total = :zero, failures = :zero"
+                    f"{trust} REMOVE opened_at, probe_owner, probe_started, failing_tenants"
                 ),
                 ConditionExpression="#s = :half AND probe_owner = :w",
                 ExpressionAttributeNames={"#s": "state", "#total": "total"},
@@ -299,13 +336,6 @@ class DomainBreakers:
             if not _refused(exc):
                 raise
         return self._get(key).state
-
-
-_RANK = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
-
-
-def _worst(states: list[BreakerState]) -> BreakerState:
-    return max(states, key=_RANK.__getitem__, default=BreakerState.CLOSED)
 
 
 def _values(values: dict[str, Any]) -> dict[str, Any]:

@@ -167,27 +167,3 @@ class DynamoEventStore:
             if len(out) == limit:
                 return out, True  # there may be more; the next page says
             kwargs["ExclusiveStartKey"] = last_key
-
-    def delete_all(self, tenant_id: str, job_id: str) -> int:
-        keys = [{"pk": tenant_pk(tenant_id), "sk": counter_sk(job_id)}]
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": serialize(
-                {":pk": tenant_pk(tenant_id), ":prefix": f"{EVENTS_PREFIX}{job_id}#"}
-            ),
-            "ProjectionExpression": "pk, sk",
-        }
-        while True:
-            resp = self._db.query(**kwargs)
-            keys += [deserialize(item) for item in resp.get("Items", [])]
-            if not resp.get("LastEvaluatedKey"):
-                break
-            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-        removed = 0
-        for key in keys:
-            resp_del = self._db.delete_item(
-                TableName=self._table, Key=serialize(key), ReturnValues="ALL_OLD"
-            )
-            removed += 1 if resp_del.get("Attributes") else 0
-        return removed

@@ -9,8 +9,29 @@ from typing import Any
 from pagefleet.adapters.dynamodb.codec import item_to_record
 from pagefleet.adapters.dynamodb.dispatch import HAS_DEPENDANTS
 from pagefleet.adapters.dynamodb.events import events_item
-from pagefleet.jobs.changes import EventsWritten, JobChange
+from pagefleet.jobs.changes import EventsWritten, JobChange, StreamRecord
 from pagefleet.jobs.models import JobRecord
+
+
+def read_records(records: Iterable[Mapping[str, Any]]) -> list[StreamRecord]:
+    """Each record of a stream batch, in order, read on its own: one that cannot be read (a
+    damaged item) is marked with why, and the records around it are still read."""
+    out: list[StreamRecord] = []
+    for record in records:
+        sequence = str((record.get("dynamodb") or {}).get("SequenceNumber", ""))
+        try:
+            changes, events = job_changes([record]), event_writes([record])
+        except Exception as exc:
+            out.append(StreamRecord(sequence, error=f"{type(exc).__name__}: {exc}"[:500]))
+            continue
+        out.append(
+            StreamRecord(
+                sequence,
+                change=changes[0] if changes else None,
+                events=events[0] if events else None,
+            )
+        )
+    return out
 
 
 def job_changes(records: Iterable[Mapping[str, Any]]) -> list[JobChange]:

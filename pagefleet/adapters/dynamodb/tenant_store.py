@@ -12,6 +12,8 @@ from pagefleet.jobs.ports import ApiKeyRecord
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+KEY_SK = "KEY"  # an API key item's sort key (its partition: KEY#<sha-256>)
+
 
 def _key_record(data: Mapping[str, Any]) -> ApiKeyRecord:
     return ApiKeyRecord(
@@ -37,7 +39,7 @@ class DynamoTenantStore:
             Item=serialize(
                 {
                     "pk": f"KEY#{key_hash}",
-                    "sk": "KEY",
+                    "sk": KEY_SK,
                     "key_id": record.key_id,
                     "tenant_id": record.tenant_id,
                     "name": record.name,
@@ -51,24 +53,30 @@ class DynamoTenantStore:
 
     def find_key(self, key_hash: str) -> ApiKeyRecord | None:
         resp = self._db.get_item(
-            TableName=self._table, Key=serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"})
+            TableName=self._table, Key=serialize({"pk": f"KEY#{key_hash}", "sk": KEY_SK})
         )
         if "Item" not in resp:
             return None
         return _key_record(deserialize(resp["Item"]))
 
     def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
-        resp = self._db.query(
-            TableName=self._table,
-            IndexName="by_tenant",
-            KeyConditionExpression="tenant_id = :t",
-            ExpressionAttributeValues=serialize({":t": tenant_id}),
-        )
+        # The by_tenant index also holds every other item that names the tenant (audit
+        # records, for one): the sort key picks the key items in the query itself.
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": "by_tenant",
+            "KeyConditionExpression": "tenant_id = :t AND sk = :key",
+            "ExpressionAttributeValues": serialize({":t": tenant_id, ":key": KEY_SK}),
+        }
         out = []
-        for item in resp.get("Items", []):
-            data = deserialize(item)
-            out.append((data["pk"].removeprefix("KEY#"), _key_record(data)))
-        return out
+        while True:
+            resp = self._db.query(**kwargs)
+            for item in resp.get("Items", []):
+                data = deserialize(item)
+                out.append((data["pk"].removeprefix("KEY#"), _key_record(data)))
+            if not resp.get("LastEvaluatedKey"):
+                return out
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def get_policy(self, tenant_id: str) -> TenantPolicy:
         """The tenant's policy; the defaults when none was ever stored."""
@@ -97,7 +105,7 @@ class DynamoTenantStore:
     def revoke(self, key_hash: str) -> None:
         self._db.update_item(
             TableName=self._table,
-            Key=serialize({"pk": f"KEY#{key_hash}", "sk": "KEY"}),
+            Key=serialize({"pk": f"KEY#{key_hash}", "sk": KEY_SK}),
             UpdateExpression="SET revoked = :t",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues=serialize({":t": True}),

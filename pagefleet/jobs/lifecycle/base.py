@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
-from pagefleet.jobs.hooks import NO_HOOKS
+from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import JobMessage, JobRecord, iso
 from pagefleet.jobs.moves import Step, Then, expired_error
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
@@ -21,12 +21,19 @@ from pagefleet.jobs.states import JobStatus
 
 
 class LifecycleBase:
-    hooks = NO_HOOKS  # tenant limits: a slot taken before each claim, given back after moves
-
-    def __init__(self, store: JobStore, queue: JobQueue, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self,
+        store: JobStore,
+        queue: JobQueue,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        hooks: JobHooks = NO_HOOKS,
+    ) -> None:
         self.store = store
         self.queue = queue
         self.clock = clock
+        # The tenant limits: a slot taken before each claim, given back after moves.
+        self.hooks = hooks
 
     # --- time ---------------------------------------------------------------------------------
     def now(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -85,8 +86,6 @@ class Assert(FrameStep):
         if self.visible is not None and self.selector is None:
             raise ValueError("assert visible needs a selector")
         if self.url_matches is not None:
-            import re
-
             try:
                 re.compile(self.url_matches)
             except re.error as exc:

@@ -6,7 +6,7 @@ its answer is not sent yet), and some answers are dropped after the order was re
 
 Every job must end succeeded (exactly one order), failed before its click (no order) or in
 needs_review (only a job without a check; at most one order): no order is ever doubled.
-Built on ``tests.chaos.harness`` (kills, records, waits); everything stays on 127.0.0.1.
+Built on ``devstack.chaos`` (kills, records, waits); everything stays on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -19,14 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from devstack.demo_orders import Order, Orders
-from devstack.examples import EXAMPLES_DIR, load_example
-from devstack.stack import DEV_TENANT, LocalStack
-from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
-from pagefleet.jobs.states import JobStatus
-from tests.chaos.harness import (
+from devstack.chaos import (
     audit,
     kill_chromium,
     kill_worker,
@@ -34,6 +27,13 @@ from tests.chaos.harness import (
     record_store,
     worker_by_id,
 )
+from devstack.demo_orders import Order, Orders
+from devstack.examples import EXAMPLES_DIR, load_example
+from devstack.stack import DEV_TENANT, LocalStack
+from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.errors import NotFound
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 PLACE_ORDER = EXAMPLES_DIR / "place-order.json"
 

@@ -1,5 +1,6 @@
-"""What the chaos tests and ``bench/chaos.py`` share: a target site that misbehaves on
-request, ways to kill a worker or its Chromium, and an audit of job records.
+"""What the chaos tests and ``bench/chaos.py`` share (here, where both may import it): a
+target site that misbehaves on request, ways to kill a worker or its Chromium, and an audit
+of job records.
 
 Everything listens on and talks to 127.0.0.1 only.
 """
@@ -23,6 +24,7 @@ import boto3
 import psutil
 from botocore.config import Config
 
+from devstack.constants import LOCAL_REGION, aws_env
 from devstack.loopback import LoopbackServer, serve_on_loopback
 from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
@@ -237,38 +239,30 @@ def wait_until(predicate: Any, timeout: float, poll: float = 0.25, what: str = "
 def record_store(stack: LocalStack) -> DynamoJobStore:
     """A job store on its own boto3 client: the audit never sees injected faults."""
     assert stack.provisioned is not None
-    dynamodb = boto3.session.Session().client(
-        "dynamodb",
-        endpoint_url=stack.aws_endpoint,
-        region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(retries={"mode": "standard", "max_attempts": 10}),
-    )
+    config = Config(retries={"mode": "standard", "max_attempts": 10})
+    dynamodb = _local_client(stack, "dynamodb", config=config)
     return DynamoJobStore(dynamodb, stack.provisioned.jobs_table)
 
 
 def sqs_client(stack: LocalStack) -> Any:
-    return boto3.session.Session().client(
-        "sqs",
-        endpoint_url=stack.aws_endpoint,
-        region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+    return _local_client(stack, "sqs")
+
+
+def _local_client(stack: LocalStack, service: str, **options: Any) -> Any:
+    """A client of the stack's embedded AWS of its own (its own session, no injected faults)."""
+    env = aws_env(stack.aws_endpoint)
+    return boto3.session.Session().client(  # type: ignore[call-overload]
+        service,
+        endpoint_url=env["AWS_ENDPOINT_URL"],
+        region_name=os.environ.get("AWS_DEFAULT_REGION", LOCAL_REGION),
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        **options,
     )
 
 
 def final_entries(record: JobRecord) -> list[Any]:
     return [a for a in record.attempts if a.status is not None and a.status.is_final]
-
-
-def results_of(record: JobRecord) -> int:
-    """How many final results a job has: final attempt entries, or the one final move that
-    has no attempt entry (cancel / expiry / sweeper before or between attempts)."""
-    entries = len(final_entries(record))
-    if entries:
-        return entries
-    return 1 if record.status in SETTLED else 0
 
 
 @dataclass

@@ -1,0 +1,75 @@
+"""The local stack under the template's IAM: each part signs as its own principal, every call
+is checked (the module's teardown fails on any refusal), and the paths IAM matters for on
+AWS work here as they must there: a session never saved, a tenant's secret, an artifact
+link the API signed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from devstack.stack import LocalStack
+from pagefleet.jobs.states import JobStatus
+from pagefleet.runtime import RUNTIME
+from tests.e2e.conftest import running
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
+
+
+def test_use_session_of_a_session_never_saved_runs_when_not_required(stack: LocalStack) -> None:
+    """On AWS the job role's missing s3:ListBucket made S3 answer 403: the job retried until
+    it failed. With the listing grant it is a 404, and the job runs without the session."""
+    client = stack.client(stack.create_tenant_key("first-run"))
+    job = client.submit(
+        {
+            "steps": [
+                {"action": "use_session", "name": "never-saved", "required": False},
+                {"action": "goto", "url": f"{stack.site_url}/"},
+                {"action": "extract", "name": "title", "selector": "h1"},
+            ]
+        }
+    )
+    done = client.wait(job.job_id, timeout=180)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.attempt == 1
+
+
+def test_a_tenants_secret_is_read_with_the_tenants_job_role(stack: LocalStack) -> None:
+    client = stack.client(stack.create_tenant_key("secretive"))
+    RUNTIME.client("secretsmanager").create_secret(
+        Name="pagefleet/local/secretive/password", SecretString="s3cret-value"
+    )
+    job = client.submit(
+        {
+            "steps": [
+                {"action": "goto", "url": f"{stack.site_url}/login.html"},
+                {"action": "fill", "selector": "#password", "value": "{{secrets.password}}"},
+                {"action": "screenshot", "name": "filled.png"},
+            ]
+        }
+    )
+    done = client.wait(job.job_id, timeout=180)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    # The link the API signed (as its own role) downloads, checksum and all.
+    [shot] = [a for a in client.artifacts(job.job_id) if a.name == "filled.png"]
+    assert client.download_verified(shot).startswith(b"\x89PNG")
+
+
+def test_every_part_ran_as_its_own_principal_and_nothing_was_refused(stack: LocalStack) -> None:
+    assert stack.iam.on
+    report = stack.iam_report()
+    for principal in (
+        "function/api",
+        "function/authorizer",
+        "function/job_changes",
+        "worker/standard",
+        "job-role",
+    ):
+        assert report["calls"].get(principal, 0) > 0, (principal, report["calls"])
+    assert report["denied"] == []

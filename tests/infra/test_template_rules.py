@@ -1,0 +1,254 @@
+"""Rules of a template AWS deploys and runs as intended, over every resource of a kind in every
+stage: what AWS does that the embedded AWS does not (creation order, stream retries, log
+routing, request validation). A resource added later is held to the same rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pagefleet.specs.resources import JOBS_STREAM_FILTERS
+
+from .helpers import as_list
+
+pytestmark = [pytest.mark.infra, pytest.mark.slow]
+
+
+def references(value: Any) -> Iterator[str]:
+    """The logical ids an intrinsic function in ``value`` refers to."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str) and not inner.startswith("AWS::"):
+                yield inner
+            elif key == "Fn::GetAtt":
+                yield inner[0] if isinstance(inner, list) else str(inner).split(".")[0]
+            elif key == "Fn::Sub":
+                text = inner[0] if isinstance(inner, list) else inner
+                for part in str(text).split("${")[1:]:
+                    name = part.split("}")[0].split(".")[0]
+                    if not name.startswith("AWS::"):
+                        yield name
+                yield from references(inner)
+            else:
+                yield from references(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from references(inner)
+
+
+def created_before(raw: dict[str, Any], logical_id: str) -> set[str]:
+    """Everything CloudFormation finishes before creating ``logical_id``: what it names in
+    DependsOn or refers to, and so on down."""
+    resources = raw["Resources"]
+    seen: set[str] = set()
+    todo = [logical_id]
+    while todo:
+        resource = resources[todo.pop()]
+        direct = set(as_list(resource.get("DependsOn", [])))
+        direct |= set(references(resource.get("Properties", {})))
+        for found in direct - seen:
+            if found in resources:
+                seen.add(found)
+                todo.append(found)
+    return seen
+
+
+def of_type(raw: dict[str, Any], cfn_type: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in raw["Resources"].items() if v["Type"] == cfn_type}
+
+
+def _logs(stage: dict[str, Any]) -> bool:
+    props = stage.get("Properties", {})
+    if props.get("AccessLogSetting") or props.get("AccessLogSettings"):
+        return True
+    settings = [*props.get("MethodSettings", []), props.get("DefaultRouteSettings") or {}]
+    settings += list((props.get("RouteSettings") or {}).values())
+    return any(s.get("LoggingLevel", "OFF") != "OFF" or s.get("DataTraceEnabled") for s in settings)
+
+
+def test_every_api_stage_that_logs_is_created_after_the_accounts_logging_role(
+    stage_synth,
+) -> None:
+    """API Gateway refuses a REST or WebSocket stage with logging until the account's
+    CloudWatch Logs role is set ("CloudWatch Logs role ARN must be set in account settings")."""
+    raw = stage_synth.raw
+    websocket = {
+        k
+        for k, v in of_type(raw, "AWS::ApiGatewayV2::Api").items()
+        if v["Properties"].get("ProtocolType") == "WEBSOCKET"
+    }
+    stages = {
+        **of_type(raw, "AWS::ApiGateway::Stage"),
+        **{
+            k: v
+            for k, v in of_type(raw, "AWS::ApiGatewayV2::Stage").items()
+            if set(references(v["Properties"]["ApiId"])) & websocket
+        },
+    }
+    logging = [k for k, v in stages.items() if _logs(v)]
+    assert len(logging) >= 2, "the REST and the WebSocket stage both log"
+    accounts = of_type(raw, "AWS::ApiGateway::Account")
+    if stage_synth.stack.config.api_gateway_account == "existing":
+        assert accounts == {}  # someone else's setting: left alone
+        return
+    (account,) = accounts
+    late = [stage for stage in logging if account not in created_before(raw, stage)]
+    assert late == [], f"created before {account}: {late}"
+
+
+def test_every_ecs_service_waits_for_its_capacity_providers_routes_and_endpoints(
+    stage_synth,
+) -> None:
+    """A service starts tasks as it is created: its capacity providers must be associated,
+    its subnets routed (NAT or internet gateway) and the VPC endpoints its tasks pull
+    images and write logs through in place, or the first deploy fails."""
+    raw = stage_synth.raw
+    associations = of_type(raw, "AWS::ECS::ClusterCapacityProviderAssociations")
+    route_of = {
+        v["Properties"]["RouteTableId"]["Ref"]: k
+        for k, v in of_type(raw, "AWS::EC2::Route").items()
+        if v["Properties"].get("DestinationCidrBlock") == "0.0.0.0/0"
+    }
+    table_of = {
+        v["Properties"]["SubnetId"]["Ref"]: v["Properties"]["RouteTableId"]["Ref"]
+        for v in of_type(raw, "AWS::EC2::SubnetRouteTableAssociation").values()
+    }
+    subnets = of_type(raw, "AWS::EC2::Subnet")
+    endpoints = of_type(raw, "AWS::EC2::VPCEndpoint")
+    services = of_type(raw, "AWS::ECS::Service")
+    assert services
+    for name, service in services.items():
+        props = service["Properties"]
+        before = created_before(raw, name)
+        providers = {s["CapacityProvider"] for s in props["CapacityProviderStrategy"]}
+        mine = [
+            k
+            for k, v in associations.items()
+            if v["Properties"]["Cluster"] == props["Cluster"]
+            and providers <= set(v["Properties"]["CapacityProviders"])
+        ]
+        assert mine and set(mine) <= before, f"{name}: capacity providers {providers}"
+        placed = [s["Ref"] for s in props["NetworkConfiguration"]["AwsvpcConfiguration"]["Subnets"]]
+        routes = {route_of[table_of[subnet]] for subnet in placed}
+        assert routes <= before, f"{name}: default routes {sorted(routes - before)}"
+        vpcs = {json.dumps(subnets[s]["Properties"]["VpcId"]) for s in placed}
+        theirs = {k for k, v in endpoints.items() if json.dumps(v["Properties"]["VpcId"]) in vpcs}
+        assert theirs <= before, f"{name}: endpoints {sorted(theirs - before)}"
+    if stage_synth.stack.config.egress == "nat":
+        wanted = ("ecr.api", "ecr.dkr", "logs", "s3")
+        named = [json.dumps(v["Properties"]["ServiceName"]) for v in endpoints.values()]
+        assert all(any(w in n for n in named) for w in wanted), named
+
+
+def test_every_stream_event_source_is_filtered_bisected_and_has_a_failure_destination(
+    stage_synth,
+) -> None:
+    """One bad record must not hold or drop the rest of a stream's batch: its reader names
+    the record that failed, the mapping bisects what makes no progress, sends what still
+    fails to a destination, and only records the reader takes invoke it."""
+    raw = stage_synth.raw
+    streams = [
+        (k, v["Properties"])
+        for k, v in of_type(raw, "AWS::Lambda::EventSourceMapping").items()
+        if v["Properties"]["EventSourceArn"].get("Fn::GetAtt", [None, None])[1] == "StreamArn"
+    ]
+    assert streams
+    for name, props in streams:
+        assert props.get("BisectBatchOnFunctionError") is True, name
+        assert "ReportBatchItemFailures" in props.get("FunctionResponseTypes", []), name
+        assert props["DestinationConfig"]["OnFailure"]["Destination"], name
+        assert props["FilterCriteria"]["Filters"], name
+    jobs = stage_synth.stack.store.jobs
+    jobs_id = stage_synth.stack.resolve(stage_synth.stack.get_logical_id(jobs.node.default_child))
+    ((_, mapping),) = [
+        (k, p) for k, p in streams if p["EventSourceArn"]["Fn::GetAtt"][0] == jobs_id
+    ]
+    patterns = [json.loads(f["Pattern"]) for f in mapping["FilterCriteria"]["Filters"]]
+    assert patterns == list(JOBS_STREAM_FILTERS)
+
+
+def test_the_local_stream_poller_plays_the_jobs_streams_mapping(synth) -> None:
+    """The local stack's poller filters, batches and retries as the deployed mapping does."""
+    from devstack import event_sources
+
+    ((props),) = [
+        v["Properties"]
+        for v in of_type(synth.raw, "AWS::Lambda::EventSourceMapping").values()
+        if "FilterCriteria" in v["Properties"]
+    ]
+    mapping = event_sources.StreamMapping(lambda event: None, "arn")
+    assert mapping.max_retries == props["MaximumRetryAttempts"]
+    assert event_sources.STREAM_BATCH_SIZE == props["BatchSize"]
+    assert event_sources.STREAM_BATCHING_WINDOW_S <= props["MaximumBatchingWindowInSeconds"]
+
+    def record(name: str, sk: str) -> dict[str, Any]:
+        return {"eventName": name, "dynamodb": {"Keys": {"sk": {"S": sk}}}}
+
+    taken = {
+        (n, sk)
+        for n in ("INSERT", "MODIFY", "REMOVE")
+        for sk in ("JOB#1", "EVT#1#000001", "EVTSEQ#1", "IDEM#k", "DLV#1", "BREAKER#h", "SCHED#s")
+        if mapping.matches(record(n, sk))
+    }
+    assert taken == {("INSERT", "JOB#1"), ("MODIFY", "JOB#1"), ("REMOVE", "JOB#1")} | {
+        ("INSERT", "EVT#1#000001")
+    }
+
+
+def emf_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """A line of EMF as the worker prints it to stdout."""
+    from browser_task.telemetry import WorkerMetrics
+
+    capsys.readouterr()
+    metrics = WorkerMetrics("standard")
+    metrics.count("Retries")
+    metrics.flush()
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if '"_aws"' in x]
+    return line
+
+
+def test_every_firelens_emf_output_ships_the_line_the_container_printed(
+    stage_synth, capsys
+) -> None:
+    """FireLens hands Fluent Bit ``{"log": "<line>", "source": "stdout", ...}``; CloudWatch
+    extracts metrics only from an event that is the EMF document itself."""
+    line = emf_line(capsys)
+    outputs = [
+        c["LogConfiguration"]["Options"]
+        for task in of_type(stage_synth.raw, "AWS::ECS::TaskDefinition").values()
+        for c in task["Properties"]["ContainerDefinitions"]
+        if c.get("LogConfiguration", {}).get("LogDriver") == "awsfirelens"
+        and c["LogConfiguration"]["Options"].get("log_format") == "json/emf"
+    ]
+    assert outputs
+    for options in outputs:
+        assert options["Name"] == "cloudwatch_logs"
+        record = {"log": line, "source": "stdout", "container_id": "abc", "ecs_cluster": "c"}
+        # The cloudwatch_logs output sends the value of log_key, or else the whole record.
+        sent = record[options["log_key"]] if "log_key" in options else json.dumps(record)
+        document = json.loads(sent)
+        (directive,) = document["_aws"]["CloudWatchMetrics"]
+        assert {"Name": "Retries", "Unit": "Count"} in directive["Metrics"], options
+        assert document["Retries"] in (1.0, [1.0])
+
+
+def test_no_request_validator_without_something_to_validate(stage_synth) -> None:
+    """A validator on methods with no request models or declared parameters checks nothing."""
+    raw = stage_synth.raw
+    validators = of_type(raw, "AWS::ApiGateway::RequestValidator")
+    methods = of_type(raw, "AWS::ApiGateway::Method")
+    assert methods
+    for name, validator in validators.items():
+        users = [
+            m["Properties"]
+            for m in methods.values()
+            if name in set(references(m["Properties"].get("RequestValidatorId", {})))
+        ]
+        if validator["Properties"].get("ValidateRequestBody"):
+            assert any(u.get("RequestModels") for u in users), f"{name}: no model to check"
+        if validator["Properties"].get("ValidateRequestParameters"):
+            assert any(u.get("RequestParameters") for u in users), f"{name}: no parameters"

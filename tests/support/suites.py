@@ -1,0 +1,107 @@
+"""How the suites run: which tests may open sockets, what `make test-fast` runs, and how
+pytest-xdist shares the expensive fixtures between its workers.
+
+Called from tests/conftest.py's ``pytest_collection_modifyitems``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+# Unit tests run on the in-memory fakes: no socket but the Unix socket pair asyncio's event
+# loop wakes itself with (``--allow-unix-socket`` in pyproject.toml). pytest-socket fails a
+# unit test that opens any other, or looks a name up, before its fixtures run.
+SOCKET_FREE = ("unit",)
+
+# `make test-fast` runs unit and contract whole, and of the suites that start servers,
+# browsers and synths only this slice: one test of each kind, a few seconds each. The rest
+# of those suites is marked slow here (chaos, e2e and infra synths are marked in their files).
+WHOLE_IN_FAST = ("unit", "contract")
+FAST_SLICE = (
+    # the REST API through its handlers on moto: submit, get, list, cancel, the 4xx paths
+    "integration/test_api.py",
+    # one job through a real worker and Chromium: steps, extract, screenshot, the record
+    "worker/test_worker_e2e.py::test_job_succeeds_with_extracted_values_and_screenshot",
+    # the lifecycle's retry path on the real worker
+    "worker/test_worker_e2e.py::test_target_5xx_is_retried_then_fails_when_attempts_run_out",
+    # the egress guard's decisions (no connection made)
+    "worker/test_egress.py",
+    # the infra checks that need no synth
+    "infra/test_worker_scaling.py",
+)
+
+# Tests that share a session fixture run on one xdist worker (its synths: ~25 s each).
+SHARED_PER_DIRECTORY = ("infra",)
+
+
+def _suite_path(item: pytest.Item, tests_dir: Path) -> str | None:
+    """``unit/test_x.py::test_y`` for a test under ``tests_dir``, else None."""
+    try:
+        relative = item.path.relative_to(tests_dir)
+    except ValueError:
+        return None
+    return "::".join([relative.as_posix(), *item.nodeid.split("::")[1:]])
+
+
+def _group(path: str) -> str:
+    """With `--dist loadgroup`, one group runs on one worker: a module's tests share its
+    module-scoped fixtures (a local stack, a site), a directory's its session ones."""
+    module = path.split("::", 1)[0]
+    suite = module.split("/", 1)[0]
+    return suite if suite in SHARED_PER_DIRECTORY else module
+
+
+def _in_slice(path: str) -> bool:
+    return any(path == entry or path.startswith(entry + "::") for entry in FAST_SLICE)
+
+
+def check_fast_slice(tests_dir: Path) -> None:
+    """A renamed or moved file would drop out of the slice unnoticed: say so instead."""
+    missing = [e for e in FAST_SLICE if not (tests_dir / e.split("::")[0]).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/support/suites.py FAST_SLICE names no file: {missing}")
+
+
+def mark_suites(items: list[pytest.Item], tests_dir: Path) -> None:
+    for item in items:
+        path = _suite_path(item, tests_dir)
+        if path is None:
+            continue
+        suite = path.split("/", 1)[0]
+        if suite in SOCKET_FREE:
+            item.add_marker(pytest.mark.disable_socket)
+        if suite not in WHOLE_IN_FAST and not _in_slice(path):
+            item.add_marker(pytest.mark.slow)
+        item.add_marker(pytest.mark.xdist_group(_group(path)))
+
+
+# xdist hands the groups out in collection order; the longest should not start last. These
+# run minutes each (a 200-job browser run, local stacks with CLI runs and killed workers);
+# other groups that start a browser or a stack (marked e2e) come next, then the rest. Only
+# the order changes: a name missing here costs time, not coverage.
+LONGEST_FIRST = (
+    "worker/test_browser_lifecycle.py",
+    "e2e/test_local_stack.py",
+    "e2e/test_tenancy_e2e.py",
+    "chaos/test_process_faults.py",
+    "e2e/test_live_runs.py",
+    "e2e/test_console.py",
+)
+
+
+def order_for_workers(items: list[pytest.Item], tests_dir: Path) -> None:
+    """Sort ``items`` in place (stable) so the longest groups go to the workers first."""
+    heavy: set[str] = set()
+    for item in items:
+        if item.get_closest_marker("e2e"):
+            heavy.add(_group(_suite_path(item, tests_dir) or ""))
+
+    def rank(item: pytest.Item) -> int:
+        group = _group(_suite_path(item, tests_dir) or "")
+        if group in LONGEST_FIRST:
+            return LONGEST_FIRST.index(group)
+        return len(LONGEST_FIRST) + (0 if group in heavy else 1)
+
+    items.sort(key=rank)
