@@ -213,8 +213,13 @@ class EgressProxy:
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
             else:
                 request_head, upgrade = origin_request(method, origin_form, version, lines[1:])
-                up_writer.write(request_head)
-                await up_writer.drain()
+                try:
+                    up_writer.write(request_head)
+                    await up_writer.drain()
+                except ConnectionError:
+                    # Still an answer, not a closed connection (the module's docstring).
+                    await reply(writer, 502, "the site closed the connection", UNREACHABLE)
+                    return
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=not upgrade)
         finally:
             close_writer(up_writer)
@@ -398,16 +403,20 @@ class EgressProxy:
         except ConnectionError:
             await reply(sink, 502, "the site reset the connection without answering", UNREACHABLE)
             return
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            # Not a well-formed head: pass along what came (the browser reports the error).
-            partial = getattr(exc, "partial", b"")
-            if not partial:
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
                 # An answer, not a closed connection: never a resent request (docstring).
                 await reply(
                     sink, 502, "the site closed the connection without answering", UNREACHABLE
                 )
                 return
-            sink.write(partial)
+            # A head cut short: pass along what came (the browser reports the error).
+            sink.write(exc.partial)
+            await self._copy(source, sink, half_close=False)
+            return
+        except asyncio.LimitOverrunError:
+            # A head beyond the reader's limit is still in its buffer: pass it along as is
+            # (the browser applies its own limit).
             await self._copy(source, sink, half_close=False)
             return
         sink.write(close_response_head(head))

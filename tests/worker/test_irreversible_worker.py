@@ -3,7 +3,6 @@ irreversible step acts lets it finish and records it; never a silent half-state.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -92,44 +91,3 @@ def test_a_check_that_finds_no_order_runs_the_workflow_from_the_start(shop, serv
     assert done.status is JobStatus.SUCCEEDED, done.error
     assert [(c.state, c.how, c.attempt) for c in done.checkpoints] == [("done", "ran", 2)]
     assert len(shop.orders.of(job.job_id)) == 1
-
-
-def test_a_site_that_closes_without_answering_gets_the_browser_a_502_not_a_resend():
-    """Chromium sends a POST again when a connection it took for reusable closes before any
-    answer; the egress proxy answers for the site instead, so an order is never repeated."""
-    from browser_task.egress import EgressPolicy
-    from browser_task.egress_http import KIND_HEADER
-    from browser_task.egress_proxy import EgressProxy
-    from tests.worker.test_ssrf import LoopbackOnlyConnector, TableResolver
-
-    async def go() -> tuple[bytes, int]:
-        received: list[bytes] = []
-
-        async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            received.append(await reader.readuntil(b"\r\n\r\n"))
-            writer.close()  # recorded, never answered
-
-        site = await asyncio.start_server(mute, "127.0.0.1", 0)
-        port = site.sockets[0].getsockname()[1]
-        proxy = EgressProxy(
-            EgressPolicy(allow_loopback=True), TableResolver(), connect=LoopbackOnlyConnector()
-        )
-        await proxy.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
-            target = f"http://127.0.0.1:{port}/shop/orders"
-            writer.write(
-                f"POST {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-                "Content-Length: 3\r\n\r\nx=1".encode()
-            )
-            answer = await asyncio.wait_for(reader.read(), 10)
-            writer.close()
-            return answer, len(received)
-        finally:
-            await proxy.close()
-            site.close()
-
-    answer, posts = asyncio.run(go())
-    assert answer.startswith(b"HTTP/1.1 502"), answer[:100]
-    assert f"{KIND_HEADER}: unreachable".encode() in answer
-    assert posts == 1
