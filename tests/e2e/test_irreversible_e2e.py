@@ -122,7 +122,9 @@ def test_resolved_not_done_it_runs_again_and_a_second_resolve_is_409(
     client.resolve(job.job_id, "not_done")
     with pytest.raises(ApiError) as again:
         client.resolve(job.job_id, "done")
-    assert again.value.status == 409 and "queued" in str(again.value)
+    # 409 naming the state the job is in by then (a worker may already have claimed it).
+    assert again.value.status == 409
+    assert any(f"is {state};" in str(again.value) for state in ("queued", "running", "succeeded"))
 
     rerun = client.wait(job.job_id, timeout=SETTLE_S)
     assert rerun.status is JobStatus.SUCCEEDED, rerun.error

@@ -4,6 +4,7 @@ irreversible step acts lets it finish and records it; never a silent half-state.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,10 +13,11 @@ import pytest
 from devstack.demo_site import DemoSite
 from devstack.examples import EXAMPLES_DIR, load_example
 from pagefleet.jobs.checkpoints import Checkpoint
-from pagefleet.jobs.models import iso, utcnow
-from pagefleet.jobs.service import cancel_job
+from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.service import cancel_job, resolve_job
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_job
+from tests.worker.site_pages import ACCOUNT, LOGIN
 
 pytestmark = pytest.mark.e2e
 
@@ -91,3 +93,121 @@ def test_a_check_that_finds_no_order_runs_the_workflow_from_the_start(shop, serv
     assert done.status is JobStatus.SUCCEEDED, done.error
     assert [(c.state, c.how, c.attempt) for c in done.checkpoints] == [("done", "ran", 2)]
     assert len(shop.orders.of(job.job_id)) == 1
+
+
+def in_review_after_its_click(services: Any, body: dict[str, Any]) -> str:
+    """A job whose first attempt clicked "Place order" and could not tell (as a worker
+    writes it): in needs_review, its checkpoint unknown."""
+    job = submit(services, body)
+    now = int(time.time())
+    gone = services.store.claim(
+        TENANT, job.job_id, owner="gone/1", lease_until=now + 60, now=now, started_at=iso(utcnow())
+    )
+    unknown = Checkpoint(step=4, label="Place order", state="unknown", attempt=1, at=iso(utcnow()))
+    services.store.finish(
+        TENANT,
+        job.job_id,
+        attempt=gone.attempt,
+        owner="gone/1",
+        status=JobStatus.NEEDS_REVIEW,
+        at=iso(utcnow()),
+        result={},
+        artifacts=[],
+        error=JobError(kind="needs_review", message="whether step 4 took effect is unknown"),
+        history=AttemptRecord(attempt=1, worker="gone/1", started_at=iso(utcnow())),
+        checkpoints=[unknown],
+    )
+    return job.job_id
+
+
+def test_resolved_done_and_continue_runs_only_the_steps_after_the_click(shop, services, run_worker):
+    body = order(shop, check=False)
+    # What "continue" suits: the steps after the click start with their own goto.
+    body["steps"][5:] = [
+        {"action": "goto", "url": shop.url + "/shop/orders?reference={{job.id}}"},
+        {"action": "extract", "name": "order_number", "selector": "#order-number"},
+    ]
+    job_id = in_review_after_its_click(services, body)
+    placed, _, _ = shop.orders.place(job_id, "kettle", 2)  # the click took effect after all
+
+    resolve_job(services, TENANT, job_id, "done", go_on=True, by="ops:test")
+    run_worker()
+    done = wait_for_job(services, job_id, timeout=90)
+
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"order_number": placed.number}
+    assert [(c.state, c.how) for c in done.checkpoints] == [("done", "resolved")]
+    assert len(shop.orders.of(job_id)) == 1  # the click did not run again
+
+
+def test_a_compensation_that_fails_puts_the_job_in_review(shop, services, run_worker):
+    body = order(shop, check=True)
+    # The confirmation never says "gift wrap": a permanent failure after the order...
+    body["steps"].insert(5, {"action": "assert", "text_contains": "gift wrap", "timeout_ms": 500})
+    # ... and the compensation cannot find the button it needs.
+    body["compensate"][1] = {"action": "click", "selector": "#no-such-button", "timeout_ms": 500}
+    job = submit(services, body)
+    run_worker()
+    ended = wait_for_job(services, job.job_id, {JobStatus.NEEDS_REVIEW}, timeout=90)
+
+    assert ended.compensation is not None and ended.compensation.state == "failed"
+    assert ended.compensation.error and "no-such-button" in ended.compensation.error
+    [checkpoint] = ended.checkpoints
+    assert (checkpoint.state, checkpoint.how) == ("done", "ran")
+    [placed] = shop.orders.of(job.job_id)
+    assert not placed.cancelled
+    assert len(ended.attempts) == 1  # not retried: it waits for a person
+
+
+def test_the_check_runs_as_the_user_the_workflow_logged_in_with(site, services, run_worker):
+    """The check of a step after a use_session runs in the next attempt's fresh context with
+    that session: the account page it reads shows the user only to them."""
+    site.add("/plain", "<h1>Plain</h1>")
+    site.add("/login", LOGIN.body.decode())
+    site.add("/account", ACCOUNT.body.decode())
+    run_worker()
+    name = f"buyer-{uuid.uuid4().hex[:6]}"
+    login = submit(
+        services,
+        {
+            "steps": [
+                {"action": "goto", "url": site.url("/login")},
+                {"action": "fill", "selector": "#user", "value": "alice"},
+                {"action": "fill", "selector": "#pw", "value": "hunter2-s3cret"},
+                {"action": "click", "selector": "#login"},
+                {"action": "wait_for", "url": "**/account"},
+                {"action": "save_session", "name": name},
+            ]
+        },
+    )
+    assert wait_for_job(services, login.job_id).status is JobStatus.SUCCEEDED
+    confirm = {
+        "action": "click",
+        "selector": "#who",
+        "label": "Confirm",
+        "irreversible": True,
+        "check": [
+            {"action": "goto", "url": site.url("/account")},
+            {"action": "assert", "selector": "#who", "text_contains": "Welcome alice"},
+        ],
+    }
+    job = submit(
+        services,
+        {
+            "max_attempts": 2,
+            "retry": {"base_seconds": 1, "cap_seconds": 1},
+            "steps": [
+                {"action": "goto", "url": site.url("/plain")},
+                {"action": "use_session", "name": name},
+                {"action": "goto", "url": site.url("/account")},
+                confirm,
+                # A timeout after the step: the next attempt checks before it goes on.
+                {"action": "wait_for", "selector": "#never", "timeout_ms": 300},
+            ],
+        },
+    )
+    ended = wait_for_job(services, job.job_id, {JobStatus.NEEDS_REVIEW}, timeout=120)
+
+    # Attempt 2's check saw alice's account: done, checked (not run again from the start).
+    [checkpoint] = ended.checkpoints
+    assert (checkpoint.state, checkpoint.how, checkpoint.attempt) == ("done", "checked", 2)
