@@ -94,3 +94,53 @@ def test_a_final_state_queues_its_webhook_and_puts_one_event(
     body = json.loads(webhook["body"])
     assert body["status"] == "cancelled" and body["delivery_id"] == webhook["delivery_id"]
     assert running.job_id not in json.dumps(event)
+
+
+def test_a_job_going_to_review_is_put_as_job_needs_review_and_queued_for_its_webhook(
+    changes_env: Provisioned, svc: JobServices
+) -> None:
+    from functions.job_changes import handler as changes
+    from pagefleet.jobs.checkpoints import Checkpoint
+    from pagefleet.jobs.models import AttemptRecord, JobError
+
+    sqs, events = RUNTIME.client("sqs"), RUNTIME.client("events")
+    url = sqs.create_queue(QueueName="my-jobs-in-review")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    # A user's rule for the jobs a person must resolve.
+    events.put_rule(
+        Name="pagefleet-review",
+        EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": ["Job Needs Review"]}),
+    )
+    events.put_targets(Rule="pagefleet-review", Targets=[{"Id": "queue", "Arn": arn}])
+    poller = StreamPoller(changes_env.jobs_table, lambda e: changes.handler(e, None)).start()
+    try:
+        job = submit_job(svc, "tenant-a", REQUEST).job
+        claimed = svc.store.claim(
+            "tenant-a", job.job_id, owner="w1", lease_until=2**31, now=0, started_at=iso(utcnow())
+        )
+        svc.store.finish(
+            "tenant-a",
+            job.job_id,
+            attempt=claimed.attempt,
+            owner="w1",
+            status=JobStatus.NEEDS_REVIEW,
+            at=iso(utcnow()),
+            result={},
+            artifacts=[],
+            error=JobError(kind="needs_review", message="whether step 0 took effect is unknown"),
+            history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+            checkpoints=[
+                Checkpoint(step=0, label="Pay", state="unknown", attempt=1, at=iso(utcnow()))
+            ],
+        )
+        (event,) = drain(url, 1)
+        (webhook,) = drain(changes_env.webhook_queue_url, 1)
+    finally:
+        poller.stop()
+    assert (event["source"], event["detail-type"]) == ("pagefleet", "Job Needs Review")
+    assert event["detail"]["job_id"] == job.job_id
+    assert event["detail"]["status"] == "needs_review"
+    assert webhook["job_id"] == job.job_id
+    assert json.loads(webhook["body"])["status"] == "needs_review"
