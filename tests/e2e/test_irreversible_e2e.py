@@ -119,7 +119,8 @@ def test_resolved_not_done_it_runs_again_and_a_second_resolve_is_409(
     for order in orders.of(job.job_id):
         orders.cancel(order.number)
     orders.set(drop=False)
-    client.resolve(job.job_id, "not_done")
+    resolved = _cli("resolve", job.job_id, "--not-done", key=stack.dev_api_key or "", stack=stack)
+    assert resolved.returncode == 0, resolved.stderr
     with pytest.raises(ApiError) as again:
         client.resolve(job.job_id, "done")
     # 409 naming the state the job is in by then (a worker may already have claimed it).
