@@ -7,9 +7,10 @@ import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
-from pagefleet.jobs.models import AttemptRecord, JobError, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobError, JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
+from tests.support.review import stop_in_review
 
 REQUEST = JobRequest.model_validate(
     {
@@ -42,20 +43,7 @@ def _checkpoint(state: str, attempt: int = 1) -> Checkpoint:
 
 def _in_review(svc: JobServices) -> str:
     job = submit_job(svc, "t", REQUEST).job
-    _claim(svc, job.job_id, "w1")
-    svc.store.finish(
-        "t",
-        job.job_id,
-        attempt=1,
-        owner="w1",
-        status=JobStatus.NEEDS_REVIEW,
-        at=iso(utcnow()),
-        result={"so_far": 1},
-        artifacts=[],
-        error=JobError(kind="needs_review", message="unknown"),
-        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
-        checkpoints=[_checkpoint("unknown")],
-    )
+    stop_in_review(svc.store, "t", job.job_id, step=1, label="click #place", result={"so_far": 1})
     return job.job_id
 
 

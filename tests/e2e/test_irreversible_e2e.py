@@ -93,7 +93,8 @@ def test_without_a_check_it_waits_in_review_and_resolved_done_it_succeeds(
     assert job.status is JobStatus.NEEDS_REVIEW, job.error
     assert job.error is not None and job.error.kind == "needs_review"
     assert job.error.step_index == 4 and "no check" in job.error.message
-    assert [c.state for c in job.checkpoints] == ["unknown"]
+    # The click still waiting for the shop's answer (unknown), or returned without it (done).
+    assert [c.state for c in job.checkpoints] in (["unknown"], ["done"])
     assert len(job.attempts) == 1  # never retried automatically
     assert len(orders.of(job.job_id)) == 1
     assert {a.name for a in client.artifacts(job.job_id)} >= {"failure.png", "failure.html"}

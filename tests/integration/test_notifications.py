@@ -15,6 +15,7 @@ from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
+from tests.support.review import stop_in_review
 
 REQUEST = JobRequest.model_validate(
     {
@@ -100,8 +101,6 @@ def test_a_job_going_to_review_is_put_as_job_needs_review_and_queued_for_its_web
     changes_env: Provisioned, svc: JobServices
 ) -> None:
     from functions.job_changes import handler as changes
-    from pagefleet.jobs.checkpoints import Checkpoint
-    from pagefleet.jobs.models import AttemptRecord, JobError
 
     sqs, events = RUNTIME.client("sqs"), RUNTIME.client("events")
     url = sqs.create_queue(QueueName="my-jobs-in-review")["QueueUrl"]
@@ -117,24 +116,7 @@ def test_a_job_going_to_review_is_put_as_job_needs_review_and_queued_for_its_web
     poller = StreamPoller(changes_env.jobs_table, lambda e: changes.handler(e, None)).start()
     try:
         job = submit_job(svc, "tenant-a", REQUEST).job
-        claimed = svc.store.claim(
-            "tenant-a", job.job_id, owner="w1", lease_until=2**31, now=0, started_at=iso(utcnow())
-        )
-        svc.store.finish(
-            "tenant-a",
-            job.job_id,
-            attempt=claimed.attempt,
-            owner="w1",
-            status=JobStatus.NEEDS_REVIEW,
-            at=iso(utcnow()),
-            result={},
-            artifacts=[],
-            error=JobError(kind="needs_review", message="whether step 0 took effect is unknown"),
-            history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
-            checkpoints=[
-                Checkpoint(step=0, label="Pay", state="unknown", attempt=1, at=iso(utcnow()))
-            ],
-        )
+        stop_in_review(svc.store, "tenant-a", job.job_id, step=0, label="Pay")
         (event,) = drain(url, 1)
         (webhook,) = drain(changes_env.webhook_queue_url, 1)
     finally:

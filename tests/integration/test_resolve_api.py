@@ -7,11 +7,9 @@ import boto3
 import pytest
 
 from devstack.provision import Provisioned
-from pagefleet.jobs.checkpoints import Checkpoint
-from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
 from pagefleet.jobs.service import JobServices
-from pagefleet.jobs.states import JobStatus
 from tests.support.api import ApiCaller, caller
+from tests.support.review import stop_in_review
 
 ORDER = {
     "steps": [
@@ -34,24 +32,7 @@ def in_review(svc: JobServices, api_env: Provisioned, alice: ApiCaller) -> str:
     queue = api_env.queue_urls["standard"]
     for message in sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"]:
         sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-    job = svc.store.claim(
-        "alice", job_id, owner="w1", lease_until=2**31, now=0, started_at=iso(utcnow())
-    )
-    svc.store.finish(
-        "alice",
-        job_id,
-        attempt=job.attempt,
-        owner="w1",
-        status=JobStatus.NEEDS_REVIEW,
-        at=iso(utcnow()),
-        result={"before": 1},
-        artifacts=[],
-        error=JobError(kind="needs_review", message="whether step 1 took effect is unknown"),
-        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
-        checkpoints=[
-            Checkpoint(step=1, label="Place order", state="unknown", attempt=1, at=iso(utcnow()))
-        ],
-    )
+    stop_in_review(svc.store, "alice", job_id, step=1, label="Place order", result={"before": 1})
     return job_id
 
 

@@ -13,9 +13,10 @@ import pytest
 from devstack.demo_site import DemoSite
 from devstack.examples import EXAMPLES_DIR, load_example
 from pagefleet.jobs.checkpoints import Checkpoint
-from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.service import cancel_job, resolve_job
 from pagefleet.jobs.states import JobStatus
+from tests.support.review import stop_in_review
 from tests.worker.conftest import TENANT, submit, wait_for_job
 from tests.worker.site_pages import ACCOUNT, LOGIN
 
@@ -95,31 +96,6 @@ def test_a_check_that_finds_no_order_runs_the_workflow_from_the_start(shop, serv
     assert len(shop.orders.of(job.job_id)) == 1
 
 
-def in_review_after_its_click(services: Any, body: dict[str, Any]) -> str:
-    """A job whose first attempt clicked "Place order" and could not tell (as a worker
-    writes it): in needs_review, its checkpoint unknown."""
-    job = submit(services, body)
-    now = int(time.time())
-    gone = services.store.claim(
-        TENANT, job.job_id, owner="gone/1", lease_until=now + 60, now=now, started_at=iso(utcnow())
-    )
-    unknown = Checkpoint(step=4, label="Place order", state="unknown", attempt=1, at=iso(utcnow()))
-    services.store.finish(
-        TENANT,
-        job.job_id,
-        attempt=gone.attempt,
-        owner="gone/1",
-        status=JobStatus.NEEDS_REVIEW,
-        at=iso(utcnow()),
-        result={},
-        artifacts=[],
-        error=JobError(kind="needs_review", message="whether step 4 took effect is unknown"),
-        history=AttemptRecord(attempt=1, worker="gone/1", started_at=iso(utcnow())),
-        checkpoints=[unknown],
-    )
-    return job.job_id
-
-
 def test_resolved_done_and_continue_runs_only_the_steps_after_the_click(shop, services, run_worker):
     body = order(shop, check=False)
     # What "continue" suits: the steps after the click start with their own goto.
@@ -127,7 +103,8 @@ def test_resolved_done_and_continue_runs_only_the_steps_after_the_click(shop, se
         {"action": "goto", "url": shop.url + "/shop/orders?reference={{job.id}}"},
         {"action": "extract", "name": "order_number", "selector": "#order-number"},
     ]
-    job_id = in_review_after_its_click(services, body)
+    job_id = submit(services, body).job_id
+    stop_in_review(services.store, TENANT, job_id, step=4, label="Place order")
     placed, _, _ = shop.orders.place(job_id, "kettle", 2)  # the click took effect after all
 
     resolve_job(services, TENANT, job_id, "done", go_on=True, by="ops:test")
