@@ -45,6 +45,8 @@ async def failed(
         bound = float(job.request.options.job_timeout_s)
         done = await compensate(ctx, failure, run_steps, bound_s=bound)
         outcome = lifecycle.compensated(job, outcome, done)
+    # The breakers charge the origin that failed, not the one the job was admitted on.
+    outcome.failed_origin = failure.origin
     return outcome
 
 
