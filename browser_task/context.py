@@ -74,6 +74,8 @@ class RunContext:
     # The page as the last irreversible step was about to act (the failure's HTML when it
     # was still waiting for that step's answer).
     html_before_irreversible: str | None = None
+    # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
+    tracked_screenshot: bytes | None = None
 
     def __post_init__(self) -> None:
         self.secret_values.update(v for v in self.prepared.secrets.values() if v)

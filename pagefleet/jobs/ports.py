@@ -166,6 +166,7 @@ class JobStore(Protocol):
         expires_at: int | None = None,
         checkpoints: list[Checkpoint] | None = None,
         compensation: Compensation | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> JobRecord: ...
 
     def record_progress(

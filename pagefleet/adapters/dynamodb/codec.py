@@ -74,6 +74,7 @@ _JSON_FIELDS = (
     "result",
     "artifacts",
     "error",
+    "changes",
     "checkpoints",
     "compensation",
     "resolution",

@@ -294,6 +294,7 @@ class DynamoJobStore(ReviewWrites, DispatchQueries):
         expires_at: int | None = None,
         checkpoints: list[Checkpoint] | None = None,
         compensation: Compensation | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> JobRecord:
         """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
 
@@ -322,6 +323,7 @@ class DynamoJobStore(ReviewWrites, DispatchQueries):
             expires_at=expires_at,
             checkpoints=checkpoints,
             compensation=compensation,
+            changes=changes,
         )
         return self._update(
             tenant_id,

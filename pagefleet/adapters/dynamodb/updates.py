@@ -98,6 +98,7 @@ def finish_update(
     expires_at: int | None,
     checkpoints: list[Checkpoint] | None = None,
     compensation: Compensation | None = None,
+    changes: dict[str, Any] | None = None,
 ) -> Update:
     """An attempt's outcome, fenced on (attempt, owner)."""
     values: dict[str, Any] = {
@@ -140,6 +141,7 @@ def finish_update(
         "error": error.model_dump_json() if error else None,
         "result_artifact": result_artifact,
         "result_bytes": result_bytes,
+        "changes": to_json(changes) if changes is not None else None,
     }
     for field, value in optional.items():
         names[f"#{field}"] = field

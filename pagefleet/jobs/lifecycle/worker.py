@@ -288,6 +288,7 @@ class WorkerMoves(LifecycleBase):
                 expires_at=self.now() + keep_s if keep_s is not None else None,
                 checkpoints=outcome.checkpoints,
                 compensation=outcome.compensation,
+                changes=bounded.changes,
             )
         except (LeaseLost, IllegalTransition) as exc:
             if not self._landed(job, outcome):
