@@ -3,6 +3,7 @@ at send time (refused URLs are never connected to: no traffic leaves the machine
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -85,9 +86,8 @@ def test_a_delivery_is_a_signed_post(receiver: Receiver) -> None:
 
 def test_a_job_in_review_is_posted_as_job_needs_review(receiver: Receiver) -> None:
     send, _, _ = sender()
-    review = WebhookMessage(
-        **{**message(receiver.url).__dict__, "job_status": "needs_review", "delivery_id": "dlv_r"}
-    )
+    fields = {"job_status": "needs_review", "delivery_id": "dlv_r", "event": "job.needs_review"}
+    review = dataclasses.replace(message(receiver.url), **fields)
     assert send.send(review, attempt=1).attempt.status == "delivered"
     (request,) = receiver.requests
     assert request.headers["Pagefleet-Event"] == "job.needs_review"
