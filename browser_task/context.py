@@ -18,6 +18,7 @@ from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.templating import mask_secrets
 
 if TYPE_CHECKING:
+    from browser_task.checkpointing import Progress
     from browser_task.egress_proxy import Decision
     from browser_task.run_events import RunEvents
     from browser_task.sessions import SessionStore, StorageState
@@ -66,6 +67,13 @@ class RunContext:
     egress_refusals: Callable[[], list[Decision]] | None = None
     # Where the run's events go (steps, navigations, console); None: not recorded.
     events: RunEvents | None = None
+    # The attempt's checkpoints of irreversible steps (None: not recorded, tools and tests).
+    progress: Progress | None = None
+    # {{job.idempotency_key}}: the key the job was submitted with.
+    idempotency_key: str | None = None
+    # The page as the last irreversible step was about to act (the failure's HTML when it
+    # was still waiting for that step's answer).
+    html_before_irreversible: str | None = None
     # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
     tracked_screenshot: bytes | None = None
 

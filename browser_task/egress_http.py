@@ -124,6 +124,7 @@ _STATUS_TEXT = {
     431: "Request Header Fields Too Large",
     502: "Bad Gateway",
     503: "Service Unavailable",
+    504: "Gateway Timeout",
 }
 
 

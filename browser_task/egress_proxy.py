@@ -15,7 +15,11 @@ payload).
 
 Plain http is forwarded one request per client connection (``Connection: close`` both ways):
 the proxy never has to parse message bodies, and a kept-alive connection can never carry a
-second request for another host to the first host's address.
+second request for another host to the first host's address. A site that closes without
+answering, or does not answer within the idle timeout, gets the browser a 502 / 504 from the
+proxy rather than a closed connection: Chromium sends a request again, a form's POST
+included, when a connection it took for reusable closes before any answer, which would
+repeat an irreversible step (docs/irreversible-steps.md).
 """
 
 from __future__ import annotations
@@ -209,8 +213,13 @@ class EgressProxy:
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
             else:
                 request_head, upgrade = origin_request(method, origin_form, version, lines[1:])
-                up_writer.write(request_head)
-                await up_writer.drain()
+                try:
+                    up_writer.write(request_head)
+                    await up_writer.drain()
+                except ConnectionError:
+                    # Still an answer, not a closed connection (the module's docstring).
+                    await reply(writer, 502, "the site closed the connection", UNREACHABLE)
+                    return
                 await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=not upgrade)
         finally:
             close_writer(up_writer)
@@ -388,11 +397,26 @@ class EgressProxy:
         """Forward the response with its connection made non-reusable, then the body as is."""
         try:
             head = await asyncio.wait_for(source.readuntil(b"\r\n\r\n"), self._idle_timeout)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            # Not a well-formed head: pass along what came (the browser reports the error).
-            partial = getattr(exc, "partial", b"")
-            if partial:
-                sink.write(partial)
+        except TimeoutError:
+            await reply(sink, 504, "the site did not answer in time", UNREACHABLE)
+            return
+        except ConnectionError:
+            await reply(sink, 502, "the site reset the connection without answering", UNREACHABLE)
+            return
+        except asyncio.IncompleteReadError as exc:
+            if not exc.partial:
+                # An answer, not a closed connection: never a resent request (docstring).
+                await reply(
+                    sink, 502, "the site closed the connection without answering", UNREACHABLE
+                )
+                return
+            # A head cut short: pass along what came (the browser reports the error).
+            sink.write(exc.partial)
+            await self._copy(source, sink, half_close=False)
+            return
+        except asyncio.LimitOverrunError:
+            # A head beyond the reader's limit is still in its buffer: pass it along as is
+            # (the browser applies its own limit).
             await self._copy(source, sink, half_close=False)
             return
         sink.write(close_response_head(head))

@@ -13,6 +13,7 @@ created with them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 from typing import Any
@@ -21,7 +22,7 @@ from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
-from browser_task.browser import ContextSetup
+from browser_task.browser import BrowserSession, ContextSetup
 from browser_task.context import RunContext, is_navigation
 from browser_task.egress import EgressGuard
 from browser_task.errors import (
@@ -32,13 +33,14 @@ from browser_task.errors import (
     scheme_refused,
 )
 from browser_task.expectations import check_expectations
+from browser_task.irreversible import resume
 from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.tracing import TraceRecorder, traces
 from pagefleet.specs.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Paginate, Step, UseSession
-from pagefleet.workflow.templating import references, render
+from pagefleet.workflow.templating import job_fields, references, render
 
 FAILURE_SCREENSHOT = "failure.png"
 FAILURE_HTML = "failure.html"
@@ -112,7 +114,8 @@ async def render_step(step: Step, ctx: RunContext) -> Step:
         secrets[name] = value
         ctx.secret_values.add(value)
     try:
-        rendered = render(raw, ctx.request.inputs, secrets, ctx.prepared.parents)
+        job = job_fields(ctx.job_id, ctx.idempotency_key)
+        rendered = render(raw, ctx.request.inputs, secrets, ctx.prepared.parents, job)
     except KeyError as exc:
         raise FailJob(f"{{{{{exc.args[0]}}}}} has no value", kind="invalid_workflow") from exc
     try:
@@ -141,10 +144,13 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     """Run every step in order; the JSON result (extract name -> value).
 
     On success the extracted result is also kept as ``data.json`` and a requested trace is
-    written; on failure the worker calls ``capture_failure_artifacts``.
+    written; on failure the worker calls ``capture_failure_artifacts``. An attempt after one
+    that reached an irreversible step settles it first (``irreversible.resume``: its check)
+    and may go on after it rather than from the start.
     """
     await start_tracing(ctx)
-    await run_steps(ctx.request.steps, ctx)
+    first = await resume(ctx, run_steps, render_step)
+    await run_steps(ctx.request.steps[first:], ctx, first=first)
     ctx.step_index = None
     if ctx.secret_values:
         # A page may echo a secret back (a filled field read by extract): never store it.
@@ -164,11 +170,16 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     return ctx.result
 
 
-async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> None:
-    """Run steps in order. ``prefix`` is the path of the enclosing block (``steps[3].``)."""
-    for index, step in enumerate(steps):
-        path = f"{prefix}steps[{index}]" if prefix else str(index)
-        if not prefix:
+async def run_steps(
+    steps: list[Step], ctx: RunContext, prefix: str = "", *, name: str = "steps", first: int = 0
+) -> None:
+    """Run steps in order. ``prefix`` is the path of the enclosing block (``steps[3].``),
+    ``name`` the list they are in (``check``, ``compensate``), ``first`` the index of the
+    first of them (an attempt that goes on after an irreversible step)."""
+    top = not prefix and name == "steps"
+    for index, step in enumerate(steps, start=first):
+        path = str(index) if top else f"{prefix}{name}[{index}]"
+        if top:
             ctx.step_index = index
         current: Step = step
         of, label = len(ctx.request.steps), describe(step, ctx)
@@ -177,20 +188,16 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
                 if ctx.guard.stopped is not None:
                     raise scheme_refused(ctx.guard.stopped)
                 current = await render_step(step, ctx)
-                if isinstance(current, Paginate):
-                    await control.paginate(
-                        current, ctx, f"steps[{index}]" if not prefix else path, run_steps
-                    )
-                elif isinstance(current, UseSession):
-                    await session.use_session(current, ctx, index if not prefix else None)
-                else:
-                    handler = HANDLERS.get(current.action)
-                    if handler is None:
-                        raise FailJob(
-                            f"step action {current.action!r} is not supported by this worker yet",
-                            kind="invalid_workflow",
-                        )
-                    await handler(current, ctx)
+                # An irreversible step is checkpointed around what it does (started, done).
+                acting = (
+                    ctx.progress.around(index, step.label or label, lambda: ctx.result)
+                    if top and step.irreversible and ctx.progress is not None
+                    else contextlib.nullcontext()
+                )
+                if top and step.irreversible:
+                    await keep_page_before(ctx)
+                async with acting:
+                    await _dispatch(current, ctx, index if top else None, path, run_steps)
             except JobFailure as exc:
                 exc.message = ctx.mask(exc.message)
                 raise _at(exc, path, current, ctx) from None
@@ -200,13 +207,32 @@ async def run_steps(steps: list[Step], ctx: RunContext, prefix: str = "") -> Non
                 raise _at(failure, path, current, ctx) from None
 
 
+async def _dispatch(
+    step: Step, ctx: RunContext, top_index: int | None, path: str, run: Any
+) -> None:
+    if isinstance(step, Paginate):
+        await control.paginate(
+            step, ctx, f"steps[{top_index}]" if top_index is not None else path, run
+        )
+    elif isinstance(step, UseSession):
+        await session.use_session(step, ctx, top_index)
+    else:
+        handler = HANDLERS.get(step.action)
+        if handler is None:
+            raise FailJob(
+                f"step action {step.action!r} is not supported by this worker yet",
+                kind="invalid_workflow",
+            )
+        await handler(step, ctx)
+
+
 def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailure:
     """Name the failing step: its index at the top level, its full path inside a block."""
     assert ctx.step_index is not None
     if failure.origin is not None and ctx.mask(failure.origin) != failure.origin:
         failure.origin = None  # a host made of a secret is never stored (breakers, listings)
     text = describe(step, ctx)
-    if "." in path:
+    if not path.isdigit():  # inside a block, a check or the compensating steps
         text = f"{path} {text}"
     return failure.at_step(ctx.step_index, text)
 
@@ -229,6 +255,28 @@ def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
+async def _screenshot(session: BrowserSession) -> bytes:
+    """The page as shown; a page still waiting for a navigation's answer never settles its
+    fonts for Playwright's screenshot, so the compositor's picture is taken instead."""
+    page = session.page
+    timeout_s = FAILURE_SCREENSHOT_TIMEOUT_MS / 1000
+    try:
+        return await asyncio.wait_for(
+            page.screenshot(type="png", timeout=FAILURE_SCREENSHOT_TIMEOUT_MS), timeout_s + 0.5
+        )
+    except (PlaywrightError, TimeoutError):
+        cdp = await session.context.new_cdp_session(page)
+        shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {"format": "png"}), 2)
+        return base64.b64decode(shot["data"])
+
+
+async def keep_page_before(ctx: RunContext) -> None:
+    """The page's HTML as an irreversible step is about to act (bounded, best effort): the
+    failure's HTML when the page is still waiting for the step's answer at the end."""
+    with contextlib.suppress(PlaywrightError, TimeoutError):
+        ctx.html_before_irreversible = await asyncio.wait_for(ctx.page.content(), 1.0)
+
+
 async def capture_failure_artifacts(ctx: RunContext) -> None:
     """Best effort, bounded: the page as it was when the job failed, and the trace.
 
@@ -239,17 +287,23 @@ async def capture_failure_artifacts(ctx: RunContext) -> None:
     alive = not (session.closed or session.crashed or session.page.is_closed())
     if alive and FAILURE_SCREENSHOT not in ctx.artifacts.names:
         with contextlib.suppress(PlaywrightError, TimeoutError, FailJob):
-            data = await asyncio.wait_for(
-                session.page.screenshot(type="png", timeout=FAILURE_SCREENSHOT_TIMEOUT_MS),
-                FAILURE_SCREENSHOT_TIMEOUT_MS / 1000 + 0.5,
-            )
+            data = await _screenshot(session)
             ctx.artifacts.add(FAILURE_SCREENSHOT, data, "image/png", retention=DEBUG)
     if alive and FAILURE_HTML not in ctx.artifacts.names:
-        with contextlib.suppress(PlaywrightError, TimeoutError, FailJob):
+        html: str | None = None
+        try:
             html = await asyncio.wait_for(
                 session.page.content(), FAILURE_SCREENSHOT_TIMEOUT_MS / 1000
             )
-            page_html = ctx.mask(html).encode()
-            ctx.artifacts.add(FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG)
+        except (PlaywrightError, TimeoutError):
+            # Waiting for an answer that never came (a posted form): the page as it was
+            # before its irreversible step acted, which is what a reviewer needs.
+            html = ctx.html_before_irreversible
+        if html is not None:
+            with contextlib.suppress(FailJob):
+                page_html = ctx.mask(html).encode()
+                ctx.artifacts.add(
+                    FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG
+                )
     if ctx.trace is not None and not session.closed and not session.crashed:
         await ctx.trace.finish(ctx.artifacts, failed=True)

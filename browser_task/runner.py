@@ -15,9 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from browser_task import endings
 from browser_task.ahead import SlotSignals
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
+from browser_task.checkpointing import AttemptLost, Progress
 from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
 from browser_task.egress import EgressGuard, Resolver
@@ -42,7 +44,7 @@ from browser_task.usage import AttemptMeter
 from browser_task.video import drop_video, keep_video
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.options import ProxyOptions
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.service import ScheduleStore
@@ -51,6 +53,8 @@ from pagefleet.specs.settings import WorkerSettings
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds").
 CANCEL_POLL_S = 1.0
+# Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
+STEP_SETTLE_MARGIN_S = 5.0
 
 
 def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
@@ -230,6 +234,8 @@ class JobRunner:
                 else self._refusals_since(time.time())
             ),
             events=events,
+            progress=Progress(self.lifecycle, job, events),
+            idempotency_key=job.idempotency_key,
         )
         if events is not None:
             events.mask_with(ctx.mask)  # the job's secret values never reach an event
@@ -269,6 +275,12 @@ class JobRunner:
             abort.cancel()
             cancel.cancel()
 
+        if not work.done() and not lease_lost.is_set() and self._stopping(cancel):
+            # An irreversible step under way finishes (or times out) and is checkpointed
+            # before the run is cut: never a silent half-state.
+            assert ctx.progress is not None
+            await ctx.progress.settle(work, self._step_bound(ctx))
+
         if work.done():
             signals.workflow_ended()
             return await self._ended(job, ctx, collector, work, log, signals.released)
@@ -285,27 +297,12 @@ class JobRunner:
             await keep_video(session, collector, failed=True)
             artifacts, _ = await collector.settle()
             log.info("job cancelled while running", step_index=ctx.step_index)
-            error = JobError(
-                kind="cancelled",
-                message="cancelled by the client while running",
-                step_index=ctx.step_index,
-            )
-            return Outcome(
-                JobStatus.CANCELLED, result=ctx.result or None, error=error, artifacts=artifacts
-            )
+            return endings.cancelled(ctx, artifacts)
 
         if self._abort.is_set():
             await self._kill(work, session)
             artifacts, _ = await collector.settle()
-            error = JobError(
-                kind="interrupted",
-                message="the worker shut down before the job finished; it will run again",
-                retryable=True,
-                step_index=ctx.step_index,
-            )
-            return Outcome(
-                JobStatus.RETRY_SCHEDULED, error=error, artifacts=artifacts, release_message=True
-            )
+            return endings.interrupted(self.lifecycle, job, ctx, artifacts)
 
         # The watchdog: the run outlived job_timeout_s. Snapshot, then close the context
         # from outside the page, which ends whatever the step was waiting on.
@@ -313,18 +310,7 @@ class JobRunner:
         await self._kill(work, session)
         await keep_video(session, collector, failed=True)
         artifacts, _ = await collector.settle()
-        timeout_s = request.options.job_timeout_s
-        step = ctx.step_index
-        error = JobError(
-            kind="timeout",
-            message=f"the job ran longer than its job_timeout_s of {timeout_s} s",
-            timeout="job",
-            step_index=step,
-            step=describe(request.steps[step], ctx) if step is not None else None,
-        )
-        return Outcome(
-            JobStatus.TIMED_OUT, result=ctx.result or None, error=error, artifacts=artifacts
-        )
+        return endings.timed_out(self.lifecycle, job, ctx, artifacts)
 
     async def _ended(
         self,
@@ -334,9 +320,16 @@ class JobRunner:
         work: asyncio.Task[dict[str, Any]],
         log: JobLog,
         released: asyncio.Event,
-    ) -> Outcome:
-        """The workflow returned or raised: success, or a failure to retry or fail."""
+    ) -> Outcome | None:
+        """The workflow returned or raised: success, or a failure to retry, fail or review
+        (None: the lease was lost at a checkpoint, nothing is written)."""
         crash = work.exception()
+        if isinstance(crash, AttemptLost):
+            log.warning("lease lost at a checkpoint; abandoning the run without writing")
+            await ctx.session.close()
+            collector.cancel()
+            return None
+        checkpoints = ctx.progress.view() if ctx.progress else None
         if crash is None:
             warm = ctx.session.warm_key is not None
             changes = None
@@ -358,7 +351,11 @@ class JobRunner:
             ctx.session.reusable = warm and ctx.guard.stopped is None
             await ctx.session.close()
             return Outcome(
-                JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts, changes=changes
+                JobStatus.SUCCEEDED,
+                result=work.result(),
+                artifacts=artifacts,
+                checkpoints=checkpoints,
+                changes=changes,
             )
         if isinstance(crash, JobFailure):
             failure = crash
@@ -373,10 +370,17 @@ class JobRunner:
             if ctx.step_index is not None:
                 failure.at_step(ctx.step_index, describe(job.request.steps[ctx.step_index], ctx))
         await capture_failure_artifacts(ctx)
+        try:
+            outcome = await endings.failed(self.lifecycle, job, failure, ctx)
+        except AttemptLost:
+            outcome = None  # while compensating: another attempt owns the job now
         await ctx.session.close()
+        if outcome is None:
+            collector.cancel()
+            return None
         await keep_video(ctx.session, collector, failed=True)
-        artifacts, _ = await collector.settle()
-        return self._failed(job, failure, ctx.result, artifacts)
+        outcome.artifacts, _ = await collector.settle()
+        return outcome
 
     def guard(self) -> EgressGuard:
         """A job's own scheme and address checks (its refusals are its own)."""
@@ -400,6 +404,17 @@ class JobRunner:
         )
         outcome.failed_origin = failure.origin
         return outcome
+
+    def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
+        """A cancel or a drain asked the run to stop."""
+        cancelled = cancel.done() and not cancel.cancelled() and cancel.result()
+        return bool(cancelled) or self._abort.is_set()
+
+    def _step_bound(self, ctx: RunContext) -> float:
+        """How long a stop waits for the step under way: its own timeout and a margin."""
+        step = ctx.request.steps[ctx.step_index] if ctx.step_index is not None else None
+        timeout_ms = ctx.timeout_ms(step) if step is not None else 0
+        return timeout_ms / 1000 + STEP_SETTLE_MARGIN_S
 
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.

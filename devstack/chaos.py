@@ -35,7 +35,7 @@ from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 # Final for the purpose of "lost": nothing more happens to the job without an operator.
-SETTLED = frozenset(s for s in JobStatus if s.is_final) | {JobStatus.DEAD_LETTERED}
+SETTLED = frozenset(s for s in JobStatus if s.is_settled)
 
 # Chaos runs: a killed worker's job comes back after this lease, not after 60 s.
 CHAOS_LEASE_S = 10

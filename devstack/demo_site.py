@@ -1,13 +1,15 @@
 """The demo website the example workflows run against, served on loopback only.
 
 Static pages from ``examples/site`` plus two handlers: ``POST /contact`` answers with a
-confirmation page that echoes the submitted name (HTML-escaped), and the watched shop
-(``/watch/``, ``devstack.demo_watch``) whose prices and stock a test or a user changes
-between a monitor's runs.
+confirmation page that echoes the submitted name (HTML-escaped), the shop's order desk
+under ``/shop`` (``devstack.demo_orders``: orders recorded by reference, answers that can be
+slow or dropped), and the watched shop (``/watch/``, ``devstack.demo_watch``) whose prices
+and stock a test or a user changes between a monitor's runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import zlib
@@ -15,8 +17,9 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
+from devstack.demo_orders import Answer, Orders, handle_get, handle_post
 from devstack.demo_watch import (
     MAX_STATE_BYTES,
     PAGE_PATH,
@@ -50,6 +53,10 @@ class _Handler(SimpleHTTPRequestHandler):
     server_version = "pagefleet-demo/1"
     disable_nagle_algorithm = True  # no delayed-ACK stall between headers and body
 
+    def __init__(self, *args: Any, orders: Orders, **kwargs: Any) -> None:
+        self.orders = orders
+        super().__init__(*args, **kwargs)
+
     def log_message(self, format: str, *args: Any) -> None:  # quiet: the stack prints enough
         return
 
@@ -64,10 +71,15 @@ class _Handler(SimpleHTTPRequestHandler):
         return shop
 
     def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
-        if path == PAGE_PATH:
+        parts = urlsplit(self.path)
+        if parts.path.startswith("/shop/"):
+            answer = handle_get(self.orders, parts.path, parse_qs(parts.query))
+            if answer is not None:
+                self._answer(answer)
+                return
+        if parts.path == PAGE_PATH:
             self._send(200, "text/html; charset=utf-8", self._shop.page())
-        elif path == STATE_PATH:
+        elif parts.path == STATE_PATH:
             self._send(200, "application/json", json.dumps(self._shop.state()).encode())
         else:
             super().do_GET()
@@ -94,18 +106,28 @@ class _Handler(SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self) -> None:
-        if self.path.split("?", 1)[0] == RESET_PATH:
+        path = urlsplit(self.path).path
+        if path == RESET_PATH:
             self._shop.reset()
             self._send(200, "application/json", json.dumps(self._shop.state()).encode())
-            return
-        if self.path.split("?", 1)[0] != "/contact":
-            self.send_error(404)
             return
         length = int(self.headers.get("Content-Length") or 0)
         if length > _MAX_FORM_BYTES:
             self.send_error(413)
             return
-        form = parse_qs(self.rfile.read(length).decode("utf-8", "replace"))
+        raw = self.rfile.read(length)
+        if path.startswith("/shop/"):
+            form = parse_qs(raw.decode("utf-8", "replace"))
+            answer = handle_post(self.orders, path, form, raw)
+            if answer is None:
+                self.send_error(404)
+            else:
+                self._answer(answer)
+            return
+        if path != "/contact":
+            self.send_error(404)
+            return
+        form = parse_qs(raw.decode("utf-8", "replace"))
         name = form.get("name", [""])[0].strip()
         email = form.get("email", [""])[0].strip()
         if not name or not email:
@@ -117,13 +139,33 @@ class _Handler(SimpleHTTPRequestHandler):
         ).encode()
         self._send(200, "text/html; charset=utf-8", body)
 
+    def _answer(self, answer: Answer) -> None:
+        if answer.drop:
+            # Recorded, never answered: the client sees its connection closed.
+            self.close_connection = True
+            return
+        body = answer.body.encode()
+        # A slow answer's client may have gone (its job timed out): that is expected here.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.send_response(answer.status)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
 
 class DemoSite(LoopbackServer):
-    """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one)."""
+    """The demo website on ``http://127.0.0.1:<port>`` (port 0 picks a free one); its
+    ``orders`` are the shop's order desk (what was ordered, how it answers)."""
 
     def __init__(self, port: int = 0, root: Path = SITE_DIR) -> None:
-        handler = partial(_Handler, directory=str(root))
+        self.orders = Orders()
+        handler = partial(_Handler, directory=str(root), orders=self.orders)
         server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.shop = WatchedShop()
         server.shop = self.shop  # type: ignore[attr-defined]
         super().__init__(server, "demo-site")
+
+    def stop(self) -> None:
+        self.orders.stop()
+        super().stop()

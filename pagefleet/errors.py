@@ -84,6 +84,12 @@ class JobNotCancellable(PagefleetError):
     code = "conflict"
 
 
+class JobNotInReview(PagefleetError):
+    """Only a job in needs_review can be resolved; the message names its state."""
+
+    code = "conflict"
+
+
 class Unauthorized(PagefleetError):
     code = "unauthorized"
 

@@ -8,8 +8,9 @@ tagged job role signs as its own principal; every call is checked against that p
 policies in the synthesized template), and drives it as clients do: every example workflow
 (artifacts, saved sessions, pagination, forms), a session never saved, a tenant's secret,
 a schedule fired by the local Scheduler, a job followed over the WebSocket, a webhook, a
-cancel and a deletion. Then tenant A's stores, built by the worker's own code, reach for
-tenant B's artifacts, sessions, usage and secrets. ``--merge`` adds other runs' reports
+cancel and a deletion, an order that waits in review and is resolved. Then tenant A's
+stores, built by the worker's own code, reach for tenant B's artifacts, sessions, usage and
+secrets. ``--merge`` adds other runs' reports
 (the worker smoke's). Prints, as its last lines::
 
     iam: <N> calls by <M> principals checked, 0 denied
@@ -34,7 +35,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from devstack.examples import run_examples  # noqa: E402
+from devstack.examples import EXAMPLES_DIR, load_example, run_examples  # noqa: E402
 from devstack.iam.guard import merge_reports  # noqa: E402
 from devstack.iam.local import summary  # noqa: E402
 from devstack.iam.probes import Probe, cross_tenant_probes  # noqa: E402
@@ -159,6 +160,22 @@ def tour(stack: LocalStack) -> list[str]:
         client.delete(job.job_id)
 
     step("a cancel and a deletion", cancel_and_delete)
+
+    def review() -> None:
+        assert stack.site is not None
+        body = load_example(EXAMPLES_DIR / "place-order.json", stack.site_url)
+        del body["steps"][4]["check"]  # nothing can tell: the job waits for a person
+        stack.site.orders.set(drop=True)  # the order recorded, never answered
+        try:
+            job = client.wait(client.submit(body).job_id, timeout=TIMEOUT_S)
+        finally:
+            stack.site.orders.set(drop=False)
+        if job.status.value != "needs_review":
+            raise RuntimeError(f"the order ended {job.status.value}, not in review")
+        client.resolve(job.job_id, "not_done")  # queued again by the API
+        client.wait(job.job_id, timeout=TIMEOUT_S)
+
+    step("an order in review, resolved", review)
 
     def heavy() -> None:
         stack.start_worker({"PAGEFLEET_POOL": "heavy"})

@@ -55,12 +55,12 @@ export function onUnauthorized(listener) {
   unauthorized.add(listener);
 }
 
-export async function api(path, { method = "GET", body, query, signal, key } = {}) {
+export async function api(path, { method = "GET", body, query, signal, key, headers: extra } = {}) {
   const url = new URL(config.api_base + path, window.location.origin);
   for (const [name, value] of Object.entries(query || {})) {
     if (value !== undefined && value !== null && value !== "") url.searchParams.set(name, value);
   }
-  const headers = { Accept: "application/json" };
+  const headers = { ...(extra || {}), Accept: "application/json" };
   const token = key || apiKey();
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";

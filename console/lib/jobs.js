@@ -3,7 +3,7 @@
 import { h } from "./dom.js";
 
 export const STATUSES = [
-  "scheduled", "waiting", "queued", "running", "retry_scheduled",
+  "scheduled", "waiting", "queued", "running", "retry_scheduled", "needs_review",
   "succeeded", "failed", "timed_out", "cancelled", "expired", "dead_lettered",
 ];
 

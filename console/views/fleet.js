@@ -33,6 +33,7 @@ export function fleetView(main) {
         figure("fleet-queued", "Queued", counts.queued ?? 0, String(counts.queued ?? 0)),
         figure("fleet-oldest", "Oldest queued", stats.oldest_queued_age_s, seconds(stats.oldest_queued_age_s)),
         figure("fleet-running", "Running", counts.running ?? 0, String(counts.running ?? 0)),
+        figure("fleet-review", "Needs review", counts.needs_review ?? 0, String(counts.needs_review ?? 0)),
         figure("fleet-success", "Success rate", stats.success_rate, percent(stats.success_rate)),
         figure("fleet-failure", "Failure rate", stats.failure_rate, percent(stats.failure_rate)),
         figure("fleet-retry", "Retry rate", stats.retry_rate, percent(stats.retry_rate))),
@@ -41,7 +42,7 @@ export function fleetView(main) {
         ["Queue delay", "delay", stats.queue_delay_s],
       ].map(([label, id, p]) => h("tr", {}, h("th", { scope: "row" }, label),
         ["p50", "p95", "p99"].map((q) => h("td", { id: `fleet-${id}-${q}`, class: "num", dataset: { value: p[q] ?? "" } }, seconds(p[q])))))),
-      table(["State", "Jobs now"], waiting.concat(["running"]).map((s) =>
+      table(["State", "Jobs now"], waiting.concat(["running", "needs_review"]).map((s) =>
         h("tr", {}, h("th", { scope: "row" }, s), h("td", { class: "num" }, String(counts[s] ?? 0))))),
       h("p", { class: "hint" }, `${stats.sampled} jobs made in the window; ended: `,
         Object.entries(stats.finished || {}).map(([s, n]) => `${s} ${n}`).join(", ") || "none", "."));

@@ -1,5 +1,6 @@
-// One job: status, attempts, steps with timings, the live log, screenshots, artifacts and
-// result; Cancel and "Run again". Another tenant's job reads as not found.
+// One job: status, attempts, irreversible steps' checkpoints, steps with timings, the live
+// log, screenshots, artifacts and result; Cancel and "Run again", and for a job that needs
+// review the two answers to its question. Another tenant's job reads as not found.
 
 import { api } from "../lib/api.js";
 import { clear, h, notice, table } from "../lib/dom.js";
@@ -28,6 +29,14 @@ function summary(job) {
   if (job.schedule_id) items.push(["Schedule", h("a", { href: `#/schedules/${job.schedule_id}`, class: "mono" }, job.schedule_id)]);
   if (job.run_at) items.push(["Runs at", when(new Date(job.run_at * 1000).toISOString())]);
   if (job.deferred_reason) items.push(["Waiting because", job.deferred_reason]);
+  if (job.compensation) {
+    const c = job.compensation;
+    items.push(["Compensation", `${c.state}${c.error ? `: ${c.error}` : ""}`]);
+  }
+  if (job.resolution) {
+    const r = job.resolution;
+    items.push(["Resolved", `${r.outcome.replace("_", " ")}${r.continue ? ", continued" : ""} by ${r.by}, ${when(r.at)}`]);
+  }
   return h("dl", { class: "summary" }, items.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
 }
 
@@ -37,6 +46,19 @@ function errorBlock(job) {
   return h("div", { class: "job-error", role: "note" },
     h("strong", {}, `${e.kind || e.code || "error"}: `), e.message || "",
     e.step !== undefined && e.step !== null ? h("p", {}, `at step ${e.step}`) : null);
+}
+
+function checkpointsTable(job) {
+  if (!job.checkpoints || !job.checkpoints.length) return null;
+  return section("Irreversible steps", "checkpoints",
+    table(["Step", "Label", "State", "How", "Attempt", "At"], job.checkpoints.map((c) =>
+      h("tr", { dataset: { step: c.step, state: c.state } },
+        h("td", { class: "num" }, String(c.step)),
+        h("td", {}, c.label),
+        h("td", { class: `checkpoint-${c.state}` }, c.state.replace("_", " ")),
+        h("td", {}, c.how),
+        h("td", { class: "num" }, String(c.attempt)),
+        h("td", {}, when(c.at))))));
 }
 
 function attemptsTable(job) {
@@ -60,6 +82,8 @@ function logLine(event) {
     case "step_finished": text = `step ${event.path || event.index} ${event.outcome} in ${event.duration_ms} ms`; break;
     case "navigation": text = `navigated to ${event.url}`; break;
     case "retry": text = `will retry in ${event.delay_s} s: ${event.kind || ""} ${event.reason || ""}`; break;
+    case "checkpoint": text = `step ${event.index} ${event.state} (${event.how}): ${event.label || ""}`; break;
+    case "compensation": text = `compensation ${event.state}${event.message ? `: ${event.message}` : ""}`; break;
     case "truncated": text = `${event.dropped} events dropped`; break;
     default: text = `${event.level ? `[${event.level}] ` : ""}${event.message || ""}`;
   }
@@ -109,7 +133,8 @@ export function jobView(main, { match, navigate }) {
   const messages = h("div", { class: "messages" });
   const details = h("div", { class: "job-details" });
   const stepsPart = h("div");
-  const log = h("ol", { class: "log", id: "job-log", "aria-live": "polite", "aria-relevant": "additions" });
+  // Focusable: a long log scrolls, and a keyboard must reach it too.
+  const log = h("ol", { class: "log", id: "job-log", tabindex: "0", "aria-live": "polite", "aria-relevant": "additions" });
   const artifacts = h("div");
   const changes = h("section", { "aria-labelledby": "changes-title", id: "changes", hidden: true },
     h("h2", { id: "changes-title" }, "Changes"));
@@ -168,7 +193,38 @@ export function jobView(main, { match, navigate }) {
     clear(head).append(
       h("h1", {}, "Job ", h("span", { class: "mono" }, jobId)),
       h("p", { class: "job-status" }, "Status: ", h("span", { id: "job-status" }, badge(job.status))),
-      h("div", { class: "actions" }, cancel, again));
+      h("div", { class: "actions" }, cancel, again),
+      job.status === "needs_review" ? reviewPart() : "");
+  }
+
+  // The person's answer to a job in review: did its irreversible step take effect?
+  function reviewPart() {
+    // The step at stake: the last irreversible one not settled as "not done".
+    const step = (job.checkpoints || []).filter((c) => c.state !== "not_done")
+      .sort((a, b) => b.step - a.step)[0];
+    const goOn = h("input", { type: "checkbox", id: "review-continue" });
+    const resolve = (outcome) => async () => {
+      try {
+        const body = { outcome, continue: outcome === "done" && goOn.checked };
+        const answer = await api(`/jobs/${jobId}/resolve`, { method: "POST", body });
+        messages.replaceChildren(notice("info", answer.status === "succeeded"
+          ? "Resolved: the job succeeded with the results it had."
+          : "Resolved: the job runs again."));
+        refresh();
+      } catch (error) {
+        messages.replaceChildren(notice("error", `Resolve failed: ${error.message}`));
+      }
+    };
+    return h("section", { class: "review", id: "review", "aria-labelledby": "review-title" },
+      h("h2", { id: "review-title" }, "Needs review"),
+      h("p", {}, step
+        ? `Did step ${step.step} (${step.label}) take effect? The platform could not tell, and will not run it again on its own.`
+        : "This job stopped where the platform cannot tell what happened."),
+      h("p", { class: "hint" }, "Look at the site (the failure screenshot and HTML are below), then answer."),
+      h("div", { class: "actions" },
+        h("button", { type: "button", id: "review-done", onclick: resolve("done") }, "Done: it happened"),
+        h("button", { type: "button", id: "review-not-done", class: "secondary", onclick: resolve("not_done") }, "Not done: run it again"),
+        h("label", { for: "review-continue" }, goOn, " with Done, run the steps after it")));
   }
 
   async function refresh() {
@@ -188,7 +244,7 @@ export function jobView(main, { match, navigate }) {
     }
     if (closed) return false;
     showHead();
-    details.replaceChildren(summary(job), errorBlock(job) || "",
+    details.replaceChildren(summary(job), errorBlock(job) || "", checkpointsTable(job) || "",
       section("Attempts", "attempts", attemptsTable(job)));
     if (job.result !== null && job.result !== undefined) {
       result.replaceChildren(h("pre", { class: "json", id: "job-result", tabindex: "0" }, json(job.result)));

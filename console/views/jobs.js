@@ -56,6 +56,8 @@ function filterForm(params, navigate) {
     field("Workflow", inputs.workflow),
     field("Schedule", inputs.schedule_id),
     h("button", { type: "submit" }, "Filter"),
+    // Jobs whose irreversible step's outcome is unknown: a person resolves each.
+    h("a", { href: "#/jobs?status=needs_review", class: "button secondary", id: "filter-review" }, "Needs review"),
   );
 }
 

@@ -16,6 +16,7 @@ const EXAMPLE_STEPS = [
 // The control each top-level field of the request is edited in.
 const CONTROL_OF = {
   steps: "submit-steps",
+  compensate: "submit-compensate",
   workflow: "submit-workflow",
   inputs: "submit-inputs",
   options: "submit-options",
@@ -55,6 +56,8 @@ export function submitView(main, { params, navigate }) {
   const preset = params.get("workflow");
   const mode = { value: preset ? "named" : "steps" };
   const steps = h("textarea", { id: "submit-steps", rows: 14, spellcheck: "false", class: "code" }, json(EXAMPLE_STEPS));
+  const compensate = h("textarea", { id: "submit-compensate", rows: 3, spellcheck: "false", class: "code" });
+  const idempotencyKey = h("input", { id: "submit-idempotency-key", type: "text", maxlength: 255 });
   const workflow = h("select", { id: "submit-workflow" }, h("option", { value: "" }, "choose a workflow"));
   const version = h("select", { id: "submit-version" }, h("option", { value: "" }, "latest"));
   const inputs = h("textarea", { id: "submit-inputs", rows: 4, spellcheck: "false", class: "code" }, "{}");
@@ -66,7 +69,10 @@ export function submitView(main, { params, navigate }) {
   const general = h("div", { class: "messages", id: "submit-messages" });
   const verdict = h("p", { class: "verdict", id: "submit-verdict", role: "status", "aria-live": "polite" });
   const actionsHint = h("span");
-  const stepsField = field("Steps (JSON)", steps, { hint: actionsHint });
+  const stepsField = h("div", {}, field("Steps (JSON)", steps, { hint: actionsHint }),
+    field("Compensate (JSON, optional)", compensate, {
+      hint: "Steps run once if the job fails after an irreversible step took effect (cancel the order).",
+    }));
   const namedField = h("div", {}, field("Workflow", workflow), field("Version", version));
 
   const radios = ["steps", "named"].map((value) => h("input", {
@@ -87,6 +93,9 @@ export function submitView(main, { params, navigate }) {
     field("Inputs (JSON object)", inputs, { hint: "Values for {{inputs.name}} in the steps." }),
     field("Options (JSON object)", options, { hint: "e.g. {\"trace\": true, \"capture_console\": true}" }),
     h("div", { class: "row" }, field("Priority", priority), field("Delay (seconds)", delay), field("Name", name)),
+    field("Idempotency-Key (optional)", idempotencyKey, {
+      hint: "The same key returns the same job; steps may use it as {{job.idempotency_key}}.",
+    }),
     verdict, general, h("button", { type: "submit" }, "Submit"));
   main.append(form);
   showMode();
@@ -98,6 +107,8 @@ export function submitView(main, { params, navigate }) {
     if (mode.value === "steps") {
       const parsed = parseJson(steps.value, "submit-steps", errors, []);
       if (parsed !== undefined) body.steps = parsed;
+      const undo = parseJson(compensate.value, "submit-compensate", errors, null);
+      if (undo) body.compensate = undo;
     } else if (workflow.value) {
       body.workflow = version.value ? `${workflow.value}@${version.value}` : workflow.value;
     } else {
@@ -143,7 +154,7 @@ export function submitView(main, { params, navigate }) {
       }
       const ticket = ++asked;
       try {
-        const answer = await api("/jobs/validate", { method: "POST", body });
+        const answer = await api("/jobs/validate", { method: "POST", body, headers: keyHeader() });
         if (ticket === asked) show(answer.errors || []);
       } catch (error) {
         if (ticket === asked) show(error.fieldErrors().length ? error.fieldErrors() : [{ field: "", message: error.message }]);
@@ -160,7 +171,7 @@ export function submitView(main, { params, navigate }) {
       return;
     }
     try {
-      const made = await api("/jobs", { method: "POST", body });
+      const made = await api("/jobs", { method: "POST", body, headers: keyHeader() });
       navigate(`#/jobs/${made.job_id}`);
     } catch (error) {
       const named = error.fieldErrors();
@@ -169,7 +180,14 @@ export function submitView(main, { params, navigate }) {
     }
   }
 
-  for (const control of [steps, inputs, options, delay, name]) control.addEventListener("input", check);
+  function keyHeader() {
+    const key = idempotencyKey.value.trim();
+    return key ? { "Idempotency-Key": key } : {};
+  }
+
+  for (const control of [steps, compensate, inputs, options, delay, name, idempotencyKey]) {
+    control.addEventListener("input", check);
+  }
   for (const control of [priority, version]) control.addEventListener("change", check);
 
   async function loadVersions() {
@@ -190,7 +208,11 @@ export function submitView(main, { params, navigate }) {
     try {
       const schema = await api("/workflow.schema.json");
       const actions = actionsOf(schema);
-      if (actions.length) actionsHint.textContent = `A list of steps. Actions: ${actions.join(", ")}.`;
+      if (actions.length) {
+        actionsHint.textContent = `A list of steps. Actions: ${actions.join(", ")}. A step that `
+          + "must happen once (pays, submits) may carry \"irreversible\": true and a read-only "
+          + "\"check\": [steps]; {{job.id}} gives a reference the site can keep.";
+      }
     } catch {
       actionsHint.textContent = "A list of steps.";
     }

@@ -129,6 +129,7 @@ class AwsJobData:
             tenant_id,
             job_id,
             "REMOVE expires_at",
-            "#status <> :dead",
-            {":dead": JobStatus.DEAD_LETTERED.value},
+            # Not while it is (again) dead-lettered or in review: those keep their expiry.
+            "#status <> :dead AND #status <> :review",
+            {":dead": JobStatus.DEAD_LETTERED.value, ":review": JobStatus.NEEDS_REVIEW.value},
         )

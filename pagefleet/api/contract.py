@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.models import Artifact, JobError, JobRecord
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
@@ -95,6 +96,16 @@ class JobView(_View):
     workflow_version: int | None = None
     schedule_id: str | None = Field(default=None, description="the schedule that made it")
     scheduled_time: str | None = None
+    checkpoints: list[Checkpoint] = Field(
+        default_factory=list,
+        description="the word on each irreversible step the job reached (started, done...)",
+    )
+    compensation: Compensation | None = Field(
+        default=None, description="the job's compensate steps, if they ran"
+    )
+    resolution: Resolution | None = Field(
+        default=None, description="how a person resolved the job when it needed review"
+    )
     changes: Changes | None = Field(
         default=None,
         description=(
@@ -129,6 +140,39 @@ class JobView(_View):
 class CancelResponse(JobView):
     """The job after a cancel: ``cancelled`` (200), or still ``running`` with
     ``cancel_requested_at`` set while its worker stops it (202)."""
+
+
+class ResolveRequest(BaseModel):
+    """``POST /v1/jobs/{id}/resolve``: whether the irreversible step took effect."""
+
+    model_config = ConfigDict(
+        extra="forbid", defer_build=True, validate_by_name=True, validate_by_alias=True
+    )
+
+    outcome: Literal["done", "not_done"] = Field(
+        description=(
+            "done: the step took effect (the job ends succeeded with the results it has); "
+            "not_done: it did not (the job runs again from the start)"
+        )
+    )
+    continue_: bool = Field(
+        default=False,
+        alias="continue",
+        description=(
+            "with done: run the steps after the irreversible one in a new attempt, for "
+            "workflows whose following steps start with their own goto"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _continue_after_done(self) -> ResolveRequest:
+        if self.continue_ and self.outcome != "done":
+            raise ValueError("continue goes with outcome done (not_done runs the job again)")
+        return self
+
+
+class ResolveResponse(JobView):
+    """The job after its resolution: ``succeeded``, or ``queued`` to run again."""
 
 
 class SubmitResponse(_View):
@@ -460,7 +504,9 @@ class FleetStatsView(_View):
     long they took (seconds)."""
 
     window_s: int
-    counts: dict[str, int] = Field(description="jobs in each waiting or running state now")
+    counts: dict[str, int] = Field(
+        description="jobs in each waiting or running state now, and in needs_review"
+    )
     oldest_queued_age_s: float | None = Field(
         default=None, description="how long the oldest queued job has waited"
     )

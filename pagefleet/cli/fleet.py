@@ -30,7 +30,7 @@ def stats(
     if as_json:
         console.print_json(figures.model_dump_json())
         return
-    now = Table("now", "jobs", title="waiting and running")
+    now = Table("now", "jobs", title="waiting, running and in review")
     for state, count in figures.counts.items():
         now.add_row(state, str(count))
     now.add_row("oldest queued", _secs(figures.oldest_queued_age_s))

@@ -1,8 +1,8 @@
 """``pagefleet follow ID`` and ``submit FILE --follow``: a job's progress as it happens.
 
 Exit codes once the job ends (README, "Follow a job live"): 0 succeeded, 1 failed,
-4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered; 8 if ``--timeout`` passed while the
-job still ran; 2 bad input and 3 API errors as for every command.
+4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered, 9 needs_review; 8 if ``--timeout``
+passed while the job still ran; 2 bad input and 3 API errors as for every command.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ EXIT_BY_STATUS = {
     JobStatus.CANCELLED: 5,
     JobStatus.EXPIRED: 6,
     JobStatus.DEAD_LETTERED: 7,
+    JobStatus.NEEDS_REVIEW: 9,
 }
 EXIT_STILL_RUNNING = 8
 
@@ -66,6 +67,14 @@ def _event_line(event: RunEvent) -> str | None:
         return f"  [magenta]console.{event.level}:[/] {escape(event.message or '')}"
     if kind is EventType.TRUNCATED:
         return f"[yellow]{escape(event.message or 'events were dropped')}[/]"
+    if kind is EventType.CHECKPOINT:
+        return (
+            f"  [bold]◆[/] {where} {escape(event.label or '')}: "
+            f"[bold]{event.state}[/] ({event.how})"
+        )
+    if kind is EventType.COMPENSATION:
+        failed = f": {escape(event.message)}" if event.message else ""
+        return f"[magenta]compensation {event.state}[/]{failed}"
     return None  # state events repeat the status lines
 
 
@@ -120,7 +129,7 @@ def follow(
     """Show a job's progress as it happens (steps, log lines, retries) until it ends.
 
     Exit code: 0 succeeded, 1 failed, 4 timed_out, 5 cancelled, 6 expired, 7 dead_lettered,
-    8 still running at --timeout."""
+    9 needs_review, 8 still running at --timeout."""
     with api_client(api_url, api_key) as client:
         code = follow_job(client, job_id, after=after, timeout=timeout, live=live, as_json=as_json)
     raise typer.Exit(code)

@@ -186,6 +186,41 @@ def cancel(
         console.print(f"[bold]{job.job_id}[/] is {render.status(job)}; its worker is stopping it")
 
 
+def resolve(
+    job_id: Annotated[str, typer.Argument(help="Job id (in needs_review).")],
+    done: Annotated[
+        bool | None,
+        typer.Option(
+            "--done/--not-done",
+            help="Whether its irreversible step took effect: done ends it succeeded; "
+            "not done runs it again from the start.",
+            show_default=False,
+        ),
+    ] = None,
+    go_on: Annotated[
+        bool,
+        typer.Option(
+            "--continue",
+            help="With --done: run the steps after the irreversible one in a new attempt.",
+        ),
+    ] = False,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Resolve a job in needs_review: did its irreversible step take effect?"""
+    if done is None:
+        fail("say whether the step took effect: --done or --not-done", EXIT_USAGE)
+    if go_on and not done:
+        fail("--continue goes with --done (--not-done runs the job again)", EXIT_USAGE)
+    with api_client(api_url, api_key) as client:
+        job = client.resolve(job_id, "done" if done else "not_done", continue_=go_on)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    else:
+        render.print_job(job)
+
+
 def jobs(
     status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,

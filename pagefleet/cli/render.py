@@ -20,7 +20,9 @@ _STATUS_STYLE = {
     "running": "cyan",
     "queued": "blue",
     "retry_scheduled": "magenta",
+    "needs_review": "bold magenta",
 }
+_CHECKPOINT_STYLE = {"done": "green", "not_done": "yellow", "unknown": "magenta"}
 
 
 def status(job: Job) -> str:
@@ -46,6 +48,18 @@ def print_job(job: Job) -> None:
         if job.error.step:
             where += f" {job.error.step}"
         table.add_row("error", f"[red]{job.error.kind}[/] {where}: {job.error.message}".strip())
+    for checkpoint in job.checkpoints:
+        style = _CHECKPOINT_STYLE.get(checkpoint.state, "cyan")
+        table.add_row(
+            f"step {checkpoint.step}",
+            f"{checkpoint.label}: [{style}]{checkpoint.state}[/] ({checkpoint.how}, attempt "
+            f"{checkpoint.attempt}, {checkpoint.at})",
+        )
+    if job.compensation is not None:
+        failed = f": {job.compensation.error}" if job.compensation.error else ""
+        table.add_row("compensation", f"{job.compensation.state}{failed}")
+    if job.status.value == "needs_review":
+        table.add_row("resolve", f"pagefleet resolve {job.job_id} --done | --not-done")
     if job.artifacts:
         table.add_row("artifacts", ", ".join(f"{a.name} ({a.size} B)" for a in job.artifacts))
     console.print(table)

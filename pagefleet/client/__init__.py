@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
@@ -268,6 +268,16 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
         """Cancel a job: queued ones at once; running ones stop within seconds."""
         return Job.model_validate_json(self._request("POST", f"/v1/jobs/{job_id}/cancel").content)
 
+    def resolve(
+        self, job_id: str, outcome: Literal["done", "not_done"], *, continue_: bool = False
+    ) -> Job:
+        """Resolve a job in needs_review: ``done`` (its irreversible step took effect: it
+        ends succeeded, or with ``continue_`` runs the steps after it) or ``not_done`` (it
+        runs again from the start). ``ApiError`` 409 when the job is not in review."""
+        body = {"outcome": outcome, "continue": continue_}
+        response = self._request("POST", f"/v1/jobs/{job_id}/resolve", json=body)
+        return Job.model_validate_json(response.content)
+
     def dead_letters(self) -> builtins.list[Job]:
         """Dead-lettered jobs of every tenant (admin key)."""
         response = self._request("GET", "/v1/admin/dead-letters")
@@ -301,12 +311,13 @@ class PagefleetClient(DispatchCalls, TenancyCalls):
         return found if link is None else Changes.model_validate_json(self.download_verified(link))
 
     def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> Job:
-        """Poll until the job is final; raises TimeoutError (with the last status) otherwise."""
+        """Poll until the job is final, or in needs_review (nothing happens to it until a
+        person resolves it); raises TimeoutError (with the last status) otherwise."""
         deadline = time.monotonic() + timeout
         delay = min(poll, 0.2)
         while True:
             job = self.get(job_id)
-            if job.is_final:
+            if job.is_final or job.status is JobStatus.NEEDS_REVIEW:
                 return job
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"job {job_id} still {job.status.value} after {timeout:.0f}s")

@@ -20,6 +20,12 @@ from pydantic import (
     model_validator,
 )
 
+from pagefleet.jobs.checkpoints import (
+    Checkpoint,
+    Compensation,
+    Resolution,
+    irreversible_problem,
+)
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
@@ -37,7 +43,7 @@ from pagefleet.workflow import (
     too_deep_block,
 )
 from pagefleet.workflow.steps.capture import png_name
-from pagefleet.workflow.templating import references
+from pagefleet.workflow.templating import JOB_FIELDS, references
 
 InputValue = str | int | float | bool
 JOB_ID_PATTERN = re.compile(r"^[0-9a-z]{26}$")
@@ -176,6 +182,24 @@ class JobSettings(BaseModel):
     delay_seconds: int | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     run_at: datetime | None = None
     depends_on: list[str] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
+    # What undoes the job's irreversible effect when it fails after one took effect
+    # (docs/irreversible-steps.md); a named workflow's, unless the job gives its own.
+    compensate: list[Step] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        description=(
+            "steps run once when the job ends failed after an irreversible step took effect "
+            "(cancel the order, delete the draft); a failed compensation puts the job in "
+            "needs_review"
+        ),
+    )
+
+    @field_validator("compensate", mode="before")
+    @classmethod
+    def _compensation_not_too_deep(cls, steps: Any) -> Any:
+        return refuse_deep_blocks(steps)
+
     # What a good result looks like, and what to compare with the baseline run.
     expect: Expect | None = None
     monitor: Monitor | None = None
@@ -238,24 +262,35 @@ class JobRequest(JobSettings):
 
     @model_validator(mode="after")
     def _inputs_exist(self) -> JobRequest:
-        for path, step in iter_steps(self.steps):
+        problem = irreversible_problem(self.steps, self.compensate)
+        if problem is not None:
+            raise ValueError(problem)
+        everywhere = [(f"steps[{p}]", s) for p, s in iter_steps(self.steps)]
+        everywhere += [(f"compensate[{p}]", s) for p, s in iter_steps(self.compensate or [])]
+        for where, step in everywhere:
             # A block's nested steps are checked on their own, under their own path.
             own = step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
             for namespace, name in references(own):
                 if namespace == "inputs" and name not in self.inputs:
                     raise ValueError(
-                        f"steps[{path}] uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+                        f"{where} uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+                    )
+                if namespace == "job" and name not in JOB_FIELDS:
+                    raise ValueError(
+                        f"{where} uses {{{{job.{name}}}}}; a job has "
+                        + " and ".join(f"{{{{job.{f}}}}}" for f in JOB_FIELDS)
                     )
                 if namespace == "parents" and name not in self.depends_on:
                     raise ValueError(
-                        f"steps[{path}] reads the result of job {name}, which depends_on "
-                        "does not name"
+                        f"{where} reads the result of job {name}, which depends_on does not name"
                     )
             if isinstance(step, Upload) and step.input not in self.inputs:
-                raise ValueError(f"steps[{path}] uploads input {step.input!r} but inputs has none")
+                raise ValueError(f"{where} uploads input {step.input!r} but inputs has none")
         for namespace, name in references(self.options.model_dump()):
             if namespace == "inputs" and name not in self.inputs:
                 raise ValueError(f"options use {{{{inputs.{name}}}}} but inputs has no {name!r}")
+            if namespace == "job":
+                raise ValueError(f"options cannot use {{{{job.{name}}}}}; only steps can")
         tracked = self.tracked_screenshot
         if tracked is not None and not any(
             isinstance(step, Screenshot) and step.artifact_name == tracked
@@ -273,9 +308,15 @@ class JobRequest(JobSettings):
             return None
         return png_name(self.monitor.screenshot)
 
+    def uses_job_field(self, name: str) -> bool:
+        """Whether a step (or a compensating one) uses ``{{job.<name>}}``."""
+        dumped = [s.model_dump() for s in [*self.steps, *(self.compensate or [])]]
+        return ("job", name) in set(references(dumped))
+
     def secret_names(self) -> set[str]:
         """Names of the secrets this job references (resolved only in the worker)."""
-        found = references([s.model_dump() for s in self.steps] + [self.options.model_dump()])
+        steps = [*self.steps, *(self.compensate or [])]
+        found = references([s.model_dump() for s in steps] + [self.options.model_dump()])
         return {name for namespace, name in found if namespace == "secrets"}
 
 
@@ -360,6 +401,11 @@ class JobRecord(BaseModel):
     workflow_version: int | None = None
     schedule_id: str | None = None
     scheduled_time: str | None = None
+    # Irreversible steps (docs/irreversible-steps.md): the word on each, the compensation
+    # and a person's resolution of a job in review.
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    compensation: Compensation | None = None
+    resolution: Resolution | None = None
     # A monitor's run compared with its baseline (pagefleet.monitors.changes).
     changes: Changes | None = None
 

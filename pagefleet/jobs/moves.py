@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.rules import Resume, ResumePlan
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
 
@@ -42,6 +44,9 @@ class Outcome:
     artifacts: list[Artifact] = field(default_factory=list)
     retry_delay_s: int | None = None
     release_message: bool = False  # hand the message back instead of deleting it
+    # The attempt's word on the irreversible steps (None: as the record has them).
+    checkpoints: list[Checkpoint] | None = None
+    compensation: Compensation | None = None
     # The origin a navigation failure is about, when the worker knows it (the circuit
     # breakers charge it rather than the job's first goto's).
     failed_origin: str | None = None
@@ -52,6 +57,29 @@ class Outcome:
 def expired_error() -> JobError:
     return JobError(
         kind="expired", message="the job did not start before its deadline", timeout="deadline"
+    )
+
+
+def review_error(job: JobRecord, plan: ResumePlan, cause: JobError | None = None) -> JobError:
+    """Why ``job`` waits in needs_review, and what its user can do about it."""
+    why = plan.why
+    if plan.resume is not Resume.REVIEW and plan.checkpoint is not None:
+        # It could have been checked, but no attempt is left to run the check.
+        why = (
+            f"step {plan.checkpoint.step} ({plan.checkpoint.label}) {plan.checkpoint.state} on "
+            f"attempt {plan.checkpoint.attempt} and max_attempts ({job.request.max_attempts}) "
+            "is spent before its check could tell whether it took effect"
+        )
+    message = why or "the job stopped after an irreversible step"
+    if cause is not None:
+        message += f" (the attempt ended: {cause.message})"
+    message += "; resolve it: POST /v1/jobs/{id}/resolve with outcome done or not_done"
+    return JobError(
+        kind="needs_review",
+        message=message,
+        step_index=plan.checkpoint.step if plan.checkpoint else None,
+        step=plan.checkpoint.label if plan.checkpoint else None,
+        timeout=cause.timeout if cause else None,
     )
 
 

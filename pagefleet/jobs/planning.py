@@ -27,7 +27,11 @@ from pagefleet.jobs.models import (
     new_job_id,
 )
 from pagefleet.jobs.ports import Clock, JobStore
-from pagefleet.jobs.record_size import SUBMIT_RECORD_MAX_BYTES, json_bytes
+from pagefleet.jobs.record_size import (
+    SUBMIT_RECORD_MAX_BYTES,
+    irreversible_reserve_bytes,
+    json_bytes,
+)
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission, resolve_submission
@@ -111,6 +115,15 @@ def plan_job(
                 )
             )
         _check_parents(svc, tenant_id, submission.depends_on, problems)
+    keyless = resolved is not None and idempotency_key is None
+    if keyless and resolved is not None and resolved.request.uses_job_field("idempotency_key"):
+        problems.add(
+            InvalidField(
+                "the workflow uses {{job.idempotency_key}}: submit it with an "
+                "Idempotency-Key header (or use {{job.id}})",
+                field="steps",
+            )
+        )
     if resolved is None or problems.found:
         return None
     status, dispatch_at = JobStatus.QUEUED, None
@@ -141,11 +154,12 @@ def plan_job(
         scheduled_time=schedule[1] if schedule else None,
     )
     size = json_bytes(record.model_dump(mode="json"))
-    if size > SUBMIT_RECORD_MAX_BYTES:
+    allowed = SUBMIT_RECORD_MAX_BYTES - irreversible_reserve_bytes(request)
+    if size > allowed:
         # Refused now rather than once its attempts have run and it no longer fits one item.
         problems.add(
             RequestTooLarge(
-                f"the job's record would take {size} bytes, over the {SUBMIT_RECORD_MAX_BYTES} "
+                f"the job's record would take {size} bytes, over the {allowed} "
                 "a job may use for its request; send fewer or smaller steps or inputs",
                 field="body",
             )
@@ -160,6 +174,7 @@ def validate_body(
     body: Mapping[str, Any],
     *,
     check_webhook: Callable[[str], None],
+    idempotency_key: str | None = None,
 ) -> list[Problem]:
     """Every problem ``POST /v1/jobs`` would answer for ``body``, without recording a job:
     the model's (all of them), then, if it parses, the checks that need the tenant's data."""
@@ -177,7 +192,7 @@ def validate_body(
             check_webhook(webhook)
         except InvalidRequest as error:
             problems.add(error)
-    plan_job(svc, tenant_id, submission, problems)
+    plan_job(svc, tenant_id, submission, problems, idempotency_key=idempotency_key)
     return problems.found
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.models import (
     Artifact,
     AttemptRecord,
@@ -163,8 +164,37 @@ class JobStore(Protocol):
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
+        compensation: Compensation | None = None,
         changes: dict[str, Any] | None = None,
     ) -> JobRecord: ...
+
+    def record_progress(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        attempt: int,
+        owner: str,
+        checkpoints: list[Checkpoint],
+        result: dict[str, Any] | None = None,
+        compensation: Compensation | None = None,
+    ) -> JobRecord:
+        """An attempt's checkpoints (the whole list), its results so far and its
+        compensation, fenced on (attempt, owner) like ``finish`` (raises ``LeaseLost``)."""
+
+    def resolve_review(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        to: JobStatus,
+        at: str,
+        checkpoints: list[Checkpoint],
+        resolution: Resolution,
+    ) -> JobRecord:
+        """A job in review resolved: ``succeeded``, or ``queued`` with a fresh attempt budget
+        (as a redrive). Only from needs_review, else ``IllegalTransition``."""
 
     def transition(
         self,
@@ -176,6 +206,7 @@ class JobStore(Protocol):
         error: JobError | None = None,
         lease_expired_before: int | None = None,
         retry_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
     ) -> JobRecord: ...
 
     def request_cancel(self, tenant_id: str, job_id: str, *, at: str) -> JobRecord: ...

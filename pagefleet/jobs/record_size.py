@@ -11,6 +11,9 @@ outcome write can be refused for its size and no record can outgrow an item:
 - error messages and step descriptions are cut to a bounded length;
 - the attempt log keeps the last ``ATTEMPT_LOG_MAX`` attempts;
 - the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first;
+- a job with irreversible steps keeps one checkpoint per such step (each label clipped), a
+  compensation and a resolution record: ``irreversible_reserve_bytes`` of its request, taken
+  from what its request may use at submit (a job without them keeps its whole budget).
 - a monitor's ``changes`` keep the first records of each list, fewer until they fit
   ``CHANGES_INLINE_MAX_BYTES`` (``changes.json`` has them all);
 - the job's error keeps ``ERROR_DETAILS_MAX`` of its ``details`` (at most
@@ -26,7 +29,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.checkpoints import CHECKPOINT_LABEL_MAX
+from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord, JobRequest
 from pagefleet.jobs.moves import Outcome
 from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
@@ -47,6 +51,9 @@ RESULT_ARTIFACT = "data.json"  # the worker's copy of every successful job's res
 _ERROR_BYTES = ERROR_MESSAGE_MAX_BYTES + STEP_DESCRIPTION_MAX_BYTES + 300
 _ATTEMPT_BYTES = _ERROR_BYTES + 300
 _ARTIFACT_BYTES = 700  # name <= 100, key = tenant/job/attempt/name, sha256, type
+_CHECKPOINT_BYTES = CHECKPOINT_LABEL_MAX + 150
+_COMPENSATION_BYTES = 2 * ERROR_MESSAGE_MAX_BYTES + 200
+_RESOLUTION_BYTES = 300 + 4 * 500  # who, when, and the skipped steps (at most 500)
 OUTCOME_RESERVE_BYTES = (
     INLINE_RESULT_MAX_BYTES
     + ATTEMPT_LOG_MAX * _ATTEMPT_BYTES
@@ -55,6 +62,15 @@ OUTCOME_RESERVE_BYTES = (
     + 4 * 1024  # timestamps, lease, index keys and other bookkeeping attributes
 )
 SUBMIT_RECORD_MAX_BYTES = ITEM_MAX_BYTES - OUTCOME_RESERVE_BYTES
+
+
+def irreversible_reserve_bytes(request: JobRequest) -> int:
+    """What a job's irreversible steps may add to its record besides an outcome's parts."""
+    marked = sum(1 for step in request.steps if step.irreversible)
+    if not marked:
+        return 0
+    compensation = _COMPENSATION_BYTES if request.compensate else 0
+    return marked * _CHECKPOINT_BYTES + compensation + _RESOLUTION_BYTES
 
 
 def clip(text: str, max_bytes: int) -> str:

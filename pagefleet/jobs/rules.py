@@ -1,4 +1,5 @@
-"""The lifecycle's rules as values: one attempt budget, one lease arithmetic, one slack.
+"""The lifecycle's rules as values: one attempt budget, one lease arithmetic, one slack,
+and what an attempt may do after an irreversible step started.
 
 The store adapters and the lifecycle read these; nothing else restates them.
 """
@@ -6,9 +7,12 @@ The store adapters and the lifecycle read these; nothing else restates them.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from enum import StrEnum
 
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.checkpoints import Checkpoint, pending
+from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 
@@ -93,3 +97,95 @@ def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
     return IllegalTransition(
         f"job {job.job_id} is {job.status.value}, cannot start it", status=job.status.value
     )
+
+
+# --- irreversible steps (docs/irreversible-steps.md) ------------------------------------------
+class Resume(StrEnum):
+    """What a new attempt does first, given what earlier attempts recorded."""
+
+    START = "start"  # no effect at stake: the workflow from its first step
+    CHECK = "check"  # the step's check first; then on after it, or from the start
+    CONTINUE = "continue"  # a person said the step took effect: on after it
+    REVIEW = "review"  # nobody can tell without a person: needs_review
+    COMPENSATED = "compensated"  # failed and compensated; only the ending was not written
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    resume: Resume
+    checkpoint: Checkpoint | None = None  # the irreversible step at stake
+    why: str = ""  # REVIEW: what a person must decide; COMPENSATED: the failure
+
+
+def resume_plan(job: JobRecord, checkpoints: list[Checkpoint] | None = None) -> ResumePlan:
+    """THE rule for an attempt after one that reached an irreversible step: never run it
+    again blindly. ``checkpoints``: the attempt's own view (default: the record's)."""
+    compensation = job.compensation
+    resolved_since = (
+        job.resolution is not None
+        and compensation is not None
+        and job.resolution.at >= compensation.at
+    )
+    if compensation is not None and not resolved_since:
+        if compensation.state == "done":
+            return ResumePlan(Resume.COMPENSATED, why=compensation.reason)
+        return ResumePlan(
+            Resume.REVIEW,
+            why=(
+                f"the compensation of attempt {compensation.attempt} "
+                + ("failed" if compensation.state == "failed" else "did not finish")
+                + "; whether it undid the effect is unknown"
+            ),
+        )
+    at_stake = pending(job.checkpoints if checkpoints is None else checkpoints)
+    if at_stake is None:
+        return ResumePlan(Resume.START)
+    name = f"step {at_stake.step} ({at_stake.label})"
+    if at_stake.state == "done" and at_stake.how == "resolved":
+        return ResumePlan(Resume.CONTINUE, at_stake)
+    if at_stake.state == "unknown":
+        return ResumePlan(Resume.REVIEW, at_stake, f"whether {name} took effect is unknown")
+    if job.request.steps[at_stake.step].check is not None:
+        return ResumePlan(Resume.CHECK, at_stake)
+    how = "started" if at_stake.state == "started" else "ran"
+    return ResumePlan(
+        Resume.REVIEW,
+        at_stake,
+        f"{name} {how} on attempt {at_stake.attempt} and the job did not end there; "
+        "it has no check, so running it again could do it twice",
+    )
+
+
+def after_lost_run(job: JobRecord, *, retry_allowed: bool) -> JobStatus | None:
+    """Where a job goes when its attempt ended without its worker (a dead worker's job
+    taken back, a dead letter, a reclaim with no attempt left). None: as any job."""
+    plan = resume_plan(job)
+    if plan.resume is Resume.START:
+        return None
+    if plan.resume is Resume.COMPENSATED:
+        return JobStatus.FAILED
+    if plan.resume in (Resume.CHECK, Resume.CONTINUE) and retry_allowed:
+        return JobStatus.RETRY_SCHEDULED
+    return JobStatus.NEEDS_REVIEW
+
+
+def after_failed_attempt(
+    job: JobRecord, checkpoints: list[Checkpoint], error: JobError, *, retry_allowed: bool
+) -> JobStatus | None:
+    """Where a job goes when its attempt failed after reaching an irreversible step.
+
+    None: no effect at stake, retry or fail as any job. A failure that says the site may
+    not have answered (retryable, or a timeout) is looked into by the next attempt's check,
+    else by a person; any other failure after the step took effect fails the job (and its
+    ``compensate`` runs).
+    """
+    at_stake = pending(checkpoints)
+    if at_stake is None:
+        return None
+    unsure = error.retryable or error.timeout is not None
+    if at_stake.state == "done" and not unsure:
+        return JobStatus.FAILED
+    plan = resume_plan(job, checkpoints)
+    if plan.resume in (Resume.CHECK, Resume.CONTINUE) and retry_allowed:
+        return JobStatus.RETRY_SCHEDULED
+    return JobStatus.NEEDS_REVIEW

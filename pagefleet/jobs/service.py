@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pagefleet.errors import (
     EnqueueFailed,
@@ -199,6 +199,19 @@ def cancel_job(svc: JobServices, tenant_id: str, job_id: str) -> JobRecord:
     mid-action and records it ``cancelled`` with the artifacts taken so far.
     """
     return svc.lifecycle.cancel(tenant_id, job_id)
+
+
+def resolve_job(
+    svc: JobServices,
+    tenant_id: str,
+    job_id: str,
+    outcome: Literal["done", "not_done"],
+    *,
+    go_on: bool,
+    by: str,
+) -> JobRecord:
+    """A person's word on a job in needs_review (see ``Lifecycle.resolve``)."""
+    return svc.lifecycle.resolve(tenant_id, job_id, outcome, go_on=go_on, by=by)
 
 
 def list_artifacts(

@@ -21,10 +21,19 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"
     DEAD_LETTERED = "dead_lettered"
+    # An irreversible step's outcome is unknown: never retried automatically, resolved by a
+    # person (POST /v1/jobs/{id}/resolve).
+    NEEDS_REVIEW = "needs_review"
 
     @property
     def is_final(self) -> bool:
         return not TRANSITIONS[self]
+
+    @property
+    def is_settled(self) -> bool:
+        """Nothing more happens to the job without a person: final, dead-lettered (kept for
+        a redrive) or in review (kept for a resolution). No worker holds it."""
+        return self.is_final or self in AWAITING_A_PERSON
 
 
 _S = JobStatus
@@ -34,7 +43,7 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
     _S.SCHEDULED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED}),
     # Released to the queue when every parent succeeded; cancelled when one did not.
     _S.WAITING: frozenset({_S.QUEUED, _S.CANCELLED, _S.EXPIRED}),
-    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED, _S.NEEDS_REVIEW}),
     # running -> running is a reclaim: a new attempt takes over a job whose lease expired.
     _S.RUNNING: frozenset(
         {
@@ -45,11 +54,19 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
             _S.CANCELLED,
             _S.RETRY_SCHEDULED,
             _S.DEAD_LETTERED,
+            _S.NEEDS_REVIEW,
         }
     ),
-    _S.RETRY_SCHEDULED: frozenset({_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED}),
+    # From retry_scheduled and queued too: a dead letter of a job whose irreversible step
+    # started goes to review (a redriven or resolved job is queued with its checkpoints).
+    _S.RETRY_SCHEDULED: frozenset(
+        {_S.RUNNING, _S.CANCELLED, _S.EXPIRED, _S.DEAD_LETTERED, _S.NEEDS_REVIEW}
+    ),
     # A dead-lettered job is kept for inspection and can be redriven.
     _S.DEAD_LETTERED: frozenset({_S.QUEUED}),
+    # Resolved by a person: done (succeeded), done and go on, or not done (queued again);
+    # or given up (cancelled). Never claimed from here.
+    _S.NEEDS_REVIEW: frozenset({_S.SUCCEEDED, _S.QUEUED, _S.CANCELLED}),
     _S.SUCCEEDED: frozenset(),
     _S.FAILED: frozenset(),
     _S.TIMED_OUT: frozenset(),
@@ -58,6 +75,7 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 FINAL_STATES: frozenset[JobStatus] = frozenset(s for s in JobStatus if s.is_final)
+AWAITING_A_PERSON: frozenset[JobStatus] = frozenset({_S.DEAD_LETTERED, _S.NEEDS_REVIEW})
 
 
 def sources_of(target: JobStatus) -> frozenset[JobStatus]:

@@ -19,6 +19,8 @@ LIVE_STATES = (
     JobStatus.QUEUED,
     JobStatus.RETRY_SCHEDULED,
     JobStatus.RUNNING,
+    # Not running and not waiting to: each waits for a person's resolution.
+    JobStatus.NEEDS_REVIEW,
 )
 DEFAULT_WINDOW_S = 3600
 SAMPLE = 1000

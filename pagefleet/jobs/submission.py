@@ -110,10 +110,14 @@ def resolve_submission(
     except NotFound as exc:
         raise InvalidField(exc.message, field="workflow") from None
     definition = version.definition
+    compensate = own.pop("compensate", None)
+    if compensate is None and definition.compensate is not None:
+        compensate = [s.model_dump(mode="json", exclude_none=True) for s in definition.compensate]
     data = {
         **own,
         "name": submission.name or f"{version.name}@{version.version}",
         "steps": [s.model_dump(mode="json", exclude_none=True) for s in definition.steps],
+        "compensate": compensate,
         "inputs": {**definition.inputs, **submission.inputs},
         "options": {**definition.options, **given_options},
     }

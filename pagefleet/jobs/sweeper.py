@@ -53,6 +53,7 @@ class TakeBacks:
     requeued: int = 0
     failed: int = 0
     dead_lettered: int = 0
+    to_review: int = 0  # an irreversible step started and cannot be checked
     jobs: list[str] = field(default_factory=list)  # the ids of those moved here
 
 
@@ -67,7 +68,8 @@ def take_back_expired(svc: JobServices, *, now: float, pool: str | None = None) 
         out.requeued += outcome == "requeued"
         out.failed += outcome == "failed"
         out.dead_lettered += outcome == "dead_lettered"
-        if outcome in ("requeued", "failed", "dead_lettered"):
+        out.to_review += outcome == "needs_review"
+        if outcome in ("requeued", "failed", "dead_lettered", "needs_review"):
             out.jobs.append(job_id)
     return out
 
@@ -79,7 +81,8 @@ class SweepReport:
     leases_recovered: int = 0
     leases_failed: int = 0
     leases_dead_lettered: int = 0
-    taken_back: list[str] = field(default_factory=list)  # the jobs of those three
+    leases_to_review: int = 0  # an irreversible step started and cannot be checked
+    taken_back: list[str] = field(default_factory=list)  # the jobs of those four
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
@@ -99,6 +102,7 @@ def sweep(svc: JobServices) -> SweepReport:
     report.leases_recovered = taken.requeued
     report.leases_failed = taken.failed
     report.leases_dead_lettered = taken.dead_lettered
+    report.leases_to_review = taken.to_review
     report.taken_back = taken.jobs
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):

@@ -30,10 +30,22 @@ class EventType(StrEnum):
     CONSOLE = "console"  # the page's console (options.capture_console)
     PAGE_ERROR = "page_error"  # an uncaught error in the page (options.capture_console)
     TRUNCATED = "truncated"  # events were dropped past the per-job bound
+    # An irreversible step's checkpoint (started, done, not_done, unknown), and the job's
+    # compensation (started, done, failed): docs/irreversible-steps.md.
+    CHECKPOINT = "checkpoint"
+    COMPENSATION = "compensation"
 
 
 # Kinds every job keeps whatever the bound: a follower must always see how an attempt ended.
-UNBOUNDED_TYPES = frozenset({EventType.STATE, EventType.RETRY, EventType.TRUNCATED})
+UNBOUNDED_TYPES = frozenset(
+    {
+        EventType.STATE,
+        EventType.RETRY,
+        EventType.TRUNCATED,
+        EventType.CHECKPOINT,
+        EventType.COMPENSATION,
+    }
+)
 
 TEXT_MAX_CHARS = 2000
 URL_MAX_CHARS = 2000
@@ -74,6 +86,13 @@ class RunEvent(BaseModel):
     message: str | None = None
     # truncated
     dropped: int | None = None
+    # checkpoint (index, label), compensation (message: why it failed)
+    state: str | None = Field(
+        default=None,
+        description="checkpoint: started | done | not_done | unknown; "
+        "compensation: started | done | failed",
+    )
+    how: str | None = Field(default=None, description="checkpoint: ran | checked | resolved")
 
     def wire(self) -> dict[str, Any]:
         """The compact JSON form (stored, served and sent): unset fields left out."""
@@ -82,8 +101,9 @@ class RunEvent(BaseModel):
 
 def ended(status: JobStatus) -> bool:
     """Whether a job in ``status`` is done as far as its client is concerned: a final state,
-    or dead-lettered (kept for an operator's redrive, which would be a new ending)."""
-    return status.is_final or status is JobStatus.DEAD_LETTERED
+    dead-lettered (kept for an operator's redrive, which would be a new ending) or in review
+    (waiting for a person's resolution, which would be one too)."""
+    return status.is_settled
 
 
 def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:

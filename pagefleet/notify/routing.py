@@ -37,9 +37,6 @@ FAILED = "job.failed"
 NEEDS_REVIEW = "job.needs_review"
 ALERTING = "schedule.alerting"
 RECOVERED = "schedule.recovered"
-# The irreversible steps' state (a job waits for a person); named by value so this routing
-# does not depend on when that state joins the transition table.
-NEEDS_REVIEW_STATUS = "needs_review"
 
 
 def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
@@ -48,7 +45,7 @@ def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
     job = change.new
     if job is None or not change.status_changed:
         return []
-    if job.status.value == NEEDS_REVIEW_STATUS:
+    if job.status is JobStatus.NEEDS_REVIEW:
         return [("finished", NEEDS_REVIEW), ("needs_review", NEEDS_REVIEW)]
     if not ended(job.status):
         return []

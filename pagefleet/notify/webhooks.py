@@ -68,6 +68,8 @@ def payload(job: JobRecord, delivery: str, event: str = FINISHED) -> dict[str, A
         ],
         "result_artifact": job.result_artifact,
     }
+    if job.checkpoints:
+        body["checkpoints"] = [c.model_dump(mode="json") for c in job.checkpoints]
     if event == CHANGED:
         body["changes"] = bounded_changes(
             job.changes, limit=CHANGED_RECORDS, max_bytes=CHANGED_MAX_BYTES

@@ -1,4 +1,5 @@
-"""Audit records: who did what to whom, and when (keys, limits, redrives, deletions).
+"""Audit records: who did what to whom, and when (keys, limits, redrives, deletions,
+resolutions of jobs in review).
 
 Written by the admin routes and commands and by a tenant's own deletions, listed newest
 first by ``GET /v1/admin/audit`` and ``pagefleet admin audit``. A record names the actor
@@ -24,6 +25,7 @@ AuditAction = Literal[
     "limits.changed",
     "dead_letters.redriven",
     "job.deleted",
+    "job.resolved",
     "session.deleted",
 ]
 

@@ -128,7 +128,7 @@ class TenantGate:
             if job.status is not JobStatus.RUNNING and not unstarted:
                 self.counters.give_back(job.tenant_id, job.job_id)
                 self._refused.pop(job.tenant_id, None)  # a slot is free: look again
-            if unstarted and (job.status.is_final or job.status is JobStatus.DEAD_LETTERED):
+            if unstarted and job.status.is_settled:
                 self.counters.sub_queued(job.tenant_id, 1)  # ended without ever starting
             elif unstarted and job.status is JobStatus.QUEUED:
                 # Redriven: queued again. An admin's act, so it is not held to the cap.
@@ -156,16 +156,17 @@ class TenantGate:
         return True
 
     def _free_stale(self, tenant: str, holders: frozenset[str]) -> bool:
-        """Give back the slots of holders that can never run again (gone, ended or dead-
-        lettered); True if any was freed. A queued or retrying holder may be a claim on its
-        way, so it keeps its slot: it runs (and gives it back) or ends (and is freed here)."""
+        """Give back the slots of holders that can never run again (gone, ended, dead-
+        lettered or in review); True if any was freed. A queued or retrying holder may be a
+        claim on its way, so it keeps its slot: it runs (and gives it back) or ends (and is
+        freed here)."""
         freed = False
         for job_id in sorted(holders):
             try:
                 status: JobStatus | None = self.store.get(tenant, job_id).status
             except NotFound:
                 status = None
-            if status is not None and not status.is_final and status is not JobStatus.DEAD_LETTERED:
+            if status is not None and not status.is_settled:
                 continue
             log.warning(
                 "giving back a running slot its job no longer holds",

@@ -2,9 +2,10 @@
 
 - A job record (and what is kept under it) expires ``retention_days`` after the job ended.
   A worker writes ``expires_at`` (DynamoDB's TTL attribute) with the attempt's outcome; for
-  every other end (a cancel, an expiry, the sweeper, a dead letter) the jobs stream's
-  ``RetentionConsumer`` writes it, and removes it when a dead letter is redriven. A job
-  still waiting or running never expires, however far ahead it is scheduled.
+  every other end (a cancel, an expiry, the sweeper, a dead letter, a job going to review)
+  the jobs stream's ``RetentionConsumer`` writes it, and removes it when a dead letter is
+  redriven or a job in review is resolved to run again. A job still waiting or running never
+  expires, however far ahead it is scheduled.
 - Idempotency keys expire after 24 h (written with the key, ``IDEMPOTENCY_TTL_S``).
 - ``delete_job`` honours a deletion request: the job's artifacts of every attempt, then its
   record and everything kept under it (events, its idempotency key). A running job is
@@ -25,7 +26,7 @@ from pagefleet.errors import JobNotCancellable, NotFound
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.service import JobServices
-from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.states import AWAITING_A_PERSON, JobStatus
 from pagefleet.tenancy.limits import TenantLimits
 
 log = logging.getLogger("pagefleet.tenancy")
@@ -59,8 +60,9 @@ class Deletion:
 
 
 def _ends(job: JobRecord) -> bool:
-    """No worker will write for it again: final, or dead-lettered (kept only for redrive)."""
-    return job.status.is_final or job.status is JobStatus.DEAD_LETTERED
+    """No worker will write for it again: final, dead-lettered (kept only for redrive) or in
+    review (kept for a person's resolution)."""
+    return job.status.is_settled
 
 
 def delete_job(
@@ -149,5 +151,6 @@ class RetentionConsumer:
                 self._data.set_expiry(
                     job.tenant_id, job.job_id, expires + retention, status=job.status
                 )
-            elif change.old is not None and change.old.status is JobStatus.DEAD_LETTERED:
-                self._data.clear_expiry(job.tenant_id, job.job_id)  # redriven: alive again
+            elif change.old is not None and change.old.status in AWAITING_A_PERSON:
+                # Redriven, or resolved to run again: alive again.
+                self._data.clear_expiry(job.tenant_id, job.job_id)

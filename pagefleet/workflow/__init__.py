@@ -6,8 +6,26 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from pagefleet.workflow.steps import control
+from pagefleet.workflow.steps import (
+    base,
+    capture,
+    control,
+    extraction,
+    interaction,
+    navigation,
+    session,
+)
 from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
+from pagefleet.workflow.steps.checks import (
+    CheckAssert,
+    CheckExtract,
+    CheckGoto,
+    CheckHover,
+    CheckScreenshot,
+    CheckScroll,
+    CheckSleep,
+    CheckWaitFor,
+)
 from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, Evaluate, Paginate
 from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
 from pagefleet.workflow.steps.interaction import (
@@ -51,9 +69,25 @@ Step = Annotated[
     Field(discriminator="action"),
 ]
 
-# Paginate nests steps: its forward reference to Step resolves in its module's namespace
-# when the model is first built (the step models build on first use, not at import).
+# The read-only steps an irreversible step's ``check`` may use: they look, never act.
+CheckStep = Annotated[
+    CheckGoto
+    | CheckWaitFor
+    | CheckSleep
+    | CheckScroll
+    | CheckHover
+    | CheckExtract
+    | CheckAssert
+    | CheckScreenshot,
+    Field(discriminator="action"),
+]
+
+# Paginate nests steps, and every step may carry a check: these forward references resolve
+# in the namespace of each step's module when the models are first built (on first use,
+# not at import); the check's is inherited from StepBase by every step module's models.
 control.Step = Step
+for _module in (base, capture, control, extraction, interaction, navigation, session):
+    _module.CheckStep = CheckStep  # type: ignore[attr-defined]
 
 STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step, config=ConfigDict(defer_build=True))
 
@@ -94,6 +128,7 @@ __all__ = [
     "STEP_ADAPTER",
     "Assert",
     "Check",
+    "CheckStep",
     "Click",
     "Download",
     "Evaluate",

@@ -1,9 +1,13 @@
-"""``{{inputs.NAME}}``, ``{{secrets.NAME}}`` and ``{{parents.<job id>.result.<path>}}``.
+"""``{{inputs.NAME}}``, ``{{secrets.NAME}}``, ``{{job.id}}``, ``{{job.idempotency_key}}`` and
+``{{parents.<job id>.result.<path>}}``.
 
 Inputs are substituted in the worker right before a step runs; secrets are resolved there
-too and never written back into the job record. A parent reference reads a field of the
-result of a job this one depends on (``depends_on``), read by the worker when the job runs.
-Unknown inputs, and parents the job does not depend on, are refused at submit time.
+too and never written back into the job record. ``job`` names the job itself: its id, and
+the Idempotency-Key it was submitted with, the same on every attempt (a unique reference
+a workflow can put into a site's form, for the site's duplicate detection and for an
+irreversible step's check to look for). A parent reference reads a field of the result of
+a job this one depends on (``depends_on``), read by the worker when the job runs. Unknown
+inputs, job fields, and parents the job does not depend on, are refused at submit time.
 """
 
 from __future__ import annotations
@@ -13,9 +17,20 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-_REF = re.compile(r"\{\{\s*(inputs|secrets)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_REF = re.compile(r"\{\{\s*(inputs|secrets|job)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _PARENT = re.compile(r"\{\{\s*parents\.([0-9a-z]{26})\.result((?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 MASK = "***"
+# What ``{{job.NAME}}`` may name.
+JOB_FIELDS = ("id", "idempotency_key")
+
+
+def job_fields(job_id: str, idempotency_key: str | None) -> dict[str, str]:
+    """The values of ``{{job.NAME}}`` for a job (no key: ``{{job.idempotency_key}}`` has
+    none, and a job using it was refused at submit)."""
+    values = {"id": job_id}
+    if idempotency_key is not None:
+        values["idempotency_key"] = idempotency_key
+    return values
 
 
 def references(value: Any) -> Iterable[tuple[str, str]]:
@@ -39,17 +54,23 @@ def render(
     inputs: Mapping[str, Any],
     secrets: Mapping[str, str],
     parents: Mapping[str, Any] | None = None,
+    job: Mapping[str, str] | None = None,
 ) -> Any:
     """Substitute references in strings; a missing name raises KeyError naming it.
 
     ``parents`` maps a parent job id to its result; a field that is an object or a list is
-    substituted as JSON.
+    substituted as JSON. ``job`` is ``job_fields`` of the job that runs.
     """
     if isinstance(value, str):
+        sources: dict[str, Mapping[str, Any]] = {
+            "inputs": inputs,
+            "secrets": secrets,
+            "job": job or {},
+        }
 
         def _sub(match: re.Match[str]) -> str:
             namespace, name = match.group(1), match.group(2)
-            source = inputs if namespace == "inputs" else secrets
+            source = sources[namespace]
             if name not in source:
                 raise KeyError(f"{namespace}.{name}")
             return str(source[name])
@@ -72,9 +93,9 @@ def render(
 
         return _PARENT.sub(_parent, _REF.sub(_sub, value))
     if isinstance(value, Mapping):
-        return {k: render(v, inputs, secrets, parents) for k, v in value.items()}
+        return {k: render(v, inputs, secrets, parents, job) for k, v in value.items()}
     if isinstance(value, list):
-        return [render(v, inputs, secrets, parents) for v in value]
+        return [render(v, inputs, secrets, parents, job) for v in value]
     return value
 
 

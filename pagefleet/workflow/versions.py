@@ -31,6 +31,9 @@ class WorkflowDefinition(BaseModel):
 
     description: str | None = Field(default=None, max_length=2000)
     steps: list[Step] = Field(min_length=1, max_length=500)
+    # Run once if a job of it fails after an irreversible step took effect (a job may give
+    # its own instead; checked with the steps when a job is made from it).
+    compensate: list[Step] | None = Field(default=None, min_length=1, max_length=100)
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
     # Validated as JobOptions when a job is made from it (kept raw to stay mergeable).
     options: dict[str, Any] = Field(default_factory=dict)

@@ -4,6 +4,7 @@ axe-core's accessibility check on every view."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 from devstack.console_browser import console_browser, sign_in
 from devstack.stack import LocalStack
 from pagefleet import cli
-from pagefleet.client import PagefleetClient
+from pagefleet.client import ApiError, PagefleetClient
 from tests.support.monitors import run_now, set_shop, watcher_spec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -157,6 +158,36 @@ def test_cancel_stops_a_running_job_and_run_again_submits_it_anew(
     client.cancel(again)
 
 
+def test_a_job_that_needs_review_is_found_by_its_filter_and_resolved_on_its_page(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    from devstack.examples import EXAMPLES_DIR, load_example
+
+    assert stack.site is not None
+    body = load_example(EXAMPLES_DIR / "place-order.json", stack.site_url)
+    del body["steps"][4]["check"]  # nothing can tell whether the order went through
+    stack.site.orders.set(drop=True)  # recorded, never answered
+    try:
+        job = client.wait(client.submit(body).job_id, timeout=SHOWN_MS / 1000 * 3)
+    finally:
+        stack.site.orders.set(drop=False)
+    assert job.status.value == "needs_review", job.error
+    page = signed_in
+    page.goto(f"{stack.console_url}#/jobs")
+    page.locator("#filter-review").click()
+    row = page.locator(f"tr[data-job-id='{job.job_id}']")
+    expect(row).to_contain_text("needs review")
+    row.get_by_role("link").click()
+    expect(page.locator("#checkpoints tr[data-step='4']")).to_contain_text("Place order")
+    expect(page.locator("#review")).to_contain_text("Did step 4 (Place order) take effect?")
+    assert serious_violations(page) == []
+    page.get_by_role("button", name="Done: it happened").click()
+    expect(page.locator("#job-status")).to_have_text("succeeded")
+    resolved = client.get(job.job_id)
+    assert resolved.resolution is not None and resolved.resolution.outcome == "done"
+    assert len(stack.site.orders.of(job.job_id)) == 1
+
+
 def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:
@@ -196,6 +227,46 @@ def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) 
     steps.fill('[{"action": "goto", "url": "http://127.0.0.1:9/"}]')
     expect(error).to_be_empty()
     expect(page.locator("#submit-verdict")).to_have_text("Looks valid.")
+
+
+def test_the_editor_submits_an_irreversible_step_its_compensation_and_idempotency_key(
+    signed_in: Page, client: PagefleetClient
+) -> None:
+    page = signed_in
+    page.get_by_role("link", name="Submit", exact=True).click()
+    place = {"action": "click", "selector": "#place", "irreversible": True, "label": "Place"}
+    page.get_by_label("Steps (JSON)").fill(
+        json.dumps(
+            [
+                {"action": "goto", "url": "http://127.0.0.1:9/order"},
+                {"action": "fill", "selector": "#ref", "value": "{{job.idempotency_key}}"},
+                place,
+            ]
+        )
+    )
+    verdict = page.locator("#submit-verdict")
+    # Without a key, {{job.idempotency_key}} is refused (next to the steps or above the form).
+    shown = page.locator("#submit-messages, #submit-steps-error")
+    expect(shown.filter(has_text="Idempotency-Key")).to_have_count(1)
+    page.get_by_label("Idempotency-Key (optional)").fill("order-77")
+    compensate = page.get_by_label("Compensate (JSON, optional)")
+    compensate.fill('[{"action": "click"}]')
+    expect(page.locator("#submit-compensate-error")).to_contain_text("compensate[0]")
+    compensate.fill('[{"action": "goto", "url": "http://127.0.0.1:9/orders/cancel"}]')
+    expect(verdict).to_have_text("Looks valid.")
+    page.get_by_role("button", name="Submit", exact=True).click()
+
+    expect(page.locator("#job-status")).to_be_visible()
+    job_id = page.url.rsplit("/", 1)[-1]
+    job = client.get(job_id)
+    assert job.request["steps"][2]["irreversible"] is True
+    assert job.request["compensate"][0]["url"] == "http://127.0.0.1:9/orders/cancel"
+    # Sent with the key: the key now belongs to that job.
+    with pytest.raises(ApiError) as reused:
+        client.submit({"steps": [place]}, idempotency_key="order-77")
+    assert reused.value.status == 409 and "Idempotency-Key" in str(reused.value)
+    with contextlib.suppress(ApiError):  # it may have failed already (nothing on port 9)
+        client.cancel(job_id)
 
 
 def test_another_tenants_job_reads_as_not_found(signed_in: Page, stack: LocalStack) -> None:

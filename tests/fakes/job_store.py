@@ -22,6 +22,7 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
@@ -243,6 +244,8 @@ class FakeJobStore:
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
+        compensation: Compensation | None = None,
         changes: dict[str, Any] | None = None,
     ) -> JobRecord:
         if JobStatus.RUNNING not in sources_of(status):
@@ -273,7 +276,59 @@ class FakeJobStore:
                 due = retry_at if retry_at is not None else 0
                 update["retry_at"] = due
                 row.ops = (ops_key("retry", job_id), due)
+            elif status is JobStatus.NEEDS_REVIEW:
+                row.ops = None
+            _irreversible(update, checkpoints=checkpoints, compensation=compensation)
             row.job = row.job.model_copy(update=update, deep=True)
+            return row.job.model_copy(deep=True)
+
+    def record_progress(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        attempt: int,
+        owner: str,
+        checkpoints: list[Checkpoint],
+        result: dict[str, Any] | None = None,
+        compensation: Compensation | None = None,
+    ) -> JobRecord:
+        with self._lock:
+            row = self._fenced(tenant_id, job_id, attempt, owner, "no longer holds the lease")
+            update: dict[str, Any] = {}
+            _irreversible(update, checkpoints=checkpoints, compensation=compensation)
+            if result is not None:
+                update["result"] = result
+            row.job = row.job.model_copy(update=update, deep=True)
+            return row.job.model_copy(deep=True)
+
+    def resolve_review(
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        to: JobStatus,
+        at: str,
+        checkpoints: list[Checkpoint],
+        resolution: Resolution,
+    ) -> JobRecord:
+        with self._lock:
+            row = self._row(tenant_id, job_id)
+            job = row.job
+            if job.status is not JobStatus.NEEDS_REVIEW:
+                raise IllegalTransition(
+                    f"job {job_id} is {job.status.value}, not needs_review",
+                    status=job.status.value,
+                )
+            update: dict[str, Any] = {"status": to, "updated_at": at, "error": None}
+            update.update(checkpoints=list(checkpoints), resolution=resolution, retry_at=None)
+            if to.is_final:
+                update["finished_at"] = at
+                row.ops, row.unqueued = None, False
+            else:  # queued again, as a redrive
+                update.update(attempt_base=job.attempt, enqueued_at=None)
+                row.ops, row.unqueued = None, True
+            row.job = job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)
 
     def transition(
@@ -286,6 +341,7 @@ class FakeJobStore:
         error: JobError | None = None,
         lease_expired_before: int | None = None,
         retry_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
     ) -> JobRecord:
         with self._lock:
             row = self._row(tenant_id, job_id)
@@ -310,6 +366,9 @@ class FakeJobStore:
             elif target is JobStatus.DEAD_LETTERED:
                 update.update(lease_owner=None, lease_expires_at=None)
                 row.ops, row.unqueued = ("dead", epoch_of(at)), False
+            elif target is JobStatus.NEEDS_REVIEW:
+                update.update(lease_owner=None, lease_expires_at=None)
+                row.ops, row.unqueued = None, False
             elif target is JobStatus.RETRY_SCHEDULED:
                 due = retry_at if retry_at is not None else epoch_of(at)
                 update.update(retry_at=due, lease_owner=None, lease_expires_at=None)
@@ -326,6 +385,7 @@ class FakeJobStore:
                 row.ops, row.unqueued = None, True
             if error is not None:
                 update["error"] = error
+            _irreversible(update, checkpoints=checkpoints)
             row.job = job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)
 
@@ -414,3 +474,16 @@ class FakeJobStore:
                 status=job.status.value,
             )
         return row
+
+
+def _irreversible(
+    update: dict[str, Any],
+    *,
+    checkpoints: list[Checkpoint] | None = None,
+    compensation: Compensation | None = None,
+) -> None:
+    """As the DynamoDB store's ``set_irreversible``: what is given replaces what was."""
+    if checkpoints is not None:
+        update["checkpoints"] = list(checkpoints)
+    if compensation is not None:
+        update["compensation"] = compensation

@@ -57,6 +57,7 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "expired",
         "leases_recovered",
         "leases_failed",
+        "leases_to_review",
         "retries_resent",
         "scheduled_dispatched",
         "waiting_settled",

@@ -15,6 +15,7 @@ from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
+from tests.support.review import stop_in_review
 
 REQUEST = JobRequest.model_validate(
     {
@@ -94,3 +95,34 @@ def test_a_final_state_queues_its_webhook_and_puts_one_event(
     body = json.loads(webhook["body"])
     assert body["status"] == "cancelled" and body["delivery_id"] == webhook["delivery_id"]
     assert running.job_id not in json.dumps(event)
+
+
+def test_a_job_going_to_review_is_put_as_job_needs_review_and_queued_for_its_webhook(
+    changes_env: Provisioned, svc: JobServices
+) -> None:
+    from functions.job_changes import handler as changes
+
+    sqs, events = RUNTIME.client("sqs"), RUNTIME.client("events")
+    url = sqs.create_queue(QueueName="my-jobs-in-review")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    # A user's rule for the jobs a person must resolve.
+    events.put_rule(
+        Name="pagefleet-review",
+        EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": ["Job Needs Review"]}),
+    )
+    events.put_targets(Rule="pagefleet-review", Targets=[{"Id": "queue", "Arn": arn}])
+    poller = StreamPoller(changes_env.jobs_table, lambda e: changes.handler(e, None)).start()
+    try:
+        job = submit_job(svc, "tenant-a", REQUEST).job
+        stop_in_review(svc.store, "tenant-a", job.job_id, step=0, label="Pay")
+        (event,) = drain(url, 1)
+        (webhook,) = drain(changes_env.webhook_queue_url, 1)
+    finally:
+        poller.stop()
+    assert (event["source"], event["detail-type"]) == ("pagefleet", "Job Needs Review")
+    assert event["detail"]["job_id"] == job.job_id
+    assert event["detail"]["status"] == "needs_review"
+    assert webhook["job_id"] == job.job_id
+    assert json.loads(webhook["body"])["status"] == "needs_review"

@@ -3,6 +3,7 @@ at send time (refused URLs are never connected to: no traffic leaves the machine
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -81,6 +82,15 @@ def test_a_delivery_is_a_signed_post(receiver: Receiver) -> None:
     assert signing.verify(secrets.get("t"), header, request.body, now=time.time())
     (recorded,) = deliveries.attempts("t", "j1")
     assert (recorded.status, recorded.status_code, recorded.attempt) == ("delivered", 204, 1)
+
+
+def test_a_job_in_review_is_posted_as_job_needs_review(receiver: Receiver) -> None:
+    send, _, _ = sender()
+    fields = {"job_status": "needs_review", "delivery_id": "dlv_r", "event": "job.needs_review"}
+    review = dataclasses.replace(message(receiver.url), **fields)
+    assert send.send(review, attempt=1).attempt.status == "delivered"
+    (request,) = receiver.requests
+    assert request.headers["Pagefleet-Event"] == "job.needs_review"
 
 
 def test_a_failing_receiver_is_retried_with_backoff(receiver: Receiver) -> None:

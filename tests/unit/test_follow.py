@@ -140,4 +140,9 @@ def test_the_cli_lines_and_exit_codes() -> None:
     assert describe(update) == "[bold]running[/] (attempt 2)"
     assert EXIT_BY_STATUS[JobStatus.SUCCEEDED] == 0
     codes = [EXIT_BY_STATUS[s] for s in JobStatus if s in EXIT_BY_STATUS]
-    assert len(set(codes)) == len(codes) == 6  # one distinct code per way a job ends
+    assert len(set(codes)) == len(codes) == 7  # one distinct code per way a job ends
+    assert EXIT_BY_STATUS[JobStatus.NEEDS_REVIEW] == 9
+    checkpoint = RunEvent.model_validate(
+        ev(4, "checkpoint", index=4, of=8, label="Place order", state="done", how="checked")
+    )
+    assert describe(checkpoint) == "  [bold]◆[/] step 5/8 Place order: [bold]done[/] (checked)"

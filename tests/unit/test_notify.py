@@ -170,17 +170,12 @@ def test_notify_on_picks_the_events_and_an_omitted_webhook_is_the_tenants() -> N
 
 
 def test_a_job_that_waits_for_review_is_told_when_asked() -> None:
-    from types import SimpleNamespace
-
     consumer, queue, _ = notifier()
     base = job(
         JobStatus.RUNNING,
         notify={"webhook": "https://hooks.example.com/pf", "on": ["needs_review", "finished"]},
     )
-    # The state joins the transition table with the irreversible steps; routed by its value.
-    waiting = JobRecord.model_construct(
-        **{**dict(base), "status": SimpleNamespace(value="needs_review")}
-    )
+    waiting = base.model_copy(update={"status": JobStatus.NEEDS_REVIEW})
     consumer.handle([JobChange(old=base, new=waiting, sequence="1")])
     (message,) = queue.sent  # once, though both topics asked for it
     assert message["event"] == "job.needs_review"

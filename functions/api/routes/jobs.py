@@ -1,4 +1,4 @@
-"""Job routes: submit, validate, read, list, artifacts, cancel, usage, delete."""
+"""Job routes: submit, validate, read, list, artifacts, cancel, resolve, usage, delete."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from pagefleet.api.contract import (
     CancelResponse,
     JobPage,
     JobView,
+    ResolveRequest,
+    ResolveResponse,
     SubmitResponse,
     ValidationProblem,
     ValidationResult,
@@ -139,6 +141,15 @@ def validate_job(
             json_schema_extra={"$ref": "#/components/schemas/JobSubmission"},
         ),
     ] = None,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=255,
+            description="as it would be submitted (a workflow using {{job.idempotency_key}})",
+        ),
+    ] = None,
 ) -> Response[str]:
     from pagefleet.jobs.planning import validate_body  # first call: cold start
 
@@ -150,6 +161,7 @@ def validate_job(
         tenant_id(router),
         body,
         check_webhook=lambda url: check_webhook(url, allow_loopback=loopback, field=WEBHOOK),
+        idempotency_key=idempotency_key,
     )
     errors = [ValidationProblem(field=p.field, message=p.message) for p in problems]
     return respond(200, ValidationResult(valid=not errors, errors=errors))
@@ -249,6 +261,43 @@ def cancel_job(job_id: JOB_ID) -> Response[str]:
     # 202 while a running job is being stopped; 200 once it is cancelled.
     status = 200 if job.status is JobStatus.CANCELLED else 202
     return respond(status, CancelResponse.of(job))
+
+
+@router.post(
+    "/jobs/<job_id>/resolve",
+    summary="Resolve a job in needs_review: did its irreversible step take effect?",
+    description=(
+        "`done`: the job ends `succeeded` with the results it has, the steps after the "
+        "irreversible one recorded as skipped; with `continue: true` those steps run in a new "
+        "attempt instead (for workflows whose following steps start with their own `goto`). "
+        "`not_done`: the job runs again from the start. A new run gets a fresh attempt budget. "
+        "Audited. 409 naming the state when the job is not in `needs_review`."
+    ),
+    responses=documented({200: ("the job, resolved", ResolveResponse)}, 400, 404, 409),
+    tags=["jobs"],
+)
+def resolve_job(job_id: JOB_ID, request: Annotated[ResolveRequest, Body()]) -> Response[str]:
+    from pagefleet.jobs import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+
+    tenant = tenant_id(router)
+    by = actor(router)
+    job = service.resolve_job(
+        services(), tenant, job_id, request.outcome, go_on=request.continue_, by=by
+    )
+    tenants.record(
+        tenancy(),
+        by,
+        "job.resolved",
+        tenant_id=tenant,
+        target=job_id,
+        details={
+            "outcome": request.outcome,
+            "continue": request.continue_,
+            "status": job.status.value,
+        },
+    )
+    return respond(200, ResolveResponse.of(job))
 
 
 @router.get(

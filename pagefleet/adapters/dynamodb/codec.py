@@ -69,7 +69,18 @@ def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Job fields stored as JSON text: they are nested documents the store never queries into.
-_JSON_FIELDS = ("request", "result", "artifacts", "error", "changes")
+_JSON_FIELDS = (
+    "request",
+    "result",
+    "artifacts",
+    "error",
+    "changes",
+    "checkpoints",
+    "compensation",
+    "resolution",
+)
+# Left out of an item while empty: most jobs have no irreversible step.
+_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution")
 
 
 def to_json(value: Any) -> str:
@@ -88,6 +99,8 @@ def record_to_item(record: JobRecord) -> dict[str, Any]:
     # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
     item["attempt_log"] = [to_json(a) for a in data.pop("attempts")]
     for key, value in data.items():
+        if key in _OMITTED_WHEN_EMPTY and not value:
+            continue
         if key in _JSON_FIELDS:
             item[key] = to_json(value)
         else:

@@ -28,6 +28,7 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
+from pagefleet.adapters.dynamodb.review import ReviewWrites
 from pagefleet.adapters.dynamodb.updates import (
     FENCE,
     Update,
@@ -41,6 +42,7 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore(DispatchQueries):
+class DynamoJobStore(ReviewWrites, DispatchQueries):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -290,6 +292,8 @@ class DynamoJobStore(DispatchQueries):
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
+        compensation: Compensation | None = None,
         changes: dict[str, Any] | None = None,
     ) -> JobRecord:
         """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
@@ -317,6 +321,8 @@ class DynamoJobStore(DispatchQueries):
             attempt_log=attempt_log,
             retry_at=retry_at,
             expires_at=expires_at,
+            checkpoints=checkpoints,
+            compensation=compensation,
             changes=changes,
         )
         return self._update(
@@ -340,6 +346,7 @@ class DynamoJobStore(DispatchQueries):
         error: JobError | None = None,
         lease_expired_before: int | None = None,
         retry_at: int | None = None,
+        checkpoints: list[Checkpoint] | None = None,
     ) -> JobRecord:
         """Move a job not held by a live worker (cancel, expire, dead-letter, redrive).
 
@@ -354,6 +361,7 @@ class DynamoJobStore(DispatchQueries):
             error=error,
             lease_expired_before=lease_expired_before,
             retry_at=retry_at,
+            checkpoints=checkpoints,
         )
         return self._update(
             tenant_id,

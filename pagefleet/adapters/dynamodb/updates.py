@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import UNQUEUED, epoch_of, ops_key, ops_time, to_json
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
 from pagefleet.jobs.states import JobStatus, sources_of
@@ -33,7 +34,7 @@ def status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, A
     return {"#status": "status"}, values, clause
 
 
-def _expression(sets: list[str], removes: list[str]) -> str:
+def update_expression(sets: list[str], removes: list[str]) -> str:
     return "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
 
 
@@ -95,6 +96,8 @@ def finish_update(
     attempt_log: list[AttemptRecord] | None,
     retry_at: int | None,
     expires_at: int | None,
+    checkpoints: list[Checkpoint] | None = None,
+    compensation: Compensation | None = None,
     changes: dict[str, Any] | None = None,
 ) -> Update:
     """An attempt's outcome, fenced on (attempt, owner)."""
@@ -131,6 +134,8 @@ def finish_update(
         values.update(
             {":retry_at": due, ":ops": ops_key("retry", job_id), ":ops_sk": ops_time(due)}
         )
+    elif status is JobStatus.NEEDS_REVIEW:
+        removes += ["ops_pk", "ops_sk"]  # out of the sweeper's sight: a person resolves it
     optional = {
         "result": to_json(result) if result is not None else None,
         "error": error.model_dump_json() if error else None,
@@ -145,7 +150,30 @@ def finish_update(
         else:
             sets.append(f"#{field} = :{field}")
             values[f":{field}"] = value
-    return Update(_expression(sets, removes), FENCE, names, values)
+    set_irreversible(sets, values, checkpoints=checkpoints, compensation=compensation)
+    return Update(update_expression(sets, removes), FENCE, names, values)
+
+
+def set_irreversible(
+    sets: list[str],
+    values: dict[str, Any],
+    *,
+    checkpoints: list[Checkpoint] | None = None,
+    compensation: Compensation | None = None,
+    resolution: Resolution | None = None,
+) -> None:
+    """The whole list of checkpoints, the compensation and the resolution, when given
+    (only the worker holding the attempt, or a resolution of a job in review, writes them:
+    no concurrent writer to merge with)."""
+    if checkpoints is not None:
+        sets.append("checkpoints = :checkpoints")
+        values[":checkpoints"] = to_json([c.model_dump(mode="json") for c in checkpoints])
+    if compensation is not None:
+        sets.append("compensation = :compensation")
+        values[":compensation"] = compensation.model_dump_json()
+    if resolution is not None:
+        sets.append("resolution = :resolution")
+        values[":resolution"] = resolution.model_dump_json(by_alias=True)
 
 
 def transition_update(
@@ -157,6 +185,7 @@ def transition_update(
     error: JobError | None,
     lease_expired_before: int | None,
     retry_at: int | None,
+    checkpoints: list[Checkpoint] | None = None,
 ) -> Update:
     """A move of a job no live worker holds, conditioned on the transition table."""
     names, values, in_clause = status_in(sources_of(target))
@@ -180,6 +209,9 @@ def transition_update(
         sets += ["ops_pk = :ops", "ops_sk = :ops_sk"]
         values.update({":ops": "dead", ":ops_sk": ops_time(epoch_of(at))})
         removes += ["lease_owner", "lease_expires_at", "unqueued_pk"]
+    elif target is JobStatus.NEEDS_REVIEW:
+        # Nothing for the sweeper to do: a person resolves it.
+        removes += ["ops_pk", "ops_sk", "lease_owner", "lease_expires_at", "unqueued_pk"]
     elif target is JobStatus.RETRY_SCHEDULED:
         due = retry_at if retry_at is not None else epoch_of(at)
         sets += ["retry_at = :retry_at", "ops_pk = :ops", "ops_sk = :ops_sk"]
@@ -197,4 +229,5 @@ def transition_update(
         names["#error"] = "error"
         sets.append("#error = :error")
         values[":error"] = error.model_dump_json()
-    return Update(_expression(sets, removes) + adds, condition, names, values)
+    set_irreversible(sets, values, checkpoints=checkpoints)
+    return Update(update_expression(sets, removes) + adds, condition, names, values)

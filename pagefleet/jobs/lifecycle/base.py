@@ -100,6 +100,12 @@ class LifecycleBase:
         self.hooks.after_move(moved)
         return moved
 
+    def _transition_unheard(
+        self, tenant_id: str, job_id: str, to: JobStatus, **kw: Any
+    ) -> JobRecord:
+        """A move the hooks do not hear of (a job taken back keeps its running slot)."""
+        return self.store.transition(tenant_id, job_id, to, at=self.at(), **kw)
+
     # --- messages -------------------------------------------------------------------------------
     # A job's message only asks for a claim: once the claim is written the message is deleted
     # and the lease holds the job (a dead worker's job is taken back when its lease runs

@@ -1,20 +1,27 @@
-"""The API's, the dead-letter queue's and the sweeper's moves: cancel, redrive, dead-letter,
-take back a dead worker's job, re-send a lost retry."""
+"""The API's, the dead-letter queue's and the sweeper's moves: cancel, redrive, resolve a
+job in review, dead-letter, take back a dead worker's job, re-send a lost retry."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pagefleet.errors import (
     IllegalTransition,
     JobNotCancellable,
+    JobNotInReview,
     NotFound,
 )
+from pagefleet.jobs.checkpoints import Resolution, for_review, pending, restate
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.moves import review_error
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import (
     LEASES_LOST_LIMIT,
+    after_lost_run,
     attempt_allowed,
     dead_worker_limit_reached,
+    resume_plan,
 )
 from pagefleet.jobs.states import JobStatus
 
@@ -45,6 +52,69 @@ class RecoveryMoves(LifecycleBase):
         self.enqueue(job.model_copy(update={"enqueued_at": None}))
         return True
 
+    def resolve(
+        self,
+        tenant_id: str,
+        job_id: str,
+        outcome: Literal["done", "not_done"],
+        *,
+        go_on: bool = False,
+        by: str,
+    ) -> JobRecord:
+        """A person's word on a job in review (docs/irreversible-steps.md).
+
+        ``done``: the irreversible step took effect; the job ends ``succeeded`` with the
+        results it has (the steps after it recorded as skipped), or with ``go_on`` runs
+        those steps in a new attempt. ``not_done``: it did not; the job runs again from the
+        start. Either new run gets a fresh attempt budget. ``JobNotInReview`` (409) names
+        the job's state when it is not in review.
+        """
+        job = self.store.get(tenant_id, job_id)
+        if job.status is not JobStatus.NEEDS_REVIEW:
+            raise JobNotInReview(
+                f"job {job_id} is {job.status.value}; only a job in needs_review can be resolved",
+                status=job.status.value,
+            )
+        at = self.at()
+        at_stake = pending(job.checkpoints)
+        checkpoints = job.checkpoints
+        skipped: list[int] = []
+        target = JobStatus.QUEUED
+        if at_stake is not None:
+            checkpoints = restate(
+                checkpoints,
+                at_stake.step,
+                "done" if outcome == "done" else "not_done",
+                how="resolved",
+                at=at,
+            )
+        if outcome == "done" and not go_on:
+            target = JobStatus.SUCCEEDED
+            first = at_stake.step + 1 if at_stake is not None else len(job.request.steps)
+            skipped = list(range(first, len(job.request.steps)))
+        resolution = Resolution(
+            outcome=outcome,
+            continue_=go_on,
+            step=at_stake.step if at_stake else None,
+            by=by,
+            at=at,
+            skipped=skipped,
+        )
+        try:
+            moved = self.store.resolve_review(
+                tenant_id, job_id, to=target, at=at, checkpoints=checkpoints, resolution=resolution
+            )
+        except IllegalTransition as refused:
+            raise JobNotInReview(
+                f"job {job_id} is {refused.details.get('status')}; only a job in needs_review "
+                "can be resolved",
+                status=refused.details.get("status"),
+            ) from None
+        self.hooks.after_move(moved)
+        if target is JobStatus.QUEUED:
+            return self.enqueue(moved)
+        return moved
+
     # --- the dead-letter queue's and the sweeper's side -----------------------------------------
     def dead_letter(self, received: ReceivedMessage) -> str:
         """Record why a message landed in the DLQ. Returns what happened (logs, tests)."""
@@ -65,24 +135,55 @@ class RecoveryMoves(LifecycleBase):
             ),
             retryable=True,
         )
+        # An irreversible step at stake: a person decides, not a blind redrive.
+        target = after_lost_run(current, retry_allowed=False) or JobStatus.DEAD_LETTERED
         try:
-            self._transition(
-                message.tenant_id, message.job_id, JobStatus.DEAD_LETTERED, error=reason
-            )
+            self._lost_run_move(current, target, reason)
         except NotFound:
             return "unknown_job"
         except IllegalTransition:
             return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
-        return "marked"
+        return "marked" if target is JobStatus.DEAD_LETTERED else target.value
+
+    def _lost_run_move(
+        self,
+        job: JobRecord,
+        target: JobStatus,
+        cause: JobError,
+        *,
+        lease_expired_before: int | None = None,
+        tell_hooks: bool = True,
+    ) -> JobRecord:
+        """Move a job whose attempt ended without its worker; to review (with why, and its
+        unsettled checkpoints marked unknown) when an irreversible step is at stake."""
+        error, checkpoints = cause, None
+        if target is JobStatus.NEEDS_REVIEW:
+            error = review_error(job, resume_plan(job), cause)
+            checkpoints = for_review(job.checkpoints)
+        elif target is JobStatus.FAILED and job.compensation is not None:
+            error = JobError(
+                kind="compensated", message=f"{job.compensation.reason} (it was compensated)"
+            )
+        move = self._transition if tell_hooks else self._transition_unheard
+        return move(
+            job.tenant_id,
+            job.job_id,
+            target,
+            error=error,
+            lease_expired_before=lease_expired_before,
+            retry_at=self.now(),
+            checkpoints=checkpoints,
+        )
 
     def take_back(
         self, tenant_id: str, job_id: str, *, expired_before: int, pool: str | None = None
     ) -> str:
         """A running job whose worker stopped heartbeating: retry it at once, ahead of its
         queue; fail it when its attempts are spent; dead-letter it when workers stopped on
-        it ``LEASES_LOST_LIMIT`` times. With ``pool``, only that pool's jobs (a worker
-        sends only to its own pool's queues). Returns "requeued", "failed",
-        "dead_lettered", "alive", "elsewhere" (another pool's), "unsent" (left for the next
+        it ``LEASES_LOST_LIMIT`` times; put it in review when an irreversible step it
+        started cannot be checked. With ``pool``, only that pool's jobs (a worker sends
+        only to its own pool's queues). Returns "requeued", "failed", "dead_lettered",
+        "needs_review", "alive", "elsewhere" (another pool's), "unsent" (left for the next
         look) or "gone"."""
         try:
             job = self.store.get(tenant_id, job_id)
@@ -99,9 +200,13 @@ class RecoveryMoves(LifecycleBase):
             timeout="lease",
         )
         retry = attempt_allowed(job, job.attempt + 1)
-        to = JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED
-        if retry and dead_worker_limit_reached(job):
-            to = JobStatus.DEAD_LETTERED
+        to = after_lost_run(job, retry_allowed=retry)
+        plain = to is None  # no irreversible step at stake
+        if to is None:
+            to = JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED
+        if to is JobStatus.RETRY_SCHEDULED and dead_worker_limit_reached(job):
+            # A job whose step is at stake is never redriven from the start: a person looks.
+            to = JobStatus.DEAD_LETTERED if plain else JobStatus.NEEDS_REVIEW
             error = JobError(
                 kind="dead_lettered",
                 message=(
@@ -122,24 +227,19 @@ class RecoveryMoves(LifecycleBase):
             except Exception:
                 return "unsent"  # still running, its lease over: the next look tries again
         try:
-            moved = self.store.transition(
-                tenant_id,
-                job_id,
+            # A retried job keeps its tenant's running slot (the hooks do not hear of the
+            # move): it starts again at once and its claim finds the slot its own, instead
+            # of being deferred behind a tenant at its cap.
+            self._lost_run_move(
+                job,
                 to,
-                at=self.at(),
-                error=error,
+                error,
                 lease_expired_before=expired_before,
-                retry_at=self.now(),
+                tell_hooks=to is not JobStatus.RETRY_SCHEDULED,
             )
         except IllegalTransition:
             return "alive"  # the heartbeat came back, or someone else took it back first
-        if to is JobStatus.RETRY_SCHEDULED:
-            # Its tenant's running slot stays the job's: it starts again at once and its
-            # claim finds the slot its own (a reclaim from the returning message kept it
-            # too), instead of being deferred behind a tenant at its cap.
-            return "requeued"
-        self.hooks.after_move(moved)
-        return to.value
+        return "requeued" if to is JobStatus.RETRY_SCHEDULED else to.value
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
         """A retry whose message never came back (its send failed): send it again, ahead of

@@ -1,4 +1,4 @@
-"""The worker's moves: peek, claim, heartbeat, retry-or-fail, finish, defer, expire."""
+"""The worker's moves: peek, claim, heartbeat, checkpoints, retry-or-fail, finish, defer."""
 
 from __future__ import annotations
 
@@ -12,15 +12,20 @@ from pagefleet.errors import (
     NotFound,
     RetryNotDue,
 )
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
-from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message
+from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message, review_error
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.record_size import bound_outcome
+from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
+    Resume,
+    after_failed_attempt,
+    after_lost_run,
     attempt_allowed,
     lease_until,
+    resume_plan,
 )
 from pagefleet.jobs.states import JobStatus
 
@@ -78,7 +83,7 @@ class WorkerMoves(LifecycleBase):
             due = int(early.details.get("retry_at", now)) - int(now)
             return self._hide(received, pool, max(1, due), "retry not due yet")
         except IllegalTransition:
-            return self._claim_refused(received, pool, message, owner)
+            return self._claim_refused(received, pool, message, owner, worker)
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
         if not attempt_allowed(job, job.attempt):
@@ -92,12 +97,13 @@ class WorkerMoves(LifecycleBase):
                 timeout="lease",
             )
             self._done(received, pool, "")
-            done = self.finish(job, Outcome(JobStatus.FAILED, error=error), worker)
+            ending = self._ending_without_run(job, error, retry_allowed=False)
+            done = self.finish(job, ending, worker)
             return Step(done.then, reason="max_attempts spent", status=done.status)
-        return self._claimed(received, pool, job)
+        return self._claimed(received, pool, job, worker)
 
     def _claimed(
-        self, received: ReceivedMessage, pool: str, job: JobRecord, reason: str = ""
+        self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str, reason: str = ""
     ) -> Step:
         """The claim is written: the message is done with (a failed delete brings it back
         as a copy of a running job, deleted then)."""
@@ -105,12 +111,43 @@ class WorkerMoves(LifecycleBase):
         if self.later is not None:
             with contextlib.suppress(RuntimeError):  # stopping (executor shut down): now
                 self.later(self._done, received, pool, reason)
-                return Step(Then.RUN, job=job, reason=reason)
+                return self._unless_at_stake(job, worker, reason)
         self._done(received, pool, reason)
+        return self._unless_at_stake(job, worker, reason)
+
+    def _unless_at_stake(self, job: JobRecord, worker: str, reason: str) -> Step:
+        """Run the claimed job, unless an earlier attempt stopped after an irreversible
+        step that is not to be run again blindly: then it ends (in review, or failed when
+        it was compensated)."""
+        plan = resume_plan(job)
+        if plan.resume in (Resume.REVIEW, Resume.COMPENSATED):
+            ending = self._ending_without_run(job, None, retry_allowed=False)
+            done = self.finish(job, ending, worker)
+            return Step(done.then, reason=f"irreversible step: {plan.resume}", status=done.status)
         return Step(Then.RUN, job=job, reason=reason)
 
+    def _ending_without_run(
+        self, job: JobRecord, cause: JobError | None, *, retry_allowed: bool
+    ) -> Outcome:
+        """How a claimed job ends without running: failed (``cause``), compensated, or in
+        review when an irreversible step of an earlier attempt is at stake."""
+        target = after_lost_run(job, retry_allowed=retry_allowed)
+        if target is JobStatus.NEEDS_REVIEW:
+            plan = resume_plan(job)
+            return Outcome(
+                JobStatus.NEEDS_REVIEW,
+                result=job.result,
+                error=review_error(job, plan, cause),
+                checkpoints=for_review(job.checkpoints),
+            )
+        if target is JobStatus.FAILED and cause is None:
+            reason = job.compensation.reason if job.compensation else "the job failed"
+            cause = JobError(kind="compensated", message=f"{reason} (it was compensated)")
+        assert cause is not None
+        return Outcome(JobStatus.FAILED, result=job.result, error=cause)
+
     def _claim_refused(
-        self, received: ReceivedMessage, pool: str, message: JobMessage, owner: str
+        self, received: ReceivedMessage, pool: str, message: JobMessage, owner: str, worker: str
     ) -> Step:
         try:
             current = self.store.get(message.tenant_id, message.job_id)
@@ -119,7 +156,9 @@ class WorkerMoves(LifecycleBase):
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
-            return self._claimed(received, pool, current, "claim applied though its reply was lost")
+            return self._claimed(
+                received, pool, current, worker, "claim applied though its reply was lost"
+            )
         if current.status.is_final:
             return self._done(received, pool, f"duplicate delivery ({current.status.value})")
         if current.status is JobStatus.RUNNING:
@@ -153,6 +192,28 @@ class WorkerMoves(LifecycleBase):
     def cancel_requested(self, job: JobRecord) -> bool:
         return self.store.cancel_requested(job.tenant_id, job.job_id)
 
+    def record_progress(
+        self,
+        job: JobRecord,
+        checkpoints: list[Checkpoint],
+        *,
+        result: dict[str, Any] | None = None,
+        compensation: Compensation | None = None,
+    ) -> JobRecord:
+        """Write the attempt's checkpoints (and its results so far, when they fit in the
+        record) before an irreversible step starts and when it ends. Raises ``LeaseLost``:
+        then another attempt owns the job and the step must not run."""
+        fits = result is not None and json_bytes(result) <= INLINE_RESULT_MAX_BYTES
+        return self.store.record_progress(
+            job.tenant_id,
+            job.job_id,
+            attempt=job.attempt,
+            owner=job.lease_owner or "",
+            checkpoints=checkpoints,
+            result=result if fits else None,
+            compensation=compensation,
+        )
+
     def after_failure(
         self,
         job: JobRecord,
@@ -160,19 +221,41 @@ class WorkerMoves(LifecycleBase):
         *,
         result: dict[str, Any] | None = None,
         artifacts: list[Artifact] | None = None,
+        checkpoints: list[Checkpoint] | None = None,
     ) -> Outcome:
-        """Retry or fail: the one place that applies the attempt budget to a failure."""
-        if error.retryable and attempt_allowed(job, job.attempt + 1):
-            return Outcome(
-                JobStatus.RETRY_SCHEDULED,
-                result=result or None,
-                error=error,
-                artifacts=list(artifacts or []),
-                retry_delay_s=job.request.retry.delay_seconds(job.attempts_used),
-            )
-        return Outcome(
-            JobStatus.FAILED, result=result or None, error=error, artifacts=list(artifacts or [])
+        """Retry, fail or review: the one place that applies the attempt budget to a
+        failure, and the rules for irreversible steps (``checkpoints``: the attempt's)."""
+        kept = job.checkpoints if checkpoints is None else checkpoints
+        retry = attempt_allowed(job, job.attempt + 1)
+        outcome = Outcome(
+            JobStatus.FAILED,
+            result=result or None,
+            error=error,
+            artifacts=list(artifacts or []),
+            checkpoints=checkpoints,
         )
+        target = after_failed_attempt(job, kept, error, retry_allowed=retry)
+        if target is None:
+            target = JobStatus.RETRY_SCHEDULED if error.retryable and retry else JobStatus.FAILED
+        if target is JobStatus.RETRY_SCHEDULED:
+            outcome.status = target
+            outcome.retry_delay_s = job.request.retry.delay_seconds(job.attempts_used)
+        elif target is JobStatus.NEEDS_REVIEW:
+            plan = resume_plan(job, kept)
+            outcome.status = target
+            outcome.error = review_error(job, plan, error)
+            outcome.checkpoints = for_review(kept)
+        return outcome
+
+    def compensated(self, job: JobRecord, outcome: Outcome, compensation: Compensation) -> Outcome:
+        """A failed outcome after the job's compensate steps ran: failed with the
+        compensation beside its checkpoints, or in review when the compensation failed."""
+        outcome.compensation = compensation
+        if compensation.state != "done":
+            plan = resume_plan(job.model_copy(update={"compensation": compensation}))
+            outcome.status = JobStatus.NEEDS_REVIEW
+            outcome.error = review_error(job, plan, outcome.error)
+        return outcome
 
     def finish(self, job: JobRecord, outcome: Outcome, worker: str) -> Step:
         """Write the attempt's outcome (fenced) and send a retry's message.
@@ -203,6 +286,8 @@ class WorkerMoves(LifecycleBase):
                 result_bytes=bounded.result_bytes,
                 attempt_log=bounded.attempt_log,
                 expires_at=self.now() + keep_s if keep_s is not None else None,
+                checkpoints=outcome.checkpoints,
+                compensation=outcome.compensation,
                 changes=bounded.changes,
             )
         except (LeaseLost, IllegalTransition) as exc:

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+if TYPE_CHECKING:
+    from pagefleet.workflow import CheckStep
 
 FrameSelector = Annotated[str, Field(min_length=1, max_length=2000)]
+# A check is a few read-only steps: open the page that would show the effect, look for it.
+MAX_CHECK_STEPS = 20
 
 
 class StepBase(BaseModel):
@@ -16,10 +29,49 @@ class StepBase(BaseModel):
     label: str | None = Field(default=None, max_length=200)
     # Per-step override of the job's action timeout.
     timeout_ms: int | None = Field(default=None, ge=1, le=600_000)
+    # docs/irreversible-steps.md: a step whose effect must happen at most once.
+    irreversible: bool = Field(
+        default=False,
+        description=(
+            "the step has an effect that must not happen twice (pays, submits, sends, "
+            "deletes): it is checkpointed, and never run again blindly after it started"
+        ),
+    )
+    check: list[CheckStep] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_CHECK_STEPS,
+        description=(
+            "read-only steps that tell whether this irreversible step's effect already "
+            "happened: passes when they all succeed, says 'not done' when the last assert "
+            "fails; run first, in a fresh context, by an attempt after one that stopped "
+            "after the step started"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _check_of_an_irreversible_step(self) -> StepBase:
+        if self.check is not None and not self.irreversible:
+            raise ValueError("check is for irreversible steps: set irreversible: true")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_irreversible(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A step that is not irreversible stores and hashes as before the fields existed
+        # (job records, idempotency fingerprints, step labels).
+        data = handler(self)
+        if isinstance(data, dict):
+            if not data.get("irreversible"):
+                data.pop("irreversible", None)
+            if data.get("check") is None:
+                data.pop("check", None)
+        return data
 
     def describe(self) -> str:
         """A one-line summary for errors and events (secrets are masked by the caller)."""
-        fields = self.model_dump(exclude_none=True, exclude={"action", "label"})
+        fields = self.model_dump(
+            exclude_none=True, exclude={"action", "label", "irreversible", "check"}
+        )
         args = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"{getattr(self, 'action', '?')}({args})"
 
