@@ -6,6 +6,7 @@ import { live } from "./lib/live.js";
 import { fleetView } from "./views/fleet.js";
 import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
+import { scheduleView } from "./views/schedule.js";
 import { schedulesView } from "./views/schedules.js";
 import { signInView } from "./views/signin.js";
 import { submitView } from "./views/submit.js";
@@ -27,6 +28,7 @@ const ROUTES = [
   [/^\/jobs$/, jobsView, "Jobs"],
   [/^\/submit$/, submitView, "Submit a job"],
   [/^\/workflows(?:\/([^/]+))?$/, workflowsView, "Workflows"],
+  [/^\/schedules\/([0-9A-Za-z]{26})$/, scheduleView, "Schedule"],
   [/^\/schedules$/, schedulesView, "Schedules"],
   [/^\/usage$/, usageView, "Usage and cost"],
   [/^\/fleet$/, fleetView, "Fleet"],
