@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.chaos_traffic import LAMBDA_ENV, Traffic, details, failed, final_line, rows
 from devstack.chaos import (
     SETTLED,
     Audit,
@@ -145,7 +146,9 @@ def body_of(kind: str, site: ChaosSite, n: int, rng: random.Random) -> dict[str,
     return page_job(site, f"cancel-{n}", sleep_ms=20_000)
 
 
-def submitter(args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run: Run) -> None:
+def submitter(
+    args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run: Run, traffic: Traffic
+) -> None:
     rng = random.Random(7)
     client = stack.client()
     kinds, n_flaky = job_kinds(args.jobs, rng)
@@ -157,7 +160,9 @@ def submitter(args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run:
             if not site.outage_on:
                 site.outage(args.outage)
             submit(client, run, "flaky", flaky_job(site, f"flaky-{n}"), f"flaky-{n}")
-        job_id = submit(client, run, kind, body_of(kind, site, n, rng), f"job-{n}")
+        body = traffic.dress(body_of(kind, site, n, rng))
+        job_id = submit(client, run, kind, body, f"job-{n}")
+        traffic.submitted(job_id, kind, body)
         if kind == "cancel":
             to_cancel.append((time.monotonic() + rng.uniform(0.5, 4), job_id))
         for due, cancel_id in list(to_cancel):
@@ -409,7 +414,7 @@ def main() -> int:
         sweeper_interval_s=10,
         worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
         # INFO: the sweeper's lines name the jobs it took back.
-        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO"},
+        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO", **LAMBDA_ENV},
     )
     run = Run()
     started = time.monotonic()
@@ -419,11 +424,12 @@ def main() -> int:
             store = record_store(stack)
             console.print(f"stack up; logs in {stack.log_dir}")
             send_poison(stack, run, args.poison)
+            traffic = Traffic(stack, site).start(minutes=args.jobs / args.rate / 60)
             stop = threading.Event()
 
             def submit_all() -> None:
                 try:
-                    submitter(args, stack, site, run)
+                    submitter(args, stack, site, run, traffic)
                 finally:
                     stop.set()
 
@@ -433,6 +439,7 @@ def main() -> int:
             submit_thread.start()
             chaos(args, stack, run, stop)
             submit_thread.join()
+            traffic.stop_schedules()
             console.print(f"submitted {len(run.kinds)} jobs in {time.monotonic() - started:.0f} s")
             deadline = time.monotonic() + args.settle_timeout
             while time.monotonic() < deadline:
@@ -447,16 +454,30 @@ def main() -> int:
             stack.functions["sweeper"].invoke(scheduled_event())
             time.sleep(3)
             report = audit(store, list(run.kinds))
+            found = traffic.findings(
+                store, traffic.settle(store, args.settle_timeout, console.print)
+            )
             elapsed = time.monotonic() - started
             faults = (
                 injected_faults(stack.function_logs()["api"]),
                 injected_faults(*(p.log_path for p in stack.worker_processes)),
             )
             dlq = stack.sources.dead_letters.handled if stack.sources else 0
+            traffic.stop()
     finally:
         site.stop()
     print_report(run, report, elapsed, site, faults, dlq)
-    return 1 if report.lost or report.doubled else 0
+    table = Table(title="version one in flight")
+    for column in ("figure", "value"):
+        table.add_column(column)
+    for name, value in rows(found):
+        table.add_row(name, value)
+    console.print(table)
+    for line in details(found):
+        console.print(line)
+    lost, doubled = len(report.lost) + len(found.lost), len(report.doubled) + len(found.doubled)
+    print(final_line(len(run.kinds) + found.jobs, lost, doubled, found), flush=True)
+    return 1 if lost or doubled or failed(found) else 0
 
 
 if __name__ == "__main__":
