@@ -225,19 +225,12 @@ class Traffic:
     # --- start ----------------------------------------------------------------------------
     def start(self, minutes: float) -> Traffic:
         """Make the schedules (one-time ones spread over ``minutes``) and start following."""
-        now = datetime.now(UTC).replace(microsecond=0)
-        specs = [("rate(1 minute)", f"every-minute-{i}") for i in range(RATE_SCHEDULES)]
+        for i in range(RATE_SCHEDULES):
+            self._schedule("rate(1 minute)", f"every-minute-{i}")
+        now = datetime.now(UTC)
         for i in range(AT_SCHEDULES):
-            at = now + timedelta(minutes=1 + minutes * (i + 0.5) / AT_SCHEDULES)
-            specs.append((f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})", f"once-{i}"))
-        for expression, name in specs:
-            job = page_job(self.site, f"sched-{name}", notify={"webhook": self.hook_url})
-            job["priority"] = self.rng.choice(["high", "normal", "low"])
-            spec = {"name": name, "expression": expression, "job": job}
-            made = patient(partial(self.client.create_schedule, spec))
-            self.schedules.append(ScheduleMade(made.schedule_id, expression))
-        for schedule in self.schedules:
-            self._arm(schedule)
+            at = now + timedelta(minutes=2 + minutes * i / AT_SCHEDULES)
+            self._schedule(f"at({at.strftime('%Y-%m-%dT%H:%M:%S')})", f"once-{i}")
         url = self.stack.live.url
         deadline = time.monotonic() + 4 * 3600
         for n in range(FOLLOWERS):
@@ -247,6 +240,16 @@ class Traffic:
             thread.start()
             self._followers.append(thread)
         return self
+
+    def _schedule(self, expression: str, name: str) -> None:
+        job = page_job(self.site, f"sched-{name}", notify={"webhook": self.hook_url})
+        job["priority"] = self.rng.choice(["high", "normal", "low"])
+        spec = {"name": name, "expression": expression, "job": job}
+        made = ScheduleMade(
+            patient(partial(self.client.create_schedule, spec)).schedule_id, expression
+        )
+        self.schedules.append(made)
+        self._arm(made)  # at once: moto renews a schedule's CreationDate when it is updated
 
     def _arm(self, schedule: ScheduleMade) -> None:
         """Wait until the schedule is mirrored in the Scheduler (the sweeper retries a
