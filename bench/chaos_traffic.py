@@ -143,7 +143,7 @@ def follow_with_drops(
         follower.gap = False
         while True:
             page = patient(lambda: client.events(item.job_id, after=follower.last_seq, limit=1000))
-            take(follower.on_events(e.wire() for e in page.events))
+            take(follower.on_events((e.wire() for e in page.events), stored=True))
             if not page.more:
                 return
 
