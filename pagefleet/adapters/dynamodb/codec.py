@@ -152,3 +152,21 @@ def update_job_if(
             raise
         return False
     return True
+
+
+def put_new(db: Any, table: str, item: Mapping[str, Any]) -> None:
+    """Put an item whose key is new (a fresh id), once.
+
+    A put whose reply was lost is sent again by botocore and then finds its own item: that
+    is the put done, not a conflict. The item there is read back, and only an item other
+    than this one raises (ConditionalCheckFailedException, as before)."""
+    wire = serialize(dict(item))
+    try:
+        db.put_item(TableName=table, Item=wire, ConditionExpression="attribute_not_exists(pk)")
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        key = {"pk": wire["pk"], "sk": wire["sk"]}
+        there = db.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+        if there is None or deserialize(there) != deserialize(wire):
+            raise

@@ -22,6 +22,7 @@ from pagefleet.adapters.dynamodb.codec import (
     job_sk,
     listing_key,
     ops_time,
+    put_new,
     record_to_item,
     serialize,
     status_pk,
@@ -85,7 +86,7 @@ class DynamoJobStore(DispatchQueries):
         if record.idempotency_key is None and not edges:
             # One item: a conditional put is as safe as a transaction at half the write cost
             # (and moto copies the whole table for every transaction).
-            self._db.put_item(**put_job)
+            put_new(self._db, self._table, item)
             return
         if record.idempotency_key is None:
             self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
