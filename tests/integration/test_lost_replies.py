@@ -41,6 +41,19 @@ def _schedule(schedule_id: str, name: str = "nightly") -> Schedule:
     )
 
 
+def _job(job_id: str, **request: object) -> JobRecord:
+    return JobRecord(
+        tenant_id="alice",
+        job_id=job_id,
+        status=JobStatus.WAITING if request.get("depends_on") else JobStatus.QUEUED,
+        request=JobRequest.model_validate({**JOB, **request}),
+        created_at=STAMP,
+        updated_at=STAMP,
+        correlation_id="c-1",
+        pool="standard",
+    )
+
+
 def test_a_schedule_whose_put_reply_was_lost_is_stored_once(provisioned: Provisioned) -> None:
     store = DynamoScheduleStore(_losing_replies(), provisioned.jobs_table)  # type: ignore[arg-type]
     store.create(_schedule("01J00000000000000000000001"))
@@ -65,3 +78,16 @@ def test_a_job_whose_put_reply_was_lost_is_stored_once(provisioned: Provisioned)
     )
     store.create(record)
     assert store.get("alice", record.job_id).status is JobStatus.QUEUED
+
+
+def test_a_child_whose_transaction_reply_was_lost_is_stored_once(
+    provisioned: Provisioned,
+) -> None:
+    """A job with parents and no Idempotency-Key is one transaction (the job and its edges)."""
+    plain = DynamoJobStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+    parent = _job("01j00000000000000000000003")
+    plain.create(parent)
+    child = _job("01j00000000000000000000004", depends_on=[parent.job_id])
+    DynamoJobStore(_losing_replies(), provisioned.jobs_table).create(child)  # type: ignore[arg-type]
+    assert plain.get("alice", child.job_id).status is JobStatus.WAITING
+    assert plain.dependants("alice", parent.job_id) == [child.job_id]

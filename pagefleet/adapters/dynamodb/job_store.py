@@ -26,6 +26,7 @@ from pagefleet.adapters.dynamodb.codec import (
     record_to_item,
     serialize,
     status_pk,
+    stored_as_written,
     tenant_pk,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
@@ -89,7 +90,13 @@ class DynamoJobStore(DispatchQueries):
             put_new(self._db, self._table, item)
             return
         if record.idempotency_key is None:
-            self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
+            try:
+                self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
+            except ClientError as exc:
+                # A retry after a lost reply: the first try wrote all of it, job included.
+                canceled = exc.response["Error"]["Code"] == "TransactionCanceledException"
+                if not canceled or not stored_as_written(self._db, self._table, put_job["Item"]):
+                    raise
             return
         idem = {
             "pk": tenant_pk(record.tenant_id),
