@@ -10,7 +10,9 @@ target site on 127.0.0.1, and at once:
 - a site answering 503 for ``--outage`` s (breaker opens, its jobs are deferred);
 - ``--fault-rate`` of AWS calls failing in the workers and the API (throttling, 5xx, lost
   replies);
-- a few jobs cancelled while running, a few poison messages on the jobs queue.
+- a few jobs cancelled while running, a few poison messages on the jobs queue;
+- schedules firing, dependent jobs, webhooks to a receiver that fails a third of the time,
+  live followers that reconnect, priorities mixed (``bench/chaos_traffic.py``, each checked).
 
 Like ECS, the bench keeps ``--workers`` workers running: one that exits on its own (its
 Chromium killed while it launched, say) is replaced too, and counted.
@@ -19,7 +21,9 @@ Then it waits until every job is settled, runs the sweeper once more, and prints
 report: the final states, every job that ended otherwise than its kind should (with why),
 and the recovery of a killed worker's jobs cut in two, kill -> lease end (what the lease
 costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
-status 1 if a job was lost or has more than one final result. Timings are printed, never
+status 1 if a job was lost or has more than one final result, or a check of the traffic
+failed. The last line is the verdict: ``chaos: N jobs, L lost, D doubled; schedules S fired
+once each; webhooks W delivered, M missing; live gaps G``. Timings are printed, never
 asserted; the load average is printed beside them.
 
 To add a kind of job: a body builder in ``devstack/chaos.py``, its expected final state
@@ -46,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from bench.chaos_traffic import LAMBDA_ENV, Traffic, details, failed, final_line, rows
+from bench.chaos_traffic import LAMBDA_ENV, Traffic, failed, final_line, print_findings
 from devstack.chaos import (
     SETTLED,
     Audit,
@@ -467,14 +471,7 @@ def main() -> int:
     finally:
         site.stop()
     print_report(run, report, elapsed, site, faults, dlq)
-    table = Table(title="version one in flight")
-    for column in ("figure", "value"):
-        table.add_column(column)
-    for name, value in rows(found):
-        table.add_row(name, value)
-    console.print(table)
-    for line in details(found):
-        console.print(line)
+    print_findings(console, found)
     lost, doubled = len(report.lost) + len(found.lost), len(report.doubled) + len(found.doubled)
     print(final_line(len(run.kinds) + found.jobs, lost, doubled, found), flush=True)
     return 1 if lost or doubled or failed(found) else 0

@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import os
 import queue
 import random
+import signal
 import statistics
 import threading
 import time
@@ -36,6 +38,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
+from rich.console import Console
+from rich.table import Table
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import connect
 
@@ -58,6 +62,10 @@ FOLLOW_EVERY = 15  # one job in fifteen is followed live
 FOLLOWERS = 6  # followers at once (each reconnect is a live-function invocation)
 RATE_SCHEDULES = 3
 AT_SCHEDULES = 6
+# The embedded AWS frozen this long, this often, while the submissions last (longer than the
+# chaos lease: every running job's heartbeat misses it).
+AWS_PAUSE_S = 12
+AWS_PAUSE_EVERY_S = 150
 # Webhook retries a second apart (ten by default): a failed POST is retried within the run.
 LAMBDA_ENV = {"PAGEFLEET_BACKOFF_BASE_S": "1", "PAGEFLEET_BACKOFF_CAP_S": "10"}
 
@@ -168,6 +176,40 @@ def follow_with_drops(
         item.done = True
 
 
+# --- the embedded AWS's pauses ---------------------------------------------------------------
+class AwsPauses:
+    """Freeze the embedded AWS (SIGSTOP) for ``seconds`` every ``every`` seconds, as a
+    regional brown-out would: every call of every process waits, heartbeats included."""
+
+    def __init__(self, stack: LocalStack, every: float, seconds: float) -> None:
+        self.stack, self.every, self.seconds = stack, every, seconds
+        self.count = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="aws-pauses", daemon=True)
+
+    def start(self) -> AwsPauses:
+        if self.every > 0:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            moto = self.stack.moto
+            if moto is None or not moto.alive():
+                return
+            os.kill(moto.pid, signal.SIGSTOP)
+            try:
+                self._stop.wait(self.seconds)
+            finally:
+                os.kill(moto.pid, signal.SIGCONT)
+            self.count += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.seconds + 5)
+
+
 # --- the traffic ------------------------------------------------------------------------------
 @dataclass
 class ScheduleMade:
@@ -195,6 +237,7 @@ class Findings:
     followed: int = 0
     reconnects: int = 0
     followers_unfinished: int = 0
+    aws_pauses: int = 0
     waits_by_priority: dict[str, list[float]] = field(default_factory=dict)
 
 
@@ -217,6 +260,7 @@ class Traffic:
         self._followers: list[threading.Thread] = []
         self._n = 0
         self._lock = threading.Lock()
+        self.pauses = AwsPauses(stack, AWS_PAUSE_EVERY_S, AWS_PAUSE_S)
 
     @property
     def hook_url(self) -> str:
@@ -239,6 +283,7 @@ class Traffic:
             )
             thread.start()
             self._followers.append(thread)
+        self.pauses.start()
         return self
 
     def _schedule(self, expression: str, name: str) -> None:
@@ -312,7 +357,9 @@ class Traffic:
 
     # --- the end --------------------------------------------------------------------------
     def stop_schedules(self) -> None:
-        """Delete the schedules once the Scheduler has fired every time up to now."""
+        """Delete the schedules once the Scheduler has fired every time up to now (and end
+        the embedded AWS's pauses)."""
+        self.pauses.stop()
         self.cutoff = time.time() - 5
         poller = self.stack.sources.scheduler if self.stack.sources else None
         deadline = time.monotonic() + 180
@@ -392,7 +439,7 @@ class Traffic:
         return out
 
     def findings(self, store: DynamoJobStore, report: Audit) -> Findings:
-        out = Findings(jobs=len(self.job_ids()))
+        out = Findings(jobs=len(self.job_ids()), aws_pauses=self.pauses.count)
         out.lost = [j for j in report.lost if not self._waits_on_dead_letter(store, j)]
         out.children_waiting_on_dead_letters = len(report.lost) - len(out.lost)
         out.doubled = list(report.doubled)
@@ -482,6 +529,17 @@ class Traffic:
         self.client.close()
 
 
+def print_findings(console: Console, found: Findings) -> None:
+    table = Table(title="version one in flight")
+    for column in ("figure", "value"):
+        table.add_column(column)
+    for name, value in rows(found):
+        table.add_row(name, value)
+    console.print(table)
+    for line in details(found):
+        console.print(line)
+
+
 def rows(found: Findings) -> list[tuple[str, str]]:
     """The traffic's figures for the report's table."""
 
@@ -490,6 +548,7 @@ def rows(found: Findings) -> list[tuple[str, str]]:
 
     waits = found.waits_by_priority
     return [
+        (f"embedded AWS frozen for {AWS_PAUSE_S} s", f"{found.aws_pauses} times"),
         ("traffic jobs (children, schedule runs)", str(found.jobs)),
         ("  LOST / DOUBLED (must be 0)", f"{len(found.lost)} / {len(found.doubled)}"),
         (
