@@ -10,7 +10,9 @@ target site on 127.0.0.1, and at once:
 - a site answering 503 for ``--outage`` s (breaker opens, its jobs are deferred);
 - ``--fault-rate`` of AWS calls failing in the workers and the API (throttling, 5xx, lost
   replies);
-- a few jobs cancelled while running, a few poison messages on the jobs queue.
+- a few jobs cancelled while running, a few poison messages on the jobs queue;
+- schedules firing, dependent jobs, webhooks to a receiver that fails a third of the time,
+  live followers that reconnect, priorities mixed (``bench/chaos_traffic.py``, each checked).
 
 Like ECS, the bench keeps ``--workers`` workers running: one that exits on its own (its
 Chromium killed while it launched, say) is replaced too, and counted.
@@ -19,7 +21,9 @@ Then it waits until every job is settled, runs the sweeper once more, and prints
 report: the final states, every job that ended otherwise than its kind should (with why),
 and the recovery of a killed worker's jobs cut in two, kill -> lease end (what the lease
 costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
-status 1 if a job was lost or has more than one final result. Timings are printed, never
+status 1 if a job was lost or has more than one final result, or a check of the traffic
+failed. The last line is the verdict: ``chaos: N jobs, L lost, D doubled; schedules S fired
+once each; webhooks W delivered, M missing; live gaps G``. Timings are printed, never
 asserted; the load average is printed beside them.
 
 To add a kind of job: a body builder in ``devstack/chaos.py``, its expected final state
@@ -46,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.chaos_traffic import LAMBDA_ENV, Traffic, failed, final_line, print_findings
 from devstack.chaos import (
     SETTLED,
     Audit,
@@ -145,7 +150,9 @@ def body_of(kind: str, site: ChaosSite, n: int, rng: random.Random) -> dict[str,
     return page_job(site, f"cancel-{n}", sleep_ms=20_000)
 
 
-def submitter(args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run: Run) -> None:
+def submitter(
+    args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run: Run, traffic: Traffic
+) -> None:
     rng = random.Random(7)
     client = stack.client()
     kinds, n_flaky = job_kinds(args.jobs, rng)
@@ -157,7 +164,9 @@ def submitter(args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run:
             if not site.outage_on:
                 site.outage(args.outage)
             submit(client, run, "flaky", flaky_job(site, f"flaky-{n}"), f"flaky-{n}")
-        job_id = submit(client, run, kind, body_of(kind, site, n, rng), f"job-{n}")
+        body = traffic.dress(body_of(kind, site, n, rng))
+        job_id = submit(client, run, kind, body, f"job-{n}")
+        traffic.submitted(job_id, kind, body)
         if kind == "cancel":
             to_cancel.append((time.monotonic() + rng.uniform(0.5, 4), job_id))
         for due, cancel_id in list(to_cancel):
@@ -409,7 +418,7 @@ def main() -> int:
         sweeper_interval_s=10,
         worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
         # INFO: the sweeper's lines name the jobs it took back.
-        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO"},
+        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO", **LAMBDA_ENV},
     )
     run = Run()
     started = time.monotonic()
@@ -419,11 +428,12 @@ def main() -> int:
             store = record_store(stack)
             console.print(f"stack up; logs in {stack.log_dir}")
             send_poison(stack, run, args.poison)
+            traffic = Traffic(stack, site).start(minutes=args.jobs / args.rate / 60)
             stop = threading.Event()
 
             def submit_all() -> None:
                 try:
-                    submitter(args, stack, site, run)
+                    submitter(args, stack, site, run, traffic)
                 finally:
                     stop.set()
 
@@ -433,6 +443,7 @@ def main() -> int:
             submit_thread.start()
             chaos(args, stack, run, stop)
             submit_thread.join()
+            traffic.stop_schedules()
             console.print(f"submitted {len(run.kinds)} jobs in {time.monotonic() - started:.0f} s")
             deadline = time.monotonic() + args.settle_timeout
             while time.monotonic() < deadline:
@@ -447,16 +458,23 @@ def main() -> int:
             stack.functions["sweeper"].invoke(scheduled_event())
             time.sleep(3)
             report = audit(store, list(run.kinds))
+            found = traffic.findings(
+                store, traffic.settle(store, args.settle_timeout, console.print)
+            )
             elapsed = time.monotonic() - started
             faults = (
                 injected_faults(stack.function_logs()["api"]),
                 injected_faults(*(p.log_path for p in stack.worker_processes)),
             )
             dlq = stack.sources.dead_letters.handled if stack.sources else 0
+            traffic.stop()
     finally:
         site.stop()
     print_report(run, report, elapsed, site, faults, dlq)
-    return 1 if report.lost or report.doubled else 0
+    print_findings(console, found)
+    lost, doubled = len(report.lost) + len(found.lost), len(report.doubled) + len(found.doubled)
+    print(final_line(len(run.kinds) + found.jobs, lost, doubled, found), flush=True)
+    return 1 if lost or doubled or failed(found) else 0
 
 
 if __name__ == "__main__":

@@ -87,14 +87,21 @@ class Follower:
             raise RuntimeError(f"live API error: {message.get('code')}: {message.get('message')}")
         return []  # pong, subscribed, unsubscribed
 
-    def on_events(self, events: Iterable[dict[str, Any]]) -> list[FollowItem]:
+    def on_events(
+        self, events: Iterable[dict[str, Any]], *, stored: bool = False
+    ) -> list[FollowItem]:
+        """``stored``: a page of the events route, every event kept after ``last_seq`` (a
+        number it skips was never stored)."""
         out: list[FollowItem] = []
         for raw in sorted(events, key=lambda e: int(e["seq"])):
             event = RunEvent.model_validate(raw)
             if event.seq <= self.last_seq:
                 continue  # seen already (a redelivered batch, a catch-up overlap)
-            if event.seq > self.last_seq + 1 and self.last_seq and not self.done:
-                self.gap = True  # numbers may skip (dropped past the bound); check once
+            if event.seq > self.last_seq + 1 and self.last_seq and not stored:
+                # A number is missing: the driver reads on from the last one seen, and gets
+                # this event after the missing ones (or after a number never stored).
+                self.gap = True
+                break
             self.last_seq = event.seq
             out.append(event)
         return out
@@ -184,7 +191,7 @@ def _fill(client: Any, follower: Follower) -> Iterator[FollowItem]:
     follower.gap = False
     while True:
         page = client.events(follower.job_id, after=follower.last_seq, limit=1000)
-        yield from follower.on_events(e.wire() for e in page.events)
+        yield from follower.on_events((e.wire() for e in page.events), stored=True)
         if not page.more:
             return
 

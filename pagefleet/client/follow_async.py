@@ -105,7 +105,7 @@ async def _fill(api: _Api, follower: Follower) -> list[FollowItem]:
     out: list[FollowItem] = []
     while True:
         page = await api.events(follower.job_id, follower.last_seq)
-        out += follower.on_events(e.wire() for e in page.events)
+        out += follower.on_events((e.wire() for e in page.events), stored=True)
         if not page.more:
             return out
 

@@ -9,7 +9,7 @@ import pytest
 
 from pagefleet.api.contract import EventPage, JobView, LiveInfo
 from pagefleet.cli.follow import EXIT_BY_STATUS, describe
-from pagefleet.client.follow import Follower, FollowNotFound, StatusUpdate, follow
+from pagefleet.client.follow import Follower, FollowNotFound, StatusUpdate, _fill, follow
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import RunEvent
 
@@ -59,6 +59,23 @@ def test_gaps_and_the_final_status_are_left_to_the_driver() -> None:
     assert f.gap
     assert f.on_message(status("succeeded", "2027-01-15T08:00:05.000Z", final=True)) == []
     assert f.done and f.final is not None and f.final.status is JobStatus.SUCCEEDED
+
+
+def test_events_missed_over_the_socket_are_read_from_the_route_not_skipped() -> None:
+    """The socket brings 1, 2, then 5: 3 and 4 are stored but were not delivered (a stream
+    range sent to the failure destination, a message lost). The gap is filled from the last
+    event seen, so 3, 4 and 5 come once each and in order; a number never stored (6) is
+    read past."""
+    api = FakeApi([])
+    api.stored = [ev(n) for n in (1, 2, 3, 4, 5, 7)]
+    f = Follower("j1")
+    seen = f.on_message({"type": "events", "job_id": "j1", "events": [ev(1), ev(2)]})
+    seen += f.on_message({"type": "events", "job_id": "j1", "events": [ev(5)]})
+    assert f.gap
+    seen += list(_fill(api, f))
+    seen += f.on_message({"type": "events", "job_id": "j1", "events": [ev(5), ev(7)]})
+    assert [i.seq for i in seen if isinstance(i, RunEvent)] == [1, 2, 3, 4, 5, 7]
+    assert not f.gap
 
 
 def test_not_found_is_an_error() -> None:

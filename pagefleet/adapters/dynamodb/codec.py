@@ -165,3 +165,27 @@ def update_job_if(
             raise
         return False
     return True
+
+
+def put_new(db: Any, table: str, item: Mapping[str, Any]) -> None:
+    """Put an item whose key is new (a fresh id), once.
+
+    A put whose reply was lost is sent again by botocore and then finds its own item: that
+    is the put done, not a conflict. Only an item other than this one raises
+    (ConditionalCheckFailedException, as before)."""
+    wire = serialize(dict(item))
+    try:
+        db.put_item(TableName=table, Item=wire, ConditionExpression="attribute_not_exists(pk)")
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            raise
+        if not stored_as_written(db, table, wire):
+            raise
+
+
+def stored_as_written(db: Any, table: str, wire: Mapping[str, Any]) -> bool:
+    """True when the table holds exactly this item (DynamoDB JSON): a refused write of a new
+    item whose earlier try, its reply lost, was applied (a transaction: all of it)."""
+    key = {"pk": wire["pk"], "sk": wire["sk"]}
+    there = db.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    return there is not None and deserialize(there) == deserialize(wire)

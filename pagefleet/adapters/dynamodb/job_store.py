@@ -22,9 +22,11 @@ from pagefleet.adapters.dynamodb.codec import (
     job_sk,
     listing_key,
     ops_time,
+    put_new,
     record_to_item,
     serialize,
     status_pk,
+    stored_as_written,
     tenant_pk,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
@@ -87,10 +89,16 @@ class DynamoJobStore(ReviewWrites, DispatchQueries):
         if record.idempotency_key is None and not edges:
             # One item: a conditional put is as safe as a transaction at half the write cost
             # (and moto copies the whole table for every transaction).
-            self._db.put_item(**put_job)
+            put_new(self._db, self._table, item)
             return
         if record.idempotency_key is None:
-            self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
+            try:
+                self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
+            except ClientError as exc:
+                # A retry after a lost reply: the first try wrote all of it, job included.
+                canceled = exc.response["Error"]["Code"] == "TransactionCanceledException"
+                if not canceled or not stored_as_written(self._db, self._table, put_job["Item"]):
+                    raise
             return
         idem = {
             "pk": tenant_pk(record.tenant_id),

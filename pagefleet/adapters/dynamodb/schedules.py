@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import deserialize, put_new, serialize, tenant_pk
 from pagefleet.errors import NotFound
 from pagefleet.schedules.health import ScheduleHealth
 from pagefleet.schedules.service import Schedule, ScheduleRun
@@ -55,11 +55,7 @@ class DynamoScheduleStore:
         }
         if not schedule.synced:
             item.update(ops_pk=UNSYNCED, ops_sk=schedule.updated_at)
-        self._db.put_item(
-            TableName=self._table,
-            Item=serialize(item),
-            ConditionExpression="attribute_not_exists(pk)",
-        )
+        put_new(self._db, self._table, item)
 
     def replace(self, schedule: Schedule) -> None:
         """The definition only: runs' writes (last run, health) and the baseline stay."""
