@@ -16,7 +16,9 @@ measured jobs from submission until the stream reader has handled their last cha
 worker's long poll that comes back empty is idle capacity, not a job's request: it is
 printed apart. A transaction counts as one request (its write units are printed: 2 per item
 up to 1 KB). Prints the requests by runtime and operation, and ends with
-``AWS requests per job: <N> (artifact uploads aside), by operation: ...``. Asserts nothing.
+``AWS requests per job: <N> (artifact uploads aside), by operation: ...``. ``--where``
+splits each runtime's requests by the function of ours that made them (outside the
+adapters). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ ARTIFACT_OPERATIONS = ("s3.PutObject", "s3.CreateMultipartUpload", "s3.UploadPar
 QUIET_S = 4.0  # no request from any runtime for this long: the stream reader is done
 
 
-class Request(tuple[float, str, str, int, str]):
+class Request(tuple[float, str, str, int, str, str]):
     @property
     def at(self) -> float:
         return self[0]
@@ -66,13 +68,17 @@ class Request(tuple[float, str, str, int, str]):
         """The table's or queue's role (``jobs``, ``tenants``, ...), without the stack prefix."""
         return "+".join(name.rsplit("-", 1)[-1] for name in self[4].split("+") if name)
 
+    @property
+    def caller(self) -> str:
+        return self[5]
+
 
 def read_log(log_dir: Path) -> list[Request]:
     requests = []
     for path in log_dir.glob("*.tsv"):
         for line in path.read_text().splitlines():
-            at, runtime, operation, items, target = line.split("\t")
-            requests.append(Request((float(at), runtime, operation, int(items), target)))
+            at, runtime, operation, items, target, caller = line.split("\t")
+            requests.append(Request((float(at), runtime, operation, int(items), target, caller)))
     return sorted(requests)
 
 
@@ -125,19 +131,21 @@ def wait_quiet(log_dir: Path, timeout_s: float) -> None:
         time.sleep(1.0)
 
 
-def report(requests: list[Request], jobs: int) -> None:
+def report(requests: list[Request], jobs: int, where: bool = False) -> None:
     idle = [r for r in requests if r.operation.endswith("(empty)")]
     counted = [r for r in requests if r not in idle]
     artifacts = [r for r in counted if r.operation.startswith(ARTIFACT_OPERATIONS)]
     counted = [r for r in counted if r not in artifacts]
     by_runtime: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for r in counted:
-        by_runtime[r.runtime][f"{r.operation} {r.target}"] += 1
+        by_runtime[r.runtime][
+            f"{r.operation} {r.target}" + (f" <- {r.caller}" if where else "")
+        ] += 1
     print(f"{jobs} plain jobs; requests per job by runtime and operation:")
     for runtime, operations in sorted(by_runtime.items()):
         print(f"  {runtime}: {sum(operations.values()) / jobs:.2f}")
         for operation, n in operations.most_common():
-            print(f"      {operation:<45} {n / jobs:.2f}")
+            print(f"      {operation:<{90 if where else 45}} {n / jobs:.2f}")
     transactions = [r for r in counted if r.operation.endswith(".TransactWriteItems")]
     if transactions:
         items = sum(r.items for r in transactions)
@@ -162,6 +170,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=2, help="the worker's slots")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--where", action="store_true", help="split each operation by the function that made it"
+    )
     args = parser.parse_args()
     log_dir = Path(tempfile.mkdtemp(prefix="pagefleet-aws-requests-"))
     env = hook_env(log_dir)
@@ -181,7 +192,7 @@ def main() -> int:
             wait_quiet(log_dir, args.timeout)
         finally:
             stack.cleanup_logs()
-    report([r for r in read_log(log_dir) if r.at >= start], args.jobs)
+    report([r for r in read_log(log_dir) if r.at >= start], args.jobs, args.where)
     return 0
 
 

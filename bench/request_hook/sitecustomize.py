@@ -7,12 +7,14 @@ stack's own pollers stay out of the count. Every botocore session made afterward
 ``after-call`` handler (one per API call, errors included: a failed conditional write is a
 request too) that appends one line per request to ``<PAGEFLEET_BENCH_AWS_LOG>/<pid>.tsv``:
 epoch time, runtime, ``service.Operation``, the items a batch or transaction carried, and
-the table or queue it is about.
+the table or queue it is about, and the
+function of ours that made it (outside the adapters).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -34,6 +36,21 @@ def _target(params: dict[str, Any]) -> str:
         tables = {next(iter(i.values())).get("TableName", "") for i in params["TransactItems"]}
         name = "+".join(sorted(tables))
     return str(name or params.get("Bucket", ""))
+
+
+_OURS = tuple(f"{os.sep}{name}{os.sep}" for name in ("pagefleet", "browser_task", "functions"))
+_ADAPTERS = f"{os.sep}pagefleet{os.sep}adapters{os.sep}"
+
+
+def _caller() -> str:
+    """The first function of ours outside the adapters on the stack: who wanted the call."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if any(part in name for part in _OURS) and _ADAPTERS not in name:
+            return f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
 
 
 def _items(params: dict[str, Any]) -> int:
@@ -64,7 +81,8 @@ def _install(log_dir: str) -> None:
         if "Error" in parsed:
             operation += f"!{parsed['Error'].get('Code', '?')}"
         items, target = context.get("bench_items", 1), context.get("bench_target", "")
-        line = f"{time.time():.6f}\t{runtime}\t{operation}\t{items}\t{target}\n"
+        fields = (f"{time.time():.6f}", runtime, operation, str(items), target, _caller())
+        line = "\t".join(fields) + "\n"
         with lock, open(path, "a") as out:
             out.write(line)
 
