@@ -13,7 +13,9 @@ deployed API is configured with). Around the browser (API call, queue, table wri
 the counts are ``as_priced``'s per-job estimates, not measurements.
 
 It prints each service's share, what Fargate Spot would give, and ends with one line per
-region. Target: <= $0.15 per 1,000 jobs in us-east-1. It asserts nothing about time.
+region; before those, the same usage priced on each Fargate architecture (``--architecture``
+picks the one the table and the lines use; default: the stage's). Target: <= $0.05 per
+1,000 jobs in us-east-1, on demand. It asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from pagefleet.tenancy.views import UsageLine
 if TYPE_CHECKING:
     from pagefleet.client import PagefleetClient
 
-TARGET_USD = 0.15
+TARGET_USD = 0.05
 TARGET_REGION = "us-east-1"
 PER = 1000
 TENANT = "cost-bench"
@@ -80,6 +82,16 @@ def stage_worker(stage: str) -> Worker:
     from infra.constructs.api import pricing_worker
 
     return TypeAdapter(Worker).validate_python(pricing_worker(STAGES[stage]))
+
+
+def by_architecture(scaled: UsageRow, worker: Worker, retention: int) -> dict[str, float]:
+    """On-demand total in ``TARGET_REGION`` of the same usage on each Fargate architecture."""
+    return {
+        arch: priced(scaled, dataclasses.replace(worker, architecture=arch), retention)[
+            TARGET_REGION
+        ]["total_usd"]
+        for arch in ("x86_64", "arm64")
+    }
 
 
 def region_line(region: str, total_usd: float) -> str:
@@ -170,6 +182,8 @@ def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
         f"{spot[TARGET_REGION]['total_usd']:.4f}",
     )
     console.print(table)
+    for arch, total in by_architecture(scaled, worker, retention).items():
+        console.print(f"{TARGET_REGION} on-demand on {arch}: ${total:.3f} per 1,000 jobs")
     for region in REGIONS:
         console.print(
             f"Fargate Spot, {region}: ${spot[region]['total_usd']:.3f} per 1,000 jobs "
@@ -192,8 +206,11 @@ def main() -> int:
     parser.add_argument(
         "--stage", default="prod", help="infra/config.py stage whose standard pool is priced"
     )
+    parser.add_argument("--architecture", choices=("x86_64", "arm64"), help="default: the stage's")
     args = parser.parse_args()
     worker = stage_worker(args.stage)
+    if args.architecture:
+        worker = dataclasses.replace(worker, architecture=args.architecture)
     line, retention, statuses = run(args)
     failed = sum(1 for s in statuses if s != "succeeded")
     if failed:

@@ -11,6 +11,11 @@ with collector_paused():
     from functions.api.context import api_settings, logger, metrics, tracer
     from functions.api.request_body import BodyRefused, normalise
     from functions.lambda_context import lambda_entry
+    from functions.snapstart import register as register_snapstart_hooks
+    from pagefleet.runtime import RUNTIME
+
+# The function runs with SnapStart (infra/constructs/api.py).
+register_snapstart_hooks(RUNTIME.reset)
 
 # The client's X-Correlation-Id, else API Gateway's request id. API Gateway keeps the
 # client's header case and JMESPath matches keys exactly, hence both spellings.

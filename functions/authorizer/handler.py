@@ -15,12 +15,16 @@ with collector_paused():
     from aws_lambda_powertools.metrics import EphemeralMetrics
 
     from functions.lambda_context import lambda_entry
+    from functions.snapstart import register as register_snapstart_hooks
     from functions.xray import function_tracer
     from pagefleet.errors import Unauthorized
     from pagefleet.runtime import RUNTIME
     from pagefleet.specs import metrics_names
     from pagefleet.specs.settings import AuthorizerSettings
     from pagefleet.tenancy.api_keys import authenticate
+
+# The function runs with SnapStart (infra/constructs/api.py).
+register_snapstart_hooks(RUNTIME.reset)
 
 SERVICE = "pagefleet-authorizer"
 logger = Logger(service=SERVICE)

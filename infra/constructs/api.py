@@ -91,6 +91,7 @@ class Api(Construct):
             description="pagefleet HTTPS API: submit, list, get, cancel jobs; artifact links",
             timeout_seconds=29,
             memory_mib=1024,
+            snap_start=True,  # cold starts resume from a snapshot of the initialised handler
             env={
                 "jobs_table": store.jobs.table_name,
                 "tenants_table": store.tenants.table_name,
@@ -119,13 +120,14 @@ class Api(Construct):
             description="pagefleet API key authorizer: key hash -> tenant_id",
             timeout_seconds=5,
             memory_mib=512,
+            snap_start=True,
             env={"tenants_table": store.tenants.table_name},
         )
         grants.table(self.authorizer_function, store.tenants, grants.TENANTS_READ)
         self.authorizer = apigw.TokenAuthorizer(
             self,
             "TenantKeyAuthorizer",
-            handler=self.authorizer_function,
+            handler=functions.alias("authorizer"),
             identity_source=apigw.IdentitySource.header(AUTH_HEADER),
             # A revoked key stops working within this many seconds.
             results_cache_ttl=Duration.seconds(config.authorizer_cache_seconds),
@@ -135,7 +137,7 @@ class Api(Construct):
         self.rest_api = apigw.LambdaRestApi(
             self,
             "RestApi",
-            handler=self.handler,
+            handler=functions.alias("api"),
             proxy=True,
             description=f"pagefleet {config.stage} API",
             endpoint_types=[apigw.EndpointType.REGIONAL],

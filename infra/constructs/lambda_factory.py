@@ -42,6 +42,8 @@ from pagefleet.specs.resources import FUNCTION_ENV
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
+# The alias API Gateway invokes on SnapStart functions: their latest published version.
+LIVE_ALIAS = "live"
 # Wheels for the Lambda platform above.
 _PIP_PLATFORM = "aarch64-manylinux2014"
 _PIP_PYTHON = "3.14"
@@ -175,6 +177,7 @@ class LambdaFactory(Construct):
                 "this assembly is for inspection and tests, do not deploy it.",
             )
         self.functions: dict[str, lambda_.Function] = {}
+        self.aliases: dict[str, lambda_.Alias] = {}
         self.node.add_validation(_ReservedConcurrencyNames(self))
 
     def function(
@@ -187,8 +190,15 @@ class LambdaFactory(Construct):
         timeout_seconds: int = 10,
         memory_mib: int = 512,
         retry_attempts: int = 0,
+        snap_start: bool = False,
     ) -> lambda_.Function:
-        """``functions/<name>/handler.py:handler`` with environment from ``settings_cls``."""
+        """``functions/<name>/handler.py:handler`` with environment from ``settings_cls``.
+
+        ``snap_start``: Lambda snapshots the initialised environment of each published
+        version and resumes new environments from it (the handler registers its restore
+        hooks, ``functions/snapstart.py``); callers must invoke ``alias(name)``, as
+        ``$LATEST`` never runs from a snapshot.
+        """
         node_id = "".join(part.capitalize() for part in name.split("_"))
         log_group = logs.LogGroup(self, f"{node_id}Logs", retention=self._retention)
         role = iam.Role(
@@ -222,6 +232,7 @@ class LambdaFactory(Construct):
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=lambda_.Tracing.ACTIVE,
             retry_attempts=retry_attempts,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
             reserved_concurrent_executions=self.reserved.get(name),
             environment={
                 **settings_env(settings_cls, **env),
@@ -231,4 +242,14 @@ class LambdaFactory(Construct):
             },
         )
         self.functions[name] = function
+        if snap_start:
+            # current_version publishes a version whenever the code or configuration
+            # changes; the alias follows it, so callers always reach a snapshot.
+            self.aliases[name] = lambda_.Alias(
+                self, f"{node_id}Live", alias_name=LIVE_ALIAS, version=function.current_version
+            )
         return function
+
+    def alias(self, name: str) -> lambda_.Alias:
+        """The ``live`` alias of a SnapStart function (its published version)."""
+        return self.aliases[name]

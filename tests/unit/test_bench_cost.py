@@ -32,3 +32,17 @@ def test_nothing_to_scale_without_jobs() -> None:
 
 def test_region_line_has_the_documented_form() -> None:
     assert region_line("us-east-1", 0.09243) == "us-east-1: $0.092 per 1,000 jobs"
+
+
+def test_the_same_usage_costs_less_on_graviton() -> None:
+    from bench.cost import by_architecture
+    from pagefleet.pricing import Worker
+
+    ten_second_jobs = per_thousand(
+        UsageRow(tenant_id="t", day="2026-12-01", jobs=20, attempts=20, browser_seconds=204.0)
+    )
+    totals = by_architecture(ten_second_jobs, Worker(vcpu=2, memory_gb=4, slots=6), 7)
+    assert set(totals) == {"x86_64", "arm64"}
+    # Fargate's arm64 prices are 20 % under x86's; the rest (Lambda, tables) is the same.
+    assert totals["arm64"] < totals["x86_64"]
+    assert totals["x86_64"] - totals["arm64"] > 0.1 * totals["x86_64"]
