@@ -20,6 +20,8 @@ from pagefleet.errors import (
     NotFound,
     PagefleetError,
     RequestTooLarge,
+    SessionBusy,
+    SessionEnded,
     TooManyRequests,
     Unauthorized,
 )
@@ -34,6 +36,8 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     NotFound: 404,
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,
+    SessionEnded: 409,
+    SessionBusy: 504,
     TooManyRequests: 429,
     EnqueueFailed: 503,
     NotConfigured: 501,

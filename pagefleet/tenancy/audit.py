@@ -25,6 +25,8 @@ AuditAction = Literal[
     "dead_letters.redriven",
     "job.deleted",
     "session.deleted",
+    "browser_session.opened",
+    "browser_session.closed",
 ]
 
 
