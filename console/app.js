@@ -7,6 +7,7 @@ import { fleetView } from "./views/fleet.js";
 import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
 import { schedulesView } from "./views/schedules.js";
+import { sessionView } from "./views/session.js";
 import { signInView } from "./views/signin.js";
 import { submitView } from "./views/submit.js";
 import { usageView } from "./views/usage.js";
@@ -15,6 +16,7 @@ import { workflowsView } from "./views/workflows.js";
 const NAV = [
   ["#/jobs", "Jobs"],
   ["#/submit", "Submit"],
+  ["#/session", "Live session"],
   ["#/workflows", "Workflows"],
   ["#/schedules", "Schedules"],
   ["#/usage", "Usage"],
@@ -26,6 +28,7 @@ const ROUTES = [
   [/^\/jobs\/([A-Za-z0-9_-]+)$/, jobView, "Job"],
   [/^\/jobs$/, jobsView, "Jobs"],
   [/^\/submit$/, submitView, "Submit a job"],
+  [/^\/session$/, sessionView, "Live session"],
   [/^\/workflows(?:\/([^/]+))?$/, workflowsView, "Workflows"],
   [/^\/schedules$/, schedulesView, "Schedules"],
   [/^\/usage$/, usageView, "Usage and cost"],

@@ -65,7 +65,11 @@ class StepsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     step: Step | None = None
-    steps: list[Step] | None = Field(default=None, min_length=1, max_length=MAX_STEPS_PER_CALL)
+    steps: list[Step] | None = Field(
+        default=None,
+        max_length=MAX_STEPS_PER_CALL,
+        description="steps run in order; an empty list only observes the page",
+    )
     observe: Observe = Field(default_factory=Observe)
 
     def all_steps(self) -> list[Step]:

@@ -211,6 +211,8 @@ def recorded_steps(
 def check_steps(job: JobRecord, steps: list[Step]) -> list[dict[str, Any]]:
     """A job's checks on the steps (references, blocks, sizes): 422 naming the field."""
     dumped = [s.model_dump(mode="json", exclude_unset=True, exclude_none=True) for s in steps]
+    if not dumped:
+        return dumped  # an observation alone
     try:
         JobRequest.model_validate(
             {"steps": dumped, "options": job.request.options.model_dump(mode="json")}
