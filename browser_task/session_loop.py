@@ -80,15 +80,14 @@ class SessionLoop:
                 return self._ended("closed")
             if command is None:
                 continue
-            last = self._clock()
             if command.op == "close":
                 await self._answer(Answer(id=command.id))
                 return self._ended("closed")
-            if command.op == "recorded":
+            if command.op == "recorded":  # a read: the session stays idle
                 await self._answer(Answer(id=command.id, recorded=self.recorded))
                 continue
             await self._answer(await self._steps(command))
-            last = self._clock()
+            last = self._clock()  # idle counts from the end of the last steps
 
     def _ended(self, reason: str) -> dict[str, Any]:
         self.ctx.result = self._result(reason)

@@ -4,17 +4,18 @@ isolation, the idle timeout, and a killed worker read as `lost`."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 
 import pytest
+from websockets.sync.client import ClientConnection, connect
 
 from devstack.chaos import chaos_worker_env, kill_worker, wait_until
 from devstack.stack import LocalStack
-from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.runtime import RUNTIME
-from pagefleet.tenancy.api_keys import create_api_key
 from tests.e2e.conftest import running
 
 # Each test gets its own worker where it matters; a short lease makes a kill show quickly.
@@ -24,11 +25,6 @@ WORKER_ENV = chaos_worker_env()
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
     yield from running(LocalStack(api_port=0, workers=1, concurrency=2, worker_env=WORKER_ENV))
-
-
-def tenant_store(stack: LocalStack) -> DynamoTenantStore:
-    assert stack.provisioned is not None
-    return RUNTIME.tenant_store(stack.provisioned.tenants_table)
 
 
 @pytest.fixture(scope="module")
@@ -98,31 +94,64 @@ def test_bad_input_is_a_4xx_naming_the_field(client: PagefleetClient) -> None:
     sid = client.open_session(idle_timeout_s=60).session_id
     try:
         with pytest.raises(ApiError) as bad_step:
-            client.session_steps(sid, {"action": "goto", "url": "file:///etc/passwd"})
-        assert bad_step.value.status == 422 and "step" in str(bad_step.value)
+            client.session_steps(sid, {"action": "goto", "wait_until": "load"})
+        assert bad_step.value.status == 422 and "step.goto.url" in str(bad_step.value)
+        # The egress guard of a job's steps: refused in the worker, answered, not fatal.
+        refused = client.session_steps(sid, {"action": "goto", "url": "file:///etc/passwd"})
+        assert not refused.ok and refused.error is not None
+        assert "file" in refused.error["message"]
+        assert client.get_session(sid).status == "ready"
     finally:
         client.close_session(sid)
 
 
-def test_another_tenants_session_is_404_over_the_api_and_the_websocket(
+def test_another_tenants_session_is_404_and_only_its_owner_watches_it_live(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
-    other_key, _ = create_api_key(tenant_store(stack), "other-tenant", name="probe")
+    other_key = stack.create_tenant_key("other-tenant")
     sid = client.open_session(idle_timeout_s=60).session_id
+    headers = {"Authorization": f"Bearer {stack.dev_api_key}"}
+    intruder_headers = {"Authorization": f"Bearer {other_key}"}
     try:
+        with (
+            connect(stack.live.url, additional_headers=headers, open_timeout=30) as ws,
+            connect(stack.live.url, additional_headers=intruder_headers, open_timeout=30) as bad,
+        ):
+            bad.send(json.dumps({"action": "subscribe", "job_id": sid, "after": 0}))
+            assert json.loads(bad.recv(timeout=30))["code"] == "not_found"
+            ws.send(json.dumps({"action": "subscribe", "job_id": sid, "after": 0}))
+            step = {"action": "goto", "url": f"{stack.site_url}/about.html"}
+            assert client.session_steps(sid, step).ok
+            labels = wait_for_step_events(ws)
+            assert any("about.html" in label for label in labels)
         with stack.client(other_key) as other:
             for call in (
                 lambda: other.get_session(sid),
-                lambda: other.session_steps(sid, {"action": "press", "key": "Tab"}),
+                lambda: other.session_steps(
+                    sid, {"action": "press", "selector": "body", "key": "Tab"}
+                ),
                 lambda: other.close_session(sid),
                 lambda: other.save_session(sid, "stolen"),
             ):
                 with pytest.raises(ApiError) as hidden:
                     call()
                 assert hidden.value.status == 404
-        assert client.get_session(sid).status in ("starting", "ready")
+        assert client.get_session(sid).status == "ready"
     finally:
         client.close_session(sid)
+
+
+def wait_for_step_events(ws: ClientConnection) -> list[str]:
+    """The labels of the finished steps the socket delivers, once there is one."""
+    deadline = time.monotonic() + 60
+    labels: list[str] = []
+    while not labels:
+        raw = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+        for message in raw["messages"] if raw["type"] == "batch" else [raw]:
+            for event in message.get("events", []):
+                if event.get("type") == "step_finished":
+                    labels.append(event.get("label", ""))
+    return labels
 
 
 def test_an_idle_session_closes_itself(client: PagefleetClient, stack: LocalStack) -> None:
@@ -135,7 +164,7 @@ def test_an_idle_session_closes_itself(client: PagefleetClient, stack: LocalStac
     assert ended.closed_reason == "idle"
     assert ended.steps == [{"action": "goto", "url": f"{stack.site_url}/about.html"}]
     with pytest.raises(ApiError) as after:
-        client.session_steps(sid, {"action": "press", "key": "Tab"})
+        client.session_steps(sid, {"action": "press", "selector": "body", "key": "Tab"})
     assert after.value.status == 409
 
 
@@ -150,7 +179,7 @@ def test_a_killed_worker_leaves_a_lost_session_never_a_hang(
 
     def lost() -> bool:
         try:
-            client.session_steps(sid, {"action": "press", "key": "Tab"})
+            client.session_steps(sid, {"action": "press", "selector": "body", "key": "Tab"})
         except ApiError as exc:
             return exc.status == 409 and "lost" in str(exc)
         return False
@@ -162,9 +191,11 @@ def test_a_killed_worker_leaves_a_lost_session_never_a_hang(
 def test_the_api_refuses_sessions_past_the_tenants_running_slots(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
-    tenants = tenant_store(stack)
-    key, _ = create_api_key(tenants, "slots-tenant", name="slots")
-    tenants.put_policy("slots-tenant", TenantPolicy(max_running=1))
+    key = stack.create_tenant_key("slots-tenant")
+    assert stack.provisioned is not None
+    RUNTIME.tenant_store(stack.provisioned.tenants_table).put_policy(
+        "slots-tenant", TenantPolicy(max_running=1)
+    )
     with stack.client(key) as api:
         first = api.open_session(idle_timeout_s=60).session_id
         try:
