@@ -22,6 +22,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 from pydantic import BaseModel, TypeAdapter
+from pydantic_core import to_jsonable_python
 
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.submission import submission_schema
@@ -149,9 +150,10 @@ def tools() -> list[types.Tool]:
 
 
 def _dump(value: Any) -> Any:
+    """An answer as JSON values (models inside lists and dicts too)."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", exclude_none=True)
-    return value
+    return to_jsonable_python(value, exclude_none=True)
 
 
 class AgentTools:
