@@ -21,6 +21,8 @@ const TEMPLATES = {
 
 export function sessionView(main) {
   const state = { id: null, steps: 0 };
+  let timer = null; // the pending check of the step box
+  let asked = 0; // the latest check asked: older answers are ignored
   const idle = h("input", { id: "session-idle", type: "number", min: 5, max: 1800, value: 300, inputmode: "numeric" });
   const pick = h("select", { id: "session-pick" }, h("option", { value: "" }, "pick a step…"),
     Object.keys(TEMPLATES).map((action) => h("option", { value: action }, action)));
@@ -77,8 +79,6 @@ export function sessionView(main) {
     }
   }
 
-  let timer = null;
-  let asked = 0;
   function check() {
     clearTimeout(timer);
     timer = setTimeout(async () => {

@@ -65,7 +65,8 @@ class Sessions:
     # Told of each session found lost (the API counts them: the lost-sessions alarm).
     on_lost: Callable[[JobRecord], None] = lambda job: None
 
-    def _channel(self) -> SessionChannel:
+    def require_channel(self) -> SessionChannel:
+        """The channel, or 501 where this deployment has none."""
         if self.channel is None:
             raise NotConfigured("browser sessions are not configured in this deployment")
         return self.channel
@@ -96,7 +97,7 @@ def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
     """Record and queue the session's job; 429 when the tenant's running slots are taken."""
-    channel = sessions._channel()
+    channel = sessions.require_channel()
     quotas = sessions.quotas
     limit = quotas.limits(tenant_id).max_running
     if len(quotas.view(tenant_id).running) >= limit:
@@ -195,8 +196,8 @@ def recorded_steps(
     assert terms is not None
     command = Command(id=new_ulid(), op="recorded")
     try:
-        sessions._channel().send_command(terms.channel, command)
-        answer = sessions._channel().await_answer(
+        sessions.require_channel().send_command(terms.channel, command)
+        answer = sessions.require_channel().await_answer(
             terms.channel, command.id, timeout_s=RECORDED_WAIT_S
         )
     except ChannelGone:
@@ -241,7 +242,7 @@ def run_steps(
     observe: Observe,
 ) -> StepsAnswer:
     """Send the steps to the session's worker and wait for the outcome and observation."""
-    channel = sessions._channel()
+    channel = sessions.require_channel()
     job = get_session(sessions, tenant_id, session_id)
     status, _ = status_of(job)
     if status in ("closed", "lost"):
@@ -296,8 +297,9 @@ def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRec
     if job.status is JobStatus.RUNNING:
         # The close command is taken at once; the cancel flag is the fallback the runner
         # watches whatever the session is doing.
+        close = Command(id=new_ulid(), op="close")
         with contextlib.suppress(ChannelGone):
-            sessions._channel().send_command(terms.channel, Command(id=new_ulid(), op="close"))
+            sessions.require_channel().send_command(terms.channel, close)
     sessions.jobs.lifecycle.cancel(tenant_id, session_id)
     return get_session(sessions, tenant_id, session_id)
 

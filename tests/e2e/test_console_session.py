@@ -17,6 +17,7 @@ from pagefleet.client import PagefleetClient
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SHOWN_MS = 60_000
+expect.set_options(timeout=SHOWN_MS)  # a loaded 2-core machine: the API's first calls
 
 
 @pytest.fixture(scope="module")
