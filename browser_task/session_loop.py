@@ -122,7 +122,9 @@ class SessionLoop:
                 ctx.step_index = None
             if failure is not None:
                 break
-            self.recorded.append(step.model_dump(mode="json", exclude_unset=True, exclude_none=True))
+            self.recorded.append(
+                step.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+            )
             ran += 1
         if failure is not None and (ctx.session.crashed or ctx.session.closed):
             raise failure  # the browser went with the step: the session ends with it

@@ -239,7 +239,7 @@ class Runtime:
                 self.tenancy(settings).quotas,
                 self.session_channel(settings),
                 presign_ttl_s=settings.presign_ttl_seconds,
-                **({"on_lost": on_lost} if on_lost is not None else {}),
+                on_lost=on_lost or (lambda job: None),
             ),
         )
 
