@@ -199,7 +199,13 @@ async def run_session(
     async def allowed() -> bool:
         return await evaluate_allowed(policies, ctx.tenant_id)
 
-    return await SessionLoop(ctx, channel, terms, evaluate_allowed=allowed).run()
+    try:
+        return await SessionLoop(ctx, channel, terms, evaluate_allowed=allowed).run()
+    finally:
+        # Its queues go with it, whatever ended it: a caller's next step finds them gone
+        # and reads the session's end from its record.
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(channel.close, terms.channel)
 
 
 def _error(failure: JobFailure) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pagefleet.browsing.channel import ChannelGone, answer_fate
@@ -13,8 +15,7 @@ if TYPE_CHECKING:
 
 # A command or answer older than this is of no use to anyone (a step waits far less).
 RETENTION_S = 900
-# How long an answer taken by the wrong caller stays hidden before it is handed back.
-ANSWER_VISIBILITY_S = 30
+log = logging.getLogger("pagefleet.session_channel")
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
 
@@ -24,6 +25,8 @@ class SqsSessionChannel:
         self._sqs = client
         self._prefix = prefix
         self._base = queue_url_base if queue_url_base.endswith("/") else queue_url_base + "/"
+        # Deletions that need not hold up a step: done by one thread, in order.
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-acks")
 
     @classmethod
     def beside(cls, client: SQSClient, *, prefix: str, any_queue_url: str) -> SqsSessionChannel:
@@ -79,11 +82,19 @@ class SqsSessionChannel:
                 raise ChannelGone(url) from None
             raise
         for message in resp.get("Messages", []):
-            # Taken at once: a command runs at most once (a worker that dies mid-command
-            # loses the session with it).
-            self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            # Taken for good: a command runs at most once (a worker that dies mid-command
+            # loses the session with it). Deleted off the step's path; until then it stays
+            # hidden for longer than it can be kept.
+            self._later.submit(self._delete, url, message["ReceiptHandle"])
             return Command.model_validate_json(message["Body"])
         return None
+
+    def _delete(self, url: str, handle: str) -> None:
+        try:
+            self._sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+        except Exception as exc:  # the queue went with its session: nothing left to delete
+            if not _gone(exc):
+                log.warning("deleting a session command failed: %s", exc)
 
     def await_answer(self, channel: str, command_id: str, *, timeout_s: float) -> Answer | None:
         url = self._url(channel, "ans")
@@ -94,7 +105,9 @@ class SqsSessionChannel:
                     QueueUrl=url,
                     MaxNumberOfMessages=10,
                     WaitTimeSeconds=max(1, min(int(left), 20)),
-                    VisibilityTimeout=ANSWER_VISIBILITY_S,
+                    # Hidden for as long as it is kept: one taken is never seen again, and
+                    # its deletion (a call on the caller's path) is not needed.
+                    VisibilityTimeout=RETENTION_S,
                 )
             except Exception as exc:
                 if _gone(exc):
@@ -110,9 +123,10 @@ class SqsSessionChannel:
                         QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0
                     )
                     continue
-                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
                 if fate == "take":
                     found = answer
+                else:
+                    self._later.submit(self._delete, url, handle)
             if found is not None:
                 return found
         return None

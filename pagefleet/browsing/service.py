@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -50,6 +50,8 @@ MAX_WAIT_S = 25.0
 WAIT_MARGIN_S = 8.0
 # How long a read of a running session waits for its worker to list the steps so far.
 RECORDED_WAIT_S = 5.0
+# Open sessions whose request a process keeps (the oldest read is dropped first).
+MAX_KEPT_SESSIONS = 1000
 STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
 
 
@@ -64,6 +66,28 @@ class Sessions:
     max_wait_s: float = MAX_WAIT_S
     # Told of each session found lost (the API counts them: the lost-sessions alarm).
     on_lost: Callable[[JobRecord], None] = lambda job: None
+    # Open sessions' requests this process has read, by (tenant, session): see open_request.
+    _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
+
+    def open_request(self, tenant_id: str, session_id: str) -> JobRequest:
+        """An open session's request (its channel, options): read once, then kept by this
+        process while the session is open (it never changes). A session that ended is
+        found out by its channel being gone, or by its silence (``run_steps``)."""
+        key = (tenant_id, session_id)
+        known = self._open.get(key)
+        if known is not None:
+            return known
+        job = get_session(self, tenant_id, session_id)
+        status, _ = status_of(job)
+        if status in ("closed", "lost"):
+            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        while len(self._open) >= MAX_KEPT_SESSIONS:
+            self._open.pop(next(iter(self._open)))
+        self._open[key] = job.request
+        return job.request
+
+    def forget(self, tenant_id: str, session_id: str) -> None:
+        self._open.pop((tenant_id, session_id), None)
 
     def require_channel(self) -> SessionChannel:
         """The channel, or 501 where this deployment has none."""
@@ -209,23 +233,23 @@ def recorded_steps(
     return answer.recorded
 
 
-def check_steps(job: JobRecord, steps: list[Step]) -> list[dict[str, Any]]:
+def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
     """A job's checks on the steps (references, blocks, sizes): 422 naming the field."""
     dumped = [s.model_dump(mode="json", exclude_unset=True, exclude_none=True) for s in steps]
     if not dumped:
         return dumped  # an observation alone
     try:
         JobRequest.model_validate(
-            {"steps": dumped, "options": job.request.options.model_dump(mode="json")}
+            {"steps": dumped, "options": request.options.model_dump(mode="json")}
         )
     except ValidationError as exc:
         raise InvalidField.from_errors(exc.errors()) from None
     return dumped
 
 
-def answer_wait_s(sessions: Sessions, job: JobRecord, steps: list[Step]) -> float:
+def answer_wait_s(sessions: Sessions, request: JobRequest, steps: list[Step]) -> float:
     """How long a call waits for its answer: each step's own timeout, plus a margin."""
-    options = job.request.options
+    options = request.options
     own = sum(
         s.timeout_ms
         or (options.navigation_timeout_ms if isinstance(s, Goto) else options.action_timeout_ms)
@@ -243,26 +267,24 @@ def run_steps(
 ) -> StepsAnswer:
     """Send the steps to the session's worker and wait for the outcome and observation."""
     channel = sessions.require_channel()
-    job = get_session(sessions, tenant_id, session_id)
-    status, _ = status_of(job)
-    if status in ("closed", "lost"):
-        raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+    request = sessions.open_request(tenant_id, session_id)
     if any(isinstance(s, UseSession) for s in steps):
         raise InvalidField(
             "use_session applies when a session opens (POST /v1/browser-sessions use_session)",
             field="step",
         )
-    command = Command(id=new_ulid(), steps=check_steps(job, steps), observe=observe)
-    terms = job.request.session
+    command = Command(id=new_ulid(), steps=check_steps(request, steps), observe=observe)
+    terms = request.session
     assert terms is not None
     try:
         channel.send_command(terms.channel, command)
         answer = channel.await_answer(
-            terms.channel, command.id, timeout_s=answer_wait_s(sessions, job, steps)
+            terms.channel, command.id, timeout_s=answer_wait_s(sessions, request, steps)
         )
     except ChannelGone:
         answer = None
     if answer is None:
+        sessions.forget(tenant_id, session_id)
         job = get_session(sessions, tenant_id, session_id)
         status, _ = status_of(job)
         if status in ("closed", "lost"):
@@ -289,6 +311,7 @@ def run_steps(
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
     """End the session (a cancel of its job); a closed one is answered as it is."""
+    sessions.forget(tenant_id, session_id)
     job = get_session(sessions, tenant_id, session_id)
     if job.status.is_final:
         return job
