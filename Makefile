@@ -5,14 +5,14 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Newer jsii names the end-of-life warning for Node 20 this way.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium bwrap
+.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap
 
 ## Run the platform on the embedded local stack and watch the example jobs succeed.
-run: deps chromium
+run: deps chromium ffmpeg
 	.venv/bin/pagefleet local up
 
 ## Run the examples once and exit 0 only if every job succeeded (what CI-like checks use).
-demo: deps chromium
+demo: deps chromium ffmpeg
 	.venv/bin/pagefleet demo
 
 ## Tests run on two pytest-xdist workers (the machine's two cores: much of a test's time is
@@ -21,7 +21,7 @@ demo: deps chromium
 XDIST := -n 2 --dist loadgroup
 
 ## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
-test: deps chromium bwrap lint typecheck
+test: deps chromium ffmpeg bwrap lint typecheck
 	.venv/bin/pytest $(XDIST)
 
 ## The quick loop: unit and contract tests, and a slice of the others (tests/support/suites.py).
@@ -29,7 +29,7 @@ test-fast: deps lint
 	.venv/bin/pytest $(XDIST) -m "not slow"
 
 ## Only the suites that run the local stack with real Chromium.
-test-e2e: deps chromium
+test-e2e: deps chromium ffmpeg
 	.venv/bin/pytest $(XDIST) -m e2e
 
 lint: deps
@@ -58,7 +58,7 @@ synth: deps
 ## lines: calls checked and denied, probes denied).
 ## Needs root for bubblewrap's mounts.
 DEPLOY_CHECK_OUT := cdk.out/deploy-check
-deploy-check: deps chromium bwrap
+deploy-check: deps chromium ffmpeg bwrap
 	rm -rf $(DEPLOY_CHECK_OUT)
 	$(PY) scripts/synth_check.py --outdir $(DEPLOY_CHECK_OUT)
 	.venv/bin/hadolint browser_task/Dockerfile
@@ -82,6 +82,10 @@ deps: .venv/.synced
 
 chromium:
 	@scripts/ensure-chromium.sh
+
+## Video recording (options.video): Playwright's ffmpeg, or Debian's linked where it looks.
+ffmpeg: deps
+	@scripts/ensure-ffmpeg.sh
 
 ## bubblewrap runs the worker as Fargate would (the smoke test in make test, deploy-check);
 ## without root to install it, the smoke test says so and is skipped.

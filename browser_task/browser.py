@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import secrets
+import shutil
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -38,6 +39,7 @@ from browser_task.egress import EgressPolicy, Resolver
 from browser_task.egress_proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
 from browser_task.generation import CONTEXT_CLOSE_TIMEOUT_S, BrowserGeneration, BrowserSession
 from browser_task.process_tree import find_browser_process, kill_tree, remember_tree
+from browser_task.video import recording_dir
 from browser_task.warm import RecordingContext, WarmContexts
 from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
@@ -209,9 +211,12 @@ class BrowserPool:
             # This is the last job for this browser; the next one launches a fresh browser.
             self._retire(generation, "jobs")
         listeners: list[tuple[str, Callable[..., Any]]] = []
+        video_dir = recording_dir() if options.video else None
         try:
             context, page = await asyncio.wait_for(
-                self._open_context(generation, options, storage_state, setup, egress, listeners),
+                self._open_context(
+                    generation, options, storage_state, setup, egress, listeners, video_dir
+                ),
                 CONTEXT_OPEN_TIMEOUT_S,
             )
         except TimeoutError:
@@ -220,10 +225,12 @@ class BrowserPool:
             self._retire(generation, "unresponsive")
             generation.active -= 1
             await self._maybe_close(generation)
+            _remove(video_dir)
             raise
         except BaseException:
             generation.active -= 1
             await self._maybe_close(generation)
+            _remove(video_dir)
             raise
         session = BrowserSession(
             context=context,
@@ -232,6 +239,7 @@ class BrowserPool:
             _release=self._release,
             egress=egress,
             listeners=listeners,
+            video_dir=video_dir,
         )
         self._watch_page(session)
         return session
@@ -307,9 +315,11 @@ class BrowserPool:
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
         listeners: list[tuple[str, Callable[..., Any]]] | None = None,
+        video_dir: str | None = None,
     ) -> tuple[BrowserContext, Page]:
+        viewport = {"width": options.viewport.width, "height": options.viewport.height}
         context = await generation.browser.new_context(
-            viewport={"width": options.viewport.width, "height": options.viewport.height},
+            viewport=viewport,  # type: ignore[arg-type]
             # A job with its own proxy talks to its own egress listener, which checks every
             # target like the worker's and chains to that proxy (Playwright keeps loopback
             # proxied for a context proxy, so nothing goes around the listener).
@@ -325,6 +335,9 @@ class BrowserPool:
             # Service workers fetch on their own, outside the page; they would still go
             # through the proxy, but blocking them keeps every request attributable.
             service_workers="block",
+            # options.video: the page recorded at the viewport's size (browser_task.video).
+            record_video_dir=video_dir,
+            record_video_size=viewport if video_dir is not None else None,  # type: ignore[arg-type]
         )
         try:
             context.set_default_timeout(options.action_timeout_ms)
@@ -393,3 +406,8 @@ class BrowserPool:
                 await self._playwright.stop()
             self._playwright = None
         await self.egress.close()
+
+
+def _remove(directory: str | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -66,6 +66,8 @@ class RunContext:
     egress_refusals: Callable[[], list[Decision]] | None = None
     # Where the run's events go (steps, navigations, console); None: not recorded.
     events: RunEvents | None = None
+    # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
+    tracked_screenshot: bytes | None = None
 
     def __post_init__(self) -> None:
         self.secret_values.update(v for v in self.prepared.secrets.values() if v)

@@ -56,7 +56,7 @@ async def _start(trace: TraceRecorder, context: BrowserContext) -> None:
 
 def opens_early(request: JobRequest) -> bool:
     options = request.options
-    if options.proxy is not None or options.isolation == "tenant":
+    if options.proxy is not None or options.isolation == "tenant" or options.video:
         return False
     if request.steps and isinstance(request.steps[0], UseSession):
         return False

@@ -31,6 +31,7 @@ from browser_task.errors import (
     classify_playwright_error,
     scheme_refused,
 )
+from browser_task.expectations import check_expectations
 from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
@@ -156,6 +157,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
             "of a job's result; extract less (for example fewer fields or no html)",
             kind="result_too_large",
         )
+    await check_expectations(ctx)
     if ctx.result:
         ctx.artifacts.add(DATA_ARTIFACT, data, "application/json", retention=ROUTINE)
     if ctx.trace is not None:

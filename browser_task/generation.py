@@ -16,6 +16,8 @@ from browser_task.egress_proxy import EgressProxy
 log = logging.getLogger("pagefleet.browser")
 
 CONTEXT_CLOSE_TIMEOUT_S = 5.0
+# A recorded context's close waits for ffmpeg to finish the video.
+VIDEO_CLOSE_TIMEOUT_S = 30.0
 
 
 @dataclass(eq=False)
@@ -55,6 +57,8 @@ class BrowserSession:
     reusable: bool = False
     jobs: int = 1
     listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
+    # Where Playwright records this context's video (options.video); removed once kept.
+    video_dir: str | None = None
     _park: Callable[[BrowserSession], Awaitable[bool]] | None = field(default=None, repr=False)
 
     @property
@@ -72,8 +76,9 @@ class BrowserSession:
                 # Parked for the next job, or closed by the pool when it could not be.
                 await self._park(self)
                 return
+            timeout = CONTEXT_CLOSE_TIMEOUT_S if self.video_dir is None else VIDEO_CLOSE_TIMEOUT_S
             try:
-                await asyncio.wait_for(self.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+                await asyncio.wait_for(self.context.close(), timeout)
             except TimeoutError:
                 # A context that will not close means a wedged browser: stop giving it jobs
                 # (the other slot's job finishes there) and let it close when it is idle.

@@ -22,6 +22,7 @@ from browser_task.errors import (
 )
 from browser_task.sessions import SessionStore, StorageState
 from browser_task.steps import session
+from browser_task.video import video_problem, video_unavailable
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
@@ -92,6 +93,8 @@ async def prepare_run(
     parents: ParentResults | None = None,
 ) -> PreparedRun:
     """Settle everything that must not fail half-way through; raises JobFailure."""
+    if request.options.video and (problem := video_problem()) is not None:
+        raise video_unavailable(problem)
     steps = _step_paths(request)
     parent_results = await _parent_results(request, tenant_id, parents)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,7 @@ from browser_task.executor import (
     scheme_guard,
     step_text,
 )
+from browser_task.monitoring import Baselines, stored_result
 from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.run_events import RunEvents, watch_page
 from browser_task.session_loop import run_session
@@ -38,6 +38,7 @@ from browser_task.telemetry import JobLog
 from browser_task.tenant_access import TenantData, TenantDataSource
 from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
+from browser_task.video import drop_video, keep_video
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.browsing.channel import SessionChannel
 from pagefleet.errors import LeaseLost
@@ -46,6 +47,7 @@ from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.options import ProxyOptions
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
 
 # How often a running job's cancel flag is read: a cancel takes effect within this, plus
@@ -69,6 +71,7 @@ class JobRunner:
         resolver: Resolver,
         abort: asyncio.Event,
         egress_log: EgressLog | None = None,
+        schedules: ScheduleStore | None = None,
         session_channel: SessionChannel | None = None,
     ) -> None:
         self.settings = settings
@@ -82,6 +85,8 @@ class JobRunner:
         self._resolver = resolver
         self._abort = abort
         self._egress_log = egress_log or EgressLog()
+        # Where a monitor's baseline is found (a schedule's pin or its last good run).
+        self._baselines = Baselines(lifecycle.store, schedules, tenant_data)
 
     async def run(
         self,
@@ -147,6 +152,7 @@ class JobRunner:
                 self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
+                drop_video(session)  # not kept by now: the run was abandoned
 
     async def _open(
         self,
@@ -282,6 +288,7 @@ class JobRunner:
         if cancel.done() and not cancel.cancelled() and cancel.result():
             # Stopped mid-action by closing its context; what it made so far is kept.
             await self._kill(work, session)
+            await keep_video(session, collector, failed=True)
             artifacts, _ = await collector.settle()
             log.info("job cancelled while running", step_index=ctx.step_index)
             error = JobError(
@@ -310,6 +317,7 @@ class JobRunner:
         # from outside the page, which ends whatever the step was waiting on.
         await capture_failure_artifacts(ctx)
         await self._kill(work, session)
+        await keep_video(session, collector, failed=True)
         artifacts, _ = await collector.settle()
         timeout_s = request.options.job_timeout_s
         step = ctx.step_index
@@ -337,19 +345,27 @@ class JobRunner:
         crash = work.exception()
         if crash is None:
             warm = ctx.session.warm_key is not None
-            if not warm:
-                await ctx.session.close()  # free the browser while the uploads finish
-                released.set()
+            changes = None
             try:
+                if not warm:
+                    await ctx.session.close()  # free the browser while the uploads finish
+                    released.set()
+                    await keep_video(ctx.session, collector, failed=False)
+                if job.request.monitor is not None:
+                    changes = await self._baselines.changes(
+                        job, ctx.result, ctx.tracked_screenshot, collector
+                    )
                 artifacts = await collector.collect()
-            except JobFailure as upload_failure:
+            except JobFailure as after_run:
                 await ctx.session.close()
                 artifacts, _ = await collector.settle()
-                return self._failed(job, upload_failure, ctx.result, artifacts)
+                return self._failed(job, after_run, ctx.result, artifacts)
             # Only a job that succeeded, uploads included, leaves its context warm.
             ctx.session.reusable = warm and ctx.guard.stopped is None
             await ctx.session.close()
-            return Outcome(JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts)
+            return Outcome(
+                JobStatus.SUCCEEDED, result=work.result(), artifacts=artifacts, changes=changes
+            )
         if isinstance(crash, JobFailure):
             failure = crash
         else:
@@ -365,6 +381,7 @@ class JobRunner:
                 failure.at_step(ctx.step_index, text)
         await capture_failure_artifacts(ctx)
         await ctx.session.close()
+        await keep_video(ctx.session, collector, failed=True)
         artifacts, _ = await collector.settle()
         return self._failed(job, failure, ctx.result, artifacts)
 
@@ -383,18 +400,10 @@ class JobRunner:
         return open_early(self.browsers, job.request, self.guard())
 
     def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
-        """A parent's result: inline in its record, or in its ``data.json`` when too big."""
+        """A parent's result: inline in its record, or in its ``data.json`` when too big
+        (read through the tenant's own credentials, as every artifact of its jobs)."""
         parent = self.lifecycle.store.get(tenant_id, job_id, consistent=False)
-        if parent.result is not None or parent.result_artifact is None:
-            return parent.result
-        kept = next(
-            (a for a in reversed(parent.artifacts) if a.name == parent.result_artifact), None
-        )
-        if kept is None:
-            return None
-        # Through the tenant's own credentials, as every artifact of its jobs.
-        loaded: dict[str, Any] = json.loads(self._tenant_data(tenant_id).artifacts.get(kept.key))
-        return loaded
+        return stored_result(parent, self._tenant_data(tenant_id).artifacts)
 
     def _failed(
         self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]

@@ -50,6 +50,8 @@ def allows_warm(request: JobRequest, options: JobOptions, *, storage_state: Any)
     """Whether this job may run in (and leave) a warm context."""
     if options.isolation != "tenant" or options.proxy is not None or storage_state is not None:
         return False
+    if options.video:  # a recording belongs to its context: one job's video only
+        return False
     return not any(
         isinstance(step, UseSession | SaveSession) for _, step in iter_steps(request.steps)
     )

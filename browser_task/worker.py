@@ -46,6 +46,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
+from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import TENANT
@@ -78,11 +79,13 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
+        schedules: ScheduleStore | None = None,
         session_channel: SessionChannel | None = None,
     ) -> None:
         """Everything the worker talks to is given (``browser_task.__main__.build_worker``
         wires it from the settings): the job services, the tenants' limits (``policies``)
-        and data, the circuit breakers and the run events' store."""
+        and data, the circuit breakers, the run events' store and the schedules (where a
+        monitor's baseline is found)."""
         self.settings = settings
         self.worker_id = worker_id
         # What the hooks do after a claim is written off the slot's path (browser_task.ahead):
@@ -102,6 +105,7 @@ class Worker:
         self._breaker = breakers
         self._protection = protection or TaskProtection()
         self._events = events
+        self._schedules = schedules
         self.liveness = liveness or Liveness()
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
@@ -165,6 +169,7 @@ class Worker:
             resolver=self._resolver,
             abort=self._abort,
             egress_log=self._egress_log,
+            schedules=self._schedules,
             session_channel=self._session_channel,
         )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.

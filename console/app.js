@@ -6,6 +6,7 @@ import { live } from "./lib/live.js";
 import { fleetView } from "./views/fleet.js";
 import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
+import { scheduleView } from "./views/schedule.js";
 import { schedulesView } from "./views/schedules.js";
 import { sessionView } from "./views/session.js";
 import { signInView } from "./views/signin.js";
@@ -30,6 +31,7 @@ const ROUTES = [
   [/^\/submit$/, submitView, "Submit a job"],
   [/^\/session$/, sessionView, "Live session"],
   [/^\/workflows(?:\/([^/]+))?$/, workflowsView, "Workflows"],
+  [/^\/schedules\/([0-9A-Za-z]{26})$/, scheduleView, "Schedule"],
   [/^\/schedules$/, schedulesView, "Schedules"],
   [/^\/usage$/, usageView, "Usage and cost"],
   [/^\/fleet$/, fleetView, "Fleet"],

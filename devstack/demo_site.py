@@ -1,12 +1,15 @@
 """The demo website the example workflows run against, served on loopback only.
 
-Static pages from ``examples/site`` plus one handler: ``POST /contact`` answers with a
-confirmation page that echoes the submitted name (HTML-escaped).
+Static pages from ``examples/site`` plus two handlers: ``POST /contact`` answers with a
+confirmation page that echoes the submitted name (HTML-escaped), and the watched shop
+(``/watch/``, ``devstack.demo_watch``) whose prices and stock a test or a user changes
+between a monitor's runs.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import zlib
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +17,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+from devstack.demo_watch import (
+    MAX_STATE_BYTES,
+    PAGE_PATH,
+    RESET_PATH,
+    STATE_PATH,
+    WatchedShop,
+)
 from devstack.loopback import LoopbackServer
 
 SITE_DIR = Path(__file__).resolve().parents[1] / "examples" / "site"
@@ -48,7 +58,46 @@ class _Handler(SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         super().end_headers()
 
+    @property
+    def _shop(self) -> WatchedShop:
+        shop: WatchedShop = self.server.shop  # type: ignore[attr-defined]
+        return shop
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path == PAGE_PATH:
+            self._send(200, "text/html; charset=utf-8", self._shop.page())
+        elif path == STATE_PATH:
+            self._send(200, "application/json", json.dumps(self._shop.state()).encode())
+        else:
+            super().do_GET()
+
+    def do_PUT(self) -> None:
+        if self.path.split("?", 1)[0] != STATE_PATH:
+            self.send_error(404)
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_STATE_BYTES:
+            self.send_error(413)
+            return
+        problem = self._shop.replace(self.rfile.read(length))
+        if problem is not None:
+            self.send_error(400, problem)
+            return
+        self._send(200, "application/json", json.dumps(self._shop.state()).encode())
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_POST(self) -> None:
+        if self.path.split("?", 1)[0] == RESET_PATH:
+            self._shop.reset()
+            self._send(200, "application/json", json.dumps(self._shop.state()).encode())
+            return
         if self.path.split("?", 1)[0] != "/contact":
             self.send_error(404)
             return
@@ -66,11 +115,7 @@ class _Handler(SimpleHTTPRequestHandler):
         body = _CONFIRMATION.format(
             name=html.escape(name), email=html.escape(email), reference=reference
         ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self._send(200, "text/html; charset=utf-8", body)
 
 
 class DemoSite(LoopbackServer):
@@ -78,4 +123,7 @@ class DemoSite(LoopbackServer):
 
     def __init__(self, port: int = 0, root: Path = SITE_DIR) -> None:
         handler = partial(_Handler, directory=str(root))
-        super().__init__(ThreadingHTTPServer(("127.0.0.1", port), handler), "demo-site")
+        server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self.shop = WatchedShop()
+        server.shop = self.shop  # type: ignore[attr-defined]
+        super().__init__(server, "demo-site")

@@ -372,8 +372,10 @@ class Runtime:
         from pagefleet.jobs.dependencies import DependencyRelease
         from pagefleet.live.delivery import LiveDelivery
         from pagefleet.live.events import DEFAULT_RETENTION_S
-        from pagefleet.notify.eventbridge import JobFinishedEvents
-        from pagefleet.notify.webhooks import WebhookNotifier
+        from pagefleet.notify.eventbridge import EventOnce, JobFinishedEvents
+        from pagefleet.notify.schedule_notices import ScheduleNotices
+        from pagefleet.notify.webhooks import Outbox, WebhookNotifier
+        from pagefleet.schedules.watch import ScheduleWatch
         from pagefleet.specs.settings import ChangesSettings
         from pagefleet.tenancy.retention import RetentionConsumer
 
@@ -383,9 +385,14 @@ class Runtime:
                 RetentionConsumer(self.job_data(settings), self.tenancy(settings).limits),
             ]
             if not isinstance(settings, ChangesSettings):
+                # Schedules' health (a monitor's baseline, alerts) is kept even unnotified.
+                out.append(
+                    ScheduleWatch(self.schedule_store(settings), ScheduleNotices(None, None))
+                )
                 return out
             db = self.client("dynamodb")
             deliveries = DynamoDeliveries(db, settings.jobs_table)
+            outbox = events = None
             if settings.connections_table and settings.live_endpoint:
                 poster = ApiGatewayPoster(self.management_client(settings.live_endpoint))
                 connections = DynamoConnections(db, settings.connections_table)
@@ -397,9 +404,14 @@ class Runtime:
                 out.append(
                     WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
                 )
+                outbox = Outbox(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
             if settings.event_bus_name:
                 bus = EventBridgeBus(self.client("events"), settings.event_bus_name)
                 out.append(JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S))
+                events = EventOnce(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
+            # Schedules' health (a monitor's baseline, alerts), told as configured.
+            notices = ScheduleNotices(outbox, events)
+            out.insert(2, ScheduleWatch(self.schedule_store(settings), notices))
             return out
 
         return self._per("changes", settings, build)

@@ -17,16 +17,21 @@ Docker cannot run here, so bubblewrap reproduces the task definition's constrain
   variables; table, queue and bucket names replaced by a local embedded AWS's) plus the
   Dockerfile's ``ENV`` (paths mapped to this checkout), pointed at that embedded AWS.
   One deviation: ``PAGEFLEET_ALLOW_LOOPBACK=true``, since the test page is on 127.0.0.1.
+- the image's Playwright registry (``PLAYWRIGHT_BROWSERS_PATH``, /ms-playwright) mapped to
+  a directory of this checkout laid out the same way, holding the ffmpeg the installed
+  driver asks for (``ffmpeg-<revision>/ffmpeg-linux``, here the host's ffmpeg): where the
+  image keeps Playwright's own build.
 
 The worker signs as the pool's task role and the embedded AWS checks each of its calls
 (and those it makes as the job role it assumes per tenant) against the template's policies
 for that role (``devstack.iam``; the principals come from ``iam-synth.json``, written beside
 the template by ``scripts/synth_check.py``): a call the template does not allow fails here.
 
-Then it submits a job (goto a page on 127.0.0.1, extract, screenshot), waits for
-``succeeded``, checks the screenshot in S3, runs the container health check in the same
-sandbox, and stops the worker with SIGTERM (it must drain and exit 0). Exit 0 only if all
-of that held and IAM refused nothing. Run as root (bwrap mounts, then drops to the user).
+Then it submits a job (goto a page on 127.0.0.1, extract, screenshot, recorded on video),
+waits for ``succeeded``, checks the screenshot and the video in S3, runs the container
+health check in the same sandbox, and stops the worker with SIGTERM (it must drain and exit
+0). Exit 0 only if all of that held and IAM refused nothing. Run as root (bwrap mounts, then
+drops to the user).
 """
 
 from __future__ import annotations
@@ -120,7 +125,27 @@ def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any
         raise SmokeFailed(f"the task definition does not set {sorted(missing)}")
     env.update(aws)
     env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
+    if "PLAYWRIGHT_BROWSERS_PATH" in image.env:
+        env["PLAYWRIGHT_BROWSERS_PATH"] = str(image_registry())
     return env
+
+
+def image_registry() -> Path:
+    """The image's Playwright registry, as far as the worker uses it beside Chromium: the
+    driver's ffmpeg at the path it looks for, here linked to the host's ffmpeg."""
+    from browser_task.video import ffmpeg_path, ffmpeg_revision
+
+    host = shutil.which("ffmpeg") or str(ffmpeg_path())
+    if not os.access(host, os.X_OK):
+        raise SmokeFailed("video recording needs ffmpeg on this machine: make ffmpeg")
+    root = REPO_ROOT / "cdk.out" / "worker-smoke" / "ms-playwright"
+    linked = root / f"ffmpeg-{ffmpeg_revision()}" / "ffmpeg-linux"
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    for directory in (REPO_ROOT / "cdk.out", *reversed(linked.parents[:4])):
+        directory.chmod(0o755)  # the worker's user walks down to it
+    linked.unlink(missing_ok=True)
+    linked.symlink_to(os.path.realpath(host))
+    return root
 
 
 def bwrap_argv(
@@ -294,8 +319,8 @@ def run_smoke(
 def _check_job(
     services: Any, local: Any, page: str, pool: str, timeout_s: float, worker: Any
 ) -> None:
-    """One job through the sandboxed worker: succeeded, the title extracted, a PNG in S3."""
-    import boto3
+    """One job through the sandboxed worker: succeeded, the title extracted, a PNG and a WebM
+    in S3."""
 
     from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import get_job, submit_job
@@ -309,6 +334,7 @@ def _check_job(
                 {"action": "extract", "name": "title", "selector": "h1"},
                 {"action": "screenshot", "name": "page.png"},
             ],
+            "options": {"video": True},
         }
     )
     job = submit_job(services, "smoke", request).job
@@ -327,14 +353,25 @@ def _check_job(
     print(f"job succeeded: result {json.dumps(result)[:200]}")
     if "pagefleet smoke" not in json.dumps(result):
         raise SmokeFailed("the extracted title is not in the result")
-    shots = [a for a in job.artifacts if a.name == "page.png"]
-    body = b""
-    if shots:
-        s3 = boto3.client("s3")
-        body = s3.get_object(Bucket=local.artifacts_bucket, Key=shots[0].key)["Body"].read()
+    body = _stored(local, job, "page.png")
     if not body.startswith(b"\x89PNG"):
         raise SmokeFailed("no PNG screenshot in the artifacts bucket")
     print(f"screenshot: {len(body)} bytes in s3://{local.artifacts_bucket}")
+    video = _stored(local, job, "video.webm")
+    if not video.startswith(b"\x1a\x45\xdf\xa3"):
+        raise SmokeFailed("no WebM video in the artifacts bucket (options.video)")
+    print(f"video: {len(video)} bytes, recorded with the image's ffmpeg path")
+
+
+def _stored(local: Any, job: Any, name: str) -> bytes:
+    """The job's artifact ``name`` as S3 holds it (empty when the job has none)."""
+    import boto3
+
+    found = [a for a in job.artifacts if a.name == name]
+    if not found:
+        return b""
+    s3 = boto3.client("s3")
+    return bytes(s3.get_object(Bucket=local.artifacts_bucket, Key=found[0].key)["Body"].read())
 
 
 def _check_iam(report: dict[str, Any], out: Path | None, summary: Any) -> None:

@@ -17,10 +17,6 @@ PDF = "application/pdf"
 MAX_NAME = 100
 
 
-def png_name(name: str) -> str:
-    return name if name.lower().endswith(".png") else f"{name}.png"
-
-
 def pdf_name(name: str) -> str:
     return name if name.lower().endswith(".pdf") else f"{name}.pdf"
 
@@ -40,12 +36,21 @@ def safe_file_name(suggested: str, fallback: str = "download") -> str:
 
 async def screenshot(step: Screenshot, ctx: RunContext) -> None:
     timeout = ctx.timeout_ms(step)
+    tracked = step.artifact_name == ctx.request.tracked_screenshot
+    # The tracked screenshot hides what changes on every visit (monitor.mask): Playwright
+    # paints a box over each match, the same in every run.
+    monitor = ctx.request.monitor
+    mask = [ctx.page.locator(s) for s in monitor.mask] if tracked and monitor else None
     if step.selector is not None:
         element = ctx.scope(step.frame).locator(step.selector).first
-        data = await element.screenshot(type="png", timeout=timeout)
+        data = await element.screenshot(type="png", timeout=timeout, mask=mask)
     else:
-        data = await ctx.page.screenshot(type="png", full_page=step.full_page, timeout=timeout)
-    ctx.artifacts.add(png_name(step.name), data, PNG, retention=step.retention)
+        data = await ctx.page.screenshot(
+            type="png", full_page=step.full_page, timeout=timeout, mask=mask
+        )
+    ctx.artifacts.add(step.artifact_name, data, PNG, retention=step.retention)
+    if tracked:
+        ctx.tracked_screenshot = data
 
 
 async def pdf(step: Pdf, ctx: RunContext) -> None:

@@ -4,6 +4,7 @@
 import { api } from "../lib/api.js";
 import { clear, h, notice, table } from "../lib/dom.js";
 import { between, bytes, json, seconds, when } from "../lib/format.js";
+import { changesPart } from "../lib/changes.js";
 import { againBody, badge, ended, jobLabel } from "../lib/jobs.js";
 import { live } from "../lib/live.js";
 
@@ -24,7 +25,7 @@ function summary(job) {
     ["Attempts", String(job.attempt)],
     ["Pool", job.pool || "—"],
   ];
-  if (job.schedule_id) items.push(["Schedule", job.schedule_id]);
+  if (job.schedule_id) items.push(["Schedule", h("a", { href: `#/schedules/${job.schedule_id}`, class: "mono" }, job.schedule_id)]);
   if (job.run_at) items.push(["Runs at", when(new Date(job.run_at * 1000).toISOString())]);
   if (job.deferred_reason) items.push(["Waiting because", job.deferred_reason]);
   return h("dl", { class: "summary" }, items.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
@@ -110,6 +111,8 @@ export function jobView(main, { match, navigate }) {
   const stepsPart = h("div");
   const log = h("ol", { class: "log", id: "job-log", "aria-live": "polite", "aria-relevant": "additions" });
   const artifacts = h("div");
+  const changes = h("section", { "aria-labelledby": "changes-title", id: "changes", hidden: true },
+    h("h2", { id: "changes-title" }, "Changes"));
   const result = h("div");
   const steps = new Map();
   const seen = new Set();
@@ -117,7 +120,7 @@ export function jobView(main, { match, navigate }) {
   let stop = () => {};
   let closed = false;
 
-  main.append(head, messages, details,
+  main.append(head, messages, details, changes,
     section("Steps", "steps", stepsPart),
     section("Live log", "log", log),
     section("Screenshots and artifacts", "artifacts", artifacts),
@@ -196,7 +199,12 @@ export function jobView(main, { match, navigate }) {
     }
     try {
       const list = await api(`/jobs/${jobId}/artifacts`);
-      if (!closed) artifacts.replaceChildren(...artifactsPart(job, list.artifacts).filter(Boolean));
+      if (closed) return false;
+      artifacts.replaceChildren(...artifactsPart(job, list.artifacts).filter(Boolean));
+      if (job.changes) {
+        changes.hidden = false;
+        changes.replaceChildren(h("h2", { id: "changes-title" }, "Changes"), ...changesPart(job.changes, list.artifacts));
+      }
     } catch (error) {
       artifacts.replaceChildren(notice("error", `Artifacts could not be listed: ${error.message}`));
     }

@@ -1,4 +1,5 @@
-// Schedules: expression, next fire times, last run; pause and resume.
+// Schedules: expression, health, next fire times, last run; pause and resume. A schedule's
+// own page (its runs, "Run now", the baseline) is views/schedule.js.
 
 import { api } from "../lib/api.js";
 import { h, notice, table } from "../lib/dom.js";
@@ -38,11 +39,13 @@ export function schedulesView(main) {
       part.replaceChildren(h("p", {}, "No schedules yet. Make one with ", h("code", {}, "pagefleet schedules create"), "."));
       return;
     }
-    part.replaceChildren(table(["Name", "When", "State", "Next fires", "Last run", "Jobs", ""], list.schedules.map((s) =>
+    part.replaceChildren(table(["Name", "When", "State", "Health", "Next fires", "Last run", "Jobs", ""], list.schedules.map((s) =>
       h("tr", { dataset: { scheduleId: s.schedule_id } },
-        h("td", {}, s.name),
+        h("td", {}, h("a", { href: `#/schedules/${s.schedule_id}` }, s.name)),
         h("td", {}, h("code", {}, s.expression), ` (${s.timezone})`),
         h("td", {}, s.enabled ? "active" : "paused"),
+        h("td", {}, h("span", { class: `badge health-${s.health}` }, s.health),
+          s.consecutive_failures ? ` ${s.consecutive_failures} failed` : ""),
         h("td", {}, s.enabled && s.next_fire_times.length
           ? h("ul", { class: "plain" }, s.next_fire_times.slice(0, 3).map((t) => h("li", {}, when(t))))
           : "—"),

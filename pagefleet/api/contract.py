@@ -9,14 +9,16 @@ Models read with ``extra="ignore"``: a client keeps working when a newer API add
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet.jobs.models import Artifact, JobError, JobRecord
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
+from pagefleet.monitors.changes import Changes, ChangeSummary
 from pagefleet.notify.ports import DeliveryAttempt
+from pagefleet.schedules.service import Schedule
 from pagefleet.targets.breakers import BreakerState, DomainStatus
 
 
@@ -93,6 +95,13 @@ class JobView(_View):
     workflow_version: int | None = None
     schedule_id: str | None = Field(default=None, description="the schedule that made it")
     scheduled_time: str | None = None
+    changes: Changes | None = Field(
+        default=None,
+        description=(
+            "a monitor's run against its baseline: each list cut to its first records "
+            "(changes.json has them all); no baseline_job_id on a first run"
+        ),
+    )
 
     @property
     def is_final(self) -> bool:
@@ -360,10 +369,17 @@ class ScheduleRunView(_View):
     job_id: str | None = None
     skipped: str | None = Field(default=None, description="why no job was made")
     fired_at: str
+    manual: bool = Field(default=False, description="started by POST .../run")
+
+
+class LastChangeView(_View):
+    job_id: str
+    at: str
+    summary: ChangeSummary
 
 
 class ScheduleView(_View):
-    """A schedule: its expression, its job, and when it fires next."""
+    """A schedule: its expression, its job, when it fires next, and how its runs went."""
 
     schedule_id: str
     name: str
@@ -377,6 +393,45 @@ class ScheduleView(_View):
     next_fire_times: list[str] = Field(default_factory=list)
     last_run: ScheduleRunView | None = None
     synced: bool = Field(description="mirrored in EventBridge Scheduler")
+    alert: dict[str, Any] | None = Field(
+        default=None, description='{"after_failures": N}: alerting after N failed runs in a row'
+    )
+    health: Literal["ok", "alerting"] = "ok"
+    consecutive_failures: int = 0
+    alerting_since: str | None = None
+    last_change: LastChangeView | None = Field(
+        default=None, description="the last run whose changes said changed"
+    )
+    last_success_job_id: str | None = Field(
+        default=None, description="the last successful run (the baseline unless one is pinned)"
+    )
+    baseline_job_id: str | None = Field(default=None, description="the pinned baseline")
+
+    @classmethod
+    def of(cls, schedule: Schedule, next_fire_times: list[str]) -> ScheduleView:
+        health = schedule.health
+        return cls.model_validate(
+            {
+                **schedule.model_dump(mode="json", exclude={"health"}),
+                "next_fire_times": next_fire_times,
+                "health": health.status,
+                "consecutive_failures": health.consecutive_failures,
+                "alerting_since": health.alerting_since,
+                "last_change": health.last_change.model_dump(mode="json")
+                if health.last_change
+                else None,
+                "last_success_job_id": health.last_success_job_id,
+            }
+        )
+
+
+class BaselineRequest(BaseModel):
+    """``PUT /v1/schedules/{id}/baseline``: the run monitors compare with (null: the last
+    successful run again)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    job_id: str | None = Field(description="a succeeded run of this schedule; null: unpin")
 
 
 class ScheduleList(_View):

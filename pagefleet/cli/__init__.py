@@ -18,7 +18,7 @@ import httpx
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, notify, tenancy
+from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, monitors, notify, tenancy
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -49,6 +49,7 @@ app.command()(jobs.cancel)
 app.command("dead-letters")(admin.dead_letters)
 app.command()(jobs.jobs)
 app.command()(jobs.artifacts)
+app.command()(monitors.changes)
 app.command()(jobs.schema)
 app.command()(jobs.mcp)
 app.command()(fleet.stats)

@@ -29,7 +29,7 @@ from pagefleet.cli.follow import follow_job
 from pagefleet.jobs.submission import JobSubmission, submission_schema
 
 
-def _parse_input(pair: str) -> tuple[str, Any]:
+def parse_input(pair: str) -> tuple[str, Any]:
     name, sep, raw = pair.partition("=")
     if not sep or not name:
         raise CliError(f"--input expects NAME=VALUE, got {pair!r}")
@@ -141,7 +141,7 @@ def _submission(
     if after:
         workflow["depends_on"] = [*workflow.get("depends_on", []), *after]
     for pair in inputs:
-        name, value = _parse_input(pair)
+        name, value = parse_input(pair)
         workflow.setdefault("inputs", {})
         if isinstance(workflow["inputs"], dict):
             workflow["inputs"][name] = value

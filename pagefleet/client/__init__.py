@@ -43,6 +43,7 @@ from pagefleet.client.tenancy import TenancyCalls
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
+from pagefleet.monitors.changes import CHANGES_ARTIFACT, Changes
 
 if TYPE_CHECKING:
     from pagefleet.client.follow import FollowItem
@@ -290,6 +291,15 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         link = next(a for a in self.artifacts(job.job_id) if a.name == job.result_artifact)
         data: dict[str, Any] = json.loads(self.download_verified(link))
         return data
+
+    def changes(self, job_id: str, *, full: bool = True) -> Changes | None:
+        """A monitor's run against its baseline (None: the job is no monitor's run, or has
+        not ended). The job view cuts long lists; ``full`` reads ``changes.json`` then."""
+        found = self.get(job_id).changes
+        if found is None or not full or not any(c.truncated for c in found.records.values()):
+            return found
+        link = next((a for a in self.artifacts(job_id) if a.name == CHANGES_ARTIFACT), None)
+        return found if link is None else Changes.model_validate_json(self.download_verified(link))
 
     def wait(self, job_id: str, timeout: float = 300.0, poll: float = 0.5) -> Job:
         """Poll until the job is final; raises TimeoutError (with the last status) otherwise."""

@@ -13,6 +13,7 @@ from pagefleet.api.contract import (
     ScheduleList,
     ScheduleRuns,
     ScheduleView,
+    SubmitResponse,
     WorkflowDiff,
     WorkflowList,
     WorkflowStored,
@@ -69,6 +70,20 @@ class DispatchCalls:
 
     def delete_schedule(self: _Requests, schedule_id: str) -> None:
         self._request("DELETE", f"/v1/schedules/{schedule_id}")
+
+    def run_schedule(
+        self: _Requests, schedule_id: str, idempotency_key: str | None = None
+    ) -> SubmitResponse:
+        """Start one run of the schedule now (202: the run's job, queued)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        response = self._request("POST", f"/v1/schedules/{schedule_id}/run", headers=headers)
+        return SubmitResponse.model_validate_json(response.content)
+
+    def pin_baseline(self: _Requests, schedule_id: str, job_id: str | None) -> ScheduleView:
+        """Compare the schedule's monitor runs with ``job_id`` (None: the last good run)."""
+        path = f"/v1/schedules/{schedule_id}/baseline"
+        response = self._request("PUT", path, json={"job_id": job_id})
+        return ScheduleView.model_validate_json(response.content)
 
     def schedule_runs(self: _Requests, schedule_id: str, limit: int = 20) -> ScheduleRuns:
         path = f"/v1/schedules/{schedule_id}/runs"

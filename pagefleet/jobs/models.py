@@ -7,7 +7,7 @@ import json
 import random
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -24,16 +24,21 @@ from pydantic.json_schema import SkipJsonSchema
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
+from pagefleet.monitors.changes import Changes
+from pagefleet.monitors.expect import Expect
+from pagefleet.monitors.spec import Monitor
 from pagefleet.specs.resources import POOLS, Priority, queue_key
 from pagefleet.targets.egress_policy import url_problem
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
     Paginate,
+    Screenshot,
     Step,
     Upload,
     iter_steps,
     too_deep_block,
 )
+from pagefleet.workflow.steps.capture import png_name
 from pagefleet.workflow.templating import references
 
 InputValue = str | int | float | bool
@@ -84,8 +89,18 @@ class RetryPolicy(BaseModel):
         return int((rng or random).uniform(0.0, self.ceiling(attempt)))
 
 
+# What a webhook can be sent for (README: "Notifications"): ``finished`` every final state,
+# ``changed`` a run whose changes say changed, ``failed`` a failed run (a schedule with
+# ``alert``: once, when it turns alerting), ``recovered`` a schedule's first success after
+# alerting, ``needs_review`` a job that waits for a person (an irreversible step's outcome
+# is unknown).
+NotifyTopic = Literal["finished", "changed", "failed", "recovered", "needs_review"]
+NOTIFY_TOPICS: tuple[NotifyTopic, ...] = get_args(NotifyTopic)
+DEFAULT_TOPICS: tuple[NotifyTopic, ...] = ("finished",)
+
+
 class Notify(BaseModel):
-    """Where to tell the client that a job ended (README: "Completion webhooks")."""
+    """Where and when to tell the client about a job (README: "Notifications")."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -93,10 +108,35 @@ class Notify(BaseModel):
         default=None,
         max_length=2000,
         description=(
-            "http(s) URL that gets a signed POST when the job reaches a final state; "
-            "null: none, not even the tenant's default"
+            "http(s) URL that gets a signed POST for each event in `on`; null: none, not even "
+            "the tenant's default; omitted: the tenant's default"
         ),
     )
+    on: list[NotifyTopic] = Field(
+        default_factory=lambda: list(DEFAULT_TOPICS),
+        min_length=1,
+        max_length=len(NOTIFY_TOPICS),
+        description="finished | changed | failed | recovered | needs_review",
+    )
+
+    @field_validator("on")
+    @classmethod
+    def _once_each(cls, topics: list[NotifyTopic]) -> list[NotifyTopic]:
+        return list(dict.fromkeys(topics))
+
+    @model_serializer(mode="wrap")
+    def _unset_webhook_stays_unset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # "webhook": null means "none at all", an omitted webhook the tenant's default: the
+        # stored request must keep that difference.
+        data = handler(self)
+        if isinstance(data, dict) and "webhook" not in self.model_fields_set:
+            data.pop("webhook", None)
+        return data
+
+    @property
+    def own_webhook(self) -> bool:
+        """True when the job names its webhook (or none): the tenant's default is not used."""
+        return "webhook" in self.model_fields_set
 
     @field_validator("webhook")
     @classmethod
@@ -138,6 +178,9 @@ class JobSettings(BaseModel):
     delay_seconds: int | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
     run_at: datetime | None = None
     depends_on: list[str] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
+    # What a good result looks like, and what to compare with the baseline run.
+    expect: Expect | None = None
+    monitor: Monitor | None = None
 
     @field_validator("deadline", "run_at")
     @classmethod
@@ -227,7 +270,22 @@ class JobRequest(JobSettings):
         for namespace, name in references(self.options.model_dump()):
             if namespace == "inputs" and name not in self.inputs:
                 raise ValueError(f"options use {{{{inputs.{name}}}}} but inputs has no {name!r}")
+        tracked = self.tracked_screenshot
+        if tracked is not None and not any(
+            isinstance(step, Screenshot) and step.artifact_name == tracked
+            for _, step in iter_steps(self.steps)
+        ):
+            raise ValueError(
+                f"monitor.screenshot names {tracked!r}, which no screenshot step makes"
+            )
         return self
+
+    @property
+    def tracked_screenshot(self) -> str | None:
+        """The artifact name of the screenshot ``monitor`` compares, if any."""
+        if self.monitor is None or self.monitor.screenshot is None:
+            return None
+        return png_name(self.monitor.screenshot)
 
     def secret_names(self) -> set[str]:
         """Names of the secrets this job references (resolved only in the worker)."""
@@ -257,6 +315,9 @@ class JobError(BaseModel):
     step_index: int | None = None
     step: str | None = None
     timeout: str | None = None  # navigation | action | job | lease | deadline
+    # Each problem by itself, e.g. a data_quality failure's {"path": "result.products",
+    # "reason": "has 0 items, expected at least 1"}.
+    details: list[dict[str, Any]] | None = None
 
 
 class AttemptRecord(BaseModel):
@@ -310,6 +371,8 @@ class JobRecord(BaseModel):
     workflow_version: int | None = None
     schedule_id: str | None = None
     scheduled_time: str | None = None
+    # A monitor's run compared with its baseline (pagefleet.monitors.changes).
+    changes: Changes | None = None
 
     @property
     def attempts_used(self) -> int:

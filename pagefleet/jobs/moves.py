@@ -9,6 +9,7 @@ from typing import Any
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.monitors.changes import Changes
 
 
 class Then(StrEnum):
@@ -44,6 +45,8 @@ class Outcome:
     # The origin a navigation failure is about, when the worker knows it (the circuit
     # breakers charge it rather than the job's first goto's).
     failed_origin: str | None = None
+    # A monitor's run compared with its baseline (succeeded runs only).
+    changes: Changes | None = None
 
 
 def expired_error() -> JobError:

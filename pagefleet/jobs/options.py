@@ -77,6 +77,8 @@ class JobOptions(BaseModel):
     proxy: ProxyOptions | None = None
     # Record a Playwright trace (always recorded on failure too).
     trace: bool = False
+    # Record the run as video.webm (Playwright's video recording; kept like a trace).
+    video: bool = False
     # Keep the page's console messages and page errors as run events (masked, bounded).
     capture_console: bool = False
     # "job": a fresh browser context per job. "tenant": the worker may run this job in a

@@ -163,6 +163,7 @@ class JobStore(Protocol):
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> JobRecord: ...
 
     def transition(

@@ -5,10 +5,16 @@ log, the error, the artifact list and the result. Each of those is bounded here,
 outcome write can be refused for its size and no record can outgrow an item:
 
 - a result over ``INLINE_RESULT_MAX_BYTES`` stays only in its ``data.json`` artifact and the
-  record keeps a pointer (``result_artifact``) and its size (``result_bytes``);
+  record keeps a pointer (``result_artifact``) and its size (``result_bytes``); a monitor's
+  ``changes`` and a failure's error ``details`` take their room from that same budget, so
+  the result stays inline only when it fits beside them;
 - error messages and step descriptions are cut to a bounded length;
 - the attempt log keeps the last ``ATTEMPT_LOG_MAX`` attempts;
-- the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first.
+- the artifact list keeps at most ``LISTED_ARTIFACTS_MAX`` entries, this attempt's first;
+- a monitor's ``changes`` keep the first records of each list, fewer until they fit
+  ``CHANGES_INLINE_MAX_BYTES`` (``changes.json`` has them all);
+- the job's error keeps ``ERROR_DETAILS_MAX`` of its ``details`` (at most
+  ``ERROR_DETAIL_MAX_BYTES`` each); the attempt log keeps none (its message names the first).
 
 ``SUBMIT_RECORD_MAX_BYTES`` is what the request's part of a record may take at submit: the
 item limit less the most all of the above can add.
@@ -22,6 +28,7 @@ from typing import Any
 
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.moves import Outcome
+from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
 ITEM_MAX_BYTES = 400 * 1024
 INLINE_RESULT_MAX_BYTES = 32 * 1024
@@ -29,6 +36,11 @@ ERROR_MESSAGE_MAX_BYTES = 1000
 STEP_DESCRIPTION_MAX_BYTES = 300
 ATTEMPT_LOG_MAX = 20
 LISTED_ARTIFACTS_MAX = 100
+# A run's changes (succeeded) or its error's details (failed) share the result's inline
+# budget: the result stays inline only when it fits beside them.
+CHANGES_INLINE_MAX_BYTES = 16 * 1024
+ERROR_DETAILS_MAX = 20
+ERROR_DETAIL_MAX_BYTES = 300
 RESULT_ARTIFACT = "data.json"  # the worker's copy of every successful job's result
 
 # Upper bounds of what the outcome parts take once bounded (JSON, attribute names included).
@@ -61,8 +73,40 @@ def bounded_error(error: JobError | None) -> JobError | None:
             "message": clip(error.message, ERROR_MESSAGE_MAX_BYTES),
             "step": clip(error.step, STEP_DESCRIPTION_MAX_BYTES) if error.step else error.step,
             "kind": clip(error.kind, 100),
+            "details": _bounded_details(error.details),
         }
     )
+
+
+def _bounded_details(details: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    if details is None:
+        return None
+    return [
+        {k: clip(str(v), ERROR_DETAIL_MAX_BYTES // 2 - 20) for k, v in d.items()}
+        for d in details[:ERROR_DETAILS_MAX]
+    ]
+
+
+def _without_details(error: JobError | None) -> JobError | None:
+    return error.model_copy(update={"details": None}) if error is not None else None
+
+
+def bounded_changes(
+    changes: Changes | None,
+    *,
+    limit: int = INLINE_RECORDS,
+    max_bytes: int = CHANGES_INLINE_MAX_BYTES,
+) -> dict[str, Any] | None:
+    """The changes a record (or a webhook) keeps inline: at most ``limit`` records of each
+    list, fewer until they fit ``max_bytes``."""
+    if changes is None:
+        return None
+    while True:
+        data = changes.inline(limit).model_dump(mode="json")
+        if limit == 0 or json_bytes(data) <= max_bytes:
+            # At 0 only the summary is left: records are all in changes.json.
+            return data
+        limit //= 2
 
 
 def json_bytes(value: Any) -> int:
@@ -81,6 +125,7 @@ class BoundedOutcome:
     history: AttemptRecord
     # The whole attempt log to store, when appending would pass ATTEMPT_LOG_MAX.
     attempt_log: list[AttemptRecord] | None
+    changes: dict[str, Any] | None = None
 
 
 def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> BoundedOutcome:
@@ -88,7 +133,11 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
     result = outcome.result
     size = json_bytes(result) if result is not None else None
     pointer = None
-    if size is not None and size > INLINE_RESULT_MAX_BYTES:
+    error = bounded_error(outcome.error)
+    changes = bounded_changes(outcome.changes)
+    beside = json_bytes(changes) if changes else 0
+    beside += json_bytes(error.details) if error is not None and error.details else 0
+    if size is not None and size + beside > INLINE_RESULT_MAX_BYTES:
         # data.json holds the whole result when the run succeeded; otherwise (a partial
         # result of a failed run) only its size is kept.
         named = any(a.name == RESULT_ARTIFACT for a in outcome.artifacts)
@@ -104,7 +153,7 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         started_at=job.started_at or at,
         finished_at=at,
         status=outcome.status,
-        error=bounded_error(outcome.error),
+        error=_without_details(error),
     )
     log = None
     if len(job.attempts) + 1 > ATTEMPT_LOG_MAX:
@@ -113,8 +162,9 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         result=result,
         result_artifact=pointer,
         result_bytes=size,
-        error=bounded_error(outcome.error),
+        error=error,
         artifacts=(earlier[-room:] if room > 0 else []) + current,
         history=history,
         attempt_log=log,
+        changes=changes,
     )

@@ -117,6 +117,8 @@ def resolve_submission(
         "inputs": {**definition.inputs, **submission.inputs},
         "options": {**definition.options, **given_options},
     }
+    if submission.expect is None and definition.expect is not None:
+        data["expect"] = definition.expect.model_dump(mode="json")
     return Resolved(_request(data, f"{version.name}@{version.version}: "), version)
 
 

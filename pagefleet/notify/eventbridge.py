@@ -1,9 +1,15 @@
-"""Completion events on EventBridge: every final state, as ``source: pagefleet``,
-``detail-type: Job Finished``, with ids and the status only (no result, no error text).
+"""Events on EventBridge, as ``source: pagefleet``, with ids and figures only (no result, no
+error text, no records):
+
+- ``Job Finished``: every final state, with the status (``Job Needs Review`` for a job that
+  waits for a person);
+- ``Job Changed``: a monitor's run that changed, with its summary and baseline;
+- ``Schedule Alerting`` / ``Schedule Recovered``: a schedule's turns
+  (``pagefleet.notify.schedule_notices``).
 
 Users route them with their own rules (e.g. to SQS, Step Functions, a chat hook). A consumer
-of the jobs stream's one reader; a mark per transition keeps a stream batch that is delivered
-twice from putting the event twice (EventBridge itself delivers at least once).
+of the jobs stream's one reader; a mark per event keeps a stream batch that is delivered
+twice from putting it twice (EventBridge itself delivers at least once).
 """
 
 from __future__ import annotations
@@ -13,12 +19,15 @@ from typing import Any
 
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
-from pagefleet.live.events import ended, events_expire_at
+from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, EventBus
+from pagefleet.notify.routing import CHANGED, FINISHED, NEEDS_REVIEW, job_events
 from pagefleet.notify.webhooks import delivery_id
 
 SOURCE = "pagefleet"
 DETAIL_TYPE = "Job Finished"
+CHANGED_DETAIL_TYPE = "Job Changed"
+REVIEW_DETAIL_TYPE = "Job Needs Review"
 
 
 def detail(job: JobRecord) -> dict[str, Any]:
@@ -30,25 +39,57 @@ def detail(job: JobRecord) -> dict[str, Any]:
     }
 
 
-class JobFinishedEvents:
-    """``ChangeConsumer``: one EventBridge event per final transition."""
+def changed_detail(job: JobRecord) -> dict[str, Any]:
+    changes = job.changes
+    assert changes is not None
+    return {
+        **detail(job),
+        "schedule_id": job.schedule_id,
+        "baseline_job_id": changes.baseline_job_id,
+        "summary": changes.summary.model_dump(mode="json"),
+    }
 
-    name = "eventbridge"
+
+class EventOnce:
+    """Puts an event once per mark (the job's), whatever the stream redelivers."""
 
     def __init__(self, bus: EventBus, deliveries: Deliveries, *, retention_s: int) -> None:
         self.bus = bus
         self.deliveries = deliveries
         self.retention_s = retention_s
 
+    def put(self, job: JobRecord, mark: str, detail_type: str, body: dict[str, Any]) -> None:
+        if self.deliveries.marked(job.tenant_id, job.job_id, mark):
+            return
+        self.bus.put(source=SOURCE, detail_type=detail_type, detail=body)
+        self.deliveries.mark(
+            job.tenant_id, job.job_id, mark, expires_at=events_expire_at(job, self.retention_s)
+        )
+
+
+class JobFinishedEvents:
+    """``ChangeConsumer``: ``Job Finished`` per final transition, ``Job Changed`` per run
+    that changed."""
+
+    name = "eventbridge"
+
+    def __init__(self, bus: EventBus, deliveries: Deliveries, *, retention_s: int) -> None:
+        self.events = EventOnce(bus, deliveries, retention_s=retention_s)
+
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
             job = change.new
-            if job is None or not change.status_changed or not ended(job.status):
+            events = {event for _, event in job_events(change)}
+            if job is None:
                 continue
-            mark = f"event#{delivery_id(job)}"
-            if self.deliveries.marked(job.tenant_id, job.job_id, mark):
-                continue
-            self.bus.put(source=SOURCE, detail_type=DETAIL_TYPE, detail=detail(job))
-            self.deliveries.mark(
-                job.tenant_id, job.job_id, mark, expires_at=events_expire_at(job, self.retention_s)
-            )
+            if FINISHED in events:
+                # The mark predates named events: it stays what it was.
+                self.events.put(
+                    job, f"event#{delivery_id(job, FINISHED)}", DETAIL_TYPE, detail(job)
+                )
+            if NEEDS_REVIEW in events:
+                mark = f"event#{delivery_id(job, NEEDS_REVIEW)}"
+                self.events.put(job, mark, REVIEW_DETAIL_TYPE, detail(job))
+            if CHANGED in events:
+                mark = f"event#{delivery_id(job, CHANGED)}"
+                self.events.put(job, mark, CHANGED_DETAIL_TYPE, changed_detail(job))

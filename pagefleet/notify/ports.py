@@ -23,7 +23,10 @@ class DeliveryAttempt(BaseModel):
     next_attempt_in_s: int | None = Field(
         default=None, description="when a failed delivery is tried again; null: never"
     )
-    job_status: str | None = Field(default=None, description="the final status notified")
+    job_status: str | None = Field(default=None, description="the job's status notified")
+    event: str | None = Field(
+        default=None, description="job.finished, job.changed, schedule.alerting, ..."
+    )
 
 
 class Deliveries(Protocol):

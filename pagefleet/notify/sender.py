@@ -44,11 +44,12 @@ class WebhookMessage:
     job_status: str
     expires_at: int
     body: str
+    event: str = EVENT_NAME  # messages queued before events had names were all this
 
     @classmethod
     def parse(cls, text: str) -> WebhookMessage:
         data = json.loads(text)
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class WebhookSender:
             "User-Agent": USER_AGENT,
             HEADER: sign(secret, t, body),
             "Pagefleet-Delivery": message.delivery_id,
-            "Pagefleet-Event": EVENT_NAME,
+            "Pagefleet-Event": message.event,
             "Pagefleet-Attempt": str(attempt),
         }
         last: httpx.HTTPError | None = None
@@ -181,6 +182,7 @@ class WebhookSender:
             duration_ms=max(0, round((self.clock.now() - started) * 1000)),
             next_attempt_in_s=retry,
             job_status=message.job_status,
+            event=message.event,
         )
         self.deliveries.record(
             message.tenant_id, message.job_id, record, expires_at=message.expires_at

@@ -1,10 +1,12 @@
-"""Completion webhooks, first half: on a job's final state, queue its signed POST.
+"""Webhooks, first half: for each notification a job's change makes, queue its signed POST.
 
-A consumer of the jobs stream's one reader. For every change that moves a job into a final
-state it finds the webhook (the job's ``notify.webhook``, else the tenant's default), builds
-the JSON body once, and sends one message to the webhook queue; ``pagefleet.notify.sender``
-POSTs it (signed) and retries with backoff. A mark per notification keeps a stream batch
-that is delivered twice from queuing it twice.
+A consumer of the jobs stream's one reader. For every change it asks the routing
+(``pagefleet.notify.routing``) what the change is notified as (``job.finished`` on every
+final state; ``job.changed``, ``job.failed``, ``job.needs_review`` when the job's
+``notify.on`` asks), finds the webhook (the job's ``notify.webhook``, else the tenant's
+default), builds the JSON body once, and sends one message to the webhook queue;
+``pagefleet.notify.sender`` POSTs it (signed) and retries with backoff. A mark per
+notification keeps a stream batch that is delivered twice from queuing it twice.
 """
 
 from __future__ import annotations
@@ -15,25 +17,34 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
-from pagefleet.live.events import ended, events_expire_at
+from pagefleet.jobs.models import JobRecord, NotifyTopic
+from pagefleet.jobs.record_size import bounded_changes
+from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
+from pagefleet.notify.routing import CHANGED, FINISHED, job_events, webhook_for
 
-EVENT_NAME = "job.finished"
+EVENT_NAME = FINISHED
+# A changed webhook carries the first records that changed, within this many bytes.
+CHANGED_RECORDS = 10
+CHANGED_MAX_BYTES = 32 * 1024
 
 
-def delivery_id(job: JobRecord) -> str:
-    """One id per final transition of a job (a redriven job may end twice)."""
+def delivery_id(job: JobRecord, event: str = FINISHED) -> str:
+    """One id per notification of a job: per final transition for ``job.finished`` (a
+    redriven job may end twice), per event and transition for the others."""
     source = f"{job.tenant_id}/{job.job_id}/{job.status.value}/{job.updated_at}"
+    if event != FINISHED:
+        source += f"/{event}"
     return "dlv_" + hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def payload(job: JobRecord, delivery: str) -> dict[str, Any]:
-    """What the receiver gets: ids, the final status, times, the error, the artifacts.
+def payload(job: JobRecord, delivery: str, event: str = FINISHED) -> dict[str, Any]:
+    """What the receiver gets: ids, the status, times, the error, the artifacts; for
+    ``job.changed`` the summary and the first records that changed.
 
     No result (it may be large; read it from the API) and nothing secret."""
     body: dict[str, Any] = {
-        "event": EVENT_NAME,
+        "event": event,
         "delivery_id": delivery,
         "job_id": job.job_id,
         "name": job.request.name,
@@ -43,6 +54,7 @@ def payload(job: JobRecord, delivery: str) -> dict[str, Any]:
         "started_at": job.started_at,
         "finished_at": job.finished_at or job.updated_at,
         "correlation_id": job.correlation_id,
+        "schedule_id": job.schedule_id,
         "error": job.error.model_dump(mode="json", exclude_none=True) if job.error else None,
         "artifacts": [
             {
@@ -56,21 +68,15 @@ def payload(job: JobRecord, delivery: str) -> dict[str, Any]:
         ],
         "result_artifact": job.result_artifact,
     }
+    if event == CHANGED:
+        body["changes"] = bounded_changes(
+            job.changes, limit=CHANGED_RECORDS, max_bytes=CHANGED_MAX_BYTES
+        )
     return body
 
 
-def webhook_of(job: JobRecord, defaults: NotifyDefaults) -> str | None:
-    """The job's own ``notify`` (``{"webhook": null}``: none at all), else the tenant's."""
-    notify = job.request.notify
-    if notify is not None:
-        return notify.webhook
-    return defaults.get(job.tenant_id)
-
-
-class WebhookNotifier:
-    """``ChangeConsumer``: queue a webhook delivery for every final transition."""
-
-    name = "webhooks"
+class Outbox:
+    """Queues a job's notification once (marked), to the webhook its ``notify`` names."""
 
     def __init__(
         self,
@@ -85,32 +91,54 @@ class WebhookNotifier:
         self.deliveries = deliveries
         self.retention_s = retention_s
 
+    def post(
+        self, job: JobRecord, topic: NotifyTopic, event: str, extra: dict[str, Any] | None = None
+    ) -> bool:
+        """Queue ``event`` for ``job`` if its ``notify.on`` has ``topic``; True if queued
+        (now or by an earlier delivery of the same change)."""
+        url = webhook_for(job, topic, self.defaults)
+        if not url:
+            return False
+        delivery = delivery_id(job, event)
+        mark = f"webhook#{delivery}"
+        if self.deliveries.marked(job.tenant_id, job.job_id, mark):
+            return True
+        expires_at = events_expire_at(job, self.retention_s)
+        body = {**payload(job, delivery, event), **(extra or {})}
+        self.queue.send(
+            {
+                "tenant_id": job.tenant_id,
+                "job_id": job.job_id,
+                "delivery_id": delivery,
+                "url": url,
+                "job_status": job.status.value,
+                "event": event,
+                "expires_at": expires_at,
+                # The exact bytes every attempt signs and sends.
+                "body": json.dumps(body, separators=(",", ":")),
+            }
+        )
+        self.deliveries.mark(job.tenant_id, job.job_id, mark, expires_at=expires_at)
+        return True
+
+
+class WebhookNotifier:
+    """``ChangeConsumer``: queue a webhook for every notification a job's change makes."""
+
+    name = "webhooks"
+
+    def __init__(
+        self,
+        queue: WebhookQueue,
+        defaults: NotifyDefaults,
+        deliveries: Deliveries,
+        *,
+        retention_s: int,
+    ) -> None:
+        self.outbox = Outbox(queue, defaults, deliveries, retention_s=retention_s)
+
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
-            job = change.new
-            if job is None or not change.status_changed or not ended(job.status):
-                continue
-            url = webhook_of(job, self.defaults)
-            if not url:
-                continue
-            delivery = delivery_id(job)
-            if self.deliveries.marked(job.tenant_id, job.job_id, f"webhook#{delivery}"):
-                continue
-            self.queue.send(
-                {
-                    "tenant_id": job.tenant_id,
-                    "job_id": job.job_id,
-                    "delivery_id": delivery,
-                    "url": url,
-                    "job_status": job.status.value,
-                    "expires_at": events_expire_at(job, self.retention_s),
-                    # The exact bytes every attempt signs and sends.
-                    "body": json.dumps(payload(job, delivery), separators=(",", ":")),
-                }
-            )
-            self.deliveries.mark(
-                job.tenant_id,
-                job.job_id,
-                f"webhook#{delivery}",
-                expires_at=events_expire_at(job, self.retention_s),
-            )
+            for topic, event in job_events(change):
+                assert change.new is not None
+                self.outbox.post(change.new, topic, event)

@@ -17,15 +17,25 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pagefleet.errors import InvalidRequest, NotFound
-from pagefleet.jobs.models import new_ulid
+from pagefleet.errors import InvalidField, InvalidRequest, NotFound
+from pagefleet.jobs.models import JOB_ID_PATTERN, JobRecord, new_ulid
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.expressions import InvalidExpression, check_new, parse
+from pagefleet.schedules.health import ScheduleHealth
 
 NEXT_FIRE_TIMES = 5
 MAX_SCHEDULES_PER_TENANT = 1000
 Overlap = Literal["allow", "skip"]
+
+
+class Alert(BaseModel):
+    """``alert``: after this many failed runs in a row the schedule turns ``alerting``
+    (noticed once), and ``ok`` again on its next successful run (noticed once)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    after_failures: int = Field(ge=1, le=100)
 
 
 class ScheduleChange(BaseModel):
@@ -39,6 +49,7 @@ class ScheduleChange(BaseModel):
     job: dict[str, Any] | None = None
     enabled: bool | None = None
     overlap: Overlap | None = None
+    alert: Alert | None = Field(default=None, description="null: no alert")
 
 
 class ScheduleSpec(BaseModel):
@@ -52,6 +63,7 @@ class ScheduleSpec(BaseModel):
     job: dict[str, Any]
     enabled: bool = True
     overlap: Overlap = "allow"
+    alert: Alert | None = None
 
     def check(self, now: datetime) -> ScheduleSpec:
         """Refuse an expression or time zone EventBridge Scheduler would refuse, and one that
@@ -69,6 +81,7 @@ class ScheduleRun(BaseModel):
     job_id: str | None = None
     skipped: str | None = None  # why no job was made (overlap, paused)
     fired_at: str
+    manual: bool = False  # started by POST /v1/schedules/{id}/run, not by the expression
 
 
 class Schedule(ScheduleSpec):
@@ -80,6 +93,10 @@ class Schedule(ScheduleSpec):
     updated_at: str
     last_run: ScheduleRun | None = None
     synced: bool = False
+    # Kept beside the definition (a change to it keeps them): what the runs said, and the
+    # run a monitor compares with instead of the last successful one.
+    health: ScheduleHealth = Field(default_factory=ScheduleHealth)
+    baseline_job_id: str | None = None
 
     @field_validator("schedule_id")
     @classmethod
@@ -117,6 +134,15 @@ class ScheduleStore(Protocol):
         """Store a run once per scheduled time; False if that time already has one."""
 
     def runs(self, tenant_id: str, schedule_id: str, limit: int) -> list[ScheduleRun]: ...
+
+    def set_baseline(self, tenant_id: str, schedule_id: str, job_id: str | None) -> None:
+        """Pin (or with None unpin) the run monitors compare with; NotFound if no schedule."""
+
+    def record_health(
+        self, tenant_id: str, schedule_id: str, health: ScheduleHealth, *, counted: str | None
+    ) -> bool:
+        """Store ``health`` if the newest run counted is still ``counted``; False if another
+        write counted a run meanwhile (read again and retry)."""
 
 
 class SchedulerMirror(Protocol):
@@ -169,12 +195,19 @@ def change(
     if fields.get("job") is not None:
         _check_job(check_job, fields["job"])
     merged = {**current.model_dump(), **{k: v for k, v in fields.items() if v is not None}}
+    if "alert" in fields:  # null removes the alert
+        merged["alert"] = fields["alert"]
     spec = ScheduleSpec.model_validate({k: merged[k] for k in ScheduleSpec.model_fields})
     if fields.get("expression") is not None or fields.get("timezone") is not None:
         # Only when they change: renaming or pausing a one-off that already fired is fine.
         spec.check(_now(clock))
-    updated = current.model_copy(
-        update={**spec.model_dump(), "updated_at": _iso(_now(clock)), "synced": False}
+    updated = Schedule.model_validate(
+        {
+            **current.model_dump(),
+            **spec.model_dump(),
+            "updated_at": _iso(_now(clock)),
+            "synced": False,
+        }
     )
     store.replace(updated)
     return _mirror(store, mirror, updated, now=_now(clock))
@@ -272,6 +305,55 @@ def fire(
     )
     store.record_run(tenant_id, schedule_id, run)
     return run
+
+
+def run_now(
+    store: ScheduleStore,
+    clock: Clock,
+    tenant_id: str,
+    schedule_id: str,
+    *,
+    submit: Callable[[dict[str, Any], str], str],
+) -> ScheduleRun:
+    """Start a run of the schedule now (paused or not, whatever the overlap), as a fire
+    would; it is listed with the schedule's runs, marked ``manual``."""
+    schedule = store.get(tenant_id, schedule_id)
+    now = _now(clock)
+    when = now.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    job_id = submit(schedule.job, when)
+    run = ScheduleRun(scheduled_time=when, job_id=job_id, fired_at=_iso(now), manual=True)
+    store.record_run(tenant_id, schedule.schedule_id, run)
+    return run
+
+
+def pin_baseline(
+    store: ScheduleStore,
+    tenant_id: str,
+    schedule_id: str,
+    job_id: str | None,
+    job: Callable[[str], JobRecord],
+) -> Schedule:
+    """Compare the schedule's monitor runs with ``job_id`` (a succeeded run of this
+    schedule) instead of the last successful one; None goes back to the last one."""
+    schedule = store.get(tenant_id, schedule_id)
+    if job_id is not None:
+        if not JOB_ID_PATTERN.match(job_id):
+            raise InvalidField(f"{job_id!r} is not a job id", field="job_id")
+        try:
+            record = job(job_id)
+        except NotFound:
+            raise InvalidField(f"job {job_id} not found", field="job_id") from None
+        if record.schedule_id != schedule.schedule_id:
+            raise InvalidField(
+                f"job {job_id} is not a run of schedule {schedule.schedule_id}", field="job_id"
+            )
+        if record.status is not JobStatus.SUCCEEDED:
+            raise InvalidField(
+                f"job {job_id} is {record.status.value}; a baseline is a succeeded run",
+                field="job_id",
+            )
+    store.set_baseline(tenant_id, schedule.schedule_id, job_id)
+    return schedule.model_copy(update={"baseline_job_id": job_id})
 
 
 def _now(clock: Clock) -> datetime:

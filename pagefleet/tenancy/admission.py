@@ -136,9 +136,13 @@ def submit(
     *,
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
+    schedule: tuple[str, str] | None = None,
 ) -> Admitted:
+    """``schedule``: (schedule id, scheduled time) of a schedule's run started by hand."""
     rate = quotas.spend(tenant_id)
-    submitted = _submit_one(svc, quotas, tenant_id, request, idempotency_key, correlation_id)
+    submitted = _submit_one(
+        svc, quotas, tenant_id, request, idempotency_key, correlation_id, schedule=schedule
+    )
     return Admitted(submitted, rate)
 
 
@@ -151,6 +155,7 @@ def _submit_one(
     correlation_id: str | None,
     *,
     held: int | None = None,
+    schedule: tuple[str, str] | None = None,
 ) -> Submitted:
     """One job whose token is spent; ``held``: the queued count once room was held for it
     (None: not held yet)."""
@@ -158,7 +163,12 @@ def _submit_one(
         if held is not None:
             quotas.release_queued(tenant_id)
         return service.submit_job(
-            svc, tenant_id, request, idempotency_key=key, correlation_id=correlation_id
+            svc,
+            tenant_id,
+            request,
+            idempotency_key=key,
+            correlation_id=correlation_id,
+            schedule=schedule,
         )
     queued = quotas.hold_queued(tenant_id) if held is None else held
     try:
@@ -168,6 +178,7 @@ def _submit_one(
             request,
             idempotency_key=key,
             correlation_id=correlation_id,
+            schedule=schedule,
             delay_s=quotas.start_delay(tenant_id, queued),
         )
     except EnqueueFailed:

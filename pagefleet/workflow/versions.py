@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet.monitors.expect import Expect
 from pagefleet.workflow import Step
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
@@ -33,6 +34,8 @@ class WorkflowDefinition(BaseModel):
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
     # Validated as JobOptions when a job is made from it (kept raw to stay mergeable).
     options: dict[str, Any] = Field(default_factory=dict)
+    # What a good result of this workflow looks like (a job's own expect replaces it).
+    expect: Expect | None = None
 
     @field_validator("inputs")
     @classmethod

@@ -155,3 +155,44 @@ def test_a_retry_cannot_start_before_its_backoff(svc: JobServices) -> None:
     )
     assert retried.attempt == 2
     assert retried.retry_at is None
+
+
+def test_a_runs_changes_and_error_details_are_kept_with_its_outcome(svc: JobServices) -> None:
+    from pagefleet.jobs.models import JobError
+    from pagefleet.monitors.changes import Changes, ChangeSummary
+
+    changes = Changes(changed=True, summary=ChangeSummary(added=2), baseline_job_id="b" * 26)
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    done = svc.store.finish(
+        "t",
+        job.job_id,
+        attempt=1,
+        owner="w1",
+        status=JobStatus.SUCCEEDED,
+        at=iso(utcnow()),
+        result={"a": 1},
+        artifacts=[],
+        error=None,
+        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+        changes=changes.model_dump(mode="json"),
+    )
+    assert done.changes == changes and svc.store.get("t", job.job_id).changes == changes
+
+    other = submit_job(svc, "t", REQUEST).job
+    _claim(svc, other.job_id, "w1")
+    error = JobError(kind="data_quality", message="m", details=[{"path": "result.a"}])
+    failed = svc.store.finish(
+        "t",
+        other.job_id,
+        attempt=1,
+        owner="w1",
+        status=JobStatus.FAILED,
+        at=iso(utcnow()),
+        result=None,
+        artifacts=[],
+        error=error,
+        history=AttemptRecord(attempt=1, worker="w1", started_at=iso(utcnow())),
+    )
+    assert failed.changes is None
+    assert svc.store.get("t", other.job_id).error == error

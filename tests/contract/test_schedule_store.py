@@ -15,6 +15,7 @@ from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.schedules import service as schedules
+from pagefleet.schedules.health import ScheduleHealth, after_run
 from pagefleet.schedules.service import ScheduleChange, ScheduleRun, ScheduleSpec, ScheduleStore
 from tests.fakes import FakeClock
 from tests.fakes.schedules import FakeMirror, FakeScheduleStore
@@ -115,6 +116,50 @@ def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
         "2026-12-02T02:00:00Z",
         "2026-12-01T02:00:00Z",
     ]
+
+
+def test_health_is_counted_once_per_run_and_a_change_keeps_it(store: ScheduleStore) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    made = schedules.create(store, mirror, clock, "t", spec(alert={"after_failures": 1}), ok)
+    failed = after_run(
+        ScheduleHealth(), job_id="01" + "a" * 24, ok=False, at="t1", changes=None, after_failures=1
+    )
+    assert failed is not None and failed.status == "alerting"
+    assert store.record_health("t", made.schedule_id, failed, counted=None)
+    # A second writer that read the health before this one counts again, and is refused.
+    assert not store.record_health("t", made.schedule_id, failed, counted=None)
+    store.set_baseline("t", made.schedule_id, "01" + "b" * 24)
+    # Changing the definition keeps what runs wrote and the pinned baseline.
+    clock.advance(1)
+    schedules.change(store, mirror, clock, "t", made.schedule_id, ScheduleChange(name="x"), ok)
+    kept = store.get("t", made.schedule_id)
+    assert kept.name == "x" and kept.alert is not None and kept.alert.after_failures == 1
+    assert kept.health.status == "alerting" and kept.health.consecutive_failures == 1
+    assert kept.baseline_job_id == "01" + "b" * 24
+    store.set_baseline("t", made.schedule_id, None)
+    cleared = schedules.change(
+        store,
+        mirror,
+        clock,
+        "t",
+        made.schedule_id,
+        ScheduleChange.model_validate({"alert": None}),
+        ok,
+    )
+    assert cleared.alert is None and store.get("t", made.schedule_id).baseline_job_id is None
+    with pytest.raises(NotFound):
+        store.set_baseline("t", "01" + "c" * 24, None)
+    with pytest.raises(NotFound):
+        store.record_health("t", "01" + "c" * 24, failed, counted=None)
+
+
+def test_a_manual_run_is_listed_with_the_fires(store: ScheduleStore) -> None:
+    mirror, clock = FakeMirror(), FakeClock(time.time())
+    made = schedules.create(store, mirror, clock, "t", spec(enabled=False), ok)
+    run = schedules.run_now(store, clock, "t", made.schedule_id, submit=lambda job, at: "job-9")
+    assert run.manual and run.job_id == "job-9"
+    assert [r.job_id for r in store.runs("t", made.schedule_id, 10)] == ["job-9"]
+    assert store.get("t", made.schedule_id).last_run == run
 
 
 def eventbridge_mirror() -> tuple[Any, SchedulerTarget, EventBridgeSchedulerMirror]:

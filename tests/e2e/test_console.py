@@ -18,6 +18,7 @@ from devstack.console_browser import console_browser, sign_in
 from devstack.stack import LocalStack
 from pagefleet import cli
 from pagefleet.client import PagefleetClient
+from tests.support.monitors import run_now, set_shop, watcher_spec
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -320,3 +321,48 @@ def test_no_serious_accessibility_violations_on_sign_in_and_a_job(
     page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
     expect(page.locator(".shots img").first).to_be_visible()
     assert serious_violations(page) == []
+
+
+def test_a_monitors_runs_carry_change_badges_and_a_run_shows_its_diff(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    spec = watcher_spec(stack.site_url, name="console-watch")
+    spec["job"].pop("notify")
+    sid = client.create_schedule(spec).schedule_id
+    set_shop(stack.site_url, None)
+    first = run_now(client, sid)
+    set_shop(stack.site_url, "state-price-drop.json", button_left=400)
+    second = run_now(client, sid)
+
+    page = signed_in
+    page.goto(f"{stack.console_url}#/schedules")
+    page.get_by_role("link", name="console-watch", exact=True).click()
+    expect(page.locator("#schedule-health")).to_have_text("ok")
+    runs = page.locator("tr[data-job-id]")
+    expect(runs).to_have_count(2)
+    newest = page.locator(f'tr[data-job-id="{second.job_id}"]')
+    expect(newest.locator("[data-change]")).to_have_text(re.compile(r"^changed \+1 -0 ~1"))
+    oldest = page.locator(f'tr[data-job-id="{first.job_id}"]')
+    expect(oldest.locator("[data-change]")).to_have_text("no baseline")
+    assert serious_violations(page) == []
+
+    newest.get_by_role("link", name=second.job_id).click()
+    table = page.locator("table.changes")
+    added = table.locator('tr[data-change="added"]')
+    expect(added).to_have_count(1)
+    expect(added).to_contain_text("CMP-4")
+    changed = table.locator('tr[data-change="changed"]')
+    expect(changed).to_have_count(1)
+    expect(changed.locator("td")).to_have_text(
+        ["products", "changed", "LAN-2", "price", "18.50", "15.90"]
+    )
+    diff = page.locator("#visual-diff")
+    expect(diff).to_be_visible()
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=diff.element_handle())
+    assert serious_violations(page) == []
+
+    # Pinning the first run as the baseline, from the schedule's page.
+    page.goto(f"{stack.console_url}#/schedules/{sid}")
+    oldest.get_by_role("button", name=f"Pin as baseline {first.job_id}").click()
+    expect(oldest.get_by_role("cell", name="baseline", exact=True)).to_be_visible()
+    assert client.schedule(sid).baseline_job_id == first.job_id

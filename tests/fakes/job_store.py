@@ -27,6 +27,7 @@ from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.monitors.changes import Changes
 
 
 @dataclass
@@ -229,6 +230,7 @@ class FakeJobStore:
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> JobRecord:
         if JobStatus.RUNNING not in sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
@@ -248,6 +250,7 @@ class FakeJobStore:
                 "error": error,
                 "lease_owner": None,
                 "lease_expires_at": None,
+                "changes": Changes.model_validate(changes) if changes is not None else None,
             }
             if status.is_final:
                 update["finished_at"] = at

@@ -5,12 +5,16 @@ from __future__ import annotations
 import threading
 
 from pagefleet.errors import NotFound
+from pagefleet.schedules.health import ScheduleHealth
 from pagefleet.schedules.service import Schedule, ScheduleRun
+
+# What runs write beside the definition (a replace keeps them), as the adapter does.
+_RUN_OWNED = ("last_run", "health", "baseline_job_id")
 
 
 class FakeScheduleStore:
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._schedules: dict[tuple[str, str], Schedule] = {}
         self._runs: dict[tuple[str, str], dict[str, ScheduleRun]] = {}
 
@@ -26,8 +30,9 @@ class FakeScheduleStore:
             key = (schedule.tenant_id, schedule.schedule_id)
             if key not in self._schedules:
                 raise NotFound(f"schedule {schedule.schedule_id} not found", field="schedule_id")
-            keep = self._schedules[key].last_run
-            self._schedules[key] = schedule.model_copy(update={"last_run": keep}, deep=True)
+            current = self._schedules[key]
+            keep = {name: getattr(current, name) for name in _RUN_OWNED}
+            self._schedules[key] = schedule.model_copy(update=keep, deep=True)
 
     def get(self, tenant_id: str, schedule_id: str) -> Schedule:
         with self._lock:
@@ -73,6 +78,30 @@ class FakeScheduleStore:
         with self._lock:
             runs = self._runs.get((tenant_id, schedule_id), {})
             return [runs[t] for t in sorted(runs, reverse=True)][:limit]
+
+    def set_baseline(self, tenant_id: str, schedule_id: str, job_id: str | None) -> None:
+        self._change(tenant_id, schedule_id, baseline_job_id=job_id)
+
+    def record_health(
+        self, tenant_id: str, schedule_id: str, health: ScheduleHealth, *, counted: str | None
+    ) -> bool:
+        with self._lock:
+            current = self._existing(tenant_id, schedule_id)
+            if current.health.last_job_id != counted:
+                return False
+            self._change(tenant_id, schedule_id, health=health)
+            return True
+
+    def _change(self, tenant_id: str, schedule_id: str, **fields: object) -> None:
+        with self._lock:
+            current = self._existing(tenant_id, schedule_id)
+            self._schedules[(tenant_id, schedule_id)] = current.model_copy(update=fields)
+
+    def _existing(self, tenant_id: str, schedule_id: str) -> Schedule:
+        found = self._schedules.get((tenant_id, schedule_id))
+        if found is None:
+            raise NotFound(f"schedule {schedule_id} not found", field="schedule_id")
+        return found
 
 
 class FakeMirror:

@@ -58,6 +58,15 @@ def test_worker_has_a_liveness_health_check_and_no_chromium_sandbox(stage_synth)
     assert 'CMD ["python", "-m", "browser_task.health"]' in DOCKERFILE
 
 
+def test_the_image_build_checks_that_videos_can_be_recorded() -> None:
+    # Playwright's ffmpeg for options.video, at the path the locked driver looks for.
+    assert "&& /app/.venv/bin/python -m browser_task.video" in DOCKERFILE
+    assert (
+        "ENV PYTHONUNBUFFERED=1" in DOCKERFILE
+        and "PLAYWRIGHT_BROWSERS_PATH=/ms-playwright" in DOCKERFILE
+    )
+
+
 def test_liveness_file_goes_stale_when_the_loop_stops(tmp_path) -> None:
     path = tmp_path / "alive"
     now = [100.0]

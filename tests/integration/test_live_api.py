@@ -136,7 +136,7 @@ def test_a_webhook_the_egress_policy_refuses_is_refused_at_submit(
 def test_a_webhook_host_that_cannot_be_right_is_refused_unresolved(
     live_env: Provisioned, monkeypatch: pytest.MonkeyPatch, host: str
 ) -> None:
-    from pagefleet import egress_policy
+    from pagefleet.targets import egress_policy
 
     asked: list[str] = []
 
@@ -169,7 +169,10 @@ def test_loopback_webhooks_only_in_local_mode(
     a = _caller(live_env, "tenant-a")
     job = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": "http://127.0.0.1:9/h"}})
     assert job.status == 202
-    assert job.body["job"]["request"]["notify"] == {"webhook": "http://127.0.0.1:9/h"}
+    assert job.body["job"]["request"]["notify"] == {
+        "webhook": "http://127.0.0.1:9/h",
+        "on": ["finished"],  # the default, filled in like every default of the request
+    }
     # Still never private or metadata addresses.
     private = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": "http://10.1.1.1/"}})
     assert private.status == 400

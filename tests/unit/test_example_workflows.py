@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,20 @@ def test_examples_cover_list_extraction_form_and_navigation() -> None:
     assert any(isinstance(s, Fill) for s in steps)
     assert any(isinstance(s, Click) for s in steps)
     assert any(isinstance(s, WaitFor) and s.url for s in steps)
+
+
+def test_the_monitor_example_is_a_valid_schedule_with_a_valid_job() -> None:
+    import json
+    from pathlib import Path
+
+    from pagefleet.jobs.submission import JobSubmission, resolve_submission
+    from pagefleet.schedules.service import ScheduleSpec
+
+    folder = Path(__file__).resolve().parents[2] / "examples" / "monitors"
+    spec = ScheduleSpec.model_validate_json((folder / "price-watcher.schedule.json").read_text())
+    checked = spec.check(datetime.now(UTC))
+    job = resolve_submission(JobSubmission.model_validate(checked.job), "t", None).request
+    assert spec.alert is not None and job.expect is not None and job.monitor is not None
+    assert job.tracked_screenshot == "shop.png"
+    for state in ("state-price-drop.json", "state-empty.json"):
+        assert isinstance(json.loads((folder / state).read_text())["products"], list)

@@ -151,3 +151,37 @@ def test_backoff_grows_to_hours_in_total() -> None:
         ceiling = min(3600, 10 * 2 ** (n - 1))
         assert ceiling / 2 - 1 <= delay <= ceiling
     assert sum(delays) > 2 * 3600  # retried for hours before the dead-letter queue
+
+
+def test_notify_on_picks_the_events_and_an_omitted_webhook_is_the_tenants() -> None:
+    consumer, queue, defaults = notifier()
+    defaults.put("t", "https://hooks.example.com/default")
+    # on: failed only: no job.finished, one job.failed, to the tenant's default webhook.
+    consumer.handle([moved(JobStatus.RUNNING, job(JobStatus.FAILED, notify={"on": ["failed"]}))])
+    consumer.handle([moved(JobStatus.RUNNING, job(JobStatus.SUCCEEDED, notify={"on": ["failed"]}))])
+    assert [json.loads(m["body"])["event"] for m in queue.sent] == ["job.failed"]
+    assert queue.sent[0]["url"] == "https://hooks.example.com/default"
+    assert queue.sent[0]["event"] == "job.failed"
+    assert queue.sent[0]["delivery_id"] != delivery_id(job(JobStatus.FAILED))
+    # A scheduled run's failure is its schedule's to tell (pagefleet.schedules.watch).
+    scheduled = job(JobStatus.FAILED, notify={"on": ["failed"]}, schedule_id="s" * 26)
+    consumer.handle([moved(JobStatus.RUNNING, scheduled)])
+    assert len(queue.sent) == 1
+
+
+def test_a_job_that_waits_for_review_is_told_when_asked() -> None:
+    from types import SimpleNamespace
+
+    consumer, queue, _ = notifier()
+    base = job(
+        JobStatus.RUNNING,
+        notify={"webhook": "https://hooks.example.com/pf", "on": ["needs_review", "finished"]},
+    )
+    # The state joins the transition table with the irreversible steps; routed by its value.
+    waiting = JobRecord.model_construct(
+        **{**dict(base), "status": SimpleNamespace(value="needs_review")}
+    )
+    consumer.handle([JobChange(old=base, new=waiting, sequence="1")])
+    (message,) = queue.sent  # once, though both topics asked for it
+    assert message["event"] == "job.needs_review"
+    assert json.loads(message["body"])["status"] == "needs_review"

@@ -68,3 +68,42 @@ def test_the_submit_budget_leaves_room_for_every_outcome() -> None:
         == record_size.ITEM_MAX_BYTES
     )
     assert record_size.SUBMIT_RECORD_MAX_BYTES > 256 * 1024  # a full-size body of ASCII fits
+
+
+def test_changes_and_error_details_share_the_results_inline_budget() -> None:
+    from pagefleet.jobs.models import JobError
+    from pagefleet.monitors.changes import compare
+    from pagefleet.monitors.spec import Monitor
+
+    big = {"rows": [{"sku": f"s{n}", "text": "x" * 140} for n in range(180)]}
+    changes = compare(
+        {"rows": []},
+        big,
+        Monitor.model_validate({"track": {"rows": {"key": "sku"}}}),
+        baseline_job_id="b" * 26,
+    )
+    inline = record_size.bounded_changes(changes)
+    # Inline alone, but not beside its changes.
+    assert record_size.json_bytes(big) < record_size.INLINE_RESULT_MAX_BYTES
+    assert record_size.json_bytes(big) + record_size.json_bytes(inline) > (
+        record_size.INLINE_RESULT_MAX_BYTES
+    )
+    data = artifact("data.json", attempt=1)
+    won = Outcome(JobStatus.SUCCEEDED, result=big, artifacts=[data], changes=changes)
+    bounded = record_size.bound_outcome(record(1), won, worker="w", at="now")
+    # The changes stay (cut to fit); the result, no longer fitting beside them, is data.json.
+    assert bounded.changes is not None and bounded.changes["summary"]["added"] == 180
+    assert record_size.json_bytes(bounded.changes) <= record_size.CHANGES_INLINE_MAX_BYTES
+    assert bounded.result is None and bounded.result_artifact == "data.json"
+    small = Outcome(JobStatus.SUCCEEDED, result={"a": 1}, artifacts=[data], changes=changes)
+    assert record_size.bound_outcome(record(1), small, worker="w", at="n").result == {"a": 1}
+
+    details = [{"path": f"result.rows[{n}]", "reason": "y" * 500} for n in range(50)]
+    error = JobError(kind="data_quality", message="bad", details=details)
+    lost = Outcome(JobStatus.FAILED, result=big, error=error)
+    failed = record_size.bound_outcome(record(1), lost, worker="w", at="now")
+    assert failed.error is not None and failed.error.details is not None
+    assert len(failed.error.details) == record_size.ERROR_DETAILS_MAX
+    assert all(len(d["reason"].encode()) <= 150 for d in failed.error.details)
+    assert failed.result is None and failed.result_bytes is not None
+    assert failed.history.error is not None and failed.history.error.details is None

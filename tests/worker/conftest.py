@@ -45,18 +45,23 @@ def worker_moto_endpoint(moto_endpoint: str) -> str:
     return moto_endpoint
 
 
-@pytest.fixture
-def aws_env(worker_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Point boto3 (and pagefleet.aws's cached clients) at the moto server."""
-    for key, value in {
-        "AWS_ENDPOINT_URL": worker_moto_endpoint,
+def moto_env(endpoint: str, log_level: str = "WARNING") -> dict[str, str]:
+    """What points boto3 at the moto server, with test credentials."""
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
-        "POWERTOOLS_LOG_LEVEL": "WARNING",
-    }.items():
+        "POWERTOOLS_LOG_LEVEL": log_level,
+    }
+
+
+@pytest.fixture
+def aws_env(worker_moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Point boto3 (and pagefleet.aws's cached clients) at the moto server."""
+    for key, value in moto_env(worker_moto_endpoint).items():
         monkeypatch.setenv(key, value)
     for name in list(__import__("os").environ):
         if name.startswith("PAGEFLEET_"):

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import (
@@ -16,17 +16,21 @@ from functions.api.context import (
     respond,
     schedule_stores,
     services,
+    tenancy,
     tenant_id,
 )
 from pagefleet.api.contract import (
+    BaselineRequest,
     JobView,
     ScheduleList,
     ScheduleRunJob,
     ScheduleRuns,
     ScheduleRunView,
     ScheduleView,
+    SubmitResponse,
 )
 from pagefleet.errors import InvalidField, NotFound
+from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.submission import JobSubmission, resolve_submission
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
@@ -40,20 +44,14 @@ SCHEDULE_ID = Annotated[
 
 def _view(schedule: Schedule) -> ScheduleView:
     now = datetime.fromtimestamp(services().clock.now(), UTC)
-    return ScheduleView.model_validate(
-        {**schedule.model_dump(mode="json"), "next_fire_times": schedule.next_fire_times(now)}
-    )
+    return ScheduleView.of(schedule, schedule.next_fire_times(now))
 
 
 def _check_job(tenant: str) -> Any:
     """A schedule's job is checked now as a submission would be (inline or named workflow)."""
 
     def check(job: dict[str, Any]) -> None:
-        try:
-            submission = JobSubmission.model_validate(job)
-        except ValidationError as exc:
-            raise InvalidField.from_errors(exc.errors()) from None
-        resolve_submission(submission, tenant, services().workflows)
+        resolve_submission(_submission(job), tenant, services().workflows)
 
     return check
 
@@ -154,3 +152,82 @@ def schedule_runs(
             continue  # deleted since
         jobs.append(ScheduleRunJob.model_validate(JobView.of(record).model_dump(mode="json")))
     return respond(200, ScheduleRuns(jobs=jobs, skipped=skipped))
+
+
+@router.post(
+    "/schedules/<schedule_id>/run",
+    summary="Run a schedule's job now",
+    description=(
+        "Starts one run now, whatever the expression, paused or not: for trying a monitor "
+        "without waiting. It is a run of the schedule (listed in its runs, counted in its "
+        "health, compared with its baseline) and a submission like `POST /v1/jobs` (the "
+        "same rate and queued limits; the same Idempotency-Key returns the same run)."
+    ),
+    responses=documented({202: ("the run's job, queued", SubmitResponse)}, 400, 404, 409, 429),
+    tags=["schedules"],
+)
+def run_schedule(
+    schedule_id: SCHEDULE_ID,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
+    ] = None,
+) -> Response[str]:
+    from pagefleet.tenancy import admission  # first call: cold start
+
+    tenant = tenant_id(router)
+    store, _ = schedule_stores()
+    made: list[JobRecord] = []
+
+    def submit(job: dict[str, Any], scheduled_time: str) -> str:
+        submission = _submission(job, prefix="job.")
+        admitted = admission.submit(
+            services(),
+            tenancy().quotas,
+            tenant,
+            submission,
+            idempotency_key=idempotency_key,
+            correlation_id=f"schedule-{schedule_id.lower()}-{scheduled_time}",
+            schedule=(schedule_id.lower(), scheduled_time),
+        )
+        made.append(admitted.submitted.job)
+        return admitted.submitted.job.job_id
+
+    schedules.run_now(store, services().clock, tenant, schedule_id, submit=submit)
+    job = made[0]
+    headers = {"Location": f"{base_path(router)}/jobs/{job.job_id}"}
+    return respond(
+        202, SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job)), headers
+    )
+
+
+@router.put(
+    "/schedules/<schedule_id>/baseline",
+    summary="Pin the run a schedule's monitor compares with",
+    description=(
+        "`job_id`: a succeeded run of this schedule; its result and screenshot are what "
+        "later runs are compared with, until it is unpinned (`null`: the last successful "
+        "run again)."
+    ),
+    responses=documented({200: ("the schedule", ScheduleView)}, 400, 404),
+    tags=["schedules"],
+)
+def pin_baseline(
+    schedule_id: SCHEDULE_ID, body: Annotated[BaselineRequest, Body()]
+) -> Response[str]:
+    tenant = tenant_id(router)
+    store, _ = schedule_stores()
+
+    def job(job_id: str) -> JobRecord:
+        return services().store.get(tenant, job_id, consistent=False)
+
+    pinned = schedules.pin_baseline(store, tenant, schedule_id, body.job_id, job)
+    return respond(200, _view(pinned))
+
+
+def _submission(job: dict[str, Any], prefix: str = "") -> JobSubmission:
+    """A schedule's job as a submission; ``InvalidField`` on ``<prefix><path>``."""
+    try:
+        return JobSubmission.model_validate(job)
+    except ValidationError as exc:
+        within = tuple(prefix.rstrip(".").split(".")) if prefix else ()
+        raise InvalidField.from_errors(exc.errors(), within=within) from None

@@ -69,7 +69,7 @@ def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Job fields stored as JSON text: they are nested documents the store never queries into.
-_JSON_FIELDS = ("request", "result", "artifacts", "error")
+_JSON_FIELDS = ("request", "result", "artifacts", "error", "changes")
 
 
 def to_json(value: Any) -> str:

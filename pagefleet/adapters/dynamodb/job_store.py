@@ -290,6 +290,7 @@ class DynamoJobStore(DispatchQueries):
         result_bytes: int | None = None,
         attempt_log: list[AttemptRecord] | None = None,
         expires_at: int | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> JobRecord:
         """Write the attempt's outcome, fenced on (attempt, owner) and the transition table.
 
@@ -316,6 +317,7 @@ class DynamoJobStore(DispatchQueries):
             attempt_log=attempt_log,
             retry_at=retry_at,
             expires_at=expires_at,
+            changes=changes,
         )
         return self._update(
             tenant_id,

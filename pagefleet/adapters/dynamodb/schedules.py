@@ -4,6 +4,11 @@
 scheduled time (a retried fire finds it there). A schedule whose mirror in EventBridge
 Scheduler is not known to be up to date sits in the sparse ``ops`` index (``schedsync``),
 where the sweeper finds it.
+
+The definition is one attribute (``doc``); what runs write (``last_run``, ``health`` with
+``health_job``, the newest run it counted) and the pinned ``baseline`` are attributes of
+their own, each written by its own update, so a change to the definition never undoes a
+run's write nor the other way round.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
 from pagefleet.errors import NotFound
+from pagefleet.schedules.health import ScheduleHealth
 from pagefleet.schedules.service import Schedule, ScheduleRun
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 UNSYNCED = "schedsync"
+# What lives beside the definition, not in ``doc``.
+_OWN_ATTRIBUTES = {"synced", "last_run", "health", "baseline_job_id"}
 
 
 def schedule_sk(schedule_id: str) -> str:
@@ -37,30 +45,103 @@ class DynamoScheduleStore:
         self._table = table_name
 
     def create(self, schedule: Schedule) -> None:
-        self._put(schedule, "attribute_not_exists(pk)")
-
-    def replace(self, schedule: Schedule) -> None:
-        try:
-            self._put(schedule, "attribute_exists(pk)")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise _missing(schedule.schedule_id) from exc
-            raise
-
-    def _put(self, schedule: Schedule, condition: str) -> None:
         item: dict[str, Any] = {
             "pk": tenant_pk(schedule.tenant_id),
             "sk": schedule_sk(schedule.schedule_id),
             "tenant_id": schedule.tenant_id,
             "schedule_id": schedule.schedule_id,
-            "doc": schedule.model_dump_json(exclude={"synced"}),
+            "doc": schedule.model_dump_json(exclude=_OWN_ATTRIBUTES),
             "updated_at": schedule.updated_at,
         }
         if not schedule.synced:
             item.update(ops_pk=UNSYNCED, ops_sk=schedule.updated_at)
         self._db.put_item(
-            TableName=self._table, Item=serialize(item), ConditionExpression=condition
+            TableName=self._table,
+            Item=serialize(item),
+            ConditionExpression="attribute_not_exists(pk)",
         )
+
+    def replace(self, schedule: Schedule) -> None:
+        """The definition only: runs' writes (last run, health) and the baseline stay."""
+        values: dict[str, Any] = {
+            ":doc": schedule.model_dump_json(exclude=_OWN_ATTRIBUTES),
+            ":u": schedule.updated_at,
+        }
+        expression = "SET doc = :doc, updated_at = :u"
+        if schedule.synced:
+            expression += " REMOVE ops_pk, ops_sk"
+        else:
+            expression += ", ops_pk = :ops, ops_sk = :u"
+            values[":ops"] = UNSYNCED
+        self._update(schedule.tenant_id, schedule.schedule_id, expression, values)
+
+    def set_baseline(self, tenant_id: str, schedule_id: str, job_id: str | None) -> None:
+        if job_id is None:
+            self._update(tenant_id, schedule_id, "REMOVE baseline_job_id", {})
+        else:
+            self._update(tenant_id, schedule_id, "SET baseline_job_id = :j", {":j": job_id})
+
+    def record_health(
+        self, tenant_id: str, schedule_id: str, health: ScheduleHealth, *, counted: str | None
+    ) -> bool:
+        values: dict[str, Any] = {":h": health.model_dump_json(), ":job": health.last_job_id}
+        if counted is None:
+            condition = "attribute_not_exists(health_job)"
+        else:
+            condition = "health_job = :counted"
+            values[":counted"] = counted
+        try:
+            self._update(
+                tenant_id,
+                schedule_id,
+                "SET health = :h, health_job = :job",
+                values,
+                condition=condition,
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _update(
+        self,
+        tenant_id: str,
+        schedule_id: str,
+        expression: str,
+        values: dict[str, Any],
+        *,
+        condition: str | None = None,
+    ) -> None:
+        """An update of an existing schedule (NotFound if there is none, unless
+        ``condition`` says more, when its refusal is the caller's to read)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": serialize({"pk": tenant_pk(tenant_id), "sk": schedule_sk(schedule_id)}),
+            "UpdateExpression": expression,
+            "ConditionExpression": "attribute_exists(pk)"
+            + (f" AND ({condition})" if condition else ""),
+        }
+        if values:
+            kwargs["ExpressionAttributeValues"] = serialize(values)
+        try:
+            self._db.update_item(**kwargs)
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if code == "ConditionalCheckFailedException" and (
+                condition is None or not self._exists(tenant_id, schedule_id)
+            ):
+                raise _missing(schedule_id) from exc
+            raise
+
+    def _exists(self, tenant_id: str, schedule_id: str) -> bool:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=serialize({"pk": tenant_pk(tenant_id), "sk": schedule_sk(schedule_id)}),
+            ProjectionExpression="pk",
+            ConsistentRead=True,
+        )
+        return "Item" in resp
 
     def get(self, tenant_id: str, schedule_id: str) -> Schedule:
         resp = self._db.get_item(
@@ -170,6 +251,9 @@ def _schedule(data: dict[str, Any]) -> Schedule:
     doc = json.loads(data["doc"])
     if data.get("last_run"):
         doc["last_run"] = json.loads(data["last_run"])
+    if data.get("health"):
+        doc["health"] = json.loads(data["health"])
+    doc["baseline_job_id"] = data.get("baseline_job_id")
     doc["synced"] = "ops_pk" not in data
     return Schedule.model_validate(doc)
 

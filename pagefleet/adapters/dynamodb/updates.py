@@ -95,6 +95,7 @@ def finish_update(
     attempt_log: list[AttemptRecord] | None,
     retry_at: int | None,
     expires_at: int | None,
+    changes: dict[str, Any] | None = None,
 ) -> Update:
     """An attempt's outcome, fenced on (attempt, owner)."""
     values: dict[str, Any] = {
@@ -135,6 +136,7 @@ def finish_update(
         "error": error.model_dump_json() if error else None,
         "result_artifact": result_artifact,
         "result_bytes": result_bytes,
+        "changes": to_json(changes) if changes is not None else None,
     }
     for field, value in optional.items():
         names[f"#{field}"] = field

@@ -210,6 +210,7 @@ class WorkerMoves(LifecycleBase):
                 result_bytes=bounded.result_bytes,
                 attempt_log=bounded.attempt_log,
                 expires_at=self.now() + keep_s if keep_s is not None else None,
+                changes=bounded.changes,
             )
         except (LeaseLost, IllegalTransition) as exc:
             if not self._landed(job, outcome):

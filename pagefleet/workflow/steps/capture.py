@@ -11,6 +11,11 @@ from pagefleet.workflow.steps.base import ARTIFACT_NAME, SELECTOR, FrameStep, St
 Retention = Literal["routine", "debug"]
 
 
+def png_name(name: str) -> str:
+    """A screenshot's artifact name: the step's name, ``.png`` added when it lacks one."""
+    return name if name.lower().endswith(".png") else f"{name}.png"
+
+
 class Screenshot(FrameStep):
     """PNG of the viewport, the full page, or one element (``selector``)."""
 
@@ -19,6 +24,10 @@ class Screenshot(FrameStep):
     full_page: bool = False
     selector: str | None = Field(default=None, min_length=1, max_length=2000)
     retention: Retention = "routine"
+
+    @property
+    def artifact_name(self) -> str:
+        return png_name(self.name)
 
 
 class Pdf(StepBase):

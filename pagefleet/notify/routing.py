@@ -1,0 +1,70 @@
+"""Which notifications a job's change makes, and where each goes.
+
+A job's ``notify.on`` lists what its webhook is sent for (``pagefleet.jobs.models``,
+``NotifyTopic``); a job without ``notify`` uses the tenant's default webhook for
+``finished`` only, today's behaviour. Each notification has its event name (the webhook's
+``event`` and ``Pagefleet-Event``):
+
+| topic | event | when |
+| --- | --- | --- |
+| finished | job.finished | every final state |
+| finished, needs_review | job.needs_review | a job waits for a person (needs_review) |
+| changed | job.changed | a succeeded run whose ``changes`` say changed |
+| failed | job.failed | a failed run (failed, timed_out, expired, dead_lettered) |
+| failed | schedule.alerting | a schedule with ``alert`` turned alerting (instead of job.failed) |
+| recovered | schedule.recovered | that schedule's next successful run |
+
+A job in needs_review is settled for its client as a final state is, so ``finished`` gets
+it too. One event goes out once whichever of its topics asked for it (its delivery id is
+the event's).
+
+A scheduled run's failure is its schedule's to report (``pagefleet.schedules.watch``): each
+failed run when the schedule has no ``alert``, once when it turns alerting when it has.
+"""
+
+from __future__ import annotations
+
+from pagefleet.jobs.changes import JobChange
+from pagefleet.jobs.models import DEFAULT_TOPICS, JobRecord, NotifyTopic
+from pagefleet.jobs.states import JobStatus
+from pagefleet.live.events import ended
+from pagefleet.notify.ports import NotifyDefaults
+from pagefleet.schedules.health import FAILED_RUNS
+
+FINISHED = "job.finished"
+CHANGED = "job.changed"
+FAILED = "job.failed"
+NEEDS_REVIEW = "job.needs_review"
+ALERTING = "schedule.alerting"
+RECOVERED = "schedule.recovered"
+# The irreversible steps' state (a job waits for a person); named by value so this routing
+# does not depend on when that state joins the transition table.
+NEEDS_REVIEW_STATUS = "needs_review"
+
+
+def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
+    """What a job's own change is notified as: (topic, event) pairs (a schedule's turns are
+    the schedule's)."""
+    job = change.new
+    if job is None or not change.status_changed:
+        return []
+    if job.status.value == NEEDS_REVIEW_STATUS:
+        return [("finished", NEEDS_REVIEW), ("needs_review", NEEDS_REVIEW)]
+    if not ended(job.status):
+        return []
+    events: list[tuple[NotifyTopic, str]] = [("finished", FINISHED)]
+    if job.status is JobStatus.SUCCEEDED and job.changes is not None and job.changes.changed:
+        events.append(("changed", CHANGED))
+    if job.status in FAILED_RUNS and job.schedule_id is None:
+        events.append(("failed", FAILED))
+    return events
+
+
+def webhook_for(job: JobRecord, topic: NotifyTopic, defaults: NotifyDefaults) -> str | None:
+    """The URL ``topic`` is sent to for ``job``, or None: not wanted, or no webhook."""
+    notify = job.request.notify
+    if topic not in (notify.on if notify is not None else DEFAULT_TOPICS):
+        return None
+    if notify is not None and notify.own_webhook:
+        return notify.webhook
+    return defaults.get(job.tenant_id)
