@@ -12,9 +12,18 @@ target site on 127.0.0.1, and at once:
   replies);
 - a few jobs cancelled while running, a few poison messages on the jobs queue.
 
+Like ECS, the bench keeps ``--workers`` workers running: one that exits on its own (its
+Chromium killed while it launched, say) is replaced too, and counted.
+
 Then it waits until every job is settled, runs the sweeper once more, and prints the
-report. Exit status 1 if a job was lost or has more than one final result. Timings are
-printed, never asserted.
+report: the final states, every job that ended otherwise than its kind should (with why),
+and the recovery of a killed worker's jobs cut in two, kill -> lease end (what the lease
+costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
+status 1 if a job was lost or has more than one final result. Timings are printed, never
+asserted; the load average is printed beside them.
+
+To add a kind of job: a body builder in ``devstack/chaos.py``, its expected final state
+in ``EXPECTED``, and its share in ``job_kinds``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +48,28 @@ from rich.table import Table
 
 from devstack.chaos import (
     SETTLED,
+    Audit,
     ChaosSite,
     audit,
     aws_fault_env,
     chaos_worker_env,
     flaky_job,
     hang_job,
+    held_by,
     injected_faults,
     kill_chromium,
     kill_worker,
     live_workers,
     page_job,
     record_store,
+    replace_exited,
     sqs_client,
 )
 from devstack.pollers import scheduled_event
+from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 console = Console()
@@ -66,28 +81,44 @@ EXPECTED = {
 }
 
 
+@dataclass(frozen=True)
+class Kill:
+    """A running job of a killed worker, as its record was at the kill."""
+
+    at: float  # wall clock (epoch s) of the kill
+    attempt: int
+    lease_end: float | None  # the record's lease_expires_at (epoch s)
+
+
 @dataclass
 class Run:
     kinds: dict[str, str] = field(default_factory=dict)  # job id -> kind
     submit_errors: Counter[str] = field(default_factory=Counter)
     kills: int = 0
     chromium_kills: int = 0
-    killed_jobs: dict[str, float] = field(default_factory=dict)  # job id -> kill time
-    recovered_next: dict[str, float] = field(default_factory=dict)  # -> next attempt start
-    recovered_final: dict[str, float] = field(default_factory=dict)  # -> final state
+    worker_exits: int = 0  # workers that exited on their own (and were replaced)
+    killed: dict[str, Kill] = field(default_factory=dict)  # job id -> its worker's kill
+    browser_killed: set[str] = field(default_factory=set)  # jobs running when Chromium was
+    next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
+    settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     poison_sent: int = 0
+    accounted: set[int] = field(default_factory=set)  # worker processes killed or replaced
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
+# --- submitting -------------------------------------------------------------------------------
 def submit(client: PagefleetClient, run: Run, kind: str, body: dict[str, Any], key: str) -> str:
-    for _ in range(8):
+    """Submit like a patient client: back off on 429 / 5xx, same idempotency key."""
+    wait = 0.5
+    for _ in range(20):
         try:
             job_id = client.submit(body, idempotency_key=key).job_id
         except ApiError as exc:
             run.submit_errors[f"{exc.status}"] += 1
             if exc.status < 500 and exc.status != 429:
                 raise
-            time.sleep(0.5)
+            time.sleep(wait)
+            wait = min(4.0, wait * 2)
             continue
         with run.lock:
             run.kinds[job_id] = kind
@@ -95,31 +126,38 @@ def submit(client: PagefleetClient, run: Run, kind: str, body: dict[str, Any], k
     raise RuntimeError(f"submit {key} kept failing")
 
 
+def job_kinds(jobs: int, rng: random.Random) -> tuple[list[str], int]:
+    """The shuffled kinds of the plain submissions, and how many flaky jobs go among them."""
+    n_hang = max(2, jobs * 2 // 100)
+    n_cancel = max(2, jobs * 2 // 100)
+    n_flaky = max(6, jobs * 6 // 100)
+    kinds = ["hang"] * n_hang + ["cancel"] * n_cancel
+    kinds += ["page"] * (jobs - len(kinds) - n_flaky)
+    rng.shuffle(kinds)
+    return kinds, n_flaky
+
+
+def body_of(kind: str, site: ChaosSite, n: int, rng: random.Random) -> dict[str, Any]:
+    if kind == "page":
+        return page_job(site, f"job-{n}", sleep_ms=rng.choice([0, 300, 1000, 2500]))
+    if kind == "hang":
+        return hang_job(site, f"hang-{n}", job_timeout_s=3)
+    return page_job(site, f"cancel-{n}", sleep_ms=20_000)
+
+
 def submitter(args: argparse.Namespace, stack: LocalStack, site: ChaosSite, run: Run) -> None:
     rng = random.Random(7)
     client = stack.client()
-    n_hang = max(2, args.jobs * 2 // 100)
-    n_cancel = max(2, args.jobs * 2 // 100)
-    n_flaky = max(6, args.jobs * 6 // 100)
-    kinds = ["hang"] * n_hang + ["cancel"] * n_cancel
-    kinds += ["page"] * (args.jobs - len(kinds) - n_flaky)
-    rng.shuffle(kinds)
+    kinds, n_flaky = job_kinds(args.jobs, rng)
+    # The flaky jobs go in together, a tenth of the way in, while their site is down.
     flaky_at = set(range(len(kinds) // 10, len(kinds) // 10 + n_flaky))
     to_cancel: list[tuple[float, str]] = []
-    flaky_left = n_flaky
     for n, kind in enumerate(kinds):
-        if n in flaky_at and flaky_left:
+        if n in flaky_at:
             if not site.outage_on:
                 site.outage(args.outage)
             submit(client, run, "flaky", flaky_job(site, f"flaky-{n}"), f"flaky-{n}")
-            flaky_left -= 1
-        if kind == "page":
-            body = page_job(site, f"job-{n}", sleep_ms=rng.choice([0, 300, 1000, 2500]))
-        elif kind == "hang":
-            body = hang_job(site, f"hang-{n}", job_timeout_s=3)
-        else:
-            body = page_job(site, f"cancel-{n}", sleep_ms=20_000)
-        job_id = submit(client, run, kind, body, f"job-{n}")
+        job_id = submit(client, run, kind, body_of(kind, site, n, rng), f"job-{n}")
         if kind == "cancel":
             to_cancel.append((time.monotonic() + rng.uniform(0.5, 4), job_id))
         for due, cancel_id in list(to_cancel):
@@ -144,52 +182,62 @@ def cancel(client: PagefleetClient, job_id: str) -> None:
             time.sleep(0.5)
 
 
+# --- faults -----------------------------------------------------------------------------------
 def chaos(args: argparse.Namespace, stack: LocalStack, run: Run, stop: threading.Event) -> None:
     rng = random.Random(11)
     store = record_store(stack)
     next_kill = time.monotonic() + args.kill_every
     next_chromium = time.monotonic() + args.chromium_kill_every / 2
     while not stop.wait(0.5):
+        run.worker_exits += replace_exited(stack, run.accounted)
         now = time.monotonic()
         if now >= next_chromium:
             next_chromium = now + args.chromium_kill_every
             workers = live_workers(stack)
-            if workers and kill_chromium(rng.choice(workers)):
+            victim = rng.choice(workers) if workers else None
+            if victim is not None and kill_chromium(victim):
                 run.chromium_kills += 1
+                run.browser_killed |= {r.job_id for r in held_by(stack, store, victim)}
         if now >= next_kill:
             next_kill = now + args.kill_every
             workers = live_workers(stack)
-            if not workers:
-                continue
-            victim = rng.choice(workers)
-            wid = f"local-worker-{stack.worker_processes.index(victim)}/"
-            records, _ = store.list_page(
-                DEV_TENANT, status=JobStatus.RUNNING, limit=100, start_key=None
-            )
-            held = {r.job_id: r.attempt for r in records if (r.lease_owner or "").startswith(wid)}
-            kill_worker(victim)
-            at = time.monotonic()
-            run.kills += 1
-            stack.start_worker()
-            with run.lock:
-                for job_id in held:
-                    run.killed_jobs[job_id] = at
-            threading.Thread(target=follow_killed, args=(stack, run, held, at), daemon=True).start()
+            if workers:
+                kill_one(stack, store, run, rng.choice(workers))
 
 
-def follow_killed(stack: LocalStack, run: Run, held: dict[str, int], killed_at: float) -> None:
+def kill_one(stack: LocalStack, store: Any, run: Run, victim: ManagedProcess) -> None:
+    kill_worker(victim)
+    at = time.time()
+    # Read after the kill: a job claimed just before it is one of the victim's too.
+    held = held_by(stack, store, victim)
+    run.accounted.add(id(victim))
+    run.kills += 1
+    stack.start_worker()
+    with run.lock:
+        for record in held:
+            run.killed[record.job_id] = Kill(at, record.attempt, record.lease_expires_at)
+    threading.Thread(target=follow_killed, args=(stack, run, held), daemon=True).start()
+
+
+def epoch(stamp: str | None) -> float | None:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+
+
+def follow_killed(stack: LocalStack, run: Run, held: list[JobRecord]) -> None:
+    """Until each job of a killed worker settles: when its next attempt started (the claim's
+    own stamp), or when it ended without one."""
     store = record_store(stack)
-    pending = dict(held)
-    deadline = killed_at + 900
+    pending = {r.job_id: r.attempt for r in held}
+    deadline = time.monotonic() + 900
     while pending and time.monotonic() < deadline:
         for job_id, attempt in list(pending.items()):
             record = store.get(DEV_TENANT, job_id)
-            now = time.monotonic() - killed_at
-            if record.attempt > attempt and job_id not in run.recovered_next:
-                run.recovered_next[job_id] = now
+            if record.attempt > attempt and job_id not in run.next_attempt:
+                run.next_attempt[job_id] = epoch(record.started_at) or time.time()
             if record.status in SETTLED:
-                run.recovered_final[job_id] = now
-                run.recovered_next.setdefault(job_id, now)
+                ended = epoch(record.finished_at or record.updated_at) or time.time()
+                run.settled_at[job_id] = ended
+                run.next_attempt.setdefault(job_id, ended)
                 del pending[job_id]
         time.sleep(0.25)
 
@@ -204,6 +252,7 @@ def send_poison(stack: LocalStack, run: Run, count: int) -> None:
         run.poison_sent += 1
 
 
+# --- the report -------------------------------------------------------------------------------
 def pct(values: list[float], q: int) -> str:
     if not values:
         return "-"
@@ -212,9 +261,136 @@ def pct(values: list[float], q: int) -> str:
     return f"{statistics.quantiles(values, n=100, method='inclusive')[q - 1]:.1f} s"
 
 
+def p50_p99(values: list[float]) -> str:
+    return f"{pct(values, 50)} / {pct(values, 99)}"
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def unexpected(run: Run, report: Audit) -> list[tuple[str, JobRecord]]:
+    """Jobs that ended otherwise than their kind should (a cancel may finish first)."""
+    out = []
+    for job_id, record in report.records.items():
+        kind = run.kinds[job_id]
+        if record.status is EXPECTED[kind]:
+            continue
+        if kind == "cancel" and record.status is JobStatus.SUCCEEDED:
+            continue
+        out.append((job_id, record))
+    return out
+
+
+def by_the_faults(run: Run, job_id: str, record: JobRecord) -> bool:
+    """Ended so because the bench killed its worker or its Chromium on its last allowed
+    attempt (or its workers too often): the right ending for what happened to it."""
+    kind = record.error.kind if record.error else None
+    return (kind in ("lease_expired", "dead_lettered") and job_id in run.killed) or (
+        kind == "browser_crashed" and job_id in run.browser_killed
+    )
+
+
+def why(run: Run, job_id: str, record: JobRecord) -> str:
+    error = record.error
+    text = f"{error.kind}: {error.message}"[:110] if error else "no error"
+    hits = [
+        what
+        for what, hit in (("worker", run.killed), ("Chromium", run.browser_killed))
+        if job_id in hit
+    ]
+    killed = f" [its {' and '.join(hits)} killed by the bench]" if hits else ""
+    return f"attempt {record.attempt}/{record.request.max_attempts}, {text}{killed}"
+
+
+def tally(run: Run, jobs: list[tuple[str, JobRecord]]) -> str:
+    counts = Counter(f"{run.kinds[j]}->{r.status.value}" for j, r in jobs)
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "0"
+
+
+def recovery_rows(run: Run) -> list[tuple[str, str]]:
+    kills = {j: k for j, k in run.killed.items() if j in run.next_attempt}
+    to_next = [run.next_attempt[j] - k.at for j, k in kills.items()]
+    to_lease_end = [k.lease_end - k.at for k in kills.values() if k.lease_end]
+    after_lease = [run.next_attempt[j] - k.lease_end for j, k in kills.items() if k.lease_end]
+    to_final = [run.settled_at[j] - run.killed[j].at for j in run.settled_at]
+    return [
+        ("killed workers' jobs", str(len(run.killed))),
+        ("recovery to next attempt p50 / p99", p50_p99(to_next)),
+        ("  kill -> lease end p50 / p99", p50_p99(to_lease_end)),
+        ("  lease end -> next attempt p50 / p99", p50_p99(after_lease)),
+        ("recovery to final state p50 / p99", p50_p99(to_final)),
+    ]
+
+
+def print_report(
+    run: Run, report: Audit, elapsed: float, site: ChaosSite, faults: tuple[int, int], dlq: int
+) -> None:
+    ended = unexpected(run, report)
+    faults_ended = [(j, r) for j, r in ended if by_the_faults(run, j, r)]
+    odd = [(j, r) for j, r in ended if not by_the_faults(run, j, r)]
+    counts = Counter(run.kinds.values())
+    table = Table(title=f"chaos run: {len(run.kinds)} jobs in {elapsed:.0f} s")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows: list[tuple[str, str]] = [
+        ("submitted", str(len(run.kinds))),
+        (
+            "  of which page / flaky(503) / hang / cancel",
+            " / ".join(str(counts[k]) for k in ("page", "flaky", "hang", "cancel")),
+        ),
+        ("succeeded", str(report.count(JobStatus.SUCCEEDED))),
+        (
+            "failed / timed_out",
+            f"{report.count(JobStatus.FAILED)} / {report.count(JobStatus.TIMED_OUT)}",
+        ),
+    ]
+    rows += [(f"  {reason}", str(n)) for reason, n in sorted(report.failed_by_reason.items())]
+    rows += [
+        ("cancelled", str(report.count(JobStatus.CANCELLED))),
+        ("expired", str(report.count(JobStatus.EXPIRED))),
+        ("dead-lettered jobs", str(report.count(JobStatus.DEAD_LETTERED))),
+        ("poison messages sent / DLQ messages consumed", f"{run.poison_sent} / {dlq}"),
+        ("ended by a kill on their last attempt", tally(run, faults_ended)),
+        ("unexpected final states", tally(run, odd)),
+        ("LOST (must be 0)", str(len(report.lost))),
+        ("DOUBLED: >1 final result (must be 0)", str(len(report.doubled))),
+        ("final entry not the last attempt's", str(len(report.inconsistent))),
+        ("workers killed / Chromium killed", f"{run.kills} / {run.chromium_kills}"),
+        ("workers that exited on their own (replaced)", str(run.worker_exits)),
+        *recovery_rows(run),
+        ("503 answers served", str(site.served_503)),
+        ("AWS faults injected: API function / workers (logged)", f"{faults[0]} / {faults[1]}"),
+        (
+            "submit retries (HTTP status)",
+            ", ".join(f"{k}: {v}" for k, v in run.submit_errors.items()) or "0",
+        ),
+        ("load average (1, 5, 15 min) at the end", load()),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    console.print(table)
+    for job_id, record in ended:
+        kind, status = run.kinds[job_id], record.status.value
+        console.print(f"  {kind} {job_id} -> {status}: {why(run, job_id, record)}")
+    slow = {j: run.next_attempt[j] - k.at for j, k in run.killed.items() if j in run.next_attempt}
+    for job_id, took in sorted(slow.items(), key=lambda kv: -kv[1])[:5]:
+        if took > 30:  # the worker and sweeper logs tell where the time went
+            console.print(f"  slow recovery: {job_id} {took:.0f} s after its worker's kill")
+    if report.lost:
+        console.print(
+            "lost:",
+            {j: report.records.get(j) and report.records[j].status.value for j in report.lost[:20]},
+        )
+    if report.doubled:
+        console.print("doubled:", report.doubled[:20])
+
+
+# --- the run ----------------------------------------------------------------------------------
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=2, help="workers kept running")
     parser.add_argument("--rate", type=float, default=4.0, help="submissions per second")
     parser.add_argument("--outage", type=float, default=60.0, help="seconds of 503")
     parser.add_argument("--kill-every", type=float, default=20.0)
@@ -228,14 +404,16 @@ def main() -> int:
     site = ChaosSite().start()
     stack = LocalStack(
         api_port=0,
-        workers=2,
+        workers=args.workers,
         concurrency=2,
         sweeper_interval_s=10,
         worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
-        lambda_env=aws_fault_env(args.fault_rate),
+        # INFO: the sweeper's lines name the jobs it took back.
+        lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO"},
     )
     run = Run()
     started = time.monotonic()
+    console.print(f"load average (1, 5, 15 min) at the start: {load()}")
     try:
         with stack:
             store = record_store(stack)
@@ -255,8 +433,7 @@ def main() -> int:
             submit_thread.start()
             chaos(args, stack, run, stop)
             submit_thread.join()
-            took = time.monotonic() - started
-            console.print(f"submitted {len(run.kinds)} jobs in {took:.0f} s")
+            console.print(f"submitted {len(run.kinds)} jobs in {time.monotonic() - started:.0f} s")
             deadline = time.monotonic() + args.settle_timeout
             while time.monotonic() < deadline:
                 report = audit(store, list(run.kinds))
@@ -264,84 +441,21 @@ def main() -> int:
                     break
                 pending = Counter(report.records[j].status.value for j in report.lost)
                 console.print(f"waiting for {len(report.lost)} jobs: {dict(pending)}")
+                run.worker_exits += replace_exited(stack, run.accounted)
                 time.sleep(5)
             # One more sweep, as the minute timer would, then the final look.
             stack.functions["sweeper"].invoke(scheduled_event())
             time.sleep(3)
             report = audit(store, list(run.kinds))
             elapsed = time.monotonic() - started
-            api_faults = injected_faults(stack.function_logs()["api"])
-            dlq_handled = stack.sources.dead_letters.handled if stack.sources else 0
-            worker_faults = injected_faults(*(p.log_path for p in stack.worker_processes))
+            faults = (
+                injected_faults(stack.function_logs()["api"]),
+                injected_faults(*(p.log_path for p in stack.worker_processes)),
+            )
+            dlq = stack.sources.dead_letters.handled if stack.sources else 0
     finally:
         site.stop()
-
-    unexpected = Counter(
-        f"{run.kinds[j]}->{r.status.value}"
-        for j, r in report.records.items()
-        if r.status is not EXPECTED[run.kinds[j]]
-        and not (run.kinds[j] == "cancel" and r.status is JobStatus.SUCCEEDED)
-    )
-    table = Table(title=f"chaos run: {len(run.kinds)} jobs in {elapsed:.0f} s")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    rows: list[tuple[str, str]] = [
-        ("submitted", str(len(run.kinds))),
-        (
-            "  of which page / flaky(503) / hang / cancel",
-            " / ".join(
-                str(Counter(run.kinds.values())[k]) for k in ("page", "flaky", "hang", "cancel")
-            ),
-        ),
-        ("succeeded", str(report.count(JobStatus.SUCCEEDED))),
-        (
-            "failed / timed_out",
-            f"{report.count(JobStatus.FAILED)} / {report.count(JobStatus.TIMED_OUT)}",
-        ),
-    ]
-    rows += [(f"  {reason}", str(n)) for reason, n in sorted(report.failed_by_reason.items())]
-    rows += [
-        ("cancelled", str(report.count(JobStatus.CANCELLED))),
-        ("expired", str(report.count(JobStatus.EXPIRED))),
-        ("dead-lettered jobs", str(report.count(JobStatus.DEAD_LETTERED))),
-        ("poison messages sent / DLQ messages consumed", f"{run.poison_sent} / {dlq_handled}"),
-        ("unexpected final states", ", ".join(f"{k}: {v}" for k, v in unexpected.items()) or "0"),
-        ("LOST (must be 0)", str(len(report.lost))),
-        ("DOUBLED: >1 final result (must be 0)", str(len(report.doubled))),
-        ("final entry not the last attempt's", str(len(report.inconsistent))),
-        ("workers killed / Chromium killed", f"{run.kills} / {run.chromium_kills}"),
-        ("killed workers' jobs", str(len(run.killed_jobs))),
-        (
-            "recovery to next attempt p50 / p99",
-            (
-                f"{pct(list(run.recovered_next.values()), 50)} / "
-                f"{pct(list(run.recovered_next.values()), 99)}"
-            ),
-        ),
-        (
-            "recovery to final state p50 / p99",
-            (
-                f"{pct(list(run.recovered_final.values()), 50)} / "
-                f"{pct(list(run.recovered_final.values()), 99)}"
-            ),
-        ),
-        ("503 answers served", str(site.served_503)),
-        ("AWS faults injected: API function / workers (logged)", f"{api_faults} / {worker_faults}"),
-        (
-            "submit retries (HTTP status)",
-            ", ".join(f"{k}: {v}" for k, v in run.submit_errors.items()) or "0",
-        ),
-    ]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
-    if report.lost:
-        console.print(
-            "lost:",
-            {j: report.records.get(j) and report.records[j].status.value for j in report.lost[:20]},
-        )
-    if report.doubled:
-        console.print("doubled:", report.doubled[:20])
+    print_report(run, report, elapsed, site, faults, dlq)
     return 1 if report.lost or report.doubled else 0
 
 

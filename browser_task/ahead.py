@@ -19,8 +19,9 @@ all while its browser sat idle or waited. These parts leave that path:
   its outcome is written.
 - **Hooks after the claim, later.** The tenant's queued count drops by one when a job first
   starts (``JobHooks.after_claim``); nothing waits for that number, so it is written by a
-  background thread instead of before the job runs. The decision before a claim (the
-  running cap) stays on the path: it decides.
+  background thread instead of before the job runs, as is the claimed message's delete
+  (``Lifecycle.later``). The decision before a claim (the running cap) stays on the path:
+  it decides.
 """
 
 from __future__ import annotations

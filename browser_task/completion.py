@@ -2,7 +2,8 @@
 usage recorded (for its tenant's bill).
 
 This happens off the slot's path: the slot takes its next job once the browser context is
-closed, while the run's uploads finish here and the outcome follows them.
+closed, while the run's uploads finish here and the outcome follows them. The job's lease is
+kept until the outcome is written, then let go.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from browser_task.breaker_gate import BreakerGate
 from browser_task.errors import first_line
+from browser_task.leases import LeaseKeeper
 from browser_task.run_events import RunEvents, attempt_ended
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics
@@ -21,7 +23,6 @@ from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter, attempt_usage
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
 from pagefleet.jobs.models import JobError, JobRecord
-from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names as metric
 
@@ -50,7 +51,7 @@ class Completion:
         self,
         run: asyncio.Future[Outcome | None],
         job: JobRecord,
-        received: ReceivedMessage,
+        lease: LeaseKeeper,
         started: float,
         domain: str | None,
         probe: frozenset[str],
@@ -62,21 +63,28 @@ class Completion:
         try:
             outcome = await run
         except Exception:
-            # Not written: the message comes back after its visibility, the job is retaken.
+            # Not written: the lease runs out and the job is taken back.
             log.exception("unexpected error finishing the job's run")
+            await lease.stop()
             await self._protection.job_ended()
             return
         except BaseException:
+            await lease.stop()
             await self._protection.job_ended()
             raise
         duration_ms = (time.monotonic() - started) * 1000
-        await self._complete(job, received, outcome, duration_ms, domain, probe, log, meter, events)
+        try:
+            await self._complete(
+                job, outcome, lease, duration_ms, domain, probe, log, meter, events
+            )
+        finally:
+            await lease.stop()
 
     async def _complete(
         self,
         job: JobRecord,
-        received: ReceivedMessage,
         outcome: Outcome | None,
+        lease: LeaseKeeper,
         duration_ms: float,
         domain: str | None,
         probe: frozenset[str],
@@ -94,9 +102,8 @@ class Completion:
             if outcome is None:
                 await self.release_probe(domain, job.tenant_id, probe)
                 return
-            finished = await asyncio.to_thread(
-                self.lifecycle.finish, job, outcome, received, received.queue, self.worker_id
-            )
+            finished = await asyncio.to_thread(self.lifecycle.finish, job, outcome, self.worker_id)
+            await lease.stop()  # written (or refused): the lease has nothing left to hold
             finished_job(finished, outcome, duration_ms, log, self.metrics)
             if domain is not None and outcome.status is not JobStatus.CANCELLED:
                 await self._breaker.record(

@@ -1,7 +1,8 @@
 """One attempt of one job in the browser: the worker's slot hands a claimed job here.
 
-The run happens in a fresh browser context under a heartbeat (queue visibility + lease,
-through the lifecycle), a job-level watchdog, a cancel watch and the worker's abort signal.
+The run happens in a fresh browser context under the job's lease (``browser_task.leases``:
+kept by the worker from the claim until the outcome is written), a job-level watchdog, a
+cancel watch and the worker's abort signal.
 Whatever ends it, the answer is an ``Outcome`` for the lifecycle to write, or None when the
 lease was lost (another attempt owns the job: write nothing).
 """
@@ -30,6 +31,7 @@ from browser_task.executor import (
     scheme_guard,
     step_text,
 )
+from browser_task.leases import LeaseKeeper
 from browser_task.monitoring import Baselines, stored_result
 from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.run_events import RunEvents, watch_page
@@ -41,11 +43,9 @@ from browser_task.usage import AttemptMeter
 from browser_task.video import drop_video, keep_video
 from browser_task.warm import allows_warm, warm_key
 from pagefleet.browsing.channel import SessionChannel
-from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.options import ProxyOptions
-from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
@@ -91,30 +91,32 @@ class JobRunner:
     async def run(
         self,
         job: JobRecord,
-        received: ReceivedMessage,
         log: JobLog,
+        lease: LeaseKeeper,
         events: RunEvents | None = None,
         meter: AttemptMeter | None = None,
         signals: SlotSignals | None = None,
         early: EarlyContext | None = None,
     ) -> Outcome | None:
-        """``early``: the context opened while the job was claimed (browser_task.early);
-        the run uses it, or closes it when the prepared run needs another."""
+        """``lease``: the job's lease, kept by the worker until the outcome is written (the
+        run stops, writing nothing, if it is lost). ``early``: the context opened while the
+        job was claimed (browser_task.early); the run uses it, or closes it when the
+        prepared run needs another."""
         signals = signals or SlotSignals()
         try:
-            return await self._attempt(job, received, log, events, meter, signals, early)
+            return await self._attempt(job, log, events, meter, signals, early, lease.lost)
         finally:
             signals.released.set()
 
     async def _attempt(
         self,
         job: JobRecord,
-        received: ReceivedMessage,
         log: JobLog,
         events: RunEvents | None,
         meter: AttemptMeter | None,
         signals: SlotSignals,
         early: EarlyContext | None,
+        lease_lost: asyncio.Event,
     ) -> Outcome | None:
         try:
             data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
@@ -126,8 +128,6 @@ class JobRunner:
                 kind="tenant_access_failed",
             )
             return self._failed(job, failure, {}, [])
-        lease_lost = asyncio.Event()
-        heartbeat = asyncio.create_task(self._heartbeat(job, received, lease_lost, log))
         collector = ArtifactCollector(
             data.artifacts,
             tenant_id=job.tenant_id,
@@ -147,7 +147,6 @@ class JobRunner:
             tracked = self._egress_log.attach(log, ctx.guard, session)
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
-            heartbeat.cancel()
             if tracked is not None:
                 self._egress_log.done(tracked)
             if session is not None:
@@ -438,23 +437,3 @@ class JobRunner:
         work.cancel()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(work, 5)
-
-    async def _heartbeat(
-        self, job: JobRecord, received: ReceivedMessage, lease_lost: asyncio.Event, log: JobLog
-    ) -> None:
-        settings = self.settings
-        while True:
-            await asyncio.sleep(settings.heartbeat_seconds)
-            try:
-                problems = await asyncio.to_thread(
-                    self.lifecycle.heartbeat,
-                    job,
-                    received,
-                    received.queue,
-                    lease_seconds=settings.lease_seconds,
-                )
-            except LeaseLost:
-                lease_lost.set()
-                return
-            for problem in problems:
-                log.warning("heartbeat failed", error=problem)

@@ -97,6 +97,7 @@ class WorkerMetrics:
         self._main = self._new()
         self._by_status: dict[str, EphemeralMetrics] = {}
         self._pending = False
+        self._busy = 0
 
     def _new(self, **dimensions: str) -> EphemeralMetrics:
         metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
@@ -125,11 +126,22 @@ class WorkerMetrics:
         self._pending = True
 
     def slots_busy(self, busy: int) -> None:
-        """Gauge of busy slots, sampled by the flusher (worker saturation on the dashboard)."""
+        """Gauge of busy slots, at each change and sampled at each flush: the dashboard's
+        saturation, and the jobs running per task the idle scale-in reads (a long job's
+        task must show busy every minute, not only when a job starts or ends)."""
+        self._busy = busy
         self._main.add_metric(name=names.SLOTS_BUSY, unit=MetricUnit.Count, value=busy)
         self._pending = True
 
+    def dead_lettered(self, count: int) -> None:
+        """Jobs dead-lettered here (their workers kept dying): counted where the dead-letter
+        alarm reads every runtime's count, and written at once."""
+        metrics = EphemeralMetrics(namespace=NAMESPACE, service=names.DEAD_LETTERS_SERVICE)
+        metrics.add_metric(name=names.DEAD_LETTERED, unit=MetricUnit.Count, value=count)
+        metrics.flush_metrics()
+
     def flush(self) -> None:
+        self.slots_busy(self._busy)
         if not self._pending:
             return
         self._pending = False

@@ -3,9 +3,11 @@
 A message's life in a slot: the lifecycle peeks at its job (a duplicate of a finished job is
 deleted unrun), the circuit breaker admits the job's target or the lifecycle defers it, the
 lifecycle claims it (or says what to do with the message instead), the runner runs it in a
-fresh browser context, and the lifecycle writes the outcome fenced on (attempt, owner) and
-settles the message. The worker owns the slots, the browser and the drain; every move of a
-job is the lifecycle's.
+fresh browser context, and the lifecycle writes the outcome fenced on (attempt, owner). The
+claim deletes the message: from then on the job's lease, kept until the outcome is written,
+holds it, and each worker's lease watch takes back its pool's jobs whose worker died
+(browser_task.leases). The worker owns the slots, the browser and the drain; every move of
+a job is the lifecycle's.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from browser_task.egress import Resolver, system_resolver
 from browser_task.egress_log import EgressLog
 from browser_task.errors import first_line
 from browser_task.health import Liveness
+from browser_task.leases import LeaseKeeper, LeaseWatch
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
 from browser_task.run_events import RunEvents, log_sink, recording
@@ -98,6 +101,7 @@ class Worker:
             shared.queue,
             shared.clock,
             hooks=LaterHooks(shared.hooks, self._later.submit),
+            later=self._later.submit,  # the claimed message's delete, too
         )
         clock = services.clock.now
         self._policies = policies
@@ -145,6 +149,13 @@ class Worker:
             wait_seconds=settings.poll_wait_seconds,
             stopping=self._stop_flag.is_set,
         )
+        self.lease_watch = LeaseWatch(
+            services,
+            pool=settings.pool,
+            lease_s=settings.lease_seconds,
+            log=self._log,
+            on_dead_lettered=self.metrics.dead_lettered,
+        )
 
     # --- start and stop -------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -182,6 +193,7 @@ class Worker:
         await self.browsers.start()
         flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
         breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
+        watch = asyncio.create_task(self.lease_watch.run(self._stopping), name="lease-watch")
         slots = [
             asyncio.create_task(self._slot(n), name=f"slot-{n}")
             for n in range(settings.concurrency)
@@ -198,6 +210,7 @@ class Worker:
             await self.browsers.close()
             flusher.cancel()
             breaker_flusher.cancel()
+            watch.cancel()
             with contextlib.suppress(Exception):
                 await self._breaker.flush()
             await asyncio.to_thread(self._later.shutdown, wait=True)
@@ -349,7 +362,6 @@ class Worker:
                 pool,
                 owner=f"{self.worker_id}/{secrets.token_hex(4)}",
                 lease_seconds=self.settings.lease_seconds,
-                recheck_s=2 * self.settings.heartbeat_seconds,
                 worker=self.worker_id,
             )
         except BaseException:
@@ -386,11 +398,19 @@ class Worker:
         self._slot_in_use(+1)
         meter = AttemptMeter()
         signals = SlotSignals(workflow_ended=look_ahead)
+        # Kept from here until the outcome is written (the completion stops it).
+        lease = LeaseKeeper(
+            self.lifecycle,
+            job,
+            lease_s=self.settings.lease_seconds,
+            every_s=self.settings.heartbeat_seconds,
+            log=log,
+        ).start()
         run: asyncio.Future[Outcome | None] | None = None
         try:
             async with self.liveness.busy(), recording(events):
                 run = asyncio.ensure_future(
-                    self._runner.run(job, received, log, events, meter, signals, early)
+                    self._runner.run(job, log, lease, events, meter, signals, early)
                 )
                 released = asyncio.ensure_future(signals.released.wait())
                 try:
@@ -400,6 +420,7 @@ class Worker:
         except BaseException:
             if run is not None:
                 run.cancel()
+            await lease.stop()
             await self._protection.job_ended()
             raise
         finally:
@@ -408,7 +429,7 @@ class Worker:
         # The browser context is closed: the slot takes its next message while this job's
         # uploads finish and its outcome is written (drain waits for these).
         self._spawn(
-            self._completion.settle(run, job, received, started, domain, probe, log, meter, events)
+            self._completion.settle(run, job, lease, started, domain, probe, log, meter, events)
         )
 
     def _run_events(self, job: JobRecord) -> RunEvents:

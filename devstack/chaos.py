@@ -197,6 +197,24 @@ def kill_worker(proc: ManagedProcess) -> None:
     psutil.wait_procs(family, timeout=5)
 
 
+def replace_exited(stack: LocalStack, accounted: set[int]) -> int:
+    """ECS keeps the desired count: a worker that exited on its own gets a successor."""
+    replaced = 0
+    for proc in list(stack.worker_processes):
+        if id(proc) not in accounted and not proc.alive():
+            accounted.add(id(proc))
+            stack.start_worker()
+            replaced += 1
+    return replaced
+
+
+def held_by(stack: LocalStack, store: DynamoJobStore, worker: ManagedProcess) -> list[JobRecord]:
+    """The running jobs whose lease this worker holds."""
+    wid = f"local-worker-{stack.worker_processes.index(worker)}/"
+    records, _ = store.list_page(DEV_TENANT, status=JobStatus.RUNNING, limit=100, start_key=None)
+    return [r for r in records if (r.lease_owner or "").startswith(wid)]
+
+
 def browser_main_processes(proc: ManagedProcess) -> list[psutil.Process]:
     """The worker's Chromium browser processes (not their renderers / zygotes / GPU)."""
     found = []

@@ -50,7 +50,8 @@ class PoolConfig(_Model):
     concurrency: int = Field(ge=1, le=64)
     min_tasks: int = Field(ge=0)
     max_tasks: int = Field(ge=1)
-    # Step scaling on ApproximateAgeOfOldestMessage; steps must be increasing in age.
+    # Step scaling on ApproximateAgeOfOldestMessage (of waiting jobs: a claimed job's
+    # message is deleted); steps must be increasing in age.
     age_steps: tuple[AgeStep, ...] = (
         AgeStep(age_seconds=30, add_tasks=1),
         AgeStep(age_seconds=120, add_tasks=2),
@@ -67,6 +68,10 @@ class PoolConfig(_Model):
     # task have stayed under half a task's slots for ``idle_minutes`` (bench/scale_sim.py).
     idle_scale_in_percent: int | None = Field(default=50, ge=1, le=100)
     idle_minutes: int = Field(default=3, ge=1, le=15)
+    # A pool with min_tasks 0 starts this many tasks in the minute its first job waits, and
+    # adds no more from that policy for the cooldown (the desired count's datapoint lags).
+    from_zero_tasks: int = Field(default=1, ge=1)
+    from_zero_cooldown_seconds: int = Field(default=180, ge=60)
     spot: bool = False
 
     @model_validator(mode="after")

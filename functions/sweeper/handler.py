@@ -1,4 +1,5 @@
-"""Every minute (EventBridge): re-enqueue lost jobs, take back dead leases, expire deadlines."""
+"""Every minute (EventBridge): re-enqueue lost jobs, take back dead leases (the backstop of
+the workers' own lease watch), expire deadlines."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from functions.cold_start import collector_paused
 with collector_paused():
     from aws_lambda_powertools import Logger
     from aws_lambda_powertools.logging import correlation_paths
-    from aws_lambda_powertools.metrics import EphemeralMetrics
+    from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
@@ -24,6 +25,10 @@ with collector_paused():
 SERVICE = "pagefleet-sweeper"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+# Jobs dead-lettered here are counted where the dead-letter alarm reads every runtime's count.
+dead_letters = EphemeralMetrics(
+    namespace=metrics_names.NAMESPACE, service=metrics_names.DEAD_LETTERS_SERVICE
+)
 tracer = function_tracer(SERVICE)
 
 
@@ -48,4 +53,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = dataclasses.asdict(sweep(services()))
     report["schedules_resynced"] = resync_schedules()
     logger.info("sweep", extra=report)
+    if report["leases_dead_lettered"]:
+        dead_letters.add_metric(
+            name=metrics_names.DEAD_LETTERED,
+            unit=MetricUnit.Count,
+            value=report["leases_dead_lettered"],
+        )
+        dead_letters.flush_metrics()
     return report

@@ -164,7 +164,10 @@ class Alarms(Construct):
         self._alarm(
             "JobsDeadLetteredAlarm",
             "jobs-dead-lettered",
-            alarm_description="Jobs were marked dead_lettered (their message reached a DLQ)",
+            alarm_description=(
+                "Jobs were marked dead_lettered (their message reached a DLQ, or their "
+                "workers kept dying on them)"
+            ),
             metric=cw.Metric(
                 namespace=m.NAMESPACE,
                 metric_name=m.DEAD_LETTERED,

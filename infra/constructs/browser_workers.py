@@ -3,11 +3,13 @@
 Network: a VPC whose worker subnets reach target sites either through NAT gateways or
 directly (``worker_network``).
 
-Scaling: step scaling on ``ApproximateAgeOfOldestMessage`` adds tasks fast when jobs wait,
-target tracking on visible messages per running task follows the backlog both ways, between
-the pool's warm minimum and its maximum. Scale-in never kills a job: the worker turns on
-ECS task scale-in protection while it has jobs in flight and drains on SIGTERM within
-``stopTimeout``.
+Scaling (``worker_scaling``): step scaling on ``ApproximateAgeOfOldestMessage`` adds tasks
+fast when jobs wait, target tracking on visible messages per running task follows the
+backlog both ways, between the pool's warm minimum and its maximum; a pool at zero starts a
+task on its first waiting job, and an idle pool is halved each minute. A job's message is
+deleted once claimed, so these see jobs that wait, never jobs that run. Scale-in never kills
+a job: the worker turns on ECS task scale-in protection while it has jobs in flight and
+drains on SIGTERM within ``stopTimeout``.
 
 Metrics: the worker prints EMF (Powertools Metrics) to stdout; a FireLens (Fluent Bit)
 router ships the container logs with ``log_format json/emf`` so CloudWatch extracts them,

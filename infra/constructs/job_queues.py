@@ -1,8 +1,10 @@
 """Job queues: per worker pool one SQS queue per priority, each with its DLQ and an age alarm.
 
-Built from ``pagefleet.specs.resources.QUEUES``: the visibility timeout is the lease, the
-redrive's maxReceiveCount and the retention periods come from the same spec the local
-stack uses. The DLQs' alarms are the alarms construct's, like every other DLQ's.
+Built from ``pagefleet.specs.resources.QUEUES``: the visibility timeout (how long a
+received message waits for its claim), the redrive's maxReceiveCount and the retention
+periods come from the same spec the local stack uses. A job's message is deleted once it is
+claimed, so a queue holds only jobs that wait: its age alarm never fires for a long job that
+runs. The DLQs' alarms are the alarms construct's, like every other DLQ's.
 """
 
 from __future__ import annotations
@@ -92,8 +94,9 @@ class JobQueues(Construct):
                     self,
                     f"{pool_id}OldestAgeAlarm",
                     alarm_description=(
-                        f"The oldest queued job of queue {spec.key} has waited more than "
-                        f"{oldest_age_alarm_seconds} s: workers are not keeping up"
+                        f"The oldest waiting job of queue {spec.key} has waited more than "
+                        f"{oldest_age_alarm_seconds} s to start (running jobs do not count): "
+                        "workers are not keeping up"
                     ),
                     metric=queue.metric_approximate_age_of_oldest_message(
                         period=Duration.minutes(1), statistic="Maximum"

@@ -157,7 +157,7 @@ class Monitoring(Construct):
         # Queues
         d.add_widgets(
             cw.GraphWidget(
-                title="Queue depth (visible / in flight)",
+                title="Jobs waiting (visible) / being claimed (in flight)",
                 width=WIDTH,
                 left=[
                     metric
@@ -167,13 +167,13 @@ class Monitoring(Construct):
                             period=PERIOD, statistic="Maximum", label=f"{q.key} visible"
                         ),
                         q.queue.metric_approximate_number_of_messages_not_visible(
-                            period=PERIOD, statistic="Maximum", label=f"{q.key} in flight"
+                            period=PERIOD, statistic="Maximum", label=f"{q.key} being claimed"
                         ),
                     )
                 ],
             ),
             cw.GraphWidget(
-                title="Oldest queued job age (s)",
+                title="Oldest waiting job age (s)",
                 width=WIDTH,
                 left=[
                     q.queue.metric_approximate_age_of_oldest_message(
@@ -257,14 +257,12 @@ class Monitoring(Construct):
                 title="Saturation (% of browser slots busy)",
                 width=WIDTH,
                 left=[
+                    # SlotsBusy is a per-task gauge (sampled each minute and at each change):
+                    # its Average is the busy slots of a task.
                     cw.MathExpression(
-                        expression=(
-                            f"100 * FILL({name}_busy, 0) / "
-                            f"(IF({name}_tasks > 0, {name}_tasks, 1) * {w.config.concurrency})"
-                        ),
+                        expression=f"100 * FILL({name}_busy, 0) / {w.config.concurrency}",
                         using_metrics={
-                            f"{name}_busy": worker_metric(m.SLOTS_BUSY, name, "Sum"),
-                            f"{name}_tasks": workers.running_tasks(w.service),
+                            f"{name}_busy": worker_metric(m.SLOTS_BUSY, name, "Average"),
                         },
                         label=name,
                         period=PERIOD,

@@ -1,4 +1,11 @@
-"""How a worker pool's task count follows its queues (see browser_workers.py's docstring)."""
+"""How a worker pool's task count follows its queues (see browser_workers.py's docstring).
+
+Every signal here is of jobs that wait: a job's message is deleted once its claim is
+written, so the queues' ages and visible counts never include a running job (a 20-minute
+job used to look like a 20-minute-old backlog). The one policy that must see running jobs,
+the idle scale-in, reads them from the workers' ``SlotsBusy`` gauge, never from SQS's
+in-flight count.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
 from infra.config import PoolConfig
+from pagefleet.specs import metrics_names as m
 
 from .job_queues import PoolQueue
 
@@ -43,7 +51,7 @@ def autoscale(
             expression=f"MAX([{', '.join(ages)}])",
             using_metrics=dict(ages),
             period=Duration.minutes(1),
-            label="oldest job of the pool (s)",
+            label="oldest waiting job of the pool (s)",
         ),
         scaling_steps=steps,
         adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
@@ -53,12 +61,72 @@ def autoscale(
     _track_backlog_per_task(scope, cluster, pool_id, pool, queue, service, scaling)
     if pool.idle_scale_in_percent is not None:
         _scale_in_when_idle(cluster, pool, queue, service, scaling)
+    if pool.min_tasks == 0:
+        _start_from_zero(cluster, pool, queue, service, scaling)
     return scaling
 
 
-# jobs queued and running (every queue of the pool) per running task (none running: per
-# one task).
-LOAD_EXPRESSION = "jobs / IF(FILL(running, 0) > 0, FILL(running, 0), 1)"
+def _visible(queue: PoolQueue, statistic: str) -> cloudwatch.MathExpression:
+    """Jobs waiting in every queue of the pool (high, normal, low)."""
+    counts = {
+        f"visible{i}": q.metric_approximate_number_of_messages_visible(
+            period=Duration.minutes(1), statistic=statistic
+        )
+        for i, q in enumerate(queue.queues)
+    }
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({name}, 0)" for name in counts),
+        using_metrics=dict(counts),
+        label="Jobs waiting",
+        period=Duration.minutes(1),
+    )
+
+
+# Jobs waiting (visible) when the pool has no task desired; 0 otherwise. A missing desired
+# count counts as none: at worst one task too many, never a pool that cannot start.
+FROM_ZERO_EXPRESSION = "IF(FILL(desired, 0) < 1, waiting, 0)"
+
+
+def _start_from_zero(
+    cluster: ecs.ICluster,
+    pool: PoolConfig,
+    queue: PoolQueue,
+    service: ecs.FargateService,
+    scaling: ecs.ScalableTaskCount,
+) -> None:
+    """A pool at zero tasks starts one on the first waiting job, in the minute it arrives,
+    not when it has waited ``age_steps[0]`` (bench/scale_sim.py prints both)."""
+    desired = cloudwatch.Metric(
+        namespace="ECS/ContainerInsights",
+        metric_name="DesiredTaskCount",
+        dimensions_map={"ClusterName": cluster.cluster_name, "ServiceName": service.service_name},
+        period=Duration.minutes(1),
+        statistic="Maximum",  # any task desired during the minute: not at zero
+    )
+    scaling.scale_on_metric(
+        "StartFromZero",
+        metric=cloudwatch.MathExpression(
+            expression=FROM_ZERO_EXPRESSION,
+            # Maximum: a job that arrives in the minute's last second counts.
+            using_metrics={"waiting": _visible(queue, "Maximum"), "desired": desired},
+            period=Duration.minutes(1),
+            label="jobs waiting for a pool at zero",
+        ),
+        scaling_steps=[
+            appscaling.ScalingInterval(upper=1, change=0),
+            appscaling.ScalingInterval(lower=1, change=pool.from_zero_tasks),
+        ],
+        adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+        # Until the desired count's datapoint shows the task (a minute, plus CloudWatch's
+        # lag), the alarm still sees zero: it must not add another.
+        cooldown=Duration.seconds(pool.from_zero_cooldown_seconds),
+        evaluation_periods=1,
+    )
+
+
+# jobs waiting per running task (none running: per one task) plus jobs running per task
+# (the workers' busy slots, averaged over their per-minute samples).
+LOAD_EXPRESSION = "waiting / IF(FILL(running, 0) > 0, FILL(running, 0), 1) + FILL(busy, 0)"
 
 
 def _scale_in_when_idle(
@@ -69,27 +137,26 @@ def _scale_in_when_idle(
     scaling: ecs.ScalableTaskCount,
 ) -> None:
     """Halve (``idle_scale_in_percent``) an idle pool each minute: target tracking
-    alone waits 15 quiet minutes, every task billed (bench/scale_sim.py)."""
+    alone waits 15 quiet minutes, every task billed (bench/scale_sim.py). Idle: jobs waiting
+    and running per task below half a task's slots; running jobs are the workers' busy slots
+    (their messages are gone once claimed)."""
     assert pool.idle_scale_in_percent is not None
     minute = Duration.minutes(1)
-    counts: dict[str, cloudwatch.IMetric] = {}
-    for i, q in enumerate(queue.queues):
-        counts[f"visible{i}"] = q.metric_approximate_number_of_messages_visible(
-            period=minute, statistic="Average"
-        )
-        counts[f"inflight{i}"] = q.metric_approximate_number_of_messages_not_visible(
-            period=minute, statistic="Average"
-        )
-    jobs = cloudwatch.MathExpression(
-        expression=" + ".join(f"FILL({name}, 0)" for name in counts),
-        using_metrics=counts,
-        label="Jobs queued and running",
+    busy = cloudwatch.Metric(
+        namespace=m.NAMESPACE,
+        metric_name=m.SLOTS_BUSY,
+        dimensions_map={m.DIM_SERVICE: m.WORKER_SERVICE, m.DIM_POOL: queue.pool},
         period=minute,
+        statistic="Average",  # busy slots per task
     )
     load = cloudwatch.MathExpression(
         expression=LOAD_EXPRESSION,
-        using_metrics={"jobs": jobs, "running": running_tasks(cluster, service)},
-        label="Jobs queued and running per task",
+        using_metrics={
+            "waiting": _visible(queue, "Average"),
+            "running": running_tasks(cluster, service),
+            "busy": busy,
+        },
+        label="Jobs waiting and running per task",
         period=minute,
     )
     scaling.scale_on_metric(

@@ -360,6 +360,9 @@ class JobRecord(BaseModel):
     retry_at: int | None = None
     # Attempts spent before the last redrive; a redriven job gets its full retry budget back.
     attempt_base: int = 0
+    # Times a worker stopped heartbeating this job since its last redrive (its lease taken
+    # back): at rules.LEASES_LOST_LIMIT it is dead-lettered, a job that may kill its worker.
+    leases_lost: int = 0
     # Why a queued job is waiting (e.g. its target's circuit is open).
     deferred_reason: str | None = None
     # Set by DELETE /v1/jobs/{id} on a running job: deleted once it has stopped.

@@ -186,6 +186,10 @@ class JobStore(Protocol):
 
     def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]: ...
 
+    def next_due(self, kind: str, after_epoch: int) -> int | None:
+        """The earliest due time (epoch s) in the ops set ``kind`` at or after ``after_epoch``
+        (for ``lease``: when the next running job's lease ends)."""
+
     def dependants(self, tenant_id: str, job_id: str) -> list[str]:
         """Ids of the jobs that name ``job_id`` in their ``depends_on``."""
 

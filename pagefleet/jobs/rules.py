@@ -5,20 +5,30 @@ The store adapters and the lifecycle read these; nothing else restates them.
 
 from __future__ import annotations
 
+import math
+
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 
 # SQS delays are whole seconds and clocks differ a little: a retry may start this early.
 RETRY_DUE_SLACK_S = 2
-# The record's lease ends this long before the message's visibility does, so a message that
-# comes back after a worker died always finds the lease already expired and reclaims the job.
+# The record's lease ends this long before the visibility a message was received with, so a
+# message that comes back after its worker died between claim and delete finds the lease
+# expired and reclaims the job.
 LEASE_MARGIN_S = 2
 # How long past its due time a retry's message may be late before the sweeper re-sends it.
 RETRY_GRACE_S = 120
-# How long after its lease ran out a running job is taken back by the sweeper (the SQS
-# message normally comes back on its own at the same time; this is the backstop).
-LEASE_GRACE_S = 60
+# How long after its lease ran out a running job is taken back (by its pool's workers'
+# lease watch, or the sweeper's minute): machines' clocks differ a little (NTP keeps them
+# within milliseconds on AWS). A job's message is deleted once it is claimed, so the lease
+# alone brings a dead worker's job back.
+LEASE_GRACE_S = 1
+# A job whose worker stopped this many times (leases lost since its last redrive) is
+# dead-lettered rather than retried: it may be what kills its worker. SQS's maxReceiveCount
+# counted these while a message stayed in flight for a whole run; the lease counts them now.
+LEASES_LOST_LIMIT = MAX_RECEIVE_COUNT
 # A waiting job is first looked at by the sweeper this long after it was made, then every
 # WAITING_RECHECK_S (its parents' final transitions release it; this catches a missed one).
 WAITING_FIRST_LOOK_S = 60
@@ -37,6 +47,17 @@ def attempt_allowed(job: JobRecord, attempt: int) -> bool:
     sweeper hands a dead worker's job to another attempt (``attempt + 1``).
     """
     return attempt - job.attempt_base <= job.request.max_attempts
+
+
+def lease_ended_before(now: float) -> int:
+    """Leases ending before this epoch second (exclusive) are over by ``LEASE_GRACE_S`` at
+    ``now``: their jobs may be taken back."""
+    return math.floor(now - LEASE_GRACE_S) + 1
+
+
+def dead_worker_limit_reached(job: JobRecord) -> bool:
+    """Would taking back ``job``'s lease once more reach ``LEASES_LOST_LIMIT``?"""
+    return job.leases_lost + 1 >= LEASES_LOST_LIMIT
 
 
 def lease_until(now: float, lease_seconds: int) -> int:

@@ -254,8 +254,25 @@ def fleet_stats(
         jobs += page
         if not start or (page and _epoch(page[-1].created_at) < now - window_s):
             break
+    return stats.fleet_stats(
+        jobs[: stats.SAMPLE], counts, now, window_s, oldest_waiting_since(svc, tenant_id, now)
+    )
+
+
+def oldest_waiting_since(svc: JobServices, tenant_id: str, now: float) -> float | None:
+    """Since when the tenant's oldest job waiting to start has waited: the oldest queued job
+    since it was queued, or a retry (a dead worker's job taken back, say) since it was due.
+    Running jobs never count: on AWS the queues' ApproximateAgeOfOldestMessage, which
+    scaling and the age alarm read, sees the same jobs (a claimed job's message is gone)."""
+    since: list[float] = []
     oldest = svc.store.oldest(tenant_id, JobStatus.QUEUED)
-    return stats.fleet_stats(jobs[: stats.SAMPLE], counts, now, window_s, oldest)
+    if oldest is not None:
+        since.append(_epoch(oldest.enqueued_at or oldest.created_at))
+    retries, _ = svc.store.list_page(
+        tenant_id, status=JobStatus.RETRY_SCHEDULED, limit=100, start_key=None
+    )
+    since += [float(j.retry_at) for j in retries if j.retry_at is not None and j.retry_at <= now]
+    return min(since, default=None)
 
 
 def _epoch(stamp: str) -> float:

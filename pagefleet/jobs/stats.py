@@ -46,6 +46,7 @@ class Percentiles:
 class FleetStats:
     window_s: int
     counts: dict[str, int] = field(default_factory=dict)  # jobs in each live state now
+    # The oldest job waiting to start (queued, or a due retry); a running job never counts.
     oldest_queued_age_s: float | None = None
     finished: dict[str, int] = field(default_factory=dict)  # ended in the window, by state
     success_rate: float | None = None
@@ -62,10 +63,10 @@ def fleet_stats(
     counts: dict[JobStatus, int],
     now: float,
     window_s: int,
-    oldest_queued: JobRecord | None = None,
+    oldest_waiting_since: float | None = None,
 ) -> FleetStats:
-    """The figures from the live counts, the oldest queued job and the jobs made in the
-    window (newest first)."""
+    """The figures from the live counts, since when the oldest job waiting to start has
+    waited (epoch s), and the jobs made in the window (newest first)."""
     since = now - window_s
     recent = [j for j in jobs if _epoch(j.created_at) >= since]
     ended = [j for j in recent if j.status.is_final]
@@ -79,9 +80,7 @@ def fleet_stats(
             return None
         return round(sum(finished.get(s.value, 0) for s in states) / total, 4)
 
-    oldest = (
-        _epoch(oldest_queued.enqueued_at or oldest_queued.created_at) if oldest_queued else None
-    )
+    oldest = oldest_waiting_since
     return FleetStats(
         window_s=window_s,
         counts={s.value: counts.get(s, 0) for s in LIVE_STATES},

@@ -1,17 +1,25 @@
-"""What keeps jobs from being lost: dead letters, redrive, and the sweeper's minute.
+"""What keeps jobs from being lost: dead letters, redrive, dead workers' leases, and the
+sweeper's minute.
 
 These functions find the jobs to look at (the sparse ``ops`` index); every move they make
-is a lifecycle move, so each is idempotent and safe to run twice at once.
+is a lifecycle move, so each is idempotent and safe to run twice at once. A dead worker's
+job is taken back by ``take_back_expired``, which each worker runs for its own pool when
+the next lease it knows of ends (``browser_task.leases``) and the sweeper runs every
+minute for every pool (the backstop when no worker of a pool is alive).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pagefleet.errors import NotFound
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S, WAITING_RECHECK_S
+from pagefleet.jobs.rules import (
+    RETRY_GRACE_S,
+    WAITING_RECHECK_S,
+    lease_ended_before,
+)
 from pagefleet.jobs.service import JobServices, requeue_unqueued
 from pagefleet.jobs.states import JobStatus
 
@@ -39,11 +47,39 @@ def redrive(svc: JobServices, jobs: list[tuple[str, str]]) -> list[str]:
 
 
 @dataclass
+class TakeBacks:
+    """What became of the jobs whose lease ran out."""
+
+    requeued: int = 0
+    failed: int = 0
+    dead_lettered: int = 0
+    jobs: list[str] = field(default_factory=list)  # the ids of those moved here
+
+
+def take_back_expired(svc: JobServices, *, now: float, pool: str | None = None) -> TakeBacks:
+    """Every running job (of ``pool``, or of all pools) whose lease ran out at least
+    ``LEASE_GRACE_S`` ago: retried ahead of its queue, failed when its attempts are spent,
+    dead-lettered when workers stopped on it too often."""
+    before = lease_ended_before(now)
+    out = TakeBacks()
+    for tenant_id, job_id in svc.store.ops_due("lease", before):
+        outcome = svc.lifecycle.take_back(tenant_id, job_id, expired_before=before, pool=pool)
+        out.requeued += outcome == "requeued"
+        out.failed += outcome == "failed"
+        out.dead_lettered += outcome == "dead_lettered"
+        if outcome in ("requeued", "failed", "dead_lettered"):
+            out.jobs.append(job_id)
+    return out
+
+
+@dataclass
 class SweepReport:
     enqueued: int = 0
     expired: int = 0
     leases_recovered: int = 0
     leases_failed: int = 0
+    leases_dead_lettered: int = 0
+    taken_back: list[str] = field(default_factory=list)  # the jobs of those three
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
@@ -59,10 +95,11 @@ def sweep(svc: JobServices) -> SweepReport:
     for tenant_id, job_id in svc.store.ops_due("deadline", now):
         report.expired += lifecycle.expire(tenant_id, job_id)
 
-    for tenant_id, job_id in svc.store.ops_due("lease", now - LEASE_GRACE_S):
-        outcome = lifecycle.take_back(tenant_id, job_id, expired_before=now - LEASE_GRACE_S)
-        report.leases_recovered += outcome == "requeued"
-        report.leases_failed += outcome == "failed"
+    taken = take_back_expired(svc, now=svc.clock.now())
+    report.leases_recovered = taken.requeued
+    report.leases_failed = taken.failed
+    report.leases_dead_lettered = taken.dead_lettered
+    report.taken_back = taken.jobs
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):
         report.retries_resent += lifecycle.resend_retry(

@@ -10,7 +10,9 @@ NAMESPACE = "pagefleet"
 # Powertools adds a ``service`` dimension to every metric; CloudWatch matches metrics on
 # their full dimension set, so the dashboard needs the exact value.
 WORKER_SERVICE = "browser_task"
-# The DLQ consumer (functions/dead_letters) emits DEAD_LETTERED with this service dimension.
+# Every runtime that dead-letters a job emits DEAD_LETTERED with this service dimension (the
+# alarm reads it): the DLQ consumer (functions/dead_letters), and the workers' lease watch and
+# the sweeper for a job whose workers kept dying (rules.LEASES_LOST_LIMIT).
 DEAD_LETTERS_SERVICE = "pagefleet-dead-letters"
 # The API function (functions/api) emits TENANT_REFUSALS with this service dimension.
 API_SERVICE = "pagefleet-api"
@@ -22,7 +24,9 @@ RETRIES = "Retries"  # count of retry_scheduled transitions; dims: service, pool
 TIMEOUTS = "Timeouts"  # count of timed_out jobs; dims: service, pool
 BROWSER_CRASHES = "BrowserCrashes"  # count; dims: service, pool
 DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims: service
-SLOTS_BUSY = "SlotsBusy"  # gauge of busy browser slots per task; dims: service, pool
+# gauge of busy browser slots per task (each change, and once a minute); dims: service, pool.
+# Its per-minute Average is the jobs running per task the idle scale-in reads.
+SLOTS_BUSY = "SlotsBusy"
 # count of refused egress (a goto's checks, the scheme watch, the egress proxies); each also
 # logs one "egress refused" line with the job's keys; dims: service, pool
 EGRESS_REFUSALS = "EgressRefusals"

@@ -2,7 +2,8 @@
 target site (``ChaosSite``) that hangs, answers 503 or is slow when told to.
 
 A module may set ``WORKER_ENV`` / ``LAMBDA_ENV`` (dicts) to start its workers / its Lambda
-functions with more settings, e.g. AWS fault injection.
+functions with more settings, e.g. AWS fault injection, and ``SWEEPER_INTERVAL_S`` (5 by
+default).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
         workers=2,
         concurrency=2,
         # The sweeper's backstops (lost retries, dead leases) run often enough to matter here.
-        sweeper_interval_s=5,
+        sweeper_interval_s=getattr(request.module, "SWEEPER_INTERVAL_S", 5),
         worker_env=chaos_worker_env(TMPDIR=tmp, **extra),
         lambda_env=getattr(request.module, "LAMBDA_ENV", {}),
     )

@@ -105,7 +105,9 @@ def test_the_ops_index_holds_each_job_in_the_set_it_waits_in(svc: JobServices) -
     assert ("t", running.job_id) in svc.store.ops_due("retry", NOW + 101)
     svc.store.postpone_retry("t", running.job_id, due=NOW + 500)
     assert ("t", running.job_id) not in svc.store.ops_due("retry", NOW + 101)
-    assert svc.store.get("t", running.job_id).retry_at == NOW + 500
+    assert ("t", running.job_id) in svc.store.ops_due("retry", NOW + 501)
+    # The sweeper looks later; the retry itself stays due, so its re-sent message is claimed.
+    assert svc.store.get("t", running.job_id).retry_at == NOW + 100
 
 
 def test_dead_letters_are_listed_and_a_redrive_restores_the_budget(svc: JobServices) -> None:
@@ -143,6 +145,32 @@ def test_a_dead_workers_job_is_taken_back_only_after_its_lease(svc: JobServices)
         retry_at=NOW + 61,
     )
     assert moved.status is JobStatus.RETRY_SCHEDULED and moved.lease_owner is None
+    # Each lease taken back counts (a job that keeps killing its worker is dead-lettered);
+    # other moves do not, and a redrive starts the count again.
+    assert moved.leases_lost == 1
+    _claim(svc, job.job_id, "w2", now=NOW + 62, lease_s=-1)
+    again = svc.store.transition(
+        "t", job.job_id, JobStatus.DEAD_LETTERED, at=iso(utcnow()), lease_expired_before=NOW + 62
+    )
+    assert svc.store.get("t", job.job_id).leases_lost == again.leases_lost == 2
+    redriven = svc.store.transition("t", job.job_id, JobStatus.QUEUED, at=iso(utcnow()))
+    assert redriven.leases_lost == 0 == svc.store.get("t", job.job_id).leases_lost
+
+
+def test_the_next_lease_end_is_read_from_the_ops_index(svc: JobServices) -> None:
+    """What a worker's lease watch waits for: the earliest lease ending at or after a time."""
+    assert svc.store.next_due("lease", NOW) is None
+    jobs = [submit_job(svc, "t", REQUEST).job.job_id for _ in range(6)]
+    for n, job_id in enumerate(jobs):  # leases end NOW+10 ... NOW+60, over the shards
+        _claim(svc, job_id, f"w{n}", lease_s=10 * (n + 1))
+    assert svc.store.next_due("lease", NOW) == NOW + 10
+    assert svc.store.next_due("lease", NOW + 10) == NOW + 10
+    assert svc.store.next_due("lease", NOW + 11) == NOW + 20
+    svc.store.extend_lease("t", jobs[1], attempt=1, owner="w1", lease_until=NOW + 100)
+    assert svc.store.next_due("lease", NOW + 11) == NOW + 30
+    assert svc.store.next_due("lease", NOW + 61) == NOW + 100
+    assert svc.store.next_due("lease", NOW + 101) is None
+    assert svc.store.next_due("retry", NOW) is None  # another set
 
 
 def test_cancel_flag_and_deferral_note(svc: JobServices) -> None:

@@ -149,6 +149,19 @@ class FakeJobStore:
             ]
         return [(tenant, job) for _, tenant, job in sorted(due)][: limit * 4]
 
+    def next_due(self, kind: str, after_epoch: int) -> int | None:
+        with self._lock:
+            return min(
+                (
+                    r.ops[1]
+                    for r in self._rows.values()
+                    if r.ops is not None
+                    and (r.ops[0] == kind if kind == "dead" else r.ops[0].startswith(f"{kind}#"))
+                    and r.ops[1] >= after_epoch
+                ),
+                default=None,
+            )
+
     # --- writes -----------------------------------------------------------------------------
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
         with self._lock:
@@ -289,6 +302,8 @@ class FakeJobStore:
                     status=job.status.value,
                 )
             update: dict[str, Any] = {"status": target, "updated_at": at}
+            if lease_expired_before is not None:
+                update["leases_lost"] = job.leases_lost + 1  # a lease taken back
             if target.is_final:
                 update.update(finished_at=at, lease_owner=None, lease_expires_at=None)
                 row.ops, row.unqueued = None, False
@@ -301,7 +316,13 @@ class FakeJobStore:
                 row.ops = (ops_key("retry", job_id), due)
             elif target is JobStatus.QUEUED:
                 # Redrive: a fresh retry budget, and the message must be sent again.
-                update.update(attempt_base=job.attempt, enqueued_at=None, error=None, retry_at=None)
+                update.update(
+                    attempt_base=job.attempt,
+                    enqueued_at=None,
+                    error=None,
+                    retry_at=None,
+                    leases_lost=0,
+                )
                 row.ops, row.unqueued = None, True
             if error is not None:
                 update["error"] = error
@@ -333,8 +354,7 @@ class FakeJobStore:
         with self._lock:
             row = self._rows.get((tenant_id, job_id))
             if row is not None and row.job.status is JobStatus.RETRY_SCHEDULED:
-                row.job = row.job.model_copy(update={"retry_at": due})
-                row.ops = (ops_key("retry", job_id), due)
+                row.ops = (ops_key("retry", job_id), due)  # the sweeper's look; still due
 
     def count(self, tenant_id: str, status: JobStatus) -> int:
         with self._lock:

@@ -252,3 +252,72 @@ def test_no_request_validator_without_something_to_validate(stage_synth) -> None
             assert any(u.get("RequestModels") for u in users), f"{name}: no model to check"
         if validator["Properties"].get("ValidateRequestParameters"):
             assert any(u.get("RequestParameters") for u in users), f"{name}: no parameters"
+
+
+# What a running job's message would count in SQS, had it been kept in flight until the job
+# ended (before issue 21 item 4).
+IN_FLIGHT = "ApproximateNumberOfMessagesNotVisible"
+
+
+def _alarm_metrics(alarm: dict[str, Any]) -> set[str]:
+    names = {alarm["MetricName"]} if "MetricName" in alarm else set()
+    for query in alarm.get("Metrics", []):
+        if "MetricStat" in query:
+            names.add(query["MetricStat"]["Metric"]["MetricName"])
+    return names
+
+
+def _sqs_grants(raw: dict[str, Any]) -> dict[str, dict[str, set[str]]]:
+    """Per IAM policy: the SQS actions it allows on each queue (by logical id)."""
+    out: dict[str, dict[str, set[str]]] = {}
+    for name, policy in of_type(raw, "AWS::IAM::Policy").items():
+        allowed: dict[str, set[str]] = {}
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement.get("Effect") != "Allow":
+                continue
+            queues = set(references(statement.get("Resource", [])))
+            for action in as_list(statement.get("Action", [])):
+                if action.startswith("sqs:"):
+                    allowed.setdefault(action, set()).update(queues)
+        out[name] = allowed
+    return out
+
+
+def test_the_scaling_signal_ignores_in_flight_messages(stage_synth) -> None:
+    """A claimed job's message is deleted once its claim is written and its lease holds the
+    job, so a job queue's visible count and oldest age are of jobs that wait (a 20-minute
+    job is no 20-minute-old backlog). No scaling policy, no alarm that drives one and no
+    oldest-age alarm reads the in-flight count, and every role that receives a job queue's
+    messages may delete them (the claim's delete) and send to that queue (a retry, a
+    take-back): without the delete, the message of every running job would come back."""
+    raw = stage_synth.raw
+    policies = of_type(raw, "AWS::ApplicationAutoScaling::ScalingPolicy")
+    alarms = of_type(raw, "AWS::CloudWatch::Alarm").values()
+    scaling_alarms = [
+        a["Properties"]
+        for a in alarms
+        if set(references(a["Properties"].get("AlarmActions", []))) & set(policies)
+    ]
+    age_alarms = [
+        a["Properties"]
+        for a in alarms
+        if "ApproximateAgeOfOldestMessage" in _alarm_metrics(a["Properties"])
+    ]
+    # Every pool scales on its oldest waiting job: the rule is about real signals.
+    pools = stage_synth.stack.config.pools
+    on_age = [a for a in scaling_alarms if "ApproximateAgeOfOldestMessage" in _alarm_metrics(a)]
+    assert len(on_age) == len(pools)
+    for name, policy in policies.items():
+        assert IN_FLIGHT not in json.dumps(policy), name
+    for alarm in [*scaling_alarms, *age_alarms]:
+        assert IN_FLIGHT not in _alarm_metrics(alarm), alarm.get("AlarmDescription")
+    # The job queues: those whose age is watched.
+    job_queues = set(references(age_alarms)) & set(of_type(raw, "AWS::SQS::Queue"))
+    assert len(job_queues) == 3 * len(pools)  # high, normal and low
+    receivers = 0
+    for name, allowed in _sqs_grants(raw).items():
+        received = allowed.get("sqs:ReceiveMessage", set()) & job_queues
+        receivers += bool(received)
+        assert received <= allowed.get("sqs:DeleteMessage", set()), name
+        assert received <= allowed.get("sqs:SendMessage", set()), name
+    assert receivers >= len(pools)  # each pool's workers

@@ -56,11 +56,9 @@ def make_schedule(who: ApiCaller, **extra: Any) -> dict[str, Any]:
 def run_to_end(svc: JobServices, job_id: str, outcome: Outcome) -> JobRecord:
     """Play a worker on the real queue and table, then the stream reader's health count."""
     [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=1, visibility=60)
-    step = svc.lifecycle.claim(
-        received, "standard", owner="w", lease_seconds=60, recheck_s=30, worker="w"
-    )
+    step = svc.lifecycle.claim(received, "standard", owner="w", lease_seconds=60, worker="w")
     assert step.then is Then.RUN and step.job is not None and step.job.job_id == job_id
-    svc.lifecycle.finish(step.job, outcome, received, "standard", "w")
+    svc.lifecycle.finish(step.job, outcome, "w")
     ended = svc.store.get(step.job.tenant_id, job_id)
     change = JobChange(old=step.job, new=ended, sequence="1")
     ScheduleWatch(RUNTIME.schedule_store(RUNTIME.settings(CoreSettings)), NoNotices()).handle(

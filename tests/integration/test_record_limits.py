@@ -18,9 +18,7 @@ TENANT = "tenant-big"
 def claimed(svc: JobServices, request: dict[str, object]) -> tuple[JobRecord, ReceivedMessage]:
     job = submit_job(svc, TENANT, JobRequest.model_validate(request)).job
     [received] = svc.queue.receive(job.pool, max_messages=1, wait_seconds=0, visibility=60)
-    step = svc.lifecycle.claim(
-        received, job.pool, owner="w1", lease_seconds=60, recheck_s=30, worker="w1"
-    )
+    step = svc.lifecycle.claim(received, job.pool, owner="w1", lease_seconds=60, worker="w1")
     assert step.then is Then.RUN and step.job is not None
     return step.job, received
 
@@ -34,7 +32,7 @@ def big_request() -> dict[str, object]:
 
 
 def test_a_result_too_big_for_the_record_stays_in_data_json(svc: JobServices) -> None:
-    job, received = claimed(svc, big_request())
+    job, _ = claimed(svc, big_request())
     result = {"rows": ["é" * 100] * 1_250}  # 250 KB of UTF-8
     data = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()
     artifact = svc.artifacts.put(
@@ -46,7 +44,7 @@ def test_a_result_too_big_for_the_record_stays_in_data_json(svc: JobServices) ->
         content_type="application/json",
     )
     outcome = Outcome(JobStatus.SUCCEEDED, result=result, artifacts=[artifact])
-    step = svc.lifecycle.finish(job, outcome, received, job.pool, "w1")
+    step = svc.lifecycle.finish(job, outcome, "w1")
     assert step.status is JobStatus.SUCCEEDED, step.reason
 
     done = svc.store.get(TENANT, job.job_id)
@@ -60,9 +58,9 @@ def test_a_result_too_big_for_the_record_stays_in_data_json(svc: JobServices) ->
 
 
 def test_a_small_result_stays_inline(svc: JobServices) -> None:
-    job, received = claimed(svc, big_request())
+    job, _ = claimed(svc, big_request())
     outcome = Outcome(JobStatus.SUCCEEDED, result={"title": "ok"})
-    svc.lifecycle.finish(job, outcome, received, job.pool, "w1")
+    svc.lifecycle.finish(job, outcome, "w1")
     done = svc.store.get(TENANT, job.job_id)
     assert done.result == {"title": "ok"}
     assert done.result_artifact is None
@@ -70,11 +68,11 @@ def test_a_small_result_stays_inline(svc: JobServices) -> None:
 
 
 def test_a_huge_error_message_is_cut_and_the_failure_recorded(svc: JobServices) -> None:
-    job, received = claimed(svc, big_request())
+    job, _ = claimed(svc, big_request())
     error = JobError(kind="step_failed", message="boom " * 100_000, step="click(" + "#" * 50_000)
     partial = {"rows": ["x" * 1_000] * 300}  # a failed run's partial result: no data.json
     outcome = Outcome(JobStatus.FAILED, result=partial, error=error)
-    step = svc.lifecycle.finish(job, outcome, received, job.pool, "w1")
+    step = svc.lifecycle.finish(job, outcome, "w1")
     assert step.status is JobStatus.FAILED, step.reason
     done = svc.store.get(TENANT, job.job_id)
     assert done.error is not None

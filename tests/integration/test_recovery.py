@@ -8,14 +8,18 @@ from typing import Any
 
 import pytest
 
+from devstack.pollers import scheduled_event
 from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
 from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT
 from pagefleet.jobs.states import JobStatus
-from pagefleet.jobs.sweeper import LEASE_GRACE_S, RETRY_GRACE_S, sweep
+from pagefleet.jobs.sweeper import RETRY_GRACE_S, sweep
 from pagefleet.runtime import RUNTIME
+from pagefleet.specs import metrics_names
 from pagefleet.tenancy.api_keys import create_api_key
 from tests.integration.test_api import SIMPLE, queued_messages
+from tests.integration.test_telemetry import emf_blobs
 from tests.support.api import ApiCaller
 from tests.support.sqs_events import sqs_event
 
@@ -201,14 +205,16 @@ def test_job_past_its_deadline_cannot_start_and_the_sweeper_expires_it(
 # --- sweeper: lost leases and lost retries ----------------------------------------------------
 def test_sweeper_takes_back_a_dead_workers_job(tenant: ApiCaller, api_env: Provisioned) -> None:
     job_id = tenant.post_job(SIMPLE).body["job_id"]
-    queued_messages(api_env)  # the message is gone (e.g. deleted by a buggy worker)
+    queued_messages(api_env)  # its worker deleted the message when it claimed the job
     claim(job_id, owner="dead-worker", lease_s=-(LEASE_GRACE_S + 5))
     report = sweep(svc())
     assert report.leases_recovered == 1
     job = tenant.get_job(job_id).body
     assert job["status"] == "retry_scheduled"
     assert job["error"]["kind"] == "lease_expired"
-    assert len(queued_messages(api_env)) == 1
+    # Ahead of the jobs still waiting for their first turn: on the pool's high queue.
+    assert len(queued_messages(api_env, "standard-high")) == 1
+    assert queued_messages(api_env) == []
     # The dead worker, if it comes back, can no longer write.
     with pytest.raises(Exception, match="lost its lease"):
         svc().store.finish(
@@ -224,6 +230,26 @@ def test_sweeper_takes_back_a_dead_workers_job(tenant: ApiCaller, api_env: Provi
             history=AttemptRecord(attempt=1, worker="dead-worker", started_at=iso(utcnow())),
         )
     assert sweep(svc()).leases_recovered == 0
+
+
+def test_sweeper_dead_letters_a_job_whose_workers_keep_dying_and_counts_it(
+    tenant: ApiCaller, api_env: Provisioned, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from functions.sweeper import handler as sweeper_fn
+
+    RUNTIME.reset()
+    job_id = tenant.post_job({**SIMPLE, "max_attempts": 10}).body["job_id"]
+    for attempt in range(1, LEASES_LOST_LIMIT + 1):
+        claim(job_id, owner=f"dead-{attempt}", lease_s=-(LEASE_GRACE_S + 5))
+        capsys.readouterr()
+        report = sweeper_fn.handler(scheduled_event(), None)
+    assert report["leases_recovered"] == 0 and report["leases_dead_lettered"] == 1
+    job = tenant.get_job(job_id).body
+    assert job["status"] == "dead_lettered"
+    assert f"stopped {LEASES_LOST_LIMIT} times" in job["error"]["message"]
+    [blob] = [b for b in emf_blobs(capsys.readouterr().out) if metrics_names.DEAD_LETTERED in b]
+    assert blob["service"] == metrics_names.DEAD_LETTERS_SERVICE  # what the alarm reads
+    assert blob[metrics_names.DEAD_LETTERED] in (1, 1.0, [1], [1.0])
 
 
 def test_sweeper_leaves_live_leases_alone(tenant: ApiCaller) -> None:
@@ -262,7 +288,7 @@ def test_sweeper_resends_a_retry_whose_message_was_lost(
         retry_at=now() - RETRY_GRACE_S - 5,
     )
     assert sweep(svc()).retries_resent == 1
-    assert len(queued_messages(api_env)) == 1
+    assert len(queued_messages(api_env, "standard-high")) == 1  # it waited its turn: ahead
     assert sweep(svc()).retries_resent == 0  # postponed, not re-sent every minute
 
 

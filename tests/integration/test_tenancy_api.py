@@ -275,13 +275,9 @@ def test_a_worker_writes_the_expiry_with_the_outcome_and_the_consumer_adds_no_wr
     job_id = alice.post_job(JOB).body["job_id"]
     svc = RUNTIME.job_services(ApiSettings())  # the tenant gate among its hooks
     [received] = svc.queue.receive(POOL_QUEUE, max_messages=1, wait_seconds=0, visibility=60)
-    claim = svc.lifecycle.claim(
-        received, POOL_QUEUE, owner="w1", lease_seconds=60, recheck_s=30, worker="w1"
-    )
+    claim = svc.lifecycle.claim(received, POOL_QUEUE, owner="w1", lease_seconds=60, worker="w1")
     assert claim.job is not None
-    step = svc.lifecycle.finish(
-        claim.job, Outcome(JobStatus.SUCCEEDED, result={"ok": 1}), received, POOL_QUEUE, "w1"
-    )
+    step = svc.lifecycle.finish(claim.job, Outcome(JobStatus.SUCCEEDED, result={"ok": 1}), "w1")
     assert step.status is JobStatus.SUCCEEDED
     record = item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")
     finished = datetime.fromisoformat(record["finished_at"].replace("Z", "+00:00")).timestamp()

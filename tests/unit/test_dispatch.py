@@ -32,16 +32,14 @@ def take(svc: JobServices, key: str = "standard"):
 
 def claim(svc: JobServices, received, owner: str = "w"):
     return svc.lifecycle.claim(
-        received, received.queue, owner=owner, lease_seconds=60, recheck_s=30, worker=owner
+        received, received.queue, owner=owner, lease_seconds=60, worker=owner
     )
 
 
 def succeed(svc: JobServices, job_id: str, result: dict | None = None) -> None:
     step = claim(svc, take(svc))
     assert step.job is not None and step.job.job_id == job_id, step.reason
-    svc.lifecycle.finish(
-        step.job, Outcome(JobStatus.SUCCEEDED, result=result), take_none(), "standard", "w"
-    )
+    svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED, result=result), "w")
 
 
 def take_none():
@@ -123,11 +121,7 @@ def test_a_failed_parent_cancels_the_child_naming_it(svc: JobServices) -> None:
     step = claim(svc, take(svc))
     assert step.job is not None
     svc.lifecycle.finish(
-        step.job,
-        Outcome(JobStatus.FAILED, error=JobError(kind="step_failed", message="no")),
-        take_none(),
-        "standard",
-        "w",
+        step.job, Outcome(JobStatus.FAILED, error=JobError(kind="step_failed", message="no")), "w"
     )
     DependencyRelease(svc.lifecycle).handle(
         [JobChange(old=step.job, new=svc.store.get("t", parent.job_id), sequence="2")]
@@ -181,8 +175,6 @@ def test_priority_picks_the_pools_queue(svc: JobServices, queue: FakeQueue) -> N
             error=JobError(kind="navigation_failed", message="x", retryable=True),
             retry_delay_s=0,
         ),
-        take_none(),
-        "standard-high",
         "w",
     )
     assert [m.job_id for m in queue.visible("standard-high")] == [high.job_id]

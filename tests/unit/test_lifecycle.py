@@ -6,6 +6,8 @@ fake clock instead of sleeping; the contract suite holds the fakes to the AWS ad
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pagefleet.errors import EnqueueFailed, JobNotCancellable
@@ -13,12 +15,13 @@ from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
 from pagefleet.jobs.models import JobError, JobRecord, JobRequest
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.rules import LEASE_GRACE_S, RETRY_GRACE_S
+from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT, RETRY_GRACE_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
 from pagefleet.jobs.states import JobStatus
 from tests.fakes import FakeClock, FakeQueue
 
 POOL = "standard"
+HIGH = "standard-high"
 LEASE = 60
 
 
@@ -34,16 +37,20 @@ def receive(svc: JobServices) -> ReceivedMessage:
 
 
 def claim(svc: JobServices, received: ReceivedMessage, owner: str = "w1"):
-    return svc.lifecycle.claim(
-        received, POOL, owner=owner, lease_seconds=LEASE, recheck_s=30, worker=owner
-    )
+    return svc.lifecycle.claim(received, POOL, owner=owner, lease_seconds=LEASE, worker=owner)
 
 
 def run_once(svc: JobServices, owner: str = "w1") -> tuple[JobRecord, ReceivedMessage]:
     """Play a worker: take messages until one claims a job to run."""
+    return run_once_from(svc, POOL, owner)
+
+
+def run_once_from(
+    svc: JobServices, queue: str, owner: str = "w1"
+) -> tuple[JobRecord, ReceivedMessage]:
     while True:
-        received = receive(svc)
-        step = claim(svc, received, owner)
+        [received] = svc.queue.receive(queue, max_messages=1, wait_seconds=0, visibility=LEASE)
+        step = svc.lifecycle.claim(received, queue, owner=owner, lease_seconds=LEASE, worker=owner)
         if step.then is Then.RUN:
             assert step.job is not None
             return step.job, received
@@ -81,13 +88,20 @@ def test_a_failed_enqueue_is_finished_by_the_sweeper(
     assert queue.depth(POOL) == 1
 
 
-def test_a_job_runs_once_and_its_message_is_deleted(svc: JobServices, queue: FakeQueue) -> None:
+def test_a_claimed_jobs_message_is_deleted_at_once_and_the_lease_holds_the_job(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
     submitted = submit_job(svc, "t", request()).job
-    job, received = run_once(svc)
+    job, _ = run_once(svc)
     assert job.status is JobStatus.RUNNING and job.attempt == 1
-    done = svc.lifecycle.finish(
-        job, Outcome(JobStatus.SUCCEEDED, result={"a": 1}), received, POOL, "w1"
-    )
+    # Nothing of a running job is left in SQS: no in-flight message ages with the run.
+    assert queue.depth(POOL) == 0
+    clock.advance(15 * 60)  # a long job, its lease kept by heartbeats
+    for _ in range(20):
+        svc.lifecycle.heartbeat(job, lease_seconds=LEASE)
+        clock.advance(LEASE / 2)
+    assert queue.depth(POOL) == 0 and queue.visible(POOL) == []
+    done = svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED, result={"a": 1}), "w1")
     assert done.then is Then.DELETE and done.status is JobStatus.SUCCEEDED
     record = svc.store.get("t", submitted.job_id)
     assert record.status is JobStatus.SUCCEEDED and record.result == {"a": 1}
@@ -95,11 +109,24 @@ def test_a_job_runs_once_and_its_message_is_deleted(svc: JobServices, queue: Fak
     assert queue.depth(POOL) == 0
 
 
+def test_a_worker_deletes_the_claimed_message_off_the_jobs_path(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    later: list[tuple[Any, ...]] = []
+    svc.lifecycle.later = lambda work, *args: later.append((work, *args))
+    submit_job(svc, "t", request())
+    job, _ = run_once(svc)
+    assert job.status is JobStatus.RUNNING and queue.depth(POOL) == 1  # not yet
+    [(work, *args)] = later
+    work(*args)  # the worker's background thread
+    assert queue.depth(POOL) == 0
+
+
 def test_a_duplicate_of_a_finished_job_is_deleted_unrun(svc: JobServices, queue: FakeQueue) -> None:
     job = submit_job(svc, "t", request()).job
     queue.send(queue.visible(POOL)[0])  # SQS delivered the message twice
-    running, received = run_once(svc)
-    svc.lifecycle.finish(running, Outcome(JobStatus.SUCCEEDED), received, POOL, "w1")
+    running, _ = run_once(svc)
+    svc.lifecycle.finish(running, Outcome(JobStatus.SUCCEEDED), "w1")
     duplicate = receive(svc)
     peek = svc.lifecycle.peek(duplicate, POOL)
     assert peek.then is Then.DELETE and "duplicate" in peek.reason
@@ -107,37 +134,38 @@ def test_a_duplicate_of_a_finished_job_is_deleted_unrun(svc: JobServices, queue:
     assert svc.store.get("t", job.job_id).attempt == 1
 
 
-def test_a_copy_of_a_running_job_is_hidden_until_its_lease_would_end(
+def test_a_copy_of_a_running_job_is_deleted_the_lease_brings_the_job_back(
     svc: JobServices, queue: FakeQueue, clock: FakeClock
 ) -> None:
-    submit_job(svc, "t", request())
-    queue.send(queue.visible(POOL)[0])
+    job_id = submit_job(svc, "t", request()).job.job_id
+    queue.send(queue.visible(POOL)[0])  # SQS delivered the message twice
     run_once(svc, "w1")
-    copy = receive(svc)
-    step = claim(svc, copy, "w2")
-    assert step.then is Then.HIDE
-    assert queue.visible(POOL) == []
-    clock.advance(31)  # recheck_s: looked at again well before the lease runs out
-    assert len(queue.visible(POOL)) == 1
+    step = claim(svc, receive(svc), "w2")
+    assert step.then is Then.DELETE and "running elsewhere" in step.reason
+    assert queue.depth(POOL) == 0
+    # w1 dies: its lease runs out and the job is taken back, ahead of the queue.
+    clock.advance(LEASE + LEASE_GRACE_S)
+    assert sweeper.take_back_expired(svc, now=int(clock.now())).requeued == 1
+    assert [m.job_id for m in queue.visible(HIGH)] == [job_id]
 
 
 def test_a_retryable_failure_is_retried_after_backoff_until_the_budget_is_spent(
     svc: JobServices, queue: FakeQueue, clock: FakeClock
 ) -> None:
     job_id = submit_job(svc, "t", request(max_attempts=2)).job.job_id
-    job, received = run_once(svc)
+    job, _ = run_once(svc)
     outcome = svc.lifecycle.after_failure(job, failure())
     assert outcome.status is JobStatus.RETRY_SCHEDULED
     assert outcome.retry_delay_s is not None
-    svc.lifecycle.finish(job, outcome, received, POOL, "w1")
+    svc.lifecycle.finish(job, outcome, "w1")
     assert svc.store.get("t", job_id).status is JobStatus.RETRY_SCHEDULED
     assert queue.sent[-1][1] == outcome.retry_delay_s  # the retry message waits its backoff
     clock.advance(outcome.retry_delay_s + 1)
-    second, received = run_once(svc, "w2")
+    second, _ = run_once(svc, "w2")
     assert second.attempt == 2
     last = svc.lifecycle.after_failure(second, failure())
     assert last.status is JobStatus.FAILED  # max_attempts=2 is spent
-    svc.lifecycle.finish(second, last, received, POOL, "w2")
+    svc.lifecycle.finish(second, last, "w2")
     record = svc.store.get("t", job_id)
     assert record.status is JobStatus.FAILED
     assert [a.attempt for a in record.attempts] == [1, 2]
@@ -153,9 +181,9 @@ def test_an_early_copy_of_a_retry_is_hidden_until_the_retry_is_due(
     svc: JobServices, queue: FakeQueue, clock: FakeClock
 ) -> None:
     submit_job(svc, "t", request())
-    job, received = run_once(svc)
+    job, _ = run_once(svc)
     outcome = Outcome(JobStatus.RETRY_SCHEDULED, error=failure(), retry_delay_s=100)
-    svc.lifecycle.finish(job, outcome, received, POOL, "w1")
+    svc.lifecycle.finish(job, outcome, "w1")
     # The retry's message waits out its backoff; a copy arrives now (a duplicate delivery).
     svc.lifecycle.send(svc.store.get("t", job.job_id))
     early = receive(svc)
@@ -169,38 +197,48 @@ def test_a_paused_worker_can_write_nothing_after_its_job_was_reclaimed(
     svc: JobServices, clock: FakeClock
 ) -> None:
     job_id = submit_job(svc, "t", request()).job.job_id
-    stale, stale_msg = run_once(svc, "w1")
-    clock.advance(LEASE + 1)  # w1 paused; the message came back
-    fresh, fresh_msg = run_once(svc, "w2")
+    stale, _ = run_once(svc, "w1")
+    clock.advance(LEASE + LEASE_GRACE_S)  # w1 paused; its lease is taken back
+    sweeper.take_back_expired(svc, now=int(clock.now()))
+    fresh, _ = run_once_from(svc, HIGH, "w2")
     assert fresh.attempt == 2
     with pytest.raises(Exception, match="lease"):
-        svc.lifecycle.heartbeat(stale, stale_msg, POOL, lease_seconds=LEASE)
-    late = svc.lifecycle.finish(
-        stale, Outcome(JobStatus.FAILED, error=failure()), stale_msg, POOL, "w1"
-    )
+        svc.lifecycle.heartbeat(stale, lease_seconds=LEASE)
+    late = svc.lifecycle.finish(stale, Outcome(JobStatus.FAILED, error=failure()), "w1")
     assert late.then is Then.LEAVE and late.status is None
-    svc.lifecycle.finish(fresh, Outcome(JobStatus.SUCCEEDED), fresh_msg, POOL, "w2")
+    svc.lifecycle.finish(fresh, Outcome(JobStatus.SUCCEEDED), "w2")
     assert svc.store.get("t", job_id).status is JobStatus.SUCCEEDED
 
 
-def test_a_heartbeat_keeps_the_lease_and_the_message(svc: JobServices, clock: FakeClock) -> None:
+def test_a_heartbeat_keeps_the_lease_so_the_job_is_never_taken_back(
+    svc: JobServices, clock: FakeClock
+) -> None:
     submit_job(svc, "t", request())
-    job, received = run_once(svc)
+    job, _ = run_once(svc)
     for _ in range(5):
         clock.advance(LEASE - 10)
-        assert svc.lifecycle.heartbeat(job, received, POOL, lease_seconds=LEASE) == []
-    assert svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE) == []
+        assert svc.lifecycle.heartbeat(job, lease_seconds=LEASE) == []
+        assert sweeper.take_back_expired(svc, now=int(clock.now())).requeued == 0
+    assert svc.store.get("t", job.job_id).attempt == 1
 
 
-def test_a_reclaim_past_the_budget_fails_the_job(svc: JobServices, clock: FakeClock) -> None:
+def test_a_copy_that_comes_back_after_its_worker_died_reclaims_the_job(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker died between its claim and the message's delete: the message comes back
+    after its visibility, the lease has run out, and the copy claims the job again; past
+    the attempt budget, the job fails."""
     job_id = submit_job(svc, "t", request(max_attempts=1)).job.job_id
+    monkeypatch.setattr(queue, "delete", lambda *a: None)  # the delete never happened
     run_once(svc, "w1")
-    clock.advance(LEASE + 1)  # the only attempt's worker died
+    monkeypatch.undo()
+    clock.advance(LEASE + 1)
     step = claim(svc, receive(svc), "w2")
     assert step.then is Then.DELETE and step.status is JobStatus.FAILED
     record = svc.store.get("t", job_id)
     assert record.status is JobStatus.FAILED and record.error is not None
     assert record.error.kind == "lease_expired"
+    assert queue.depth(POOL) == 0
 
 
 def test_a_job_past_its_deadline_expires_unrun(svc: JobServices, clock: FakeClock) -> None:
@@ -267,19 +305,100 @@ def test_a_redriven_job_gets_its_whole_budget_back(svc: JobServices, clock: Fake
     assert job.attempt == 2 and job.attempts_used == 1  # allowed: budget restored
 
 
-def test_the_sweeper_takes_back_a_dead_workers_job(svc: JobServices, clock: FakeClock) -> None:
+def test_the_sweeper_takes_back_a_dead_workers_job_ahead_of_the_queue(
+    svc: JobServices, clock: FakeClock
+) -> None:
     retried = submit_job(svc, "t", request(max_attempts=2)).job.job_id
     spent = submit_job(svc, "t", request(max_attempts=1)).job.job_id
-    # Both workers die, and their messages are gone too (deleted by mistake).
-    for _ in range(2):
-        _, received = run_once(svc, "w1")
-        svc.queue.delete(POOL, received.receipt_handle)
-    clock.advance(LEASE + LEASE_GRACE_S + 1)
+    for _ in range(2):  # both workers die
+        run_once(svc, "w1")
+    waiting = submit_job(svc, "t", request()).job.job_id
+    clock.advance(LEASE + LEASE_GRACE_S)
     report = sweeper.sweep(svc)
     assert (report.leases_recovered, report.leases_failed) == (1, 1)
-    assert svc.store.get("t", retried).status is JobStatus.RETRY_SCHEDULED
+    record = svc.store.get("t", retried)
+    assert record.status is JobStatus.RETRY_SCHEDULED and record.leases_lost == 1
     assert svc.store.get("t", spent).status is JobStatus.FAILED
-    assert [m.job_id for m in svc.queue.visible(POOL)] == [retried]
+    # It waited its turn once: it goes before the job that is still waiting for its first.
+    assert [m.job_id for m in svc.queue.visible(HIGH)] == [retried]
+    assert [m.job_id for m in svc.queue.visible(POOL)] == [waiting]
+
+
+def test_a_take_back_sends_first_so_a_taker_that_dies_loses_nothing(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    run_once(svc, "w1")
+    clock.advance(LEASE + LEASE_GRACE_S)  # w1 died
+    monkeypatch.setattr(queue, "send", lambda *a, **k: (_ for _ in ()).throw(OSError("down")))
+    assert sweeper.take_back_expired(svc, now=clock.now()).requeued == 0  # SQS down: later
+    assert svc.store.get("t", job_id).status is JobStatus.RUNNING
+    monkeypatch.undo()
+
+    def dies(*args: object, **kwargs: object) -> None:
+        raise SystemExit("the taker was killed after its send")
+
+    monkeypatch.setattr(svc.store, "transition", dies)
+    with pytest.raises(SystemExit):
+        sweeper.take_back_expired(svc, now=clock.now())
+    monkeypatch.undo()
+    # The message it sent first reclaims the job, whose lease is over.
+    again, _ = run_once_from(svc, HIGH, "w2")
+    assert again.job_id == job_id and again.attempt == 2
+
+
+def test_a_workers_lease_watch_takes_back_only_its_own_pools_jobs(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    mine = submit_job(svc, "t", request()).job.job_id
+    heavy = submit_job(svc, "t", request(pool="heavy")).job.job_id
+    run_once(svc, "w1")
+    run_once_from(svc, "heavy", "w1")
+    clock.advance(LEASE + LEASE_GRACE_S)
+    taken = sweeper.take_back_expired(svc, now=int(clock.now()), pool=POOL)
+    assert taken.requeued == 1
+    assert svc.store.get("t", mine).status is JobStatus.RETRY_SCHEDULED
+    assert svc.store.get("t", heavy).status is JobStatus.RUNNING  # heavy's own, or the sweeper
+
+
+def test_a_job_whose_workers_keep_dying_is_dead_lettered_and_redriven_with_a_fresh_count(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    """What SQS's maxReceiveCount did while a message stayed in flight for its whole run:
+    a job that kills its worker every time stops after LEASES_LOST_LIMIT workers."""
+    job_id = submit_job(svc, "t", request(max_attempts=10)).job.job_id
+    queue = POOL
+    for lost in range(1, LEASES_LOST_LIMIT + 1):
+        run_once_from(svc, queue, f"w{lost}")
+        clock.advance(LEASE + LEASE_GRACE_S)  # that worker was killed
+        taken = sweeper.take_back_expired(svc, now=int(clock.now()))
+        queue = HIGH
+        if lost < LEASES_LOST_LIMIT:
+            assert taken.requeued == 1, lost
+    assert taken.dead_lettered == 1
+    record = svc.store.get("t", job_id)
+    assert record.status is JobStatus.DEAD_LETTERED and record.error is not None
+    assert record.error.kind == "dead_lettered" and "stopped 5 times" in record.error.message
+    assert record.attempt == LEASES_LOST_LIMIT < record.request.max_attempts
+    assert svc.queue.visible(HIGH) == []
+    assert [j.job_id for j in sweeper.list_dead_letters(svc)] == [job_id]
+    assert sweeper.redrive(svc, [("t", job_id)]) == [job_id]
+    assert svc.store.get("t", job_id).leases_lost == 0
+
+
+def test_a_stopping_workers_job_is_handed_back_at_once_ahead_of_the_queue(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    job, _ = run_once(svc)
+    interrupted = JobError(kind="interrupted", message="worker stopping", retryable=True)
+    outcome = Outcome(JobStatus.RETRY_SCHEDULED, error=interrupted, release_message=True)
+    step = svc.lifecycle.finish(job, outcome, "w1")
+    assert step.status is JobStatus.RETRY_SCHEDULED
+    assert queue.sent[-1] == (queue.visible(HIGH)[0], 0)
+    assert queue.visible(HIGH)[0].job_id == job_id
+    again, _ = run_once_from(svc, HIGH, "w2")
+    assert again.attempt == 2
 
 
 def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
@@ -288,13 +407,9 @@ def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
     from datetime import UTC, datetime, timedelta
 
     job_id = submit_job(svc, "t", request()).job.job_id
-    job, received = run_once(svc)
+    job, _ = run_once(svc)
     svc.lifecycle.finish(
-        job,
-        Outcome(JobStatus.RETRY_SCHEDULED, error=failure(), retry_delay_s=5),
-        received,
-        POOL,
-        "w1",
+        job, Outcome(JobStatus.RETRY_SCHEDULED, error=failure(), retry_delay_s=5), "w1"
     )
     clock.advance(6)
     lost = receive(svc)  # the retry's message is received, then lost with its worker
@@ -306,8 +421,11 @@ def test_the_sweeper_resends_a_lost_retry_and_expires_overdue_jobs(
     report = sweeper.sweep(svc)
     assert report.retries_resent == 1 and report.expired == 1
     assert svc.store.get("t", late_id).status is JobStatus.EXPIRED
-    assert [m.job_id for m in svc.queue.visible(POOL)].count(job_id) == 1
+    assert [m.job_id for m in svc.queue.visible(HIGH)].count(job_id) == 1
     assert sweeper.sweep(svc).retries_resent == 0  # looked at again only later
+    # ...but the retry itself is due: its re-sent message starts it at once.
+    retried, _ = run_once_from(svc, HIGH, "w2")
+    assert retried.job_id == job_id and retried.attempt == 2
 
 
 def test_a_message_received_too_often_moves_to_the_dead_letter_queue(

@@ -18,7 +18,7 @@ from pagefleet.tenancy.limits import effective_limits
 from pagefleet.tenancy.retention import RetentionConsumer
 from tests.fakes import FakeClock, fake_services
 from tests.fakes.job_store import FakeJobStore
-from tests.unit.test_lifecycle import POOL, request, run_once
+from tests.unit.test_lifecycle import request, run_once
 from tests.unit.test_retention_delete import RecordedData
 
 DAY = 86_400
@@ -33,8 +33,8 @@ def finish(svc: JobServices, outcome: Outcome) -> str:
     from pagefleet.jobs.service import submit_job
 
     submit_job(svc, "t1", request(), idempotency_key=None)
-    job, received = run_once(svc)
-    svc.lifecycle.finish(job, outcome, received, POOL, "w1")
+    job, _ = run_once(svc)
+    svc.lifecycle.finish(job, outcome, "w1")
     return job.job_id
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobError
-from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
@@ -15,14 +16,11 @@ STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 
 def _run(svc: JobServices, clock: FakeClock, outcome: JobStatus, *, seconds: float) -> None:
     [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=60)
-    step = svc.lifecycle.claim(
-        received, "standard", owner="w", lease_seconds=60, recheck_s=30, worker="w"
-    )
+    step = svc.lifecycle.claim(received, "standard", owner="w", lease_seconds=60, worker="w")
     assert step.job is not None
     clock.advance(seconds)
     error = None if outcome is JobStatus.SUCCEEDED else JobError(kind="x", message="no")
-    gone = ReceivedMessage(None, "r", "m", 1, 0, "", "standard")
-    svc.lifecycle.finish(step.job, Outcome(outcome, error=error), gone, "standard", "w")
+    svc.lifecycle.finish(step.job, Outcome(outcome, error=error), "w")
 
 
 def test_fleet_figures(svc: JobServices, clock: FakeClock) -> None:
@@ -48,3 +46,27 @@ def test_fleet_figures(svc: JobServices, clock: FakeClock) -> None:
     assert figures.duration_s.p50 == 4
     assert figures.queue_delay_s.p50 == 2
     assert figures.sampled == 6
+
+
+def test_the_oldest_waiting_age_counts_waiting_jobs_never_running_ones(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    """Locally the queue age comes from the job records; it must mean what the queues' age
+    means on AWS, where a claimed job's message is gone: a long run never ages the queue,
+    a dead worker's job taken back waits again from then."""
+    job = JobSubmission.model_validate({"steps": STEPS})
+    submit_job(svc, "t", job)
+    [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=60)
+    step = svc.lifecycle.claim(received, "standard", owner="w", lease_seconds=60, worker="w")
+    assert step.job is not None
+    clock.advance(1200)  # a 20-minute run, its lease kept
+    for _ in range(40):
+        svc.lifecycle.heartbeat(step.job, lease_seconds=60)
+    assert fleet_stats(svc, "t").oldest_queued_age_s is None
+    clock.advance(60 + LEASE_GRACE_S)  # its worker died; the lease ran out
+    sweeper.take_back_expired(svc, now=int(clock.now()))
+    clock.advance(7)
+    assert fleet_stats(svc, "t").oldest_queued_age_s == 7
+    submit_job(svc, "t", job)
+    clock.advance(3)
+    assert fleet_stats(svc, "t").oldest_queued_age_s == 10  # the taken-back job is older

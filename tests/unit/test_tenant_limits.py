@@ -73,13 +73,17 @@ def submit(svc: JobServices, tenancy: Tenancy, tenant: str = "t", **extra: objec
 
 
 def receive(svc: JobServices) -> ReceivedMessage | None:
-    got = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
-    return got[0] if got else None
+    """As a worker does: the high queue first (a dead worker's job is sent back there)."""
+    for queue in (f"{POOL}-high", POOL):
+        got = svc.queue.receive(queue, max_messages=1, wait_seconds=0, visibility=LEASE)
+        if got:
+            return got[0]
+    return None
 
 
 def claim(svc: JobServices, received: ReceivedMessage, owner: str = "w1"):
     return svc.lifecycle.claim(
-        received, POOL, owner=owner, lease_seconds=LEASE, recheck_s=30, worker=owner
+        received, received.queue, owner=owner, lease_seconds=LEASE, worker=owner
     )
 
 
@@ -219,7 +223,7 @@ def test_a_job_over_the_running_cap_is_deferred_not_failed(
     resent, delay = queue.sent[-1]
     assert resent.job_id == second and resent.deferrals == 1 and 2 <= delay <= 4
     assert running(svc) == [first]
-    svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), msg, POOL, "w1")
+    svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
     clock.advance(delay)
     again = receive(svc)
     assert again is not None and claim(svc, again, "w2").then is Then.RUN
@@ -241,14 +245,21 @@ def test_a_killed_worker_does_not_leak_its_tenants_slot(
 ) -> None:
     first, second = submit(svc, tenancy), submit(svc, tenancy)
     msg = receive(svc)
-    assert msg is not None and claim(svc, msg).then is Then.RUN
-    # The worker is killed: no finish, no heartbeat. The sweeper takes the job back.
+    step = claim(svc, msg) if msg is not None else None
+    assert step is not None and step.job is not None and step.then is Then.RUN
+    # The worker is killed: no finish, no heartbeat. The sweeper takes the job back, and its
+    # running slot (max_running 1) stays its own: it starts again first, not deferred.
     clock.advance(LEASE + LEASE_GRACE_S + 1)
     report = sweeper.sweep(svc)
     assert report.leases_recovered == 1
-    assert counters(tenancy).view("t", now_ms=0).running == frozenset()
-    # Both jobs can now run, one at a time.
-    ran = []
+    assert counters(tenancy).view("t", now_ms=0).running == {step.job.job_id}
+    again = receive(svc)
+    assert again is not None and again.queue == f"{POOL}-high"
+    assert claim(svc, again, "w2").then is Then.RUN
+    clock.advance(1)
+    svc.lifecycle.finish(svc.store.get("t", step.job.job_id), Outcome(JobStatus.SUCCEEDED), "w2")
+    # Both jobs run, one at a time, and the slot is given back at the end.
+    ran = [step.job.job_id]
     while len(ran) < 2:
         got = receive(svc)
         assert got is not None
@@ -256,7 +267,7 @@ def test_a_killed_worker_does_not_leak_its_tenants_slot(
         if step.then is Then.RUN:
             assert step.job is not None and running(svc) == [step.job.job_id]
             ran.append(step.job.job_id)
-            svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED), got, POOL, "w2")
+            svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED), "w2")
         else:
             clock.advance(DEFER_MAX_S * 2)
     assert sorted(ran) == sorted([first, second])
@@ -269,7 +280,8 @@ def test_a_reclaim_after_a_dead_worker_keeps_one_slot(
     job_id = submit(svc, tenancy)
     msg = receive(svc)
     assert msg is not None and claim(svc, msg, "w1").then is Then.RUN
-    clock.advance(LEASE + 1)  # w1 died; its message comes back
+    clock.advance(LEASE + LEASE_GRACE_S)  # w1 died; its lease is taken back
+    sweeper.take_back_expired(svc, now=int(clock.now()))
     back = receive(svc)
     assert back is not None
     step = claim(svc, back, "w2")
@@ -285,7 +297,7 @@ def test_a_slot_left_by_a_crash_after_the_final_write_is_freed_when_needed(
     assert msg is not None
     job = claim(svc, msg).job
     assert job is not None
-    svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), msg, POOL, "w1")
+    svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
     counters(tenancy).take_slot("t", first, limit=1)  # as if the give-back never happened
     other = receive(svc)
     assert other is not None
@@ -302,7 +314,7 @@ def test_every_final_move_gives_the_slot_back(
         assert msg is not None
         job = claim(svc, msg).job
         assert job is not None
-        svc.lifecycle.finish(job, Outcome(status), msg, POOL, "w1")
+        svc.lifecycle.finish(job, Outcome(status), "w1")
         assert tenancy.quotas.view("t").running == frozenset(), status
     # A retry gives it back too, and takes it again when it runs.
     submit(svc, tenancy)
@@ -311,7 +323,7 @@ def test_every_final_move_gives_the_slot_back(
     job = claim(svc, msg).job
     assert job is not None
     outcome = Outcome(JobStatus.RETRY_SCHEDULED, retry_delay_s=0)
-    svc.lifecycle.finish(job, outcome, msg, POOL, "w1")
+    svc.lifecycle.finish(job, outcome, "w1")
     assert tenancy.quotas.view("t").running == frozenset()
 
 
@@ -364,7 +376,7 @@ def test_waiting_and_scheduled_jobs_hold_queued_room_until_they_start_or_end(
     assert got is not None and got.message is not None and got.message.job_id == parent
     step = claim(svc, got)
     assert step.job is not None and tenancy.quotas.view("t").queued == 2
-    svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED), got, POOL, "w1")
+    svc.lifecycle.finish(step.job, Outcome(JobStatus.SUCCEEDED), "w1")
     # The child is released to the queue: still not started, counted once.
     assert svc.lifecycle.settle_waiting("t", child) is JobStatus.QUEUED
     assert tenancy.quotas.view("t").queued == 2

@@ -125,7 +125,6 @@ def test_two_workers_in_one_process_run_each_hook_once_on_their_own_thread(
             POOL,
             owner=worker.worker_id,
             lease_seconds=60,
-            recheck_s=30,
             worker=worker.worker_id,
         )
         assert step.then is Then.RUN

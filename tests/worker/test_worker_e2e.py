@@ -321,5 +321,40 @@ def test_drain_hands_a_running_job_back_when_the_period_ends(
     handed_back = services.store.get(TENANT, job.job_id)
     assert handed_back.status is JobStatus.RETRY_SCHEDULED
     assert handed_back.error is not None and handed_back.error.kind == "interrupted"
-    # Visible again at once for the next worker, not after the visibility timeout.
-    assert queue_counts(settings.queue_url("standard"))[0] == 1
+    # Visible again at once for the next worker, ahead of the jobs still waiting.
+    assert queue_counts(settings.queue_url("standard-high"))[0] == 1
+
+
+def test_a_running_job_leaves_nothing_in_its_queues_and_its_lease_holds_it(
+    site, services, make_settings, run_worker
+):
+    """What scaling and the oldest-age alarm read (SQS's counts and ages) sees no running
+    job: its message is deleted once the claim is written, and its lease, kept by the
+    heartbeats, holds it past the lease it was claimed with (issue 21 item 4)."""
+    url = site.add("/long-run", "<h1>long</h1>")
+    job = submit(
+        services,
+        {
+            "steps": [
+                {"action": "goto", "url": url},
+                {"action": "wait_for", "selector": "#never", "timeout_ms": 120_000},
+            ],
+            "options": {"job_timeout_s": 600},
+        },
+    )
+    settings = make_settings(lease_seconds=10, heartbeat_seconds=2)
+    run_worker(settings)
+    claimed = wait_for_job(services, job.job_id, {JobStatus.RUNNING})
+    assert claimed.lease_expires_at is not None
+    queues = [settings.queue_url(key) for key in settings.queue_urls if key.startswith("standard")]
+    wait_for_empty_queue(settings.queue_url("standard"))  # the claim's delete is done
+    deadline = time.monotonic() + 120
+    while True:
+        now = services.store.get(TENANT, job.job_id)
+        # Still the first attempt, running: no one took it back, no message came back.
+        assert now.status is JobStatus.RUNNING and now.attempt == claimed.attempt
+        assert [queue_counts(q) for q in queues] == [(0, 0, 0)] * len(queues)
+        if (now.lease_expires_at or 0) >= claimed.lease_expires_at + settings.lease_seconds:
+            break  # it has outlived the lease it was claimed with
+        assert time.monotonic() < deadline, "the lease was not kept"
+        time.sleep(0.2)

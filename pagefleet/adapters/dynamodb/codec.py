@@ -101,7 +101,7 @@ def item_to_record(item: Mapping[str, Any]) -> JobRecord:
         if isinstance(data.get(key), str):
             data[key] = json.loads(data[key])
     data["attempts"] = [json.loads(a) for a in data.pop("attempt_log", [])]
-    for key in ("attempt", "lease_expires_at"):
+    for key in ("attempt", "lease_expires_at", "leases_lost"):
         if data.get(key) is not None:
             data[key] = int(data[key])
     return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})

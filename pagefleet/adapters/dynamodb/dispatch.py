@@ -1,5 +1,6 @@
 """Where a new job sits in the jobs table's indexes, its dependency edges, and the queries
-the dispatch moves and the sweeper need (dependants, dispatched, recheck_waiting, ops_due).
+the dispatch moves and the sweeper need (dependants, dispatched, recheck_waiting, ops_due,
+next_due).
 
 - queued (or scheduled within 15 minutes): marked ``unqueued`` until its message is known
   sent, and in the ops ``deadline`` set if it has a latest start;
@@ -185,3 +186,20 @@ class DispatchQueries:
                 data = deserialize(item)
                 out.append((str(data["tenant_id"]), str(data["job_id"])))
         return out
+
+    def next_due(self, kind: str, after_epoch: int) -> int | None:
+        """The earliest time (epoch s) in the ops index of ``kind`` at or after a time: when
+        the next running job's lease ends, for the workers' lease watch."""
+        found: list[int] = []
+        shards = ["dead"] if kind == "dead" else [f"{kind}#{n}" for n in range(OPS_SHARDS)]
+        for shard in shards:
+            resp = self._db.query(
+                TableName=self._table,
+                IndexName="ops",
+                KeyConditionExpression="ops_pk = :p AND ops_sk >= :t",
+                ExpressionAttributeValues=serialize({":p": shard, ":t": ops_time(after_epoch)}),
+                ProjectionExpression="ops_sk",
+                Limit=1,
+            )
+            found += [int(deserialize(i)["ops_sk"]) for i in resp.get("Items", [])]
+        return min(found, default=None)

@@ -402,16 +402,18 @@ class DynamoJobStore(DispatchQueries):
             )
 
     def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:
-        """After re-sending a lost retry's message, look again only after ``due``."""
+        """After re-sending a lost retry's message, look again only after ``due``. Only the
+        sweeper's look moves: the retry stays due (``retry_at``), so the message sent now is
+        claimed at once, not refused as early."""
         with contextlib.suppress(ClientError):
             self._db.update_item(
                 TableName=self._table,
                 Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression="SET retry_at = :due, ops_sk = :sk",
+                UpdateExpression="SET ops_sk = :sk",
                 ConditionExpression="#status = :r",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=serialize(
-                    {":due": due, ":sk": ops_time(due), ":r": JobStatus.RETRY_SCHEDULED.value}
+                    {":sk": ops_time(due), ":r": JobStatus.RETRY_SCHEDULED.value}
                 ),
             )
 

@@ -161,11 +161,15 @@ def transition_update(
     """A move of a job no live worker holds, conditioned on the transition table."""
     names, values, in_clause = status_in(sources_of(target))
     condition = f"attribute_exists(pk) AND {in_clause}"
+    adds = ""
     if lease_expired_before is not None:
         condition += " AND #status = :running_now AND lease_expires_at < :expired_before"
         values.update(
             {":running_now": JobStatus.RUNNING.value, ":expired_before": lease_expired_before}
         )
+        # A lease taken back: one more time a worker stopped on this job.
+        adds = " ADD leases_lost :one"
+        values[":one"] = 1
     values.update({":to": target.value, ":sp": status_key, ":at": at})
     sets = ["#status = :to", "status_pk = :sp", "updated_at = :at"]
     removes: list[str] = []
@@ -187,10 +191,10 @@ def transition_update(
         # Redrive: a fresh retry budget, and the message must be sent again.
         sets += ["attempt_base = attempt", "unqueued_pk = :unq"]
         values[":unq"] = UNQUEUED
-        removes += ["ops_pk", "ops_sk", "enqueued_at", "#error", "retry_at"]
+        removes += ["ops_pk", "ops_sk", "enqueued_at", "#error", "retry_at", "leases_lost"]
         names["#error"] = "error"
     if error is not None:
         names["#error"] = "error"
         sets.append("#error = :error")
         values[":error"] = error.model_dump_json()
-    return Update(_expression(sets, removes), condition, names, values)
+    return Update(_expression(sets, removes) + adds, condition, names, values)

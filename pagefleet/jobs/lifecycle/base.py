@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,12 +29,17 @@ class LifecycleBase:
         clock: Clock = SYSTEM_CLOCK,
         *,
         hooks: JobHooks = NO_HOOKS,
+        later: Callable[..., object] | None = None,
     ) -> None:
         self.store = store
         self.queue = queue
         self.clock = clock
         # The tenant limits: a slot taken before each claim, given back after moves.
         self.hooks = hooks
+        # Runs what nothing waits for once a claim is written (its message's delete): a
+        # worker passes its background executor's submit, so the delete is off the job's
+        # path. None: at once.
+        self.later = later
 
     # --- time ---------------------------------------------------------------------------------
     def now(self) -> int:
@@ -51,8 +57,13 @@ class LifecycleBase:
         return job if job.status is status else None
 
     # --- the one way a job message is sent -----------------------------------------------------
-    def send(self, job: JobRecord, *, delay_s: int = 0) -> None:
-        self.queue.send(JobMessage.for_job(job), delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
+    def send(self, job: JobRecord, *, delay_s: int = 0, ahead: bool = False) -> None:
+        """``ahead``: on its pool's high-priority queue, for a job that already waited its
+        turn once and lost it through no fault of its own (its worker died or stopped)."""
+        message = JobMessage.for_job(job)
+        if ahead:
+            message = message.model_copy(update={"priority": "high"})
+        self.queue.send(message, delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))
 
     def enqueue(self, job: JobRecord, *, delay_s: int = 0) -> JobRecord:
         """Send a recorded job's message and note that it is in the queue.
@@ -90,6 +101,9 @@ class LifecycleBase:
         return moved
 
     # --- messages -------------------------------------------------------------------------------
+    # A job's message only asks for a claim: once the claim is written the message is deleted
+    # and the lease holds the job (a dead worker's job is taken back when its lease runs
+    # out), so SQS's age and in-flight counts see jobs that wait, never jobs that run.
     def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
         try:
             self.queue.delete(pool, received.receipt_handle)

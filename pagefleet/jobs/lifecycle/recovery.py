@@ -12,7 +12,9 @@ from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import (
+    LEASES_LOST_LIMIT,
     attempt_allowed,
+    dead_worker_limit_reached,
 )
 from pagefleet.jobs.states import JobStatus
 
@@ -59,7 +61,7 @@ class RecoveryMoves(LifecycleBase):
             kind="dead_lettered",
             message=(
                 f"the job's message was received {received.receive_count} times without "
-                "finishing; it was moved to the dead-letter queue"
+                "the job starting; it was moved to the dead-letter queue"
             ),
             retryable=True,
         )
@@ -73,15 +75,23 @@ class RecoveryMoves(LifecycleBase):
             return "already_final"  # finished (or already dead-lettered) before the DLQ saw it
         return "marked"
 
-    def take_back(self, tenant_id: str, job_id: str, *, expired_before: int) -> str:
-        """A running job whose worker stopped heartbeating: retry it, or fail it when the
-        budget is spent. Returns "requeued", "failed", "alive" or "gone"."""
+    def take_back(
+        self, tenant_id: str, job_id: str, *, expired_before: int, pool: str | None = None
+    ) -> str:
+        """A running job whose worker stopped heartbeating: retry it at once, ahead of its
+        queue; fail it when its attempts are spent; dead-letter it when workers stopped on
+        it ``LEASES_LOST_LIMIT`` times. With ``pool``, only that pool's jobs (a worker
+        sends only to its own pool's queues). Returns "requeued", "failed",
+        "dead_lettered", "alive", "elsewhere" (another pool's), "unsent" (left for the next
+        look) or "gone"."""
         try:
             job = self.store.get(tenant_id, job_id)
         except NotFound:
             return "gone"
         if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
             return "alive"
+        if pool is not None and job.pool != pool:
+            return "elsewhere"
         error = JobError(
             kind="lease_expired",
             message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",
@@ -89,27 +99,54 @@ class RecoveryMoves(LifecycleBase):
             timeout="lease",
         )
         retry = attempt_allowed(job, job.attempt + 1)
+        to = JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED
+        if retry and dead_worker_limit_reached(job):
+            to = JobStatus.DEAD_LETTERED
+            error = JobError(
+                kind="dead_lettered",
+                message=(
+                    f"its worker stopped {LEASES_LOST_LIMIT} times without finishing (the job "
+                    "may be what kills it); kept as a dead letter for an operator to redrive"
+                ),
+                retryable=True,
+                timeout="lease",
+            )
+        if to is JobStatus.RETRY_SCHEDULED:
+            # The message first: whoever takes a job back may die next, and a job moved
+            # without its message would wait for the sweeper's re-send. Sent for a job that
+            # is not taken back after all (a heartbeat came back, another watch won), the
+            # copy finds it running or retried and is deleted. It goes to the front: it had
+            # waited its turn once, as its old message did when it came back.
+            try:
+                self.send(job, ahead=True)
+            except Exception:
+                return "unsent"  # still running, its lease over: the next look tries again
         try:
-            moved = self._transition(
+            moved = self.store.transition(
                 tenant_id,
                 job_id,
-                JobStatus.RETRY_SCHEDULED if retry else JobStatus.FAILED,
+                to,
+                at=self.at(),
                 error=error,
                 lease_expired_before=expired_before,
                 retry_at=self.now(),
             )
         except IllegalTransition:
-            return "alive"  # the heartbeat came back, or another sweeper got there first
-        if not retry:
-            return "failed"
-        self.send(moved)
-        return "requeued"
+            return "alive"  # the heartbeat came back, or someone else took it back first
+        if to is JobStatus.RETRY_SCHEDULED:
+            # Its tenant's running slot stays the job's: it starts again at once and its
+            # claim finds the slot its own (a reclaim from the returning message kept it
+            # too), instead of being deferred behind a tenant at its cap.
+            return "requeued"
+        self.hooks.after_move(moved)
+        return to.value
 
     def resend_retry(self, tenant_id: str, job_id: str, *, look_again_at: int) -> bool:
-        """A retry whose message never came back: send it again."""
+        """A retry whose message never came back (its send failed): send it again, ahead of
+        its queue, since it has waited its turn and more."""
         job = self.job_in(tenant_id, job_id, JobStatus.RETRY_SCHEDULED)
         if job is None:
             return False
-        self.send(job)
+        self.send(job, ahead=True)
         self.store.postpone_retry(tenant_id, job_id, due=look_again_at)
         return True

@@ -18,7 +18,6 @@ from pagefleet.jobs.moves import Outcome, Step, Then, headline, job_message
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.record_size import bound_outcome
 from pagefleet.jobs.rules import (
-    LEASE_MARGIN_S,
     MAX_DELAY_S,
     attempt_allowed,
     lease_until,
@@ -47,13 +46,12 @@ class WorkerMoves(LifecycleBase):
         *,
         owner: str,
         lease_seconds: int,
-        recheck_s: int,
         worker: str,
     ) -> Step:
         """Take the job for a new attempt, or say what to do with its message instead.
 
-        ``recheck_s`` bounds how long a copy of a job running elsewhere is hidden before it
-        is looked at again. The hooks may defer the job first (its tenant's running cap).
+        A written claim deletes the message: from then on the lease holds the job. The hooks
+        may defer the job first (its tenant's running cap).
         """
         message = job_message(received)
         if (deferral := self.hooks.before_claim(message)) is not None:
@@ -80,7 +78,7 @@ class WorkerMoves(LifecycleBase):
             due = int(early.details.get("retry_at", now)) - int(now)
             return self._hide(received, pool, max(1, due), "retry not due yet")
         except IllegalTransition:
-            return self._claim_refused(received, pool, message, owner, recheck_s)
+            return self._claim_refused(received, pool, message, owner)
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
         if not attempt_allowed(job, job.attempt):
@@ -93,18 +91,26 @@ class WorkerMoves(LifecycleBase):
                 ),
                 timeout="lease",
             )
-            done = self.finish(job, Outcome(JobStatus.FAILED, error=error), received, pool, worker)
+            self._done(received, pool, "")
+            done = self.finish(job, Outcome(JobStatus.FAILED, error=error), worker)
             return Step(done.then, reason="max_attempts spent", status=done.status)
+        return self._claimed(received, pool, job)
+
+    def _claimed(
+        self, received: ReceivedMessage, pool: str, job: JobRecord, reason: str = ""
+    ) -> Step:
+        """The claim is written: the message is done with (a failed delete brings it back
+        as a copy of a running job, deleted then)."""
         self.hooks.after_claim(job)
-        return Step(Then.RUN, job=job)
+        if self.later is not None:
+            with contextlib.suppress(RuntimeError):  # stopping (executor shut down): now
+                self.later(self._done, received, pool, reason)
+                return Step(Then.RUN, job=job, reason=reason)
+        self._done(received, pool, reason)
+        return Step(Then.RUN, job=job, reason=reason)
 
     def _claim_refused(
-        self,
-        received: ReceivedMessage,
-        pool: str,
-        message: JobMessage,
-        owner: str,
-        recheck_s: int,
+        self, received: ReceivedMessage, pool: str, message: JobMessage, owner: str
     ) -> Step:
         try:
             current = self.store.get(message.tenant_id, message.job_id)
@@ -113,33 +119,23 @@ class WorkerMoves(LifecycleBase):
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
-            self.hooks.after_claim(current)
-            return Step(Then.RUN, job=current, reason="claim applied though its reply was lost")
+            return self._claimed(received, pool, current, "claim applied though its reply was lost")
         if current.status.is_final:
             return self._done(received, pool, f"duplicate delivery ({current.status.value})")
-        if current.status is JobStatus.RUNNING and current.lease_expires_at is not None:
-            # Another attempt holds a live lease. Keep this copy hidden until that lease would
-            # run out: if its worker finishes, the copy is deleted as a duplicate then; if it
-            # dies, the copy is what brings the job back.
-            wait = max(1, current.lease_expires_at - self.now() + LEASE_MARGIN_S)
-            return self._hide(received, pool, min(wait, recheck_s), "running elsewhere")
+        if current.status is JobStatus.RUNNING:
+            # Another attempt holds a live lease; if its worker dies, the lease is taken back
+            # and the job sent again. This copy asks for nothing more.
+            return self._done(received, pool, "a copy of a job running elsewhere")
         if current.status is JobStatus.WAITING:
             # Its release sends a message of its own: this one is a stray copy.
             return self._done(received, pool, "the job waits for its parents")
         return Step(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
 
-    def heartbeat(
-        self, job: JobRecord, received: ReceivedMessage, pool: str, *, lease_seconds: int
-    ) -> list[str]:
-        """Extend the message's visibility and the record's lease; raises ``LeaseLost``.
-
-        Returns what failed without losing the lease (worth a warning, not a stop).
+    def heartbeat(self, job: JobRecord, *, lease_seconds: int) -> list[str]:
+        """Extend the record's lease (the message is gone since the claim); raises
+        ``LeaseLost``. Returns what failed without losing the lease (a warning, not a stop).
         """
         problems = []
-        try:
-            self.queue.change_visibility(pool, received.receipt_handle, lease_seconds)
-        except Exception as exc:
-            problems.append(f"visibility: {headline(exc)}")
         try:
             self.store.extend_lease(
                 job.tenant_id,
@@ -178,15 +174,12 @@ class WorkerMoves(LifecycleBase):
             JobStatus.FAILED, result=result or None, error=error, artifacts=list(artifacts or [])
         )
 
-    def finish(
-        self,
-        job: JobRecord,
-        outcome: Outcome,
-        received: ReceivedMessage,
-        pool: str,
-        worker: str,
-    ) -> Step:
-        """Write the attempt's outcome (fenced), send a retry's message, settle the message."""
+    def finish(self, job: JobRecord, outcome: Outcome, worker: str) -> Step:
+        """Write the attempt's outcome (fenced) and send a retry's message.
+
+        The claim deleted the job's message: an outcome not written leaves the job running
+        until its lease runs out and it is taken back.
+        """
         at = self.at()
         retrying = outcome.status is JobStatus.RETRY_SCHEDULED
         delay = outcome.retry_delay_s or 0
@@ -218,21 +211,18 @@ class WorkerMoves(LifecycleBase):
         except Exception as exc:
             return Step(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
         self.hooks.after_move(job.model_copy(update={"status": outcome.status}))
-        if outcome.release_message:
-            self._release(received, pool)
-            return Step(Then.RELEASE, status=outcome.status)
-        if retrying and outcome.retry_delay_s is not None:
+        if retrying:
             try:
-                self.send(job, delay_s=delay)
+                # Handed back by a stopping worker: at once, ahead of the queue.
+                self.send(job, delay_s=delay, ahead=outcome.release_message)
             except Exception as exc:
-                # Keep the original message: redelivered, it claims the retry_scheduled job.
+                # The sweeper re-sends a retry whose message is overdue (RETRY_GRACE_S).
                 return Step(
-                    Then.LEAVE,
+                    Then.DELETE,
                     status=outcome.status,
-                    reason=f"could not enqueue the retry: {headline(exc)}",
+                    reason=f"could not enqueue the retry: {headline(exc)}; the sweeper will",
                 )
-        step = self._done(received, pool, "")
-        return Step(step.then, status=outcome.status, reason=step.reason)
+        return Step(Then.DELETE, status=outcome.status)
 
     def _landed(self, job: JobRecord, outcome: Outcome) -> bool:
         """After a refused finish: did our own earlier try land (its reply lost on the way)?"""
