@@ -71,9 +71,7 @@ def claimed(world: World) -> tuple[JobRecord, ReceivedMessage]:
     """Play a worker slot: the session's message is received and its job claimed."""
     svc = world.sessions.jobs
     [received] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
-    taken = svc.lifecycle.claim(
-        received, POOL, owner="w1", lease_seconds=LEASE, recheck_s=30, worker="w1"
-    )
+    taken = svc.lifecycle.claim(received, POOL, owner="w1", lease_seconds=LEASE, worker="w1")
     assert taken.job is not None, taken.reason
     return taken.job, received
 
@@ -228,16 +226,14 @@ def test_closing_a_session_not_started_cancels_it_and_deletes_its_queues(world: 
 
 def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(world: World) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
-    job, received = claimed(world)
+    job, _ = claimed(world)
     steps = [
         {"action": "goto", "url": "http://127.0.0.1:8000/form"},
         {"action": "fill", "selector": "#name", "value": "Ada Lovelace"},
         {"action": "click", "selector": "button[type=submit]"},
     ]
     result = {"steps": steps, "data": {}, "closed_reason": "idle"}
-    world.sessions.jobs.lifecycle.finish(
-        job, Outcome(JobStatus.SUCCEEDED, result=result), received, POOL, "w1"
-    )
+    world.sessions.jobs.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED, result=result), "w1")
 
     body = SaveAsWorkflow(name="signup", inputs={"who": "Ada Lovelace"})
     first = service.save_as_workflow(world.sessions, TENANT, job.job_id, body)
