@@ -41,6 +41,7 @@ def build_worker(
         "breakers": BreakerGate(RUNTIME.breakers(settings), worker_id, clock=services.clock.now),
         "events": RUNTIME.event_store(settings.jobs_table),
         "schedules": RUNTIME.schedule_store(settings),
+        "session_channel": RUNTIME.session_channel(settings),
     }
     if "tenant_data" not in given:
         parts["tenant_data"] = tenant_data_source(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from browser_task.errors import FailJob, RetryJob, first_line
+from browser_task.errors import FailJob, JobFailure, RetryJob, first_line
 from pagefleet.jobs.models import Artifact
 from pagefleet.jobs.ports import ArtifactStore
 from pagefleet.specs.resources import ROUTINE
@@ -75,6 +75,18 @@ class ArtifactCollector:
             ),
             name=f"upload {name}",
         )
+
+    async def uploaded(self, name: str) -> Artifact:
+        """Wait for one upload (a browser session's screenshot, linked in its answer)."""
+        try:
+            return await asyncio.shield(self._uploads[name])
+        except JobFailure:
+            raise
+        except Exception as exc:
+            raise RetryJob(
+                f"uploading artifact {name} failed: {first_line(str(exc))}",
+                kind="artifact_upload_failed",
+            ) from None
 
     async def collect(self) -> list[Artifact]:
         """Wait for every upload; the ones that made it, or RetryJob if any did not."""

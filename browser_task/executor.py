@@ -38,6 +38,7 @@ from browser_task.prepare import resolve_secret, step_label
 from browser_task.run_events import step_events
 from browser_task.steps import HANDLERS, control, session
 from browser_task.tracing import TraceRecorder, traces
+from pagefleet.jobs.models import JobRequest
 from pagefleet.specs.resources import DEBUG, ROUTINE
 from pagefleet.workflow import STEP_ADAPTER, Paginate, Step, UseSession
 from pagefleet.workflow.templating import job_fields, references, render
@@ -154,7 +155,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     ctx.step_index = None
     if ctx.secret_values:
         # A page may echo a secret back (a filled field read by extract): never store it.
-        ctx.result = _mask_values(ctx.result, ctx)
+        ctx.result = mask_values(ctx.result, ctx)
     data = _json_bytes(ctx.result)
     if len(data) > MAX_RESULT_BYTES:
         raise FailJob(
@@ -182,7 +183,9 @@ async def run_steps(
         if top:
             ctx.step_index = index
         current: Step = step
-        of, label = len(ctx.request.steps), describe(step, ctx)
+        # A browser session numbers its steps past its (empty) request's.
+        of = max(len(ctx.request.steps), first + len(steps) if top else 0)
+        label = describe(step, ctx)
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):
             try:
                 if ctx.guard.stopped is not None:
@@ -241,13 +244,20 @@ def describe(step: Step, ctx: RunContext) -> str:
     return step_label(step, ctx.mask(step.describe()))
 
 
-def _mask_values(value: Any, ctx: RunContext) -> Any:
+def step_text(request: JobRequest, index: int | None, ctx: RunContext) -> str | None:
+    """The step at ``index`` as errors name it (a browser session's are not in its request)."""
+    if index is None or index >= len(request.steps):
+        return None
+    return describe(request.steps[index], ctx)
+
+
+def mask_values(value: Any, ctx: RunContext) -> Any:
     if isinstance(value, str):
         return ctx.mask(value)
     if isinstance(value, dict):
-        return {k: _mask_values(v, ctx) for k, v in value.items()}
+        return {k: mask_values(v, ctx) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mask_values(v, ctx) for v in value]
+        return [mask_values(v, ctx) for v in value]
     return value
 
 

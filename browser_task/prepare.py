@@ -70,7 +70,7 @@ def _failure_at(
     return failure.at_step(top, step_label(step, text))
 
 
-async def _evaluate_allowed(policies: TenantPolicies | None, tenant_id: str) -> bool:
+async def evaluate_allowed(policies: TenantPolicies | None, tenant_id: str) -> bool:
     if policies is None:
         return False
     try:
@@ -113,7 +113,7 @@ async def prepare_run(
         resolved[name] = value
 
     evaluates = [s for s in steps if isinstance(s[2], Evaluate)]
-    if evaluates and not await _evaluate_allowed(policies, tenant_id):
+    if evaluates and not await evaluate_allowed(policies, tenant_id):
         top, path, step = evaluates[0]
         failure = FailJob(
             "evaluate is not allowed for this tenant (policy allow_evaluate is off); "

@@ -29,20 +29,22 @@ from browser_task.egress_proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
 from browser_task.executor import (
     capture_failure_artifacts,
-    describe,
     run_workflow,
     scheme_guard,
+    step_text,
 )
 from browser_task.leases import LeaseKeeper
 from browser_task.monitoring import Baselines, stored_result
 from browser_task.prepare import TenantPolicies, prepare_run
 from browser_task.run_events import RunEvents, watch_page
+from browser_task.session_loop import run_session
 from browser_task.telemetry import JobLog
 from browser_task.tenant_access import TenantData, TenantDataSource
 from browser_task.tracing import TraceRecorder, traces
 from browser_task.usage import AttemptMeter
 from browser_task.video import drop_video, keep_video
 from browser_task.warm import allows_warm, warm_key
+from pagefleet.browsing.channel import SessionChannel
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.options import ProxyOptions
@@ -74,8 +76,11 @@ class JobRunner:
         abort: asyncio.Event,
         egress_log: EgressLog | None = None,
         schedules: ScheduleStore | None = None,
+        session_channel: SessionChannel | None = None,
     ) -> None:
         self.settings = settings
+        # Where browser sessions' commands come from (None: this worker runs none).
+        self._session_channel = session_channel
         self.lifecycle = lifecycle
         self.browsers = browsers
         # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
@@ -260,7 +265,7 @@ class JobRunner:
         watchdog; each ending has its own outcome."""
         request = job.request
         session = ctx.session
-        work = asyncio.create_task(run_workflow(ctx), name=f"job {job.job_id}")
+        work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
         cancel = asyncio.create_task(self._watch_cancel(job, log))
@@ -367,8 +372,9 @@ class JobRunner:
             failure = RetryJob(
                 f"internal worker error: {type(crash).__name__}", kind="internal_error"
             )
-            if ctx.step_index is not None:
-                failure.at_step(ctx.step_index, describe(job.request.steps[ctx.step_index], ctx))
+            text = step_text(job.request, ctx.step_index, ctx)
+            if ctx.step_index is not None and text is not None:
+                failure.at_step(ctx.step_index, text)
         await capture_failure_artifacts(ctx)
         try:
             outcome = await endings.failed(self.lifecycle, job, failure, ctx)
@@ -381,6 +387,12 @@ class JobRunner:
         await keep_video(ctx.session, collector, failed=True)
         outcome.artifacts, _ = await collector.settle()
         return outcome
+
+    async def _work(self, job: JobRecord, ctx: RunContext) -> dict[str, Any]:
+        """The job's workflow, or a browser session's commands as they come."""
+        if job.request.session is None:
+            return await run_workflow(ctx)
+        return await run_session(ctx, self._session_channel, self._policies)
 
     def guard(self) -> EgressGuard:
         """A job's own scheme and address checks (its refusals are its own)."""

@@ -41,6 +41,7 @@ from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics, noted
 from browser_task.tenant_access import TenantDataSource
 from browser_task.usage import AttemptMeter
+from pagefleet.browsing.channel import SessionChannel
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
@@ -82,6 +83,7 @@ class Worker:
         resolver: Resolver | None = None,
         liveness: Liveness | None = None,
         schedules: ScheduleStore | None = None,
+        session_channel: SessionChannel | None = None,
     ) -> None:
         """Everything the worker talks to is given (``browser_task.__main__.build_worker``
         wires it from the settings): the job services, the tenants' limits (``policies``)
@@ -112,6 +114,7 @@ class Worker:
         self._running = 0
         self.metrics = metrics or WorkerMetrics(settings.pool)
         self._resolver = resolver or system_resolver()
+        self._session_channel = session_channel
         self._clock = clock
         self.browsers = BrowserPool(
             settings,
@@ -178,6 +181,7 @@ class Worker:
             abort=self._abort,
             egress_log=self._egress_log,
             schedules=self._schedules,
+            session_channel=self._session_channel,
         )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
         self._loop.set_default_executor(

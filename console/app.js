@@ -8,6 +8,7 @@ import { jobView } from "./views/job.js";
 import { jobsView } from "./views/jobs.js";
 import { scheduleView } from "./views/schedule.js";
 import { schedulesView } from "./views/schedules.js";
+import { sessionView } from "./views/session.js";
 import { signInView } from "./views/signin.js";
 import { submitView } from "./views/submit.js";
 import { usageView } from "./views/usage.js";
@@ -16,6 +17,7 @@ import { workflowsView } from "./views/workflows.js";
 const NAV = [
   ["#/jobs", "Jobs"],
   ["#/submit", "Submit"],
+  ["#/session", "Live session"],
   ["#/workflows", "Workflows"],
   ["#/schedules", "Schedules"],
   ["#/usage", "Usage"],
@@ -27,6 +29,7 @@ const ROUTES = [
   [/^\/jobs\/([A-Za-z0-9_-]+)$/, jobView, "Job"],
   [/^\/jobs$/, jobsView, "Jobs"],
   [/^\/submit$/, submitView, "Submit a job"],
+  [/^\/session$/, sessionView, "Live session"],
   [/^\/workflows(?:\/([^/]+))?$/, workflowsView, "Workflows"],
   [/^\/schedules\/([0-9A-Za-z]{26})$/, scheduleView, "Schedule"],
   [/^\/schedules$/, schedulesView, "Schedules"],

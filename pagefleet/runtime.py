@@ -43,7 +43,10 @@ if TYPE_CHECKING:
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
     from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.adapters.notify import SecretsManagerSigningSecrets, SqsWebhookQueue
+    from pagefleet.adapters.session_channel import SqsSessionChannel
+    from pagefleet.browsing.service import Sessions
     from pagefleet.jobs.changes import ChangeConsumer
+    from pagefleet.jobs.models import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.live.service import LiveServices
     from pagefleet.notify.sender import WebhookSender
@@ -204,6 +207,41 @@ class Runtime:
             )
 
         return self._per("jobs", settings, build)
+
+    def session_channel(self, settings: CoreSettings) -> SqsSessionChannel:
+        """Browser sessions' command and answer queues (the API and the workers)."""
+        # imported when first built: a cold start imports only what it builds
+        from pagefleet.adapters.session_channel import SqsSessionChannel
+        from pagefleet.specs.resources import session_queue_prefix
+
+        def build() -> SqsSessionChannel:
+            return SqsSessionChannel.beside(
+                self.client("sqs"),
+                prefix=session_queue_prefix(settings.stage),
+                any_queue_url=next(iter(settings.queue_urls.values())),
+            )
+
+        return self._per("session_channel", settings, build)
+
+    def sessions(
+        self, settings: ApiSettings, *, on_lost: Callable[[JobRecord], None] | None = None
+    ) -> Sessions:
+        """What the API does with browser sessions; ``on_lost`` is told of each session
+        found lost (the API's metric)."""
+        # imported when first built: a cold start imports only what it builds
+        from pagefleet.browsing.service import Sessions
+
+        return self._per(
+            "sessions",
+            settings,
+            lambda: Sessions(
+                self.job_services(settings),
+                self.tenancy(settings).quotas,
+                self.session_channel(settings),
+                presign_ttl_s=settings.presign_ttl_seconds,
+                on_lost=on_lost or (lambda job: None),
+            ),
+        )
 
     def breakers(self, settings: CoreSettings) -> Breakers:
         # imported when first built: a cold start imports only what it builds

@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from aws_lambda_powertools.metrics import EphemeralMetrics
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
@@ -29,6 +29,8 @@ from pagefleet.specs import metrics_names
 # invocation, and the services' modules come with the first route that asks for them.
 if TYPE_CHECKING:
     from pagefleet.adapters.job_data import AwsJobData
+    from pagefleet.browsing.service import Sessions
+    from pagefleet.jobs.models import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.runtime import LiveApi
     from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
@@ -54,6 +56,16 @@ def api_settings() -> ApiSettings:
 
 def services() -> JobServices:
     return RUNTIME.job_services(api_settings())
+
+
+def browser_sessions() -> Sessions:
+    return RUNTIME.sessions(api_settings(), on_lost=_session_lost)
+
+
+def _session_lost(job: JobRecord) -> None:
+    # Watched by the lost-sessions alarm (infra/constructs/browser_sessions.py).
+    logger.warning("browser session lost", extra={"job_id": job.job_id, "tenant_id": job.tenant_id})
+    metrics.add_metric(name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=1)
 
 
 def breakers() -> Breakers:

@@ -21,6 +21,8 @@ from pagefleet.errors import (
     NotFound,
     PagefleetError,
     RequestTooLarge,
+    SessionBusy,
+    SessionEnded,
     TooManyRequests,
     Unauthorized,
 )
@@ -36,6 +38,8 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     IdempotencyKeyReused: 409,
     JobNotCancellable: 409,
     JobNotInReview: 409,
+    SessionEnded: 409,
+    SessionBusy: 504,
     TooManyRequests: 429,
     EnqueueFailed: 503,
     NotConfigured: 501,

@@ -31,6 +31,7 @@ from infra.constructs.api import Api
 from infra.constructs.api_account import ApiGatewayAccount
 from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
+from infra.constructs.browser_sessions import BrowserSessions
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.console import Console
 from infra.constructs.dead_letters import DeadLetters
@@ -181,6 +182,14 @@ class PagefleetStack(Stack):
             changes_function=self.job_changes.function,
         )
         self.tenants.grant_functions(self.functions.functions)
+        self.browser_sessions = BrowserSessions(
+            self,
+            "BrowserSessions",
+            stage=config.stage,
+            api_role=self.api.handler,
+            worker_roles=[p.task_definition.task_role for p in self.workers.pools.values()],
+            alerts=self.alerts,
+        )
         self.alarms = Alarms(
             self,
             "Alarms",

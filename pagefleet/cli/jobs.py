@@ -283,3 +283,16 @@ def artifacts(
 def schema() -> None:
     """Print the JSON Schema of a job request (for editors)."""
     sys.stdout.write(json.dumps(submission_schema(), indent=2) + "\n")
+
+
+def mcp(
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Serve the Model Context Protocol on stdin/stdout (for AI agents): browser sessions,
+    steps with observations, save as workflow, jobs."""
+    import anyio  # on first call: the other commands never need it
+
+    from pagefleet.cli.mcp_server import serve_stdio
+
+    anyio.run(serve_stdio, api_client(api_url, api_key))

@@ -37,6 +37,7 @@ from pagefleet.api.contract import (
     SubmitResponse,
     ValidationResult,
 )
+from pagefleet.client.browsing import BrowsingCalls
 from pagefleet.client.dispatch import DispatchCalls
 from pagefleet.client.tenancy import TenancyCalls
 from pagefleet.jobs.models import JobRequest
@@ -132,7 +133,7 @@ __all__ = [
 ]
 
 
-class PagefleetClient(DispatchCalls, TenancyCalls):
+class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
     def __init__(
         self,
         base_url: str,

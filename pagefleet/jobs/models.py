@@ -19,6 +19,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from pagefleet.jobs.checkpoints import (
     Checkpoint,
@@ -27,6 +28,7 @@ from pagefleet.jobs.checkpoints import (
     irreversible_problem,
 )
 from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
@@ -252,13 +254,25 @@ class JobRequest(JobSettings):
     """A job as it runs: its steps, inputs and options (inline, or resolved from a named
     workflow version when it was submitted)."""
 
-    steps: list[Step] = Field(min_length=1, max_length=500)
+    # A browser session (pagefleet.browsing): its steps come one at a time from its caller.
+    # Set only by the sessions' service, never by a job's client (not in the job schema).
+    session: SkipJsonSchema[SessionTerms | None] = Field(
+        default=None, exclude_if=lambda v: v is None
+    )
+    steps: list[Step] = Field(max_length=500, json_schema_extra={"minItems": 1})
     options: JobOptions = JobOptions.model_construct()  # as Viewport's, above
 
     @field_validator("steps", mode="before")
     @classmethod
     def _blocks_not_too_deep(cls, steps: Any) -> Any:
         return refuse_deep_blocks(steps)
+
+    @field_validator("steps")
+    @classmethod
+    def _some_steps(cls, steps: list[Step], info: ValidationInfo) -> list[Step]:
+        if not steps and info.data.get("session") is None:
+            raise ValueError("List should have at least 1 item after validation, not 0")
+        return steps
 
     @model_validator(mode="after")
     def _inputs_exist(self) -> JobRequest:

@@ -54,3 +54,5 @@ WEBHOOK_OUTCOMES = {
     "failed": "WebhooksFailed",  # retried with backoff, or given up (DLQ)
     "refused": "WebhooksRefused",  # the URL failed the egress checks at send time
 }
+# count of browser sessions found lost (their worker stopped heartbeating); dims: service
+SESSIONS_LOST = "BrowserSessionsLost"

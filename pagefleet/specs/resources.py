@@ -241,3 +241,12 @@ def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
     if not found:
         raise KeyError(pool)
     return found
+
+
+# Browser sessions: a command and an answer queue per session, made when it opens and
+# deleted when it ends, named under this prefix so that IAM can reach exactly these.
+def session_queue_prefix(stage: str) -> str:
+    return f"pagefleet-{stage}-session-"
+
+
+SESSION_QUEUE_SUFFIXES = ("-cmd", "-ans")

@@ -27,6 +27,8 @@ AuditAction = Literal[
     "job.deleted",
     "job.resolved",
     "session.deleted",
+    "browser_session.opened",
+    "browser_session.closed",
 ]
 
 

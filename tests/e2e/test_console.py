@@ -348,7 +348,7 @@ def test_a_schedule_is_paused_and_resumed(
     client.delete_schedule(made.schedule_id)
 
 
-VIEWS = ["jobs", "submit", "workflows", "schedules", "usage", "fleet"]
+VIEWS = ["jobs", "submit", "session", "workflows", "schedules", "usage", "fleet"]
 
 
 def test_no_view_breaks_a_script_or_the_policy(page: Page, stack: LocalStack) -> None:

@@ -1,0 +1,136 @@
+"""Browser sessions: open, run steps, read, close, save as a workflow (pagefleet.browsing)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+
+from functions.api.context import (
+    actor,
+    base_path,
+    browser_sessions,
+    documented,
+    logger,
+    request_id,
+    respond,
+    tenancy,
+    tenant_id,
+)
+from pagefleet.browsing.models import (
+    OpenSession,
+    SaveAsWorkflow,
+    SavedWorkflow,
+    SessionView,
+    StepsAnswer,
+    StepsRequest,
+)
+
+# The services are imported by the routes that call them, on first call: a cold start
+# imports only what registering the routes needs (docs/performance.md, cold import).
+router = Router()
+
+SESSION_ID = Annotated[
+    str, Path(min_length=26, max_length=26, pattern=r"^[0-9a-z]+$", description="the session")
+]
+
+
+@router.post(
+    "/browser-sessions",
+    summary="Open a browser session",
+    description=(
+        "A browser that takes one step at a time (`POST .../steps`), for a person or an "
+        "agent. It is a job: it takes one of the tenant's running slots (429 over "
+        "`max_running`), and closes after `idle_timeout_s` without a step (default 300, at "
+        "most 1800) or `max_duration_s` after it opened."
+    ),
+    responses=documented({201: ("the session, starting or ready", SessionView)}, 429, 501),
+    tags=["browser sessions"],
+)
+def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants
+
+    tenant = tenant_id(router)
+    job = service.open_session(browser_sessions(), tenant, body, correlation_id=request_id(router))
+    tenants.record(
+        tenancy(), actor(router), "browser_session.opened", tenant_id=tenant, target=job.job_id
+    )
+    logger.info("browser session opened", extra={"job_id": job.job_id, "tenant_id": tenant})
+    headers = {"Location": f"{base_path(router)}/browser-sessions/{job.job_id}"}
+    return respond(201, service.view(browser_sessions(), job, with_steps=False), headers)
+
+
+@router.post(
+    "/browser-sessions/<session_id>/steps",
+    summary="Run one step, or a list, in the session",
+    description=(
+        "The steps of the workflow language, with a job's checks, egress policy, "
+        "`evaluate` policy and timeouts. The answer: whether they ran (`ok`, `ran`, the "
+        "job error shape in `error`), what they extracted, and an observation of the page "
+        "(URL, title, ARIA snapshot; a screenshot link with `observe.screenshot`). A closed "
+        "or lost session is a 409; a worker that did not answer in time a 504."
+    ),
+    responses=documented({200: ("the outcome and the page after it", StepsAnswer)}, 404, 409),
+    tags=["browser sessions"],
+)
+def run_steps(session_id: SESSION_ID, body: Annotated[StepsRequest, Body()]) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+
+    answer = service.run_steps(
+        browser_sessions(), tenant_id(router), session_id, body.all_steps(), body.observe
+    )
+    return respond(200, answer)
+
+
+@router.get(
+    "/browser-sessions/<session_id>",
+    summary="A browser session: its status and the steps that succeeded",
+    responses=documented({200: ("the session", SessionView)}, 404),
+    tags=["browser sessions"],
+)
+def get_session(session_id: SESSION_ID) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+
+    job = service.get_session(browser_sessions(), tenant_id(router), session_id)
+    return respond(200, service.view(browser_sessions(), job))
+
+
+@router.delete(
+    "/browser-sessions/<session_id>",
+    summary="Close a browser session (idempotent)",
+    responses=documented({200: ("the session as it closes", SessionView)}, 404),
+    tags=["browser sessions"],
+)
+def close_session(session_id: SESSION_ID) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants
+
+    tenant = tenant_id(router)
+    job = service.close_session(browser_sessions(), tenant, session_id)
+    tenants.record(
+        tenancy(), actor(router), "browser_session.closed", tenant_id=tenant, target=session_id
+    )
+    return respond(200, service.view(browser_sessions(), job, with_steps=False))
+
+
+@router.post(
+    "/browser-sessions/<session_id>/save-as-workflow",
+    summary="Save the steps that succeeded as the next version of a named workflow",
+    description=(
+        "`inputs` maps an input name to a literal value of the steps: each occurrence "
+        "becomes `{{inputs.<name>}}`, and the value is the input's default."
+    ),
+    responses=documented({201: ("the version stored", SavedWorkflow)}, 404),
+    tags=["browser sessions"],
+)
+def save_as_workflow(
+    session_id: SESSION_ID, body: Annotated[SaveAsWorkflow, Body()]
+) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+
+    saved = service.save_as_workflow(browser_sessions(), tenant_id(router), session_id, body)
+    headers = {"Location": f"{base_path(router)}/workflows/{saved.name}/versions/{saved.version}"}
+    return respond(201, saved, headers)

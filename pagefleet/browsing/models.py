@@ -1,0 +1,174 @@
+"""Browser sessions as the API and the worker see them: terms, commands, answers, views."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pagefleet.errors import InvalidField
+from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.session_terms import (
+    DEFAULT_IDLE_S,
+    DEFAULT_MAX_DURATION_S,
+    MAX_DURATION_S,
+    MAX_IDLE_S,
+)
+from pagefleet.workflow import Step
+from pagefleet.workflow.versions import NAME_PATTERN, InputValue
+
+MAX_STEPS_PER_CALL = 20
+# The ARIA snapshot an observation carries, at most (a long page's tree is cut, and says so).
+ARIA_MAX_CHARS = 20_000
+SessionStatus = Literal["starting", "ready", "closed", "lost"]
+
+
+class OpenSession(BaseModel):
+    """``POST /v1/browser-sessions``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    options: JobOptions = Field(default_factory=JobOptions)
+    use_session: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="a saved login session (save_session) to open the browser with",
+    )
+    idle_timeout_s: int = Field(
+        default=DEFAULT_IDLE_S,
+        ge=5,
+        le=MAX_IDLE_S,
+        description="closed after this long without a step",
+    )
+    max_duration_s: int = Field(
+        default=DEFAULT_MAX_DURATION_S,
+        ge=10,
+        le=MAX_DURATION_S,
+        description="closed this long after it started, whatever happens",
+    )
+    pool: str = "standard"
+    name: str | None = Field(default=None, max_length=200)
+
+
+class Observe(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    screenshot: bool = False
+    aria: bool = Field(default=True, description="include the page's ARIA snapshot")
+
+
+class StepsRequest(BaseModel):
+    """``POST /v1/browser-sessions/{id}/steps``: one step, or a list run in order."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step: Step | None = None
+    steps: list[Step] | None = Field(
+        default=None,
+        max_length=MAX_STEPS_PER_CALL,
+        description="steps run in order; an empty list only observes the page",
+    )
+    observe: Observe = Field(default_factory=Observe)
+
+    def all_steps(self) -> list[Step]:
+        if (self.step is None) == (self.steps is None):
+            raise InvalidField("give one step or a list of steps (steps)", field="step")
+        return [self.step] if self.step is not None else list(self.steps or [])
+
+
+class Command(BaseModel):
+    """What the API sends a session's worker: run steps, list the steps so far, or close."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    op: Literal["steps", "recorded", "close"] = "steps"
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+    observe: Observe = Field(default_factory=Observe)
+
+
+class Observation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str | None = None
+    title: str | None = None
+    aria_snapshot: str | None = None
+    aria_truncated: bool = False
+    screenshot: str | None = Field(default=None, description="the screenshot artifact's name")
+    screenshot_url: str | None = Field(default=None, description="a short presigned link")
+
+
+class Answer(BaseModel):
+    """What a session's worker answers to one command."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    ok: bool = True
+    result: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    ran: int = 0  # steps of the command that ran (the last one failed when not ok)
+    observation: Observation | None = None
+    recorded: list[dict[str, Any]] | None = None
+    screenshot_key: str | None = None
+
+
+class SessionView(BaseModel):
+    """``GET /v1/browser-sessions/{id}``."""
+
+    session_id: str
+    status: SessionStatus
+    job_status: str
+    closed_reason: str | None = None
+    created_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    idle_timeout_s: int
+    max_duration_s: int
+    steps: list[dict[str, Any]] | None = Field(
+        default=None, description="the steps that succeeded so far, in order"
+    )
+    error: dict[str, Any] | None = None
+
+
+class StepsAnswer(BaseModel):
+    session_id: str
+    status: SessionStatus
+    ok: bool
+    ran: int
+    result: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, Any] | None = None
+    observation: Observation | None = None
+
+
+class SaveAsWorkflow(BaseModel):
+    """``POST /v1/browser-sessions/{id}/save-as-workflow``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=NAME_PATTERN)
+    inputs: dict[str, InputValue] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="input name -> the literal value in the steps it replaces",
+    )
+    description: str | None = Field(default=None, max_length=2000)
+
+    @field_validator("inputs")
+    @classmethod
+    def _names(cls, inputs: dict[str, InputValue]) -> dict[str, InputValue]:
+        for key, value in inputs.items():
+            if not key.isidentifier():
+                raise ValueError(f"input name {key!r} must be an identifier")
+            if isinstance(value, str) and not value:
+                raise ValueError(f"input {key!r} names an empty literal")
+        return inputs
+
+
+class SavedWorkflow(BaseModel):
+    name: str
+    version: int
+    steps: int
+    inputs: dict[str, InputValue]

@@ -1,0 +1,358 @@
+"""What the API does with browser sessions: open, step, read, close, save as a workflow.
+
+A session is a job (docs/decisions.md, 2026-12-01): opened through the tenant's admission
+like any submission, claimed, leased and heartbeated by a worker, ended through the
+lifecycle. Commands reach its worker over the session's channel; a caller never waits
+longer than its steps' timeouts allow, and a worker that stopped heartbeating is found
+out here (its lease taken back at once) and reported as ``lost``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.models import (
+    Command,
+    Observe,
+    OpenSession,
+    SaveAsWorkflow,
+    SavedWorkflow,
+    SessionStatus,
+    SessionView,
+    StepsAnswer,
+)
+from pagefleet.browsing.recording import parametrize
+from pagefleet.errors import (
+    InvalidField,
+    NotConfigured,
+    NotFound,
+    SessionBusy,
+    SessionEnded,
+    TooManyRequests,
+)
+from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.jobs.states import JobStatus
+from pagefleet.tenancy.admission import Quotas, submit
+from pagefleet.workflow import Goto, Step, UseSession
+from pagefleet.workflow.versions import WorkflowDefinition, put_version
+
+# A call waits at most this for its answer: under API Gateway's 29 s.
+MAX_WAIT_S = 25.0
+# Beyond the steps' own timeouts: the queue hops, a context still opening, the observation.
+WAIT_MARGIN_S = 8.0
+# How long a read of a running session waits for its worker to list the steps so far.
+RECORDED_WAIT_S = 5.0
+# Open sessions whose request a process keeps (the oldest read is dropped first).
+MAX_KEPT_SESSIONS = 1000
+STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
+
+
+@dataclass(frozen=True)
+class Sessions:
+    jobs: JobServices
+    quotas: Quotas
+    channel: SessionChannel | None
+    presign_ttl_s: int = 300
+    # How long a call waits for its answer beyond its steps' own timeouts, and at most.
+    wait_margin_s: float = WAIT_MARGIN_S
+    max_wait_s: float = MAX_WAIT_S
+    # Told of each session found lost (the API counts them: the lost-sessions alarm).
+    on_lost: Callable[[JobRecord], None] = lambda job: None
+    # Open sessions' requests this process has read, by (tenant, session): see open_request.
+    _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
+
+    def open_request(self, tenant_id: str, session_id: str) -> JobRequest:
+        """An open session's request (its channel, options): read once, then kept by this
+        process while the session is open (it never changes). A session that ended is
+        found out by its channel being gone, or by its silence (``run_steps``)."""
+        key = (tenant_id, session_id)
+        known = self._open.get(key)
+        if known is not None:
+            return known
+        job = get_session(self, tenant_id, session_id)
+        status, _ = status_of(job)
+        if status in ("closed", "lost"):
+            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        while len(self._open) >= MAX_KEPT_SESSIONS:
+            self._open.pop(next(iter(self._open)))
+        self._open[key] = job.request
+        return job.request
+
+    def forget(self, tenant_id: str, session_id: str) -> None:
+        self._open.pop((tenant_id, session_id), None)
+
+    def require_channel(self) -> SessionChannel:
+        """The channel, or 501 where this deployment has none."""
+        if self.channel is None:
+            raise NotConfigured("browser sessions are not configured in this deployment")
+        return self.channel
+
+
+def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
+    """A session's status and why it closed, read from its job."""
+    status = job.status
+    if status in STARTING:
+        return "starting", None
+    if status is JobStatus.RUNNING:
+        return "ready", None
+    if status is JobStatus.DEAD_LETTERED or (
+        status is JobStatus.FAILED and job.error is not None and job.error.kind == "lease_expired"
+    ):
+        return "lost", None
+    if status is JobStatus.SUCCEEDED:
+        return "closed", str((job.result or {}).get("closed_reason") or "closed")
+    reasons = {
+        JobStatus.CANCELLED: "closed",
+        JobStatus.TIMED_OUT: "max_duration",
+        JobStatus.EXPIRED: "expired",
+    }
+    return "closed", reasons.get(status, "failed")
+
+
+def open_session(
+    sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
+) -> JobRecord:
+    """Record and queue the session's job; 429 when the tenant's running slots are taken."""
+    channel = sessions.require_channel()
+    quotas = sessions.quotas
+    limit = quotas.limits(tenant_id).max_running
+    if len(quotas.view(tenant_id).running) >= limit:
+        raise TooManyRequests(
+            f"tenant {tenant_id} runs {limit} jobs or sessions already, its limit "
+            "(max_running); close a session or wait for a job to end",
+            headers={"Retry-After": "30"},
+            limit="max_running",
+            max_running=limit,
+        )
+    terms = SessionTerms(
+        channel=new_ulid(),
+        idle_timeout_s=body.idle_timeout_s,
+        max_duration_s=body.max_duration_s,
+    )
+    steps: list[dict[str, Any]] = []
+    if body.use_session is not None:
+        steps.append({"action": "use_session", "name": body.use_session})
+    options = body.options.model_dump(mode="json", exclude_unset=True)
+    try:
+        request = JobRequest.model_validate(
+            {
+                "name": body.name or "browser session",
+                "pool": body.pool,
+                "max_attempts": 1,  # a browser's state cannot be retried: a lost one is lost
+                "steps": steps,
+                "options": {**options, "job_timeout_s": body.max_duration_s},
+                "session": terms.model_dump(),
+            }
+        )
+    except ValidationError as exc:
+        raise InvalidField.from_errors(exc.errors()) from None
+    channel.open(terms.channel)
+    try:
+        admitted = submit(sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id)
+    except BaseException:
+        channel.close(terms.channel)
+        raise
+    return admitted.submitted.job
+
+
+def get_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
+    """The session's job as it stands, its worker's lease taken back if it ran out."""
+    job = sessions.jobs.store.get(tenant_id, session_id)
+    if job.request.session is None:
+        raise NotFound(f"browser session {session_id} not found")
+    return _settled(sessions, job)
+
+
+def _settled(sessions: Sessions, job: JobRecord) -> JobRecord:
+    lifecycle = sessions.jobs.lifecycle
+    now = int(lifecycle.now())
+    if job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now:
+        # Its worker stopped heartbeating: nobody will answer. One attempt only, so the
+        # sweeper's move fails it (lease_expired), and the session reads `lost` from now on.
+        taken = lifecycle.take_back(job.tenant_id, job.job_id, expired_before=now)
+        job = sessions.jobs.store.get(job.tenant_id, job.job_id)
+        if taken == "failed":
+            sessions.on_lost(job)
+    if job.status.is_final and sessions.channel is not None and job.request.session is not None:
+        sessions.channel.close(job.request.session.channel)
+    return job
+
+
+def view(sessions: Sessions, job: JobRecord, *, with_steps: bool = True) -> SessionView:
+    status, reason = status_of(job)
+    terms = job.request.session
+    assert terms is not None
+    steps: list[dict[str, Any]] | None = None
+    if with_steps:
+        steps = recorded_steps(sessions, job, required=False)
+    return SessionView(
+        session_id=job.job_id,
+        status=status,
+        job_status=job.status.value,
+        closed_reason=reason,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        idle_timeout_s=terms.idle_timeout_s,
+        max_duration_s=terms.max_duration_s,
+        steps=steps,
+        error=job.error.model_dump(exclude_none=True) if job.error is not None else None,
+    )
+
+
+def recorded_steps(
+    sessions: Sessions, job: JobRecord, *, required: bool
+) -> list[dict[str, Any]] | None:
+    """The steps that succeeded: from the outcome once it ended, else from its worker."""
+    if job.status.is_final:
+        return list((job.result or {}).get("steps") or [])
+    if job.status is not JobStatus.RUNNING:
+        return []
+    terms = job.request.session
+    assert terms is not None
+    command = Command(id=new_ulid(), op="recorded")
+    try:
+        sessions.require_channel().send_command(terms.channel, command)
+        answer = sessions.require_channel().await_answer(
+            terms.channel, command.id, timeout_s=RECORDED_WAIT_S
+        )
+    except ChannelGone:
+        answer = None
+    if answer is None or answer.recorded is None:
+        if required:
+            raise SessionBusy("the session's worker did not list its steps in time; retry")
+        return None
+    return answer.recorded
+
+
+def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
+    """A job's checks on the steps (references, blocks, sizes): 422 naming the field."""
+    dumped = [s.model_dump(mode="json", exclude_unset=True, exclude_none=True) for s in steps]
+    if not dumped:
+        return dumped  # an observation alone
+    try:
+        JobRequest.model_validate(
+            {"steps": dumped, "options": request.options.model_dump(mode="json")}
+        )
+    except ValidationError as exc:
+        raise InvalidField.from_errors(exc.errors()) from None
+    return dumped
+
+
+def answer_wait_s(sessions: Sessions, request: JobRequest, steps: list[Step]) -> float:
+    """How long a call waits for its answer: each step's own timeout, plus a margin."""
+    options = request.options
+    own = sum(
+        s.timeout_ms
+        or (options.navigation_timeout_ms if isinstance(s, Goto) else options.action_timeout_ms)
+        for s in steps
+    )
+    return min(sessions.max_wait_s, own / 1000 + sessions.wait_margin_s)
+
+
+def run_steps(
+    sessions: Sessions,
+    tenant_id: str,
+    session_id: str,
+    steps: list[Step],
+    observe: Observe,
+) -> StepsAnswer:
+    """Send the steps to the session's worker and wait for the outcome and observation."""
+    channel = sessions.require_channel()
+    request = sessions.open_request(tenant_id, session_id)
+    if any(isinstance(s, UseSession) for s in steps):
+        raise InvalidField(
+            "use_session applies when a session opens (POST /v1/browser-sessions use_session)",
+            field="step",
+        )
+    command = Command(id=new_ulid(), steps=check_steps(request, steps), observe=observe)
+    terms = request.session
+    assert terms is not None
+    try:
+        channel.send_command(terms.channel, command)
+        answer = channel.await_answer(
+            terms.channel, command.id, timeout_s=answer_wait_s(sessions, request, steps)
+        )
+    except ChannelGone:
+        answer = None
+    if answer is None:
+        sessions.forget(tenant_id, session_id)
+        job = get_session(sessions, tenant_id, session_id)
+        status, _ = status_of(job)
+        if status in ("closed", "lost"):
+            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        raise SessionBusy(
+            f"browser session {session_id} did not answer in time (it is {status}); "
+            "read it with GET before sending more steps",
+            status=status,
+        )
+    observation = answer.observation
+    if observation is not None and answer.screenshot_key is not None:
+        link = sessions.jobs.artifacts.presign_get(answer.screenshot_key, sessions.presign_ttl_s)
+        observation = observation.model_copy(update={"screenshot_url": link})
+    return StepsAnswer(
+        session_id=session_id,
+        status="ready",
+        ok=answer.ok,
+        ran=answer.ran,
+        result=answer.result,
+        error=answer.error,
+        observation=observation,
+    )
+
+
+def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
+    """End the session (a cancel of its job); a closed one is answered as it is."""
+    sessions.forget(tenant_id, session_id)
+    job = get_session(sessions, tenant_id, session_id)
+    if job.status.is_final:
+        return job
+    terms = job.request.session
+    assert terms is not None
+    if job.status is JobStatus.RUNNING:
+        # The close command is taken at once; the cancel flag is the fallback the runner
+        # watches whatever the session is doing.
+        close = Command(id=new_ulid(), op="close")
+        with contextlib.suppress(ChannelGone):
+            sessions.require_channel().send_command(terms.channel, close)
+    sessions.jobs.lifecycle.cancel(tenant_id, session_id)
+    return get_session(sessions, tenant_id, session_id)
+
+
+def save_as_workflow(
+    sessions: Sessions, tenant_id: str, session_id: str, body: SaveAsWorkflow
+) -> SavedWorkflow:
+    """The steps that succeeded, as the next version of the named workflow."""
+    workflows = sessions.jobs.workflows
+    if workflows is None:
+        raise NotConfigured("named workflows are not available here")
+    job = get_session(sessions, tenant_id, session_id)
+    steps = recorded_steps(sessions, job, required=True) or []
+    if not steps:
+        raise InvalidField("the session has no step that succeeded to save", field="name")
+    leading = [s for s in job.request.steps if isinstance(s, UseSession)]
+    raw = [s.model_dump(mode="json", exclude_none=True) for s in leading] + steps
+    templated = parametrize(raw, body.inputs)
+    options = job.request.options.model_dump(mode="json", exclude_defaults=True)
+    options.pop("job_timeout_s", None)  # the session's max duration, not the workflow's
+    try:
+        definition = WorkflowDefinition(
+            description=body.description,
+            steps=templated,  # validated here
+            inputs=dict(body.inputs),
+            options=options,
+        )
+    except ValidationError as exc:
+        raise InvalidField.from_errors(exc.errors()) from None
+    saved = put_version(workflows, tenant_id, body.name, definition, iso(utcnow()))
+    return SavedWorkflow(
+        name=saved.name, version=saved.version, steps=len(templated), inputs=dict(body.inputs)
+    )

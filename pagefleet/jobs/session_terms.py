@@ -1,0 +1,20 @@
+"""What makes a job a browser session (pagefleet.browsing): kept in its request."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_IDLE_S = 300
+MAX_IDLE_S = 1800
+DEFAULT_MAX_DURATION_S = 1800
+MAX_DURATION_S = 3600  # a job's job_timeout_s at most
+
+
+class SessionTerms(BaseModel):
+    """What makes a job a session (kept in its request; never given by a job's client)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    channel: str = Field(pattern=r"^[0-9a-z]{26}$")
+    idle_timeout_s: int = Field(default=DEFAULT_IDLE_S, ge=5, le=MAX_IDLE_S)
+    max_duration_s: int = Field(default=DEFAULT_MAX_DURATION_S, ge=10, le=MAX_DURATION_S)

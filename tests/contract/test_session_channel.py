@@ -1,0 +1,77 @@
+"""A browser session's channel (its command and answer queues), on the fake and on SQS:
+commands in order and taken once, each answer to its own caller, a closed channel gone."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from devstack.provision import Provisioned
+from pagefleet.adapters.session_channel import SqsSessionChannel
+from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.models import Answer, Command
+from pagefleet.jobs.models import new_ulid
+from pagefleet.runtime import RUNTIME
+from pagefleet.specs.resources import session_queue_prefix
+from tests.fakes.session_channel import FakeSessionChannel
+
+
+@pytest.fixture
+def channel(backend: str, request: pytest.FixtureRequest) -> SessionChannel:
+    if backend == "fake":
+        return FakeSessionChannel()
+    provisioned: Provisioned = request.getfixturevalue("provisioned")
+    return SqsSessionChannel.beside(
+        RUNTIME.client("sqs"),
+        prefix=session_queue_prefix("contract"),
+        any_queue_url=next(iter(provisioned.queue_urls.values())),
+    )
+
+
+@pytest.fixture
+def opened(channel: SessionChannel) -> str:
+    name = new_ulid()
+    channel.open(name)
+    return name
+
+
+def test_commands_come_in_order_and_each_once(channel: SessionChannel, opened: str) -> None:
+    first, second = Command(id=new_ulid(), op="recorded"), Command(id=new_ulid(), op="close")
+    channel.send_command(opened, first)
+    channel.send_command(opened, second)
+    assert channel.next_command(opened, wait_s=1) == first
+    assert channel.next_command(opened, wait_s=1) == second
+    assert channel.next_command(opened, wait_s=0) is None
+
+
+def test_an_answer_reaches_the_caller_waiting_for_it(channel: SessionChannel, opened: str) -> None:
+    command = Command(id=new_ulid())
+    threading.Timer(0.3, channel.send_answer, (opened, Answer(id=command.id, ran=2))).start()
+    answer = channel.await_answer(opened, command.id, timeout_s=10)
+    assert answer is not None and answer.ran == 2
+
+
+def test_a_stale_answer_is_dropped_and_a_newer_callers_answer_kept(
+    channel: SessionChannel, opened: str
+) -> None:
+    stale, mine, newer = new_ulid(), new_ulid(), new_ulid()
+    for answer_id in (stale, newer):
+        channel.send_answer(opened, Answer(id=answer_id))
+    assert channel.await_answer(opened, mine, timeout_s=1) is None
+    channel.send_answer(opened, Answer(id=mine))
+    assert channel.await_answer(opened, mine, timeout_s=5) is not None
+    kept = channel.await_answer(opened, newer, timeout_s=40)  # handed back for its caller
+    assert kept is not None and kept.id == newer
+    assert channel.await_answer(opened, stale, timeout_s=1) is None  # dropped for good
+
+
+def test_a_closed_channel_is_gone_and_closing_again_is_fine(
+    channel: SessionChannel, opened: str
+) -> None:
+    channel.close(opened)
+    channel.close(opened)
+    with pytest.raises(ChannelGone):
+        channel.send_command(opened, Command(id=new_ulid()))
+    with pytest.raises(ChannelGone):
+        channel.next_command(opened, wait_s=0)

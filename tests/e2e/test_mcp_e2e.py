@@ -1,0 +1,133 @@
+"""`pagefleet mcp` driven by the MCP SDK's own client over stdio, against the local stack in
+real Chromium: an agent opens a session, navigates the demo site, fills and submits its
+form, saves the steps as a workflow and runs it as a job with the same result; another
+tenant's session is not found through it either."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from devstack.stack import REPO_ROOT, LocalStack
+from pagefleet.runtime import RUNTIME
+from pagefleet.tenancy.api_keys import create_api_key
+from tests.e2e.conftest import running
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
+
+
+def server(stack: LocalStack, api_key: str | None = None) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pagefleet.cli", "mcp"],
+        env={"PAGEFLEET_API_URL": stack.api_url, "PAGEFLEET_API_KEY": api_key or stack.dev_api_key},
+        cwd=str(REPO_ROOT),
+    )
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not getattr(result, "is_error", False), result
+    return dict(json.loads(result.content[0].text))  # type: ignore[attr-defined, union-attr]
+
+
+async def refused(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert getattr(result, "is_error", False), result
+    return dict(json.loads(result.content[0].text))  # type: ignore[attr-defined, union-attr]
+
+
+def test_an_agent_learns_the_contact_form_and_its_workflow_replays_it(stack: LocalStack) -> None:
+    site = stack.site_url
+
+    async def agent() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with (
+            stdio_client(server(stack)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(listed) >= {
+                "open_session",
+                "run_step",
+                "observe",
+                "close_session",
+                "save_as_workflow",
+                "submit_job",
+                "get_job",
+            }
+            # The step language's schema: the agent's steps are typed as it writes them.
+            assert "goto" in json.dumps(listed["run_step"].input_schema["$defs"])
+
+            opened = await call(session, "open_session", idle_timeout_s=120)
+            sid = opened["session_id"]
+            went = await call(
+                session, "run_step", session_id=sid, step={"action": "goto", "url": f"{site}/"}
+            )
+            assert went["ok"], went
+            seen = await call(session, "observe", session_id=sid)
+            assert seen["observation"]["url"] == f"{site}/"
+            assert "link" in seen["observation"]["aria_snapshot"]
+            steps = [
+                {"action": "click", "selector": "a[href='/contact.html']"},
+                {"action": "fill", "selector": "#name", "value": "Grace Hopper"},
+                {"action": "fill", "selector": "#email", "value": "grace@example.com"},
+                {"action": "click", "selector": "#send"},
+                {"action": "extract", "name": "reference", "selector": "#reference"},
+            ]
+            sent = await call(session, "run_step", session_id=sid, steps=steps)
+            assert sent["ok"], sent
+            assert sent["observation"]["title"] == "Thank you"
+            typo = await refused(session, "run_step", session_id=sid, step={"action": "goto"})
+            assert (typo["status"], typo["field"]) == (422, "step.goto.url")
+            saved = await call(
+                session,
+                "save_as_workflow",
+                session_id=sid,
+                name="agent-contact",
+                inputs={"who": "Grace Hopper"},
+            )
+            assert saved["steps"] == 6
+            await call(session, "close_session", session_id=sid)
+            job = await call(
+                session, "submit_job", workflow="agent-contact", inputs={"who": "Grace Hopper"}
+            )
+            done = await call(session, "get_job", job_id=job["job_id"], wait_s=120)
+            return sent, done
+
+    sent, done = anyio.run(agent)
+    assert done["status"] == "succeeded", done
+    assert done["result"] == {"reference": sent["result"]["reference"]}
+
+
+def test_another_tenants_session_is_not_found_through_mcp(stack: LocalStack) -> None:
+    assert stack.provisioned is not None
+    other_key, _ = create_api_key(
+        RUNTIME.tenant_store(stack.provisioned.tenants_table), "mcp-other", name="probe"
+    )
+    with stack.client() as owner:
+        sid = owner.open_session(idle_timeout_s=60).session_id
+
+    async def probe() -> dict[str, Any]:
+        async with (
+            stdio_client(server(stack, other_key)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await refused(session, "observe", session_id=sid)
+
+    try:
+        assert anyio.run(probe)["status"] == 404
+    finally:
+        with stack.client() as owner:
+            owner.close_session(sid)

@@ -1,0 +1,101 @@
+"""Browser sessions through the API handler (API Gateway events) on moto: opened as a job
+with its queues made, 4xx naming the field, another tenant's session a 404, closing a
+session that never started, and its audit records."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from devstack.provision import Provisioned
+from pagefleet.runtime import RUNTIME
+from pagefleet.specs.resources import session_queue_prefix
+from pagefleet.tenancy.api_keys import create_api_key
+from tests.support.api import ApiCaller
+
+
+@pytest.fixture
+def owner(api_env: Provisioned) -> ApiCaller:
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "sessions-a")
+    return ApiCaller(key)
+
+
+@pytest.fixture
+def stranger(api_env: Provisioned) -> ApiCaller:
+    key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), "sessions-b")
+    return ApiCaller(key)
+
+
+def session_queues() -> list[str]:
+    prefix = session_queue_prefix("dev")
+    urls = boto3.client("sqs").list_queues(QueueNamePrefix=prefix).get("QueueUrls", [])
+    return sorted(url.rpartition("/")[2] for url in urls)
+
+
+def test_a_session_opens_as_a_queued_job_with_its_queue_pair(owner: ApiCaller) -> None:
+    before = set(session_queues())
+    opened = owner.call("POST", "/v1/browser-sessions", body={"idle_timeout_s": 60})
+    assert opened.status == 201, opened.body
+    sid = opened.body["session_id"]
+    assert opened.body["status"] == "starting" and opened.body["idle_timeout_s"] == 60
+    assert opened.headers["Location"].endswith(f"/browser-sessions/{sid}")
+    job = owner.call("GET", f"/v1/jobs/{sid}")
+    assert job.body["status"] == "queued"  # a job in every sense: listed, counted
+    made = set(session_queues()) - before
+    assert sorted(name[-4:] for name in made) == ["-ans", "-cmd"]
+
+    closed = owner.call("DELETE", f"/v1/browser-sessions/{sid}")
+    assert closed.status == 200 and closed.body["status"] == "closed"
+    assert owner.call("GET", f"/v1/browser-sessions/{sid}").body["closed_reason"] == "closed"
+    assert not made & set(session_queues())  # a session that ended leaves no queue
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"idle_timeout_s": 1801}, "idle_timeout_s"),
+        ({"max_duration_s": 5}, "max_duration_s"),
+        ({"options": {"viewport": {"width": 1}}}, "options.viewport.width"),
+        ({"use_session": "../x"}, "use_session"),
+    ],
+)
+def test_bad_options_are_a_422_naming_the_field(owner: ApiCaller, body: dict, field: str) -> None:
+    refused = owner.call("POST", "/v1/browser-sessions", body=body)
+    assert refused.status == 422, refused.body
+    assert refused.error["field"] == field
+
+
+def test_a_step_body_with_neither_step_nor_steps_is_a_4xx(owner: ApiCaller) -> None:
+    sid = owner.call("POST", "/v1/browser-sessions", body={}).body["session_id"]
+    try:
+        refused = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body={})
+        assert refused.status == 422 and refused.error["field"] == "step"
+        unknown = owner.call(
+            "POST", f"/v1/browser-sessions/{sid}/steps", body={"step": {"action": "fly"}}
+        )
+        assert unknown.status == 422 and unknown.error["field"].startswith("step")
+    finally:
+        owner.call("DELETE", f"/v1/browser-sessions/{sid}")
+
+
+def test_another_tenants_session_is_a_404_on_every_route(
+    owner: ApiCaller, stranger: ApiCaller
+) -> None:
+    sid = owner.call("POST", "/v1/browser-sessions", body={}).body["session_id"]
+    base = f"/v1/browser-sessions/{sid}"
+    try:
+        for method, path, body in (
+            ("GET", base, None),
+            ("DELETE", base, None),
+            ("POST", f"{base}/steps", {"step": {"action": "press", "selector": "a", "key": "Tab"}}),
+            ("POST", f"{base}/save-as-workflow", {"name": "stolen"}),
+        ):
+            assert stranger.call(method, path, body=body).status == 404, (method, path)
+        assert owner.call("GET", base).body["status"] == "starting"
+        # A job id that is not a session is not one either.
+        job = owner.call(
+            "POST", "/v1/jobs", body={"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}
+        )
+        assert owner.call("GET", f"/v1/browser-sessions/{job.body['job_id']}").status == 404
+    finally:
+        owner.call("DELETE", base)
