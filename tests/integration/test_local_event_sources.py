@@ -53,6 +53,8 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
     report = timer._action()  # one EventBridge tick
     assert isinstance(report, dict)
     assert set(report) == {
+        "taken_back",
+        "leases_dead_lettered",
         "enqueued",
         "expired",
         "leases_recovered",

@@ -12,11 +12,10 @@ from collections.abc import Callable
 
 import pytest
 
+from browser_task.__main__ import build_worker
 from browser_task.telemetry import logger as worker_logger
-from browser_task.worker import Worker
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
-from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names
 from pagefleet.specs.settings import WorkerSettings
 from tests.worker.conftest import TENANT, RunningWorker, Site, submit, wait_for_job
@@ -72,7 +71,7 @@ def test_each_refusal_is_one_line_with_the_jobs_keys_and_a_metric(
     level = worker_logger.log_level
     worker_logger.setLevel(logging.INFO)
     settings = make_settings(concurrency=2)
-    worker = Worker(settings, RUNTIME.job_services(settings), resolver=stub_resolver)
+    worker = build_worker(settings, resolver=stub_resolver)
     connector = LoopbackOnlyConnector()
     worker.browsers.egress._connect = connector  # a broken policy still reaches nothing
     try:

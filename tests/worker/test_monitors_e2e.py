@@ -19,7 +19,7 @@ import httpx
 import pytest
 from PIL import Image
 
-from browser_task.worker import Worker
+from browser_task.__main__ import build_worker
 from devstack.demo_site import DemoSite
 from devstack.demo_watch import START
 from devstack.provision import create_all
@@ -98,7 +98,7 @@ def shop(worker_moto_endpoint: str) -> Iterator[Shop]:
         )
         services = RUNTIME.job_services(settings)
         site = DemoSite().start()
-        running = RunningWorker(Worker(settings, services)).start()
+        running = RunningWorker(build_worker(settings)).start()
         try:
             yield Shop(settings, services, site.url)
         finally:
