@@ -10,15 +10,13 @@ import httpx
 
 from pagefleet.api.contract import (
     FleetStatsView,
-    ScheduleList,
-    ScheduleRuns,
-    ScheduleView,
     SubmitResponse,
     WorkflowDiff,
     WorkflowList,
     WorkflowStored,
     WorkflowVersionView,
 )
+from pagefleet.api.schedules import ScheduleList, ScheduleRuns, ScheduleView
 
 
 class _Requests(Protocol):

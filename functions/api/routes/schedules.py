@@ -19,15 +19,14 @@ from functions.api.context import (
     tenancy,
     tenant_id,
 )
-from pagefleet.api.contract import (
+from pagefleet.api.contract import JobView, SubmitResponse
+from pagefleet.api.schedules import (
     BaselineRequest,
-    JobView,
     ScheduleList,
     ScheduleRunJob,
     ScheduleRuns,
     ScheduleRunView,
     ScheduleView,
-    SubmitResponse,
 )
 from pagefleet.errors import InvalidField, NotFound
 from pagefleet.jobs.models import JobRecord
