@@ -372,9 +372,9 @@ class Runtime:
         from pagefleet.jobs.dependencies import DependencyRelease
         from pagefleet.live.delivery import LiveDelivery
         from pagefleet.live.events import DEFAULT_RETENTION_S
-        from pagefleet.notify.eventbridge import EventOnce, JobFinishedEvents
+        from pagefleet.notify.eventbridge import JobFinishedEvents
         from pagefleet.notify.schedule_notices import ScheduleNotices
-        from pagefleet.notify.webhooks import Outbox, WebhookNotifier
+        from pagefleet.notify.webhooks import WebhookNotifier
         from pagefleet.schedules.watch import ScheduleWatch
         from pagefleet.specs.settings import ChangesSettings
         from pagefleet.tenancy.retention import RetentionConsumer
@@ -401,14 +401,16 @@ class Runtime:
             if settings.webhook_queue_url:
                 queue = SqsWebhookQueue(self.client("sqs"), settings.webhook_queue_url)
                 defaults = DynamoNotifyDefaults(db, settings.tenants_table)
-                out.append(
-                    WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
+                notifier = WebhookNotifier(
+                    queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S
                 )
-                outbox = Outbox(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
+                out.append(notifier)
+                outbox = notifier.outbox  # schedules' notices go out the same way
             if settings.event_bus_name:
                 bus = EventBridgeBus(self.client("events"), settings.event_bus_name)
-                out.append(JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S))
-                events = EventOnce(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
+                finished = JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
+                out.append(finished)
+                events = finished.events
             # Schedules' health (a monitor's baseline, alerts), told as configured.
             notices = ScheduleNotices(outbox, events)
             out.insert(2, ScheduleWatch(self.schedule_store(settings), notices))
