@@ -25,7 +25,8 @@ failed run when the schedule has no ``alert``, once when it turns alerting when 
 from __future__ import annotations
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import DEFAULT_TOPICS, JobRecord, NotifyTopic
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.request_parts import DEFAULT_TOPICS, NotifyTopic
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import ended
 from pagefleet.notify.ports import NotifyDefaults
