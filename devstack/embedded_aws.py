@@ -50,6 +50,7 @@ import json
 import logging
 import os
 import pickle
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -430,8 +431,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devstack.embedded_aws")
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=5000)
+    parser.add_argument("--fd", type=int, help="serve on this inherited listening socket")
     args = parser.parse_args(argv)
     prepare_moto()
+    where: dict[str, Any] = {"host": args.host, "port": args.port}
+    if args.fd is not None:
+        held = socket.socket(fileno=args.fd)
+        where, args.port = {"sockets": [held]}, held.getsockname()[1]
     # moto builds some resource URLs (SQS queue URLs, ...) from the port it serves on.
     os.environ.setdefault("MOTO_PORT", str(args.port))
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
@@ -444,8 +450,7 @@ def main(argv: list[str] | None = None) -> None:
     app = _iam_checked(app)
     serve(
         app,
-        host=args.host,
-        port=args.port,
+        **where,
         threads=SERVER_THREADS,
         connection_limit=MAX_CONNECTIONS,
         backlog=1024,

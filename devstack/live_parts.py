@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from typing import Any
 from devstack.gateway import LocalGateway
 from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
+from devstack.loopback import reserve_loopback_port
 from devstack.pollers import DeadLetterPoller, Timer, scheduled_event
 from devstack.provision import Provisioned
 from devstack.websocket.management import ConnectionsApp
@@ -47,18 +47,14 @@ def _prewarm(function: LambdaFunction) -> None:
         log.warning("could not prewarm %s", function.name, exc_info=True)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class LiveParts:
     def __init__(self, options: LiveOptions | None = None) -> None:
         self.options = options or LiveOptions()
-        # Chosen up front: the functions' settings name them before anything listens.
-        self.websocket_port = _free_port()
-        self.management_port = _free_port()
+        # Held up front: the functions' settings name the ports before anything serves them.
+        self._websocket_sock = reserve_loopback_port()
+        self._management_sock = reserve_loopback_port()
+        self.websocket_port = int(self._websocket_sock.getsockname()[1])
+        self.management_port = int(self._management_sock.getsockname()[1])
         self.websocket: LocalWebSocketApi | None = None
         self.management: LocalGateway | None = None
         self.reaper: Timer | None = None
@@ -105,13 +101,13 @@ class LiveParts:
             thread.start()
         self.websocket = LocalWebSocketApi(
             live.invoke,
-            port=self.websocket_port,
+            sock=self._websocket_sock,
             stage=STAGE,
             idle_timeout_s=self.options.idle_timeout_s,
             max_age_s=self.options.max_age_s,
         ).start()
         self.management = LocalGateway(
-            [ConnectionsApp(self.websocket, iam.checker)], port=self.management_port
+            [ConnectionsApp(self.websocket, iam.checker)], sock=self._management_sock
         ).start()
         self.reaper = Timer(
             "live-reaper", self.options.reaper_interval_s, lambda: live.invoke(scheduled_event())
@@ -145,3 +141,6 @@ class LiveParts:
         self.reaper = self.webhooks = None
         self.websocket = None
         self.management = None
+        # The servers close the sockets they took; these close them if never started.
+        self._websocket_sock.close()
+        self._management_sock.close()

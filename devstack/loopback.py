@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
+
+
+def reserve_loopback_port() -> socket.socket:
+    """A socket listening on 127.0.0.1 at a free port, for a server to take over.
+
+    Held, not just chosen: a port bound and closed again can be handed to any outgoing
+    connection as its ephemeral port before the server binds it (seen in CI as EADDRINUSE).
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def serve_on_loopback(

@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ from devstack.iam.local import LocalIam, enabled_by_default
 from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
+from devstack.loopback import reserve_loopback_port
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.tenant_role import create_job_role
@@ -62,12 +62,6 @@ LOCAL_POLL_WAIT_S = 2
 
 class StackError(RuntimeError):
     """A part of the local stack did not start; the message says which and why."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # Variables that could send a client somewhere else than moto; removed from our env.
@@ -110,7 +104,10 @@ class LocalStack:
         if workers < 0:
             raise ValueError("workers must be >= 0")
         self.api_port = api_port
-        self.moto_port = moto_port or free_port()
+        # Without a port asked for, moto serves on a socket held from now (a chosen port can
+        # be taken by an outgoing connection before moto binds it).
+        self._moto_sock = None if moto_port else reserve_loopback_port()
+        self.moto_port = moto_port or int(self._moto_sock.getsockname()[1])  # type: ignore[union-attr]
         self.site_port = site_port
         self.workers = workers
         self.concurrency = concurrency
@@ -248,6 +245,8 @@ class LocalStack:
             with contextlib.suppress(Exception):
                 self.gateway.stop()
         self.live.stop()
+        if self._moto_sock is not None:  # never handed to moto
+            self._moto_sock.close()
         functions, self.functions = list(self.functions.values()), {}
         for function in functions:
             with contextlib.suppress(Exception):
@@ -292,13 +291,24 @@ class LocalStack:
         self._saved_env = {}
 
     def _start_moto(self) -> None:
+        held = self._moto_sock
+        where = ["--fd", str(held.fileno())] if held is not None else ["-p", str(self.moto_port)]
         self.moto = ManagedProcess(
             "moto",
             # moto with DynamoDB's atomic conditional writes (see embedded_aws).
-            [sys.executable, "-m", "devstack.embedded_aws", "-p", str(self.moto_port)],
-            env={**os.environ, "NO_PROXY": "*", **self.iam.moto_env()},
+            [sys.executable, "-m", "devstack.embedded_aws", *where],
+            env={
+                **os.environ,
+                "NO_PROXY": "*",
+                "MOTO_PORT": str(self.moto_port),
+                **self.iam.moto_env(),
+            },
             log_path=self.log_dir / "moto.log",
+            pass_fds=(held.fileno(),) if held is not None else (),
         )
+        if held is not None:  # moto has its own copy now
+            held.close()
+            self._moto_sock = None
         deadline = time.monotonic() + self.start_timeout_s
         with httpx.Client(trust_env=False, timeout=2) as http:
             while True:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,26 +20,24 @@ PAGE = b"""<!doctype html><html><head><title>smoke</title></head>
 <body><h1>pagefleet smoke</h1><p class="price">42</p></body></html>"""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def embedded_aws(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
     import httpx
 
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
+    from devstack.loopback import reserve_loopback_port
+
+    # Held until moto has it: a port only chosen could be taken by another connection first.
+    with reserve_loopback_port() as held, log.open("wb") as out:
+        port = held.getsockname()[1]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "devstack.embedded_aws", "-H", "127.0.0.1", "-p", str(port)],
+            [sys.executable, "-m", "devstack.embedded_aws", "--fd", str(held.fileno())],
             cwd=REPO_ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**os.environ, "NO_PROXY": "*", **(extra_env or {})},
+            env={**os.environ, "NO_PROXY": "*", "MOTO_PORT": str(port), **(extra_env or {})},
+            pass_fds=(held.fileno(),),
         )
+    endpoint = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
         with httpx.Client(trust_env=False, timeout=2) as http:

@@ -73,7 +73,7 @@ RESOURCE_ENV = (
 )
 
 
-from smoke_local import PAGE, embedded_aws, free_port, test_page  # noqa: E402
+from smoke_local import PAGE, embedded_aws, test_page  # noqa: E402
 from smoke_specs import (  # noqa: E402
     ImageSpec,
     SmokeFailed,
@@ -90,7 +90,6 @@ __all__ = [
     "TaskSpec",
     "embedded_aws",
     "fargate_volume",
-    "free_port",
     "image_spec",
     "main",
     "test_page",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -41,12 +40,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         order_for_workers(items, TESTS_DIR)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """One moto server for the session; tests reset its state, not the process."""
@@ -55,9 +48,10 @@ def moto_endpoint() -> Iterator[str]:
     from devstack.embedded_aws import prepare_moto
 
     prepare_moto()  # as the local stack does: conditional writes must be atomic
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    # Port 0: the server binds a free port itself (a port chosen first can be taken meanwhile).
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    port = server.get_host_and_port()[1]
     endpoint = f"http://127.0.0.1:{port}"
     saved = {k: os.environ.get(k) for k in _AWS_ENV}
     os.environ.update(

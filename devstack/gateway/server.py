@@ -294,10 +294,17 @@ class LocalGateway(LoopbackServer):
         apps: Sequence[App],
         port: int = 8080,
         *,
+        sock: socket.socket | None = None,
         read_timeout_s: float = READ_TIMEOUT_S,
         headers_timeout_s: float = HEADERS_TIMEOUT_S,
     ) -> None:
-        server = _Server(("127.0.0.1", port), _HttpHandler)
+        if sock is None:
+            server = _Server(("127.0.0.1", port), _HttpHandler)
+        else:  # a held port (devstack.loopback.reserve_loopback_port): serve on it as it is
+            server = _Server(sock.getsockname(), _HttpHandler, bind_and_activate=False)
+            server.socket.close()
+            server.socket = sock
+            server.server_name, server.server_port = sock.getsockname()[:2]
         server.apps = list(apps)
         server.read_timeout_s = read_timeout_s
         server.headers_timeout_s = headers_timeout_s

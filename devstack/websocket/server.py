@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -69,6 +70,7 @@ class LocalWebSocketApi:
         invoke: Invoke,
         *,
         port: int = 0,
+        sock: socket.socket | None = None,
         stage: str = "live",
         api_id: str = "localws",
         idle_timeout_s: float = IDLE_TIMEOUT_S,
@@ -76,6 +78,7 @@ class LocalWebSocketApi:
     ) -> None:
         self._invoke = invoke
         self._port = port
+        self._sock = sock  # a held port (devstack.loopback.reserve_loopback_port) wins
         self.stage = stage
         self.api_id = api_id
         self.idle_timeout_s = idle_timeout_s
@@ -126,10 +129,14 @@ class LocalWebSocketApi:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
+        where: dict[str, Any] = (
+            {"sock": self._sock}
+            if self._sock is not None
+            else {"host": "127.0.0.1", "port": self._port}
+        )
         async with serve(
             self._handle,
-            "127.0.0.1",
-            self._port,
+            **where,
             process_request=self._connect,
             max_size=MAX_MESSAGE_BYTES,
             # Protocol pings keep the TCP path alive; they do not count as activity below.

@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from devstack.gateway import LambdaFunction, LocalGateway, RestApi
+from devstack.loopback import reserve_loopback_port
 from tests.support.lambda_handlers import handler as echo_handler
 
 HANDLER = "tests.support.lambda_handlers:handler"
@@ -189,6 +190,24 @@ def test_keep_alive_connection_serves_several_requests(in_process: LocalGateway)
     with httpx.Client(base_url=f"{in_process.url}/v1", trust_env=False) as http:
         answers = [http.post("/echo", content=f'{{"n":{n}}}') for n in range(3)]
     assert [json.loads(a.json()["body"])["n"] for a in answers] == [0, 1, 2]
+
+
+def test_a_held_port_cannot_be_taken_and_is_served_as_it_is() -> None:
+    """The stack names its ports in settings before serving them; held, nothing else gets
+    them in between (CI once lost the WebSocket API's port that way)."""
+    held = reserve_loopback_port()
+    port = held.getsockname()[1]
+    with socket.socket() as other, pytest.raises(OSError, match="in use"):
+        other.bind(("127.0.0.1", port))
+    api = RestApi(handler=LambdaFunction("echo", echo_handler), authorizer=None)
+    gateway = LocalGateway([api], sock=held).start()
+    try:
+        assert gateway.port == port
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/v1", trust_env=False) as http:
+            answer = http.post("/echo", content='{"n": 1}')
+        assert json.loads(answer.json()["body"]) == {"n": 1}
+    finally:
+        gateway.stop()
 
 
 # --- execution environments -------------------------------------------------------------------

@@ -25,7 +25,6 @@ from devstack.iam.synth import synthesized
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
 from pagefleet.specs.settings import WorkerSettings
-from tests.conftest import _free_port
 
 pytestmark = pytest.mark.slow  # the first run synthesizes the CDK app (kept afterwards)
 
@@ -48,8 +47,8 @@ def guarded(moto_endpoint: str, synth_data: dict[str, Any]) -> Iterator[tuple[st
         DomainDispatcherApplication(create_backend_app),
         Checker(Book.from_synth(synth_data, ACCOUNT)),
     )
-    port = _free_port()
-    server = make_server("127.0.0.1", port, guard, threaded=True)
+    server = make_server("127.0.0.1", 0, guard, threaded=True)
+    port = server.server_port
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

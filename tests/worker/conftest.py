@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
-import socket
 import threading
 import time
 import uuid
@@ -31,12 +30,6 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings
 
 TENANT = "tenant-a"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="session")
