@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.common import bare_loop, workflow
-from devstack.embedded_aws import COUNT_ENV, COUNTS_PATH
+from devstack.call_counter import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 

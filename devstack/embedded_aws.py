@@ -45,16 +45,16 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
-import io
 import json
 import logging
 import os
 import pickle
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from devstack.call_counter import COUNT_ENV, CallCounter
 
 _DYNAMODB_LOCK = threading.RLock()
 _PREPARED = False
@@ -258,7 +258,6 @@ def _is_plain(value: Any) -> bool:
 
 
 def _plain_item_answers() -> None:
-    import json
 
     from moto.dynamodb.responses import DynamoHandler
 
@@ -278,7 +277,6 @@ def _plain_stream_records() -> None:
     """GetRecords answered as built: its records' images are the wire's JSON already; only
     each record's creation time is a datetime, written as the serializer writes it (epoch
     seconds, milliseconds kept)."""
-    import json
     from datetime import datetime
 
     from botocore.utils import parse_to_aware_datetime
@@ -355,57 +353,7 @@ def _cheap_retention_check() -> None:
     )
 
 
-COUNTS_PATH = "/_pagefleet/calls"
-COUNT_ENV = "PAGEFLEET_COUNT_AWS_CALLS"
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-
-def _operation(environ: dict[str, Any], body: bytes) -> str:
-    """The call's name: ``Service.Operation`` (and the table, for DynamoDB), or S3's verb."""
-    target = environ.get("HTTP_X_AMZ_TARGET", "")
-    if target:
-        service, _, action = target.partition(".")
-        name = f"{service.split('_')[0]}.{action}"
-        if service.startswith("DynamoDB_"):
-            try:
-                table = json.loads(body or b"{}").get("TableName")
-            except ValueError:
-                table = None
-            if table:
-                name += f" {table}"
-        return name
-    if body and b"Action=" in body:
-        fields = dict(pair.split("=", 1) for pair in body.decode().split("&") if "=" in pair)
-        return f"query.{fields.get('Action', '?')}"
-    return f"s3.{environ.get('REQUEST_METHOD', '?')}"
-
-
-class CallCounter:
-    """Counts each call and the thread CPU time its answer took (a profiling aid)."""
-
-    def __init__(self, app: _WsgiApp) -> None:
-        self._app = app
-        self._lock = threading.Lock()
-        self.calls: dict[str, list[float]] = {}
-
-    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        if environ.get("PATH_INFO") == COUNTS_PATH:
-            with self._lock:
-                body = json.dumps(self.calls).encode()
-            start_response("200 OK", [("Content-Type", "application/json")])
-            return [body]
-        size = int(environ.get("CONTENT_LENGTH") or 0)
-        body = environ["wsgi.input"].read(size) if size else b""
-        environ["wsgi.input"] = io.BytesIO(body)
-        name = _operation(environ, body)
-        started = time.thread_time()
-        answer = list(self._app(environ, start_response))
-        spent = time.thread_time() - started
-        with self._lock:
-            entry = self.calls.setdefault(name, [0, 0.0])
-            entry[0] += 1
-            entry[1] += spent
-        return answer
 
 
 def _iam_checked(app: _WsgiApp) -> _WsgiApp:

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from devstack.console_app import local_console
 from devstack.constants import LOCAL_REGION, aws_env
 from devstack.demo_site import DemoSite
@@ -44,6 +42,7 @@ from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
 from devstack.loopback import reserve_loopback_port
+from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.tenant_role import create_job_role
@@ -291,35 +290,11 @@ class LocalStack:
         self._saved_env = {}
 
     def _start_moto(self) -> None:
-        held = self._moto_sock
-        where = ["--fd", str(held.fileno())] if held is not None else ["-p", str(self.moto_port)]
-        self.moto = ManagedProcess(
-            "moto",
-            # moto with DynamoDB's atomic conditional writes (see embedded_aws).
-            [sys.executable, "-m", "devstack.embedded_aws", *where],
-            env={
-                **os.environ,
-                "NO_PROXY": "*",
-                "MOTO_PORT": str(self.moto_port),
-                **self.iam.moto_env(),
-            },
-            log_path=self.log_dir / "moto.log",
-            pass_fds=(held.fileno(),) if held is not None else (),
-        )
-        if held is not None:  # moto has its own copy now
-            held.close()
-            self._moto_sock = None
-        deadline = time.monotonic() + self.start_timeout_s
-        with httpx.Client(trust_env=False, timeout=2) as http:
-            while True:
-                if not self.moto.alive():
-                    raise StackError(f"moto server exited at start:\n{self.moto.tail()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if http.get(f"{self.aws_endpoint}/moto-api/").status_code < 500:
-                        return
-                if time.monotonic() > deadline:
-                    raise StackError(f"moto server not ready on {self.aws_endpoint}")
-                time.sleep(0.1)
+        held, self._moto_sock = self._moto_sock, None
+        self.moto = spawn_moto(self.moto_port, held, self.iam.moto_env(), self.log_dir / "moto.log")
+        failed = wait_for_moto(self.moto, self.aws_endpoint, self.start_timeout_s)
+        if failed:
+            raise StackError(failed)
 
     def _provision(self) -> None:
         self.provisioned = create_all(
