@@ -2,9 +2,9 @@
 
     .venv/bin/python scripts/console_screenshots.py            # writes docs/img/console-*.png
 
-It starts a local stack, runs the examples, stores a workflow in two versions and a
-schedule (so those views have something to show), signs in as the dev tenant and saves one
-PNG per view.
+It starts a local stack, runs the examples, stores a workflow in two versions, a schedule
+and the example price watcher with two runs (so those views have something to show), signs
+in as the dev tenant and saves one PNG per view.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 from playwright.sync_api import Page, expect
 
 from devstack.console_browser import VIEWPORT, console_browser, sign_in
@@ -22,6 +24,7 @@ from devstack.examples import run_examples
 from devstack.stack import LocalStack
 
 REPO = Path(__file__).resolve().parents[1]
+MONITORS = REPO / "examples" / "monitors"
 SHOWN_MS = 60_000
 
 
@@ -48,6 +51,27 @@ def seed(stack: LocalStack) -> str:
         shown = next(r.job for r in results if r.job and r.name == "extract-products")
         assert shown is not None
         return shown.job_id
+
+
+def seed_monitor(stack: LocalStack) -> tuple[str, str]:
+    """The example price watcher, run twice with a price dropped and a product added in
+    between: (its schedule id, the run that found the change)."""
+    spec: dict[str, Any] = json.loads((MONITORS / "price-watcher.schedule.json").read_text())
+    spec["job"]["inputs"]["site"] = stack.site_url
+    spec["enabled"] = False  # only the runs started here
+    with stack.client() as client, httpx.Client(base_url=stack.site_url, trust_env=False) as site:
+        schedule_id = client.create_schedule(spec).schedule_id
+        site.post("/watch/reset").raise_for_status()
+        for state in (None, "state-price-drop.json"):
+            if state:
+                site.put("/watch/state", content=(MONITORS / state).read_bytes()).raise_for_status()
+            run = client.wait(client.run_schedule(schedule_id).job_id, timeout=180)
+            deadline = time.monotonic() + 60  # counted into the schedule a moment after
+            while client.schedule(schedule_id).last_success_job_id != run.job_id:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"run {run.job_id} ended {run.status}, never counted")
+                time.sleep(0.25)
+        return schedule_id, run.job_id
 
 
 def shoot(page: Page, out: Path, name: str) -> None:
@@ -84,6 +108,14 @@ def main() -> None:
         page.goto(f"{stack.console_url}#/workflows/titles")
         expect(page.locator("#workflow-diff")).to_be_visible()
         shoot(page, args.out, "workflows")
+        monitor, changed = seed_monitor(stack)
+        page.goto(f"{stack.console_url}#/schedules/{monitor}")
+        expect(page.locator("#schedule-health")).to_be_visible()
+        shoot(page, args.out, "schedule")
+        page.goto(f"{stack.console_url}#/jobs/{changed}")
+        expect(page.locator("#changes")).to_be_visible()
+        page.locator("#changes").scroll_into_view_if_needed()
+        shoot(page, args.out, "changes")
         for view in ("schedules", "usage", "fleet"):
             page.goto(f"{stack.console_url}#/{view}")
             expect(page.locator("main h1")).to_be_visible()

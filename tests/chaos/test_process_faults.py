@@ -69,7 +69,9 @@ def test_killed_workers_job_completes_on_another_worker_with_one_final_result(
     assert not report.lost and not report.doubled and not report.inconsistent
     assert replacement.alive()
     # Its lease ran out and a live worker of the pool took it back (no sweeper runs here).
-    assert ("retry_scheduled", "lease_expired") in seen
+    # The take-back's error shows while the job waits for its retry and while the retry runs
+    # (8 s); the wait itself can be shorter than a poll, so either one counts.
+    assert {kind for _, kind in seen} >= {"lease_expired"}, seen
     assert any(job.job_id in taken for taken in took_back(stack)), "no worker took it back"
 
 

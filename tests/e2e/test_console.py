@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # Deadlines for what the page must show, long enough for a loaded 2-core machine.
 SHOWN_MS = 60_000
+expect.set_options(timeout=SHOWN_MS)
 SCREENSHOT_STEPS = [
     {"action": "goto", "url": "{{inputs.site}}"},
     {"action": "screenshot", "name": "page.png"},
@@ -185,6 +186,36 @@ def test_a_job_that_needs_review_is_found_by_its_filter_and_resolved_on_its_page
     expect(page.locator("#job-status")).to_have_text("succeeded")
     resolved = client.get(job.job_id)
     assert resolved.resolution is not None and resolved.resolution.outcome == "done"
+    assert len(stack.site.orders.of(job.job_id)) == 1
+
+
+def test_a_job_resolved_not_done_on_its_page_runs_again_from_the_start(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    from devstack.examples import EXAMPLES_DIR, load_example
+
+    assert stack.site is not None
+    body = load_example(EXAMPLES_DIR / "place-order.json", stack.site_url)
+    del body["steps"][4]["check"]
+    # Recorded, never answered; the shop refuses a second order with the same reference, so
+    # a reviewer's wrong "not done" costs nothing here (it is the site's own guard).
+    stack.site.orders.set(drop=True, dedupe=True)
+    try:
+        job = client.wait(client.submit(body).job_id, timeout=SHOWN_MS / 1000 * 3)
+        assert job.status.value == "needs_review", job.error
+    finally:
+        stack.site.orders.set(drop=False)
+    try:
+        page = signed_in
+        page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+        expect(page.locator("#review")).to_contain_text("Did step 4 (Place order) take effect?")
+        page.get_by_role("button", name="Not done: run it again").click()
+        expect(page.locator("#job-status")).to_have_text("succeeded")
+    finally:
+        stack.site.orders.set(dedupe=False)
+    again = client.get(job.job_id)
+    assert again.resolution is not None and again.resolution.outcome == "not_done"
+    assert again.attempt == 2  # the workflow ran again, from its first step
     assert len(stack.site.orders.of(job.job_id)) == 1
 
 
