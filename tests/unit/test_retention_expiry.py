@@ -50,6 +50,30 @@ def test_a_final_outcome_carries_the_tenants_expiry(clock: FakeClock) -> None:
     assert store.expiry("t1", retrying) is None
 
 
+class SlowToAnswer(KeepTwoDays):
+    """A retention lookup that takes a while (a loaded table): the clock moves meanwhile."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def retention_s(self, tenant_id: str) -> int | None:
+        self.clock.advance(1.7)
+        return super().retention_s(tenant_id)
+
+
+def test_the_expiry_is_the_retention_after_the_recorded_finish(clock: FakeClock) -> None:
+    from datetime import datetime
+
+    clock.advance(0.6)  # mid-second: a later reading would fall in another second
+    svc = fake_services(clock, hooks=SlowToAnswer(clock))
+    store = svc.store
+    assert isinstance(store, FakeJobStore)
+    done = store.get("t1", finish(svc, Outcome(JobStatus.SUCCEEDED, result={"ok": 1})))
+    assert done.finished_at is not None
+    finished = datetime.fromisoformat(done.finished_at.replace("Z", "+00:00")).timestamp()
+    assert store.expiry("t1", done.job_id) == int(finished) + 2 * DAY
+
+
 def test_without_a_known_retention_the_outcome_leaves_it_to_the_consumer(
     svc: JobServices,
 ) -> None:

@@ -48,6 +48,11 @@ class LifecycleBase:
     def at(self) -> str:
         return iso(datetime.fromtimestamp(self.clock.now(), UTC))
 
+    def instant(self) -> tuple[int, str]:
+        """Now, read once: epoch seconds and the ISO time a record shows, which agree."""
+        now = self.clock.now()
+        return int(now), iso(datetime.fromtimestamp(now, UTC))
+
     def job_in(self, tenant_id: str, job_id: str, status: JobStatus) -> JobRecord | None:
         """The job if it exists and is in ``status`` (a move's first look); else None."""
         try:

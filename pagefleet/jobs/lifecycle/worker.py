@@ -263,7 +263,9 @@ class WorkerMoves(LifecycleBase):
         The claim deleted the job's message: an outcome not written leaves the job running
         until its lease runs out and it is taken back.
         """
-        at = self.at()
+        # One reading of the clock: the expiry is exactly the retention after finished_at,
+        # however long the retention's lookup below takes.
+        ended, at = self.instant()
         retrying = outcome.status is JobStatus.RETRY_SCHEDULED
         delay = outcome.retry_delay_s or 0
         # Every part is bounded so that the record always fits in one item.
@@ -281,11 +283,11 @@ class WorkerMoves(LifecycleBase):
                 artifacts=bounded.artifacts,
                 error=bounded.error,
                 history=bounded.history,
-                retry_at=self.now() + delay if retrying else None,
+                retry_at=ended + delay if retrying else None,
                 result_artifact=bounded.result_artifact,
                 result_bytes=bounded.result_bytes,
                 attempt_log=bounded.attempt_log,
-                expires_at=self.now() + keep_s if keep_s is not None else None,
+                expires_at=ended + keep_s if keep_s is not None else None,
                 checkpoints=outcome.checkpoints,
                 compensation=outcome.compensation,
                 changes=bounded.changes,
