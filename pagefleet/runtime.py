@@ -361,62 +361,10 @@ class Runtime:
 
     # --- the jobs stream, live runs, notifications ----------------------------------------
     def change_consumers(self, settings: CoreSettings) -> list[ChangeConsumer]:
-        """What reacts to job changes (the jobs stream's one reader calls each in turn):
-        dependants released, expiry set, and live delivery, webhooks and EventBridge events
-        as far as the settings configure them."""
-        # imported when first built: a cold start imports only what it builds
-        from pagefleet.adapters.dynamodb.connections import DynamoConnections
-        from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
-        from pagefleet.adapters.live import ApiGatewayPoster
-        from pagefleet.adapters.notify import EventBridgeBus, SqsWebhookQueue
-        from pagefleet.jobs.dependencies import DependencyRelease
-        from pagefleet.live.delivery import LiveDelivery
-        from pagefleet.live.events import DEFAULT_RETENTION_S
-        from pagefleet.notify.eventbridge import JobFinishedEvents
-        from pagefleet.notify.schedule_notices import ScheduleNotices
-        from pagefleet.notify.webhooks import WebhookNotifier
-        from pagefleet.schedules.watch import ScheduleWatch
-        from pagefleet.specs.settings import ChangesSettings
-        from pagefleet.tenancy.retention import RetentionConsumer
+        """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
+        from pagefleet.change_wiring import change_consumers
 
-        def build() -> list[ChangeConsumer]:
-            out: list[ChangeConsumer] = [
-                DependencyRelease(self.job_services(settings).lifecycle),
-                RetentionConsumer(self.job_data(settings), self.tenancy(settings).limits),
-            ]
-            if not isinstance(settings, ChangesSettings):
-                # Schedules' health (a monitor's baseline, alerts) is kept even unnotified.
-                out.append(
-                    ScheduleWatch(self.schedule_store(settings), ScheduleNotices(None, None))
-                )
-                return out
-            db = self.client("dynamodb")
-            deliveries = DynamoDeliveries(db, settings.jobs_table)
-            outbox = events = None
-            if settings.connections_table and settings.live_endpoint:
-                poster = ApiGatewayPoster(self.management_client(settings.live_endpoint))
-                connections = DynamoConnections(db, settings.connections_table)
-                rate = settings.live_messages_per_s
-                out.append(LiveDelivery(connections, poster, messages_per_s=rate))
-            if settings.webhook_queue_url:
-                queue = SqsWebhookQueue(self.client("sqs"), settings.webhook_queue_url)
-                defaults = DynamoNotifyDefaults(db, settings.tenants_table)
-                notifier = WebhookNotifier(
-                    queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S
-                )
-                out.append(notifier)
-                outbox = notifier.outbox  # schedules' notices go out the same way
-            if settings.event_bus_name:
-                bus = EventBridgeBus(self.client("events"), settings.event_bus_name)
-                finished = JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
-                out.append(finished)
-                events = finished.events
-            # Schedules' health (a monitor's baseline, alerts), told as configured.
-            notices = ScheduleNotices(outbox, events)
-            out.insert(2, ScheduleWatch(self.schedule_store(settings), notices))
-            return out
-
-        return self._per("changes", settings, build)
+        return self._per("changes", settings, lambda: change_consumers(self, settings))
 
     def live_services(self, settings: LiveSettings) -> LiveServices:
         """What the WebSocket routes and the idle reaper use (``functions/live``)."""
