@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import (
     LABEL_MAX_CHARS,
     TEXT_MAX_CHARS,
@@ -36,6 +37,7 @@ from pagefleet.live.events import (
     now_iso,
 )
 from pagefleet.live.ports import EventStore
+from pagefleet.specs.settings import WorkerSettings
 
 log = logging.getLogger("browser_task.run_events")
 
@@ -327,3 +329,20 @@ def attempt_ended(
             delay_s=retry_delay_s,
         )
     events.emit(EventType.STATE, status=status)
+
+
+def attempt_events(
+    store: EventStore, job: JobRecord, settings: WorkerSettings, clock: Callable[[], float]
+) -> RunEvents:
+    """An attempt's run events, as the worker's settings bound them, opened with its
+    ``running`` state."""
+    events = RunEvents(
+        store,
+        job,
+        flush_s=settings.events_flush_s,
+        max_events=settings.events_max_per_job,
+        retention_s=settings.events_retention_s,
+        clock=clock,
+    )
+    events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
+    return events

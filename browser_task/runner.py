@@ -19,6 +19,7 @@ from browser_task import endings
 from browser_task.ahead import SlotSignals
 from browser_task.artifacts import ArtifactCollector
 from browser_task.browser import BrowserPool, BrowserSession
+from browser_task.cancel_watch import watch_cancel
 from browser_task.checkpointing import AttemptLost, Progress
 from browser_task.context import RunContext
 from browser_task.early import EarlyContext, open_early, with_trace
@@ -52,9 +53,6 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
 
-# How often a running job's cancel flag is read: a cancel takes effect within this, plus
-# the time to close the context (the promise is "within 3 seconds").
-CANCEL_POLL_S = 1.0
 # Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
 STEP_SETTLE_MARGIN_S = 5.0
 
@@ -268,7 +266,7 @@ class JobRunner:
         work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
-        cancel = asyncio.create_task(self._watch_cancel(job, log))
+        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log))
         try:
             await asyncio.wait(
                 {work, lost, abort, cancel},
@@ -434,18 +432,6 @@ class JobRunner:
             return [d for d in self.browsers.egress.refusals if d.at >= since]
 
         return refusals
-
-    async def _watch_cancel(self, job: JobRecord, log: JobLog) -> bool:
-        """Poll the job's cancel flag; True once a client asked to cancel it."""
-        if job.cancel_requested_at is not None:
-            return True
-        while True:
-            await asyncio.sleep(CANCEL_POLL_S)
-            try:
-                if await asyncio.to_thread(self.lifecycle.cancel_requested, job):
-                    return True
-            except Exception as exc:  # a missed poll only delays the cancel by one period
-                log.warning("cancel check failed", error=first_line(str(exc)))
 
     async def _kill(self, work: asyncio.Task[Any], session: BrowserSession) -> None:
         await session.close()

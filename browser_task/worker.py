@@ -35,7 +35,7 @@ from browser_task.health import Liveness
 from browser_task.leases import LeaseKeeper, LeaseWatch
 from browser_task.prepare import TenantPolicies
 from browser_task.receiver import Receiver
-from browser_task.run_events import RunEvents, log_sink, recording
+from browser_task.run_events import attempt_events, log_sink, recording
 from browser_task.runner import JobRunner
 from browser_task.task_protection import TaskProtection
 from browser_task.telemetry import JobLog, WorkerMetrics, noted
@@ -46,8 +46,6 @@ from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices
-from pagefleet.jobs.states import JobStatus
-from pagefleet.live.events import EventType
 from pagefleet.live.ports import EventStore
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs import metrics_names as metric
@@ -391,7 +389,7 @@ class Worker:
         if received.sent_at_ms:
             self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
         started = time.monotonic()
-        events = self._run_events(job)
+        events = attempt_events(self._events, job, self.settings, self._clock)
         log = log.recording(log_sink(events))
         log.info("job started", receive_count=received.receive_count)
         await self._protection.job_started()
@@ -431,19 +429,6 @@ class Worker:
         self._spawn(
             self._completion.settle(run, job, lease, started, domain, probe, log, meter, events)
         )
-
-    def _run_events(self, job: JobRecord) -> RunEvents:
-        settings = self.settings
-        events = RunEvents(
-            self._events,
-            job,
-            flush_s=settings.events_flush_s,
-            max_events=settings.events_max_per_job,
-            retention_s=settings.events_retention_s,
-            clock=self._clock,
-        )
-        events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
-        return events
 
     def _slot_in_use(self, delta: int) -> None:
         """Slots running a job's browser work (saturation: at most ``concurrency``)."""

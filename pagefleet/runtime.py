@@ -361,8 +361,7 @@ class Runtime:
 
     # --- the jobs stream, live runs, notifications ----------------------------------------
     def change_consumers(self, settings: CoreSettings) -> list[ChangeConsumer]:
-        """What reacts to job changes (the jobs stream's one reader calls each in turn)."""
-        from pagefleet.change_wiring import change_consumers
+        from pagefleet.change_wiring import change_consumers  # its docstring says what
 
         return self._per("changes", settings, lambda: change_consumers(self, settings))
 

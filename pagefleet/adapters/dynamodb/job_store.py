@@ -16,11 +16,9 @@ from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
     deserialize,
     epoch_of,
-    filter_expression,
     idempotency_sk,
     item_to_record,
     job_sk,
-    listing_key,
     ops_time,
     put_new,
     record_to_item,
@@ -30,6 +28,7 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
+from pagefleet.adapters.dynamodb.listing import JobListing
 from pagefleet.adapters.dynamodb.review import ReviewWrites
 from pagefleet.adapters.dynamodb.updates import (
     FENCE,
@@ -45,9 +44,8 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
+from pagefleet.jobs.ports import IdempotencyRecord
 from pagefleet.jobs.rules import claim_refusal
 from pagefleet.jobs.states import JobStatus, sources_of
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
@@ -56,7 +54,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore(ReviewWrites, DispatchQueries):
+class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -151,48 +149,6 @@ class DynamoJobStore(ReviewWrites, DispatchQueries):
             ProjectionExpression="cancel_requested_at",
         )
         return "cancel_requested_at" in resp.get("Item", {})
-
-    def list_page(
-        self,
-        tenant_id: str,
-        *,
-        status: JobStatus | None,
-        limit: int,
-        start_key: dict[str, Any] | None,
-        where: JobFilter = NO_FILTER,
-    ) -> tuple[list[JobRecord], dict[str, Any] | None]:
-        """Newest first. With a status, reads the by_status index so pages stay full; the
-        other filters are a FilterExpression, read on while matches are few (``fill_page``)."""
-        kwargs: dict[str, Any] = {"TableName": self._table, "ScanIndexForward": False}
-        values: dict[str, Any]
-        if status is None:
-            kwargs["KeyConditionExpression"] = "pk = :pk AND begins_with(sk, :job)"
-            values = {":pk": tenant_pk(tenant_id), ":job": "JOB#"}
-        else:
-            kwargs["IndexName"] = "by_status"
-            kwargs["KeyConditionExpression"] = "status_pk = :sp"
-            values = {":sp": status_pk(tenant_id, status)}
-        condition, names, filter_values = filter_expression(where)
-        if condition:
-            kwargs["FilterExpression"] = condition
-            kwargs["ExpressionAttributeNames"] = names
-            values.update(filter_values)
-        kwargs["ExpressionAttributeValues"] = serialize(values)
-
-        def read(size: int, start: dict[str, Any] | None) -> tuple[list[JobRecord], Any]:
-            extra: dict[str, Any] = {"ExclusiveStartKey": serialize(start)} if start else {}
-            resp = self._db.query(**kwargs, Limit=size, **extra)
-            jobs = [item_to_record(item) for item in resp.get("Items", [])]
-            last = resp.get("LastEvaluatedKey")
-            return [j for j in jobs if where.matches(j)], (deserialize(last) if last else None)
-
-        return fill_page(
-            read,
-            limit=limit,
-            start_key=start_key,
-            filtered=bool(where),
-            key_of=lambda job: listing_key(tenant_id, job.job_id, status),
-        )
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         """Jobs whose message is not known to have reached the queue (for the sweeper)."""
