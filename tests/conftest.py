@@ -13,7 +13,12 @@ import boto3
 import pytest
 
 from devstack.provision import Provisioned, create_all
-from tests.support.suites import check_fast_slice, mark_suites, order_for_workers
+from tests.support.suites import (
+    check_fast_slice,
+    check_groups_applied,
+    mark_suites,
+    order_for_workers,
+)
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -38,6 +43,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mark_suites(items, TESTS_DIR)
     if hasattr(config, "workerinput"):  # a pytest-xdist worker: every one sorts alike
         order_for_workers(items, TESTS_DIR)
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """The controller, as each worker reports what it collected."""
+    check_groups_applied(node.config, ids)
 
 
 @pytest.fixture(scope="session")

@@ -105,3 +105,23 @@ def order_for_workers(items: list[pytest.Item], tests_dir: Path) -> None:
         return len(LONGEST_FIRST) + (0 if group in heavy else 1)
 
     items.sort(key=rank)
+
+
+def check_groups_applied(config: pytest.Config, ids: list[str]) -> None:
+    """Stop the run when ``--dist loadgroup`` would not keep a group on one worker.
+
+    pytest-xdist tells its scheduler a test's group by appending ``@group`` to the node id
+    (every test here has a group: ``mark_suites``). pytest 9.2 made that write a no-op
+    (pytest-xdist#1386): each module's tests were spread over both workers, each starting
+    its own copy of the module's local stack, and only tests that read state their module
+    built earlier failed, now and then.
+    """
+    if config.getvalue("dist") != "loadgroup" or not ids:
+        return
+    lost = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("::", 1)[-1]]
+    if lost:
+        pytest.exit(
+            f"pytest-xdist did not record the test groups (e.g. {lost[0]}): --dist loadgroup "
+            "would split modules across workers; check the pytest and pytest-xdist versions",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
