@@ -208,7 +208,9 @@ def test_a_one_time_schedule_is_deleted_by_the_scheduler_once_fired_and_still_re
 
     client, _, mirror = eventbridge_mirror()
     store = DynamoScheduleStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
-    clock = FakeClock(time.time())
+    # A fixed 10:00 UTC: the hour the poller skips must not hold the nightly's 02:00 (from
+    # the wall clock, between 01:00 and 02:00 it fired the nightly too).
+    clock = FakeClock(datetime(2031, 6, 2, 10, 0, tzinfo=UTC).timestamp())
     at = datetime.fromtimestamp(clock.now() + 3600, UTC).replace(microsecond=0)
     once = spec(name="once", expression=f"at({at:%Y-%m-%dT%H:%M:%S})")
     made = schedules.create(store, mirror, clock, "t", once, ok)
