@@ -51,29 +51,26 @@ def change_consumers(parts: Parts, settings: CoreSettings) -> list[ChangeConsume
         DependencyRelease(parts.job_services(settings).lifecycle),
         RetentionConsumer(parts.job_data(settings), parts.tenancy(settings).limits),
     ]
-    if not isinstance(settings, ChangesSettings):
-        # Schedules' health (a monitor's baseline, alerts) is kept even unnotified.
-        out.append(ScheduleWatch(parts.schedule_store(settings), ScheduleNotices(None, None)))
-        return out
-    db = parts.client("dynamodb")
-    deliveries = DynamoDeliveries(db, settings.jobs_table)
     outbox = events = None
-    if settings.connections_table and settings.live_endpoint:
-        poster = ApiGatewayPoster(parts.management_client(settings.live_endpoint))
-        connections = DynamoConnections(db, settings.connections_table)
-        rate = settings.live_messages_per_s
-        out.append(LiveDelivery(connections, poster, messages_per_s=rate))
-    if settings.webhook_queue_url:
-        queue = SqsWebhookQueue(parts.client("sqs"), settings.webhook_queue_url)
-        defaults = DynamoNotifyDefaults(db, settings.tenants_table)
-        notifier = WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
-        out.append(notifier)
-        outbox = notifier.outbox  # schedules' notices go out the same way
-    if settings.event_bus_name:
-        bus = EventBridgeBus(parts.client("events"), settings.event_bus_name)
-        finished = JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
-        out.append(finished)
-        events = finished.events
-    # Schedules' health (a monitor's baseline, alerts), told as configured.
+    if isinstance(settings, ChangesSettings):
+        db = parts.client("dynamodb")
+        deliveries = DynamoDeliveries(db, settings.jobs_table)
+        if settings.connections_table and settings.live_endpoint:
+            poster = ApiGatewayPoster(parts.management_client(settings.live_endpoint))
+            connections = DynamoConnections(db, settings.connections_table)
+            rate = settings.live_messages_per_s
+            out.append(LiveDelivery(connections, poster, messages_per_s=rate))
+        if settings.webhook_queue_url:
+            queue = SqsWebhookQueue(parts.client("sqs"), settings.webhook_queue_url)
+            defaults = DynamoNotifyDefaults(db, settings.tenants_table)
+            notifier = WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
+            out.append(notifier)
+            outbox = notifier.outbox  # schedules' notices go out the same way
+        if settings.event_bus_name:
+            bus = EventBridgeBus(parts.client("events"), settings.event_bus_name)
+            finished = JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
+            out.append(finished)
+            events = finished.events
+    # Schedules' health (a monitor's baseline, alerts): kept even unnotified, told as configured.
     out.insert(2, ScheduleWatch(parts.schedule_store(settings), ScheduleNotices(outbox, events)))
     return out

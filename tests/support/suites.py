@@ -118,7 +118,9 @@ def check_groups_applied(config: pytest.Config, ids: list[str]) -> None:
     """
     if config.getvalue("dist") != "loadgroup" or not ids:
         return
-    lost = [nodeid for nodeid in ids if "@" not in nodeid.rsplit("::", 1)[-1]]
+    # The scheduler's own reading (``LoadGroupScheduling._split_scope``): a group is an ``@``
+    # after the last ``]``, so an ``@`` inside a parameter's id is not one.
+    lost = [nodeid for nodeid in ids if nodeid.rfind("@") <= nodeid.rfind("]")]
     if lost:
         pytest.exit(
             f"pytest-xdist did not record the test groups (e.g. {lost[0]}): --dist loadgroup "
