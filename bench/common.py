@@ -67,7 +67,7 @@ async def bare_loop(
     (same executable). Returns (succeeded, seconds)."""
     from playwright.async_api import async_playwright
 
-    from browser_task.chromium import (
+    from browser_task.browser.chromium import (
         chromium_args,
         chromium_executable,
         driver_env,

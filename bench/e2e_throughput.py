@@ -8,7 +8,7 @@ The bare loop is one Chromium launched exactly as the worker launches it, a fres
 per job, C asyncio tasks. The platform run submits every job through the HTTP API first and
 is timed from the first submission until every job is final (API, queue, worker, DynamoDB
 and S3 included). The third side is the platform with ``options.isolation: "tenant"``
-(warm contexts, browser_task/warm.py). All are measured after a warm-up, in segments whose
+(warm contexts, browser_task/browser/warm.py). All are measured after a warm-up, in segments whose
 order rotates (B P W, P W B, W B P, ...; the stack stays up and idle while the bare loop
 runs), so that machine load drifting during the run (these machines are shared) weighs on
 every side alike. Targets at concurrency 2: platform / bare >= 0.95, warm / bare >= 1.2.

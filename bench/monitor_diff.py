@@ -8,7 +8,7 @@ Two parts, each beside a baseline run in the same process:
   (one price changed, one record added, the list reordered), then ``changes.json`` written;
   beside it, a text diff of the two results (``difflib`` on sorted, indented JSON), which is
   what a text-diffing watcher does (and reports a reordered list as all changed);
-- pixels: ``browser_task.visual.pixel_diff`` on two 1280x800 screenshots (a button moved),
+- pixels: ``browser_task.run.visual.pixel_diff`` on two 1280x800 screenshots (a button moved),
   diff.png included; beside it the same comparison pixel by pixel in Python, the way
   pixelmatch (pure Python) works, on the same pair.
 
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PIL import Image, ImageDraw
 
-from browser_task.visual import CHANNEL_TOLERANCE, pixel_diff
+from browser_task.run.visual import CHANNEL_TOLERANCE, pixel_diff
 from pagefleet.monitors.changes import compare
 from pagefleet.monitors.spec import Monitor
 

@@ -43,7 +43,7 @@ async def _alone(site: str, steps: int, settings: WorkerSettings) -> list[float]
     """The step in a Chromium launched as the worker launches it."""
     from playwright.async_api import async_playwright
 
-    from browser_task.chromium import chromium_args, chromium_executable
+    from browser_task.browser.chromium import chromium_args, chromium_executable
 
     timings: list[float] = []
     async with async_playwright() as p:

@@ -4,7 +4,7 @@ the worker's ``TraceRecorder``, side by side in one run.
     .venv/bin/python bench/trace_leak.py [--jobs 1000] [--every 200]
 
 Each side runs the same small job ``--jobs`` times in a fresh context of its own Chromium
-and Playwright driver: start the always-on trace (as browser_task.tracing does), open a
+and Playwright driver: start the always-on trace (as browser_task.browser.tracing does), open a
 page, read it ten times, close. The ``close only`` side starts the recording itself and
 closes the context with it still running, as the worker did until 2026-12-01; the
 ``worker`` side records through ``TraceRecorder`` and drops the recording before the
@@ -29,14 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 from playwright.async_api import async_playwright
 
-from browser_task.chromium import (
+from browser_task.browser.chromium import (
     chromium_args,
     chromium_executable,
     driver_env,
     environment,
     sandbox_enabled,
 )
-from browser_task.tracing import TraceRecorder
+from browser_task.browser.tracing import TraceRecorder
 from pagefleet.specs.settings import WorkerSettings
 
 PAGE = "<ul>" + "".join(f"<li>item {n}</li>" for n in range(20)) + "</ul>"

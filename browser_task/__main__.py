@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from browser_task.breaker_gate import BreakerGate
-from browser_task.context import SecretsResolver
-from browser_task.sessions import SessionStore
-from browser_task.telemetry import logger
-from browser_task.tenant_access import tenant_data_source
-from browser_task.worker import Worker, default_worker_id
+from browser_task.egress.breakers import BreakerGate
+from browser_task.observe.telemetry import logger
+from browser_task.run.context import SecretsResolver
+from browser_task.slot.worker import Worker, default_worker_id
+from browser_task.tenant.access import tenant_data_source
+from browser_task.tenant.logins import SessionStore
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings
 

@@ -18,14 +18,14 @@ from urllib.parse import urlsplit
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from browser_task.egress import UNRESOLVED_PREFIX
-from browser_task.egress_http import POLICY, UNREACHABLE, UNRESOLVED, UPSTREAM_AUTH, Refused
+from browser_task.egress.guard import UNRESOLVED_PREFIX
+from browser_task.egress.http import POLICY, UNREACHABLE, UNRESOLVED, UPSTREAM_AUTH, Refused
 from pagefleet.jobs.models import JobError
 from pagefleet.targets.breakers import origin_of
 from pagefleet.workflow import Goto, Step
 
 if TYPE_CHECKING:
-    from browser_task.egress_proxy import Decision
+    from browser_task.egress.proxy import Decision
 
 
 class JobFailure(Exception):

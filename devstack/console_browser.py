@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from browser_task.chromium import SYSTEM_CHROMIUM, SYSTEM_CHROMIUM_BINARY
+from browser_task.browser.chromium import SYSTEM_CHROMIUM, SYSTEM_CHROMIUM_BINARY
 
 VIEWPORT = {"width": 1280, "height": 860}
 

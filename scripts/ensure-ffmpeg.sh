@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-target=$(.venv/bin/python -c 'from browser_task.video import ffmpeg_path; print(ffmpeg_path())')
+target=$(.venv/bin/python -c 'from browser_task.browser.video import ffmpeg_path; print(ffmpeg_path())')
 if [ -x "$target" ]; then
   echo "ffmpeg: $target"
   exit 0

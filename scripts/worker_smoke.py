@@ -132,7 +132,7 @@ def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any
 def image_registry() -> Path:
     """The image's Playwright registry, as far as the worker uses it beside Chromium: the
     driver's ffmpeg at the path it looks for, here linked to the host's ffmpeg."""
-    from browser_task.video import ffmpeg_path, ffmpeg_revision
+    from browser_task.browser.video import ffmpeg_path, ffmpeg_revision
 
     host = shutil.which("ffmpeg") or str(ffmpeg_path())
     if not os.access(host, os.X_OK):

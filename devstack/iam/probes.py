@@ -1,6 +1,6 @@
 """Cross-tenant probes through the worker's own path: tenant A's stores reaching for B's data.
 
-The worker reaches a job's tenant data through ``browser_task.tenant_access.TenantAccess``:
+The worker reaches a job's tenant data through ``browser_task.tenant.access.TenantAccess``:
 it assumes the job role, tagged with the job's tenant, and builds the artifact, session,
 usage and secret stores on those credentials. Here the stores built for tenant A are asked
 for tenant B's artifacts, saved sessions, usage items and secrets, several calls each; every
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from browser_task.tenant_access import TenantAccess, TenantData
+from browser_task.tenant.access import TenantAccess, TenantData
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.adapters.secrets import secret_id
 from pagefleet.specs.settings import WorkerSettings

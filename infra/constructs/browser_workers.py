@@ -58,7 +58,7 @@ FLUENT_BIT_IMAGE = "public.ecr.aws/aws-observability/aws-for-fluent-bit:stable"
 # Each is an empty bind-mount volume on Fargate, root-owned 0755 unless the image declares
 # the path as a VOLUME (the Dockerfile does, owned by the worker's user).
 WRITABLE_PATHS = {"tmp": "/tmp", "home": "/home/pwuser"}  # noqa: S108
-HEALTH_CHECK = ["CMD", "python", "-m", "browser_task.health"]
+HEALTH_CHECK = ["CMD", "python", "-m", "browser_task.observe.health"]
 
 
 @dataclass(frozen=True)
@@ -184,8 +184,8 @@ class BrowserWorkers(Construct):
             essential=True,
             readonly_root_filesystem=True,
             linux_parameters=linux,
-            # Replaces a task whose poll loop stopped (browser_task.health); the start period
-            # covers the browser's launch before the first poll.
+            # Replaces a task whose poll loop stopped (browser_task.observe.health); the start
+            # period covers the browser's launch before the first poll.
             health_check=ecs.HealthCheck(
                 command=HEALTH_CHECK,
                 interval=Duration.seconds(30),

@@ -1,7 +1,7 @@
 """Tenants kept apart below the code: the per-tenant job role, and what tenancy grants.
 
 The worker assumes the job role for each job with the session tag ``tenant=<id>``
-(``browser_task/tenant_access.py``); every permission of the role is bounded by that tag:
+(``browser_task/tenant/access.py``); every permission of the role is bounded by that tag:
 
 - S3 objects only under ``<tenant>/`` (the tenant's artifacts and saved sessions), and
   listing only that prefix: without ``s3:ListBucket`` S3 answers a missing key (a session

@@ -4,7 +4,7 @@ sweeper's minute.
 These functions find the jobs to look at (the sparse ``ops`` index); every move they make
 is a lifecycle move, so each is idempotent and safe to run twice at once. A dead worker's
 job is taken back by ``take_back_expired``, which each worker runs for its own pool when
-the next lease it knows of ends (``browser_task.leases``) and the sweeper runs every
+the next lease it knows of ends (``browser_task.slot.leases``) and the sweeper runs every
 minute for every pool (the backstop when no worker of a pool is alive).
 """
 

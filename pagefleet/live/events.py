@@ -1,7 +1,7 @@
 """Run events: what a job's worker reports while the job runs, as stored and served.
 
 Each event has a per-job sequence number (``seq``, increasing across attempts), a time
-(``at``) and a ``type``. The worker writes them in batches (``browser_task.run_events``);
+(``at``) and a ``type``. The worker writes them in batches (``browser_task.observe.run_events``);
 ``GET /v1/jobs/{id}/events`` lists them; the live WebSocket API delivers them as they are
 written. Text is masked (secret values) and clipped before it is stored; the number of
 events per job is bounded, and one ``truncated`` event says how many were dropped.

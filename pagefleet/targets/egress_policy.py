@@ -1,9 +1,9 @@
 """Egress policy: which addresses pagefleet may send traffic to on a tenant's behalf (SSRF).
 
 Pure functions of an address or a host name, tested without opening any connection. The
-browser's traffic (``browser_task.egress`` and its forwarding proxy) and the webhooks pagefleet
-POSTs to tenants' URLs (``pagefleet.notify``) apply this one policy: public addresses only,
-plus loopback when the deployment is configured for local development.
+browser's traffic (``browser_task.egress.guard`` and its forwarding proxy) and the webhooks
+pagefleet POSTs to tenants' URLs (``pagefleet.notify``) apply this one policy: public
+addresses only, plus loopback when the deployment is configured for local development.
 """
 
 from __future__ import annotations

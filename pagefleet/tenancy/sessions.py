@@ -7,7 +7,7 @@ at rest (SSE-KMS when a key is configured, else SSE-S3). Each session expires
 ``session_days`` after it was saved (the tenant's limit, 30 days by default): an expired
 session is never loaded, and the bucket's ``session`` rule removes old ones for good.
 
-The worker saves and loads them (``browser_task.sessions``); the API lists, shows and
+The worker saves and loads them (``browser_task.tenant.logins``); the API lists, shows and
 deletes them (``GET/DELETE /v1/sessions``).
 """
 

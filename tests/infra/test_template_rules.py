@@ -201,7 +201,7 @@ def test_the_local_stream_poller_plays_the_jobs_streams_mapping(synth) -> None:
 
 def emf_line(capsys: pytest.CaptureFixture[str]) -> str:
     """A line of EMF as the worker prints it to stdout."""
-    from browser_task.telemetry import WorkerMetrics
+    from browser_task.observe.telemetry import WorkerMetrics
 
     capsys.readouterr()
     metrics = WorkerMetrics("standard")

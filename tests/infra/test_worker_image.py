@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from browser_task.health import Liveness, check
+from browser_task.observe.health import Liveness, check
 
 from .helpers import logical_id
 
@@ -50,17 +50,17 @@ def test_worker_has_a_liveness_health_check_and_no_chromium_sandbox(stage_synth)
     for pool in stage_synth.stack.workers.pools.values():
         worker = _worker(stage_synth, pool)
         health = worker["HealthCheck"]
-        assert health["Command"] == ["CMD", "python", "-m", "browser_task.health"]
+        assert health["Command"] == ["CMD", "python", "-m", "browser_task.observe.health"]
         assert health["StartPeriod"] >= 60 and health["Retries"] >= 2
         env = {e["Name"]: e["Value"] for e in worker["Environment"]}
         # Fargate's seccomp profile refuses the user namespaces Chromium's sandbox needs.
         assert env["PAGEFLEET_CHROMIUM_SANDBOX"] == "false"
-    assert 'CMD ["python", "-m", "browser_task.health"]' in DOCKERFILE
+    assert 'CMD ["python", "-m", "browser_task.observe.health"]' in DOCKERFILE
 
 
 def test_the_image_build_checks_that_videos_can_be_recorded() -> None:
     # Playwright's ffmpeg for options.video, at the path the locked driver looks for.
-    assert "&& /app/.venv/bin/python -m browser_task.video" in DOCKERFILE
+    assert "&& /app/.venv/bin/python -m browser_task.browser.video" in DOCKERFILE
     assert (
         "ENV PYTHONUNBUFFERED=1" in DOCKERFILE
         and "PLAYWRIGHT_BROWSERS_PATH=/ms-playwright" in DOCKERFILE

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from browser_task.tenant_access import TenantAccess
+from browser_task.tenant.access import TenantAccess
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.iam.book import Book, access_key
 from devstack.iam.calls import Account

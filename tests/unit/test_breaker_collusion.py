@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from browser_task.breaker_gate import BreakerGate
+from browser_task.egress.breakers import BreakerGate
 from pagefleet.jobs.models import JobError
 from pagefleet.targets.breakers import SHARED, BreakerPolicy, BreakerState
 from tests.fakes.breakers import FakeBreakers

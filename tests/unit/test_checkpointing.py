@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from browser_task.checkpointing import AttemptLost, Progress
 from browser_task.errors import RetryJob
+from browser_task.run.checkpointing import AttemptLost, Progress
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, submit_job
@@ -98,7 +98,7 @@ def test_a_store_that_keeps_failing_means_the_step_does_not_run(
         raise ConnectionError("DynamoDB is not answering")
 
     monkeypatch.setattr(svc.store, "record_progress", broken)
-    monkeypatch.setattr("browser_task.checkpointing.WRITE_BACKOFF_S", 0.0)
+    monkeypatch.setattr("browser_task.run.checkpointing.WRITE_BACKOFF_S", 0.0)
     acted = []
 
     async def step() -> None:

@@ -1,4 +1,4 @@
-"""Opening a job's context while its claim is written (browser_task.early): which jobs may,
+"""Opening a job's context while its claim is written (browser_task.run.early): which jobs may,
 and that a context nobody will use is closed (no browser, no AWS: a recording pool)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from browser_task.early import EarlyContext, open_early, opens_early, with_trace
-from browser_task.egress import EgressGuard
-from browser_task.tracing import TraceRecorder
+from browser_task.browser.tracing import TraceRecorder
+from browser_task.egress.guard import EgressGuard
+from browser_task.run.early import EarlyContext, open_early, opens_early, with_trace
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 

@@ -9,7 +9,7 @@ import pytest
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
-from browser_task.egress_http import POLICY, UNREACHABLE, UPSTREAM_AUTH, Refused
+from browser_task.egress.http import POLICY, UNREACHABLE, UPSTREAM_AUTH, Refused
 from browser_task.errors import (
     FailJob,
     RetryJob,

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from browser_task.telemetry import JobLog
+from browser_task.observe.telemetry import JobLog
 
 
 def test_an_exception_is_logged_with_its_traceback(caplog: pytest.LogCaptureFixture) -> None:

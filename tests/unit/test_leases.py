@@ -1,4 +1,4 @@
-"""The worker's side of the lease (browser_task.leases), on the in-memory fakes: a finished
+"""The worker's side of the lease (browser_task.slot.leases), on the in-memory fakes: a finished
 job's lease lasts until its outcome is written, and each worker takes back its pool's jobs
 whose worker died, looking again when the next lease ends."""
 
@@ -8,11 +8,11 @@ import asyncio
 import random
 from typing import Any
 
-from browser_task.completion import Completion
-from browser_task.leases import MIN_WAIT_S, LeaseKeeper, LeaseWatch
-from browser_task.task_protection import TaskProtection
-from browser_task.telemetry import JobLog, WorkerMetrics
-from browser_task.usage import AttemptMeter
+from browser_task.observe.task_protection import TaskProtection
+from browser_task.observe.telemetry import JobLog, WorkerMetrics
+from browser_task.observe.usage import AttemptMeter
+from browser_task.slot.completion import Completion
+from browser_task.slot.leases import MIN_WAIT_S, LeaseKeeper, LeaseWatch
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobRecord, JobRequest

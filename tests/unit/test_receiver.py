@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from browser_task.receiver import NORMAL_FIRST, Receiver
+from browser_task.slot.receiver import NORMAL_FIRST, Receiver
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.specs.resources import queue_key
 

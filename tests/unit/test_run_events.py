@@ -6,8 +6,14 @@ import asyncio
 import math
 from typing import Any
 
-from browser_task.run_events import RunEvents, attempt_ended, log_sink, recording, step_events
-from browser_task.telemetry import JobLog
+from browser_task.observe.run_events import (
+    RunEvents,
+    attempt_ended,
+    log_sink,
+    recording,
+    step_events,
+)
+from browser_task.observe.telemetry import JobLog
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType, epoch_of_iso

@@ -7,7 +7,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from browser_task.session_loop import SessionLoop
+from browser_task.run.session_loop import SessionLoop
 from pagefleet.browsing.channel import ChannelGone
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms

@@ -7,10 +7,10 @@ import threading
 from concurrent.futures import Future
 from typing import Any, cast
 
-from browser_task.ahead import LaterHooks
-from browser_task.breaker_gate import BreakerGate
-from browser_task.tenant_access import SharedTenantData
-from browser_task.worker import Worker
+from browser_task.egress.breakers import BreakerGate
+from browser_task.slot.ahead import LaterHooks
+from browser_task.slot.worker import Worker
+from browser_task.tenant.access import SharedTenantData
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
 from pagefleet.jobs.models import JobMessage, JobRecord

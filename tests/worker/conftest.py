@@ -20,7 +20,7 @@ import boto3
 import pytest
 
 from browser_task.__main__ import build_worker
-from browser_task.worker import Worker
+from browser_task.slot.worker import Worker
 from devstack.loopback import serve_on_loopback
 from devstack.provision import Provisioned, create_all
 from pagefleet.jobs.models import JobRecord, JobRequest

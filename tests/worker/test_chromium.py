@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import psutil
 from playwright.async_api import async_playwright
 
-from browser_task.chromium import (
+from browser_task.browser.chromium import (
     DISABLED_FEATURES,
     ENABLED_FEATURES,
     chromium_args,

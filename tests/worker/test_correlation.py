@@ -40,7 +40,7 @@ def test_one_correlation_id_from_api_to_worker_logs_to_artifact_metadata(
     site: Site,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from browser_task.telemetry import logger as worker_logger
+    from browser_task.observe.telemetry import logger as worker_logger
     from functions.api.context import logger as api_logger
 
     # The API handler reads the same resources the worker uses.

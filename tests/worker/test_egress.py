@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from browser_task.egress import (
+from browser_task.egress.guard import (
     AddressKind,
     EgressGuard,
     address_allowed,
@@ -131,7 +131,7 @@ def test_guard_refuses_unresolvable_hosts_without_caching_the_failure():
 
 
 # --- EgressPolicy: every range, odd spellings, metadata names (no connections) ---------------
-from browser_task.egress import EgressPolicy, literal_address, parse_ipv4_loose  # noqa: E402
+from browser_task.egress.guard import EgressPolicy, literal_address, parse_ipv4_loose  # noqa: E402
 
 FORBIDDEN = [
     "10.0.0.1",

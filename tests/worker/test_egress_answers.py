@@ -15,9 +15,9 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from browser_task.egress import EgressPolicy
-from browser_task.egress_http import KIND_HEADER
-from browser_task.egress_proxy import EgressProxy, Streams
+from browser_task.egress.guard import EgressPolicy
+from browser_task.egress.http import KIND_HEADER
+from browser_task.egress.proxy import EgressProxy, Streams
 from tests.worker.test_ssrf import LoopbackOnlyConnector, TableResolver
 
 Site = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]

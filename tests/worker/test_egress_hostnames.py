@@ -12,9 +12,9 @@ import asyncio
 
 import pytest
 
-from browser_task.egress import EgressGuard, EgressPolicy
-from browser_task.egress_http import REFUSAL_HEADER
-from browser_task.egress_proxy import EgressProxy, Streams
+from browser_task.egress.guard import EgressGuard, EgressPolicy
+from browser_task.egress.http import REFUSAL_HEADER
+from browser_task.egress.proxy import EgressProxy, Streams
 from pagefleet.targets.egress_policy import (
     EgressRefused,
     check_url,

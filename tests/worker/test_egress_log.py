@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from browser_task.egress_log import EgressLog
-from browser_task.egress_proxy import Decision, EgressProxy
-from browser_task.telemetry import JobLog
+from browser_task.egress.log import EgressLog
+from browser_task.egress.proxy import Decision, EgressProxy
+from browser_task.observe.telemetry import JobLog
 from tests.worker.test_ssrf import POLICY, LoopbackOnlyConnector, TableResolver
 
 
@@ -70,3 +70,25 @@ def test_the_shared_proxys_refusals_go_to_the_job_that_asked() -> None:
 
     asyncio.run(go())
     assert sorted(seen) == [("a", "evil.test"), ("a", "late.test"), ("b", "other.test")]
+
+
+def test_a_refusal_waits_for_the_report_of_the_job_that_asked_however_late() -> None:
+    """On a loaded machine Chromium's report of a request can come long after the proxy
+    refused its connection: the refusal is still put down to the job that asked."""
+    egress = EgressLog()
+    seen: list[tuple[str, str]] = []
+
+    def job(name: str) -> JobLog:
+        log = JobLog(job_id=name)
+        return log.recording(lambda _level, message, fields: seen.append((name, fields["host"])))
+
+    async def go() -> None:
+        a, b = egress.track(job("a")), egress.track(job("b"))
+        b.on_request(_Request("http://other.test:8080/y"))
+        egress.proxy_refused(_refusal("slow.test", 443))
+        await asyncio.sleep(1.5)  # the report comes late (longer than any fixed wait)
+        assert seen == []  # not put down to anyone meanwhile
+        a.on_request(_Request("https://slow.test/x"))
+
+    asyncio.run(go())
+    assert seen == [("a", "slow.test")]

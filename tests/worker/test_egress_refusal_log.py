@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from browser_task.__main__ import build_worker
-from browser_task.telemetry import logger as worker_logger
+from browser_task.observe.telemetry import logger as worker_logger
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names

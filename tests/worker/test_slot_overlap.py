@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from browser_task.tenant_access import tenant_data_source
+from browser_task.tenant.access import tenant_data_source
 from pagefleet.jobs.ports import ArtifactStore
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME

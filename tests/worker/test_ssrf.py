@@ -22,18 +22,18 @@ from typing import Any
 
 import pytest
 
-from browser_task.browser import BrowserPool, BrowserSession
-from browser_task.context import RunContext
-from browser_task.egress import EgressGuard, EgressPolicy
-from browser_task.egress_http import REFUSAL_HEADER, Refused
-from browser_task.egress_proxy import (
+from browser_task.browser.pool import BrowserPool, BrowserSession
+from browser_task.egress.guard import EgressGuard, EgressPolicy
+from browser_task.egress.http import REFUSAL_HEADER, Refused
+from browser_task.egress.proxy import (
     EgressProxy,
     Streams,
     UpstreamProxy,
     open_tcp,
 )
 from browser_task.errors import FailJob
-from browser_task.executor import run_steps, scheme_guard
+from browser_task.run.context import RunContext
+from browser_task.run.executor import run_steps, scheme_guard
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
@@ -576,7 +576,7 @@ def test_proxy_refuses_before_connecting(target):
 
 def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(harness, sites):
     """The job's error names the refusal, instead of extracting from the proxy's 403 page."""
-    from browser_task.steps.navigation import goto
+    from browser_task.run.steps.navigation import goto
     from pagefleet.workflow import Goto
 
     target = sites.url("/secret", "127.0.0.1")

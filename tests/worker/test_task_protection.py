@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from browser_task.task_protection import TaskProtection
+from browser_task.observe.task_protection import TaskProtection
 from devstack.loopback import serve_on_loopback
 
 

@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from browser_task.__main__ import build_worker
-from browser_task.tenant_access import TenantAccess
+from browser_task.tenant.access import TenantAccess
 from devstack.provision import Provisioned
 from devstack.tenant_role import create_job_role
 from pagefleet.jobs.models import JobRequest

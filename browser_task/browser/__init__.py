@@ -1,0 +1,1 @@
+"""The browser: one Chromium per generation, contexts, warm contexts, traces and video."""

@@ -1,0 +1,92 @@
+"""A launched browser (its generation) and a job's session in it (see browser_task.browser.pool)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+from playwright.async_api import Browser, BrowserContext, Page
+
+from browser_task.egress.proxy import EgressProxy
+
+log = logging.getLogger("pagefleet.browser")
+
+CONTEXT_CLOSE_TIMEOUT_S = 5.0
+# A recorded context's close waits for ffmpeg to finish the video.
+VIDEO_CLOSE_TIMEOUT_S = 30.0
+
+
+@dataclass(eq=False)
+class BrowserGeneration:
+    """One launched browser and the bookkeeping to retire it safely."""
+
+    browser: Browser
+    number: int
+    process: psutil.Process | None = None
+    # Last seen members of the process tree: renderers orphaned by a crash are no longer
+    # children of the browser, but these (pid + start time checked by psutil) still name them.
+    known: dict[int, psutil.Process] = field(default_factory=dict)
+    memory_checked_at: float = 0.0
+    retire_reason: str | None = None
+    jobs_started: int = 0
+    active: int = 0
+    retired: bool = False
+    crashed: bool = False
+    closing: bool = False
+
+
+@dataclass(eq=False)
+class BrowserSession:
+    """A job's context and page. ``crashed`` is true if the browser or the page died under it."""
+
+    context: BrowserContext
+    page: Page
+    generation: BrowserGeneration
+    _release: Callable[[BrowserSession], Any] = field(repr=False)
+    page_crashed: bool = False
+    closed: bool = False
+    # The job's own egress listener when it has a per-job upstream proxy (closed with it).
+    egress: EgressProxy | None = None
+    # Warm contexts (browser_task.browser.warm): set for jobs that allow one; the runner sets
+    # ``reusable`` when the job succeeded, and only then is the context parked, not closed.
+    warm_key: str | None = None
+    reusable: bool = False
+    jobs: int = 1
+    listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
+    # Where Playwright records this context's video (options.video); removed once kept.
+    video_dir: str | None = None
+    _park: Callable[[BrowserSession], Awaitable[bool]] | None = field(default=None, repr=False)
+
+    @property
+    def crashed(self) -> bool:
+        return self.page_crashed or self.generation.crashed
+
+    async def close(self) -> None:
+        """Close the context (bounded), or park it warm; safe to call twice and after a
+        crash."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            if self.warm_key is not None and self.reusable and self._park is not None:
+                # Parked for the next job, or closed by the pool when it could not be.
+                await self._park(self)
+                return
+            timeout = CONTEXT_CLOSE_TIMEOUT_S if self.video_dir is None else VIDEO_CLOSE_TIMEOUT_S
+            try:
+                await asyncio.wait_for(self.context.close(), timeout)
+            except TimeoutError:
+                # A context that will not close means a wedged browser: stop giving it jobs
+                # (the other slot's job finishes there) and let it close when it is idle.
+                self.generation.retire_reason = self.generation.retire_reason or "unresponsive"
+                self.generation.retired = True
+            except Exception as exc:  # already gone with a crashed page or browser
+                log.debug("context close failed: %s", exc)
+        finally:
+            if self.egress is not None:
+                await self.egress.close()
+            await self._release(self)

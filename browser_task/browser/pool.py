@@ -1,0 +1,417 @@
+"""One long-lived Chromium per worker, a fresh BrowserContext per job.
+
+The browser is launched at start (before polling) and kept warm, with all its traffic sent
+through the worker's egress proxy (``browser_task.egress.proxy``). It is replaced:
+- after a crash (``disconnected``): the next job launches a new one; what is left of the
+  dead browser's process tree is killed;
+- after ``max_jobs_per_browser`` jobs, when the RSS of its process tree passes
+  ``max_browser_rss_mb``, or when it stops answering (a context that will not open or
+  close): new jobs go to a new browser while jobs still running on the old one finish
+  there; the old one closes when its last context closes.
+
+Closing a browser is ``browser.close()`` bounded by a timeout, then a kill of whatever is
+left of its process tree. Only processes found as descendants of this worker (identified by
+a marker switch on the browser's command line) are ever signalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
+
+from browser_task.browser.chromium import (
+    chromium_args,
+    chromium_executable,
+    driver_env,
+    environment,
+    sandbox_enabled,
+)
+from browser_task.browser.generation import (
+    CONTEXT_CLOSE_TIMEOUT_S,
+    BrowserGeneration,
+    BrowserSession,
+)
+from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
+from browser_task.browser.video import recording_dir
+from browser_task.browser.warm import RecordingContext, WarmContexts
+from browser_task.egress.guard import EgressPolicy, Resolver
+from browser_task.egress.proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
+from pagefleet.jobs.options import JobOptions
+from pagefleet.specs.settings import WorkerSettings
+
+log = logging.getLogger("pagefleet.browser")
+
+# Prepares a job's context (its routes) before the page's first request.
+ContextSetup = Callable[[BrowserContext], Awaitable[None]]
+
+CONTEXT_OPEN_TIMEOUT_S = 20.0
+BROWSER_CLOSE_TIMEOUT_S = 10.0
+# Summing RSS over ~10 processes costs a millisecond or two: at most this often.
+MEMORY_CHECK_INTERVAL_S = 2.0
+# A command-line switch Chromium ignores; it names the browser process of one launch so we
+# can find (and, if need be, kill) exactly that process tree.
+MARKER_SWITCH = "--pagefleet-browser"
+
+
+class BrowserPool:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        *,
+        on_crash: Callable[[], None] | None = None,
+        resolver: Resolver | None = None,
+        policy: EgressPolicy | None = None,
+        connect: Connector = open_tcp,
+    ) -> None:
+        self._settings = settings
+        self._on_crash = on_crash
+        self._playwright: Playwright | None = None
+        self._current: BrowserGeneration | None = None
+        self._generations: set[BrowserGeneration] = set()
+        self._launch_lock = asyncio.Lock()
+        self._launched = 0
+        self._reapers: set[asyncio.Task[None]] = set()
+        self.recycles: dict[str, int] = {}
+        self.warm = WarmContexts(settings.concurrency)
+        self._resolver = resolver
+        self._connect = connect
+        self.egress = EgressProxy(
+            policy or EgressPolicy(allow_loopback=settings.allow_loopback),
+            resolver,
+            connect=connect,
+        )
+
+    async def job_egress(self, upstream: UpstreamProxy) -> EgressProxy:
+        """A started egress listener for one job that chains to the job's own proxy.
+
+        Same policy as the worker's: targets are checked here and the upstream is told the
+        checked address; the upstream's own address is checked first (raises ``Refused``).
+        """
+        proxy = EgressProxy(
+            self.egress.policy, self._resolver, connect=self._connect, upstream=upstream
+        )
+        await proxy.check_upstream()
+        await proxy.start()
+        return proxy
+
+    async def start(self) -> None:
+        await self.egress.start()
+        with environment(driver_env()):
+            self._playwright = await async_playwright().start()
+        await self._browser()
+
+    @property
+    def launches(self) -> int:
+        return self._launched
+
+    async def _launch(self) -> BrowserGeneration:
+        assert self._playwright is not None, "BrowserPool.start() first"
+        marker = f"{MARKER_SWITCH}={os.getpid()}-{secrets.token_hex(6)}"
+        browser = await self._playwright.chromium.launch(
+            executable_path=chromium_executable(self._settings, self._playwright),
+            headless=self._settings.headless,
+            args=[*chromium_args(self._settings, self.egress.url), marker],
+            chromium_sandbox=sandbox_enabled(self._settings),
+        )
+        self._launched += 1
+        generation = BrowserGeneration(
+            browser=browser, number=self._launched, process=find_browser_process(marker)
+        )
+        remember_tree(generation)
+        browser.on("disconnected", lambda _b: self._on_disconnected(generation))
+        self._generations.add(generation)
+        return generation
+
+    def _on_disconnected(self, generation: BrowserGeneration) -> None:
+        if not generation.closing:
+            generation.crashed = True
+            if self._on_crash is not None:
+                self._on_crash()
+            # Renderers and helpers of a dead browser may outlive it: kill what is left.
+            task = asyncio.get_running_loop().create_task(self._reap(generation))
+            self._reapers.add(task)
+            task.add_done_callback(self._reapers.discard)
+        if self._current is generation:
+            self._current = None
+        self._generations.discard(generation)
+
+    async def _browser(self) -> BrowserGeneration:
+        current = self._current
+        if current is not None and not current.crashed and not current.retired:
+            return current
+        async with self._launch_lock:
+            current = self._current
+            if current is not None and not current.crashed and not current.retired:
+                return current
+            self._current = await self._launch()
+            return self._current
+
+    def _retire(self, generation: BrowserGeneration, reason: str) -> None:
+        """No new jobs on this browser; it closes once its running jobs are done."""
+        if generation.retired:
+            return
+        generation.retired = True
+        generation.retire_reason = reason
+        self.recycles[reason] = self.recycles.get(reason, 0) + 1
+        if self._current is generation:
+            self._current = None
+
+    async def new_session(
+        self,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
+        warm_key: str | None = None,
+    ) -> BrowserSession:
+        """A fresh context and page; ``setup`` is applied before the page's first request,
+        concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
+        context's proxy and is closed with the session. With ``warm_key`` (a job that
+        allows it, see browser_task.browser.warm) a parked context of that key is used if any."""
+        await self._check_memory()
+        if warm_key is not None and egress is None and storage_state is None:
+            reused = await self._reuse(warm_key, options, setup)
+            if reused is not None:
+                return reused
+        try:
+            try:
+                session = await self._new_session(options, storage_state, setup, egress)
+                if warm_key is not None and egress is None and storage_state is None:
+                    session.warm_key = warm_key
+                    session._park = self._park
+                return session
+            except Exception:
+                current = self._current
+                if current is None or current.browser.is_connected():
+                    raise
+                # The browser died before its disconnected event reached us: relaunch once.
+                self._on_disconnected(current)
+                return await self._new_session(options, storage_state, setup, egress)
+        except BaseException:
+            if egress is not None:
+                await egress.close()
+            raise
+
+    async def _new_session(
+        self,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
+    ) -> BrowserSession:
+        generation = await self._browser()
+        generation.jobs_started += 1
+        generation.active += 1
+        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+            # This is the last job for this browser; the next one launches a fresh browser.
+            self._retire(generation, "jobs")
+        listeners: list[tuple[str, Callable[..., Any]]] = []
+        video_dir = recording_dir() if options.video else None
+        try:
+            context, page = await asyncio.wait_for(
+                self._open_context(
+                    generation, options, storage_state, setup, egress, listeners, video_dir
+                ),
+                CONTEXT_OPEN_TIMEOUT_S,
+            )
+        except TimeoutError:
+            # The browser no longer answers. Retire it rather than kill it: a job running
+            # in the other slot may still finish there.
+            self._retire(generation, "unresponsive")
+            generation.active -= 1
+            await self._maybe_close(generation)
+            _remove(video_dir)
+            raise
+        except BaseException:
+            generation.active -= 1
+            await self._maybe_close(generation)
+            _remove(video_dir)
+            raise
+        session = BrowserSession(
+            context=context,
+            page=page,
+            generation=generation,
+            _release=self._release,
+            egress=egress,
+            listeners=listeners,
+            video_dir=video_dir,
+        )
+        self._watch_page(session)
+        return session
+
+    def _watch_page(self, session: BrowserSession) -> None:
+        def crashed(_page: Page) -> None:
+            session.page_crashed = True
+
+        session.page.on("crash", crashed)
+        session.listeners.append(("page:crash", crashed))
+
+    def _usable(self, generation: BrowserGeneration) -> bool:
+        return (
+            generation is self._current
+            and not generation.retired
+            and not generation.crashed
+            and generation.browser.is_connected()
+        )
+
+    async def _reuse(
+        self, key: str, options: JobOptions, setup: ContextSetup | None
+    ) -> BrowserSession | None:
+        """A parked warm context of ``key``, set up for this job; None if there is none."""
+        await self.warm.expire()
+        parked = self.warm.take(key, self._usable)
+        if parked is None:
+            return None
+        generation = parked.generation
+        generation.jobs_started += 1
+        generation.active += 1
+        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+            self._retire(generation, "jobs")
+        session = BrowserSession(
+            context=parked.context,
+            page=parked.page,
+            generation=generation,
+            _release=self._release,
+            warm_key=key,
+            jobs=parked.jobs + 1,
+            _park=self._park,
+        )
+        try:
+            parked.context.set_default_timeout(options.action_timeout_ms)
+            parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            if setup is not None:
+                await setup(RecordingContext(parked.context, session.listeners))  # type: ignore[arg-type]
+        except Exception:
+            await session.close()
+            return None
+        self._watch_page(session)
+        return session
+
+    async def _park(self, session: BrowserSession) -> bool:
+        """Keep a succeeded job's context warm for the next job of its key."""
+        if session.crashed or not self._usable(session.generation) or session.warm_key is None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            return False
+        return await self.warm.park(
+            session.warm_key,
+            session.context,
+            session.page,
+            session.generation,
+            session.jobs,
+            session.listeners,
+        )
+
+    async def _open_context(
+        self,
+        generation: BrowserGeneration,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
+        listeners: list[tuple[str, Callable[..., Any]]] | None = None,
+        video_dir: str | None = None,
+    ) -> tuple[BrowserContext, Page]:
+        viewport = {"width": options.viewport.width, "height": options.viewport.height}
+        context = await generation.browser.new_context(
+            viewport=viewport,  # type: ignore[arg-type]
+            # A job with its own proxy talks to its own egress listener, which checks every
+            # target like the worker's and chains to that proxy (Playwright keeps loopback
+            # proxied for a context proxy, so nothing goes around the listener).
+            proxy={"server": egress.url} if egress is not None else None,
+            # Per-job identity.
+            user_agent=options.user_agent,
+            locale=options.locale,
+            timezone_id=options.timezone_id,
+            extra_http_headers=options.extra_headers or None,
+            # A saved login (the workflow's leading use_session steps).
+            storage_state=storage_state,  # type: ignore[arg-type]
+            accept_downloads=True,
+            # Service workers fetch on their own, outside the page; they would still go
+            # through the proxy, but blocking them keeps every request attributable.
+            service_workers="block",
+            # options.video: the page recorded at the viewport's size (browser_task.browser.video).
+            record_video_dir=video_dir,
+            record_video_size=viewport if video_dir is not None else None,  # type: ignore[arg-type]
+        )
+        try:
+            context.set_default_timeout(options.action_timeout_ms)
+            context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            if setup is None:
+                page = await context.new_page()
+            else:
+                # Both are round trips to the browser; neither needs the other. What setup
+                # registers is noted, so a warm context can drop it before the next job.
+                recording = RecordingContext(context, listeners if listeners is not None else [])
+                page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            raise
+        return context, page
+
+    async def _check_memory(self) -> None:
+        """Retire the current browser when its process tree's RSS passes the limit."""
+        generation = self._current
+        if generation is None or generation.process is None:
+            return
+        now = time.monotonic()
+        if now - generation.memory_checked_at < MEMORY_CHECK_INTERVAL_S:
+            return
+        generation.memory_checked_at = now
+        rss = await asyncio.to_thread(remember_tree, generation)
+        limit = self._settings.max_browser_rss_mb * 1024 * 1024
+        if rss > limit and not generation.retired:
+            log.info(
+                "recycling the browser: memory",
+                extra={"rss_mb": rss // (1024 * 1024), "limit_mb": limit // (1024 * 1024)},
+            )
+            self._retire(generation, "memory")
+            await self._maybe_close(generation)
+
+    async def _release(self, session: BrowserSession) -> None:
+        session.generation.active -= 1
+        await self._maybe_close(session.generation)
+
+    async def _maybe_close(self, generation: BrowserGeneration) -> None:
+        if generation.retired and generation.active <= 0 and not generation.closing:
+            await self._close_generation(generation)
+
+    async def _close_generation(self, generation: BrowserGeneration) -> None:
+        generation.closing = True
+        self._generations.discard(generation)
+        await self.warm.drop_generation(generation)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
+        await self._reap(generation)
+
+    async def _reap(self, generation: BrowserGeneration) -> None:
+        """Kill and wait for whatever is left of this browser's process tree."""
+        await asyncio.to_thread(kill_tree, generation)
+
+    async def close(self) -> None:
+        await self.warm.close_all()
+        for generation in list(self._generations):
+            await self._close_generation(generation)
+        self._current = None
+        if self._reapers:
+            await asyncio.wait(self._reapers, timeout=10)
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                await self._playwright.stop()
+            self._playwright = None
+        await self.egress.close()
+
+
+def _remove(directory: str | None) -> None:
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)

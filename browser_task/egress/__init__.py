@@ -1,0 +1,1 @@
+"""Egress: the URL guard, the filtering proxy and its wire, refusals logged, the breaker gate."""

@@ -1,0 +1,144 @@
+"""The worker's side of the per-origin circuit breakers (``pagefleet.targets.breakers``).
+
+Admissions of closed origins are cached for a moment per tenant and outcomes are added up
+per origin and tenant and written once a second, so the breakers cost a few DynamoDB calls
+a second per worker, not several per job. Probe outcomes are written at once: they decide
+the breaker's state. Only failures that say the site is failing count; a host that does not
+resolve is the job's own mistake and counts for nothing. A failure is charged to the origin
+that failed: a job admitted on its first goto's origin that then fails elsewhere counts as
+a success of the first (it answered) and a failure of the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import Callable
+
+from browser_task.observe.telemetry import logger
+from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.targets.breakers import Admission, Breakers, BreakerState, origin_of
+from pagefleet.workflow import Goto, iter_steps
+from pagefleet.workflow.templating import render
+
+# Failures that say the *site* is failing (not the workflow): only these count.
+TARGET_FAILURE_KINDS = frozenset({"navigation_failed", "target_unavailable"})
+
+ADMISSION_CACHE_S = 2.0
+# Outcomes are added up and written this often: each flush is a read and a write of the
+# domain's breaker item, which at one flush a second cost ~0.7 DynamoDB calls per job.
+FLUSH_INTERVAL_S = 3.0
+
+
+def target_origin(record: JobRecord) -> str | None:
+    """The origin a job is admitted on: its first goto's (None if it has no goto)."""
+    for _, step in iter_steps(record.request.steps):
+        if isinstance(step, Goto):
+            try:
+                url = render(step.url, record.request.inputs, {})
+            except KeyError:
+                return None  # the URL holds a secret: the worker cannot know it before claiming
+            return origin_of(url)
+    return None
+
+
+def counts_against_target(error: JobError | None) -> bool | None:
+    """True: a target failure; False: a success; None: says nothing about the site."""
+    if error is None:
+        return False
+    if error.retryable and error.kind in TARGET_FAILURE_KINDS:
+        return True
+    return None
+
+
+class BreakerGate:
+    def __init__(
+        self,
+        breakers: Breakers,
+        worker_id: str,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._breakers = breakers
+        self._worker = worker_id
+        self._clock = clock
+        # (origin, tenant) -> until when its breakers are known closed / counts to write
+        self._closed_until: dict[tuple[str, str], float] = {}
+        self._pending: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+
+    async def admit(self, origin: str, tenant: str) -> Admission:
+        key = (origin, tenant)
+        if self._closed_until.get(key, 0.0) > time.monotonic():
+            return Admission(allowed=True)
+        admission = await asyncio.to_thread(
+            self._breakers.admit, origin, tenant=tenant, now=int(self._clock()), worker=self._worker
+        )
+        if admission.allowed and not admission.probe:
+            self._closed_until[key] = time.monotonic() + ADMISSION_CACHE_S
+        return admission
+
+    async def record(
+        self,
+        origin: str,
+        tenant: str,
+        error: JobError | None,
+        *,
+        probes: frozenset[str],
+        failed_origin: str | None = None,
+    ) -> None:
+        """The outcome of a job admitted on ``origin``; ``failed_origin``: where its
+        navigation failure happened, when that is known and another origin."""
+        failed = counts_against_target(error)
+        if failed and failed_origin is not None and failed_origin != origin:
+            self._count(failed_origin, tenant, failed=True)
+            failed = False  # the job's own origin answered: a success there
+        if probes:
+            # A probe that says nothing about the site (e.g. a workflow error) still ends the
+            # half-open period: count it as the site having answered.
+            await asyncio.to_thread(
+                self._breakers.record,
+                origin,
+                tenant=tenant,
+                ok=not failed,
+                now=int(self._clock()),
+                probes=probes,
+                worker=self._worker,
+            )
+            self._closed_until.pop((origin, tenant), None)
+            return
+        if failed is not None:
+            self._count(origin, tenant, failed=failed)
+
+    def _count(self, origin: str, tenant: str, *, failed: bool) -> None:
+        counts = self._pending[(origin, tenant)]
+        counts[0] += 1
+        counts[1] += int(failed)
+
+    async def flush(self) -> None:
+        pending, self._pending = self._pending, defaultdict(lambda: [0, 0])
+        for (origin, tenant), (total, failures) in pending.items():
+            try:
+                state = await asyncio.to_thread(
+                    self._breakers.record_counts,
+                    origin,
+                    tenant=tenant,
+                    total=total,
+                    failures=failures,
+                    now=int(self._clock()),
+                )
+            except Exception as exc:
+                logger.warning(
+                    "breaker update failed", extra={"origin": origin, "error": str(exc)[:200]}
+                )
+                continue
+            if state is not BreakerState.CLOSED:
+                self._closed_until.pop((origin, tenant), None)
+                logger.warning("circuit open", extra={"origin": origin, "tenant_id": tenant})
+
+    async def run_flusher(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(FLUSH_INTERVAL_S)
+                await self.flush()

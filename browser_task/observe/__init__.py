@@ -1,0 +1,1 @@
+"""Observability: structured logs and metrics, run events, usage, liveness, task protection."""

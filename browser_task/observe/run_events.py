@@ -1,0 +1,348 @@
+"""The worker's run events for one attempt: collected as they happen, written in batches.
+
+``emit`` only appends to a buffer (it runs in Playwright's callbacks and the step loop). A
+flusher writes the buffer at most once per ``flush_s`` (one write per batch, not per event:
+the oldest waiting event waits at most ``flush_s``), and ``close`` writes what is left when
+the attempt ends, before its outcome is written, so a follower sees the last step before
+the final status. Sequence numbers are reserved from the job's counter in the store at
+write time, so attempts (and a worker that lost its lease) never reuse a number.
+
+Bounds: at most ``max_events`` events per job (state, retry and truncated events excepted,
+so a follower always learns how an attempt ended); past that, events are dropped and one
+``truncated`` event per attempt says how many. Every text is masked with the job's secret
+values and clipped. A failed write keeps the events for the next one (bounded); a run is
+never failed by its events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
+from pagefleet.live.events import (
+    LABEL_MAX_CHARS,
+    TEXT_MAX_CHARS,
+    UNBOUNDED_TYPES,
+    URL_MAX_CHARS,
+    EventType,
+    clip_text,
+    events_expire_at,
+    now_iso,
+)
+from pagefleet.live.ports import EventStore
+from pagefleet.specs.settings import WorkerSettings
+
+log = logging.getLogger("browser_task.observe.run_events")
+
+_LIMITS = {"url": URL_MAX_CHARS, "label": LABEL_MAX_CHARS, "path": LABEL_MAX_CHARS}
+# Events kept in memory while writes fail, beyond which the oldest bounded ones are dropped.
+BUFFER_MAX = 5000
+
+
+class RunEvents:
+    def __init__(
+        self,
+        store: EventStore,
+        job: JobRecord,
+        *,
+        flush_s: float = 1.0,
+        max_events: int = 2000,
+        retention_s: int = 30 * 24 * 3600,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.tenant_id = job.tenant_id
+        self.job_id = job.job_id
+        self.attempt = job.attempt
+        self.expires_at = events_expire_at(job, retention_s)
+        self.flush_s = flush_s
+        self.max_events = max_events
+        self._clock = clock
+        self._monotonic = monotonic
+        self._mask: Callable[[str], str] = lambda text: text
+        self._pending: list[dict[str, Any]] = []
+        self._oldest: float | None = None
+        self._last_write = float("-inf")
+        self._full = False
+        self._dropped = 0
+        self._closed = False
+        self._buffer_lock = threading.Lock()
+        self._write_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.writes = 0
+        # When each batch left (monotonic): what "at most once per flush_s" is checked on.
+        self.write_times: list[float] = []
+
+    # --- collecting ------------------------------------------------------------------------
+    def mask_with(self, mask: Callable[[str], str]) -> None:
+        """Mask text with the job's secret values from now on (once they are resolved)."""
+        self._mask = mask
+
+    def emit(self, event_type: EventType, /, **fields: Any) -> None:
+        """Record an event now (``None`` fields are left out). Never raises."""
+        event: dict[str, Any] = {"at": now_iso(self._clock()), "type": event_type.value}
+        event["attempt"] = self.attempt
+        for name, value in fields.items():
+            if value is None:
+                continue
+            if isinstance(value, str):
+                value = clip_text(self._mask(value), _LIMITS.get(name, TEXT_MAX_CHARS))
+            event[name] = value
+        with self._buffer_lock:
+            if self._closed and event_type is not EventType.TRUNCATED:
+                return
+            bounded = event_type not in UNBOUNDED_TYPES
+            if bounded and (self._full or self._bounded_pending() >= self.max_events):
+                self._dropped += 1
+                return
+            self._pending.append(event)
+            if len(self._pending) > BUFFER_MAX:
+                self._drop_oldest_bounded()
+            if self._oldest is None:
+                self._oldest = self._monotonic()
+        self._wakeup()
+
+    def _wakeup(self) -> None:
+        loop = self._loop
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if loop is None or here is loop:
+            self._wake.set()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)  # emitted from a worker thread
+
+    def _bounded_pending(self) -> int:
+        return sum(1 for e in self._pending if EventType(e["type"]) not in UNBOUNDED_TYPES)
+
+    def _drop_oldest_bounded(self) -> None:
+        for index, event in enumerate(self._pending):
+            if EventType(event["type"]) not in UNBOUNDED_TYPES:
+                del self._pending[index]
+                self._dropped += 1
+                return
+
+    # --- writing ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Write batches until ``stop``: each at most once per ``flush_s``."""
+        self._loop = asyncio.get_running_loop()
+        while not self._stop.is_set():
+            await self._wake.wait()
+            self._wake.clear()
+            while not self._stop.is_set():
+                with self._buffer_lock:
+                    if not self._pending or self._oldest is None:
+                        break
+                    due = max(self._oldest, self._last_write) + self.flush_s
+                delay = due - self._monotonic()
+                if delay > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._stop.wait(), delay)
+                    if self._stop.is_set():
+                        return  # close() writes what is left
+                await self.flush()
+
+    def stop(self) -> None:
+        """End ``run`` after the write in flight (never cut a write off half-way)."""
+        self._stop.set()
+        self._wake.set()
+
+    async def flush(self) -> None:
+        async with self._write_lock:
+            with self._buffer_lock:
+                batch, self._pending, self._oldest = self._pending, [], None
+            if not batch:
+                return
+            self._last_write = self._monotonic()
+            self.write_times.append(self._last_write)
+            try:
+                await asyncio.to_thread(self._write, batch)
+            except Exception as exc:
+                log.warning("writing run events failed; kept for the next write: %s", exc)
+                with self._buffer_lock:
+                    self._pending = batch + self._pending
+                    while len(self._pending) > BUFFER_MAX:
+                        self._drop_oldest_bounded()
+                    self._oldest = self._oldest or self._monotonic()
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        fresh = [e for e in batch if "seq" not in e]
+        if fresh:
+            bounded = [e for e in fresh if EventType(e["type"]) not in UNBOUNDED_TYPES]
+            first, total = self.store.allocate(
+                self.tenant_id,
+                self.job_id,
+                count=len(fresh),
+                bounded=len(bounded),
+                expires_at=self.expires_at,
+            )
+            over = min(len(bounded), total - self.max_events)
+            if over > 0:
+                # Earlier attempts (or this one) used the job's allowance: keep the oldest.
+                self._full = True
+                dropping = {id(e) for e in bounded[len(bounded) - over :]}
+                with self._buffer_lock:
+                    self._dropped += over
+                batch = [e for e in batch if id(e) not in dropping]
+                fresh = [e for e in fresh if id(e) not in dropping]
+            for offset, event in enumerate(fresh):
+                event["seq"] = first + offset
+        if batch:
+            batch.sort(key=lambda e: int(e["seq"]))
+            self.store.put(
+                self.tenant_id, self.job_id, batch, expires_at=self.expires_at, attempt=self.attempt
+            )
+            self.writes += 1
+
+    async def close(self) -> None:
+        """Write what is left, with one ``truncated`` event if events were dropped."""
+        with self._buffer_lock:
+            self._closed = True
+        await self._final_flush()
+        with self._buffer_lock:
+            dropped = self._dropped
+        if dropped:
+            self.emit(
+                EventType.TRUNCATED,
+                dropped=dropped,
+                message=(
+                    f"{dropped} events of this attempt were not kept: a job keeps at most "
+                    f"{self.max_events}"
+                ),
+            )
+            await self._final_flush()
+
+    async def _final_flush(self) -> None:
+        for pause in (0.2, 0.5, None):  # nothing flushes after this: a short retry
+            await self.flush()
+            with self._buffer_lock:
+                if not self._pending or pause is None:
+                    return
+            await asyncio.sleep(pause)
+
+
+@contextlib.asynccontextmanager
+async def recording(events: RunEvents) -> Any:
+    """Run the flusher while the body runs (``close`` is the caller's, after the body)."""
+    task = asyncio.create_task(events.run(), name=f"events {events.job_id}")
+    try:
+        yield events
+    finally:
+        events.stop()
+        await asyncio.wait({task})  # a write in flight completes; nothing is dropped
+
+
+# --- where the worker reports -------------------------------------------------------------
+def log_sink(events: RunEvents) -> Callable[[str, str, dict[str, Any]], None]:
+    """A ``JobLog`` sink: the job's log lines become ``log`` events."""
+
+    def sink(level: str, message: str, fields: dict[str, Any]) -> None:
+        detail = ", ".join(f"{k}={v}" for k, v in fields.items() if v is not None)
+        text = f"{message} ({detail})" if detail else message
+        events.emit(EventType.LOG, level=level, message=text)
+
+    return sink
+
+
+def watch_page(
+    events: RunEvents,
+    page: Any,
+    *,
+    capture_console: bool,
+    listeners: list[tuple[str, Callable[..., Any]]] | None = None,
+) -> None:
+    """Navigations of the page's main frame; its console and errors when the job asks.
+
+    Each listener is noted in ``listeners`` (as ``page:<event>``): a warm context's page
+    outlives the job, and parking it removes them, so no later job reports into this one."""
+    added = listeners if listeners is not None else []
+
+    def on(event: str, handler: Callable[..., Any]) -> None:
+        page.on(event, handler)
+        added.append((f"page:{event}", handler))
+
+    def navigated(frame: Any) -> None:
+        if frame == page.main_frame:
+            events.emit(EventType.NAVIGATION, url=frame.url)
+
+    on("framenavigated", navigated)
+    if not capture_console:
+        return
+
+    def console(message: Any) -> None:
+        events.emit(EventType.CONSOLE, level=message.type, message=message.text)
+
+    def page_error(error: Any) -> None:
+        events.emit(EventType.PAGE_ERROR, level="error", message=str(error))
+
+    on("console", console)
+    on("pageerror", page_error)
+
+
+@contextlib.contextmanager
+def step_events(
+    events: RunEvents | None, index: int | None, of: int, path: str, action: str, label: str
+) -> Any:
+    """``step_started``, then ``step_finished`` with its duration and outcome."""
+    if events is None:
+        yield
+        return
+    where = {"index": index, "of": of, "path": path, "action": action, "label": label}
+    events.emit(EventType.STEP_STARTED, **where)
+    started = time.monotonic()
+    outcome, reason = "ok", None
+    try:
+        yield
+    except asyncio.CancelledError:
+        outcome = "stopped"
+        raise
+    except Exception as exc:
+        outcome, reason = "failed", str(getattr(exc, "message", None) or exc)
+        raise
+    finally:
+        duration = round((time.monotonic() - started) * 1000)
+        events.emit(
+            EventType.STEP_FINISHED, **where, duration_ms=duration, outcome=outcome, message=reason
+        )
+
+
+def attempt_ended(
+    events: RunEvents, status: str, error: Any | None, retry_delay_s: int | None
+) -> None:
+    """How the attempt ended: a ``retry`` event when it runs again, and its ``state``."""
+    if status == "retry_scheduled" and error is not None:
+        events.emit(
+            EventType.RETRY,
+            reason=getattr(error, "message", None),
+            kind=getattr(error, "kind", None),
+            delay_s=retry_delay_s,
+        )
+    events.emit(EventType.STATE, status=status)
+
+
+def attempt_events(
+    store: EventStore, job: JobRecord, settings: WorkerSettings, clock: Callable[[], float]
+) -> RunEvents:
+    """An attempt's run events, as the worker's settings bound them, opened with its
+    ``running`` state."""
+    events = RunEvents(
+        store,
+        job,
+        flush_s=settings.events_flush_s,
+        max_events=settings.events_max_per_job,
+        retention_s=settings.events_retention_s,
+        clock=clock,
+    )
+    events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
+    return events

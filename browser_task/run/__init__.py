@@ -1,0 +1,1 @@
+"""Running one job: prepare, execute its steps, end it; interactive sessions; step handlers."""

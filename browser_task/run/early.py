@@ -1,0 +1,100 @@
+"""A job's browser context opened while its claim is written, and its trace started with it.
+
+Before a job's first step a slot waits for two things that do not need each other: the
+claim (the tenant's running slot, then the job's conditional write: two round trips to
+DynamoDB) and the context with its page (two round trips to the browser, ~0.2 s). The slot
+starts both at once. Nothing navigates before the claim is won, and a lost claim closes the
+unused context.
+
+Only for a job whose context nothing in its preparation can change: no proxy of its own
+(its egress listener is made per job), no leading ``use_session`` (the storage state is read
+from the tenant's sessions), options without ``{{...}}`` references (rendered with the
+tenant's secrets), and not a warm job (``isolation: "tenant"`` takes a parked context,
+which is faster still). Anything else opens its context after the claim, as before.
+
+The always-on trace (browser_task.browser.tracing) starts as part of the context's setup, beside
+opening the page, instead of as one more round trip before the first step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+
+from playwright.async_api import BrowserContext
+from playwright.async_api import Error as PlaywrightError
+
+from browser_task.browser.pool import BrowserPool, BrowserSession, ContextSetup
+from browser_task.browser.tracing import TraceRecorder, traces
+from browser_task.egress.guard import EgressGuard
+from browser_task.run.executor import scheme_guard
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.options import JobOptions
+from pagefleet.workflow import UseSession
+from pagefleet.workflow.templating import references
+
+
+def with_trace(setup: ContextSetup, trace: TraceRecorder | None) -> ContextSetup:
+    """``setup`` plus starting ``trace`` on the new context, side by side."""
+    if trace is None:
+        return setup
+
+    async def install(context: BrowserContext) -> None:
+        await asyncio.gather(setup(context), _start(trace, context))
+
+    return install
+
+
+async def _start(trace: TraceRecorder, context: BrowserContext) -> None:
+    trace.attach(context)
+    # Not started is not fatal here: the workflow tries once more before its first step
+    # and only a requested trace fails the job (executor.start_tracing).
+    with contextlib.suppress(PlaywrightError):
+        await trace.start()
+
+
+def opens_early(request: JobRequest) -> bool:
+    options = request.options
+    if options.proxy is not None or options.isolation == "tenant" or options.video:
+        return False
+    if request.steps and isinstance(request.steps[0], UseSession):
+        return False
+    return next(iter(references(options.model_dump(exclude_none=True))), None) is None
+
+
+@dataclass(eq=False)
+class EarlyContext:
+    """A context being opened for a job whose claim is still being written."""
+
+    options: JobOptions
+    guard: EgressGuard
+    trace: TraceRecorder | None
+    opening: asyncio.Task[BrowserSession]
+
+    def fits(self, options: JobOptions, *, storage_state: object) -> bool:
+        """Whether the prepared run wants exactly the context that was opened."""
+        return storage_state is None and options == self.options
+
+    async def discard(self) -> None:
+        """The claim was lost or the run needs another context: close this one unused."""
+        try:
+            session = await self.opening
+        except Exception:
+            return
+        await session.close()
+
+
+def open_early(
+    browsers: BrowserPool, request: JobRequest, guard: EgressGuard
+) -> EarlyContext | None:
+    """Start opening ``request``'s context now (None: this job opens its own later)."""
+    if not opens_early(request):
+        return None
+    wanted = traces(request.options.trace, secrets=bool(request.secret_names()))
+    trace = TraceRecorder(None, requested=request.options.trace) if wanted else None
+    opening = asyncio.create_task(
+        browsers.new_session(request.options, setup=with_trace(scheme_guard(guard), trace)),
+        name="open context early",
+    )
+    return EarlyContext(request.options, guard, trace, opening)

@@ -1,0 +1,455 @@
+"""One attempt of one job in the browser: the worker's slot hands a claimed job here.
+
+The run happens in a fresh browser context under the job's lease (``browser_task.slot.leases``:
+kept by the worker from the claim until the outcome is written), a job-level watchdog, a
+cancel watch and the worker's abort signal.
+Whatever ends it, the answer is an ``Outcome`` for the lifecycle to write, or None when the
+lease was lost (another attempt owns the job: write nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from browser_task.browser.pool import BrowserPool, BrowserSession
+from browser_task.browser.tracing import TraceRecorder, traces
+from browser_task.browser.video import drop_video, keep_video
+from browser_task.browser.warm import allows_warm, warm_key
+from browser_task.egress.guard import EgressGuard, Resolver
+from browser_task.egress.http import Refused
+from browser_task.egress.log import EgressLog, TrackedJob
+from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
+from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
+from browser_task.observe.run_events import RunEvents, watch_page
+from browser_task.observe.telemetry import JobLog
+from browser_task.observe.usage import AttemptMeter
+from browser_task.run import endings
+from browser_task.run.cancel_watch import watch_cancel
+from browser_task.run.checkpointing import AttemptLost, Progress
+from browser_task.run.context import RunContext
+from browser_task.run.early import EarlyContext, open_early, with_trace
+from browser_task.run.executor import (
+    capture_failure_artifacts,
+    run_workflow,
+    scheme_guard,
+    step_text,
+)
+from browser_task.run.monitoring import Baselines, stored_result
+from browser_task.run.prepare import TenantPolicies, prepare_run
+from browser_task.run.session_loop import run_session
+from browser_task.tenant.access import TenantData, TenantDataSource
+from browser_task.tenant.artifacts import ArtifactCollector
+from pagefleet.browsing.channel import SessionChannel
+from pagefleet.jobs.lifecycle import Lifecycle, Outcome
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.options import ProxyOptions
+from pagefleet.jobs.states import JobStatus
+from pagefleet.schedules.service import ScheduleStore
+from pagefleet.specs.settings import WorkerSettings
+
+# Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
+STEP_SETTLE_MARGIN_S = 5.0
+
+
+def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
+    return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
+
+
+class HeldLease(Protocol):
+    """The job's lease as the run sees it (``browser_task.slot.leases.LeaseKeeper``): set
+    ``lost`` when another attempt took the job."""
+
+    lost: asyncio.Event
+
+
+@dataclass
+class SlotSignals:
+    """What a run tells the slot it runs in: its workflow ended (the slot looks ahead), and
+    its browser work is over (``released``: the context is closed)."""
+
+    workflow_ended: Callable[[], None] = lambda: None
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class JobRunner:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        lifecycle: Lifecycle,
+        browsers: BrowserPool,
+        *,
+        tenant_data: TenantDataSource,
+        policies: TenantPolicies | None,
+        resolver: Resolver,
+        abort: asyncio.Event,
+        egress_log: EgressLog | None = None,
+        schedules: ScheduleStore | None = None,
+        session_channel: SessionChannel | None = None,
+    ) -> None:
+        self.settings = settings
+        # Where browser sessions' commands come from (None: this worker runs none).
+        self._session_channel = session_channel
+        self.lifecycle = lifecycle
+        self.browsers = browsers
+        # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
+        self._tenant_data = tenant_data
+        self._policies = policies
+        self._resolver = resolver
+        self._abort = abort
+        self._egress_log = egress_log or EgressLog()
+        # Where a monitor's baseline is found (a schedule's pin or its last good run).
+        self._baselines = Baselines(lifecycle.store, schedules, tenant_data)
+
+    async def run(
+        self,
+        job: JobRecord,
+        log: JobLog,
+        lease: HeldLease,
+        events: RunEvents | None = None,
+        meter: AttemptMeter | None = None,
+        signals: SlotSignals | None = None,
+        early: EarlyContext | None = None,
+    ) -> Outcome | None:
+        """``lease``: the job's lease, kept by the worker until the outcome is written (the
+        run stops, writing nothing, if it is lost). ``early``: the context opened while the
+        job was claimed (browser_task.run.early); the run uses it, or closes it when the
+        prepared run needs another."""
+        signals = signals or SlotSignals()
+        try:
+            return await self._attempt(job, log, events, meter, signals, early, lease.lost)
+        finally:
+            signals.released.set()
+
+    async def _attempt(
+        self,
+        job: JobRecord,
+        log: JobLog,
+        events: RunEvents | None,
+        meter: AttemptMeter | None,
+        signals: SlotSignals,
+        early: EarlyContext | None,
+        lease_lost: asyncio.Event,
+    ) -> Outcome | None:
+        try:
+            data = await asyncio.to_thread(self._tenant_data, job.tenant_id)
+        except Exception as exc:
+            if early is not None:
+                await early.discard()
+            failure = RetryJob(
+                f"the tenant's credentials are unavailable: {first_line(str(exc))}",
+                kind="tenant_access_failed",
+            )
+            return self._failed(job, failure, {}, [])
+        collector = ArtifactCollector(
+            data.artifacts,
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            max_bytes=self.settings.max_artifact_bytes,
+            correlation_id=job.correlation_id,
+        )
+        session: BrowserSession | None = None
+        tracked: TrackedJob | None = None
+        try:
+            opened = await self._open(job, collector, data, events, meter, early, log)
+            if isinstance(opened, Outcome):
+                return opened
+            ctx = opened
+            session = ctx.session
+            tracked = self._egress_log.attach(log, ctx.guard, session)
+            return await self._watch(job, ctx, collector, lease_lost, log, signals)
+        finally:
+            if tracked is not None:
+                self._egress_log.done(tracked)
+            if session is not None:
+                await session.close()
+                drop_video(session)  # not kept by now: the run was abandoned
+
+    async def _open(
+        self,
+        job: JobRecord,
+        collector: ArtifactCollector,
+        data: TenantData,
+        events: RunEvents | None,
+        meter: AttemptMeter | None,
+        early: EarlyContext | None,
+        log: JobLog,
+    ) -> RunContext | Outcome:
+        """Everything before the first step; a failure here is the job's outcome."""
+        request = job.request
+        try:
+            # Secrets, evaluate policy, leading sessions: fail before any browser work.
+            prepared = await prepare_run(
+                request,
+                job.tenant_id,
+                secrets=data.secrets,
+                sessions=data.sessions,
+                policies=self._policies,
+                parents=self.parent_result,
+            )
+        except JobFailure as refused:
+            if early is not None:
+                await early.discard()
+            return self._failed(job, refused, {}, [])
+        options = prepared.options or request.options
+        if early is not None and not early.fits(options, storage_state=prepared.storage_state):
+            await early.discard()
+            early = None
+        guard = early.guard if early is not None else self.guard()
+        job_egress: EgressProxy | None = None
+        if options.proxy is not None:
+            try:
+                job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
+            except Refused as refused:
+                report = self._egress_log.sink(log)
+                report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
+                return self._failed(job, proxy_refused(refused), {}, [])
+        warm = allows_warm(request, options, storage_state=prepared.storage_state)
+        trace: TraceRecorder | None = None
+        try:
+            if early is not None:
+                session, trace = await early.opening, early.trace
+            else:
+                # The trace starts with the context (a warm one is traced as the workflow
+                # starts: executor.start_tracing).
+                if not warm and traces(request.options.trace, secrets=bool(prepared.secrets)):
+                    trace = TraceRecorder(None, requested=request.options.trace)
+                session = await self.browsers.new_session(
+                    options,
+                    storage_state=prepared.storage_state,
+                    setup=with_trace(scheme_guard(guard), trace),
+                    egress=job_egress,
+                    warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
+                )
+        except Exception as launch_error:
+            failure = RotateBrowser(
+                f"could not open a browser context: {first_line(str(launch_error))}"
+            )
+            return self._failed(job, failure, {}, [])
+        if meter is not None:
+            session.context.on("request", meter.on_request)
+            session.listeners.append(("request", meter.on_request))  # dropped when parked
+        ctx = RunContext(
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            request=request,
+            session=session,
+            guard=guard,
+            artifacts=collector,
+            secrets=data.secrets,
+            sessions=data.sessions,
+            prepared=prepared,
+            trace=trace if trace is not None and trace.started else None,
+            egress_refusals=(
+                (lambda: job_egress.refusals)
+                if job_egress is not None
+                else self._refusals_since(time.time())
+            ),
+            events=events,
+            progress=Progress(self.lifecycle, job, events),
+            idempotency_key=job.idempotency_key,
+        )
+        if events is not None:
+            events.mask_with(ctx.mask)  # the job's secret values never reach an event
+            watch_page(
+                events,
+                session.page,
+                capture_console=options.capture_console,
+                listeners=session.listeners,  # removed when a warm context is parked
+            )
+        return ctx
+
+    async def _watch(
+        self,
+        job: JobRecord,
+        ctx: RunContext,
+        collector: ArtifactCollector,
+        lease_lost: asyncio.Event,
+        log: JobLog,
+        signals: SlotSignals,
+    ) -> Outcome | None:
+        """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
+        watchdog; each ending has its own outcome."""
+        request = job.request
+        session = ctx.session
+        work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
+        lost = asyncio.create_task(lease_lost.wait())
+        abort = asyncio.create_task(self._abort.wait())
+        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log))
+        try:
+            await asyncio.wait(
+                {work, lost, abort, cancel},
+                timeout=request.options.job_timeout_s,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            lost.cancel()
+            abort.cancel()
+            cancel.cancel()
+
+        if not work.done() and not lease_lost.is_set() and self._stopping(cancel):
+            # An irreversible step under way finishes (or times out) and is checkpointed
+            # before the run is cut: never a silent half-state.
+            assert ctx.progress is not None
+            await ctx.progress.settle(work, self._step_bound(ctx))
+
+        if work.done():
+            signals.workflow_ended()
+            return await self._ended(job, ctx, collector, work, log, signals.released)
+
+        if lease_lost.is_set():
+            log.warning("lease lost; abandoning the run without writing")
+            await self._kill(work, session)
+            collector.cancel()
+            return None
+
+        if cancel.done() and not cancel.cancelled() and cancel.result():
+            # Stopped mid-action by closing its context; what it made so far is kept.
+            await self._kill(work, session)
+            await keep_video(session, collector, failed=True)
+            artifacts, _ = await collector.settle()
+            log.info("job cancelled while running", step_index=ctx.step_index)
+            return endings.cancelled(ctx, artifacts)
+
+        if self._abort.is_set():
+            await self._kill(work, session)
+            artifacts, _ = await collector.settle()
+            return endings.interrupted(self.lifecycle, job, ctx, artifacts)
+
+        # The watchdog: the run outlived job_timeout_s. Snapshot, then close the context
+        # from outside the page, which ends whatever the step was waiting on.
+        await capture_failure_artifacts(ctx)
+        await self._kill(work, session)
+        await keep_video(session, collector, failed=True)
+        artifacts, _ = await collector.settle()
+        return endings.timed_out(self.lifecycle, job, ctx, artifacts)
+
+    async def _ended(
+        self,
+        job: JobRecord,
+        ctx: RunContext,
+        collector: ArtifactCollector,
+        work: asyncio.Task[dict[str, Any]],
+        log: JobLog,
+        released: asyncio.Event,
+    ) -> Outcome | None:
+        """The workflow returned or raised: success, or a failure to retry, fail or review
+        (None: the lease was lost at a checkpoint, nothing is written)."""
+        crash = work.exception()
+        if isinstance(crash, AttemptLost):
+            log.warning("lease lost at a checkpoint; abandoning the run without writing")
+            await ctx.session.close()
+            collector.cancel()
+            return None
+        checkpoints = ctx.progress.view() if ctx.progress else None
+        if crash is None:
+            warm = ctx.session.warm_key is not None
+            changes = None
+            try:
+                if not warm:
+                    await ctx.session.close()  # free the browser while the uploads finish
+                    released.set()
+                    await keep_video(ctx.session, collector, failed=False)
+                if job.request.monitor is not None:
+                    changes = await self._baselines.changes(
+                        job, ctx.result, ctx.tracked_screenshot, collector
+                    )
+                artifacts = await collector.collect()
+            except JobFailure as after_run:
+                await ctx.session.close()
+                artifacts, _ = await collector.settle()
+                return self._failed(job, after_run, ctx.result, artifacts)
+            # Only a job that succeeded, uploads included, leaves its context warm.
+            ctx.session.reusable = warm and ctx.guard.stopped is None
+            await ctx.session.close()
+            return Outcome(
+                JobStatus.SUCCEEDED,
+                result=work.result(),
+                artifacts=artifacts,
+                checkpoints=checkpoints,
+                changes=changes,
+            )
+        if isinstance(crash, JobFailure):
+            failure = crash
+        else:
+            log.error(
+                "internal error running the workflow",
+                error=f"{type(crash).__name__}: {first_line(str(crash))}",
+            )
+            failure = RetryJob(
+                f"internal worker error: {type(crash).__name__}", kind="internal_error"
+            )
+            text = step_text(job.request, ctx.step_index, ctx)
+            if ctx.step_index is not None and text is not None:
+                failure.at_step(ctx.step_index, text)
+        await capture_failure_artifacts(ctx)
+        try:
+            outcome = await endings.failed(self.lifecycle, job, failure, ctx)
+        except AttemptLost:
+            outcome = None  # while compensating: another attempt owns the job now
+        await ctx.session.close()
+        if outcome is None:
+            collector.cancel()
+            return None
+        await keep_video(ctx.session, collector, failed=True)
+        outcome.artifacts, _ = await collector.settle()
+        return outcome
+
+    async def _work(self, job: JobRecord, ctx: RunContext) -> dict[str, Any]:
+        """The job's workflow, or a browser session's commands as they come."""
+        if job.request.session is None:
+            return await run_workflow(ctx)
+        return await run_session(ctx, self._session_channel, self._policies)
+
+    def guard(self) -> EgressGuard:
+        """A job's own scheme and address checks (its refusals are its own)."""
+        return EgressGuard(allow_loopback=self.settings.allow_loopback, resolver=self._resolver)
+
+    def open_early(self, job: JobRecord) -> EarlyContext | None:
+        """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
+        return open_early(self.browsers, job.request, self.guard())
+
+    def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
+        """A parent's result: inline in its record, or in its ``data.json`` when too big
+        (read through the tenant's own credentials, as every artifact of its jobs)."""
+        parent = self.lifecycle.store.get(tenant_id, job_id, consistent=False)
+        return stored_result(parent, self._tenant_data(tenant_id).artifacts)
+
+    def _failed(
+        self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
+    ) -> Outcome:
+        outcome = self.lifecycle.after_failure(
+            job, failure.to_job_error(), result=result, artifacts=artifacts
+        )
+        outcome.failed_origin = failure.origin
+        return outcome
+
+    def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
+        """A cancel or a drain asked the run to stop."""
+        cancelled = cancel.done() and not cancel.cancelled() and cancel.result()
+        return bool(cancelled) or self._abort.is_set()
+
+    def _step_bound(self, ctx: RunContext) -> float:
+        """How long a stop waits for the step under way: its own timeout and a margin."""
+        step = ctx.request.steps[ctx.step_index] if ctx.step_index is not None else None
+        timeout_ms = ctx.timeout_ms(step) if step is not None else 0
+        return timeout_ms / 1000 + STEP_SETTLE_MARGIN_S
+
+    def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
+        # The proxy serves both slots; a refusal after this job started is the likely cause.
+        def refusals() -> list[Decision]:
+            return [d for d in self.browsers.egress.refusals if d.at >= since]
+
+        return refusals
+
+    async def _kill(self, work: asyncio.Task[Any], session: BrowserSession) -> None:
+        await session.close()
+        work.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(work, 5)

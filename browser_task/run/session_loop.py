@@ -1,0 +1,212 @@
+"""A browser session's run: commands one at a time from its channel, in the job's context.
+
+The runner calls ``run_session`` where a job would run its workflow: the claim, lease,
+heartbeat, cancel watch, watchdog (the session's max duration) and outcome are the job's.
+Each command's steps run through the executor's ``run_steps`` (templating, the egress
+guard, timeouts, failure classification); a step that fails is answered, not fatal, unless
+the browser went with it. The session ends on a close command, after ``idle_timeout_s``
+without one, or when its channel is gone; its result keeps the steps that succeeded
+(``steps``), the data they extracted (``data``) and why it ended (``closed_reason``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from pydantic import ValidationError
+
+from browser_task.errors import FailJob, JobFailure, first_line
+from browser_task.run.context import RunContext
+from browser_task.run.executor import mask_values, run_steps
+from browser_task.run.prepare import TenantPolicies, evaluate_allowed
+from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
+from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.specs.resources import DEBUG
+from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
+
+# A command long poll waits at most this (a cancelled session's thread lingers this long).
+POLL_S = 10
+# A session keeps at most this many steps, a workflow's own bound.
+MAX_RECORDED = 500
+OBSERVE_TIMEOUT_MS = 5_000
+
+EvaluateAllowed = Callable[[], Awaitable[bool]]
+
+
+class SessionLoop:
+    def __init__(
+        self,
+        ctx: RunContext,
+        channel: SessionChannel,
+        terms: SessionTerms,
+        *,
+        evaluate_allowed: EvaluateAllowed,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ctx = ctx
+        self.channel = channel
+        self.terms = terms
+        self._evaluate_allowed = evaluate_allowed
+        self._clock = clock
+        self.recorded: list[dict[str, Any]] = []
+        self.data: dict[str, Any] = {}
+        self._screenshots = 0
+        # What the session ends with, kept in the context: a cancel or the watchdog write
+        # the context's result, and the steps so far must survive them.
+        self.ctx.result = self._result(None)
+
+    def _result(self, reason: str | None) -> dict[str, Any]:
+        return {"steps": self.recorded, "data": self.data, "closed_reason": reason}
+
+    async def run(self) -> dict[str, Any]:
+        last = self._clock()
+        while True:
+            idle_left = self.terms.idle_timeout_s - (self._clock() - last)
+            if idle_left <= 0:
+                return self._ended("idle")
+            try:
+                command = await asyncio.to_thread(
+                    self.channel.next_command,
+                    self.terms.channel,
+                    wait_s=max(1, min(POLL_S, int(idle_left))),
+                )
+            except ChannelGone:
+                return self._ended("closed")
+            if command is None:
+                continue
+            if command.op == "close":
+                await self._answer(Answer(id=command.id))
+                return self._ended("closed")
+            if command.op == "recorded":  # a read: the session stays idle
+                await self._answer(Answer(id=command.id, recorded=self.recorded))
+                continue
+            await self._answer(await self._steps(command))
+            last = self._clock()  # idle counts from the end of the last steps
+
+    def _ended(self, reason: str) -> dict[str, Any]:
+        self.ctx.result = self._result(reason)
+        return self.ctx.result
+
+    async def _answer(self, answer: Answer) -> None:
+        with contextlib.suppress(ChannelGone):  # its caller is gone with it
+            await asyncio.to_thread(self.channel.send_answer, self.terms.channel, answer)
+
+    async def _steps(self, command: Command) -> Answer:
+        ctx = self.ctx
+        try:
+            steps: list[Step] = [STEP_ADAPTER.validate_python(s) for s in command.steps]
+        except ValidationError as exc:  # the API checked them: a version skew, at worst
+            error = FailJob(f"invalid step: {first_line(str(exc))}", kind="invalid_workflow")
+            return Answer(id=command.id, ok=False, error=_error(error))
+        refusal = await self._refused(steps)
+        if refusal is not None:
+            return Answer(id=command.id, ok=False, error=_error(refusal))
+        ran, failure = 0, None
+        extracted: dict[str, Any] = {}
+        for step in steps:
+            ctx.result = {}  # this step's extracts
+            try:
+                await run_steps([step], ctx, first=len(self.recorded))
+            except JobFailure as exc:
+                failure = exc
+            finally:
+                extracted.update(ctx.result)
+                self.data.update(ctx.result)
+                ctx.result = self._result(None)
+                ctx.step_index = None
+            if failure is not None:
+                break
+            self.recorded.append(
+                step.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+            )
+            ran += 1
+        if failure is not None and (ctx.session.crashed or ctx.session.closed):
+            raise failure  # the browser went with the step: the session ends with it
+        answer = Answer(
+            id=command.id,
+            ok=failure is None,
+            ran=ran,
+            result=mask_values(extracted, ctx),
+            error=_error(failure) if failure is not None else None,
+        )
+        return await self._observed(answer, command.observe)
+
+    async def _refused(self, steps: list[Step]) -> JobFailure | None:
+        if len(self.recorded) + len(steps) > MAX_RECORDED:
+            return FailJob(
+                f"a session keeps at most {MAX_RECORDED} steps; save it and open another",
+                kind="invalid_workflow",
+            )
+        evaluates = any(isinstance(s, Evaluate) for top in steps for _, s in iter_steps([top]))
+        if evaluates and not await self._evaluate_allowed():
+            return FailJob(
+                "evaluate is not allowed for this tenant (policy allow_evaluate is off); "
+                "ask an administrator to enable it, or remove the evaluate step",
+                kind="evaluate_refused",
+            )
+        return None
+
+    async def _observed(self, answer: Answer, observe: Observe) -> Answer:
+        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked."""
+        ctx = self.ctx
+        page = ctx.page
+        if ctx.session.closed or page.is_closed():
+            return answer
+        seen: dict[str, Any] = {"url": ctx.mask(page.url)}
+        key: str | None = None
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            seen["title"] = ctx.mask(await page.title())
+        if observe.aria:
+            with contextlib.suppress(PlaywrightError, TimeoutError):
+                tree = ctx.mask(
+                    await page.locator("body").aria_snapshot(timeout=OBSERVE_TIMEOUT_MS)
+                )
+                seen["aria_truncated"] = len(tree) > ARIA_MAX_CHARS
+                seen["aria_snapshot"] = tree[:ARIA_MAX_CHARS]
+        if observe.screenshot:
+            self._screenshots += 1
+            name = f"session-{self._screenshots:04d}.png"
+            try:
+                data = await page.screenshot(type="png", timeout=OBSERVE_TIMEOUT_MS)
+                ctx.artifacts.add(name, data, "image/png", retention=DEBUG)
+                key = (await ctx.artifacts.uploaded(name)).key
+                seen["screenshot"] = name
+            except (PlaywrightError, JobFailure) as exc:
+                seen["screenshot"] = None
+                if answer.error is None:
+                    problem = first_line(str(getattr(exc, "message", None) or exc))
+                    error = FailJob(f"the screenshot failed: {problem}", kind="observe_failed")
+                    answer = answer.model_copy(update={"error": _error(error)})
+        observation = Observation.model_validate(seen)
+        return answer.model_copy(update={"observation": observation, "screenshot_key": key})
+
+
+async def run_session(
+    ctx: RunContext, channel: SessionChannel | None, policies: TenantPolicies | None
+) -> dict[str, Any]:
+    """The runner's entry: the session job's commands until it ends."""
+    terms = ctx.request.session
+    assert terms is not None
+    if channel is None:
+        raise FailJob("this worker takes no browser sessions", kind="not_configured")
+
+    async def allowed() -> bool:
+        return await evaluate_allowed(policies, ctx.tenant_id)
+
+    try:
+        return await SessionLoop(ctx, channel, terms, evaluate_allowed=allowed).run()
+    finally:
+        # Its queues go with it, whatever ended it: a caller's next step finds them gone
+        # and reads the session's end from its record.
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(channel.close, terms.channel)
+
+
+def _error(failure: JobFailure) -> dict[str, Any]:
+    return failure.to_job_error().model_dump(exclude_none=True)

@@ -1,0 +1,1 @@
+"""The slot's loop: receive, admit, claim, keep the lease, complete; the worker's slots."""

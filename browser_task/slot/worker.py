@@ -1,0 +1,441 @@
+"""The worker: N slots, each long-polling SQS for one job at a time.
+
+A message's life in a slot: the lifecycle peeks at its job (a duplicate of a finished job is
+deleted unrun), the circuit breaker admits the job's target or the lifecycle defers it, the
+lifecycle claims it (or says what to do with the message instead), the runner runs it in a
+fresh browser context, and the lifecycle writes the outcome fenced on (attempt, owner). The
+claim deletes the message: from then on the job's lease, kept until the outcome is written,
+holds it, and each worker's lease watch takes back its pool's jobs whose worker died
+(browser_task.slot.leases). The worker owns the slots, the browser and the drain; every move of
+a job is the lifecycle's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from browser_task.browser.pool import BrowserPool
+from browser_task.egress.breakers import BreakerGate, target_origin
+from browser_task.egress.guard import Resolver, system_resolver
+from browser_task.egress.log import EgressLog
+from browser_task.errors import first_line
+from browser_task.observe.health import Liveness
+from browser_task.observe.run_events import attempt_events, log_sink, recording
+from browser_task.observe.task_protection import TaskProtection
+from browser_task.observe.telemetry import JobLog, WorkerMetrics, noted
+from browser_task.observe.usage import AttemptMeter
+from browser_task.run.early import EarlyContext
+from browser_task.run.prepare import TenantPolicies
+from browser_task.run.runner import JobRunner, SlotSignals
+from browser_task.slot.ahead import LaterHooks
+from browser_task.slot.completion import Completion
+from browser_task.slot.leases import LeaseKeeper, LeaseWatch
+from browser_task.slot.receiver import Receiver
+from browser_task.tenant.access import TenantDataSource
+from pagefleet.browsing.channel import SessionChannel
+from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.service import JobServices
+from pagefleet.live.ports import EventStore
+from pagefleet.schedules.service import ScheduleStore
+from pagefleet.specs import metrics_names as metric
+from pagefleet.specs.settings import WorkerSettings
+from pagefleet.targets.breakers import TENANT
+
+# How long a stopping worker waits for outcome writes and message deletes in flight.
+BACKGROUND_GRACE_S = 10.0
+# After a drain gave up on a job, how long its slot may take to hand the job back.
+ABORT_GRACE_S = 15.0
+
+# A received message and the lifecycle's look at its job (None: not looked at).
+Looked = tuple[ReceivedMessage, Step | None]
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        services: JobServices,
+        *,
+        worker_id: str,
+        policies: TenantPolicies,
+        tenant_data: TenantDataSource,
+        breakers: BreakerGate,
+        events: EventStore,
+        protection: TaskProtection | None = None,
+        metrics: WorkerMetrics | None = None,
+        resolver: Resolver | None = None,
+        liveness: Liveness | None = None,
+        schedules: ScheduleStore | None = None,
+        session_channel: SessionChannel | None = None,
+    ) -> None:
+        """Everything the worker talks to is given (``browser_task.__main__.build_worker``
+        wires it from the settings): the job services, the tenants' limits (``policies``)
+        and data, the circuit breakers, the run events' store and the schedules (where a
+        monitor's baseline is found)."""
+        self.settings = settings
+        self.worker_id = worker_id
+        # What the hooks do after a claim is written off the slot's path (browser_task.slot.ahead):
+        # this worker's own lifecycle over the services' store, queue and hooks. The
+        # services' lifecycle, which the process shares, stays as it was built.
+        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
+        shared = services.lifecycle
+        self.lifecycle = Lifecycle(
+            shared.store,
+            shared.queue,
+            shared.clock,
+            hooks=LaterHooks(shared.hooks, self._later.submit),
+            later=self._later.submit,  # the claimed message's delete, too
+        )
+        clock = services.clock.now
+        self._policies = policies
+        self._tenant_data = tenant_data
+        self._breaker = breakers
+        self._protection = protection or TaskProtection()
+        self._events = events
+        self._schedules = schedules
+        self.liveness = liveness or Liveness()
+        self._running = 0
+        self.metrics = metrics or WorkerMetrics(settings.pool)
+        self._resolver = resolver or system_resolver()
+        self._session_channel = session_channel
+        self._clock = clock
+        self.browsers = BrowserPool(
+            settings,
+            on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES),
+            resolver=self._resolver,
+        )
+        self._egress_log = EgressLog(self.metrics)
+        self.browsers.egress.on_refusal = self._egress_log.proxy_refused
+        self._log = JobLog(worker=self.worker_id, pool=settings.pool)
+        self._completion = Completion(
+            self.lifecycle,
+            self.worker_id,
+            breaker=self._breaker,
+            tenant_data=self._tenant_data,
+            protection=self._protection,
+            metrics=self.metrics,
+            clock=clock,
+        )
+        # Set from any thread; receive threads read it to hand back late messages at once.
+        self._stop_flag = threading.Event()
+        self.ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None
+        self._abort = asyncio.Event()
+        self._runner: JobRunner | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self.jobs_handled = 0
+        self.receiver = Receiver(
+            services.queue,
+            settings.pool,
+            visibility=settings.lease_seconds,
+            wait_seconds=settings.poll_wait_seconds,
+            stopping=self._stop_flag.is_set,
+        )
+        self.lease_watch = LeaseWatch(
+            services,
+            pool=settings.pool,
+            lease_s=settings.lease_seconds,
+            log=self._log,
+            on_dead_lettered=self.metrics.dead_lettered,
+        )
+
+    # --- start and stop -------------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Stop taking work and drain. Safe to call from signal handlers and other threads."""
+        self._stop_flag.set()
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(stopping.set)
+
+    async def run(self) -> None:
+        settings = self.settings
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        self._abort = asyncio.Event()
+        self._runner = JobRunner(
+            settings,
+            self.lifecycle,
+            self.browsers,
+            tenant_data=self._tenant_data,
+            policies=self._policies,
+            resolver=self._resolver,
+            abort=self._abort,
+            egress_log=self._egress_log,
+            schedules=self._schedules,
+            session_channel=self._session_channel,
+        )
+        # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
+        self._loop.set_default_executor(
+            ThreadPoolExecutor(max_workers=settings.concurrency * 6 + 4, thread_name_prefix="io")
+        )
+        if self._stop_flag.is_set():
+            self._stopping.set()
+        # Launch before polling: the first job should not pay for the browser start.
+        await self.browsers.start()
+        flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
+        breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
+        watch = asyncio.create_task(self.lease_watch.run(self._stopping), name="lease-watch")
+        slots = [
+            asyncio.create_task(self._slot(n), name=f"slot-{n}")
+            for n in range(settings.concurrency)
+        ]
+        self._log.info("worker started", concurrency=settings.concurrency)
+        self.ready.set()
+        try:
+            await self._stopping.wait()
+            await self._drain(slots)
+        finally:
+            for task in slots:
+                task.cancel()
+            await asyncio.to_thread(self.receiver.hand_back)
+            await self.browsers.close()
+            flusher.cancel()
+            breaker_flusher.cancel()
+            watch.cancel()
+            with contextlib.suppress(Exception):
+                await self._breaker.flush()
+            await asyncio.to_thread(self._later.shutdown, wait=True)
+            self.metrics.flush()
+            self._log.info("worker stopped", jobs=self.jobs_handled)
+
+    async def _drain(self, slots: list[asyncio.Task[None]]) -> None:
+        self._log.info("draining", drain_seconds=self.settings.drain_seconds)
+        # A slot is free before its job's uploads are in: those finish within the period too.
+        running = {*slots, *self._background}
+        _done, pending = await asyncio.wait(running, timeout=self.settings.drain_seconds)
+        pending &= set(slots)
+        if pending:
+            self._log.warning("drain period over; handing running jobs back", jobs=len(pending))
+            self._abort.set()
+            _done, pending = await asyncio.wait(pending, timeout=ABORT_GRACE_S)
+            for task in pending:
+                task.cancel()
+        # Outcome writes and message deletes still in flight (they may spawn more).
+        settle_by = time.monotonic() + BACKGROUND_GRACE_S
+        while self._background and time.monotonic() < settle_by:
+            await asyncio.wait(
+                set(self._background), timeout=max(0.0, settle_by - time.monotonic())
+            )
+
+    # --- polling --------------------------------------------------------------------------
+    async def _slot(self, number: int) -> None:
+        assert self._stopping is not None
+        ahead: list[asyncio.Future[list[Looked]]] = []  # the next messages, received early
+
+        def look_ahead() -> None:
+            if not ahead and not self._stopping.is_set():  # type: ignore[union-attr]
+                ahead.append(asyncio.ensure_future(self._take()))
+
+        while not self._stopping.is_set():
+            self.liveness.beat()  # the container health check reads it
+            try:
+                looked = await (ahead.pop() if ahead else self._take())
+            except Exception as exc:
+                self._log.warning("receive failed", slot=number, error=first_line(str(exc)))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 1.0)
+                continue
+            for received, peek in looked:
+                if self._stopping.is_set():
+                    await asyncio.to_thread(self.lifecycle.release, received, received.queue)
+                    continue
+                try:
+                    await self._handle(received, peek, look_ahead)
+                except Exception:
+                    self._log.error(
+                        "unexpected error handling a message",
+                        exc_info=True,
+                        message_id=received.message_id,
+                    )
+        for early in ahead:  # stopping: what was received ahead goes back at once
+            with contextlib.suppress(Exception):
+                for received, _ in await early:
+                    await asyncio.to_thread(self.lifecycle.release, received, received.queue)
+
+    async def _take(self) -> list[Looked]:
+        """The next messages, each with the lifecycle's look at its job (None: not a job
+        message, or stopping)."""
+        looked: list[Looked] = []
+        for received in await self._receive():
+            peek = None
+            if received.message is not None and not self._stop_flag.is_set():
+                peek = await asyncio.to_thread(self.lifecycle.peek, received, received.queue)
+            looked.append((received, peek))
+        return looked
+
+    async def _receive(self) -> list[ReceivedMessage]:
+        assert self._stopping is not None
+        poll = asyncio.ensure_future(asyncio.to_thread(self._receive_blocking))
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({poll, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if poll.done():
+            return poll.result()
+        # Stopping: the receive thread hands back whatever it still gets (see below).
+        poll.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return []
+
+    def _receive_blocking(self) -> list[ReceivedMessage]:
+        messages = self.receiver.receive()
+        if messages and self._stop_flag.is_set():
+            for received in messages:
+                self.lifecycle.release(received, received.queue)
+            return []
+        return messages
+
+    # --- one message ----------------------------------------------------------------------
+    async def _handle(
+        self, received: ReceivedMessage, peek: Step | None, look_ahead: Callable[[], None]
+    ) -> None:
+        message = received.message
+        if message is None:
+            # Not ours to fix: after maxReceiveCount deliveries the queue moves it to the DLQ.
+            self._log.error(
+                "message is not a job message; leaving it for the dead-letter queue",
+                message_id=received.message_id,
+                receive_count=received.receive_count,
+            )
+            return
+        if peek is None:  # received as the worker began to stop: not looked at
+            await asyncio.to_thread(self.lifecycle.release, received, received.queue)
+            return
+        # The lifecycle settles the message on the queue it came from (pool and priority).
+        pool = received.queue
+        log = self._log.bind(
+            correlation_id=message.correlation_id,
+            tenant_id=message.tenant_id,
+            job_id=message.job_id,
+            message_id=received.message_id,
+        )
+        if peek.job is None:
+            noted(peek, log, self.metrics)
+            return
+        # The breakers need the job's target origin, which only the record knows.
+        domain = target_origin(peek.job)
+        probe: frozenset[str] = frozenset()  # the breakers this job is the probe of
+        if domain is not None:
+            admission = await self._breaker.admit(domain, message.tenant_id)
+            if not admission.allowed:
+                delay = admission.retry_after_s
+                whose = " (this tenant's jobs)" if admission.scope == TENANT else ""
+                deferred = await asyncio.to_thread(
+                    self.lifecycle.defer,
+                    received,
+                    pool,
+                    reason=f"circuit open for {domain}{whose}; next try in {max(1, delay)} s",
+                    delay_s=delay,
+                )
+                noted(deferred, log, self.metrics)
+                return
+            probe = admission.probes
+
+        # The context opens while the claim is written (browser_task.run.early).
+        assert self._runner is not None
+        early = self._runner.open_early(peek.job)
+        # A fresh owner token per claim: a retried claim whose first reply was lost finds its
+        # own token, while another slot of this worker never mistakes the job for its own.
+        try:
+            claim = await asyncio.to_thread(
+                self.lifecycle.claim,
+                received,
+                pool,
+                owner=f"{self.worker_id}/{secrets.token_hex(4)}",
+                lease_seconds=self.settings.lease_seconds,
+                worker=self.worker_id,
+            )
+        except BaseException:
+            if early is not None:  # stopping: close it without holding up the stop
+                self._spawn(early.discard())
+            raise
+        if claim.job is None:
+            if early is not None:
+                await early.discard()
+            noted(claim, log, self.metrics)
+            await self._completion.release_probe(domain, message.tenant_id, probe)
+            return
+        log = log.bind(attempt=claim.job.attempt)
+        await self._run(claim.job, received, domain, probe, log, look_ahead, early)
+
+    async def _run(
+        self,
+        job: JobRecord,
+        received: ReceivedMessage,
+        domain: str | None,
+        probe: frozenset[str],
+        log: JobLog,
+        look_ahead: Callable[[], None],
+        early: EarlyContext | None,
+    ) -> None:
+        assert self._runner is not None
+        if received.sent_at_ms:
+            self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
+        started = time.monotonic()
+        events = attempt_events(self._events, job, self.settings, self._clock)
+        log = log.recording(log_sink(events))
+        log.info("job started", receive_count=received.receive_count)
+        await self._protection.job_started()
+        self._slot_in_use(+1)
+        meter = AttemptMeter()
+        signals = SlotSignals(workflow_ended=look_ahead)
+        # Kept from here until the outcome is written (the completion stops it).
+        lease = LeaseKeeper(
+            self.lifecycle,
+            job,
+            lease_s=self.settings.lease_seconds,
+            every_s=self.settings.heartbeat_seconds,
+            log=log,
+        ).start()
+        run: asyncio.Future[Outcome | None] | None = None
+        try:
+            async with self.liveness.busy(), recording(events):
+                run = asyncio.ensure_future(
+                    self._runner.run(job, log, lease, events, meter, signals, early)
+                )
+                released = asyncio.ensure_future(signals.released.wait())
+                try:
+                    await asyncio.wait({run, released}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    released.cancel()
+        except BaseException:
+            if run is not None:
+                run.cancel()
+            await lease.stop()
+            await self._protection.job_ended()
+            raise
+        finally:
+            self._slot_in_use(-1)
+        self.jobs_handled += 1
+        # The browser context is closed: the slot takes its next message while this job's
+        # uploads finish and its outcome is written (drain waits for these).
+        self._spawn(
+            self._completion.settle(run, job, lease, started, domain, probe, log, meter, events)
+        )
+
+    def _slot_in_use(self, delta: int) -> None:
+        """Slots running a job's browser work (saturation: at most ``concurrency``)."""
+        self._running += delta
+        self.metrics.slots_busy(self._running)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
