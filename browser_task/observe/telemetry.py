@@ -23,7 +23,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from pagefleet.jobs.lifecycle import Step, Then
+from pagefleet.jobs.lifecycle import Answer, Then
 from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
@@ -157,11 +157,11 @@ class WorkerMetrics:
                 self.flush()
 
 
-def noted(step: Step, log: JobLog, metrics: WorkerMetrics) -> None:
+def noted(answer: Answer, log: JobLog, metrics: WorkerMetrics) -> None:
     """Log (and count) what the lifecycle did with a message it did not let us run."""
-    if step.status is not None:
-        metrics.job_finished(step.status.value, 0.0)
-    if step.then is Then.LEAVE:
-        log.warning("message left for redelivery", reason=step.reason)
+    if answer.status is not None:
+        metrics.job_finished(answer.status.value, 0.0)
+    if answer.then is Then.LEAVE:
+        log.warning("message left for redelivery", reason=answer.reason)
     else:
-        log.info("message handled without running", then=step.then.value, reason=step.reason)
+        log.info("message handled without running", then=answer.then.value, reason=answer.reason)

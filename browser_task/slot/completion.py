@@ -21,7 +21,7 @@ from browser_task.observe.telemetry import JobLog, WorkerMetrics
 from browser_task.observe.usage import AttemptMeter, attempt_usage
 from browser_task.slot.leases import LeaseKeeper
 from browser_task.tenant.access import TenantDataSource
-from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step, Then
+from pagefleet.jobs.lifecycle import Answer, Lifecycle, Outcome, Then
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names as metric
@@ -133,11 +133,11 @@ class Completion:
 
 
 def finished_job(
-    step: Step, outcome: Outcome, duration_ms: float, log: JobLog, metrics: WorkerMetrics
+    answer: Answer, outcome: Outcome, duration_ms: float, log: JobLog, metrics: WorkerMetrics
 ) -> None:
     """Log (and count) a job's outcome, once the lifecycle wrote it (or did not)."""
-    if step.status is None:
-        log.warning("outcome not written", reason=step.reason)
+    if answer.status is None:
+        log.warning("outcome not written", reason=answer.reason)
         return
     metrics.job_finished(outcome.status.value, duration_ms)
     if outcome.status is JobStatus.TIMED_OUT:
@@ -149,8 +149,8 @@ def finished_job(
     if outcome.retry_delay_s is not None and not outcome.release_message:
         metrics.count(metric.RETRIES)
         log.info("retry scheduled", delay_s=outcome.retry_delay_s)
-    if step.then is Then.LEAVE:
-        log.warning("message left for redelivery", reason=step.reason)
+    if answer.then is Then.LEAVE:
+        log.warning("message left for redelivery", reason=answer.reason)
 
 
 async def record_usage(

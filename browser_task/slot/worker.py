@@ -42,7 +42,7 @@ from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
 from browser_task.tenant.access import TenantDataSource
 from pagefleet.browsing.channel import SessionChannel
-from pagefleet.jobs.lifecycle import Lifecycle, Outcome, Step
+from pagefleet.jobs.lifecycle import Answer, Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.service import JobServices
@@ -58,7 +58,7 @@ BACKGROUND_GRACE_S = 10.0
 ABORT_GRACE_S = 15.0
 
 # A received message and the lifecycle's look at its job (None: not looked at).
-Looked = tuple[ReceivedMessage, Step | None]
+Looked = tuple[ReceivedMessage, Answer | None]
 
 
 def default_worker_id() -> str:
@@ -304,7 +304,7 @@ class Worker:
 
     # --- one message ----------------------------------------------------------------------
     async def _handle(
-        self, received: ReceivedMessage, peek: Step | None, look_ahead: Callable[[], None]
+        self, received: ReceivedMessage, peek: Answer | None, look_ahead: Callable[[], None]
     ) -> None:
         message = received.message
         if message is None:

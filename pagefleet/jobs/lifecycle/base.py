@@ -12,7 +12,7 @@ from typing import Any
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import JobMessage, JobRecord, iso
-from pagefleet.jobs.moves import Step, Then, expired_error
+from pagefleet.jobs.moves import Answer, Then, expired_error
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
@@ -115,25 +115,25 @@ class LifecycleBase:
     # A job's message only asks for a claim: once the claim is written the message is deleted
     # and the lease holds the job (a dead worker's job is taken back when its lease runs
     # out), so SQS's age and in-flight counts see jobs that wait, never jobs that run.
-    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Step:
+    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Answer:
         try:
             self.queue.delete(pool, received.receipt_handle)
         except Exception as exc:  # it comes back and is recognised as done then
-            return Step(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
-        return Step(Then.DELETE, reason=reason)
+            return Answer(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
+        return Answer(Then.DELETE, reason=reason)
 
-    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Step:
+    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Answer:
         with contextlib.suppress(Exception):
             self.queue.change_visibility(
                 pool, received.receipt_handle, min(seconds, MAX_VISIBILITY_S)
             )
-        return Step(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
+        return Answer(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
 
     def _release(self, received: ReceivedMessage, pool: str) -> None:
         with contextlib.suppress(Exception):
             self.queue.change_visibility(pool, received.receipt_handle, 0)
 
-    def release(self, received: ReceivedMessage, pool: str) -> Step:
+    def release(self, received: ReceivedMessage, pool: str) -> Answer:
         """Make a message visible again at once (this worker will not work on it)."""
         self._release(received, pool)
-        return Step(Then.RELEASE, reason="handed back")
+        return Answer(Then.RELEASE, reason="handed back")
