@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -132,11 +133,21 @@ def submit_event(url: str) -> dict[str, Any]:
 
 
 def main() -> int:
+    stop = start_local_aws("path")
+    try:
+        return traced(submit_event(site()))
+    finally:
+        stop()
+
+
+def start_local_aws(prefix: str) -> Callable[[], None]:
+    """A moto server on loopback with the platform's resources, the environment pointed at
+    it (as the local stack does: conditional writes are atomic); returns its stop."""
     from moto.server import ThreadedMotoServer
 
     from devstack.embedded_aws import prepare_moto
 
-    prepare_moto()  # as the local stack does: conditional writes are atomic
+    prepare_moto()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -146,7 +157,7 @@ def main() -> int:
         boto3.client("dynamodb"),
         boto3.client("sqs"),
         boto3.client("s3"),
-        prefix=f"path{uuid.uuid4().hex[:6]}-",
+        prefix=f"{prefix}{uuid.uuid4().hex[:6]}-",
     )
     os.environ.update(
         {
@@ -159,10 +170,7 @@ def main() -> int:
             "PAGEFLEET_DRAIN_SECONDS": "5",
         }
     )
-    try:
-        return traced(submit_event(site()))
-    finally:
-        server.stop()
+    return server.stop
 
 
 def free_port() -> int:

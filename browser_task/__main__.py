@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from browser_task.egress.breakers import BreakerGate
 from browser_task.observe.telemetry import logger
-from browser_task.run.context import SecretsResolver
+from browser_task.run.prepare import SecretsResolver
 from browser_task.slot.worker import Worker, default_worker_id
 from browser_task.tenant.access import tenant_data_source
 from browser_task.tenant.logins import SessionStore

@@ -1,4 +1,4 @@
-"""What a step handler gets: the page, the job, and where results and artifacts go."""
+"""What a step handler gets: the run's plan, its page, and where results and artifacts go."""
 
 from __future__ import annotations
 
@@ -10,79 +10,61 @@ from playwright.async_api import FrameLocator, Page
 
 from browser_task.browser.pool import BrowserSession
 from browser_task.egress.guard import EgressGuard
+from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
-from pagefleet.jobs.models import JobRequest
-from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.ports import SecretStore
 from pagefleet.workflow import Goto, Step, WaitFor
-from pagefleet.workflow.templating import mask_secrets
+from pagefleet.workflow.masking import Masker
 
 if TYPE_CHECKING:
     from browser_task.browser.tracing import TraceRecorder
     from browser_task.egress.proxy import Decision
     from browser_task.observe.run_events import RunEvents
     from browser_task.run.checkpointing import Progress
-    from browser_task.tenant.logins import SessionStore, StorageState
+    from browser_task.tenant.logins import SessionStore
 
 
-# Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret.
-SecretsResolver = SecretStore
-
-
-@dataclass
-class PreparedRun:
-    """Everything settled before a browser context exists (see ``executor.prepare_run``)."""
-
-    # Resolved {{secrets.NAME}} values for this job only; never written anywhere.
-    secrets: dict[str, str] = field(default_factory=dict)
-    # Storage state to create the context with (the workflow's leading use_session steps).
-    storage_state: StorageState | None = None
-    # Indexes of the leading use_session steps already applied through storage_state.
-    applied_sessions: frozenset[int] = frozenset()
-    # The job's options with {{inputs.x}} / {{secrets.NAME}} substituted (None: as submitted).
-    options: JobOptions | None = None
-    # The results of the parent jobs the workflow reads ({{parents.<id>.result.<field>}}).
-    parents: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
+@dataclass(eq=False)
 class RunContext:
-    tenant_id: str
-    job_id: str
-    attempt: int
-    request: JobRequest
+    """One attempt as it runs: the plan it follows (never changed), the browser context it
+    runs in, and what the run has come to (its result, the step under way)."""
+
+    plan: RunPlan
     session: BrowserSession
     guard: EgressGuard
     artifacts: ArtifactCollector
-    secrets: SecretsResolver
     sessions: SessionStore | None = None
-    prepared: PreparedRun = field(default_factory=PreparedRun)
+    # Where a browser session resolves its commands' secrets as they come (a job's are in
+    # its plan already).
+    secrets: SecretStore | None = None
     trace: TraceRecorder | None = None
-    result: dict[str, Any] = field(default_factory=dict)
-    secret_values: set[str] = field(default_factory=set)
-    step_index: int | None = None
-    # >0 while running a paginate block: extract results accumulate instead of replacing.
-    paginate_depth: int = 0
     # The egress proxy's refusals since this job started (to explain a refused redirect).
     egress_refusals: Callable[[], list[Decision]] | None = None
     # Where the run's events go (steps, navigations, console); None: not recorded.
     events: RunEvents | None = None
     # The attempt's checkpoints of irreversible steps (None: not recorded, tools and tests).
     progress: Progress | None = None
-    # {{job.idempotency_key}}: the key the job was submitted with.
-    idempotency_key: str | None = None
+    # --- what the run has come to ---------------------------------------------------------
+    result: dict[str, Any] = field(default_factory=dict)
+    step_index: int | None = None
+    # >0 while running a paginate block: extract results accumulate instead of replacing.
+    paginate_depth: int = 0
     # The page as the last irreversible step was about to act (the failure's HTML when it
     # was still waiting for that step's answer).
     html_before_irreversible: str | None = None
     # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
     tracked_screenshot: bytes | None = None
+    # The plan's masker; a browser session's grows as its commands resolve secrets.
+    masker: Masker = field(init=False)
+    page: Page = field(init=False)
 
     def __post_init__(self) -> None:
-        self.secret_values.update(v for v in self.prepared.secrets.values() if v)
+        self.masker = self.plan.masker
+        self.page = self.session.page
 
     @property
-    def page(self) -> Page:
-        return self.session.page
+    def tenant_id(self) -> str:
+        return self.plan.tenant_id
 
     def scope(self, frame: str | list[str] | None) -> Page | FrameLocator:
         """Where a step's selector is resolved: the page, or the document of an iframe
@@ -96,15 +78,16 @@ class RunContext:
         return scope
 
     def mask(self, text: str) -> str:
-        return mask_secrets(text, self.secret_values) if self.secret_values else text
+        return self.masker.text(text)
 
     def timeout_ms(self, step: Step) -> int:
         """The step's own timeout, else the job's navigation or action timeout."""
         if step.timeout_ms is not None:
             return step.timeout_ms
+        options = self.plan.request.options
         if is_navigation(step):
-            return self.request.options.navigation_timeout_ms
-        return self.request.options.action_timeout_ms
+            return options.navigation_timeout_ms
+        return options.action_timeout_ms
 
 
 def is_navigation(step: Step) -> bool:

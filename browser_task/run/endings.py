@@ -12,7 +12,7 @@ from typing import Any
 
 from browser_task.errors import JobFailure
 from browser_task.run.context import RunContext
-from browser_task.run.executor import describe, run_steps
+from browser_task.run.executor import run_steps
 from browser_task.run.irreversible import compensate
 from pagefleet.jobs.checkpoints import for_review
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
@@ -98,7 +98,7 @@ def timed_out(
         message=f"the job ran longer than its job_timeout_s of {request.options.job_timeout_s} s",
         timeout="job",
         step_index=step,
-        step=describe(request.steps[step], ctx) if step is not None else None,
+        step=ctx.plan.labels[step] if step is not None and step < len(ctx.plan.labels) else None,
     )
     if ctx.progress is not None and ctx.progress.at_stake:
         return failed_at(lifecycle, job, error, ctx, artifacts)

@@ -4,10 +4,8 @@ Every error leaving ``run_workflow`` is a ``JobFailure`` carrying the step index
 (described with secret values masked; a step inside a block is named by its path, e.g.
 ``steps[3].steps[1]``) and a reason a user can act on.
 
-Before any browser work, ``prepare.prepare_run`` settles what would otherwise fail half-way: every
-``{{secrets.NAME}}`` is resolved, the tenant's policy is checked for evaluate, and the
-sessions of the workflow's leading use_session steps are loaded so the context can be
-created with them.
+The steps come rendered, from the run's plan (``plan.RunPlan``, made by
+``prepare.prepare_run`` before any browser work): the step loop only runs them.
 """
 
 from __future__ import annotations
@@ -16,11 +14,11 @@ import asyncio
 import base64
 import contextlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
-from pydantic import ValidationError
 
 from browser_task.browser.pool import BrowserSession, ContextSetup
 from browser_task.browser.tracing import TraceRecorder, traces
@@ -36,12 +34,10 @@ from browser_task.observe.run_events import step_events
 from browser_task.run.context import RunContext, is_navigation
 from browser_task.run.expectations import check_expectations
 from browser_task.run.irreversible import resume
-from browser_task.run.prepare import resolve_secret, step_label
+from browser_task.run.plan import describe
 from browser_task.run.steps import HANDLERS, control, session
-from pagefleet.jobs.models import JobRequest
 from pagefleet.specs.resources import DEBUG, ROUTINE
-from pagefleet.workflow import STEP_ADAPTER, Paginate, Step, UseSession
-from pagefleet.workflow.templating import job_fields, references, render
+from pagefleet.workflow import Paginate, Step, UseSession
 
 FAILURE_SCREENSHOT = "failure.png"
 FAILURE_HTML = "failure.html"
@@ -85,8 +81,8 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
 
 async def start_tracing(ctx: RunContext) -> None:
     """Record a trace from the start (see tracing.py for why, and the secrets exception)."""
-    requested = ctx.request.options.trace
-    if ctx.trace is not None or not traces(requested, secrets=bool(ctx.prepared.secrets)):
+    requested = ctx.plan.request.options.trace
+    if ctx.trace is not None or not traces(requested, secrets=ctx.plan.has_secrets):
         return
     recorder = TraceRecorder(ctx.session.context, requested=requested)
     try:
@@ -96,36 +92,6 @@ async def start_tracing(ctx: RunContext) -> None:
             raise
         return  # a trace is a debugging aid; never fail a job for lack of one
     ctx.trace = recorder
-
-
-async def render_step(step: Step, ctx: RunContext) -> Step:
-    """Substitute ``{{inputs.x}}`` / ``{{secrets.NAME}}`` right before the step runs."""
-    raw = step.model_dump(exclude_none=True)
-    refs = list(references(raw))
-    if not refs:
-        return step
-    secrets = dict(ctx.prepared.secrets)
-    for namespace, name in refs:
-        if namespace != "secrets" or name in secrets:
-            continue
-        # Normally resolved up front by prepare_run; kept for callers that skip it.
-        value = await resolve_secret(ctx.secrets, ctx.tenant_id, name)
-        if value is None:
-            raise FailJob(f"secret {name} not found", kind="secret_not_found")
-        secrets[name] = value
-        ctx.secret_values.add(value)
-    try:
-        job = job_fields(ctx.job_id, ctx.idempotency_key)
-        rendered = render(raw, ctx.request.inputs, secrets, ctx.prepared.parents, job)
-    except KeyError as exc:
-        raise FailJob(f"{{{{{exc.args[0]}}}}} has no value", kind="invalid_workflow") from exc
-    try:
-        return STEP_ADAPTER.validate_python(rendered)
-    except ValidationError as exc:
-        problem = ctx.mask(exc.errors()[0].get("msg", "invalid value"))
-        raise FailJob(
-            f"after templating the step is invalid: {problem}", kind="invalid_workflow"
-        ) from exc
 
 
 def run_state(step: Step, ctx: RunContext) -> RunState:
@@ -149,13 +115,13 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     that reached an irreversible step settles it first (``irreversible.resume``: its check)
     and may go on after it rather than from the start.
     """
+    plan = ctx.plan
     await start_tracing(ctx)
-    first = await resume(ctx, run_steps, render_step)
-    await run_steps(ctx.request.steps[first:], ctx, first=first)
+    first = await resume(ctx, run_steps) if ctx.progress and ctx.progress.checkpoints else 0
+    await run_steps(plan.steps[first:], ctx, first=first, labels=plan.labels[first:])
     ctx.step_index = None
-    if ctx.secret_values:
-        # A page may echo a secret back (a filled field read by extract): never store it.
-        ctx.result = mask_values(ctx.result, ctx)
+    # A page may echo a secret back (a filled field read by extract): never store it.
+    ctx.result = ctx.masker.value(ctx.result)
     data = _json_bytes(ctx.result)
     if len(data) > MAX_RESULT_BYTES:
         raise FailJob(
@@ -172,50 +138,58 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
 
 
 async def run_steps(
-    steps: list[Step], ctx: RunContext, prefix: str = "", *, name: str = "steps", first: int = 0
+    steps: Sequence[Step],
+    ctx: RunContext,
+    prefix: str = "",
+    *,
+    name: str = "steps",
+    first: int = 0,
+    labels: Sequence[str] | None = None,
 ) -> None:
-    """Run steps in order. ``prefix`` is the path of the enclosing block (``steps[3].``),
-    ``name`` the list they are in (``check``, ``compensate``), ``first`` the index of the
-    first of them (an attempt that goes on after an irreversible step)."""
+    """Run rendered steps in order. ``prefix`` is the path of the enclosing block
+    (``steps[3].``), ``name`` the list they are in (``check``, ``compensate``), ``first`` the
+    index of the first of them (an attempt that goes on after an irreversible step),
+    ``labels`` how events name them (the plan's, as submitted; else from the steps)."""
     top = not prefix and name == "steps"
-    for index, step in enumerate(steps, start=first):
+    # A browser session numbers its steps past its (empty) request's.
+    of = max(len(ctx.plan.steps), first + len(steps) if top else 0)
+    for offset, step in enumerate(steps):
+        index = first + offset
         path = str(index) if top else f"{prefix}{name}[{index}]"
         if top:
             ctx.step_index = index
-        current: Step = step
-        # A browser session numbers its steps past its (empty) request's.
-        of = max(len(ctx.request.steps), first + len(steps) if top else 0)
-        label = describe(step, ctx)
+        label = labels[offset] if labels is not None else describe(step, ctx.masker)
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):
             try:
                 if ctx.guard.stopped is not None:
                     raise scheme_refused(ctx.guard.stopped)
-                current = await render_step(step, ctx)
-                # An irreversible step is checkpointed around what it does (started, done).
-                acting = (
-                    ctx.progress.around(index, step.label or label, lambda: ctx.result)
-                    if top and step.irreversible and ctx.progress is not None
-                    else contextlib.nullcontext()
-                )
                 if top and step.irreversible:
-                    await keep_page_before(ctx)
-                async with acting:
-                    await _dispatch(current, ctx, index if top else None, path, run_steps)
+                    # Checkpointed around what it does (started, done).
+                    await _irreversible(step, ctx, index, label, path)
+                else:
+                    await _dispatch(step, ctx, index if top else None, path)
             except JobFailure as exc:
                 exc.message = ctx.mask(exc.message)
-                raise _at(exc, path, current, ctx) from None
+                raise _at(exc, path, step, ctx) from None
             except PlaywrightError as exc:
-                failure = classify_playwright_error(exc, current, run_state(current, ctx))
+                failure = classify_playwright_error(exc, step, run_state(step, ctx))
                 failure.message = ctx.mask(failure.message)
-                raise _at(failure, path, current, ctx) from None
+                raise _at(failure, path, step, ctx) from None
 
 
-async def _dispatch(
-    step: Step, ctx: RunContext, top_index: int | None, path: str, run: Any
-) -> None:
+async def _irreversible(step: Step, ctx: RunContext, index: int, label: str, path: str) -> None:
+    await keep_page_before(ctx)
+    if ctx.progress is None:
+        await _dispatch(step, ctx, index, path)
+        return
+    async with ctx.progress.around(index, step.label or label, lambda: ctx.result):
+        await _dispatch(step, ctx, index, path)
+
+
+async def _dispatch(step: Step, ctx: RunContext, top_index: int | None, path: str) -> None:
     if isinstance(step, Paginate):
         await control.paginate(
-            step, ctx, f"steps[{top_index}]" if top_index is not None else path, run
+            step, ctx, f"steps[{top_index}]" if top_index is not None else path, run_steps
         )
     elif isinstance(step, UseSession):
         await session.use_session(step, ctx, top_index)
@@ -234,31 +208,17 @@ def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailu
     assert ctx.step_index is not None
     if failure.origin is not None and ctx.mask(failure.origin) != failure.origin:
         failure.origin = None  # a host made of a secret is never stored (breakers, listings)
-    text = describe(step, ctx)
+    text = describe(step, ctx.masker)
     if not path.isdigit():  # inside a block, a check or the compensating steps
         text = f"{path} {text}"
     return failure.at_step(ctx.step_index, text)
 
 
-def describe(step: Step, ctx: RunContext) -> str:
-    return step_label(step, ctx.mask(step.describe()))
-
-
-def step_text(request: JobRequest, index: int | None, ctx: RunContext) -> str | None:
-    """The step at ``index`` as errors name it (a browser session's are not in its request)."""
-    if index is None or index >= len(request.steps):
+def step_text(index: int | None, ctx: RunContext) -> str | None:
+    """The step at ``index`` as errors name it (a browser session's are not in its plan)."""
+    if index is None or index >= len(ctx.plan.labels):
         return None
-    return describe(request.steps[index], ctx)
-
-
-def mask_values(value: Any, ctx: RunContext) -> Any:
-    if isinstance(value, str):
-        return ctx.mask(value)
-    if isinstance(value, dict):
-        return {k: mask_values(v, ctx) for k, v in value.items()}
-    if isinstance(value, list):
-        return [mask_values(v, ctx) for v in value]
-    return value
+    return ctx.plan.labels[index]
 
 
 def _json_bytes(value: Any) -> bytes:

@@ -30,7 +30,7 @@ class DataQualityFailed(FailJob):
 
 async def check_expectations(ctx: RunContext) -> None:
     """Raise ``DataQualityFailed`` naming every breach of ``expect`` (none: return)."""
-    expect = ctx.request.expect
+    expect = ctx.plan.request.expect
     if expect is None:
         return
     # A schema's patterns run on page data: off the event loop, which serves both slots.

@@ -25,14 +25,13 @@ from pagefleet.jobs.rules import Resume, resume_plan
 from pagefleet.live.events import EventType
 from pagefleet.workflow import Assert, Step, UseSession
 
-# The executor's run_steps(steps, ctx, prefix, name=..., first=...) and render_step(step,
-# ctx), passed in (the executor runs this module's parts).
+# The executor's run_steps(steps, ctx, prefix, name=..., first=...), passed in (the
+# executor runs this module's parts).
 RunSteps = Callable[..., Awaitable[None]]
-RenderStep = Callable[[Step, RunContext], Awaitable[Step]]
 
 
 # --- an attempt after one that reached an irreversible step ---------------------------------
-async def resume(ctx: RunContext, run_steps: RunSteps, render_step: RenderStep) -> int:
+async def resume(ctx: RunContext, run_steps: RunSteps) -> int:
     """Settle what earlier attempts left at stake; the index of the first step to run."""
     progress = ctx.progress
     if progress is None:
@@ -53,7 +52,7 @@ async def resume(ctx: RunContext, run_steps: RunSteps, render_step: RenderStep) 
         await apply_sessions(ctx, before=at_stake.step)
         if plan.resume is Resume.CONTINUE:
             return at_stake.step + 1
-        verdict = await run_check(ctx, at_stake, run_steps, render_step)
+        verdict = await run_check(ctx, at_stake, run_steps)
         with contextlib.suppress(CheckpointUnwritten):  # the outcome's write carries it
             await progress.record(at_stake.step, at_stake.label, verdict, "checked", ctx.result)
         if verdict == "done":
@@ -64,13 +63,13 @@ async def resume(ctx: RunContext, run_steps: RunSteps, render_step: RenderStep) 
 async def apply_sessions(ctx: RunContext, *, before: int) -> None:
     """The sessions the workflow uses before step ``before`` (the leading ones are in the
     context already): a check and the steps after it run as that user."""
-    for index, step in enumerate(ctx.request.steps[:before]):
+    for index, step in enumerate(ctx.plan.steps[:before]):
         if isinstance(step, UseSession):
             await session.use_session(step, ctx, index)
 
 
 async def run_check(
-    ctx: RunContext, at_stake: Checkpoint, run_steps: RunSteps, render_step: RenderStep
+    ctx: RunContext, at_stake: Checkpoint, run_steps: RunSteps
 ) -> Literal["done", "not_done"]:
     """Run step ``index``'s check: "done" when every check step succeeds, "not_done" when
     the last one, an assert, fails. A check that fails otherwise could not tell: its
@@ -78,8 +77,7 @@ async def run_check(
     failure that says nothing about the site (browser, network) is raised as it is."""
     assert ctx.progress is not None
     index = at_stake.step
-    rendered = await render_step(ctx.request.steps[index], ctx)
-    checks: list[Step] = list(rendered.check or [])
+    checks: list[Step] = list(ctx.plan.steps[index].check or [])
     ctx.step_index = index
     for number, check in enumerate(checks):
         try:
@@ -107,7 +105,7 @@ async def compensate(
     """Run the job's compensate steps once (``started`` recorded before they act); how it
     went. ``AttemptLost`` when the lease is gone: they did not run."""
     progress = ctx.progress
-    assert progress is not None and ctx.request.compensate
+    assert progress is not None and ctx.plan.compensate
     reason = clip(cause.message, ERROR_MESSAGE_MAX_BYTES)
     began = Compensation(
         state="started", attempt=progress.job.attempt, at=progress.at(), reason=reason
@@ -122,9 +120,7 @@ async def compensate(
         return progress.compensation
     _emit(ctx, "started")
     try:
-        await asyncio.wait_for(
-            run_steps(ctx.request.compensate, ctx, "", name="compensate"), bound_s
-        )
+        await asyncio.wait_for(run_steps(ctx.plan.compensate, ctx, "", name="compensate"), bound_s)
     except Exception as exc:  # whatever it was, the effect may still be there
         if isinstance(exc, TimeoutError):
             message = f"it ran longer than {bound_s:.0f} s"

@@ -181,12 +181,10 @@ class JobRunner:
         log: JobLog,
     ) -> RunContext | Outcome:
         """Everything before the first step; a failure here is the job's outcome."""
-        request = job.request
         try:
-            # Secrets, evaluate policy, leading sessions: fail before any browser work.
-            prepared = await prepare_run(
-                request,
-                job.tenant_id,
+            # Everything a run needs, settled before any browser work (run.plan).
+            plan = await prepare_run(
+                job,
                 secrets=data.secrets,
                 sessions=data.sessions,
                 policies=self._policies,
@@ -196,8 +194,8 @@ class JobRunner:
             if early is not None:
                 await early.discard()
             return self._failed(job, refused, {}, [])
-        options = prepared.options or request.options
-        if early is not None and not early.fits(options, storage_state=prepared.storage_state):
+        options = plan.options
+        if early is not None and not early.fits(options, storage_state=plan.storage_state):
             await early.discard()
             early = None
         guard = early.guard if early is not None else self.guard()
@@ -209,7 +207,8 @@ class JobRunner:
                 report = self._egress_log.sink(log)
                 report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
                 return self._failed(job, proxy_refused(refused), {}, [])
-        warm = allows_warm(request, options, storage_state=prepared.storage_state)
+        request = job.request
+        warm = allows_warm(request, options, storage_state=plan.storage_state)
         trace: TraceRecorder | None = None
         try:
             if early is not None:
@@ -217,11 +216,11 @@ class JobRunner:
             else:
                 # The trace starts with the context (a warm one is traced as the workflow
                 # starts: executor.start_tracing).
-                if not warm and traces(request.options.trace, secrets=bool(prepared.secrets)):
+                if not warm and traces(request.options.trace, secrets=plan.has_secrets):
                     trace = TraceRecorder(None, requested=request.options.trace)
                 session = await self.browsers.new_session(
                     options,
-                    storage_state=prepared.storage_state,
+                    storage_state=plan.storage_state,
                     setup=with_trace(scheme_guard(guard), trace),
                     egress=job_egress,
                     warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
@@ -235,16 +234,12 @@ class JobRunner:
             session.context.on("request", meter.on_request)
             session.listeners.append(("request", meter.on_request))  # dropped when parked
         ctx = RunContext(
-            tenant_id=job.tenant_id,
-            job_id=job.job_id,
-            attempt=job.attempt,
-            request=request,
+            plan=plan,
             session=session,
             guard=guard,
             artifacts=collector,
-            secrets=data.secrets,
             sessions=data.sessions,
-            prepared=prepared,
+            secrets=data.secrets if request.session is not None else None,
             trace=trace if trace is not None and trace.started else None,
             egress_refusals=(
                 (lambda: job_egress.refusals)
@@ -253,7 +248,6 @@ class JobRunner:
             ),
             events=events,
             progress=Progress(self.lifecycle, job, events),
-            idempotency_key=job.idempotency_key,
         )
         if events is not None:
             events.mask_with(ctx.mask)  # the job's secret values never reach an event
@@ -385,7 +379,7 @@ class JobRunner:
             failure = RetryJob(
                 f"internal worker error: {type(crash).__name__}", kind="internal_error"
             )
-            text = step_text(job.request, ctx.step_index, ctx)
+            text = step_text(ctx.step_index, ctx)
             if ctx.step_index is not None and text is not None:
                 failure.at_step(ctx.step_index, text)
         await capture_failure_artifacts(ctx)
@@ -437,7 +431,12 @@ class JobRunner:
 
     def _step_bound(self, ctx: RunContext) -> float:
         """How long a stop waits for the step under way: its own timeout and a margin."""
-        step = ctx.request.steps[ctx.step_index] if ctx.step_index is not None else None
+        steps = ctx.plan.steps
+        step = (
+            steps[ctx.step_index]
+            if ctx.step_index is not None and ctx.step_index < len(steps)
+            else None
+        )
         timeout_ms = ctx.timeout_ms(step) if step is not None else 0
         return timeout_ms / 1000 + STEP_SETTLE_MARGIN_S
 

@@ -2,8 +2,9 @@
 
 The runner calls ``run_session`` where a job would run its workflow: the claim, lease,
 heartbeat, cancel watch, watchdog (the session's max duration) and outcome are the job's.
-Each command's steps run through the executor's ``run_steps`` (templating, the egress
-guard, timeouts, failure classification); a step that fails is answered, not fatal, unless
+Each command's steps are planned as a job's are (``prepare.render_command``: templating,
+secrets) and run through the executor's ``run_steps`` (the egress guard, timeouts, failure
+classification); a step that fails is answered, not fatal, unless
 the browser went with it. The session ends on a close command, after ``idle_timeout_s``
 without one, or when its channel is gone; its result keeps the steps that succeeded
 (``steps``), the data they extracted (``data``) and why it ended (``closed_reason``).
@@ -22,8 +23,9 @@ from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
 from browser_task.run.context import RunContext
-from browser_task.run.executor import mask_values, run_steps
-from browser_task.run.prepare import TenantPolicies, evaluate_allowed
+from browser_task.run.executor import run_steps
+from browser_task.run.plan import describe
+from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
 from pagefleet.jobs.session_terms import SessionTerms
@@ -111,8 +113,18 @@ class SessionLoop:
         extracted: dict[str, Any] = {}
         for step in steps:
             ctx.result = {}  # this step's extracts
+            label = describe(step, ctx.masker)
             try:
-                await run_steps([step], ctx, first=len(self.recorded))
+                assert ctx.secrets is not None
+                [ready], ctx.masker = await render_command(
+                    [step], ctx.plan, ctx.secrets, ctx.masker
+                )
+            except JobFailure as exc:
+                failure = exc.at_step(len(self.recorded), label)
+                ctx.result = self._result(None)
+                break
+            try:
+                await run_steps([ready], ctx, first=len(self.recorded), labels=[label])
             except JobFailure as exc:
                 failure = exc
             finally:
@@ -132,7 +144,7 @@ class SessionLoop:
             id=command.id,
             ok=failure is None,
             ran=ran,
-            result=mask_values(extracted, ctx),
+            result=ctx.masker.value(extracted),
             error=_error(failure) if failure is not None else None,
         )
         return await self._observed(answer, command.observe)
@@ -191,7 +203,7 @@ async def run_session(
     ctx: RunContext, channel: SessionChannel | None, policies: TenantPolicies | None
 ) -> dict[str, Any]:
     """The runner's entry: the session job's commands until it ends."""
-    terms = ctx.request.session
+    terms = ctx.plan.request.session
     assert terms is not None
     if channel is None:
         raise FailJob("this worker takes no browser sessions", kind="not_configured")

@@ -6,15 +6,6 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from pagefleet.workflow.steps import (
-    base,
-    capture,
-    control,
-    extraction,
-    interaction,
-    navigation,
-    session,
-)
 from pagefleet.workflow.steps.capture import Download, Pdf, Screenshot
 from pagefleet.workflow.steps.checks import (
     CheckAssert,
@@ -81,13 +72,6 @@ CheckStep = Annotated[
     | CheckScreenshot,
     Field(discriminator="action"),
 ]
-
-# Paginate nests steps, and every step may carry a check: these forward references resolve
-# in the namespace of each step's module when the models are first built (on first use,
-# not at import); the check's is inherited from StepBase by every step module's models.
-control.Step = Step
-for _module in (base, capture, control, extraction, interaction, navigation, session):
-    _module.CheckStep = CheckStep  # type: ignore[attr-defined]
 
 STEP_ADAPTER: TypeAdapter[Step] = TypeAdapter(Step, config=ConfigDict(defer_build=True))
 

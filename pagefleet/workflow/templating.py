@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 _REF = re.compile(r"\{\{\s*(inputs|secrets|job)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _PARENT = re.compile(r"\{\{\s*parents\.([0-9a-z]{26})\.result((?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
-MASK = "***"
 # What ``{{job.NAME}}`` may name.
 JOB_FIELDS = ("id", "idempotency_key")
 
@@ -47,6 +46,11 @@ def references(value: Any) -> Iterable[tuple[str, str]]:
     elif isinstance(value, list | tuple):
         for item in value:
             yield from references(item)
+
+
+def referenced(values: Sequence[Any]) -> list[set[tuple[str, str]]]:
+    """The references of each value, in one call (a workflow's steps, its options)."""
+    return [set(references(value)) for value in values]
 
 
 def render(
@@ -97,10 +101,3 @@ def render(
     if isinstance(value, list):
         return [render(v, inputs, secrets, parents, job) for v in value]
     return value
-
-
-def mask_secrets(text: str, secret_values: Iterable[str]) -> str:
-    """Hide resolved secret values in text that may be echoed (errors, events, logs)."""
-    for secret in sorted((s for s in secret_values if s), key=len, reverse=True):
-        text = text.replace(secret, MASK)
-    return text

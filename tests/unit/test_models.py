@@ -18,7 +18,8 @@ from pagefleet.jobs.models import AttemptRecord, JobRecord, JobRequest, new_job_
 from pagefleet.jobs.options import JobOptions, Viewport
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.states import JobStatus
-from pagefleet.workflow.templating import mask_secrets, references, render
+from pagefleet.workflow.masking import mask_secrets
+from pagefleet.workflow.templating import references, render
 
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/a"},

@@ -34,11 +34,12 @@ from browser_task.egress.proxy import (
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps, scheme_guard
+from browser_task.run.plan import RunPlan
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Extract
-from tests.fakes import FakeSecrets
+from pagefleet.workflow.masking import Masker
 from tests.support.upstream_proxy import upstream_proxy
 
 pytestmark = pytest.mark.e2e
@@ -480,15 +481,23 @@ def test_workflow_goto_refuses_non_http_schemes_before_the_browser(harness):
 
 def step_context(session: BrowserSession, step: Any, guard: EgressGuard) -> RunContext:
     """A job context for running one step directly (these steps make no artifacts)."""
-    return RunContext(
+    request = JobRequest(steps=[step])
+    plan = RunPlan(
         tenant_id="t",
         job_id="j",
         attempt=1,
-        request=JobRequest(steps=[step]),
+        request=request,
+        options=request.options,
+        steps=(step,),
+        compensate=(),
+        labels=(step.describe(),),
+        masker=Masker(),
+    )
+    return RunContext(
+        plan=plan,
         session=session,
         guard=guard,
         artifacts=None,  # type: ignore[arg-type]
-        secrets=FakeSecrets(),
     )
 
 

@@ -36,10 +36,10 @@ def safe_file_name(suggested: str, fallback: str = "download") -> str:
 
 async def screenshot(step: Screenshot, ctx: RunContext) -> None:
     timeout = ctx.timeout_ms(step)
-    tracked = step.artifact_name == ctx.request.tracked_screenshot
+    tracked = step.artifact_name == ctx.plan.request.tracked_screenshot
     # The tracked screenshot hides what changes on every visit (monitor.mask): Playwright
     # paints a box over each match, the same in every run.
-    monitor = ctx.request.monitor
+    monitor = ctx.plan.request.monitor
     mask = [ctx.page.locator(s) for s in monitor.mask] if tracked and monitor else None
     if step.selector is not None:
         element = ctx.scope(step.frame).locator(step.selector).first

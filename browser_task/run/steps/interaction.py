@@ -96,7 +96,7 @@ async def scroll(step: Scroll, ctx: RunContext) -> None:
 
 
 async def upload(step: Upload, ctx: RunContext) -> None:
-    raw = ctx.request.inputs.get(step.input)
+    raw = ctx.plan.request.inputs.get(step.input)
     if raw is None:  # the request validator already refuses this; keep the worker honest
         raise FailJob(f"upload input {step.input!r} is missing", kind="invalid_workflow")
     if step.encoding == "base64":

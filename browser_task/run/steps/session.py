@@ -66,7 +66,7 @@ async def save_session(step: SaveSession, ctx: RunContext) -> None:
 
 
 async def use_session(step: UseSession, ctx: RunContext, index: int | None = None) -> None:
-    if index is not None and index in ctx.prepared.applied_sessions:
+    if index is not None and index in ctx.plan.applied_sessions:
         return  # applied when the context was created
     if ctx.sessions is None:
         raise _no_store()

@@ -8,14 +8,41 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    GetCoreSchemaHandler,
     SerializerFunctionWrapHandler,
     field_validator,
     model_serializer,
     model_validator,
 )
+from pydantic_core import CoreSchema
+
+
+class Later:
+    """A step union named now and found when the model holding it is first built.
+
+    The step unions (``pagefleet.workflow.Step``, ``CheckStep``) are made of the step models,
+    so they exist only once every step module is loaded; a model that holds steps (a
+    paginate's block, a step's check) names its union with this, and pydantic asks for it
+    when it builds the model (on first use, not at import), from the package that made it.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        import pagefleet.workflow as workflow  # loaded by then: it is what builds the models
+
+        return handler.generate_schema(getattr(workflow, self.name))
+
 
 if TYPE_CHECKING:
     from pagefleet.workflow import CheckStep
+
+    CheckSteps = list[CheckStep]
+else:
+    CheckSteps = list[Annotated[Any, Later("CheckStep")]]
 
 FrameSelector = Annotated[str, Field(min_length=1, max_length=2000)]
 # A check is a few read-only steps: open the page that would show the effect, look for it.
@@ -37,7 +64,7 @@ class StepBase(BaseModel):
             "deletes): it is checkpointed, and never run again blindly after it started"
         ),
     )
-    check: list[CheckStep] | None = Field(
+    check: CheckSteps | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_CHECK_STEPS,

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from pagefleet.workflow.steps.base import SELECTOR, StepBase
+from pagefleet.workflow.steps.base import SELECTOR, Later, StepBase
 
 if TYPE_CHECKING:
     from pagefleet.workflow import Step
+
+    Steps = list[Step]
+else:
+    Steps = list[Annotated[Any, Later("Step")]]
 
 MAX_PAGES = 1_000
 # Paginate blocks inside paginate blocks: enough for pages of pages of pages, and a bound
@@ -24,7 +28,7 @@ class Paginate(StepBase):
     """
 
     action: Literal["paginate"] = "paginate"
-    steps: list[Step] = Field(min_length=1, max_length=100)
+    steps: Steps = Field(min_length=1, max_length=100)
     next: str = SELECTOR
     max_pages: int = Field(default=10, ge=1, le=MAX_PAGES)
     # How the page changes after the click: wait for this load state.
