@@ -9,42 +9,69 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
-from typing import Any
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import ValidationError
 
+from browser_task.browser.pool import BrowserPool
 from browser_task.egress.breakers import BreakerGate
-from browser_task.observe.telemetry import logger
-from browser_task.run.prepare import SecretsResolver
-from browser_task.slot.worker import Worker, default_worker_id
-from browser_task.tenant.access import tenant_data_source
+from browser_task.egress.guard import Resolver, system_resolver
+from browser_task.egress.log import EgressLog
+from browser_task.egress.proxy import Connector, open_tcp
+from browser_task.observe.health import Liveness
+from browser_task.observe.task_protection import TaskProtection
+from browser_task.observe.telemetry import JobLog, WorkerMetrics, logger
+from browser_task.run.prepare import SecretsResolver, TenantPolicies
+from browser_task.run.runner import JobRunner
+from browser_task.slot.ahead import LaterHooks
+from browser_task.slot.completion import Completion
+from browser_task.slot.leases import LeaseWatch
+from browser_task.slot.receiver import Receiver
+from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
+from browser_task.tenant.access import TenantDataSource, tenant_data_source
 from browser_task.tenant.logins import SessionStore
+from pagefleet.browsing.channel import SessionChannel
+from pagefleet.jobs.lifecycle import Lifecycle
+from pagefleet.jobs.service import JobServices
+from pagefleet.live.ports import EventStore
 from pagefleet.runtime import RUNTIME
+from pagefleet.schedules.service import ScheduleStore
+from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.settings import WorkerSettings
 
 
 def build_worker(
     settings: WorkerSettings,
     *,
+    services: JobServices | None = None,
+    worker_id: str | None = None,
     secrets_resolver: SecretsResolver | None = None,
     sessions: SessionStore | None = None,
-    **given: Any,
+    tenant_data: TenantDataSource | None = None,
+    policies: TenantPolicies | None = None,
+    breakers: BreakerGate | None = None,
+    events: EventStore | None = None,
+    schedules: ScheduleStore | None = None,
+    session_channel: SessionChannel | None = None,
+    resolver: Resolver | None = None,
+    connect: Connector | None = None,
+    protection: TaskProtection | None = None,
+    metrics: WorkerMetrics | None = None,
+    liveness: Liveness | None = None,
 ) -> Worker:
-    """A worker wired from its settings. ``given`` (tests, tools) replaces any of the
-    ``Worker``'s parts; ``secrets_resolver`` and ``sessions`` replace those of its tenants'
-    data (every tenant then uses the worker's own identity)."""
-    services = RUNTIME.job_services(settings)
-    limits = RUNTIME.tenancy(settings).limits  # cached: evaluate allowed, session lifetime
-    worker_id = given.pop("worker_id", None) or settings.worker_id or default_worker_id()
-    parts: dict[str, Any] = {
-        "policies": limits,
-        "breakers": BreakerGate(RUNTIME.breakers(settings), worker_id, clock=services.clock.now),
-        "events": RUNTIME.event_store(settings.jobs_table),
-        "schedules": RUNTIME.schedule_store(settings),
-        "session_channel": RUNTIME.session_channel(settings),
-    }
-    if "tenant_data" not in given:
-        parts["tenant_data"] = tenant_data_source(
+    """A worker wired from its settings and the process's AWS clients and services; any
+    part given (tests, tools) is used instead of the one built here. ``secrets_resolver``
+    and ``sessions`` replace those of its tenants' data (every tenant then uses the
+    worker's own identity); ``connect`` is how the egress proxies dial out."""
+    services = services or RUNTIME.job_services(settings)
+    worker_id = worker_id or settings.worker_id or default_worker_id()
+    clock = services.clock.now
+    if policies is None:
+        policies = RUNTIME.tenancy(settings).limits  # cached: evaluate allowed, session lifetime
+    if tenant_data is None:
+        limits = RUNTIME.tenancy(settings).limits
+        tenant_data = tenant_data_source(
             settings,
             artifacts=services.artifacts,
             session_ttl_s=lambda tenant: limits(tenant).session_s,
@@ -52,7 +79,84 @@ def build_worker(
             secrets=secrets_resolver,
             sessions=sessions,
         )
-    return Worker(settings, services, worker_id=worker_id, **{**parts, **given})
+    breakers = breakers or BreakerGate(RUNTIME.breakers(settings), worker_id, clock=clock)
+    events = events or RUNTIME.event_store(settings.jobs_table)
+    metrics = metrics or WorkerMetrics(settings.pool)
+    protection = protection or TaskProtection()
+    resolver = resolver or system_resolver()
+    # The hooks' after-claim work and the claimed message's delete run off the slots' path
+    # (browser_task.slot.ahead): this worker's own lifecycle over the services' store and
+    # queue. The services' lifecycle, which the process shares, stays as it was built.
+    later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
+    shared = services.lifecycle
+    lifecycle = Lifecycle(
+        shared.store,
+        shared.queue,
+        shared.clock,
+        hooks=LaterHooks(shared.hooks, later.submit),
+        later=later.submit,
+    )
+    egress_log = EgressLog(metrics)
+    browsers = BrowserPool(
+        settings,
+        on_crash=lambda: metrics.count(metric.BROWSER_CRASHES),
+        resolver=resolver,
+        connect=connect or open_tcp,
+        on_refusal=egress_log.proxy_refused,
+    )
+    log = JobLog(worker=worker_id, pool=settings.pool)
+    stop_flag, abort = threading.Event(), asyncio.Event()
+    parts = WorkerParts(
+        worker_id=worker_id,
+        lifecycle=lifecycle,
+        later=later,
+        browsers=browsers,
+        runner=JobRunner(
+            settings,
+            lifecycle,
+            browsers,
+            tenant_data=tenant_data,
+            policies=policies,
+            resolver=resolver,
+            abort=abort,
+            egress_log=egress_log,
+            schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
+            session_channel=session_channel or RUNTIME.session_channel(settings),
+        ),
+        completion=Completion(
+            lifecycle,
+            worker_id,
+            breaker=breakers,
+            tenant_data=tenant_data,
+            protection=protection,
+            metrics=metrics,
+            clock=clock,
+        ),
+        receiver=Receiver(
+            services.queue,
+            settings.pool,
+            visibility=settings.lease_seconds,
+            wait_seconds=settings.poll_wait_seconds,
+            stopping=stop_flag.is_set,
+        ),
+        lease_watch=LeaseWatch(
+            services,
+            pool=settings.pool,
+            lease_s=settings.lease_seconds,
+            log=log,
+            on_dead_lettered=metrics.dead_lettered,
+        ),
+        breakers=breakers,
+        events=events,
+        protection=protection,
+        metrics=metrics,
+        liveness=liveness or Liveness(),
+        log=log,
+        clock=clock,
+        stop_flag=stop_flag,
+        abort=abort,
+    )
+    return Worker(settings, parts)
 
 
 def main() -> int:

@@ -44,7 +44,7 @@ from browser_task.browser.process_tree import find_browser_process, kill_tree, r
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
 from browser_task.egress.guard import EgressPolicy, Resolver
-from browser_task.egress.proxy import Connector, EgressProxy, UpstreamProxy, open_tcp
+from browser_task.egress.proxy import Connector, Decision, EgressProxy, UpstreamProxy, open_tcp
 from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
 
@@ -71,6 +71,7 @@ class BrowserPool:
         resolver: Resolver | None = None,
         policy: EgressPolicy | None = None,
         connect: Connector = open_tcp,
+        on_refusal: Callable[[Decision], None] | None = None,
     ) -> None:
         self._settings = settings
         self._on_crash = on_crash
@@ -88,16 +89,23 @@ class BrowserPool:
             policy or EgressPolicy(allow_loopback=settings.allow_loopback),
             resolver,
             connect=connect,
+            on_refusal=on_refusal,  # the worker's egress log: a refusal put down to its job
         )
 
-    async def job_egress(self, upstream: UpstreamProxy) -> EgressProxy:
+    async def job_egress(
+        self, upstream: UpstreamProxy, on_refusal: Callable[[Decision], None] | None = None
+    ) -> EgressProxy:
         """A started egress listener for one job that chains to the job's own proxy.
 
         Same policy as the worker's: targets are checked here and the upstream is told the
         checked address; the upstream's own address is checked first (raises ``Refused``).
         """
         proxy = EgressProxy(
-            self.egress.policy, self._resolver, connect=self._connect, upstream=upstream
+            self.egress.policy,
+            self._resolver,
+            connect=self._connect,
+            upstream=upstream,
+            on_refusal=on_refusal,
         )
         await proxy.check_upstream()
         await proxy.start()
@@ -182,20 +190,18 @@ class BrowserPool:
             reused = await self._reuse(warm_key, options, setup)
             if reused is not None:
                 return reused
+        if egress is not None or storage_state is not None:
+            warm_key = None  # only a context nothing of one job's own went into is kept
         try:
             try:
-                session = await self._new_session(options, storage_state, setup, egress)
-                if warm_key is not None and egress is None and storage_state is None:
-                    session.warm_key = warm_key
-                    session._park = self._park
-                return session
+                return await self._new_session(options, storage_state, setup, egress, warm_key)
             except Exception:
                 current = self._current
                 if current is None or current.browser.is_connected():
                     raise
                 # The browser died before its disconnected event reached us: relaunch once.
                 self._on_disconnected(current)
-                return await self._new_session(options, storage_state, setup, egress)
+                return await self._new_session(options, storage_state, setup, egress, warm_key)
         except BaseException:
             if egress is not None:
                 await egress.close()
@@ -207,6 +213,7 @@ class BrowserPool:
         storage_state: dict[str, Any] | None = None,
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
+        warm_key: str | None = None,
     ) -> BrowserSession:
         generation = await self._browser()
         generation.jobs_started += 1
@@ -244,6 +251,8 @@ class BrowserPool:
             egress=egress,
             listeners=listeners,
             video_dir=video_dir,
+            warm_key=warm_key,
+            _park=self._park if warm_key is not None else None,
         )
         self._watch_page(session)
         return session

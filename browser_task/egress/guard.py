@@ -85,6 +85,7 @@ class EgressGuard:
         allow_loopback: bool = False,
         resolver: Resolver,
         policy: EgressPolicy | None = None,
+        on_refusal: RefusalSink | None = None,
     ) -> None:
         self._policy = policy or EgressPolicy(allow_loopback=allow_loopback)
         self._resolve = resolver
@@ -92,8 +93,8 @@ class EgressGuard:
         self.refusals: list[str] = []
         # Set by the context's scheme watch: why the job's browser context was stopped.
         self.stopped: str | None = None
-        # Set once the job is known: its refusals go to the worker's log (egress_log).
-        self.on_refusal: RefusalSink | None = None
+        # Where the job's refusals go (the worker's log, with the job's keys: egress.log).
+        self._on_refusal = on_refusal
 
     def check_scheme(self, url: str) -> Verdict:
         """The scheme part of the check alone: no lookup, cheap enough for every request."""
@@ -164,8 +165,8 @@ class EgressGuard:
         return Verdict(False, reason)
 
     def _report(self, host: str, port: int | None, kind: str, reason: str) -> None:
-        if self.on_refusal is not None:
-            self.on_refusal(host, port, kind, reason)
+        if self._on_refusal is not None:
+            self._on_refusal(host, port, kind, reason)
 
 
 def system_resolver() -> Resolver:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
-from browser_task.egress.guard import EgressGuard, RefusalSink, normalize_host
+from browser_task.egress.guard import RefusalSink, normalize_host
 from browser_task.egress.http import POLICY
 from browser_task.egress.proxy import Decision, EgressProxy
 from browser_task.observe.telemetry import JobLog, WorkerMetrics
@@ -112,14 +112,16 @@ class EgressLog:
 
         return report
 
-    def attach(self, log: JobLog, guard: EgressGuard, session: EgressHolder) -> TrackedJob | None:
-        """Before a job's first step: its checks, and its own listener or its share of the
-        worker's proxy, report to ``log``. A tracked job is ``done`` when it ends."""
+    def decisions(self, log: JobLog) -> Callable[[Decision], None]:
+        """What a job's own egress listener reports to (its refusals are the job's)."""
         report = self.sink(log)
-        guard.on_refusal = report
-        own = session.egress
-        if own is not None:
-            own.on_refusal = lambda d: report(d.host, d.port, d.kind or POLICY, d.reason or "")
+        return lambda d: report(d.host, d.port, d.kind or POLICY, d.reason or "")
+
+    def follow(self, log: JobLog, session: EgressHolder) -> TrackedJob | None:
+        """Before a job's first step: a job on the worker's shared proxy reports the hosts
+        its requests go to, so that the proxy's refusals are put down to it (a job with
+        its own listener needs none). A tracked job is ``done`` when it ends."""
+        if session.egress is not None:
             return None
         job = self.track(log)
         session.context.on("request", job.on_request)

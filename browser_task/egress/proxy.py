@@ -53,6 +53,7 @@ from browser_task.egress.http import (
     reply,
     split_authority,
 )
+from pagefleet.jobs.options import ProxyOptions
 
 log = logging.getLogger("pagefleet.egress")
 
@@ -95,6 +96,11 @@ class UpstreamProxy:
     username: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
 
+    @classmethod
+    def of(cls, proxy: ProxyOptions) -> UpstreamProxy:
+        """A job's ``options.proxy`` (rendered: its credentials may be secrets)."""
+        return cls(proxy.host, proxy.port, proxy.username, proxy.password)
+
     def authorization(self) -> str | None:
         if self.username is None and self.password is None:
             return None
@@ -110,6 +116,7 @@ class EgressProxy:
         *,
         connect: Connector = open_tcp,
         upstream: UpstreamProxy | None = None,
+        on_refusal: Callable[[Decision], None] | None = None,
         max_connections: int = 512,
         head_timeout_s: float = 30.0,
         resolve_timeout_s: float = 10.0,
@@ -129,7 +136,7 @@ class EgressProxy:
         self._idle_timeout = idle_timeout_s
         self.decisions: deque[Decision] = deque(maxlen=decision_log_size)
         # Told of each refusal on the event loop; without it a refusal is a plain log line.
-        self.on_refusal: Callable[[Decision], None] | None = None
+        self._on_refusal = on_refusal
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self.port = 0
@@ -235,8 +242,8 @@ class EgressProxy:
             decision = self._record(
                 method, shown, port, False, address, refused.reason, refused.kind
             )
-            if self.on_refusal is not None:
-                self.on_refusal(decision)  # the worker's log, with the job's keys (egress_log)
+            if self._on_refusal is not None:
+                self._on_refusal(decision)  # the worker's log, with the job's keys (egress_log)
             else:
                 # The line itself names what was refused and why (a plain log shows no extras).
                 log.warning(

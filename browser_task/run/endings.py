@@ -8,6 +8,7 @@ after its effect runs the job's ``compensate`` steps once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from browser_task.errors import JobFailure
@@ -46,8 +47,7 @@ async def failed(
         done = await compensate(ctx, failure, run_steps, bound_s=bound)
         outcome = lifecycle.compensated(job, outcome, done)
     # The breakers charge the origin that failed, not the one the job was admitted on.
-    outcome.failed_origin = failure.origin
-    return outcome
+    return replace(outcome, failed_origin=failure.origin)
 
 
 def cancelled(ctx: RunContext, artifacts: list[Any]) -> Outcome:
@@ -79,8 +79,7 @@ def interrupted(
     )
     if ctx.progress is not None and ctx.progress.at_stake:
         outcome = failed_at(lifecycle, job, error, ctx, artifacts)
-        outcome.release_message = outcome.status is JobStatus.RETRY_SCHEDULED
-        return outcome
+        return replace(outcome, release_message=outcome.status is JobStatus.RETRY_SCHEDULED)
     return Outcome(
         JobStatus.RETRY_SCHEDULED, error=error, artifacts=artifacts, release_message=True
     )

@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from browser_task.browser.pool import BrowserPool, BrowserSession
 from browser_task.browser.tracing import TraceRecorder, traces
@@ -42,38 +42,18 @@ from browser_task.run.executor import (
 from browser_task.run.monitoring import Baselines, stored_result
 from browser_task.run.prepare import TenantPolicies, prepare_run
 from browser_task.run.session_loop import run_session
+from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.channel import SessionChannel
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
-from pagefleet.jobs.options import ProxyOptions
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
 
 # Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
 STEP_SETTLE_MARGIN_S = 5.0
-
-
-def upstream_of(proxy: ProxyOptions) -> UpstreamProxy:
-    return UpstreamProxy(proxy.host, proxy.port, proxy.username, proxy.password)
-
-
-class HeldLease(Protocol):
-    """The job's lease as the run sees it (``browser_task.slot.leases.LeaseKeeper``): set
-    ``lost`` when another attempt took the job."""
-
-    lost: asyncio.Event
-
-
-@dataclass
-class SlotSignals:
-    """What a run tells the slot it runs in: its workflow ended (the slot looks ahead), and
-    its browser work is over (``released``: the context is closed)."""
-
-    workflow_ended: Callable[[], None] = lambda: None
-    released: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class JobRunner:
@@ -161,7 +141,7 @@ class JobRunner:
                 return opened
             ctx = opened
             session = ctx.session
-            tracked = self._egress_log.attach(log, ctx.guard, session)
+            tracked = self._egress_log.follow(log, session)
             return await self._watch(job, ctx, collector, lease_lost, log, signals)
         finally:
             if tracked is not None:
@@ -198,11 +178,13 @@ class JobRunner:
         if early is not None and not early.fits(options, storage_state=plan.storage_state):
             await early.discard()
             early = None
-        guard = early.guard if early is not None else self.guard()
+        guard = early.guard if early is not None else self.guard(log)
         job_egress: EgressProxy | None = None
         if options.proxy is not None:
             try:
-                job_egress = await self.browsers.job_egress(upstream_of(options.proxy))
+                job_egress = await self.browsers.job_egress(
+                    UpstreamProxy.of(options.proxy), on_refusal=self._egress_log.decisions(log)
+                )
             except Refused as refused:
                 report = self._egress_log.sink(log)
                 report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
@@ -392,8 +374,8 @@ class JobRunner:
             collector.cancel()
             return None
         await keep_video(ctx.session, collector, failed=True)
-        outcome.artifacts, _ = await collector.settle()
-        return outcome
+        artifacts, _ = await collector.settle()
+        return replace(outcome, artifacts=artifacts)
 
     async def _work(self, job: JobRecord, ctx: RunContext) -> dict[str, Any]:
         """The job's workflow, or a browser session's commands as they come."""
@@ -401,13 +383,17 @@ class JobRunner:
             return await run_workflow(ctx)
         return await run_session(ctx, self._session_channel, self._policies)
 
-    def guard(self) -> EgressGuard:
-        """A job's own scheme and address checks (its refusals are its own)."""
-        return EgressGuard(allow_loopback=self.settings.allow_loopback, resolver=self._resolver)
+    def guard(self, log: JobLog) -> EgressGuard:
+        """A job's own scheme and address checks (its refusals go to ``log``)."""
+        return EgressGuard(
+            allow_loopback=self.settings.allow_loopback,
+            resolver=self._resolver,
+            on_refusal=self._egress_log.sink(log),
+        )
 
-    def open_early(self, job: JobRecord) -> EarlyContext | None:
+    def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
         """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
-        return open_early(self.browsers, job.request, self.guard())
+        return open_early(self.browsers, job.request, self.guard(log))
 
     def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
         """A parent's result: inline in its record, or in its ``data.json`` when too big
@@ -421,8 +407,7 @@ class JobRunner:
         outcome = self.lifecycle.after_failure(
             job, failure.to_job_error(), result=result, artifacts=artifacts
         )
-        outcome.failed_origin = failure.origin
-        return outcome
+        return replace(outcome, failed_origin=failure.origin)
 
     def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
         """A cancel or a drain asked the run to stop."""

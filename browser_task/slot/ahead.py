@@ -13,7 +13,7 @@ all while its browser sat idle or waited. These parts leave that path:
   priority job submitted meanwhile.
 - **The context opens while the claim is written** (browser_task.run.early), and the trace
   starts beside opening the page.
-- **The slot is free once the context is closed** (``runner.SlotSignals.released``): the
+- **The slot is free once the context is closed** (``run.signals.SlotSignals.released``): the
   uploads and the outcome's write finish in the background while the next job starts. The
   worker's drain waits for them, and the job counts as in progress (task protection) until
   its outcome is written.

@@ -21,12 +21,11 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from browser_task.browser.pool import BrowserPool
 from browser_task.egress.breakers import BreakerGate, target_origin
-from browser_task.egress.guard import Resolver, system_resolver
-from browser_task.egress.log import EgressLog
 from browser_task.errors import first_line
 from browser_task.observe.health import Liveness
 from browser_task.observe.run_events import attempt_events, log_sink, recording
@@ -34,21 +33,15 @@ from browser_task.observe.task_protection import TaskProtection
 from browser_task.observe.telemetry import JobLog, WorkerMetrics, noted
 from browser_task.observe.usage import AttemptMeter
 from browser_task.run.early import EarlyContext
-from browser_task.run.prepare import TenantPolicies
-from browser_task.run.runner import JobRunner, SlotSignals
-from browser_task.slot.ahead import LaterHooks
+from browser_task.run.runner import JobRunner
+from browser_task.run.signals import SlotSignals
 from browser_task.slot.completion import Completion
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
-from browser_task.tenant.access import TenantDataSource
-from pagefleet.browsing.channel import SessionChannel
 from pagefleet.jobs.lifecycle import Answer, Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.service import JobServices
 from pagefleet.live.ports import EventStore
-from pagefleet.schedules.service import ScheduleStore
-from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import TENANT
 
@@ -65,95 +58,61 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
+@dataclass(frozen=True)
+class WorkerParts:
+    """What a worker is made of, built whole by ``browser_task.__main__.build_worker``."""
+
+    worker_id: str
+    # The worker's own lifecycle over the process's store and queue: its hooks' after-claim
+    # work and the claimed message's delete run on ``later`` (browser_task.slot.ahead).
+    lifecycle: Lifecycle
+    later: ThreadPoolExecutor
+    browsers: BrowserPool
+    runner: JobRunner
+    completion: Completion
+    receiver: Receiver
+    lease_watch: LeaseWatch
+    breakers: BreakerGate
+    events: EventStore
+    protection: TaskProtection
+    metrics: WorkerMetrics
+    liveness: Liveness
+    log: JobLog
+    clock: Callable[[], float]
+    # Set from any thread (a signal, a test): receive threads hand back late messages.
+    stop_flag: threading.Event
+    # Set when the drain period is over: the running jobs are handed back.
+    abort: asyncio.Event
+
+
 class Worker:
-    def __init__(
-        self,
-        settings: WorkerSettings,
-        services: JobServices,
-        *,
-        worker_id: str,
-        policies: TenantPolicies,
-        tenant_data: TenantDataSource,
-        breakers: BreakerGate,
-        events: EventStore,
-        protection: TaskProtection | None = None,
-        metrics: WorkerMetrics | None = None,
-        resolver: Resolver | None = None,
-        liveness: Liveness | None = None,
-        schedules: ScheduleStore | None = None,
-        session_channel: SessionChannel | None = None,
-    ) -> None:
-        """Everything the worker talks to is given (``browser_task.__main__.build_worker``
-        wires it from the settings): the job services, the tenants' limits (``policies``)
-        and data, the circuit breakers, the run events' store and the schedules (where a
-        monitor's baseline is found)."""
+    def __init__(self, settings: WorkerSettings, parts: WorkerParts) -> None:
+        """Everything the worker uses is given (``build_worker`` wires it from the
+        settings); the worker owns its slots, the browser's life and the drain."""
         self.settings = settings
-        self.worker_id = worker_id
-        # What the hooks do after a claim is written off the slot's path (browser_task.slot.ahead):
-        # this worker's own lifecycle over the services' store, queue and hooks. The
-        # services' lifecycle, which the process shares, stays as it was built.
-        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
-        shared = services.lifecycle
-        self.lifecycle = Lifecycle(
-            shared.store,
-            shared.queue,
-            shared.clock,
-            hooks=LaterHooks(shared.hooks, self._later.submit),
-            later=self._later.submit,  # the claimed message's delete, too
-        )
-        clock = services.clock.now
-        self._policies = policies
-        self._tenant_data = tenant_data
-        self._breaker = breakers
-        self._protection = protection or TaskProtection()
-        self._events = events
-        self._schedules = schedules
-        self.liveness = liveness or Liveness()
+        self.worker_id = parts.worker_id
+        self.lifecycle = parts.lifecycle
+        self._later = parts.later
+        self.browsers = parts.browsers
+        self._runner = parts.runner
+        self._completion = parts.completion
+        self.receiver = parts.receiver
+        self.lease_watch = parts.lease_watch
+        self._breaker = parts.breakers
+        self._events = parts.events
+        self._protection = parts.protection
+        self.metrics = parts.metrics
+        self.liveness = parts.liveness
+        self._log = parts.log
+        self._clock = parts.clock
+        self._stop_flag = parts.stop_flag
+        self._abort = parts.abort
         self._running = 0
-        self.metrics = metrics or WorkerMetrics(settings.pool)
-        self._resolver = resolver or system_resolver()
-        self._session_channel = session_channel
-        self._clock = clock
-        self.browsers = BrowserPool(
-            settings,
-            on_crash=lambda: self.metrics.count(metric.BROWSER_CRASHES),
-            resolver=self._resolver,
-        )
-        self._egress_log = EgressLog(self.metrics)
-        self.browsers.egress.on_refusal = self._egress_log.proxy_refused
-        self._log = JobLog(worker=self.worker_id, pool=settings.pool)
-        self._completion = Completion(
-            self.lifecycle,
-            self.worker_id,
-            breaker=self._breaker,
-            tenant_data=self._tenant_data,
-            protection=self._protection,
-            metrics=self.metrics,
-            clock=clock,
-        )
-        # Set from any thread; receive threads read it to hand back late messages at once.
-        self._stop_flag = threading.Event()
         self.ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Event | None = None
-        self._abort = asyncio.Event()
-        self._runner: JobRunner | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.jobs_handled = 0
-        self.receiver = Receiver(
-            services.queue,
-            settings.pool,
-            visibility=settings.lease_seconds,
-            wait_seconds=settings.poll_wait_seconds,
-            stopping=self._stop_flag.is_set,
-        )
-        self.lease_watch = LeaseWatch(
-            services,
-            pool=settings.pool,
-            lease_s=settings.lease_seconds,
-            log=self._log,
-            on_dead_lettered=self.metrics.dead_lettered,
-        )
 
     # --- start and stop -------------------------------------------------------------------
     def request_stop(self) -> None:
@@ -168,19 +127,6 @@ class Worker:
         settings = self.settings
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
-        self._abort = asyncio.Event()
-        self._runner = JobRunner(
-            settings,
-            self.lifecycle,
-            self.browsers,
-            tenant_data=self._tenant_data,
-            policies=self._policies,
-            resolver=self._resolver,
-            abort=self._abort,
-            egress_log=self._egress_log,
-            schedules=self._schedules,
-            session_channel=self._session_channel,
-        )
         # Long polls hold a thread each; keep room for heartbeats, uploads and writes.
         self._loop.set_default_executor(
             ThreadPoolExecutor(max_workers=settings.concurrency * 6 + 4, thread_name_prefix="io")
@@ -349,8 +295,7 @@ class Worker:
             probe = admission.probes
 
         # The context opens while the claim is written (browser_task.run.early).
-        assert self._runner is not None
-        early = self._runner.open_early(peek.job)
+        early = self._runner.open_early(peek.job, log)
         # A fresh owner token per claim: a retried claim whose first reply was lost finds its
         # own token, while another slot of this worker never mistakes the job for its own.
         try:
@@ -385,7 +330,6 @@ class Worker:
         look_ahead: Callable[[], None],
         early: EarlyContext | None,
     ) -> None:
-        assert self._runner is not None
         if received.sent_at_ms:
             self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
         started = time.monotonic()

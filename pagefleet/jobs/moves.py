@@ -34,9 +34,10 @@ class Answer:
     status: JobStatus | None = None  # the final state this move wrote, if any
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
-    """How an attempt ended, as the worker saw it."""
+    """How an attempt ended, as the worker saw it (a changed one is a new value:
+    ``dataclasses.replace``)."""
 
     status: JobStatus
     result: dict[str, Any] | None = None

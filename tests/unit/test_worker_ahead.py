@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, cast
 
+from browser_task.__main__ import build_worker
 from browser_task.egress.breakers import BreakerGate
 from browser_task.slot.ahead import LaterHooks
 from browser_task.slot.worker import Worker
@@ -19,6 +20,8 @@ from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import Breakers
 from tests.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
 from tests.fakes.live import FakeEventStore
+from tests.fakes.schedules import FakeScheduleStore
+from tests.fakes.session_channel import FakeSessionChannel
 from tests.unit.test_lifecycle import POOL, receive, request
 
 
@@ -96,14 +99,16 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         artifacts_bucket="artifacts",
         queue_urls={POOL: "http://127.0.0.1:9/queue"},
     )
-    return Worker(
+    return build_worker(
         settings,
-        svc,
+        services=svc,
         worker_id=name,
         policies=FakeTenantStore(),
         tenant_data=SharedTenantData(svc.artifacts, FakeSecrets(), None, None),
         breakers=BreakerGate(cast(Breakers, object()), name),  # never asked: no job runs
         events=FakeEventStore(),
+        schedules=FakeScheduleStore(),
+        session_channel=FakeSessionChannel(),
     )
 
 

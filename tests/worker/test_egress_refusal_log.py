@@ -71,9 +71,8 @@ def test_each_refusal_is_one_line_with_the_jobs_keys_and_a_metric(
     level = worker_logger.log_level
     worker_logger.setLevel(logging.INFO)
     settings = make_settings(concurrency=2)
-    worker = build_worker(settings, resolver=stub_resolver)
-    connector = LoopbackOnlyConnector()
-    worker.browsers.egress._connect = connector  # a broken policy still reaches nothing
+    connector = LoopbackOnlyConnector()  # a broken policy still reaches nothing
+    worker = build_worker(settings, resolver=stub_resolver, connect=connector)
     try:
         ids = {name: submit(services, body).job_id for name, body in jobs.items()}
         running = RunningWorker(worker).start()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from typing import Any
 
 from pagefleet.errors import (
@@ -238,23 +239,22 @@ class WorkerMoves(LifecycleBase):
         if target is None:
             target = JobStatus.RETRY_SCHEDULED if error.retryable and retry else JobStatus.FAILED
         if target is JobStatus.RETRY_SCHEDULED:
-            outcome.status = target
-            outcome.retry_delay_s = job.request.retry.delay_seconds(job.attempts_used)
-        elif target is JobStatus.NEEDS_REVIEW:
+            delay = job.request.retry.delay_seconds(job.attempts_used)
+            return replace(outcome, status=target, retry_delay_s=delay)
+        if target is JobStatus.NEEDS_REVIEW:
             plan = resume_plan(job, kept)
-            outcome.status = target
-            outcome.error = review_error(job, plan, error)
-            outcome.checkpoints = for_review(kept)
+            error = review_error(job, plan, error)
+            return replace(outcome, status=target, error=error, checkpoints=for_review(kept))
         return outcome
 
     def compensated(self, job: JobRecord, outcome: Outcome, compensation: Compensation) -> Outcome:
         """A failed outcome after the job's compensate steps ran: failed with the
         compensation beside its checkpoints, or in review when the compensation failed."""
-        outcome.compensation = compensation
+        outcome = replace(outcome, compensation=compensation)
         if compensation.state != "done":
             plan = resume_plan(job.model_copy(update={"compensation": compensation}))
-            outcome.status = JobStatus.NEEDS_REVIEW
-            outcome.error = review_error(job, plan, outcome.error)
+            error = review_error(job, plan, outcome.error)
+            return replace(outcome, status=JobStatus.NEEDS_REVIEW, error=error)
         return outcome
 
     def finish(self, job: JobRecord, outcome: Outcome, worker: str) -> Answer:
