@@ -263,8 +263,10 @@ def test_scheme_check_needs_no_lookup():
 
 def test_each_refusal_of_the_guard_is_reported_once_with_host_port_and_kind():
     reports: list[tuple[str, int | None, str, str]] = []
-    guard = EgressGuard(resolver=FakeResolver({"internal.example": ["10.0.0.5"]}))
-    guard.on_refusal = lambda *report: reports.append(report)
+    guard = EgressGuard(
+        resolver=FakeResolver({"internal.example": ["10.0.0.5"]}),
+        on_refusal=lambda *report: reports.append(report),
+    )
     assert check(guard, "https://shop.example.invalid.example/").allowed is False  # unresolved
     assert not check(guard, "http://internal.example:8080/a").allowed
     assert not check(guard, "http://internal.example:8080/b").allowed  # cached, still reported
