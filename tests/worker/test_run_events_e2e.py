@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import http.server
 import json
 import time
@@ -15,6 +16,7 @@ from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings
+from pagefleet.workflow.masking import encoded_forms
 from tests.fakes import FakeSecrets
 
 from .conftest import TENANT, RunningWorker, submit, wait_for_job
@@ -42,6 +44,11 @@ def pages() -> Iterator[str]:
             hits[path] = hits.get(path, 0) + 1
             status = 503 if path == "/flaky" and hits[path] == 1 else 200
             body = form if path == "/form" else b"<h1>ok</h1>"
+            if path == "/search":  # a form GET: the browser puts the field into the URL
+                body = b"<form action=/echo><input name=q id=q><button id=go>go</button></form>"
+            if path == "/echo":  # the query as the browser sent it, in the title and the page
+                raw = html.escape(self.path.partition("?")[2]).encode()
+                body = b"<title>" + raw + b"</title><h1 id=echo>" + raw + b"</h1>"
             self.send_response(status)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))
@@ -149,3 +156,43 @@ def test_no_capture_console_no_console_events(
     assert wait_for_job(services, job.job_id).status.value == "succeeded"
     kinds = {e["type"] for e in stored_events(settings, job.job_id)}
     assert "console" not in kinds and "page_error" not in kinds and "navigation" in kinds
+
+
+ODD_SECRET = "p@ss w&rd+%é~*"
+
+
+def test_a_secrets_url_encoded_forms_are_masked_in_events_and_results(
+    settings: WorkerSettings,
+    services: JobServices,
+    run_worker: Callable[..., RunningWorker],
+    pages: str,
+) -> None:
+    """A secret in a goto's query, and typed into a form a GET submits, reaches the page's
+    URL, title and text percent-encoded (``+`` for the form's spaces): none of those forms is
+    stored, as the exact value is not."""
+    run_worker(secrets_resolver=FakeSecrets({(TENANT, "PASSWORD"): ODD_SECRET}))
+    job = submit(
+        services,
+        {
+            "steps": [
+                {"action": "goto", "url": pages + "/echo?token={{secrets.PASSWORD}}"},
+                {"action": "extract", "name": "typed_url", "selector": "#echo"},
+                {"action": "goto", "url": pages + "/search"},
+                {"action": "fill", "selector": "#q", "value": "{{secrets.PASSWORD}}"},
+                {"action": "click", "selector": "#go"},
+                {"action": "wait_for", "selector": "#echo"},
+                {"action": "extract", "name": "form_query", "selector": "#echo"},
+            ]
+        },
+    )
+    done = wait_for_job(services, job.job_id)
+    assert done.status.value == "succeeded", done.error
+    # The page declares no charset: its form sends the secret's windows-1252 bytes.
+    assert done.result == {"typed_url": "token=***", "form_query": "q=***"}
+    stored = json.dumps([stored_events(settings, job.job_id), done.result], ensure_ascii=False)
+    leaked = [form for form in encoded_forms(ODD_SECRET) if form in stored]
+    assert leaked == [], leaked
+    navigations = [
+        e["url"] for e in stored_events(settings, job.job_id) if e["type"] == "navigation"
+    ]
+    assert navigations[-1].endswith("/echo?q=***"), navigations
