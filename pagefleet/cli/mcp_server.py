@@ -189,12 +189,15 @@ class AgentTools:
         given = a.get("step") if a.get("step") is not None else a.get("steps")
         if given is None:
             raise ApiError(422, "validation_error", "give `step` or `steps`", field="step")
-        return self.client.session_steps(
-            a["session_id"], given, screenshot=bool(a.get("screenshot"))
-        )
+        return self._steps(a["session_id"], given, screenshot=bool(a.get("screenshot")))
 
     def observe(self, a: dict[str, Any]) -> Any:
-        return self.client.session_steps(a["session_id"], [], screenshot=bool(a.get("screenshot")))
+        return self._steps(a["session_id"], [], screenshot=bool(a.get("screenshot")))
+
+    def _steps(self, session_id: str, steps: Any, *, screenshot: bool) -> Any:
+        # The path that holds nothing: the call answers 202 at once (wait_s=0) and the
+        # command is read until its answer, so no API execution waits for a browser.
+        return self.client.session_steps(session_id, steps, screenshot=screenshot, wait_s=0)
 
     def get_job(self, a: dict[str, Any]) -> dict[str, Any]:
         wait = min(int(a.get("wait_s") or 0), MAX_JOB_WAIT_S)
