@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,6 +30,7 @@ from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
+from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
 from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
@@ -44,6 +46,7 @@ POLL_S = 10
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
 
+log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
 
 
@@ -69,6 +72,7 @@ class SessionLoop:
         self.recorded: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
         self._screenshots = 0
+        self._parts = AnswerParts(ctx)
         # What the session ends with, kept in the context: a cancel or the watchdog write
         # the context's result, and the steps so far must survive them.
         self.ctx.result = self._result(None)
@@ -141,8 +145,12 @@ class SessionLoop:
         return self.ctx.result
 
     async def _answer(self, answer: Answer) -> None:
-        with contextlib.suppress(ChannelGone):  # its caller is gone with it
+        try:
             await asyncio.to_thread(self.channel.send_answer, self.terms.channel, answer)
+        except ChannelGone:  # its caller is gone with it
+            pass
+        except Exception as exc:  # the session goes on: its caller reads the answer's record
+            log.warning("sending a session's answer failed: %s", first_line(str(exc)))
 
     async def _steps(self, command: Command) -> Answer:
         ctx = self.ctx
@@ -210,13 +218,15 @@ class SessionLoop:
         return None
 
     async def _observed(self, answer: Answer, observe: Observe) -> Answer:
-        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked."""
+        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked; what
+        is too large for the answer kept apart (session_parts)."""
         ctx = self.ctx
         page = ctx.page
         if ctx.session.closed or page.is_closed():
-            return answer
+            return await self._parts.bounded(answer, None)
         seen: dict[str, Any] = {"url": ctx.mask(page.url)}
         key: str | None = None
+        tree: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             seen["title"] = ctx.mask(await page.title())
         if observe.aria:
@@ -241,7 +251,8 @@ class SessionLoop:
                     error = FailJob(f"the screenshot failed: {problem}", kind="observe_failed")
                     answer = answer.model_copy(update={"error": _error(error)})
         observation = Observation.model_validate(seen)
-        return answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        answer = answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        return await self._parts.bounded(answer, tree)
 
 
 async def run_session(

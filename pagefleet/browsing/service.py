@@ -35,6 +35,7 @@ from pagefleet.browsing.models import (
     CommandStatus,
     CommandView,
     OpenSession,
+    PartLink,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionStatus,
@@ -353,6 +354,13 @@ def _steps_answer(
     if observation is not None and answer.screenshot_key is not None:
         link = sessions.jobs.artifacts.presign_get(answer.screenshot_key, sessions.presign_ttl_s)
         observation = observation.model_copy(update={"screenshot_url": link})
+    presign = sessions.jobs.artifacts.presign_get
+    parts = {
+        name: PartLink(
+            url=presign(part.key, sessions.presign_ttl_s), **part.model_dump(exclude={"key"})
+        )
+        for name, part in answer.parts.items()
+    }
     expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
     return StepsAnswer(
         session_id=session_id,
@@ -364,6 +372,7 @@ def _steps_answer(
         result=answer.result,
         error=answer.error,
         observation=observation,
+        parts=parts,
     )
 
 
