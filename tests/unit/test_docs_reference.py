@@ -142,3 +142,19 @@ def test_every_path_the_decision_log_cites_exists() -> None:
             continue
         dead += [f"{number}: {m}" for m in _CITED.findall(line) if not _exists(m)]
     assert dead == []
+
+
+def test_every_example_is_named_where_its_feature_is_documented(
+    rendered: dict[str, str],
+) -> None:
+    docs = [p.read_text() for p in (REPO_ROOT / "docs").rglob("*.md")]
+    docs.append((REPO_ROOT / "README.md").read_text())
+    examples = sorted((REPO_ROOT / "examples").rglob("*.json"))
+    unnamed = [
+        p.relative_to(REPO_ROOT).as_posix()
+        for p in examples
+        if not any(p.name in text for text in docs)
+    ]
+    assert unnamed == []
+    # The step table names the examples that use each action.
+    assert "`examples/workflows/session-login.json`" in rendered["steps.md"]
