@@ -8,6 +8,8 @@ import re
 import typing
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from browser_task.run.steps import HANDLERS
 from pagefleet.jobs.states import TRANSITIONS, JobStatus
 from pagefleet.workflow import Step
@@ -19,7 +21,7 @@ ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 DISPATCHED_BY_THE_EXECUTOR = {Paginate, UseSession}
 
 
-def _step_models() -> list[type]:
+def _step_models() -> list[type[BaseModel]]:
     union = typing.get_args(Step)[0]
     return list(typing.get_args(union))
 
