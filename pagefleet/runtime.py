@@ -240,6 +240,7 @@ class Runtime:
                 self.session_channel(settings),
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
+                saved=self.session_archive(settings),
             ),
         )
 

@@ -4,6 +4,8 @@ session that never started, and its audit records."""
 
 from __future__ import annotations
 
+import time
+
 import boto3
 import pytest
 
@@ -11,6 +13,7 @@ from devstack.provision import Provisioned
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import session_queue_prefix
 from pagefleet.tenancy.api_keys import create_api_key
+from pagefleet.tenancy.sessions import SessionArchive
 from tests.support.api import ApiCaller
 
 
@@ -99,3 +102,20 @@ def test_another_tenants_session_is_a_404_on_every_route(
         assert owner.call("GET", f"/v1/browser-sessions/{job.body['job_id']}").status == 404
     finally:
         owner.call("DELETE", base)
+
+
+def test_a_use_session_never_saved_or_expired_is_a_422_at_open(
+    owner: ApiCaller, api_env: Provisioned
+) -> None:
+    archive = SessionArchive(boto3.client("s3"), api_env.artifacts_bucket)
+    now = time.time()
+    archive.save("sessions-a", "shop-login", {"cookies": []}, ttl_s=3600, now=now)
+    archive.save("sessions-a", "old-login", {"cookies": []}, ttl_s=60, now=now - 120)
+    for name, why in (("never-saved", "does not exist"), ("old-login", "has expired")):
+        refused = owner.call("POST", "/v1/browser-sessions", body={"use_session": name})
+        assert refused.status == 422, refused.body
+        assert refused.error["field"] == "use_session" and why in refused.error["message"]
+    assert owner.call("GET", "/v1/jobs").body["jobs"] == []  # no slot taken, nothing queued
+    opened = owner.call("POST", "/v1/browser-sessions", body={"use_session": "shop-login"})
+    assert opened.status == 201, opened.body
+    owner.call("DELETE", f"/v1/browser-sessions/{opened.body['session_id']}")

@@ -11,6 +11,7 @@ from browser_task.run.session_loop import SessionLoop
 from pagefleet.browsing.channel import ChannelGone
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.workflow.masking import Masker
 
 CHANNEL = "0" * 26
 
@@ -38,7 +39,7 @@ class ScriptedChannel:
 def run(script: list[Command | None], idle_s: int = 30) -> tuple[dict[str, Any], ScriptedChannel]:
     clock = [0.0]
     channel = ScriptedChannel(script, clock)
-    ctx: Any = SimpleNamespace(result={})
+    ctx: Any = SimpleNamespace(result={}, masker=Masker())
 
     async def no_evaluate() -> bool:
         return False
