@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from devstack.provision import Provisioned
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import session_queue_prefix
 from pagefleet.tenancy.api_keys import create_api_key
@@ -119,3 +120,21 @@ def test_a_use_session_never_saved_or_expired_is_a_422_at_open(
     opened = owner.call("POST", "/v1/browser-sessions", body={"use_session": "shop-login"})
     assert opened.status == 201, opened.body
     owner.call("DELETE", f"/v1/browser-sessions/{opened.body['session_id']}")
+
+
+def test_a_step_to_a_session_deleted_while_it_runs_is_a_409(owner: ApiCaller) -> None:
+    """Its worker winds it down and answers nothing: the step is refused at once as closed,
+    not left to time out as a 504 (the worker is played: claimed, then never answering)."""
+    from functions.api import app as api_app
+
+    sid = owner.call("POST", "/v1/browser-sessions", body={"idle_timeout_s": 60}).body["session_id"]
+    now = int(utcnow().timestamp())
+    api_app.services().store.claim(
+        "sessions-a", sid, owner="w1", lease_until=now + 120, now=now, started_at=iso(utcnow())
+    )
+    assert owner.call("GET", f"/v1/browser-sessions/{sid}").body["status"] == "ready"
+    assert owner.call("DELETE", f"/v1/browser-sessions/{sid}").status == 200
+    step = {"step": {"action": "press", "selector": "body", "key": "Tab"}}
+    refused = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body=step)
+    assert refused.status == 409, refused.body
+    assert refused.error["code"] == "session_ended" and "closed" in refused.error["message"]
