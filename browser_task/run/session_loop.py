@@ -26,6 +26,7 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
+from browser_task.observe.aria import aria_snapshot
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
@@ -79,8 +80,11 @@ class SessionLoop:
 
     def _result(self, reason: str | None) -> dict[str, Any]:
         # The steps themselves are in the command ledger, durable as each was answered
-        # (pagefleet.browsing.commands): a record's size bound cannot drop them.
-        return {"step_count": len(self.recorded), "data": self.data, "closed_reason": reason}
+        # (pagefleet.browsing.commands): a record's size bound cannot drop them. The data is
+        # masked with every secret the session has resolved so far, as a job's result is
+        # (executor.run_workflow): a page may echo a secret back into what a step extracts.
+        data = self.ctx.masker.value(self.data)
+        return {"step_count": len(self.recorded), "data": data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
         last = self._clock()
@@ -231,9 +235,7 @@ class SessionLoop:
             seen["title"] = ctx.mask(await page.title())
         if observe.aria:
             with contextlib.suppress(PlaywrightError, TimeoutError):
-                tree = ctx.mask(
-                    await page.locator("body").aria_snapshot(timeout=OBSERVE_TIMEOUT_MS)
-                )
+                tree = ctx.mask(await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS))
                 seen["aria_truncated"] = len(tree) > ARIA_MAX_CHARS
                 seen["aria_snapshot"] = tree[:ARIA_MAX_CHARS]
         if observe.screenshot:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -57,6 +57,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.admission import Quotas, submit
+from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
@@ -65,6 +66,12 @@ COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
 STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
+
+
+class SavedSessions(Protocol):
+    """The tenants' saved login sessions, as far as opening one needs (SessionArchive)."""
+
+    def info(self, tenant_id: str, name: str) -> SessionInfo | None: ...
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,8 @@ class Sessions:
     max_wait_s: float = float(MAX_WAIT_S)
     # Told of each session found lost (the API counts them: the lost-sessions alarm).
     on_lost: Callable[[JobRecord], None] = lambda job: None
+    # Where a session's use_session is looked up at open (None: left to its worker).
+    saved: SavedSessions | None = None
     # Open sessions' requests this process has read, by (tenant, session): see open_request.
     _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
 
@@ -91,9 +100,7 @@ class Sessions:
         if known is not None:
             return known
         job = get_session(self, tenant_id, session_id)
-        status, _ = status_of(job)
-        if status in ("closed", "lost"):
-            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        refuse_ended(job)
         while len(self._open) >= MAX_KEPT_SESSIONS:
             self._open.pop(next(iter(self._open)))
         self._open[key] = job.request
@@ -135,6 +142,16 @@ def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
     return "closed", reasons.get(status, "failed")
 
 
+def refuse_ended(job: JobRecord) -> None:
+    """409 for a session that is closed or lost, or closing: deleted while it ran (its
+    worker is winding it down and answers no step)."""
+    status, _ = status_of(job)
+    if status not in ("closed", "lost") and job.cancel_requested_at is not None:
+        status = "closed"
+    if status in ("closed", "lost"):
+        raise SessionEnded(f"browser session {job.job_id} is {status}", status=status)
+
+
 def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
@@ -157,6 +174,7 @@ def open_session(
     )
     steps: list[dict[str, Any]] = []
     if body.use_session is not None:
+        check_saved(sessions, tenant_id, body.use_session)
         steps.append({"action": "use_session", "name": body.use_session})
     options = body.options.model_dump(mode="json", exclude_unset=True)
     try:
@@ -179,6 +197,21 @@ def open_session(
         channel.close(terms.channel)
         raise
     return admitted.submitted.job
+
+
+def check_saved(sessions: Sessions, tenant_id: str, name: str) -> None:
+    """422 at open for a use_session that was never saved or has expired: its worker would
+    fail it, after it took a running slot and a browser context."""
+    if sessions.saved is None:
+        return
+    info = sessions.saved.info(tenant_id, name)
+    if info is None or info.expired(sessions.jobs.lifecycle.now()):
+        why = "has expired" if info is not None else "does not exist"
+        raise InvalidField(
+            f"the saved session {name!r} {why}; save one with a save_session step "
+            "(GET /v1/sessions lists them)",
+            field="use_session",
+        )
 
 
 def get_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
@@ -310,10 +343,9 @@ def run_steps(
     if view.state == "done" and view.answer is not None:
         return view.answer
     job = get_session(sessions, tenant_id, session_id)
-    if job.status.is_final:
+    if job.status.is_final or job.cancel_requested_at is not None:
         sessions.forget(tenant_id, session_id)
-        status, _ = status_of(job)
-        raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        refuse_ended(job)
     return view.answer or view
 
 
