@@ -18,13 +18,12 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pagefleet.browsing.answers import answered, steps_answer
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.commands import (
-    EXPIRED_KIND,
     CommandLedger,
     CommandRecord,
     CommandState,
-    expired_answer,
     fingerprint,
     session_steps,
 )
@@ -35,7 +34,6 @@ from pagefleet.browsing.models import (
     CommandStatus,
     CommandView,
     OpenSession,
-    PartLink,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionStatus,
@@ -108,6 +106,10 @@ class Sessions:
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
+
+    def presign(self, key: str) -> str:
+        """A link to one of the session's artifacts, for as long as links last."""
+        return self.jobs.artifacts.presign_get(key, self.presign_ttl_s)
 
     def require_commands(self) -> CommandLedger:
         if self.commands is None:
@@ -323,7 +325,7 @@ def run_steps(
             field="command_id",
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        return _answered(sessions, record, "ready")
+        return answered(sessions.presign, record, "ready")
     # New, or a retry whose first delivery may never have arrived: sent (again). The
     # worker's claim on the record runs it once whatever number of copies reach it.
     delivery = Command(id=new_ulid(), command_id=given, steps=dumped, observe=body.observe)
@@ -338,7 +340,7 @@ def run_steps(
     except ChannelGone:
         answer = None
     if answer is not None:
-        return _steps_answer(sessions, session_id, given, answer, "ready")
+        return steps_answer(sessions.presign, session_id, given, answer, "ready")
     view = read_command(sessions, tenant_id, session_id, given)
     if view.state == "done" and view.answer is not None:
         return view.answer
@@ -368,44 +370,8 @@ def read_command(
         state = "lost"  # its worker went while it ran: whether its steps ran is unknown
     answer = None
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        answer = _answered(sessions, record, status)
+        answer = answered(sessions.presign, record, status)
     return CommandView(session_id=session_id, command_id=command_id, state=state, answer=answer)
-
-
-def _answered(sessions: Sessions, record: CommandRecord, status: SessionStatus) -> StepsAnswer:
-    if record.state is CommandState.EXPIRED or record.answer is None:
-        answer = expired_answer(record.command_id)
-        return _steps_answer(sessions, record.session_id, record.command_id, answer, status)
-    return _steps_answer(sessions, record.session_id, record.command_id, record.answer, status)
-
-
-def _steps_answer(
-    sessions: Sessions, session_id: str, command_id: str, answer: Answer, status: SessionStatus
-) -> StepsAnswer:
-    observation = answer.observation
-    if observation is not None and answer.screenshot_key is not None:
-        link = sessions.jobs.artifacts.presign_get(answer.screenshot_key, sessions.presign_ttl_s)
-        observation = observation.model_copy(update={"screenshot_url": link})
-    presign = sessions.jobs.artifacts.presign_get
-    parts = {
-        name: PartLink(
-            url=presign(part.key, sessions.presign_ttl_s), **part.model_dump(exclude={"key"})
-        )
-        for name, part in answer.parts.items()
-    }
-    expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
-    return StepsAnswer(
-        session_id=session_id,
-        command_id=command_id,
-        state="expired" if expired else "done",
-        status=status,
-        ok=answer.ok,
-        ran=answer.ran,
-        result=answer.result,
-        error=answer.error,
-        observation=observation,
-        parts=parts,
-    )
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
