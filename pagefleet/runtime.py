@@ -97,7 +97,6 @@ class LiveApi:
     secrets: SecretsManagerSigningSecrets
     connections: DynamoConnections | None
     live_url: str | None
-    allow_loopback: bool
 
 
 class Runtime:
@@ -192,19 +191,25 @@ class Runtime:
         from pagefleet.adapters.s3 import S3ArtifactStore
         from pagefleet.adapters.sqs import SqsJobQueue
         from pagefleet.jobs.service import JobServices
+        from pagefleet.jobs.submit_policy import SubmitPolicy
 
         if settings.aws_fault_rate > 0 and self._faults is None:
             self.inject_faults(settings.aws_fault_rate)
 
         def build() -> JobServices:
             db = self.client("dynamodb")
+            tenancy = self.tenancy(settings)
             return JobServices.of(
                 DynamoJobStore(db, settings.jobs_table),
                 SqsJobQueue(self.client("sqs"), settings.queue_urls),
                 S3ArtifactStore(self.client("s3"), settings.artifacts_bucket),
                 CursorCodec(),
                 workflows=DynamoWorkflowStore(db, settings.jobs_table),
-                hooks=self.tenancy(settings).gate,
+                hooks=tenancy.gate,
+                policy=SubmitPolicy(
+                    allow_loopback=settings.allow_loopback,
+                    evaluate_allowed=tenancy.evaluate_allowed,
+                ),
             )
 
         return self._per("jobs", settings, build)
@@ -428,7 +433,6 @@ class Runtime:
                 secrets=self.signing_secrets(settings.stage),
                 connections=DynamoConnections(db, table) if table else None,
                 live_url=settings.live_url,
-                allow_loopback=settings.allow_loopback,
             )
 
         return self._per("live-api", settings, build)

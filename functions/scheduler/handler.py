@@ -19,10 +19,9 @@ with collector_paused():
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
     from pagefleet.errors import NotFound
-    from pagefleet.jobs.service import submit_job
     from pagefleet.jobs.states import JobStatus
-    from pagefleet.jobs.submission import JobSubmission
     from pagefleet.runtime import RUNTIME
+    from pagefleet.schedules import runs
     from pagefleet.schedules import service as schedules
     from pagefleet.specs import metrics_names
     from pagefleet.specs.settings import CoreSettings
@@ -49,25 +48,19 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     fire = Fire.model_validate(event)
     settings = RUNTIME.settings(CoreSettings)
     svc = RUNTIME.job_services(settings)
-    store = RUNTIME.schedule_store(RUNTIME.settings(CoreSettings))
-    schedule_ref = (fire.schedule_id, fire.scheduled_time)
+    store = RUNTIME.schedule_store(settings)
+    quotas = RUNTIME.tenancy(settings).quotas
 
     def submit(job: dict[str, Any], key: str) -> str:
-        submitted = submit_job(
+        submitted = runs.submit_run(
             svc,
+            quotas,
             fire.tenant_id,
-            JobSubmission.model_validate(job),
+            (fire.schedule_id, fire.scheduled_time),
+            job,
             idempotency_key=key,
-            correlation_id=f"schedule-{fire.schedule_id}-{fire.scheduled_time}",
-            schedule=schedule_ref,
+            by_hand=False,
         )
-        if submitted.created:
-            # A schedule's jobs are the tenant's standing plan: not held to the submission
-            # rate or the queued cap, but counted, as they are taken off when they start.
-            try:
-                RUNTIME.tenancy(settings).quotas.count_queued(fire.tenant_id)
-            except Exception:
-                logger.warning("queued count not updated for a scheduled job", exc_info=True)
         return submitted.job.job_id
 
     def job_status(job_id: str) -> JobStatus | None:

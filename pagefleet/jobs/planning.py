@@ -35,6 +35,7 @@ from pagefleet.jobs.record_size import (
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission, resolve_submission
+from pagefleet.jobs.submit_policy import SubmitPolicy
 from pagefleet.workflow.versions import WorkflowStore
 
 
@@ -49,6 +50,9 @@ class Sources(Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+    @property
+    def policy(self) -> SubmitPolicy: ...
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,9 @@ def plan_job(
                 field="steps",
             )
         )
+    if resolved is not None:
+        named = resolved.workflow is not None
+        _apply_policy(svc.policy, tenant_id, resolved.request, problems, named=named)
     if resolved is None or problems.found:
         return None
     status, dispatch_at = JobStatus.QUEUED, None
@@ -173,7 +180,6 @@ def validate_body(
     tenant_id: str,
     body: Mapping[str, Any],
     *,
-    check_webhook: Callable[[str], None],
     idempotency_key: str | None = None,
 ) -> list[Problem]:
     """Every problem ``POST /v1/jobs`` would answer for ``body``, without recording a job:
@@ -186,14 +192,36 @@ def validate_body(
             for e in exc.errors()
         ]
     problems = Problems(collect=True)
-    webhook = submission.notify.webhook if submission.notify else None
-    if webhook:
-        try:
-            check_webhook(webhook)
-        except InvalidRequest as error:
-            problems.add(error)
     plan_job(svc, tenant_id, submission, problems, idempotency_key=idempotency_key)
     return problems.found
+
+
+def check_job(svc: Sources, tenant_id: str, submission: JobSubmission) -> None:
+    """Raise the first problem a job made later from ``submission`` would be refused for
+    now (a schedule's job, when the schedule is made or changed): its workflow and inputs,
+    and the submission policy. Times and parents are a run's, checked when it is made."""
+    resolved = resolve_submission(submission, tenant_id, svc.workflows)
+    named = resolved.workflow is not None
+    _apply_policy(svc.policy, tenant_id, resolved.request, Problems(collect=False), named=named)
+
+
+def _apply_policy(
+    policy: SubmitPolicy, tenant_id: str, request: JobRequest, problems: Problems, *, named: bool
+) -> None:
+    """The submission policy's rules (``submit_policy``), each problem told to ``problems``."""
+    webhook = request.notify.webhook if request.notify else None
+    checks: list[Callable[[], None]] = []
+    if webhook:
+        checks.append(lambda: policy.check_webhook(webhook))
+    checks.append(lambda: policy.check_steps(tenant_id, request.steps, named=named))
+    if request.compensate:
+        compensate = request.compensate
+        checks.append(lambda: policy.check_steps(tenant_id, compensate, field="compensate"))
+    for check in checks:
+        try:
+            check()
+        except InvalidRequest as error:
+            problems.add(error)
 
 
 def _start(settings: JobSettings, now: int) -> int | None:

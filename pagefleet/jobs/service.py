@@ -35,19 +35,22 @@ from pagefleet.jobs.ports import (
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
+from pagefleet.jobs.submit_policy import STRICT, SubmitPolicy
 from pagefleet.workflow.versions import WorkflowStore
 
 
 @dataclass(frozen=True)
 class JobServices:
     """What the job services need from the outside, as ports (adapters or fakes), with the
-    lifecycle over the job store and queue. Built whole (``JobServices.of``), never changed:
-    a process keeps one for its life and every caller shares it."""
+    lifecycle over the job store and queue, and the submission policy every job is planned
+    under. Built whole (``JobServices.of``), never changed: a process keeps one for its life
+    and every caller shares it."""
 
     lifecycle: Lifecycle
     artifacts: ArtifactStore
     cursors: CursorCodec
     workflows: WorkflowStore | None = None
+    policy: SubmitPolicy = STRICT
 
     @classmethod
     def of(
@@ -60,10 +63,13 @@ class JobServices:
         clock: Clock = SYSTEM_CLOCK,
         workflows: WorkflowStore | None = None,
         hooks: JobHooks = NO_HOOKS,
+        policy: SubmitPolicy = STRICT,
     ) -> JobServices:
         """``hooks``: the tenant limits' part in the lifecycle (``pagefleet.tenancy.gate``);
-        none in tests that do not need them."""
-        return cls(Lifecycle(store, queue, clock, hooks=hooks), artifacts, cursors, workflows)
+        none in tests that do not need them. ``policy``: what a job may ask for (the
+        default: no loopback webhooks, no tenant may evaluate)."""
+        lifecycle = Lifecycle(store, queue, clock, hooks=hooks)
+        return cls(lifecycle, artifacts, cursors, workflows, policy)
 
     @property
     def store(self) -> JobStore:

@@ -266,8 +266,15 @@ def _check_job(check_job: Callable[[dict[str, Any]], None], job: dict[str, Any])
     try:
         check_job(job)
     except InvalidRequest as exc:
-        field = f"job.{exc.field}" if exc.field and exc.field != "body" else "job"
-        raise InvalidRequest(exc.message, field=field) from None
+        raise within_job(exc) from None
+
+
+def within_job(exc: InvalidRequest) -> InvalidRequest:
+    """A problem of a schedule's job, as the schedule's request names it (``job.<field>``)."""
+    if exc.field and exc.field.startswith("job"):
+        return exc
+    field = f"job.{exc.field}" if exc.field and exc.field != "body" else "job"
+    return type(exc)(exc.message, field=field)
 
 
 # --- the Scheduler's side ---------------------------------------------------------------------
@@ -299,7 +306,14 @@ def fire(
             skipped = f"the previous run {schedule.last_run.job_id} is still {previous.value}"
     job_id = None
     if skipped is None:
-        job_id = submit(schedule.job, f"schedule:{schedule_id}:{scheduled_time}")
+        try:
+            job_id = submit(schedule.job, f"schedule:{schedule_id}:{scheduled_time}")
+        except InvalidRequest as refused:
+            # Refused as POST /v1/jobs would refuse it (the tenant's rights changed, its
+            # workflow is gone): a retry of the fire would be refused alike, so it is
+            # recorded, with the reason, rather than retried into the dead-letter queue.
+            problem = within_job(refused)
+            skipped = f"refused: {problem.field}: {problem.message}"
     run = ScheduleRun(
         scheduled_time=scheduled_time, job_id=job_id, skipped=skipped, fired_at=fired_at
     )

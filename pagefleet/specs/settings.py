@@ -51,6 +51,10 @@ class CoreSettings(_Base):
     # How long a tenant's limits are kept before they are read again (a change an admin makes
     # holds everywhere within this).
     limits_cache_seconds: float = Field(default=10.0, ge=0, le=300)
+    # Local development only: webhooks may target loopback (the tests' receivers) and the
+    # browser may reach 127.0.0.0/8 and ::1 (the demo site). Every runtime that makes or runs
+    # jobs reads it, so each judges a job's addresses alike (``jobs.submit_policy``).
+    allow_loopback: bool = False
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]
@@ -66,8 +70,6 @@ class ApiSettings(CoreSettings):
     # Live runs (None: no WebSocket API in this deployment; the ticket route says so).
     connections_table: str | None = None
     live_url: str | None = None  # wss://.../<stage>, what clients connect to
-    # Local development only: webhooks may target loopback (the tests' receivers).
-    allow_loopback: bool = False
 
 
 class AuthorizerSettings(_Base):
@@ -80,8 +82,6 @@ class WorkerSettings(CoreSettings):
     lease_seconds: int = Field(default=LEASE_SECONDS, ge=10, le=43200)
     heartbeat_seconds: int = Field(default=15, ge=1)
     poll_wait_seconds: int = Field(default=10, ge=0, le=20)
-    # Local development only: lets the browser reach 127.0.0.0/8 and ::1 (the demo site).
-    allow_loopback: bool = False
     chromium_path: str | None = None
     # None: sandbox on unless the worker runs as root (Chromium cannot sandbox as root).
     chromium_sandbox: bool | None = None

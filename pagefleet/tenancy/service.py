@@ -48,6 +48,12 @@ class Tenancy:
     usage: UsageStore | None
     clock: Clock = SYSTEM_CLOCK
 
+    def evaluate_allowed(self, tenant_id: str) -> bool:
+        """Whether the tenant may run ``evaluate`` steps, read now (``LimitsCache.get_policy``,
+        as the worker reads it for the run): one read, for jobs with an evaluate step only,
+        so a right an admin grants or takes holds for the next submission."""
+        return self.limits.get_policy(tenant_id).allow_evaluate
+
 
 # --- limits -----------------------------------------------------------------------------------
 def tenant_view(t: Tenancy, tenant_id: str) -> TenantView:

@@ -314,8 +314,10 @@ def test_set_limits_allow_evaluate_lets_the_tenants_evaluate_steps_run(
     client = tenant(stack, "scripter")
     job = page(stack)
     job["steps"].append({"action": "evaluate", "expression": "6 * 7", "name": "answer"})
-    refused = client.wait(client.submit(job).job_id, timeout=180)
-    assert refused.error is not None and refused.error.kind == "evaluate_refused"
+    with pytest.raises(ApiError) as refused:  # at submit: the submission policy
+        client.submit(job)
+    assert refused.value.status == 422 and refused.value.field == f"steps[{len(job['steps']) - 1}]"
+    assert "allow_evaluate" in refused.value.message
     out = cli(stack, admin_key, "admin", "set-limits", "--tenant", "scripter", "--allow-evaluate")
     assert "allow_evaluate" in out.stdout
     allowed = client.wait(client.submit(job).job_id, timeout=180)

@@ -15,6 +15,7 @@ from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import Artifact, TenantPolicy
 from pagefleet.jobs.ports import ApiKeyRecord
 from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.submit_policy import SubmitPolicy
 from pagefleet.specs.resources import ROUTINE
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.queue import FakeQueue, ReceiptHandleInvalid
@@ -106,8 +107,27 @@ class FakeSecrets:
         return self.values.get((tenant_id, name))
 
 
-def fake_services(clock: FakeClock | None = None, *, hooks: JobHooks = NO_HOOKS) -> JobServices:
-    """Job services wired to in-memory fakes sharing one clock (and the lifecycle's hooks)."""
+def no_lookups(host: str) -> list[str]:
+    """The fakes' resolver: names under example.com are a public address (never connected
+    to), localhost is loopback, nothing else resolves (no query ever leaves the machine)."""
+    if host == "localhost":
+        return ["127.0.0.1"]
+    if host == "example.com" or host.endswith(".example.com"):
+        return ["93.184.216.34"]
+    raise OSError(-2, "Name or service not known (tests resolve nothing)")
+
+
+FAKE_POLICY = SubmitPolicy(resolver=no_lookups)
+
+
+def fake_services(
+    clock: FakeClock | None = None,
+    *,
+    hooks: JobHooks = NO_HOOKS,
+    policy: SubmitPolicy = FAKE_POLICY,
+) -> JobServices:
+    """Job services wired to in-memory fakes sharing one clock (and the lifecycle's hooks);
+    ``policy``: the submission policy (the default's resolver looks nothing up)."""
     clock = clock or FakeClock()
     return JobServices.of(
         FakeJobStore(),
@@ -117,6 +137,7 @@ def fake_services(clock: FakeClock | None = None, *, hooks: JobHooks = NO_HOOKS)
         clock=clock,
         workflows=FakeWorkflowStore(),
         hooks=hooks,
+        policy=policy,
     )
 
 
@@ -129,4 +150,5 @@ __all__ = [
     "FakeTenantStore",
     "ReceiptHandleInvalid",
     "fake_services",
+    "no_lookups",
 ]

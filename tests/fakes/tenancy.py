@@ -17,7 +17,7 @@ from pagefleet.tenancy.limits import LimitsCache
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 from pagefleet.tenancy.service import Tenancy
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow
-from tests.fakes import FakeArtifactStore, FakeClock, FakeTenantStore
+from tests.fakes import FAKE_POLICY, FakeArtifactStore, FakeClock, FakeTenantStore
 from tests.fakes.job_store import FakeJobStore
 from tests.fakes.queue import FakeQueue
 
@@ -204,7 +204,13 @@ def fake_tenancy(
     limits = LimitsCache(policies, defaults or LimitDefaults(), ttl_s=0)
     gate = TenantGate(counters, limits, store)
     svc = JobServices.of(
-        store, FakeQueue(clock), FakeArtifactStore(), CursorCodec(), clock=clock, hooks=gate
+        store,
+        FakeQueue(clock),
+        FakeArtifactStore(),
+        CursorCodec(),
+        clock=clock,
+        hooks=gate,
+        policy=FAKE_POLICY,
     )
     tenancy = Tenancy(
         policies=policies,

@@ -13,16 +13,13 @@ from tests.support.api import ApiCaller, caller
 
 @pytest.fixture(autouse=True)
 def _no_dns_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Webhook URLs are checked after a DNS lookup: in tests, only ``localhost`` resolves
-    (so no query ever leaves the machine, e.g. for the fuzzer's generated host names)."""
+    """Webhook URLs are checked after a DNS lookup: in tests, only ``localhost`` and names
+    under example.com resolve (``tests.fakes.no_lookups``), so no query ever leaves the
+    machine, e.g. for the fuzzer's generated host names."""
     from pagefleet.targets import egress_policy
+    from tests.fakes import no_lookups
 
-    def lookup(host: str) -> list[str]:
-        if host == "localhost":
-            return ["127.0.0.1"]
-        raise OSError(-2, "Name or service not known (tests resolve nothing)")
-
-    monkeypatch.setattr(egress_policy, "system_lookup", lookup)
+    monkeypatch.setattr(egress_policy, "system_lookup", no_lookups)
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ def test_validate_reports_every_problem_at_once(alice: ApiCaller) -> None:
         "notify": {"webhook": "https://10.0.0.1/hook"},
     }
     fields = [e["field"] for e in validate(alice, body).body["errors"]]
-    assert fields == ["notify.webhook", "deadline", "depends_on[0]"]
+    assert fields == ["deadline", "depends_on[0]", "notify.webhook"]
     model = validate(alice, {"steps": [{"action": "goto"}, {"action": "click"}], "pool": "x"})
     assert {e["field"] for e in model.body["errors"]} == {
         "pool",

@@ -124,10 +124,10 @@ def test_a_webhook_the_egress_policy_refuses_is_refused_at_submit(
 ) -> None:
     a = _caller(live_env, "tenant-a")
     resp = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": url}})
-    assert resp.status == 400, resp.body
+    assert resp.status == 422, resp.body
     assert resp.error["field"] == "notify.webhook"
     put = a.call("PUT", "/v1/notifications", {"webhook": url})
-    assert put.status == 400 and put.error["field"] == "webhook"
+    assert put.status == 422 and put.error["field"] == "webhook"
 
 
 @pytest.mark.parametrize(
@@ -148,9 +148,9 @@ def test_a_webhook_host_that_cannot_be_right_is_refused_unresolved(
     a = _caller(live_env, "tenant-a")
     url = f"http://{host}/hook"
     resp = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": url}})
-    assert resp.status == 400 and resp.error["field"] == "notify.webhook", resp.body
+    assert resp.status == 422 and resp.error["field"] == "notify.webhook", resp.body
     put = a.call("PUT", "/v1/notifications", {"webhook": url})
-    assert put.status == 400 and put.error["field"] == "webhook"
+    assert put.status == 422 and put.error["field"] == "webhook"
     assert asked == []
 
 
@@ -175,7 +175,7 @@ def test_loopback_webhooks_only_in_local_mode(
     }
     # Still never private or metadata addresses.
     private = a.call("POST", "/v1/jobs", {**JOB, "notify": {"webhook": "http://10.1.1.1/"}})
-    assert private.status == 400
+    assert private.status == 422
 
 
 def test_the_tenant_default_webhook(live_env: Provisioned) -> None:

@@ -19,12 +19,8 @@ from tests.fakes import FakeClock, FakeQueue
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 
 
-def refuse_webhooks(url: str) -> None:
-    raise InvalidRequest(f"webhook URL not allowed: {url}", field="notify.webhook")
-
-
 def validate(svc: JobServices, body: dict[str, Any]) -> list[Problem]:
-    return validate_body(svc, "t", body, check_webhook=lambda url: None)
+    return validate_body(svc, "t", body)
 
 
 def submit_error(svc: JobServices, body: dict[str, Any]) -> InvalidRequest:
@@ -64,21 +60,22 @@ def test_the_checks_that_need_the_tenants_data_are_all_reported(
 ) -> None:
     past = datetime.fromtimestamp(clock.now(), UTC) - timedelta(minutes=1)
     body = {
-        "steps": STEPS,
         "deadline": past.isoformat(),
         "depends_on": ["01jzzzzzzzzzzzzzzzzzzzzzzz", "01jyyyyyyyyyyyyyyyyyyyyyyy"],
-        "notify": {"webhook": "https://hooks.example.com/x"},
+        "notify": {"webhook": "http://169.254.169.254/latest/meta-data/"},
+        "steps": [*STEPS, {"action": "evaluate", "expression": "1", "name": "x"}],
     }
-    problems = validate_body(svc, "t", body, check_webhook=refuse_webhooks)
+    problems = validate(svc, body)
     assert [p.field for p in problems] == [
-        "notify.webhook",
         "deadline",
         "depends_on[0]",
         "depends_on[1]",
+        "notify.webhook",  # the submission policy's, after the request's own
+        "steps[1]",  # the tenant may not evaluate
     ]
-    # Submit stops at the first of the same checks (the webhook is the route's, before it).
+    # Submit stops at the first of the same checks.
     first = submit_error(svc, body)
-    assert (first.field, first.message) == (problems[1].field, problems[1].message)
+    assert (first.field, first.message) == (problems[0].field, problems[0].message)
 
 
 def test_a_named_workflow_must_exist_for_the_tenant_and_its_inputs_fit(svc: JobServices) -> None:
@@ -88,7 +85,7 @@ def test_a_named_workflow_must_exist_for_the_tenant_and_its_inputs_fit(svc: JobS
     assert validate(svc, {"workflow": "shop", "inputs": {"site": "http://127.0.0.1:9"}}) == []
     [missing] = validate(svc, {"workflow": "shop@2"})
     assert missing.field == "workflow" and "shop@2" in missing.message
-    assert validate_body(svc, "u", {"workflow": "shop"}, check_webhook=print)[0].field == (
+    assert validate_body(svc, "u", {"workflow": "shop"})[0].field == (
         "workflow"
     )  # another tenant's workflow is not there
     unfit = validate(svc, {"workflow": "shop"})

@@ -19,6 +19,7 @@ import pytest
 
 from browser_task.__main__ import build_worker
 from devstack.provision import create_all
+from pagefleet.errors import InvalidField
 from pagefleet.jobs.models import JobRecord, TenantPolicy
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
@@ -426,20 +427,28 @@ def test_evaluate_is_refused_until_the_tenant_policy_allows_it(stack: Stack) -> 
             {"action": "evaluate", "expression": "document.title + ':' + (6 * 7)", "name": "v"},
         ]
     }
-    refused = stack.run(request)
-    assert refused.status is JobStatus.FAILED
-    assert refused.error is not None and refused.error.kind == "evaluate_refused"
-    assert refused.error.step_index == 1
-    assert refused.artifacts == []  # refused before any browser work
+    # At submit: refused, naming the step (the submission policy).
+    with pytest.raises(InvalidField) as refused_at_submit:
+        stack.run(request)
+    assert refused_at_submit.value.field == "steps[1]"
+    assert "allow_evaluate" in refused_at_submit.value.message
 
     tenants = RUNTIME.tenant_store(stack.settings.tenants_table)
     tenants.put_policy(TENANT, TenantPolicy(allow_evaluate=True))
     try:
         allowed = stack.run(request)
+        # A right taken back between submit and run holds when it runs: the worker's check.
+        later = submit(stack.services, {**request, "delay_seconds": 5})
+        tenants.put_policy(TENANT, TenantPolicy())
+        refused = wait_for_job(stack.services, later.job_id, timeout=60)
     finally:
         tenants.put_policy(TENANT, TenantPolicy())
     assert allowed.status is JobStatus.SUCCEEDED, allowed.error
     assert allowed.result == {"v": "test:42"}
+    assert refused.status is JobStatus.FAILED
+    assert refused.error is not None and refused.error.kind == "evaluate_refused"
+    assert refused.error.step_index == 1
+    assert refused.artifacts == []  # refused before any browser work
 
 
 def test_a_jobs_own_proxy_carries_its_traffic_with_credentials_from_a_secret(

@@ -37,7 +37,6 @@ from pagefleet.errors import InvalidRequest
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from pagefleet.notify.policy import check_webhook
 from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
 from pagefleet.tenancy.views import Deleted, JobUsage
 from pagefleet.workflow.versions import NAME_PATTERN
@@ -91,9 +90,6 @@ def create_job(
     from pagefleet.tenancy import admission  # first call: cold start
 
     tenant = tenant_id(router)
-    webhook = request.notify.webhook if request.notify else None
-    if webhook:  # the egress policy (SSRF), again when it is sent
-        check_webhook(webhook, allow_loopback=api_settings().allow_loopback, field=WEBHOOK)
     # The job's correlation id is the one every log line of this request carries.
     correlation = x_correlation_id or request_id(router)
     if logger.get_correlation_id() != correlation:
@@ -155,14 +151,7 @@ def validate_job(
 
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object: a job request", field="body")
-    loopback = api_settings().allow_loopback
-    problems = validate_body(
-        services(),
-        tenant_id(router),
-        body,
-        check_webhook=lambda url: check_webhook(url, allow_loopback=loopback, field=WEBHOOK),
-        idempotency_key=idempotency_key,
-    )
+    problems = validate_body(services(), tenant_id(router), body, idempotency_key=idempotency_key)
     errors = [ValidationProblem(field=p.field, message=p.message) for p in problems]
     return respond(200, ValidationResult(valid=not errors, errors=errors))
 

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from functions.api.context import api_settings, documented, live, respond, services, tenant_id
+from functions.api.context import documented, live, respond, services, tenant_id
 from functions.api.routes.jobs import JOB_ID
 from pagefleet.api.contract import (
     DeliveryList,
@@ -17,7 +17,6 @@ from pagefleet.api.contract import (
     NotifySettingsRequest,
     SigningSecret,
 )
-from pagefleet.notify.policy import check_webhook
 
 router = Router()
 
@@ -48,15 +47,13 @@ def get_notifications() -> Response[str]:
 @router.put(
     "/notifications",
     summary="Set (or clear, with null) the tenant's default completion webhook",
-    responses=documented({200: ("the settings", NotifySettings)}, 400),
+    responses=documented({200: ("the settings", NotifySettings)}, 422),
     tags=["notifications"],
 )
 def put_notifications(request: Annotated[NotifySettingsRequest, Body()]) -> Response[str]:
     tenant = tenant_id(router)
     if request.webhook is not None:
-        check_webhook(
-            request.webhook, allow_loopback=api_settings().allow_loopback, field="webhook"
-        )
+        services().policy.check_webhook(request.webhook, field="webhook")
     live().defaults.put(tenant, request.webhook)
     return respond(200, NotifySettings(webhook=request.webhook))
 

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
-from pydantic import ValidationError
 
 from functions.api.context import (
     base_path,
@@ -28,9 +27,9 @@ from pagefleet.api.schedules import (
     ScheduleRunView,
     ScheduleView,
 )
-from pagefleet.errors import InvalidField, NotFound
+from pagefleet.errors import NotFound
 from pagefleet.jobs.models import JobRecord
-from pagefleet.jobs.submission import JobSubmission, resolve_submission
+from pagefleet.schedules import runs
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
 
@@ -47,10 +46,10 @@ def _view(schedule: Schedule) -> ScheduleView:
 
 
 def _check_job(tenant: str) -> Any:
-    """A schedule's job is checked now as a submission would be (inline or named workflow)."""
+    """A schedule's job is checked now as each of its runs would be (``runs.check_job``)."""
 
     def check(job: dict[str, Any]) -> None:
-        resolve_submission(_submission(job), tenant, services().workflows)
+        runs.check_job(services(), tenant, job)
 
     return check
 
@@ -171,25 +170,22 @@ def run_schedule(
         str | None, Header(alias="Idempotency-Key", min_length=1, max_length=255)
     ] = None,
 ) -> Response[str]:
-    from pagefleet.tenancy import admission  # first call: cold start
-
     tenant = tenant_id(router)
     store, _ = schedule_stores()
     made: list[JobRecord] = []
 
     def submit(job: dict[str, Any], scheduled_time: str) -> str:
-        submission = _submission(job, prefix="job.")
-        admitted = admission.submit(
+        submitted = runs.submit_run(
             services(),
             tenancy().quotas,
             tenant,
-            submission,
+            (schedule_id.lower(), scheduled_time),
+            job,
             idempotency_key=idempotency_key,
-            correlation_id=f"schedule-{schedule_id.lower()}-{scheduled_time}",
-            schedule=(schedule_id.lower(), scheduled_time),
+            by_hand=True,
         )
-        made.append(admitted.submitted.job)
-        return admitted.submitted.job.job_id
+        made.append(submitted.job)
+        return submitted.job.job_id
 
     schedules.run_now(store, services().clock, tenant, schedule_id, submit=submit)
     job = made[0]
@@ -221,12 +217,3 @@ def pin_baseline(
 
     pinned = schedules.pin_baseline(store, tenant, schedule_id, body.job_id, job)
     return respond(200, _view(pinned))
-
-
-def _submission(job: dict[str, Any], prefix: str = "") -> JobSubmission:
-    """A schedule's job as a submission; ``InvalidField`` on ``<prefix><path>``."""
-    try:
-        return JobSubmission.model_validate(job)
-    except ValidationError as exc:
-        within = tuple(prefix.rstrip(".").split(".")) if prefix else ()
-        raise InvalidField.from_errors(exc.errors(), within=within) from None

@@ -1,0 +1,85 @@
+"""What a tenant's job may ask for, checked where every job is made (``planning.plan_job``).
+
+A single job, a batch's items, a schedule's creation and change, a schedule's run (by hand or
+by the Scheduler), a monitor (a schedule with expectations) and a session saved as a workflow
+then run: each becomes a job through the planning path, so each refuses the same things the
+same way (422 naming the field). Two rules:
+
+- the completion webhook's address passes the egress policy (no private, link-local or
+  metadata address: SSRF), as the sender checks again when it posts;
+- an ``evaluate`` step (arbitrary JavaScript in the page) only for a tenant whose limits allow
+  it, as the worker checks again when it runs (a limit may change between the two).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pagefleet.errors import InvalidField
+from pagefleet.targets import egress_policy
+from pagefleet.targets.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
+from pagefleet.workflow import Evaluate, Step, iter_steps
+
+WEBHOOK_FIELD = "notify.webhook"
+EVALUATE_REFUSED = (
+    "evaluate is not allowed for this tenant (policy allow_evaluate is off); ask an "
+    "administrator to enable it, or remove the evaluate step"
+)
+
+
+def _nobody(tenant_id: str) -> bool:
+    return False
+
+
+def _system_lookup(host: str) -> list[str]:
+    # Looked up at call time, so tests replace the system resolver in one place.
+    return egress_policy.system_lookup(host)
+
+
+@dataclass(frozen=True)
+class SubmitPolicy:
+    """The submission rules of one deployment, built once with its job services.
+
+    ``allow_loopback``: webhooks may target 127/8 and ::1 (local development only).
+    ``resolver``: how a webhook's host is looked up (None: the system's, at call time).
+    ``evaluate_allowed``: whether a tenant may run ``evaluate`` steps (the default: nobody).
+    """
+
+    allow_loopback: bool = False
+    resolver: SyncResolver | None = None
+    evaluate_allowed: Callable[[str], bool] = _nobody
+
+    def check_webhook(self, url: str, *, field: str = WEBHOOK_FIELD) -> None:
+        """Raise ``InvalidField`` on ``field`` when pagefleet may not POST to ``url``."""
+        resolve = self.resolver or _system_lookup
+        try:
+            check_url(url, EgressPolicy(allow_loopback=self.allow_loopback), resolve)
+        except EgressRefused as refused:
+            raise InvalidField(f"webhook URL not allowed: {refused.reason}", field=field) from None
+
+    def check_steps(
+        self, tenant_id: str, steps: list[Step], *, field: str = "steps", named: bool = False
+    ) -> None:
+        """Raise ``InvalidField`` at the first ``evaluate`` step the tenant may not run.
+
+        ``named``: the steps are a named workflow's, so the field is the ``workflow`` itself
+        and the message says which of its steps.
+        """
+        first = next((path for path, step in iter_steps(steps) if isinstance(step, Evaluate)), None)
+        if first is None or self.evaluate_allowed(tenant_id):
+            return
+        where = _step_field(field, first)
+        if named:
+            raise InvalidField(f"{EVALUATE_REFUSED} (the workflow's {where})", field="workflow")
+        raise InvalidField(EVALUATE_REFUSED, field=where)
+
+
+STRICT = SubmitPolicy()
+"""The default: no loopback webhooks, the system's resolver, no tenant may evaluate."""
+
+
+def _step_field(field: str, path: str) -> str:
+    """``steps[3]`` or ``steps[3].steps[1]`` from ``iter_steps``' ``3`` / ``3.steps[1]``."""
+    top, _, rest = path.partition(".")
+    return f"{field}[{top}]" + (f".{rest}" if rest else "")
