@@ -5,7 +5,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Newer jsii names the end-of-life warning for Node 20 this way.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap
+.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap ensure-node docs
 
 ## Run the platform on the embedded local stack and watch the example jobs succeed.
 run: deps chromium ffmpeg
@@ -21,11 +21,11 @@ demo: deps chromium ffmpeg
 XDIST := -n 2 --dist loadgroup
 
 ## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
-test: deps chromium ffmpeg bwrap lint typecheck
+test: deps chromium ffmpeg bwrap ensure-node lint typecheck
 	.venv/bin/pytest $(XDIST)
 
 ## The quick loop: unit and contract tests, and a slice of the others (tests/support/suites.py).
-test-fast: deps lint
+test-fast: deps ensure-node lint
 	.venv/bin/pytest $(XDIST) -m "not slow"
 
 ## Only the suites that run the local stack with real Chromium.
@@ -44,8 +44,15 @@ fmt: deps
 	.venv/bin/ruff format .
 	.venv/bin/ruff check --fix .
 
+## The docs site: the reference pages written again from the code (docs/reference/), then
+## the site built strictly into site/ (a broken link or a page left out fails). make test
+## checks both (tests/unit/test_docs_reference.py, tests/unit/test_docs_site.py).
+docs: deps ensure-node
+	$(PY) scripts/docs_reference.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
 ## Synthesize the CDK app to cdk.out/ offline (no Docker, no AWS credentials).
-synth: deps
+synth: deps ensure-node
 	rm -rf cdk.out
 	$(PY) -m infra.app
 
@@ -58,7 +65,7 @@ synth: deps
 ## lines: calls checked and denied, probes denied).
 ## Needs root for bubblewrap's mounts.
 DEPLOY_CHECK_OUT := cdk.out/deploy-check
-deploy-check: deps chromium ffmpeg bwrap
+deploy-check: deps chromium ffmpeg bwrap ensure-node
 	rm -rf $(DEPLOY_CHECK_OUT)
 	$(PY) scripts/synth_check.py --outdir $(DEPLOY_CHECK_OUT)
 	.venv/bin/hadolint browser_task/Dockerfile
@@ -94,5 +101,9 @@ ffmpeg: deps
 bwrap:
 	@scripts/ensure-bwrap.sh || true
 
+## Node.js runs the CDK library behind every synth (make synth, deploy-check, the infra tests).
+ensure-node:
+	@scripts/ensure-node.sh
+
 clean:
-	rm -rf .venv .tools cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .tools cdk.out site .pytest_cache .mypy_cache .ruff_cache

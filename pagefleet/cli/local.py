@@ -109,7 +109,7 @@ def demo(
     workers: Annotated[int, typer.Option(min=1)] = 1,
     concurrency: Annotated[int, typer.Option(min=1)] = 2,
 ) -> None:
-    """Start the local stack, run every example, check artifacts, stop. Exit 0 only if all pass."""
+    """Start the local stack, run examples/workflows/, check artifacts, stop. Exit 0 if all pass."""
     from devstack.examples import run_examples  # the local extras (module docstring)
 
     with _sigterm_as_interrupt():

@@ -5,25 +5,19 @@ tenant's session is not found through it either."""
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import pytest
+import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from devstack.stack import REPO_ROOT, LocalStack
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.e2e.conftest import running
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
 
 
 def server(stack: LocalStack, api_key: str | None = None) -> StdioServerParameters:
@@ -38,13 +32,13 @@ def server(stack: LocalStack, api_key: str | None = None) -> StdioServerParamete
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
     assert not getattr(result, "is_error", False), result
-    return dict(json.loads(result.content[0].text))  # type: ignore[attr-defined, union-attr]
+    return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
 
 
 async def refused(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
     assert getattr(result, "is_error", False), result
-    return dict(json.loads(result.content[0].text))  # type: ignore[attr-defined, union-attr]
+    return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
 
 
 def test_an_agent_learns_the_contact_form_and_its_workflow_replays_it(stack: LocalStack) -> None:
@@ -67,7 +61,7 @@ def test_an_agent_learns_the_contact_form_and_its_workflow_replays_it(stack: Loc
                 "get_job",
             }
             # The step language's schema: the agent's steps are typed as it writes them.
-            assert "goto" in json.dumps(listed["run_step"].input_schema["$defs"])
+            assert "goto" in json.dumps(listed["run_step"].input_schema["$defs"]["step"])
 
             opened = await call(session, "open_session", idle_timeout_s=120)
             sid = opened["session_id"]
@@ -90,6 +84,17 @@ def test_an_agent_learns_the_contact_form_and_its_workflow_replays_it(stack: Loc
             assert sent["observation"]["title"] == "Thank you"
             typo = await refused(session, "run_step", session_id=sid, step={"action": "goto"})
             assert (typo["status"], typo["field"]) == (422, "step.goto.url")
+            # A step that runs and fails is an error result with the page and what to do.
+            missing = {"action": "click", "selector": "#nowhere", "timeout_ms": 500}
+            failed = await refused(session, "run_step", session_id=sid, step=missing)
+            assert failed["ok"] is False and failed["ran"] == 0, failed
+            assert failed["observation"]["title"] == "Thank you"
+            assert "fix that step" in failed["next"]
+            # A screenshot comes back as an image the model sees, not only as a link.
+            shot = await session.call_tool("observe", {"session_id": sid, "screenshot": True})
+            images = [c for c in shot.content if isinstance(c, types.ImageContent)]
+            assert len(images) == 1 and images[0].mime_type == "image/png", shot.content
+            assert base64.b64decode(images[0].data).startswith(b"\x89PNG\r\n\x1a\n")
             saved = await call(
                 session,
                 "save_as_workflow",
@@ -127,7 +132,9 @@ def test_another_tenants_session_is_not_found_through_mcp(stack: LocalStack) -> 
             return await refused(session, "observe", session_id=sid)
 
     try:
-        assert anyio.run(probe)["status"] == 404
+        missing = anyio.run(probe)
+        assert missing["status"] == 404
+        assert "open_session" in missing["next"]
     finally:
         with stack.client() as owner:
             owner.close_session(sid)

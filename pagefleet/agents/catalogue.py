@@ -1,0 +1,157 @@
+"""The agent's tools: each one's arguments (a model: the one source of its input schema and of
+the check its arguments pass before anything is sent), its description, its limits.
+
+A description says when to use the tool, what it answers and what to do when it fails, for
+a model that reads it once. The input schemas are compact (``pagefleet.agents.schemas``):
+``run_step`` carries the step language once; ``submit_job`` refers to it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from pagefleet.agents.schemas import compact, step_defs
+from pagefleet.browsing.models import MAX_STEPS_PER_CALL, OpenSession, SaveAsWorkflow
+from pagefleet.jobs.submission import JobSubmission
+from pagefleet.workflow import Step
+
+# The longest a get_job call waits for a job to end before answering with it as it is.
+MAX_JOB_WAIT_S = 120
+ID_PATTERN = r"^[0-9a-z]{26}$"
+# submit_job's steps are checked whole by the server, against the one step definition that
+# run_step's schema carries; said here instead of a second copy of it.
+LOOSE_STEP = {
+    "type": "object",
+    "required": ["action"],
+    "description": "a step, as run_step's `step` (same actions and fields)",
+}
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SessionArgs(Args):
+    session_id: str = Field(pattern=ID_PATTERN, description="the session's id (open_session's)")
+
+
+class RunStepArgs(SessionArgs):
+    step: Step | None = Field(default=None, description="one step")
+    steps: list[Step] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_STEPS_PER_CALL,
+        validate_default=True,
+        description=f"steps run in order (1 to {MAX_STEPS_PER_CALL}); give this or `step`",
+    )
+    screenshot: bool = Field(default=False, description="also answer with a screenshot")
+
+    @field_validator("steps")
+    @classmethod
+    def _one_of_step_or_steps(cls, steps: list[Step] | None, info: ValidationInfo) -> Any:
+        # Named `steps` (a model check would name no field): both given used to drop one.
+        if "step" in info.data and (info.data["step"] is None) == (steps is None):
+            also = ", not both" if steps is not None else ""
+            raise ValueError(f"give `step` (one step) or `steps` (a list){also}")
+        return steps
+
+
+class ObserveArgs(SessionArgs):
+    screenshot: bool = Field(default=False, description="also answer with a screenshot")
+
+
+class SaveArgs(SessionArgs, SaveAsWorkflow):
+    pass
+
+
+class GetJobArgs(Args):
+    job_id: str = Field(pattern=ID_PATTERN)
+    wait_s: int = Field(
+        default=0, ge=0, le=MAX_JOB_WAIT_S, description="wait this long for the job to end"
+    )
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    # Whether the schema carries the step language (run_step) or refers to it (submit_job).
+    carries_steps: bool = False
+
+    @functools.cached_property
+    def input_schema(self) -> dict[str, Any]:
+        full = self.arguments.model_json_schema(ref_template="#/$defs/{model}")
+        defs = full.pop("$defs", {})
+        full.pop("description", None)  # the model's docstring: the tool's description says it
+        if self.carries_steps:
+            return {**compact(full, defs), "$defs": step_defs()}
+        return dict(compact(full, defs, step_ref=LOOSE_STEP, depth=0))
+
+
+_ERRORS = " A refusal names the argument (`field`) and says what to do next (`next`)."
+
+TOOLS = (
+    ToolSpec(
+        "open_session",
+        "Open a real browser (Chromium) session and get its `session_id`; it takes one of "
+        "your running slots until close_session, `idle_timeout_s` without a step, or "
+        "`max_duration_s`. `use_session` opens it logged in with a saved login session. "
+        "Then call run_step." + _ERRORS,
+        OpenSession,
+    ),
+    ToolSpec(
+        "run_step",
+        "Run one step (`step`) or up to 20 in order (`steps`) in the session's browser. Each "
+        'step is an object with an `action`: e.g. {"action": "goto", "url": ...}, '
+        '{"action": "click", "selector": ...}, {"action": "fill", "selector": ..., '
+        '"value": ...}, {"action": "extract", "name": ..., "selector": ...}. Selectors are '
+        'Playwright selectors (CSS, text=..., role=button[name="Send"]); an element inside '
+        "an iframe needs the step's `frame`. Answers `ok`, `ran` (how many ran: the one "
+        "after them failed, with `error`), `result` (what extract read) and `observation` "
+        "(URL, title, ARIA snapshot of the page after them). A failed step is an error "
+        "result: read its observation, fix the step, run it again." + _ERRORS,
+        RunStepArgs,
+        carries_steps=True,
+    ),
+    ToolSpec(
+        "observe",
+        "The session's page as it is now: URL, title and ARIA snapshot (cut at 20,000 "
+        "characters, saying so); with `screenshot`, an image of it too. Use it before "
+        "choosing a selector, or after a step that failed.",
+        ObserveArgs,
+    ),
+    ToolSpec(
+        "close_session",
+        "Close the session: its browser goes and its slot is freed; its successful steps "
+        "stay savable with save_as_workflow.",
+        SessionArgs,
+    ),
+    ToolSpec(
+        "save_as_workflow",
+        "Save the session's successful steps (open or closed) as the next version of the "
+        "workflow `name`. `inputs` maps an input name to a literal value the steps used "
+        '(e.g. {"who": "Grace Hopper"}): it becomes {{inputs.who}}, a parameter of the '
+        "workflow. Run it with submit_job.",
+        SaveArgs,
+    ),
+    ToolSpec(
+        "submit_job",
+        "Run a workflow as a job, without you: `workflow` (NAME or NAME@VERSION) with its "
+        "`inputs`, or inline `steps` (each as run_step's `step`). Answers the job's "
+        "`job_id` at once; get_job waits for its end and its result. Nested objects are "
+        "checked by the server, which names a wrong field." + _ERRORS,
+        JobSubmission,
+    ),
+    ToolSpec(
+        "get_job",
+        "A job's status, and once it ended its `result` and artifact links; `wait_s` (up "
+        f"to {MAX_JOB_WAIT_S}) waits for it to end first.",
+        GetJobArgs,
+    ),
+)
+BY_NAME = {tool.name: tool for tool in TOOLS}
