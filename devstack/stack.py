@@ -216,8 +216,9 @@ class LocalStack:
             self._start_site()
             self._create_dev_tenant()
             self._start_functions()
-            self.live.start(self.functions, self.provisioned, self.iam)  # type: ignore[arg-type]
+            # Before anything polls them: a deploy's queues exist long before they are used.
             self._await_queues()
+            self.live.start(self.functions, self.provisioned, self.iam)  # type: ignore[arg-type]
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
             self._start_gateway()
@@ -307,7 +308,13 @@ class LocalStack:
         """The stack's queues once usable (a deploy's are long before anything uses them)."""
         assert self.provisioned is not None
         made = self.provisioned
-        urls = [*made.queue_urls.values(), *made.dlq_urls.values(), made.webhook_queue_url]
+        urls = [
+            *made.queue_urls.values(),
+            *made.dlq_urls.values(),
+            made.webhook_queue_url,
+            made.webhook_dlq_url,
+            made.scheduler_dlq_url or "",
+        ]
         if not await_settled(RUNTIME.client("sqs"), urls, timeout_s=self.start_timeout_s):
             raise StackError(f"the stack's queues were not usable within {self.start_timeout_s} s")
 

@@ -316,3 +316,34 @@ def test_the_embedded_aws_process_enforces_the_rules_unless_turned_off(
             sqs.send_message(QueueUrl=url, MessageBody="x")
     finally:
         moto.stop(grace_s=5)
+
+
+# --- our code on a queue in its first second -------------------------------------------
+
+
+def test_an_event_source_started_as_its_queue_is_made_delivers_its_messages(sqs: Any) -> None:
+    """The local stack started the webhook queue's event source in the queue's first
+    second: its one call outside the poll loop (the queue's ARN) was refused and the
+    thread ended, so no webhook was ever delivered (test_live_runs, test_monitors)."""
+    from devstack.lambda_env import LambdaFunction
+    from devstack.pollers import DeadLetterPoller
+
+    bodies: list[str] = []
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        bodies.extend(record["body"] for record in event["Records"])
+        return {"batchItemFailures": []}
+
+    with rules_in_force(StrictRules(queue_settle_s=1.0)):
+        url = sqs.create_queue(QueueName="webhooks-young")["QueueUrl"]
+        poller = DeadLetterPoller(
+            {"webhooks": url}, wait_s=1, function=LambdaFunction("hooks", handler), aws=aws_client
+        ).start()
+        try:
+            _until(lambda: sqs.send_message(QueueUrl=url, MessageBody="deliver me"))
+            deadline = time.monotonic() + 60
+            while poller.handled < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            poller.stop()
+    assert bodies == ["deliver me"]
