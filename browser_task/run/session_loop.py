@@ -6,8 +6,11 @@ Each command's steps are planned as a job's are (``prepare.render_command``: tem
 secrets) and run through the executor's ``run_steps`` (the egress guard, timeouts, failure
 classification); a step that fails is answered, not fatal, unless
 the browser went with it. The session ends on a close command, after ``idle_timeout_s``
-without one, or when its channel is gone; its result keeps the steps that succeeded
-(``steps``), the data they extracted (``data``) and why it ended (``closed_reason``).
+without one, or when its channel is gone. Each command runs only once its claim in the
+command ledger wins (a duplicate delivery or a retry is answered from the record, a command
+past its deadline is answered ``expired``), and its answer and the steps that succeeded are
+recorded there before the answer is sent. The result keeps how many steps succeeded
+(``step_count``), the data they extracted (``data``) and why it ended (``closed_reason``).
 """
 
 from __future__ import annotations
@@ -27,8 +30,11 @@ from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
 from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
+from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.live.events import EventType
 from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
 
@@ -48,12 +54,16 @@ class SessionLoop:
         channel: SessionChannel,
         terms: SessionTerms,
         *,
+        commands: CommandLedger,
         evaluate_allowed: EvaluateAllowed,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.ctx = ctx
         self.channel = channel
         self.terms = terms
+        self.commands = commands
+        self._wall = wall_clock
         self._evaluate_allowed = evaluate_allowed
         self._clock = clock
         self.recorded: list[dict[str, Any]] = []
@@ -64,7 +74,9 @@ class SessionLoop:
         self.ctx.result = self._result(None)
 
     def _result(self, reason: str | None) -> dict[str, Any]:
-        return {"steps": self.recorded, "data": self.data, "closed_reason": reason}
+        # The steps themselves are in the command ledger, durable as each was answered
+        # (pagefleet.browsing.commands): a record's size bound cannot drop them.
+        return {"step_count": len(self.recorded), "data": self.data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
         last = self._clock()
@@ -85,11 +97,44 @@ class SessionLoop:
             if command.op == "close":
                 await self._answer(Answer(id=command.id))
                 return self._ended("closed")
-            if command.op == "recorded":  # a read: the session stays idle
-                await self._answer(Answer(id=command.id, recorded=self.recorded))
-                continue
-            await self._answer(await self._steps(command))
-            last = self._clock()  # idle counts from the end of the last steps
+            if await self._once(command):
+                last = self._clock()  # idle counts from the end of the last steps
+
+    async def _once(self, command: Command) -> bool:
+        """Run a command if its claim wins, else answer it from its record (a duplicate
+        delivery, a caller's retry, or expired); True when its steps ran."""
+        ctx = self.ctx
+        key = (ctx.tenant_id, ctx.plan.job_id, command.command_id or command.id)
+        claim = await asyncio.to_thread(
+            self.commands.claim, *key, now=self._wall(), order=new_ulid()
+        )
+        if claim.verdict == "unknown" or claim.record is None:
+            return False  # never recorded, or taken by a delivery under way: not ours
+        if claim.verdict == "answered":
+            record = claim.record
+            if record.state is CommandState.EXPIRED or record.answer is None:
+                self._told(command, "expired", ok=False)
+                await self._answer(expired_answer(command.id))
+            else:
+                await self._answer(record.answer.model_copy(update={"id": command.id}))
+            return False
+        before = len(self.recorded)
+        answer = await self._steps(command)
+        # Durable before it is answered: a killed worker's session keeps the step.
+        await asyncio.to_thread(self.commands.finish, *key, answer, self.recorded[before:])
+        self._told(command, "done", ok=answer.ok)
+        await self._answer(answer)
+        return True
+
+    def _told(self, command: Command, state: str, *, ok: bool) -> None:
+        """Followers (the live WebSocket) learn that a command has its answer."""
+        if self.ctx.events is not None:
+            self.ctx.events.emit(
+                EventType.COMMAND,
+                command_id=command.command_id or command.id,
+                state=state,
+                outcome="ok" if ok else "failed",
+            )
 
     def _ended(self, reason: str) -> dict[str, Any]:
         self.ctx.result = self._result(reason)
@@ -200,19 +245,23 @@ class SessionLoop:
 
 
 async def run_session(
-    ctx: RunContext, channel: SessionChannel | None, policies: TenantPolicies | None
+    ctx: RunContext,
+    channel: SessionChannel | None,
+    commands: CommandLedger | None,
+    policies: TenantPolicies | None,
 ) -> dict[str, Any]:
     """The runner's entry: the session job's commands until it ends."""
     terms = ctx.plan.request.session
     assert terms is not None
-    if channel is None:
+    if channel is None or commands is None:
         raise FailJob("this worker takes no browser sessions", kind="not_configured")
 
     async def allowed() -> bool:
         return await evaluate_allowed(policies, ctx.tenant_id)
 
     try:
-        return await SessionLoop(ctx, channel, terms, evaluate_allowed=allowed).run()
+        loop = SessionLoop(ctx, channel, terms, commands=commands, evaluate_allowed=allowed)
+        return await loop.run()
     finally:
         # Its queues go with it, whatever ended it: a caller's next step finds them gone
         # and reads the session's end from its record.

@@ -84,7 +84,7 @@ def test_request_without_a_valid_key_is_401(stack: LocalStack) -> None:
         missing = http.get("/v1/jobs")
         wrong = http.get("/v1/jobs", headers={"Authorization": "Bearer pf_not_a_key"})
     assert missing.status_code == 401
-    assert missing.json() == {"message": "Unauthorized"}
+    assert missing.json() == {"error": {"code": "unauthorized", "message": "Unauthorized"}}
     assert wrong.status_code == 401
 
 

@@ -99,3 +99,44 @@ def test_another_tenants_session_is_a_404_on_every_route(
         assert owner.call("GET", f"/v1/browser-sessions/{job.body['job_id']}").status == 404
     finally:
         owner.call("DELETE", base)
+
+
+def test_a_step_not_answered_in_time_is_a_202_with_its_command_read_by_its_id(
+    owner: ApiCaller, stranger: ApiCaller
+) -> None:
+    # Finding 3: a step sent while the session starts was a 504, and ran later anyway.
+    sid = owner.call("POST", "/v1/browser-sessions", body={}).body["session_id"]
+    base = f"/v1/browser-sessions/{sid}"
+    body = {"step": {"action": "press", "selector": "a", "key": "Tab"}, "wait_s": 0}
+    key = {"Idempotency-Key": "press-tab-1"}
+    try:
+        sent = owner.call("POST", f"{base}/steps", body=body, headers=key)
+        assert sent.status == 202, sent.body
+        assert sent.body == {
+            "session_id": sid,
+            "command_id": "press-tab-1",
+            "state": "pending",
+            "answer": None,
+        }
+        assert sent.headers["Location"].endswith(f"{base}/commands/press-tab-1")
+        again = owner.call("POST", f"{base}/steps", body=body, headers=key)
+        assert (again.status, again.body) == (202, sent.body)  # the same command, not a new one
+        read = owner.call("GET", f"{base}/commands/press-tab-1")
+        assert (read.status, read.body["state"]) == (200, "pending")
+
+        other = {**body, "step": {"action": "press", "selector": "a", "key": "Enter"}}
+        reused = owner.call("POST", f"{base}/steps", body=other, headers=key)
+        assert reused.status == 409 and reused.error["field"] == "command_id"
+        differ = owner.call("POST", f"{base}/steps", body={**body, "command_id": "x"}, headers=key)
+        assert differ.status == 422 and differ.error["field"] == "command_id"
+        bad = owner.call("POST", f"{base}/steps", body={**body, "wait_s": 26})
+        assert bad.status == 422 and bad.error["field"] == "wait_s"
+        assert owner.call("GET", f"{base}/commands/never-sent").status == 404
+        assert stranger.call("GET", f"{base}/commands/press-tab-1").status == 404
+    finally:
+        owner.call("DELETE", base)
+    # The session ended before its worker took the command: it never runs.
+    ended = owner.call("GET", f"{base}/commands/press-tab-1")
+    assert ended.body["state"] == "expired"
+    assert ended.body["answer"]["ok"] is False
+    assert ended.body["answer"]["error"]["kind"] == "expired"
