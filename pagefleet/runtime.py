@@ -253,6 +253,7 @@ class Runtime:
                 commands=self.session_commands(settings),
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
+                saved=self.session_archive(settings),
             ),
         )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,10 +26,12 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
+from browser_task.observe.aria import aria_snapshot
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
+from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
 from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
@@ -44,6 +47,7 @@ POLL_S = 10
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
 
+log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
 
 
@@ -69,14 +73,18 @@ class SessionLoop:
         self.recorded: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
         self._screenshots = 0
+        self._parts = AnswerParts(ctx)
         # What the session ends with, kept in the context: a cancel or the watchdog write
         # the context's result, and the steps so far must survive them.
         self.ctx.result = self._result(None)
 
     def _result(self, reason: str | None) -> dict[str, Any]:
         # The steps themselves are in the command ledger, durable as each was answered
-        # (pagefleet.browsing.commands): a record's size bound cannot drop them.
-        return {"step_count": len(self.recorded), "data": self.data, "closed_reason": reason}
+        # (pagefleet.browsing.commands): a record's size bound cannot drop them. The data is
+        # masked with every secret the session has resolved so far, as a job's result is
+        # (executor.run_workflow): a page may echo a secret back into what a step extracts.
+        data = self.ctx.masker.value(self.data)
+        return {"step_count": len(self.recorded), "data": data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
         last = self._clock()
@@ -141,8 +149,12 @@ class SessionLoop:
         return self.ctx.result
 
     async def _answer(self, answer: Answer) -> None:
-        with contextlib.suppress(ChannelGone):  # its caller is gone with it
+        try:
             await asyncio.to_thread(self.channel.send_answer, self.terms.channel, answer)
+        except ChannelGone:  # its caller is gone with it
+            pass
+        except Exception as exc:  # the session goes on: its caller reads the answer's record
+            log.warning("sending a session's answer failed: %s", first_line(str(exc)))
 
     async def _steps(self, command: Command) -> Answer:
         ctx = self.ctx
@@ -210,20 +222,20 @@ class SessionLoop:
         return None
 
     async def _observed(self, answer: Answer, observe: Observe) -> Answer:
-        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked."""
+        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked; what
+        is too large for the answer kept apart (session_parts)."""
         ctx = self.ctx
         page = ctx.page
         if ctx.session.closed or page.is_closed():
-            return answer
+            return await self._parts.bounded(answer, None)
         seen: dict[str, Any] = {"url": ctx.mask(page.url)}
         key: str | None = None
+        tree: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             seen["title"] = ctx.mask(await page.title())
         if observe.aria:
             with contextlib.suppress(PlaywrightError, TimeoutError):
-                tree = ctx.mask(
-                    await page.locator("body").aria_snapshot(timeout=OBSERVE_TIMEOUT_MS)
-                )
+                tree = ctx.mask(await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS))
                 seen["aria_truncated"] = len(tree) > ARIA_MAX_CHARS
                 seen["aria_snapshot"] = tree[:ARIA_MAX_CHARS]
         if observe.screenshot:
@@ -241,7 +253,8 @@ class SessionLoop:
                     error = FailJob(f"the screenshot failed: {problem}", kind="observe_failed")
                     answer = answer.model_copy(update={"error": _error(error)})
         observation = Observation.model_validate(seen)
-        return answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        answer = answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        return await self._parts.bounded(answer, tree)
 
 
 async def run_session(

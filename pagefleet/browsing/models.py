@@ -133,6 +133,32 @@ class Observation(BaseModel):
     screenshot_url: str | None = Field(default=None, description="a short presigned link")
 
 
+# An answer's extracted data up to this size travels inline; a larger one is a part in S3.
+# The answer goes on an SQS message (256 KiB at most) and into the command's DynamoDB record
+# (400 KB at most) with an ARIA snapshot of up to ARIA_MAX_CHARS: each well within its bound.
+RESULT_INLINE_MAX_BYTES = 64 * 1024
+
+
+class PartRef(BaseModel):
+    """A large part of an answer (the whole ARIA snapshot, extracted data) kept in S3."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    sha256: str
+    bytes: int
+    content_type: str
+
+
+class PartLink(BaseModel):
+    """A large part of an answer: a short presigned link, and its sha256 to check it by."""
+
+    url: str
+    sha256: str
+    bytes: int
+    content_type: str
+
+
 class Answer(BaseModel):
     """What a session's worker answers to one command."""
 
@@ -145,6 +171,7 @@ class Answer(BaseModel):
     ran: int = 0  # steps of the command that ran (the last one failed when not ok)
     observation: Observation | None = None
     screenshot_key: str | None = None
+    parts: dict[str, PartRef] = Field(default_factory=dict)
 
 
 class SessionView(BaseModel):
@@ -180,6 +207,12 @@ class StepsAnswer(BaseModel):
     result: dict[str, Any] = Field(default_factory=dict)
     error: dict[str, Any] | None = None
     observation: Observation | None = None
+    parts: dict[str, PartLink] = Field(
+        default_factory=dict,
+        description="what was too large to answer inline, each by a link and its sha256: "
+        "`result` (the extracted data, then `{}` inline), `aria_snapshot` (the whole tree "
+        "when the inline one is cut: `aria_truncated`)",
+    )
 
 
 class CommandView(BaseModel):

@@ -14,17 +14,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pagefleet.browsing.answers import answered, steps_answer
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.commands import (
-    EXPIRED_KIND,
     CommandLedger,
     CommandRecord,
     CommandState,
-    expired_answer,
     fingerprint,
     session_steps,
 )
@@ -56,6 +55,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.admission import Quotas, submit
+from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
@@ -64,6 +64,12 @@ COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
 STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
+
+
+class SavedSessions(Protocol):
+    """The tenants' saved login sessions, as far as opening one needs (SessionArchive)."""
+
+    def info(self, tenant_id: str, name: str) -> SessionInfo | None: ...
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,8 @@ class Sessions:
     max_wait_s: float = float(MAX_WAIT_S)
     # Told of each session found lost (the API counts them: the lost-sessions alarm).
     on_lost: Callable[[JobRecord], None] = lambda job: None
+    # Where a session's use_session is looked up at open (None: left to its worker).
+    saved: SavedSessions | None = None
     # Open sessions' requests this process has read, by (tenant, session): see open_request.
     _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
 
@@ -90,9 +98,7 @@ class Sessions:
         if known is not None:
             return known
         job = get_session(self, tenant_id, session_id)
-        status, _ = status_of(job)
-        if status in ("closed", "lost"):
-            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        refuse_ended(job)
         while len(self._open) >= MAX_KEPT_SESSIONS:
             self._open.pop(next(iter(self._open)))
         self._open[key] = job.request
@@ -100,6 +106,10 @@ class Sessions:
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
+
+    def presign(self, key: str) -> str:
+        """A link to one of the session's artifacts, for as long as links last."""
+        return self.jobs.artifacts.presign_get(key, self.presign_ttl_s)
 
     def require_commands(self) -> CommandLedger:
         if self.commands is None:
@@ -134,6 +144,16 @@ def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
     return "closed", reasons.get(status, "failed")
 
 
+def refuse_ended(job: JobRecord) -> None:
+    """409 for a session that is closed or lost, or closing: deleted while it ran (its
+    worker is winding it down and answers no step)."""
+    status, _ = status_of(job)
+    if status not in ("closed", "lost") and job.cancel_requested_at is not None:
+        status = "closed"
+    if status in ("closed", "lost"):
+        raise SessionEnded(f"browser session {job.job_id} is {status}", status=status)
+
+
 def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
@@ -156,6 +176,7 @@ def open_session(
     )
     steps: list[dict[str, Any]] = []
     if body.use_session is not None:
+        check_saved(sessions, tenant_id, body.use_session)
         steps.append({"action": "use_session", "name": body.use_session})
     options = body.options.model_dump(mode="json", exclude_unset=True)
     try:
@@ -178,6 +199,21 @@ def open_session(
         channel.close(terms.channel)
         raise
     return admitted.submitted.job
+
+
+def check_saved(sessions: Sessions, tenant_id: str, name: str) -> None:
+    """422 at open for a use_session that was never saved or has expired: its worker would
+    fail it, after it took a running slot and a browser context."""
+    if sessions.saved is None:
+        return
+    info = sessions.saved.info(tenant_id, name)
+    if info is None or info.expired(sessions.jobs.lifecycle.now()):
+        why = "has expired" if info is not None else "does not exist"
+        raise InvalidField(
+            f"the saved session {name!r} {why}; save one with a save_session step "
+            "(GET /v1/sessions lists them)",
+            field="use_session",
+        )
 
 
 def get_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
@@ -289,7 +325,7 @@ def run_steps(
             field="command_id",
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        return _answered(sessions, record, "ready")
+        return answered(sessions.presign, record, "ready")
     # New, or a retry whose first delivery may never have arrived: sent (again). The
     # worker's claim on the record runs it once whatever number of copies reach it.
     delivery = Command(id=new_ulid(), command_id=given, steps=dumped, observe=body.observe)
@@ -304,15 +340,14 @@ def run_steps(
     except ChannelGone:
         answer = None
     if answer is not None:
-        return _steps_answer(sessions, session_id, given, answer, "ready")
+        return steps_answer(sessions.presign, session_id, given, answer, "ready")
     view = read_command(sessions, tenant_id, session_id, given)
     if view.state == "done" and view.answer is not None:
         return view.answer
     job = get_session(sessions, tenant_id, session_id)
-    if job.status.is_final:
+    if job.status.is_final or job.cancel_requested_at is not None:
         sessions.forget(tenant_id, session_id)
-        status, _ = status_of(job)
-        raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        refuse_ended(job)
     return view.answer or view
 
 
@@ -335,36 +370,8 @@ def read_command(
         state = "lost"  # its worker went while it ran: whether its steps ran is unknown
     answer = None
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        answer = _answered(sessions, record, status)
+        answer = answered(sessions.presign, record, status)
     return CommandView(session_id=session_id, command_id=command_id, state=state, answer=answer)
-
-
-def _answered(sessions: Sessions, record: CommandRecord, status: SessionStatus) -> StepsAnswer:
-    if record.state is CommandState.EXPIRED or record.answer is None:
-        answer = expired_answer(record.command_id)
-        return _steps_answer(sessions, record.session_id, record.command_id, answer, status)
-    return _steps_answer(sessions, record.session_id, record.command_id, record.answer, status)
-
-
-def _steps_answer(
-    sessions: Sessions, session_id: str, command_id: str, answer: Answer, status: SessionStatus
-) -> StepsAnswer:
-    observation = answer.observation
-    if observation is not None and answer.screenshot_key is not None:
-        link = sessions.jobs.artifacts.presign_get(answer.screenshot_key, sessions.presign_ttl_s)
-        observation = observation.model_copy(update={"screenshot_url": link})
-    expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
-    return StepsAnswer(
-        session_id=session_id,
-        command_id=command_id,
-        state="expired" if expired else "done",
-        status=status,
-        ok=answer.ok,
-        ran=answer.ran,
-        result=answer.result,
-        error=answer.error,
-        observation=observation,
-    )
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:

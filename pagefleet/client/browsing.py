@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -46,6 +47,8 @@ def steps_body(
 
 class _Requests(Protocol):
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+
+    def download(self, url: str) -> bytes: ...
 
 
 class BrowsingCalls:
@@ -137,6 +140,16 @@ class BrowsingCalls:
         """A command of the session: pending, running, or with its answer (holds nothing)."""
         path = f"/v1/browser-sessions/{session_id}/commands/{command_id}"
         return CommandView.model_validate(self._request("GET", path).json())
+
+    def answer_part(self: _Requests, answer: StepsAnswer, name: str) -> bytes:
+        """A part of an answer too large to come inline (``result``: the extracted data as
+        JSON; ``aria_snapshot``: the whole tree), checked against its sha256."""
+        part = answer.parts[name]
+        data = self.download(part.url)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != part.sha256:
+            raise ValueError(f"answer part {name}: sha256 {digest} differs from {part.sha256}")
+        return data
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
         """A browser session: its state, its steps so far and their answers."""

@@ -265,3 +265,36 @@ def test_the_api_refuses_sessions_past_the_tenants_running_slots(
             assert refused.value.status == 429 and "max_running" in str(refused.value)
         finally:
             api.close_session(first)
+
+
+def test_an_answer_larger_than_a_queue_message_comes_whole_by_reference(
+    stack: LocalStack, client: PagefleetClient
+) -> None:
+    # Finding 5: an extract result or an ARIA snapshot past SQS's 256 KiB was sent as is;
+    # the send failed and the session died with it.
+    sid = client.open_session(idle_timeout_s=120).session_id
+    try:
+        went = client.session_steps(
+            sid,
+            [
+                {"action": "goto", "url": f"{stack.site_url}/long.html"},
+                {"action": "extract", "name": "catalogue", "selector": "#items"},
+            ],
+        )
+        assert went.ok, went.error
+        assert went.result == {} and set(went.parts) == {"result", "aria_snapshot"}
+        assert went.parts["result"].bytes > 256 * 1024
+        data = json.loads(client.answer_part(went, "result"))
+        text = data["catalogue"]  # the list's text, every item of it
+        assert text.count("Item ") == 6000 and "Item 6000: a line" in text
+        assert went.observation is not None and went.observation.aria_truncated
+        tree = client.answer_part(went, "aria_snapshot").decode()
+        assert "Item 6000" in tree and len(tree) > len(went.observation.aria_snapshot or "")
+        # The session lives on, and its record keeps the answer.
+        assert client.session_steps(sid, {"action": "goto", "url": f"{stack.site_url}/"}).ok
+        read = client.get_command(sid, went.command_id)
+        assert read.answer is not None and read.answer.parts["result"].sha256 == (
+            went.parts["result"].sha256
+        )
+    finally:
+        client.close_session(sid)

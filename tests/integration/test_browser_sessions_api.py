@@ -4,13 +4,17 @@ session that never started, and its audit records."""
 
 from __future__ import annotations
 
+import time
+
 import boto3
 import pytest
 
 from devstack.provision import Provisioned
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import session_queue_prefix
 from pagefleet.tenancy.api_keys import create_api_key
+from pagefleet.tenancy.sessions import SessionArchive
 from tests.support.api import ApiCaller
 
 
@@ -140,3 +144,38 @@ def test_a_step_not_answered_in_time_is_a_202_with_its_command_read_by_its_id(
     assert ended.body["state"] == "expired"
     assert ended.body["answer"]["ok"] is False
     assert ended.body["answer"]["error"]["kind"] == "expired"
+
+
+def test_a_use_session_never_saved_or_expired_is_a_422_at_open(
+    owner: ApiCaller, api_env: Provisioned
+) -> None:
+    archive = SessionArchive(boto3.client("s3"), api_env.artifacts_bucket)
+    now = time.time()
+    archive.save("sessions-a", "shop-login", {"cookies": []}, ttl_s=3600, now=now)
+    archive.save("sessions-a", "old-login", {"cookies": []}, ttl_s=60, now=now - 120)
+    for name, why in (("never-saved", "does not exist"), ("old-login", "has expired")):
+        refused = owner.call("POST", "/v1/browser-sessions", body={"use_session": name})
+        assert refused.status == 422, refused.body
+        assert refused.error["field"] == "use_session" and why in refused.error["message"]
+    assert owner.call("GET", "/v1/jobs").body["jobs"] == []  # no slot taken, nothing queued
+    opened = owner.call("POST", "/v1/browser-sessions", body={"use_session": "shop-login"})
+    assert opened.status == 201, opened.body
+    owner.call("DELETE", f"/v1/browser-sessions/{opened.body['session_id']}")
+
+
+def test_a_step_to_a_session_deleted_while_it_runs_is_a_409(owner: ApiCaller) -> None:
+    """Its worker winds it down and answers nothing: the step is refused at once as closed,
+    not left to its wait (the worker is played: claimed, then never answering)."""
+    from functions.api import app as api_app
+
+    sid = owner.call("POST", "/v1/browser-sessions", body={"idle_timeout_s": 60}).body["session_id"]
+    now = int(utcnow().timestamp())
+    api_app.services().store.claim(
+        "sessions-a", sid, owner="w1", lease_until=now + 120, now=now, started_at=iso(utcnow())
+    )
+    assert owner.call("GET", f"/v1/browser-sessions/{sid}").body["status"] == "ready"
+    assert owner.call("DELETE", f"/v1/browser-sessions/{sid}").status == 200
+    step = {"step": {"action": "press", "selector": "body", "key": "Tab"}, "wait_s": 1}
+    refused = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body=step)
+    assert refused.status == 409, refused.body
+    assert refused.error["code"] == "session_ended" and "closed" in refused.error["message"]

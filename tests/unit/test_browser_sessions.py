@@ -37,6 +37,7 @@ from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow import STEP_ADAPTER, Step
+from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
 from tests.fakes import FakeClock
 from tests.fakes.session_channel import FakeSessionChannel
@@ -101,7 +102,11 @@ class ScriptedLoop(SessionLoop):
     def __init__(self, world: World, job: JobRecord, reply: Callable[[Command], Answer]):
         assert job.request.session is not None
         ctx: Any = SimpleNamespace(
-            result={}, tenant_id=job.tenant_id, plan=SimpleNamespace(job_id=job.job_id), events=None
+            result={},
+            tenant_id=job.tenant_id,
+            plan=SimpleNamespace(job_id=job.job_id),
+            events=None,
+            masker=Masker(),  # the session's record is masked on each write
         )
 
         async def no_evaluate() -> bool:

@@ -13,6 +13,7 @@ from pagefleet.browsing.channel import ChannelGone
 from pagefleet.browsing.commands import CommandRecord
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.workflow.masking import Masker
 from tests.fakes.session_commands import FakeCommandLedger
 
 CHANNEL = "0" * 26
@@ -44,7 +45,7 @@ def run(
     clock = [0.0]
     channel = ScriptedChannel(script, clock)
     ctx: Any = SimpleNamespace(
-        result={}, tenant_id="t", plan=SimpleNamespace(job_id="s"), events=None
+        result={}, tenant_id="t", plan=SimpleNamespace(job_id="s"), events=None, masker=Masker()
     )
 
     async def no_evaluate() -> bool:
