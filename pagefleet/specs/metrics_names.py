@@ -64,8 +64,6 @@ DIM_STATUS = "status"
 FINAL_STATES = ("succeeded", "failed", "timed_out", "cancelled", "expired", "dead_lettered")
 FAILED_STATES = ("failed", "timed_out", "dead_lettered")
 
-DEAD_LETTERED = "JobsDeadLettered"  # count of jobs marked dead_lettered; dims: service
-
 # The live WebSocket API (functions/live): connects accepted / refused, idle connections closed.
 LIVE_CONNECTS = "LiveConnects"
 LIVE_REFUSED = "LiveConnectsRefused"

@@ -365,7 +365,9 @@ def _metrics_of(props: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if "MetricStat" in query:
             yield query["MetricStat"]["Metric"]
     tracking = props.get("TargetTrackingScalingPolicyConfiguration", {})
-    yield from _metrics_of(tracking.get("CustomizedMetricSpecification", {}))
+    # Only a policy's own spec recurses (an empty one would recurse forever).
+    if "CustomizedMetricSpecification" in tracking:
+        yield from _metrics_of(tracking["CustomizedMetricSpecification"])
 
 
 def account_wide(raw: dict[str, Any]) -> set[str]:
