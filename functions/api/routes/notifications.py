@@ -47,7 +47,7 @@ def get_notifications() -> Response[str]:
 @router.put(
     "/notifications",
     summary="Set (or clear, with null) the tenant's default completion webhook",
-    responses=documented({200: ("the settings", NotifySettings)}, 422),
+    responses=documented({200: ("the settings", NotifySettings)}, 400, 422),
     tags=["notifications"],
 )
 def put_notifications(request: Annotated[NotifySettingsRequest, Body()]) -> Response[str]:
