@@ -22,12 +22,13 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
+from browser_task.run.aria_view import shape
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
-from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
+from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
@@ -37,6 +38,8 @@ POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
+# The selector of an element by its ref in an "ai" ARIA snapshot.
+ARIA_REF = "aria-ref="
 
 EvaluateAllowed = Callable[[], Awaitable[bool]]
 
@@ -58,6 +61,8 @@ class SessionLoop:
         self._clock = clock
         self.recorded: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
+        # The last ARIA snapshot of each scope observed ("" the page's): what a diff is against.
+        self._last_aria: dict[str, str] = {}
         self._screenshots = 0
         # What the session ends with, kept in the context: a cancel or the watchdog write
         # the context's result, and the steps so far must survive them.
@@ -111,10 +116,11 @@ class SessionLoop:
             return Answer(id=command.id, ok=False, error=_error(refusal))
         ran, failure = 0, None
         extracted: dict[str, Any] = {}
-        for step in steps:
+        for given in steps:
             ctx.result = {}  # this step's extracts
-            label = describe(step, ctx.masker)
+            label = describe(given, ctx.masker)
             try:
+                step = await lasting_refs(given, ctx.page)
                 assert ctx.secrets is not None
                 [ready], ctx.masker = await render_command(
                     [step], ctx.plan, ctx.secrets, ctx.masker
@@ -174,13 +180,12 @@ class SessionLoop:
         key: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             seen["title"] = ctx.mask(await page.title())
-        if observe.aria:
-            with contextlib.suppress(PlaywrightError, TimeoutError):
-                tree = ctx.mask(
-                    await page.locator("body").aria_snapshot(timeout=OBSERVE_TIMEOUT_MS)
-                )
-                seen["aria_truncated"] = len(tree) > ARIA_MAX_CHARS
-                seen["aria_snapshot"] = tree[:ARIA_MAX_CHARS]
+        view = observe.aria_view()
+        if view is not None:
+            seen.update(await self._aria(page, view))
+        tabs = await _tabs(page, ctx.mask)
+        if tabs:
+            seen["tabs"] = tabs
         if observe.screenshot:
             self._screenshots += 1
             name = f"session-{self._screenshots:04d}.png"
@@ -197,6 +202,28 @@ class SessionLoop:
                     answer = answer.model_copy(update={"error": _error(error)})
         observation = Observation.model_validate(seen)
         return answer.model_copy(update={"observation": observation, "screenshot_key": key})
+
+    async def _aria(self, page: Any, view: AriaView) -> dict[str, Any]:
+        """The observation's ARIA fields: the snapshot of the page (or of ``scope``), shaped."""
+        root = page.locator(view.scope).first if view.scope else page.locator("body")
+        try:
+            # "ai" mode: iframes' content too, and each element's ref, which the selector
+            # aria-ref=REF reaches (resolve_refs makes it a lasting one in the steps kept).
+            tree = self.ctx.mask(await root.aria_snapshot(mode="ai", timeout=OBSERVE_TIMEOUT_MS))
+        except (PlaywrightError, TimeoutError) as exc:
+            problem = first_line(str(getattr(exc, "message", None) or exc))
+            if view.scope:
+                problem = f"scope {view.scope!r} matched nothing in time: {problem}"
+            return {"aria_error": problem}
+        key = view.scope or ""
+        shaped = shape(tree, self._last_aria.get(key), max_chars=view.max_chars, diff=view.diff)
+        self._last_aria[key] = tree
+        return {
+            "aria_snapshot": shaped.text,
+            "aria_truncated": shaped.truncated,
+            "aria_diff": shaped.diff if view.diff else None,
+            "aria_chars": shaped.chars,
+        }
 
 
 async def run_session(
@@ -218,6 +245,46 @@ async def run_session(
         # and reads the session's end from its record.
         with contextlib.suppress(Exception):
             await asyncio.to_thread(channel.close, terms.channel)
+
+
+async def lasting_refs(step: Step, page: Any) -> Step:
+    """``step`` with an ``aria-ref=REF`` selector (a ref of the last observation) made the
+    lasting selector of the element it names (role and name, test id...): the step runs on
+    that element, and is kept so, for a saved workflow to find it again in a later run."""
+    selector = getattr(step, "selector", None)
+    if not (isinstance(selector, str) and selector.startswith(ARIA_REF)):
+        return step
+    try:
+        normalized = await asyncio.wait_for(
+            page.locator(selector).normalize(), OBSERVE_TIMEOUT_MS / 1000
+        )
+    except (PlaywrightError, TimeoutError) as exc:
+        raise FailJob(
+            f"{selector} is not in the page's last observation "
+            f"({first_line(str(getattr(exc, 'message', None) or exc))}): observe again and "
+            "use a ref from it",
+            kind="step_failed",
+        ) from None
+    # The driver's resolved selector (Python has no locator generator of its own).
+    resolved = normalized._impl_obj._selector
+    kept = step.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+    kept.pop("frame", None)  # a ref is the page's: its lasting selector enters the frames
+    return STEP_ADAPTER.validate_python({**kept, "selector": resolved})
+
+
+async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The context's pages when a popup or a new tab opened beside the session's own."""
+    pages = [p for p in page.context.pages if not p.is_closed()]
+    if len(pages) < 2:
+        return []
+    out = []
+    for index, other in enumerate(pages):
+        title = ""
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            title = await other.title()
+        tab = {"index": index, "url": mask(other.url), "title": mask(title)}
+        out.append({**tab, "current": True} if other is page else tab)
+    return out
 
 
 def _error(failure: JobFailure) -> dict[str, Any]:

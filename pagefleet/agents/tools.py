@@ -188,11 +188,13 @@ class AgentTools:
     def run_step(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
         # The raw steps go on: the API parses them as it stores them ({{inputs.x}} and all).
         given = raw["step"] if a.step is not None else raw["steps"]
-        answer = self.client.session_steps(a.session_id, given, screenshot=a.screenshot)
+        answer = self.client.session_steps(
+            a.session_id, given, screenshot=a.screenshot, aria=a.aria()
+        )
         return self._observed(_dump(answer))
 
     def observe(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
-        answer = self.client.session_steps(a.session_id, [], screenshot=a.screenshot)
+        answer = self.client.session_steps(a.session_id, [], screenshot=a.screenshot, aria=a.aria())
         return self._observed(_dump(answer))
 
     def _observed(self, body: dict[str, Any]) -> ToolAnswer:

@@ -40,10 +40,12 @@ class BrowsingCalls:
         steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
         screenshot: bool = False,
-        aria: bool = True,
+        aria: bool | Mapping[str, Any] = True,
     ) -> StepsAnswer:
-        """Run one step (a mapping) or a list in the session; the outcome and observation."""
-        body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": aria}}
+        """Run one step (a mapping) or a list in the session; the outcome and observation.
+        ``aria``: whether to observe the ARIA snapshot, or how ({scope, max_chars, diff})."""
+        view = aria if isinstance(aria, bool) else dict(aria)
+        body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": view}}
         if isinstance(steps, Mapping):
             body["step"] = dict(steps)
         else:
