@@ -5,7 +5,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Newer jsii names the end-of-life warning for Node 20 this way.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap ensure-node
+.PHONY: run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap ensure-node docs
 
 ## Run the platform on the embedded local stack and watch the example jobs succeed.
 run: deps chromium ffmpeg
@@ -43,6 +43,13 @@ typecheck: deps
 fmt: deps
 	.venv/bin/ruff format .
 	.venv/bin/ruff check --fix .
+
+## The docs site: the reference pages written again from the code (docs/reference/), then
+## the site built strictly into site/ (a broken link or a page left out fails). make test
+## checks both (tests/unit/test_docs_reference.py, tests/unit/test_docs_site.py).
+docs: deps ensure-node
+	$(PY) scripts/docs_reference.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
 ## Synthesize the CDK app to cdk.out/ offline (no Docker, no AWS credentials).
 synth: deps ensure-node
@@ -99,4 +106,4 @@ ensure-node:
 	@scripts/ensure-node.sh
 
 clean:
-	rm -rf .venv .tools cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .venv .tools cdk.out site .pytest_cache .mypy_cache .ruff_cache

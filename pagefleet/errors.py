@@ -23,6 +23,8 @@ class PagefleetError(Exception):
 
 # --- client must change the request ------------------------------------------------------
 class InvalidRequest(PagefleetError):
+    """The request is malformed (a bad cursor, header or value): fix what ``field`` names."""
+
     code = "invalid_request"
 
     def __init__(self, message: str, *, field: str | None = None, **details: Any) -> None:
@@ -71,6 +73,9 @@ class RequestTooLarge(InvalidRequest):
 
 
 class NotFound(PagefleetError):
+    """No such job, workflow, schedule or session for this tenant (another's is not found
+    either): check the id."""
+
     code = "not_found"
 
 
@@ -81,6 +86,8 @@ class IdempotencyKeyReused(PagefleetError):
 
 
 class JobNotCancellable(PagefleetError):
+    """The job already ended: nothing to cancel (the message names its state)."""
+
     code = "conflict"
 
 
@@ -91,10 +98,14 @@ class JobNotInReview(PagefleetError):
 
 
 class Unauthorized(PagefleetError):
+    """No API key, or an unknown or revoked one: send ``Authorization: Bearer <key>``."""
+
     code = "unauthorized"
 
 
 class Forbidden(PagefleetError):
+    """The route needs an admin API key: ask an operator."""
+
     code = "forbidden"
 
 

@@ -2,7 +2,8 @@
 
 The REST API is a ``LambdaRestApi(proxy=True)`` (infra/constructs/api.py): two resources,
 ``/`` and ``/{proxy+}``, each with ANY, proxied to one function whose Powertools resolver
-owns the routes. ``proxy_resource`` is that route table; there is no other.
+owns the routes, and a resource for each public route (no key), with only its method.
+``proxy_resource`` is that route table; there is no other.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from pagefleet.specs.gateway import PUBLIC_ROUTES, gateway_body
 
 # API Gateway refuses request payloads above 10 MB before any Lambda runs.
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024
 
 ROOT_RESOURCE = "/"
 PROXY_RESOURCE = "/{proxy+}"
+# Resources of their own, with only their public method (infra/constructs/api.py).
+PUBLIC_PATHS = frozenset(path for _, path in PUBLIC_ROUTES)
 
 
 @dataclass(frozen=True)
@@ -63,14 +67,18 @@ class HttpResponse:
 
 
 def gateway_error(status: int, message: str | None, request_id: str | None = None) -> HttpResponse:
-    """An answer API Gateway writes itself (no Lambda involved): ``{"message": ...}``."""
-    return HttpResponse.json(status, {"message": message}, request_id)
+    """An answer API Gateway writes itself (no Lambda involved), through the gateway
+    response the stack configures for it: ``{"error": {"code", "message"}}``."""
+    return HttpResponse.json(status, gateway_body(status, message), request_id)
 
 
 def proxy_resource(path: str) -> tuple[str, dict[str, str]]:
-    """The resource a path lands on, and its path parameters: ``/`` or greedy ``{proxy+}``."""
+    """The resource a path lands on, and its path parameters: ``/``, a public route's own
+    resource (``/openapi.json``: more specific than the greedy one), or ``{proxy+}``."""
     if path == "/":
         return ROOT_RESOURCE, {}
+    if path in PUBLIC_PATHS:
+        return path, {}
     return PROXY_RESOURCE, {"proxy": path[1:]}
 
 

@@ -8,7 +8,9 @@ API Gateway's authorizer cache; its policy is evaluated against the method ARN.
 Lambda outcomes are answered as API Gateway answers them: a handler error, a crashed
 runtime or a malformed proxy result is 502, an invocation over the integration timeout (29 s)
 is 504, an event over Lambda's 6 MB payload limit is 413. Authorizer errors are 500, except
-the ``Unauthorized`` error, which is 401.
+the ``Unauthorized`` error, which is 401. Its own answers carry the API's error shape, as the
+stack's gateway responses make AWS answer (pagefleet/specs/gateway.py); the public routes
+(``GET /openapi.json``) skip the authorizer, as their methods on AWS have none.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from devstack.gateway.events import (
     MAX_PAYLOAD_BYTES,
+    PUBLIC_PATHS,
     HttpRequest,
     HttpResponse,
     gateway_error,
@@ -40,6 +43,7 @@ from devstack.lambda_env import (
     LambdaFunction,
     PayloadTooLarge,
 )
+from pagefleet.specs.gateway import PUBLIC_ROUTES
 from pagefleet.specs.resources import API_STAGE
 
 # API Gateway's default (and, for edge-optimized APIs, maximum) integration timeout.
@@ -154,8 +158,13 @@ class RestApi:
         if staged is None:
             return gateway_error(403, "Forbidden", request_id)
         request = staged
+        resource, _ = proxy_resource(request.path)
+        public = (request.method, request.path) in PUBLIC_ROUTES
+        if resource in PUBLIC_PATHS and not public:
+            # The public route's own resource has no other method (API Gateway's answer).
+            return gateway_error(403, "Missing Authentication Token", request_id)
         authorizer_context: dict[str, Any] | None = None
-        if self.authorizer is not None:
+        if self.authorizer is not None and not public:
             outcome = self._authorize(request, request_id)
             if isinstance(outcome, HttpResponse):
                 return outcome

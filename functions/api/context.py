@@ -153,12 +153,15 @@ def json_document(status: int, document: Mapping[str, Any]) -> Response[str]:
 
 
 def documented(
-    ok: dict[int, tuple[str, type[BaseModel]]], *errors: int
+    ok: dict[int, tuple[str, type[BaseModel]] | str], *errors: int
 ) -> dict[int, OpenAPIResponse]:
-    """``responses=`` for a route: its success bodies and the error statuses it may answer."""
+    """``responses=`` for a route: its success bodies (a bare description: no body, as a
+    204 answers) and the error statuses it may answer."""
     out: dict[int, OpenAPIResponse] = {
-        status: {"description": text, "content": {"application/json": {"model": model}}}
-        for status, (text, model) in ok.items()
+        status: {"description": answer, "content": {}}
+        if isinstance(answer, str)
+        else {"description": answer[0], "content": {"application/json": {"model": answer[1]}}}
+        for status, answer in ok.items()
     }
     for status in sorted({401, 422, 500, *errors}):
         out[status] = {

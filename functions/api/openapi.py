@@ -12,6 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
+from pagefleet.specs.gateway import PUBLIC_ROUTES
 from pagefleet.specs.resources import API_STAGE
 
 _DOCUMENTS: dict[int, dict[str, Any]] = {}
@@ -45,6 +46,14 @@ def openapi_schema(app: APIGatewayRestResolver) -> dict[str, Any]:
             servers=[Server(url=f"/{API_STAGE}", description="the API's stage (its version)")],
         )
     )
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for answer in operation["responses"].values():
+                if answer.get("content") == {}:
+                    del answer["content"]  # no body at all (a 204), not an empty one
+    for method, path in PUBLIC_ROUTES:
+        # No key: API Gateway's method for it has no authorizer (pagefleet/specs/gateway.py).
+        document["paths"][path][method.lower()]["security"] = []
     _DOCUMENTS[id(app)] = document
     return document
 

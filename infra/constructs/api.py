@@ -24,6 +24,7 @@ from constructs import Construct
 from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge
+from pagefleet.specs.gateway import GATEWAY_RESPONSES, PUBLIC_ROUTES, response_template
 from pagefleet.specs.resources import API_STAGE, DEFAULT_POOL
 from pagefleet.specs.settings import ApiSettings, AuthorizerSettings
 
@@ -158,12 +159,48 @@ class Api(Construct):
                 authorization_type=apigw.AuthorizationType.CUSTOM,
             ),
         )
+        self._public_routes(functions)
+        self._gateway_responses()
         self.stage = self.rest_api.deployment_stage
         account.logs_through(self.stage)
         self.firewall = (
             ApiFirewall(self, "Firewall", config=config, stage=self.stage) if config.waf else None
         )
         self._acknowledge(config)
+
+    def _public_routes(self, functions: LambdaFactory) -> None:
+        """A resource per keyless route, with only its method and no authorizer (more
+        specific than ``{proxy+}``, so API Gateway routes it here). ``root.add_resource``
+        refuses on a proxying LambdaRestApi; a Resource given the root as parent does not."""
+        integration = apigw.LambdaIntegration(functions.alias("api"))
+        for method, path in PUBLIC_ROUTES:
+            resource = apigw.Resource(
+                self,
+                "Public" + "".join(c for c in path.title() if c.isalnum()),
+                parent=self.rest_api.root,
+                path_part=path.strip("/"),
+            )
+            public = resource.add_method(
+                method, integration, authorization_type=apigw.AuthorizationType.NONE
+            )
+            acknowledge(
+                public,
+                "APIG4",
+                f"{method} {path} is public on purpose: the API's own description, which "
+                "clients and tools read before they hold a key.",
+            )
+            acknowledge(public, "COG4", "A public route: no authorizer of any kind.")
+
+    def _gateway_responses(self) -> None:
+        """API Gateway's own answers (a refused key, throttling, a timeout) in the API's
+        error shape instead of ``{"message": ...}`` (pagefleet/specs/gateway.py)."""
+        for response in GATEWAY_RESPONSES:
+            self.rest_api.add_gateway_response(
+                f"Gateway{response.type.title().replace('_', '')}",
+                type=apigw.ResponseType.of(response.type),
+                status_code=str(response.status) if response.status else None,
+                templates={"application/json": response_template(response)},
+            )
 
     def _acknowledge(self, config: StageConfig) -> None:
         acknowledge(

@@ -97,7 +97,7 @@ class ApiError(Exception):
                     if isinstance(raw, list)
                     else None
                 )
-            elif "message" in payload:  # API Gateway's own answers: {"message": "Unauthorized"}
+            elif "message" in payload:  # API Gateway without our gateway responses: {"message"}
                 message = str(payload.get("message") or message)
                 code = {401: "unauthorized", 403: "forbidden", 413: "request_too_large"}.get(
                     response.status_code, code
@@ -161,6 +161,7 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
 
     # --- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the HTTP connections (``with PagefleetClient(...)`` does it on exit)."""
         self._http.close()
         self._downloads.close()
 
@@ -234,6 +235,7 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         workflow: str | None = None,
         schedule_id: str | None = None,
     ) -> Iterator[Job]:
+        """Every job ``list`` would page through, reading the next page as it goes."""
         cursor: str | None = None
         while True:
             page = self.list(
@@ -407,6 +409,8 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         return response.content
 
     def download_verified(self, artifact: ArtifactLink) -> bytes:
+        """``download`` an artifact and check it against its recorded sha256
+        (``ChecksumMismatch`` when it differs)."""
         data = self.download(artifact.url)
         digest = hashlib.sha256(data).hexdigest()
         if digest != artifact.sha256:

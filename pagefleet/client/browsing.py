@@ -54,10 +54,12 @@ class BrowsingCalls:
         return StepsAnswer.model_validate(self._request("POST", path, json=body).json())
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
+        """A browser session: its state, its steps so far and their answers."""
         path = f"/v1/browser-sessions/{session_id}"
         return SessionView.model_validate(self._request("GET", path).json())
 
     def close_session(self: _Requests, session_id: str) -> SessionView:
+        """Close a browser session (idempotent): its slot is released at once."""
         path = f"/v1/browser-sessions/{session_id}"
         return SessionView.model_validate(self._request("DELETE", path).json())
 
@@ -68,7 +70,8 @@ class BrowsingCalls:
         inputs: Mapping[str, Any] | None = None,
         description: str | None = None,
     ) -> SavedWorkflow:
-        """The session's successful steps as the next version of workflow ``name``."""
+        """The session's successful steps as the next version of workflow ``name`` (a
+        workflow, not a login: the ``save_session`` step is what saves a login)."""
         body: dict[str, Any] = {"name": name, "inputs": dict(inputs or {})}
         if description is not None:
             body["description"] = description

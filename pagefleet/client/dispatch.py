@@ -84,6 +84,7 @@ class DispatchCalls:
         return ScheduleView.model_validate_json(response.content)
 
     def schedule_runs(self: _Requests, schedule_id: str, limit: int = 20) -> ScheduleRuns:
+        """The jobs a schedule made, newest first, each with its scheduled time."""
         path = f"/v1/schedules/{schedule_id}/runs"
         return ScheduleRuns.model_validate_json(
             self._request("GET", path, params={"limit": limit}).content

@@ -16,6 +16,7 @@ import pytest
 from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import LocalStack
 from pagefleet.client import ApiError, PagefleetClient
+from tests.support.suites import DEMO_COMMAND, STACK_STOP
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -83,7 +84,7 @@ def test_request_without_a_valid_key_is_401(stack: LocalStack) -> None:
         missing = http.get("/v1/jobs")
         wrong = http.get("/v1/jobs", headers={"Authorization": "Bearer pf_not_a_key"})
     assert missing.status_code == 401
-    assert missing.json() == {"message": "Unauthorized"}
+    assert missing.json() == {"error": {"code": "unauthorized", "message": "Unauthorized"}}
     assert wrong.status_code == 401
 
 
@@ -145,12 +146,14 @@ def test_cli_submit_wait_status_and_jobs_talk_to_the_api(stack: LocalStack) -> N
     assert missing.returncode == 2 and "404" in missing.stderr
 
 
+@pytest.mark.xdist_group(DEMO_COMMAND)  # its own stack: runs beside the module's
 def test_demo_command_exits_zero_when_every_example_succeeds() -> None:
     run = _cli("demo", "--api-port", "0", timeout=480)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "all examples succeeded" in run.stdout
 
 
+@pytest.mark.xdist_group(STACK_STOP)  # its own stack: runs beside the module's
 def test_stopping_a_stack_leaves_no_process_behind() -> None:
     import psutil
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match
 
+from pagefleet.api.contract import ErrorBody
+from pagefleet.specs.gateway import GATEWAY_RESPONSES, PUBLIC_ROUTES
 from pagefleet.specs.settings import (
     ApiSettings,
     AuthorizerSettings,
@@ -138,7 +140,8 @@ def test_rest_api_with_authorizer_throttling_and_access_logs(synth) -> None:
     assert len(authorizers) == 1
     assert authorizer_fn in json.dumps(next(iter(authorizers.values()))["Properties"])
     methods = synth.props("AWS::ApiGateway::Method")
-    assert methods and all(m["AuthorizationType"] == "CUSTOM" for m in methods)
+    keyed = [m for m in methods if m["HttpMethod"] == "ANY"]
+    assert keyed and all(m["AuthorizationType"] == "CUSTOM" for m in keyed)
     config = synth.stack.config
     synth.template.has_resource_properties(
         "AWS::ApiGateway::Stage",
@@ -173,3 +176,32 @@ def test_dockerfile_pins_playwright_to_the_lock() -> None:
     assert f"ARG PLAYWRIGHT_VERSION={version}\n" in dockerfile
     assert "mcr.microsoft.com/playwright/python:v${PLAYWRIGHT_VERSION}-noble" in dockerfile
     assert "\nUSER pwuser\n" in dockerfile
+
+
+def test_only_the_public_routes_answer_without_a_key(synth) -> None:
+    resources = synth.resources("AWS::ApiGateway::Resource")
+    by_id = {k: r["Properties"]["PathPart"] for k, r in resources.items()}
+    open_methods = {
+        (m["HttpMethod"], "/" + by_id[m["ResourceId"]["Ref"]])
+        for m in synth.props("AWS::ApiGateway::Method")
+        if m["AuthorizationType"] != "CUSTOM"
+    }
+    assert open_methods == set(PUBLIC_ROUTES)
+    for method in synth.props("AWS::ApiGateway::Method"):
+        if method["AuthorizationType"] != "CUSTOM":
+            assert method["AuthorizationType"] == "NONE" and "AuthorizerId" not in method
+            assert method["Integration"]["Type"] == "AWS_PROXY"
+
+
+def test_api_gateways_own_errors_carry_the_apis_error_shape(synth) -> None:
+    answers = {r["ResponseType"]: r for r in synth.props("AWS::ApiGateway::GatewayResponse")}
+    assert {"UNAUTHORIZED", "ACCESS_DENIED", "DEFAULT_4XX", "DEFAULT_5XX"} <= set(answers)
+    for response in GATEWAY_RESPONSES:
+        answer = answers[response.type]
+        template = answer["ResponseTemplates"]["application/json"]
+        # What API Gateway renders: $context.error.messageString is the quoted message.
+        body = json.loads(template.replace("$context.error.messageString", '"Unauthorized"'))
+        ErrorBody.model_validate(body)
+        assert body["error"]["code"] == response.code
+        if response.status is not None:
+            assert answer["StatusCode"] == str(response.status)

@@ -96,7 +96,7 @@ def test_malformed_content_length_is_a_400_json_answer(
     status, headers, body, closed = _raw(in_process, request.encode())
     assert status == 400
     assert headers["content-type"] == "application/json"
-    assert "Content-Length" in body["message"]
+    assert "Content-Length" in body["error"]["message"]
     assert headers["connection"] == "close" and closed
     assert "Traceback" not in capfd.readouterr().err
 
@@ -105,7 +105,7 @@ def test_body_shorter_than_announced_is_timed_out_with_408(in_process: LocalGate
     request = b'POST /v1/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"a":'
     status, headers, body, closed = _raw(in_process, request)
     assert status == 408
-    assert body == {"message": "Request Timeout"}
+    assert body == {"error": {"code": "bad_request", "message": "Request Timeout"}}
     assert headers["connection"] == "close" and closed
 
 
@@ -139,7 +139,7 @@ def test_headers_sent_a_byte_at_a_time_are_cut_off_with_408(start: bytes) -> Non
     head, _, body = received.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 "), received
     assert b"Connection: close" in head
-    assert json.loads(body) == {"message": "Request Timeout"}
+    assert json.loads(body) == {"error": {"code": "bad_request", "message": "Request Timeout"}}
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_a_garbage_request_line_is_a_proper_400_that_echoes_nothing(
     status, headers, body, closed = _raw(in_process, line)
     assert status == 400
     assert headers["content-type"] == "application/json"
-    assert body == {"message": "Bad Request"}
+    assert body == {"error": {"code": "bad_request", "message": "Bad Request"}}
     assert headers["connection"] == "close" and closed
 
 
@@ -252,7 +252,9 @@ def test_crashed_environment_is_answered_502_and_replaced(
         crashed = http.get("/crash")
         after = http.get("/echo")
     assert crashed.status_code == 502
-    assert crashed.json() == {"message": "Internal server error"}
+    assert crashed.json() == {
+        "error": {"code": "internal_error", "message": "Internal server error"}
+    }
     assert after.status_code == 200
     assert after.json()["pid"] != before
     assert function.environments == 1
@@ -285,7 +287,9 @@ def test_invocation_over_its_timeout_is_504_and_its_environment_killed(tmp_path:
         gateway.stop()
         function.close()
     assert timed_out.status_code == 504
-    assert timed_out.json() == {"message": "Endpoint request timed out"}
+    assert timed_out.json() == {
+        "error": {"code": "timed_out", "message": "Endpoint request timed out"}
+    }
     assert after.status_code == 200 and after.json()["pid"] != hung_pid
     with pytest.raises(ProcessLookupError):
         os.kill(hung_pid, 0)

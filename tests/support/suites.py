@@ -53,6 +53,21 @@ def _group(path: str) -> str:
     return suite if suite in SHARED_PER_DIRECTORY else module
 
 
+def _own_group(item: pytest.Item) -> str | None:
+    """The group a test names itself (``@pytest.mark.xdist_group("...")``): a test that
+    uses none of its module's shared fixtures, e.g. one that starts its own stack, runs
+    beside the module's other tests instead of after them."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
+def item_group(item: pytest.Item, tests_dir: Path) -> str:
+    """The xdist group ``item`` runs in: the one it names, else its module's (``_group``)."""
+    return _own_group(item) or _group(_suite_path(item, tests_dir) or "")
+
+
 def _in_slice(path: str) -> bool:
     return any(path == entry or path.startswith(entry + "::") for entry in FAST_SLICE)
 
@@ -74,8 +89,14 @@ def mark_suites(items: list[pytest.Item], tests_dir: Path) -> None:
             item.add_marker(pytest.mark.disable_socket)
         if suite not in WHOLE_IN_FAST and not _in_slice(path):
             item.add_marker(pytest.mark.slow)
-        item.add_marker(pytest.mark.xdist_group(_group(path)))
+        if _own_group(item) is None:  # pytest-xdist would join both names into one group
+            item.add_marker(pytest.mark.xdist_group(_group(path)))
 
+
+# The tests that start a whole stack of their own (tests/e2e/test_local_stack.py): each its
+# own group, so neither waits for its module's shared stack nor holds it up.
+DEMO_COMMAND = "e2e/demo-command"
+STACK_STOP = "e2e/stack-stop"
 
 # xdist hands the groups out in collection order; the longest should not start last. These
 # run minutes each (a 200-job browser run, local stacks with CLI runs and killed workers);
@@ -87,6 +108,7 @@ LONGEST_FIRST = (
     "e2e/test_tenancy_e2e.py",
     "chaos/test_process_faults.py",
     "e2e/test_live_runs.py",
+    DEMO_COMMAND,
     "e2e/test_console.py",
 )
 
@@ -96,10 +118,10 @@ def order_for_workers(items: list[pytest.Item], tests_dir: Path) -> None:
     heavy: set[str] = set()
     for item in items:
         if item.get_closest_marker("e2e"):
-            heavy.add(_group(_suite_path(item, tests_dir) or ""))
+            heavy.add(item_group(item, tests_dir))
 
     def rank(item: pytest.Item) -> int:
-        group = _group(_suite_path(item, tests_dir) or "")
+        group = item_group(item, tests_dir)
         if group in LONGEST_FIRST:
             return LONGEST_FIRST.index(group)
         return len(LONGEST_FIRST) + (0 if group in heavy else 1)

@@ -185,7 +185,10 @@ def test_authorizer_raising_unauthorized_is_401_and_handler_never_runs() -> None
     handler = Recorder(OK)
     response = _api(Recorder(error=Exception("Unauthorized")), handler).handle(_request())
     assert response.status == 401
-    assert json.loads(response.body) == {"message": "Unauthorized"}
+    # The API's error shape, as the stack's UNAUTHORIZED gateway response makes AWS answer.
+    assert json.loads(response.body) == {
+        "error": {"code": "unauthorized", "message": "Unauthorized"}
+    }
     assert handler.events == []
 
 
@@ -283,3 +286,23 @@ def test_test_events_are_the_gateways_events() -> None:
     assert event["requestContext"]["authorizer"] == {"tenant_id": "acme"}
     raw = support_rest_event("POST", "/v1/jobs", raw_body=b"\xff")
     assert raw["isBase64Encoded"] is True and base64.b64decode(raw["body"]) == b"\xff"
+
+
+def test_the_public_route_runs_without_the_authorizer_on_its_own_resource() -> None:
+    authorizer, handler = Recorder(_allow()), Recorder(OK)
+    api = _api(authorizer, handler)
+    request = HttpRequest(method="GET", raw_path="/v1/openapi.json", headers=[], body=b"")
+    assert api.handle(request).status == 200
+    assert authorizer.events == []
+    (event,) = handler.events
+    assert event["resource"] == "/openapi.json" and event["path"] == "/openapi.json"
+    assert not event["requestContext"].get("authorizer")
+    # Its resource has only that method: API Gateway's 403, in the API's error shape.
+    refused = api.handle(_request("POST", "/v1/openapi.json"))
+    assert refused.status == 403
+    assert json.loads(refused.body)["error"]["code"] == "route_not_found"
+    assert len(handler.events) == 1
+    # Every other route still needs a key.
+    missing = api.handle(HttpRequest(method="GET", raw_path="/v1/jobs", headers=[], body=b""))
+    assert missing.status == 401
+    assert json.loads(missing.body)["error"]["code"] == "unauthorized"

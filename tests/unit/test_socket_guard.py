@@ -7,10 +7,7 @@ integration tests still may use loopback only binds a listening socket in a chil
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -18,10 +15,10 @@ import httpx
 import pytest
 from pytest_socket import SocketBlockedError
 
+from tests.support.child_pytest import run_child_pytest
+
 # pytest-socket warns as it refuses; here the refusal is what is expected.
 pytestmark = pytest.mark.filterwarnings("ignore:A test tried to use socket")
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_unit_test_cannot_open_a_socket_or_look_a_name_up() -> None:
@@ -76,28 +73,7 @@ def test_a_unit_test_that_opens_a_socket_fails_and_an_integration_test_may(
             """
         )
     )
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "--allow-unix-socket",
-            "--rootdir",
-            str(tmp_path),
-            "-rA",
-            str(tmp_path / "tests"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=120,
-        check=False,
-    )
+    run = run_child_pytest(tmp_path, "--allow-unix-socket")
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
     assert "FAILED tests/unit/test_unit_socket.py::test_listens_on_loopback" in out, out

@@ -27,7 +27,14 @@ router = Router()
 @router.get(
     "/openapi.json",
     summary="This API's OpenAPI 3 document",
-    responses={200: {"description": "the OpenAPI document"}},
+    description="Public: no API key needed.",
+    responses={
+        200: {
+            "description": "the OpenAPI document",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        },
+        **{status: answer for status, answer in documented({}).items() if status != 401},
+    },
     tags=["meta"],
 )
 def openapi_document() -> Response[str]:

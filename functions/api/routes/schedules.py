@@ -119,7 +119,7 @@ def change_schedule(
 @router.delete(
     "/schedules/<schedule_id>",
     summary="Delete a schedule (its jobs stay)",
-    responses=documented({204: ("deleted", ScheduleList)}, 404, 501),
+    responses=documented({204: "deleted: no body"}, 404, 501),
     tags=["schedules"],
 )
 def delete_schedule(schedule_id: SCHEDULE_ID) -> Response[str]:

@@ -1,0 +1,1 @@
+"""The reference pages' renderers (scripts/docs_reference.py writes them)."""

@@ -1,0 +1,98 @@
+"""The reference pages (docs/reference/) are what the code says: each committed page is
+exactly what scripts/docs_reference.py writes from the code now."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+
+import docs_reference  # noqa: E402
+from docs_pages import api_pages  # noqa: E402
+
+REGENERATE = "make docs (or: .venv/bin/python scripts/docs_reference.py)"
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[str, str]:
+    return docs_reference.rendered()
+
+
+@pytest.mark.parametrize("page", sorted(docs_reference.PAGES))
+def test_each_reference_page_is_what_the_code_says(page: str, rendered: dict[str, str]) -> None:
+    committed = (docs_reference.REFERENCE_DIR / page).read_text()
+    assert committed == rendered[page], f"docs/reference/{page} is stale: run {REGENERATE}"
+
+
+def test_the_routes_page_lists_every_operation_of_the_openapi_document(
+    rendered: dict[str, str],
+) -> None:
+    import json
+
+    document = json.loads(api_pages.OPENAPI.read_text())
+    for path, operations in document["paths"].items():
+        for method in operations:
+            assert f"`{method.upper()} /v1{path}`" in rendered["routes.md"], (method, path)
+    assert "| `GET /v1/openapi.json` |" in rendered["routes.md"]
+    row = next(r for r in rendered["routes.md"].splitlines() if r.startswith("| `GET /v1/openapi"))
+    assert row.endswith("| no |")  # the public route needs no key
+
+
+def test_every_error_kind_the_code_raises_is_in_the_catalogue_and_no_other() -> None:
+    from pagefleet.jobs.error_kinds import ERROR_KINDS
+
+    raised = api_pages.raised_kinds()
+    assert {k.kind for k in ERROR_KINDS} == set(raised)
+    assert raised["target_unavailable"] >= {"yes"} and raised["assertion_failed"] == {"no"}
+    assert raised["browser_crashed"] == {"yes, on a fresh browser"}
+
+
+def test_a_kind_missing_from_the_catalogue_fails_the_generator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pagefleet.jobs import error_kinds
+
+    monkeypatch.setattr(
+        error_kinds, "ERROR_KINDS", tuple(k for k in error_kinds.ERROR_KINDS if k.kind != "timeout")
+    )
+    with pytest.raises(ValueError, match="not listed \\['timeout'\\]"):
+        api_pages.errors()
+
+
+def test_every_cli_command_and_option_is_on_the_cli_page(rendered: dict[str, str]) -> None:
+    import typer
+
+    from pagefleet.cli import app
+
+    page = rendered["cli.md"]
+
+    def walk(command: object, path: list[str]) -> None:
+        commands = getattr(command, "commands", None)
+        if commands is not None:
+            for name, sub in commands.items():
+                walk(sub, [*path, name])
+            return
+        assert f"## `pagefleet {' '.join(path)}`" in page, path
+        for param in getattr(command, "params", []):
+            for option in getattr(param, "opts", []):
+                if option.startswith("--") and option != "--help":
+                    assert f"`{option}`" in page, (path, option)
+
+    walk(typer.main.get_command(app), [])
+    # Commands no doc named before the issue 37 pages.
+    for named in ("workflows list", "workflows diff", "schedules pause", "admin signing-secret"):
+        assert f"## `pagefleet {named}`" in page
+
+
+def test_every_public_client_method_is_on_the_sdk_page(rendered: dict[str, str]) -> None:
+    import inspect
+
+    from pagefleet.client import PagefleetClient
+
+    for name, _ in inspect.getmembers(PagefleetClient, inspect.isfunction):
+        if not name.startswith("_"):
+            assert f"| `{name}(" in rendered["sdk.md"], name
