@@ -32,6 +32,7 @@ from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
 from browser_task.tenant.access import TenantDataSource, tenant_data_source
 from browser_task.tenant.logins import SessionStore
 from pagefleet.browsing.channel import SessionChannel
+from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.service import JobServices
 from pagefleet.live.ports import EventStore
@@ -54,6 +55,7 @@ def build_worker(
     events: EventStore | None = None,
     schedules: ScheduleStore | None = None,
     session_channel: SessionChannel | None = None,
+    session_commands: CommandLedger | None = None,
     resolver: Resolver | None = None,
     connect: Connector | None = None,
     protection: TaskProtection | None = None,
@@ -122,6 +124,7 @@ def build_worker(
             egress_log=egress_log,
             schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
             session_channel=session_channel or RUNTIME.session_channel(settings),
+            session_commands=session_commands or RUNTIME.session_commands(settings),
         ),
         completion=Completion(
             lifecycle,

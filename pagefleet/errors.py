@@ -144,12 +144,6 @@ class SessionEnded(PagefleetError):
     code = "session_ended"
 
 
-class SessionBusy(PagefleetError):
-    """The session's worker did not answer in time: read the session, then send again (504)."""
-
-    code = "session_not_answering"
-
-
 class EnqueueFailed(PagefleetError):
     """The job is recorded but its message did not reach the queue; retry with the same key."""
 

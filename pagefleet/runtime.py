@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.dynamodb.connections import DynamoConnections
     from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
     from pagefleet.adapters.dynamodb.events import DynamoEventStore
+    from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
     from pagefleet.adapters.dynamodb.tenant_store import DynamoTenantStore
     from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.adapters.notify import SecretsManagerSigningSecrets, SqsWebhookQueue
@@ -223,6 +224,17 @@ class Runtime:
 
         return self._per("session_channel", settings, build)
 
+    def session_commands(self, settings: CoreSettings) -> DynamoCommandLedger:
+        """Browser sessions' command records (run once or expired; their steps)."""
+        # imported when first built: a cold start imports only what it builds
+        from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
+
+        return self._per(
+            "session_commands",
+            settings,
+            lambda: DynamoCommandLedger(self.client("dynamodb"), settings.jobs_table),
+        )
+
     def sessions(
         self, settings: ApiSettings, *, on_lost: Callable[[JobRecord], None] | None = None
     ) -> Sessions:
@@ -238,8 +250,10 @@ class Runtime:
                 self.job_services(settings),
                 self.tenancy(settings).quotas,
                 self.session_channel(settings),
+                commands=self.session_commands(settings),
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
+                saved=self.session_archive(settings),
             ),
         )
 

@@ -6,7 +6,10 @@ context (actions, console, network; DOM snapshots only when the job asked for a 
 the zip is written and uploaded only when the job asked for it (``options.trace``) or failed.
 
 One exception: a job that uses ``{{secrets.NAME}}`` records a trace only on request,
-because a trace holds the arguments of every action — a filled password included.
+because a trace holds the arguments of every action — a filled password included. A
+browser session cannot know that when its context opens (its steps, and the secrets they
+use, come later), so it records one, and a failure drops it unless it was requested if any
+of its steps resolved a secret (``finish(secrets=...)``): the same rule, applied late.
 """
 
 from __future__ import annotations
@@ -86,14 +89,17 @@ class TraceRecorder:
         with contextlib.suppress(PlaywrightError, TimeoutError):
             await asyncio.wait_for(self._context.tracing.stop(), TRACE_STOP_TIMEOUT_S)
 
-    async def finish(self, artifacts: ArtifactCollector, *, failed: bool) -> None:
+    async def finish(
+        self, artifacts: ArtifactCollector, *, failed: bool, secrets: bool = False
+    ) -> None:
         """Stop recording; keep the zip (requested: routine, failure: debug) or drop it.
+        ``secrets``: the run resolved a secret, so an unrequested trace is never kept.
 
         Best effort on failure: a trace that cannot be written must not hide the real error.
         """
         if not self.started or self.stopped:
             return
-        keep = self.requested or failed
+        keep = self.requested or (failed and not secrets)
         if not keep:
             await self.discard()
             return

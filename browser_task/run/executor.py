@@ -276,4 +276,4 @@ async def capture_failure_artifacts(ctx: RunContext) -> None:
                     FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG
                 )
     if ctx.trace is not None and not session.closed and not session.crashed:
-        await ctx.trace.finish(ctx.artifacts, failed=True)
+        await ctx.trace.finish(ctx.artifacts, failed=True, secrets=bool(ctx.masker))

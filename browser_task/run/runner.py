@@ -46,6 +46,7 @@ from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.channel import SessionChannel
+from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -70,10 +71,13 @@ class JobRunner:
         egress_log: EgressLog | None = None,
         schedules: ScheduleStore | None = None,
         session_channel: SessionChannel | None = None,
+        session_commands: CommandLedger | None = None,
     ) -> None:
         self.settings = settings
-        # Where browser sessions' commands come from (None: this worker runs none).
+        # Where browser sessions' commands come from and are recorded (None: this worker
+        # runs none).
         self._session_channel = session_channel
+        self._session_commands = session_commands
         self.lifecycle = lifecycle
         self.browsers = browsers
         # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
@@ -381,7 +385,7 @@ class JobRunner:
         """The job's workflow, or a browser session's commands as they come."""
         if job.request.session is None:
             return await run_workflow(ctx)
-        return await run_session(ctx, self._session_channel, self._policies)
+        return await run_session(ctx, self._session_channel, self._session_commands, self._policies)
 
     def guard(self, log: JobLog) -> EgressGuard:
         """A job's own scheme and address checks (its refusals go to ``log``)."""

@@ -6,14 +6,18 @@ Each command's steps are planned as a job's are (``prepare.render_command``: tem
 secrets) and run through the executor's ``run_steps`` (the egress guard, timeouts, failure
 classification); a step that fails is answered, not fatal, unless
 the browser went with it. The session ends on a close command, after ``idle_timeout_s``
-without one, or when its channel is gone; its result keeps the steps that succeeded
-(``steps``), the data they extracted (``data``) and why it ended (``closed_reason``).
+without one, or when its channel is gone. Each command runs only once its claim in the
+command ledger wins (a duplicate delivery or a retry is answered from the record, a command
+past its deadline is answered ``expired``), and its answer and the steps that succeeded are
+recorded there before the answer is sent. The result keeps how many steps succeeded
+(``step_count``), the data they extracted (``data``) and why it ended (``closed_reason``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,14 +26,19 @@ from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
-from browser_task.run.aria_view import shape
+from browser_task.observe.aria import aria_snapshot
+from browser_task.observe.aria_view import shape
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
+from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
+from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.live.events import EventType
 from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
 
@@ -41,6 +50,7 @@ OBSERVE_TIMEOUT_MS = 5_000
 # The selector of an element by its ref in an "ai" ARIA snapshot.
 ARIA_REF = "aria-ref="
 
+log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
 
 
@@ -51,12 +61,16 @@ class SessionLoop:
         channel: SessionChannel,
         terms: SessionTerms,
         *,
+        commands: CommandLedger,
         evaluate_allowed: EvaluateAllowed,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.ctx = ctx
         self.channel = channel
         self.terms = terms
+        self.commands = commands
+        self._wall = wall_clock
         self._evaluate_allowed = evaluate_allowed
         self._clock = clock
         self.recorded: list[dict[str, Any]] = []
@@ -64,12 +78,18 @@ class SessionLoop:
         # The last ARIA snapshot of each scope observed ("" the page's): what a diff is against.
         self._last_aria: dict[str, str] = {}
         self._screenshots = 0
+        self._parts = AnswerParts(ctx)
         # What the session ends with, kept in the context: a cancel or the watchdog write
         # the context's result, and the steps so far must survive them.
         self.ctx.result = self._result(None)
 
     def _result(self, reason: str | None) -> dict[str, Any]:
-        return {"steps": self.recorded, "data": self.data, "closed_reason": reason}
+        # The steps themselves are in the command ledger, durable as each was answered
+        # (pagefleet.browsing.commands): a record's size bound cannot drop them. The data is
+        # masked with every secret the session has resolved so far, as a job's result is
+        # (executor.run_workflow): a page may echo a secret back into what a step extracts.
+        data = self.ctx.masker.value(self.data)
+        return {"step_count": len(self.recorded), "data": data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
         last = self._clock()
@@ -90,19 +110,56 @@ class SessionLoop:
             if command.op == "close":
                 await self._answer(Answer(id=command.id))
                 return self._ended("closed")
-            if command.op == "recorded":  # a read: the session stays idle
-                await self._answer(Answer(id=command.id, recorded=self.recorded))
-                continue
-            await self._answer(await self._steps(command))
-            last = self._clock()  # idle counts from the end of the last steps
+            if await self._once(command):
+                last = self._clock()  # idle counts from the end of the last steps
+
+    async def _once(self, command: Command) -> bool:
+        """Run a command if its claim wins, else answer it from its record (a duplicate
+        delivery, a caller's retry, or expired); True when its steps ran."""
+        ctx = self.ctx
+        key = (ctx.tenant_id, ctx.plan.job_id, command.command_id or command.id)
+        claim = await asyncio.to_thread(
+            self.commands.claim, *key, now=self._wall(), order=new_ulid()
+        )
+        if claim.verdict == "unknown" or claim.record is None:
+            return False  # never recorded, or taken by a delivery under way: not ours
+        if claim.verdict == "answered":
+            record = claim.record
+            if record.state is CommandState.EXPIRED or record.answer is None:
+                self._told(command, "expired", ok=False)
+                await self._answer(expired_answer(command.id))
+            else:
+                await self._answer(record.answer.model_copy(update={"id": command.id}))
+            return False
+        before = len(self.recorded)
+        answer = await self._steps(command)
+        # Durable before it is answered: a killed worker's session keeps the step.
+        await asyncio.to_thread(self.commands.finish, *key, answer, self.recorded[before:])
+        self._told(command, "done", ok=answer.ok)
+        await self._answer(answer)
+        return True
+
+    def _told(self, command: Command, state: str, *, ok: bool) -> None:
+        """Followers (the live WebSocket) learn that a command has its answer."""
+        if self.ctx.events is not None:
+            self.ctx.events.emit(
+                EventType.COMMAND,
+                command_id=command.command_id or command.id,
+                state=state,
+                outcome="ok" if ok else "failed",
+            )
 
     def _ended(self, reason: str) -> dict[str, Any]:
         self.ctx.result = self._result(reason)
         return self.ctx.result
 
     async def _answer(self, answer: Answer) -> None:
-        with contextlib.suppress(ChannelGone):  # its caller is gone with it
+        try:
             await asyncio.to_thread(self.channel.send_answer, self.terms.channel, answer)
+        except ChannelGone:  # its caller is gone with it
+            pass
+        except Exception as exc:  # the session goes on: its caller reads the answer's record
+            log.warning("sending a session's answer failed: %s", first_line(str(exc)))
 
     async def _steps(self, command: Command) -> Answer:
         ctx = self.ctx
@@ -171,18 +228,21 @@ class SessionLoop:
         return None
 
     async def _observed(self, answer: Answer, observe: Observe) -> Answer:
-        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked."""
+        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked; what
+        is too large for the answer kept apart (session_parts)."""
         ctx = self.ctx
         page = ctx.page
         if ctx.session.closed or page.is_closed():
-            return answer
+            return await self._parts.bounded(answer, None)
         seen: dict[str, Any] = {"url": ctx.mask(page.url)}
         key: str | None = None
+        tree: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             seen["title"] = ctx.mask(await page.title())
         view = observe.aria_view()
         if view is not None:
-            seen.update(await self._aria(page, view))
+            aria, tree = await self._aria(page, view)
+            seen.update(aria)
         tabs = await _tabs(page, ctx.mask)
         if tabs:
             seen["tabs"] = tabs
@@ -201,45 +261,54 @@ class SessionLoop:
                     error = FailJob(f"the screenshot failed: {problem}", kind="observe_failed")
                     answer = answer.model_copy(update={"error": _error(error)})
         observation = Observation.model_validate(seen)
-        return answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        answer = answer.model_copy(update={"observation": observation, "screenshot_key": key})
+        return await self._parts.bounded(answer, tree)
 
-    async def _aria(self, page: Any, view: AriaView) -> dict[str, Any]:
-        """The observation's ARIA fields: the snapshot of the page (or of ``scope``), shaped."""
-        root = page.locator(view.scope).first if view.scope else page.locator("body")
+    async def _aria(self, page: Any, view: AriaView) -> tuple[dict[str, Any], str | None]:
+        """The observation's ARIA fields: the snapshot of the page (or of ``scope``), shaped;
+        and the whole masked tree (what session_parts keeps when it is longer than inline)."""
         try:
             # "ai" mode: iframes' content too, and each element's ref, which the selector
-            # aria-ref=REF reaches (resolve_refs makes it a lasting one in the steps kept).
-            tree = self.ctx.mask(await root.aria_snapshot(mode="ai", timeout=OBSERVE_TIMEOUT_MS))
+            # aria-ref=REF reaches (lasting_refs makes it a lasting one in the steps kept).
+            tree = self.ctx.mask(
+                await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS, scope=view.scope)
+            )
         except (PlaywrightError, TimeoutError) as exc:
             problem = first_line(str(getattr(exc, "message", None) or exc))
             if view.scope:
                 problem = f"scope {view.scope!r} matched nothing in time: {problem}"
-            return {"aria_error": problem}
+            return {"aria_error": problem}, None
         key = view.scope or ""
         shaped = shape(tree, self._last_aria.get(key), max_chars=view.max_chars, diff=view.diff)
         self._last_aria[key] = tree
-        return {
+        fields = {
             "aria_snapshot": shaped.text,
             "aria_truncated": shaped.truncated,
             "aria_diff": shaped.diff if view.diff else None,
             "aria_chars": shaped.chars,
         }
+        # A diff is the agent's own budget: the whole tree is kept apart only for a full one.
+        return fields, None if shaped.diff else tree
 
 
 async def run_session(
-    ctx: RunContext, channel: SessionChannel | None, policies: TenantPolicies | None
+    ctx: RunContext,
+    channel: SessionChannel | None,
+    commands: CommandLedger | None,
+    policies: TenantPolicies | None,
 ) -> dict[str, Any]:
     """The runner's entry: the session job's commands until it ends."""
     terms = ctx.plan.request.session
     assert terms is not None
-    if channel is None:
+    if channel is None or commands is None:
         raise FailJob("this worker takes no browser sessions", kind="not_configured")
 
     async def allowed() -> bool:
         return await evaluate_allowed(policies, ctx.tenant_id)
 
     try:
-        return await SessionLoop(ctx, channel, terms, evaluate_allowed=allowed).run()
+        loop = SessionLoop(ctx, channel, terms, commands=commands, evaluate_allowed=allowed)
+        return await loop.run()
     finally:
         # Its queues go with it, whatever ended it: a caller's next step finds them gone
         # and reads the session's end from its record.

@@ -125,9 +125,7 @@ export function sessionView(main) {
     if (error || !state.id) return showCheck([error || "open a session first"]);
     run.disabled = true;
     try {
-      const answer = await api(`/browser-sessions/${state.id}/steps`, {
-        method: "POST", body: { step: value, observe: { screenshot: shot.checked } },
-      });
+      const answer = await stepAnswer(state.id, value, shot.checked);
       showOutcome(value, answer);
       save.disabled = false;
     } catch (failure) {
@@ -135,6 +133,24 @@ export function sessionView(main) {
       if (failure.status === 409) ready(false);
     } finally {
       if (state.id && !close.disabled) run.disabled = false;
+    }
+  }
+
+  // The path that holds nothing: the call answers 202 at once (wait_s 0) with the command,
+  // which is read until it has its answer. Its id makes a resend harmless: it runs once.
+  async function stepAnswer(id, value, screenshot) {
+    const command_id = crypto.randomUUID();
+    const sent = await api(`/browser-sessions/${id}/steps`, {
+      method: "POST", body: { step: value, observe: { screenshot }, command_id, wait_s: 0 },
+    });
+    if (!sent.command_id || sent.answer === undefined) return sent; // answered at once
+    let pause = 50;
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      const read = await api(`/browser-sessions/${id}/commands/${command_id}`);
+      if (read.answer) return read.answer;
+      if (read.state === "lost") throw new Error("the session's worker went while the step ran");
+      pause = Math.min(500, pause * 2);
     }
   }
 

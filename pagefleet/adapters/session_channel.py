@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from pagefleet.browsing.channel import ChannelGone, answer_fate
-from pagefleet.browsing.models import Answer, Command
+from pagefleet.browsing.models import MAX_DEADLINE_S, Answer, Command
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 # A command or answer older than this is of no use to anyone (a step waits far less).
 RETENTION_S = 900
+# A received command stays hidden this long (the longest deadline a command may carry).
+COMMAND_HIDDEN_S = MAX_DEADLINE_S
+DELETE_TRIES = 3
 log = logging.getLogger("pagefleet.session_channel")
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
@@ -25,8 +27,6 @@ class SqsSessionChannel:
         self._sqs = client
         self._prefix = prefix
         self._base = queue_url_base if queue_url_base.endswith("/") else queue_url_base + "/"
-        # Deletions that need not hold up a step: done by one thread, in order.
-        self._later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-acks")
 
     @classmethod
     def beside(cls, client: SQSClient, *, prefix: str, any_queue_url: str) -> SqsSessionChannel:
@@ -75,26 +75,37 @@ class SqsSessionChannel:
         url = self._url(channel, "cmd")
         try:
             resp = self._sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=1, WaitTimeSeconds=max(0, min(wait_s, 20))
+                QueueUrl=url,
+                MaxNumberOfMessages=1,
+                WaitTimeSeconds=max(0, min(wait_s, 20)),
+                # Explicit, not the queue's 30 s default: a command not deleted (the
+                # worker died between receive and delete) is seen again only after any
+                # deadline it could carry, and then answered expired by the ledger.
+                VisibilityTimeout=COMMAND_HIDDEN_S,
             )
         except Exception as exc:
             if _gone(exc):
                 raise ChannelGone(url) from None
             raise
         for message in resp.get("Messages", []):
-            # Taken for good: a command runs at most once (a worker that dies mid-command
-            # loses the session with it). Deleted off the step's path; until then it stays
-            # hidden for longer than it can be kept.
-            self._later.submit(self._delete, url, message["ReceiptHandle"])
+            # Deleted before it runs, and the delete waited for: a command a worker took
+            # is never delivered again by this queue. A copy that comes anyway (SQS's
+            # at-least-once delivery, a delete that failed) meets the command ledger's
+            # claim, which runs a command once (pagefleet.browsing.commands).
+            self._delete(url, message["ReceiptHandle"])
             return Command.model_validate_json(message["Body"])
         return None
 
     def _delete(self, url: str, handle: str) -> None:
-        try:
-            self._sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
-        except Exception as exc:  # the queue went with its session: nothing left to delete
-            if not _gone(exc):
-                log.warning("deleting a session command failed: %s", exc)
+        for attempt in range(DELETE_TRIES):
+            try:
+                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+                return
+            except Exception as exc:  # the queue went with its session: nothing to delete
+                if _gone(exc):
+                    return
+                if attempt == DELETE_TRIES - 1:
+                    log.warning("deleting a session message failed (its copy is harmless): %s", exc)
 
     def await_answer(self, channel: str, command_id: str, *, timeout_s: float) -> Answer | None:
         url = self._url(channel, "ans")
@@ -126,7 +137,7 @@ class SqsSessionChannel:
                 if fate == "take":
                     found = answer
                 else:
-                    self._later.submit(self._delete, url, handle)
+                    self._delete(url, handle)
             if found is not None:
                 return found
         return None

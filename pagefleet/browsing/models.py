@@ -18,6 +18,18 @@ from pagefleet.workflow import Step
 from pagefleet.workflow.versions import NAME_PATTERN, InputValue
 
 MAX_STEPS_PER_CALL = 20
+# How long a steps call waits for its answer before it answers 202 with the command's id:
+# long enough for most steps (a goto, a click) to be answered in the call, short enough that
+# an API execution is not held for a browser (docs/api.md, "Browser sessions").
+DEFAULT_WAIT_S = 10
+# Under API Gateway's 29 s integration timeout, with room for the read that follows.
+MAX_WAIT_S = 25
+# A caller may give its own command id: what an Idempotency-Key may be, kept short.
+COMMAND_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+# A command not started this long after it was sent is answered ``expired`` and never runs.
+DEFAULT_DEADLINE_S = 60
+# The session's command queue keeps a message this long: a later deadline could not be kept.
+MAX_DEADLINE_S = 900
 # The ARIA snapshot an observation carries, at most (a long page's tree is cut, and says so).
 ARIA_MAX_CHARS = 20_000
 SessionStatus = Literal["starting", "ready", "closed", "lost"]
@@ -102,6 +114,25 @@ class StepsRequest(BaseModel):
         description="steps run in order; an empty list only observes the page",
     )
     observe: Observe = Field(default_factory=Observe)
+    command_id: str | None = Field(
+        default=None,
+        pattern=COMMAND_ID_PATTERN,
+        description="the command's id, the caller's (as Idempotency-Key): a retry with the "
+        "same id is answered from the first, never run again",
+    )
+    wait_s: int = Field(
+        default=DEFAULT_WAIT_S,
+        ge=0,
+        le=MAX_WAIT_S,
+        description="how long the call waits for the answer; after it, 202 with the "
+        "command's id (read it with GET .../commands/{command_id}); 0 never waits",
+    )
+    deadline_s: int = Field(
+        default=DEFAULT_DEADLINE_S,
+        ge=1,
+        le=MAX_DEADLINE_S,
+        description="the steps start within this many seconds or never (answered expired)",
+    )
 
     def all_steps(self) -> list[Step]:
         if (self.step is None) == (self.steps is None):
@@ -114,10 +145,12 @@ class Command(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
-    op: Literal["steps", "recorded", "close"] = "steps"
+    id: str  # this delivery's (a ULID: answers are matched and ordered by it)
+    op: Literal["steps", "close"] = "steps"
     steps: list[dict[str, Any]] = Field(default_factory=list)
     observe: Observe = Field(default_factory=Observe)
+    # The ledger's record it runs under (pagefleet.browsing.commands); None for a close.
+    command_id: str | None = None
 
 
 class Observation(BaseModel):
@@ -141,6 +174,32 @@ class Observation(BaseModel):
     screenshot_url: str | None = Field(default=None, description="a short presigned link")
 
 
+# An answer's extracted data up to this size travels inline; a larger one is a part in S3.
+# The answer goes on an SQS message (256 KiB at most) and into the command's DynamoDB record
+# (400 KB at most) with an ARIA snapshot of up to ARIA_MAX_CHARS: each well within its bound.
+RESULT_INLINE_MAX_BYTES = 64 * 1024
+
+
+class PartRef(BaseModel):
+    """A large part of an answer (the whole ARIA snapshot, extracted data) kept in S3."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    sha256: str
+    bytes: int
+    content_type: str
+
+
+class PartLink(BaseModel):
+    """A large part of an answer: a short presigned link, and its sha256 to check it by."""
+
+    url: str
+    sha256: str
+    bytes: int
+    content_type: str
+
+
 class Answer(BaseModel):
     """What a session's worker answers to one command."""
 
@@ -152,8 +211,8 @@ class Answer(BaseModel):
     error: dict[str, Any] | None = None
     ran: int = 0  # steps of the command that ran (the last one failed when not ok)
     observation: Observation | None = None
-    recorded: list[dict[str, Any]] | None = None
     screenshot_key: str | None = None
+    parts: dict[str, PartRef] = Field(default_factory=dict)
 
 
 class SessionView(BaseModel):
@@ -174,14 +233,39 @@ class SessionView(BaseModel):
     error: dict[str, Any] | None = None
 
 
+CommandStatus = Literal["pending", "running", "done", "expired", "lost"]
+
+
 class StepsAnswer(BaseModel):
     session_id: str
+    command_id: str
+    state: CommandStatus = Field(
+        default="done", description="done, or expired: not started before its deadline"
+    )
     status: SessionStatus
     ok: bool
     ran: int
     result: dict[str, Any] = Field(default_factory=dict)
     error: dict[str, Any] | None = None
     observation: Observation | None = None
+    parts: dict[str, PartLink] = Field(
+        default_factory=dict,
+        description="what was too large to answer inline, each by a link and its sha256: "
+        "`result` (the extracted data, then `{}` inline), `aria_snapshot` (the whole tree "
+        "when the inline one is cut: `aria_truncated`)",
+    )
+
+
+class CommandView(BaseModel):
+    """A command of a session (202 of ``POST .../steps``, ``GET .../commands/{id}``)."""
+
+    session_id: str
+    command_id: str
+    state: CommandStatus = Field(
+        description="pending (sent, not started), running, done, expired (never ran), "
+        "lost (its worker went while it ran)"
+    )
+    answer: StepsAnswer | None = Field(default=None, description="once done or expired")
 
 
 class SaveAsWorkflow(BaseModel):

@@ -2,9 +2,11 @@
 
 A session is a job (docs/decisions.md, 2026-12-01): opened through the tenant's admission
 like any submission, claimed, leased and heartbeated by a worker, ended through the
-lifecycle. Commands reach its worker over the session's channel; a caller never waits
-longer than its steps' timeouts allow, and a worker that stopped heartbeating is found
-out here (its lease taken back at once) and reported as ``lost``.
+lifecycle. Each command is recorded in the session's command ledger before it is sent
+(pagefleet.browsing.commands: run once or answered ``expired``), reaches the worker over
+the session's channel, and a call waits at most ``wait_s`` for its answer, then answers 202
+with the command's id. A worker that stopped heartbeating is found out here (its lease
+taken back at once) and reported as ``lost``.
 """
 
 from __future__ import annotations
@@ -12,27 +14,39 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pagefleet.browsing.answers import answered, steps_answer
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing.commands import (
+    CommandLedger,
+    CommandRecord,
+    CommandState,
+    fingerprint,
+    session_steps,
+)
 from pagefleet.browsing.models import (
+    MAX_WAIT_S,
+    Answer,
     Command,
-    Observe,
+    CommandStatus,
+    CommandView,
     OpenSession,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionStatus,
     SessionView,
     StepsAnswer,
+    StepsRequest,
 )
 from pagefleet.browsing.recording import parametrize
 from pagefleet.errors import (
+    IdempotencyKeyReused,
     InvalidField,
     NotConfigured,
     NotFound,
-    SessionBusy,
     SessionEnded,
     TooManyRequests,
 )
@@ -41,18 +55,21 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.admission import Quotas, submit
-from pagefleet.workflow import Goto, Step, UseSession
+from pagefleet.tenancy.sessions import SessionInfo
+from pagefleet.workflow import Step, UseSession
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
-# A call waits at most this for its answer: under API Gateway's 29 s.
-MAX_WAIT_S = 25.0
-# Beyond the steps' own timeouts: the queue hops, a context still opening, the observation.
-WAIT_MARGIN_S = 8.0
-# How long a read of a running session waits for its worker to list the steps so far.
-RECORDED_WAIT_S = 5.0
+# A session's commands (and so its steps) are kept this long: save-as-workflow after it ended.
+COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
 STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
+
+
+class SavedSessions(Protocol):
+    """The tenants' saved login sessions, as far as opening one needs (SessionArchive)."""
+
+    def info(self, tenant_id: str, name: str) -> SessionInfo | None: ...
 
 
 @dataclass(frozen=True)
@@ -60,12 +77,15 @@ class Sessions:
     jobs: JobServices
     quotas: Quotas
     channel: SessionChannel | None
+    # Each command's record: run once or expired, its answer, its steps (None: no sessions).
+    commands: CommandLedger | None = None
     presign_ttl_s: int = 300
-    # How long a call waits for its answer beyond its steps' own timeouts, and at most.
-    wait_margin_s: float = WAIT_MARGIN_S
-    max_wait_s: float = MAX_WAIT_S
+    # A call waits at most this for its answer, whatever its wait_s (tests shorten it).
+    max_wait_s: float = float(MAX_WAIT_S)
     # Told of each session found lost (the API counts them: the lost-sessions alarm).
     on_lost: Callable[[JobRecord], None] = lambda job: None
+    # Where a session's use_session is looked up at open (None: left to its worker).
+    saved: SavedSessions | None = None
     # Open sessions' requests this process has read, by (tenant, session): see open_request.
     _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
 
@@ -78,9 +98,7 @@ class Sessions:
         if known is not None:
             return known
         job = get_session(self, tenant_id, session_id)
-        status, _ = status_of(job)
-        if status in ("closed", "lost"):
-            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
+        refuse_ended(job)
         while len(self._open) >= MAX_KEPT_SESSIONS:
             self._open.pop(next(iter(self._open)))
         self._open[key] = job.request
@@ -88,6 +106,15 @@ class Sessions:
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
+
+    def presign(self, key: str) -> str:
+        """A link to one of the session's artifacts, for as long as links last."""
+        return self.jobs.artifacts.presign_get(key, self.presign_ttl_s)
+
+    def require_commands(self) -> CommandLedger:
+        if self.commands is None:
+            raise NotConfigured("browser sessions are not configured in this deployment")
+        return self.commands
 
     def require_channel(self) -> SessionChannel:
         """The channel, or 501 where this deployment has none."""
@@ -117,6 +144,16 @@ def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
     return "closed", reasons.get(status, "failed")
 
 
+def refuse_ended(job: JobRecord) -> None:
+    """409 for a session that is closed or lost, or closing: deleted while it ran (its
+    worker is winding it down and answers no step)."""
+    status, _ = status_of(job)
+    if status not in ("closed", "lost") and job.cancel_requested_at is not None:
+        status = "closed"
+    if status in ("closed", "lost"):
+        raise SessionEnded(f"browser session {job.job_id} is {status}", status=status)
+
+
 def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
@@ -139,6 +176,7 @@ def open_session(
     )
     steps: list[dict[str, Any]] = []
     if body.use_session is not None:
+        check_saved(sessions, tenant_id, body.use_session)
         steps.append({"action": "use_session", "name": body.use_session})
     options = body.options.model_dump(mode="json", exclude_unset=True)
     try:
@@ -161,6 +199,21 @@ def open_session(
         channel.close(terms.channel)
         raise
     return admitted.submitted.job
+
+
+def check_saved(sessions: Sessions, tenant_id: str, name: str) -> None:
+    """422 at open for a use_session that was never saved or has expired: its worker would
+    fail it, after it took a running slot and a browser context."""
+    if sessions.saved is None:
+        return
+    info = sessions.saved.info(tenant_id, name)
+    if info is None or info.expired(sessions.jobs.lifecycle.now()):
+        why = "has expired" if info is not None else "does not exist"
+        raise InvalidField(
+            f"the saved session {name!r} {why}; save one with a save_session step "
+            "(GET /v1/sessions lists them)",
+            field="use_session",
+        )
 
 
 def get_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
@@ -192,7 +245,7 @@ def view(sessions: Sessions, job: JobRecord, *, with_steps: bool = True) -> Sess
     assert terms is not None
     steps: list[dict[str, Any]] | None = None
     if with_steps:
-        steps = recorded_steps(sessions, job, required=False)
+        steps = recorded_steps(sessions, job)
     return SessionView(
         session_id=job.job_id,
         status=status,
@@ -208,29 +261,10 @@ def view(sessions: Sessions, job: JobRecord, *, with_steps: bool = True) -> Sess
     )
 
 
-def recorded_steps(
-    sessions: Sessions, job: JobRecord, *, required: bool
-) -> list[dict[str, Any]] | None:
-    """The steps that succeeded: from the outcome once it ended, else from its worker."""
-    if job.status.is_final:
-        return list((job.result or {}).get("steps") or [])
-    if job.status is not JobStatus.RUNNING:
-        return []
-    terms = job.request.session
-    assert terms is not None
-    command = Command(id=new_ulid(), op="recorded")
-    try:
-        sessions.require_channel().send_command(terms.channel, command)
-        answer = sessions.require_channel().await_answer(
-            terms.channel, command.id, timeout_s=RECORDED_WAIT_S
-        )
-    except ChannelGone:
-        answer = None
-    if answer is None or answer.recorded is None:
-        if required:
-            raise SessionBusy("the session's worker did not list its steps in time; retry")
-        return None
-    return answer.recorded
+def recorded_steps(sessions: Sessions, job: JobRecord) -> list[dict[str, Any]]:
+    """The steps that succeeded, in order: from the command ledger, where each was made
+    durable as it was answered (however the session ended, however many there were)."""
+    return session_steps(sessions.require_commands(), job.tenant_id, job.job_id)
 
 
 def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
@@ -247,66 +281,97 @@ def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
     return dumped
 
 
-def answer_wait_s(sessions: Sessions, request: JobRequest, steps: list[Step]) -> float:
-    """How long a call waits for its answer: each step's own timeout, plus a margin."""
-    options = request.options
-    own = sum(
-        s.timeout_ms
-        or (options.navigation_timeout_ms if isinstance(s, Goto) else options.action_timeout_ms)
-        for s in steps
-    )
-    return min(sessions.max_wait_s, own / 1000 + sessions.wait_margin_s)
-
-
 def run_steps(
     sessions: Sessions,
     tenant_id: str,
     session_id: str,
-    steps: list[Step],
-    observe: Observe,
-) -> StepsAnswer:
-    """Send the steps to the session's worker and wait for the outcome and observation."""
+    body: StepsRequest,
+    *,
+    command_id: str | None = None,
+) -> StepsAnswer | CommandView:
+    """Record the command, send it to the session's worker and wait up to ``wait_s`` for
+    its answer: the answer, or (still to run) the command as it stands, for a 202. A
+    command id already recorded is answered from its record, never run again."""
     channel = sessions.require_channel()
+    ledger = sessions.require_commands()
     request = sessions.open_request(tenant_id, session_id)
+    steps = body.all_steps()
     if any(isinstance(s, UseSession) for s in steps):
         raise InvalidField(
             "use_session applies when a session opens (POST /v1/browser-sessions use_session)",
             field="step",
         )
-    command = Command(id=new_ulid(), steps=check_steps(request, steps), observe=observe)
+    dumped = check_steps(request, steps)
+    if command_id is not None and body.command_id is not None and command_id != body.command_id:
+        raise InvalidField(
+            "the Idempotency-Key header and command_id differ; give one, or the same",
+            field="command_id",
+        )
+    now = sessions.jobs.lifecycle.now()
+    given = command_id or body.command_id or new_ulid()
+    wanted = CommandRecord(
+        tenant_id=tenant_id,
+        session_id=session_id,
+        command_id=given,
+        fingerprint=fingerprint({"steps": dumped, "observe": body.observe.model_dump()}),
+        deadline=now + body.deadline_s,
+        created_at=iso(utcnow()),
+        expires_at=int(now) + COMMAND_RETENTION_S,
+    )
+    record = ledger.record(wanted)
+    if record.fingerprint != wanted.fingerprint:
+        raise IdempotencyKeyReused(
+            f"command {given} was sent with other steps; use a new command_id for these",
+            field="command_id",
+        )
+    if record.state in (CommandState.DONE, CommandState.EXPIRED):
+        return answered(sessions.presign, record, "ready")
+    # New, or a retry whose first delivery may never have arrived: sent (again). The
+    # worker's claim on the record runs it once whatever number of copies reach it.
+    delivery = Command(id=new_ulid(), command_id=given, steps=dumped, observe=body.observe)
     terms = request.session
     assert terms is not None
+    answer: Answer | None = None
     try:
-        channel.send_command(terms.channel, command)
-        answer = channel.await_answer(
-            terms.channel, command.id, timeout_s=answer_wait_s(sessions, request, steps)
-        )
+        channel.send_command(terms.channel, delivery)
+        wait_s = min(float(body.wait_s), sessions.max_wait_s)
+        if wait_s > 0:
+            answer = channel.await_answer(terms.channel, delivery.id, timeout_s=wait_s)
     except ChannelGone:
         answer = None
-    if answer is None:
+    if answer is not None:
+        return steps_answer(sessions.presign, session_id, given, answer, "ready")
+    view = read_command(sessions, tenant_id, session_id, given)
+    if view.state == "done" and view.answer is not None:
+        return view.answer
+    job = get_session(sessions, tenant_id, session_id)
+    if job.status.is_final or job.cancel_requested_at is not None:
         sessions.forget(tenant_id, session_id)
-        job = get_session(sessions, tenant_id, session_id)
-        status, _ = status_of(job)
-        if status in ("closed", "lost"):
-            raise SessionEnded(f"browser session {session_id} is {status}", status=status)
-        raise SessionBusy(
-            f"browser session {session_id} did not answer in time (it is {status}); "
-            "read it with GET before sending more steps",
-            status=status,
-        )
-    observation = answer.observation
-    if observation is not None and answer.screenshot_key is not None:
-        link = sessions.jobs.artifacts.presign_get(answer.screenshot_key, sessions.presign_ttl_s)
-        observation = observation.model_copy(update={"screenshot_url": link})
-    return StepsAnswer(
-        session_id=session_id,
-        status="ready",
-        ok=answer.ok,
-        ran=answer.ran,
-        result=answer.result,
-        error=answer.error,
-        observation=observation,
-    )
+        refuse_ended(job)
+    return view.answer or view
+
+
+def read_command(
+    sessions: Sessions, tenant_id: str, session_id: str, command_id: str
+) -> CommandView:
+    """A command as it stands: pending, running, or its answer (done, expired); one whose
+    deadline passed unstarted, or whose session ended before it started, is expired here."""
+    ledger = sessions.require_commands()
+    job = get_session(sessions, tenant_id, session_id)
+    record = ledger.get(tenant_id, session_id, command_id)
+    if record is None:
+        raise NotFound(f"command {command_id} of browser session {session_id} not found")
+    status, _ = status_of(job)
+    past = sessions.jobs.lifecycle.now() >= record.deadline
+    if record.state is CommandState.PENDING and (past or job.status.is_final):
+        record = ledger.expire(tenant_id, session_id, command_id) or record
+    state: CommandStatus = record.state.value
+    if record.state is CommandState.RUNNING and job.status.is_final:
+        state = "lost"  # its worker went while it ran: whether its steps ran is unknown
+    answer = None
+    if record.state in (CommandState.DONE, CommandState.EXPIRED):
+        answer = answered(sessions.presign, record, status)
+    return CommandView(session_id=session_id, command_id=command_id, state=state, answer=answer)
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
@@ -335,7 +400,7 @@ def save_as_workflow(
     if workflows is None:
         raise NotConfigured("named workflows are not available here")
     job = get_session(sessions, tenant_id, session_id)
-    steps = recorded_steps(sessions, job, required=True) or []
+    steps = recorded_steps(sessions, job)
     if not steps:
         raise InvalidField("the session has no step that succeeded to save", field="name")
     leading = [s for s in job.request.steps if isinstance(s, UseSession)]

@@ -2,16 +2,55 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import httpx
 
-from pagefleet.browsing.models import SavedWorkflow, SessionView, StepsAnswer
+from pagefleet.browsing.models import CommandView, SavedWorkflow, SessionView, StepsAnswer
+from pagefleet.jobs.models import new_ulid
+
+# How long session_steps reads a command that answered 202 before it gives up, and how
+# often (doubling from the first pause to the longest).
+DEFAULT_GIVE_UP_S = 300.0
+POLL_FIRST_S = 0.05
+POLL_MAX_S = 0.5
+
+
+class CommandPending(Exception):
+    """The command has no answer yet (or its worker went while it ran): read it later
+    with ``get_command(session_id, command_id)``; it runs at most once whatever happens."""
+
+    def __init__(self, view: CommandView) -> None:
+        super().__init__(f"command {view.command_id} is {view.state}")
+        self.view = view
+
+
+def steps_body(
+    steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    screenshot: bool,
+    aria: bool | Mapping[str, Any],
+    wait_s: int | None,
+) -> dict[str, Any]:
+    # ``aria``: whether to observe the ARIA snapshot, or how ({scope, max_chars, diff}).
+    view = aria if isinstance(aria, bool) else dict(aria)
+    body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": view}}
+    if isinstance(steps, Mapping):
+        body["step"] = dict(steps)
+    else:
+        body["steps"] = [dict(s) for s in steps]
+    if wait_s is not None:
+        body["wait_s"] = wait_s
+    return body
 
 
 class _Requests(Protocol):
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response: ...
+
+    def download(self, url: str) -> bytes: ...
 
 
 class BrowsingCalls:
@@ -41,17 +80,79 @@ class BrowsingCalls:
         *,
         screenshot: bool = False,
         aria: bool | Mapping[str, Any] = True,
+        command_id: str | None = None,
+        wait_s: int | None = None,
+        deadline_s: int | None = None,
+        give_up_s: float = DEFAULT_GIVE_UP_S,
     ) -> StepsAnswer:
-        """Run one step (a mapping) or a list in the session; the outcome and observation.
-        ``aria``: whether to observe the ARIA snapshot, or how ({scope, max_chars, diff})."""
-        view = aria if isinstance(aria, bool) else dict(aria)
-        body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": view}}
-        if isinstance(steps, Mapping):
-            body["step"] = dict(steps)
-        else:
-            body["steps"] = [dict(s) for s in steps]
+        """Run one step (a mapping) or a list in the session; the outcome and observation
+        (``aria``: whether to observe the ARIA snapshot, or how: {scope, max_chars, diff}).
+
+        The command's id is made here (or given): a call sent again, by this client's
+        retry or the caller's, is answered from the first, never run twice. When the API
+        answers 202 (still running past ``wait_s``), the command is read until it has
+        its answer, for at most ``give_up_s`` (then :class:`CommandPending`)."""
+        sent = BrowsingCalls.send_steps(
+            self,
+            session_id,
+            steps,
+            screenshot=screenshot,
+            aria=aria,
+            command_id=command_id,
+            wait_s=wait_s,
+            deadline_s=deadline_s,
+        )
+        if isinstance(sent, StepsAnswer):
+            return sent
+        give_up = time.monotonic() + give_up_s
+        pause = POLL_FIRST_S
+        while time.monotonic() < give_up:
+            time.sleep(pause)
+            view = BrowsingCalls.get_command(self, session_id, sent.command_id)
+            if view.answer is not None:
+                return view.answer
+            if view.state == "lost":
+                raise CommandPending(view)
+            pause = min(POLL_MAX_S, pause * 2)
+        raise CommandPending(sent)
+
+    def send_steps(
+        self: _Requests,
+        session_id: str,
+        steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        screenshot: bool = False,
+        aria: bool | Mapping[str, Any] = True,
+        command_id: str | None = None,
+        wait_s: int | None = None,
+        deadline_s: int | None = None,
+    ) -> StepsAnswer | CommandView:
+        """Send the steps once: the answer (200), or the command still to be answered
+        (202; read it with :meth:`get_command`). ``wait_s=0`` never waits."""
+        body = steps_body(steps, screenshot=screenshot, aria=aria, wait_s=wait_s)
+        body["command_id"] = command_id or new_ulid()
+        if deadline_s is not None:
+            body["deadline_s"] = deadline_s
         path = f"/v1/browser-sessions/{session_id}/steps"
-        return StepsAnswer.model_validate(self._request("POST", path, json=body).json())
+        response = self._request("POST", path, json=body)
+        if response.status_code == 202:
+            return CommandView.model_validate(response.json())
+        return StepsAnswer.model_validate(response.json())
+
+    def get_command(self: _Requests, session_id: str, command_id: str) -> CommandView:
+        """A command of the session: pending, running, or with its answer (holds nothing)."""
+        path = f"/v1/browser-sessions/{session_id}/commands/{command_id}"
+        return CommandView.model_validate(self._request("GET", path).json())
+
+    def answer_part(self: _Requests, answer: StepsAnswer, name: str) -> bytes:
+        """A part of an answer too large to come inline (``result``: the extracted data as
+        JSON; ``aria_snapshot``: the whole tree), checked against its sha256."""
+        part = answer.parts[name]
+        data = self.download(part.url)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != part.sha256:
+            raise ValueError(f"answer part {name}: sha256 {digest} differs from {part.sha256}")
+        return data
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
         """A browser session: its state, its steps so far and their answers."""

@@ -34,6 +34,8 @@ class EventType(StrEnum):
     # compensation (started, done, failed): docs/irreversible-steps.md.
     CHECKPOINT = "checkpoint"
     COMPENSATION = "compensation"
+    # A browser session's command has its answer (done) or never ran (expired).
+    COMMAND = "command"
 
 
 # Kinds every job keeps whatever the bound: a follower must always see how an attempt ended.
@@ -44,6 +46,7 @@ UNBOUNDED_TYPES = frozenset(
         EventType.TRUNCATED,
         EventType.CHECKPOINT,
         EventType.COMPENSATION,
+        EventType.COMMAND,
     }
 )
 
@@ -90,9 +93,11 @@ class RunEvent(BaseModel):
     state: str | None = Field(
         default=None,
         description="checkpoint: started | done | not_done | unknown; "
-        "compensation: started | done | failed",
+        "compensation: started | done | failed; command: done | expired",
     )
     how: str | None = Field(default=None, description="checkpoint: ran | checked | resolved")
+    # command (state: done | expired; outcome: ok | failed)
+    command_id: str | None = Field(default=None, description="command: the session's command")
 
     def wire(self) -> dict[str, Any]:
         """The compact JSON form (stored, served and sent): unset fields left out."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from docs_pages.schema_fields import rows as field_rows
@@ -134,6 +135,30 @@ def _bound(field: Any, name: str) -> Any:
     raise ValueError(f"no {name} bound")
 
 
+def _actions(value: Any) -> set[str]:
+    """Every step action used anywhere in a JSON value (steps, checks, compensations)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("action"), str):
+            found.add(value["action"])
+        for item in value.values():
+            found |= _actions(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= _actions(item)
+    return found
+
+
+def examples_by_action() -> dict[str, list[str]]:
+    """``examples/``'s files that use each action, by repository path."""
+    root = Path(__file__).resolve().parents[2]
+    out: dict[str, list[str]] = {}
+    for path in sorted((root / "examples").rglob("*.json")):
+        for action in _actions(json.loads(path.read_text())):
+            out.setdefault(action, []).append(path.relative_to(root).as_posix())
+    return out
+
+
 def steps() -> str:
     from pagefleet.jobs.submission import submission_schema
 
@@ -142,6 +167,7 @@ def steps() -> str:
     step_list = next(o for o in schema["properties"]["steps"]["anyOf"] if "items" in o)
     mapping = step_list["items"]["discriminator"]["mapping"]
     common = ("action",)
+    examples = examples_by_action()
     out = [
         (
             "# Workflow steps\n\nEvery step a job's `steps` may hold, from the JSON Schema of a "
@@ -166,6 +192,9 @@ def steps() -> str:
         if step.get("description"):
             out.append(" ".join(step["description"].split()) + "\n\n")
         out.append(table(FIELD_HEADERS, field_rows(step, skip=common)))
+        if examples.get(action):
+            used = ", ".join(code(p) for p in examples[action])
+            out.append(f"\nExamples that use it: {used}.\n")
     return "".join(out)
 
 

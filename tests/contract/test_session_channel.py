@@ -4,8 +4,10 @@ commands in order and taken once, each answer to its own caller, a closed channe
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.session_channel import SqsSessionChannel
@@ -37,7 +39,10 @@ def opened(channel: SessionChannel) -> str:
 
 
 def test_commands_come_in_order_and_each_once(channel: SessionChannel, opened: str) -> None:
-    first, second = Command(id=new_ulid(), op="recorded"), Command(id=new_ulid(), op="close")
+    first, second = (
+        Command(id=new_ulid(), steps=[{"action": "reload"}]),
+        Command(id=new_ulid(), op="close"),
+    )
     channel.send_command(opened, first)
     channel.send_command(opened, second)
     assert channel.next_command(opened, wait_s=1) == first
@@ -75,3 +80,50 @@ def test_a_closed_channel_is_gone_and_closing_again_is_fine(
         channel.send_command(opened, Command(id=new_ulid()))
     with pytest.raises(ChannelGone):
         channel.next_command(opened, wait_s=0)
+
+
+class FlakyDeletes:
+    """An SQS client whose first DeleteMessage fails as a throttled call does."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.failed = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def delete_message(self, **kwargs: Any) -> Any:
+        if not self.failed:
+            self.failed += 1
+            error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
+            raise ClientError(error, "DeleteMessage")  # type: ignore[arg-type]
+        return self._client.delete_message(**kwargs)
+
+
+def test_a_taken_command_is_deleted_before_it_runs_even_when_a_delete_fails(
+    provisioned: Provisioned,
+) -> None:
+    # Finding 2: the delete ran later on a thread and a failure was only logged, so the
+    # command came back after the queue's 30 s default visibility and ran again.
+    sqs = RUNTIME.client("sqs")
+    flaky = FlakyDeletes(sqs)
+    channel = SqsSessionChannel.beside(
+        flaky,  # type: ignore[arg-type]
+        prefix=session_queue_prefix("contract"),
+        any_queue_url=next(iter(provisioned.queue_urls.values())),
+    )
+    name = new_ulid()
+    channel.open(name)
+    channel.send_command(name, Command(id=new_ulid()))
+    assert channel.next_command(name, wait_s=1) is not None
+    url = sqs.get_queue_url(QueueName=f"{session_queue_prefix('contract')}{name}-cmd")["QueueUrl"]
+    counts = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert flaky.failed == 1
+    assert counts == {
+        "ApproximateNumberOfMessages": "0",
+        "ApproximateNumberOfMessagesNotVisible": "0",
+    }
+    channel.close(name)

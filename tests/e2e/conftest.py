@@ -1,5 +1,13 @@
-"""One local stack per e2e module (moto, gateway, a worker, the demo site), stopped before
-the next suite so its processes and environment never leak into other tests.
+"""The local stack of the e2e modules (moto, gateway, a worker, the demo site), stopped
+before the next suite so its processes and environment never leak into other tests.
+
+A module that asks for no other configuration shares one stack with every other such
+module (``stack``, from ``shared_stack``): tests/support/suites.py puts every test that
+uses it in one xdist group, so the stack starts once for them all (a start and a stop cost
+~15 s of CPU and 10-25 s) and stops as soon as the next test does not use it. Each module
+finds the demo site as a new stack serves it (orders and the watched shop reset). A module
+that needs other options overrides ``stack`` with ``yield from running(LocalStack(...))``
+and gets a stack of its own.
 
 Every stack checks each AWS call against the synthesized template's policies (its IAM
 check is on by default); a module whose run made IAM refuse anything fails at teardown,
@@ -10,11 +18,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
+from tests.support.suites import SHARED_STACK_FIXTURE
+
+
+def _refused(denied: list[dict[str, Any]]) -> str:
+    return "IAM refused calls the platform made:\n" + "\n".join(
+        f"  {d['principal']}: {d['action']} on {d['resource']} ({d['reason']})" for d in denied
+    )
 
 
 def running(local: LocalStack) -> Iterator[LocalStack]:
@@ -25,17 +41,69 @@ def running(local: LocalStack) -> Iterator[LocalStack]:
         yield local
         denied = local.iam_report()["denied"] if local.iam.on else []
     local.cleanup_logs()
-    assert not denied, "IAM refused calls the platform made:\n" + "\n".join(
-        f"  {d['principal']}: {d['action']} on {d['resource']} ({d['reason']})" for d in denied
-    )
+    assert not denied, _refused(denied)
+
+
+class _Shared:
+    """The one shared stack of this test process: started on first use, stopped when the
+    next test does not use it (``pytest_runtest_teardown``), or at the session's end."""
+
+    local: LocalStack | None = None
+
+    @classmethod
+    def get(cls) -> LocalStack:
+        if cls.local is None:
+            os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+            cls.local = LocalStack(api_port=0, workers=1, concurrency=2).start()
+        return cls.local
+
+    @classmethod
+    def stop(cls) -> None:
+        local, cls.local = cls.local, None
+        if local is not None:
+            local.stop()
+            local.cleanup_logs()
+
+
+def _denied(local: LocalStack) -> list[dict[str, Any]]:
+    return list(local.iam_report()["denied"]) if local.iam.on else []
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
+def shared_stack() -> Iterator[LocalStack]:
+    """The shared stack for one module: the demo site as it starts, and at the module's end
+    no IAM refusal that its tests caused."""
+    local = _Shared.get()
+    assert local.site is not None
+    local.site.orders.reset()
+    local.site.shop.reset()
+    before = len(_denied(local))
+    yield local
+    denied = _denied(local)[before:]
+    assert not denied, _refused(denied)
+
+
+@pytest.fixture(scope="module")
+def stack(shared_stack: LocalStack) -> LocalStack:
+    return shared_stack
 
 
 @pytest.fixture(scope="module")
 def client(stack: LocalStack) -> Iterator[PagefleetClient]:
     with stack.client() as api:
         yield api
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """After the module fixtures are torn down: stop the shared stack unless the next test
+    uses it too (with ``--dist loadgroup`` the tests that use it run one after another)."""
+    try:
+        return (yield)
+    finally:
+        if nextitem is None or SHARED_STACK_FIXTURE not in getattr(nextitem, "fixturenames", ()):
+            _Shared.stop()
+
+
+def pytest_sessionfinish() -> None:
+    _Shared.stop()  # a run interrupted mid-module

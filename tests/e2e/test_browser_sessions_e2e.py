@@ -1,6 +1,7 @@
 """Browser sessions on the local stack, in real Chromium against the demo site on 127.0.0.1:
 steps one at a time with observations, save as a workflow and run it as a job, tenant
-isolation, the idle timeout, and a killed worker read as `lost`."""
+isolation, the idle timeout, a killed worker read as `lost` with its steps kept, and a
+retried step answered from its first run."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from devstack.chaos import chaos_worker_env, kill_worker, wait_until
 from devstack.stack import LocalStack
+from pagefleet.browsing.models import CommandView
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.runtime import RUNTIME
@@ -168,24 +170,82 @@ def test_an_idle_session_closes_itself(client: PagefleetClient, stack: LocalStac
     assert after.value.status == 409
 
 
-def test_a_killed_worker_leaves_a_lost_session_never_a_hang(
+def test_a_killed_worker_leaves_a_lost_session_that_keeps_its_steps(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
     sid = client.open_session(idle_timeout_s=300).session_id
-    assert client.session_steps(sid, {"action": "goto", "url": f"{stack.site_url}/"}).ok
+    went = {"action": "goto", "url": f"{stack.site_url}/"}
+    assert client.session_steps(sid, went).ok
     holder = next(p for p in stack.worker_processes if p.alive())
     kill_worker(holder)
     stack.start_worker()  # the others keep serving
+    # Sent to the dead worker: not a 504, and never run.
+    sent = client.send_steps(sid, {"action": "press", "selector": "body", "key": "Tab"}, wait_s=0)
+    assert isinstance(sent, CommandView) and sent.state == "pending"
 
-    def lost() -> bool:
-        try:
-            client.session_steps(sid, {"action": "press", "selector": "body", "key": "Tab"})
-        except ApiError as exc:
-            return exc.status == 409 and "lost" in str(exc)
-        return False
+    wait_until(lambda: client.get_session(sid).status == "lost", 120, poll=1, what="lost")
+    never = client.get_command(sid, sent.command_id)
+    assert never.state == "expired" and never.answer is not None and never.answer.ran == 0
+    # Finding 6: the step history lived in the killed worker's memory; now it is durable.
+    assert client.get_session(sid).steps == [went]
+    assert client.save_session(sid, "after-a-kill").steps == 1
+    with pytest.raises(ApiError) as after:
+        client.session_steps(sid, {"action": "press", "selector": "body", "key": "Tab"})
+    assert after.value.status == 409 and "lost" in str(after.value)
 
-    wait_until(lost, 120, poll=1, what="the session reads lost")
-    assert client.get_session(sid).status == "lost"
+
+def test_a_retried_step_is_answered_from_its_first_run_and_followers_hear_of_it(
+    stack: LocalStack, client: PagefleetClient
+) -> None:
+    sid = client.open_session(idle_timeout_s=120).session_id
+    headers = {"Authorization": f"Bearer {stack.dev_api_key}"}
+    try:
+        with connect(stack.live.url, additional_headers=headers, open_timeout=30) as ws:
+            ws.send(json.dumps({"action": "subscribe", "job_id": sid, "after": 0}))
+            form = {"action": "goto", "url": f"{stack.site_url}/contact.html"}
+            assert client.session_steps(sid, form).ok
+            send = [
+                {"action": "fill", "selector": "#name", "value": "Ada Lovelace"},
+                {"action": "fill", "selector": "#email", "value": "ada@example.com"},
+                {"action": "click", "selector": "#send"},
+                {"action": "wait_for", "selector": "#confirmation"},
+                {"action": "extract", "name": "reference", "selector": "#reference"},
+            ]
+            first = client.session_steps(sid, send, command_id="send-form-1")
+            assert first.ok and first.result["reference"].startswith("PF-"), first.error
+            # The form is gone: run again, these steps would fail. Answered from the first.
+            again = client.session_steps(sid, send, command_id="send-form-1")
+            assert again == first
+
+            about = {"action": "goto", "url": f"{stack.site_url}/about.html"}
+            sent = client.send_steps(sid, about, wait_s=0)  # holds nothing
+            command_id = sent.command_id
+            read = wait_until(
+                lambda: (v := client.get_command(sid, command_id)).answer is not None and v,
+                60,
+                what="the answer",
+            )
+            assert read.state == "done" and read.answer is not None
+            assert read.answer.observation is not None
+            assert read.answer.observation.url == about["url"]
+            heard = wait_for_command_events(ws, {"send-form-1", command_id})
+            assert heard == {"send-form-1": "done", command_id: "done"}
+        assert client.get_session(sid).steps == [form, *send, about]  # each step once
+    finally:
+        client.close_session(sid)
+
+
+def wait_for_command_events(ws: ClientConnection, wanted: set[str]) -> dict[str, str]:
+    """The state each wanted command's event reports, once the socket delivered them all."""
+    deadline = time.monotonic() + 60
+    heard: dict[str, str] = {}
+    while not wanted <= heard.keys():
+        raw = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+        for message in raw["messages"] if raw["type"] == "batch" else [raw]:
+            for event in message.get("events", []):
+                if event.get("type") == "command" and event.get("command_id") in wanted:
+                    heard[event["command_id"]] = event["state"]
+    return heard
 
 
 def test_the_api_refuses_sessions_past_the_tenants_running_slots(
@@ -205,3 +265,36 @@ def test_the_api_refuses_sessions_past_the_tenants_running_slots(
             assert refused.value.status == 429 and "max_running" in str(refused.value)
         finally:
             api.close_session(first)
+
+
+def test_an_answer_larger_than_a_queue_message_comes_whole_by_reference(
+    stack: LocalStack, client: PagefleetClient
+) -> None:
+    # Finding 5: an extract result or an ARIA snapshot past SQS's 256 KiB was sent as is;
+    # the send failed and the session died with it.
+    sid = client.open_session(idle_timeout_s=120).session_id
+    try:
+        went = client.session_steps(
+            sid,
+            [
+                {"action": "goto", "url": f"{stack.site_url}/long.html"},
+                {"action": "extract", "name": "catalogue", "selector": "#items"},
+            ],
+        )
+        assert went.ok, went.error
+        assert went.result == {} and set(went.parts) == {"result", "aria_snapshot"}
+        assert went.parts["result"].bytes > 256 * 1024
+        data = json.loads(client.answer_part(went, "result"))
+        text = data["catalogue"]  # the list's text, every item of it
+        assert text.count("Item ") == 6000 and "Item 6000: a line" in text
+        assert went.observation is not None and went.observation.aria_truncated
+        tree = client.answer_part(went, "aria_snapshot").decode()
+        assert "Item 6000" in tree and len(tree) > len(went.observation.aria_snapshot or "")
+        # The session lives on, and its record keeps the answer.
+        assert client.session_steps(sid, {"action": "goto", "url": f"{stack.site_url}/"}).ok
+        read = client.get_command(sid, went.command_id)
+        assert read.answer is not None and read.answer.parts["result"].sha256 == (
+            went.parts["result"].sha256
+        )
+    finally:
+        client.close_session(sid)

@@ -100,7 +100,9 @@ def test_every_resolver_route_answers_through_the_gateway(
             seen = f"{route} as {who}: {response.status_code} {response.text[:200]}"
             # A 204 (a deletion) has no body; API Gateway's own refusal always has one.
             body = response.json() if response.content else None
-            assert (body or {}).get("error", {}).get("message") != "Missing Authentication Token"
+            error = body.get("error") if isinstance(body, dict) else None
+            message = error.get("message") if isinstance(error, dict) else None
+            assert message != "Missing Authentication Token", seen
             assert response.status_code < 500, seen
             assert _error_code(response) != "route_not_found", seen
     admin_only = {

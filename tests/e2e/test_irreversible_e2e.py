@@ -13,18 +13,12 @@ from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import LocalStack
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.states import JobStatus
-from tests.e2e.conftest import running
 from tests.e2e.test_gateway_routes import _cli
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 PLACE_ORDER = EXAMPLES_DIR / "place-order.json"
 SETTLE_S = 180
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
 
 
 @pytest.fixture

@@ -5,21 +5,13 @@ link the API signed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from devstack.stack import LocalStack
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from tests.e2e.conftest import running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
 
 
 def test_use_session_of_a_session_never_saved_runs_when_not_required(stack: LocalStack) -> None:

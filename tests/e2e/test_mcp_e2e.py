@@ -10,24 +10,17 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import mcp_types as types
-import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from devstack.stack import REPO_ROOT, LocalStack
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.e2e.conftest import running
-
-
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2))
 
 
 def server(stack: LocalStack, api_key: str | None = None) -> StdioServerParameters:

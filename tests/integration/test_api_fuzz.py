@@ -16,6 +16,7 @@ from urllib.parse import urlencode, urlsplit
 
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis.generation import GenerationMode
 
 from devstack.provision import Provisioned
@@ -84,8 +85,8 @@ def test_generated_requests_never_get_a_5xx(api_env: Provisioned) -> None:
 
             try:
                 run()
-            except schemathesis.errors.SchemathesisError:  # nothing to generate in this mode
-                continue
+            except (schemathesis.errors.SchemathesisError, Unsatisfiable):
+                continue  # nothing to generate in this mode (no invalid form exists)
 
     total = sum(statuses.values())
     assert not server_errors, "\n".join(server_errors[:5])

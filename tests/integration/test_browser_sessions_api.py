@@ -4,13 +4,17 @@ session that never started, and its audit records."""
 
 from __future__ import annotations
 
+import time
+
 import boto3
 import pytest
 
 from devstack.provision import Provisioned
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import session_queue_prefix
 from pagefleet.tenancy.api_keys import create_api_key
+from pagefleet.tenancy.sessions import SessionArchive
 from tests.support.api import ApiCaller
 
 
@@ -99,3 +103,79 @@ def test_another_tenants_session_is_a_404_on_every_route(
         assert owner.call("GET", f"/v1/browser-sessions/{job.body['job_id']}").status == 404
     finally:
         owner.call("DELETE", base)
+
+
+def test_a_step_not_answered_in_time_is_a_202_with_its_command_read_by_its_id(
+    owner: ApiCaller, stranger: ApiCaller
+) -> None:
+    # Finding 3: a step sent while the session starts was a 504, and ran later anyway.
+    sid = owner.call("POST", "/v1/browser-sessions", body={}).body["session_id"]
+    base = f"/v1/browser-sessions/{sid}"
+    body = {"step": {"action": "press", "selector": "a", "key": "Tab"}, "wait_s": 0}
+    key = {"Idempotency-Key": "press-tab-1"}
+    try:
+        sent = owner.call("POST", f"{base}/steps", body=body, headers=key)
+        assert sent.status == 202, sent.body
+        assert sent.body == {
+            "session_id": sid,
+            "command_id": "press-tab-1",
+            "state": "pending",
+            "answer": None,
+        }
+        assert sent.headers["Location"].endswith(f"{base}/commands/press-tab-1")
+        again = owner.call("POST", f"{base}/steps", body=body, headers=key)
+        assert (again.status, again.body) == (202, sent.body)  # the same command, not a new one
+        read = owner.call("GET", f"{base}/commands/press-tab-1")
+        assert (read.status, read.body["state"]) == (200, "pending")
+
+        other = {**body, "step": {"action": "press", "selector": "a", "key": "Enter"}}
+        reused = owner.call("POST", f"{base}/steps", body=other, headers=key)
+        assert reused.status == 409 and reused.error["field"] == "command_id"
+        differ = owner.call("POST", f"{base}/steps", body={**body, "command_id": "x"}, headers=key)
+        assert differ.status == 422 and differ.error["field"] == "command_id"
+        bad = owner.call("POST", f"{base}/steps", body={**body, "wait_s": 26})
+        assert bad.status == 422 and bad.error["field"] == "wait_s"
+        assert owner.call("GET", f"{base}/commands/never-sent").status == 404
+        assert stranger.call("GET", f"{base}/commands/press-tab-1").status == 404
+    finally:
+        owner.call("DELETE", base)
+    # The session ended before its worker took the command: it never runs.
+    ended = owner.call("GET", f"{base}/commands/press-tab-1")
+    assert ended.body["state"] == "expired"
+    assert ended.body["answer"]["ok"] is False
+    assert ended.body["answer"]["error"]["kind"] == "expired"
+
+
+def test_a_use_session_never_saved_or_expired_is_a_422_at_open(
+    owner: ApiCaller, api_env: Provisioned
+) -> None:
+    archive = SessionArchive(boto3.client("s3"), api_env.artifacts_bucket)
+    now = time.time()
+    archive.save("sessions-a", "shop-login", {"cookies": []}, ttl_s=3600, now=now)
+    archive.save("sessions-a", "old-login", {"cookies": []}, ttl_s=60, now=now - 120)
+    for name, why in (("never-saved", "does not exist"), ("old-login", "has expired")):
+        refused = owner.call("POST", "/v1/browser-sessions", body={"use_session": name})
+        assert refused.status == 422, refused.body
+        assert refused.error["field"] == "use_session" and why in refused.error["message"]
+    assert owner.call("GET", "/v1/jobs").body["jobs"] == []  # no slot taken, nothing queued
+    opened = owner.call("POST", "/v1/browser-sessions", body={"use_session": "shop-login"})
+    assert opened.status == 201, opened.body
+    owner.call("DELETE", f"/v1/browser-sessions/{opened.body['session_id']}")
+
+
+def test_a_step_to_a_session_deleted_while_it_runs_is_a_409(owner: ApiCaller) -> None:
+    """Its worker winds it down and answers nothing: the step is refused at once as closed,
+    not left to its wait (the worker is played: claimed, then never answering)."""
+    from functions.api import app as api_app
+
+    sid = owner.call("POST", "/v1/browser-sessions", body={"idle_timeout_s": 60}).body["session_id"]
+    now = int(utcnow().timestamp())
+    api_app.services().store.claim(
+        "sessions-a", sid, owner="w1", lease_until=now + 120, now=now, started_at=iso(utcnow())
+    )
+    assert owner.call("GET", f"/v1/browser-sessions/{sid}").body["status"] == "ready"
+    assert owner.call("DELETE", f"/v1/browser-sessions/{sid}").status == 200
+    step = {"step": {"action": "press", "selector": "body", "key": "Tab"}, "wait_s": 1}
+    refused = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body=step)
+    assert refused.status == 409, refused.body
+    assert refused.error["code"] == "session_ended" and "closed" in refused.error["message"]

@@ -64,8 +64,13 @@ def _own_group(item: pytest.Item) -> str | None:
 
 
 def item_group(item: pytest.Item, tests_dir: Path) -> str:
-    """The xdist group ``item`` runs in: the one it names, else its module's (``_group``)."""
-    return _own_group(item) or _group(_suite_path(item, tests_dir) or "")
+    """The xdist group ``item`` runs in: the one it names, the shared stack's if it uses
+    that stack, else its module's (``_group``)."""
+    if own := _own_group(item):
+        return own
+    if SHARED_STACK_FIXTURE in getattr(item, "fixturenames", ()):
+        return SHARED_STACK
+    return _group(_suite_path(item, tests_dir) or "")
 
 
 def _in_slice(path: str) -> bool:
@@ -90,8 +95,14 @@ def mark_suites(items: list[pytest.Item], tests_dir: Path) -> None:
         if suite not in WHOLE_IN_FAST and not _in_slice(path):
             item.add_marker(pytest.mark.slow)
         if _own_group(item) is None:  # pytest-xdist would join both names into one group
-            item.add_marker(pytest.mark.xdist_group(_group(path)))
+            item.add_marker(pytest.mark.xdist_group(item_group(item, tests_dir)))
 
+
+# The e2e modules that ask for no other configuration share one local stack
+# (tests/e2e/conftest.py): every test that uses it runs in one group, so on one worker,
+# one after another, and the stack starts once for them all.
+SHARED_STACK_FIXTURE = "shared_stack"
+SHARED_STACK = "e2e/shared-stack"
 
 # The tests that start a whole stack of their own (tests/e2e/test_local_stack.py): each its
 # own group, so neither waits for its module's shared stack nor holds it up.
@@ -99,17 +110,17 @@ DEMO_COMMAND = "e2e/demo-command"
 STACK_STOP = "e2e/stack-stop"
 
 # xdist hands the groups out in collection order; the longest should not start last. These
-# run minutes each (a 200-job browser run, local stacks with CLI runs and killed workers);
+# run minutes each (the shared stack's modules, a 200-job browser run, local stacks with
+# killed workers, the demo command);
 # other groups that start a browser or a stack (marked e2e) come next, then the rest. Only
 # the order changes: a name missing here costs time, not coverage.
 LONGEST_FIRST = (
+    SHARED_STACK,
     "worker/test_browser_lifecycle.py",
-    "e2e/test_local_stack.py",
     "e2e/test_tenancy_e2e.py",
     "chaos/test_process_faults.py",
     "e2e/test_live_runs.py",
     DEMO_COMMAND,
-    "e2e/test_console.py",
 )
 
 

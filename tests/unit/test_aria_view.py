@@ -3,7 +3,7 @@ only the lines that changed since the last one."""
 
 from __future__ import annotations
 
-from browser_task.run.aria_view import UNCHANGED, shape
+from browser_task.observe.aria_view import UNCHANGED, shape
 
 PAGE = "\n".join(
     [

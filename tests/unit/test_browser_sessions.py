@@ -3,32 +3,45 @@ its steps go over its channel, a dead worker makes it `lost`, never a hang."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import threading
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from browser_task.run.session_loop import SessionLoop
 from pagefleet.browsing import service
 from pagefleet.browsing.channel import answer_fate
 from pagefleet.browsing.models import (
     Answer,
     Command,
+    CommandView,
     Observation,
-    Observe,
     OpenSession,
     SaveAsWorkflow,
+    StepsAnswer,
+    StepsRequest,
 )
 from pagefleet.browsing.recording import parametrize
-from pagefleet.errors import InvalidField, NotFound, SessionBusy, SessionEnded, TooManyRequests
-from pagefleet.jobs.lifecycle import Outcome
+from pagefleet.errors import (
+    IdempotencyKeyReused,
+    InvalidField,
+    NotFound,
+    SessionEnded,
+    TooManyRequests,
+)
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow import STEP_ADAPTER, Step
+from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
 from tests.fakes import FakeClock
 from tests.fakes.session_channel import FakeSessionChannel
+from tests.fakes.session_commands import FakeCommandLedger
 from tests.fakes.tenancy import fake_tenancy
 from tests.fakes.workflows import FakeWorkflowStore
 
@@ -41,6 +54,7 @@ LEASE = 60
 class World:
     sessions: service.Sessions
     channel: FakeSessionChannel
+    commands: FakeCommandLedger
     clock: FakeClock
     lost: list[str]
 
@@ -51,16 +65,21 @@ def world() -> World:
     svc, tenancy = fake_tenancy(clock)
     svc = dataclasses.replace(svc, workflows=FakeWorkflowStore())
     channel = FakeSessionChannel()
+    commands = FakeCommandLedger()
     lost: list[str] = []
     sessions = service.Sessions(
         svc,
         tenancy.quotas,
         channel,
-        wait_margin_s=0.0,
+        commands=commands,
         max_wait_s=2.0,
         on_lost=lambda job: lost.append(job.job_id),
     )
-    return World(sessions, channel, clock, lost)
+    return World(sessions, channel, commands, clock, lost)
+
+
+def steps_request(*steps: dict[str, object], **fields: object) -> StepsRequest:
+    return StepsRequest.model_validate({"steps": list(steps), **fields})
 
 
 def step(raw: dict[str, object]) -> Step:
@@ -76,32 +95,56 @@ def claimed(world: World) -> tuple[JobRecord, ReceivedMessage]:
     return taken.job, received
 
 
+class ScriptedLoop(SessionLoop):
+    """The worker's session loop (its claims, records and answers) with ``reply`` in place
+    of a browser running the steps."""
+
+    def __init__(self, world: World, job: JobRecord, reply: Callable[[Command], Answer]):
+        assert job.request.session is not None
+        ctx: Any = SimpleNamespace(
+            result={},
+            tenant_id=job.tenant_id,
+            plan=SimpleNamespace(job_id=job.job_id),
+            events=None,
+            masker=Masker(),  # the session's record is masked on each write
+        )
+
+        async def no_evaluate() -> bool:
+            return False
+
+        super().__init__(
+            ctx,
+            world.channel,
+            job.request.session,
+            commands=world.commands,
+            evaluate_allowed=no_evaluate,
+            wall_clock=world.clock.now,
+        )
+        self._reply = reply
+
+    async def _steps(self, command: Command) -> Answer:
+        answer = self._reply(command)
+        if answer.ok:
+            self.recorded.extend(command.steps[: answer.ran])
+        return answer
+
+
 @pytest.fixture
 def answering(world: World) -> Iterator[Callable[[JobRecord, Callable[[Command], Answer]], None]]:
     """A worker's session loop in a thread, answering commands with ``reply``."""
-    threads: list[threading.Thread] = []
-    stop = threading.Event()
+    threads: list[tuple[threading.Thread, str]] = []
 
     def start(job: JobRecord, reply: Callable[[Command], Answer]) -> None:
         assert job.request.session is not None
-        channel = job.request.session.channel
-
-        def loop() -> None:
-            while not stop.is_set():
-                if not world.channel.exists(channel):
-                    return
-                command = world.channel.next_command(channel, wait_s=1)
-                if command is not None:
-                    world.channel.send_answer(channel, reply(command))
-
-        thread = threading.Thread(target=loop, daemon=True)
+        loop = ScriptedLoop(world, job, reply)
+        thread = threading.Thread(target=asyncio.run, args=(loop.run(),), daemon=True)
         thread.start()
-        threads.append(thread)
+        threads.append((thread, job.request.session.channel))
 
     yield start
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=5)
+    for thread, channel in threads:
+        world.channel.close(channel)  # the loop ends: its channel is gone
+        thread.join(timeout=15)
 
 
 def test_a_session_opens_as_a_job_with_its_terms_and_its_channel(world: World) -> None:
@@ -148,10 +191,12 @@ def test_a_step_reaches_the_worker_and_its_answer_comes_back_with_a_link(
         world.sessions,
         TENANT,
         job.job_id,
-        [step({"action": "goto", "url": "http://127.0.0.1:8000/"})],
-        Observe(screenshot=True),
+        steps_request(
+            {"action": "goto", "url": "http://127.0.0.1:8000/"}, observe={"screenshot": True}
+        ),
     )
 
+    assert isinstance(answer, StepsAnswer)
     assert answer.ok and answer.ran == 1 and answer.status == "ready"
     assert answer.observation is not None and answer.observation.title == "Demo"
     assert answer.observation.screenshot_url is not None
@@ -165,8 +210,7 @@ def test_a_step_using_an_input_the_session_lacks_is_a_422_naming_the_field(world
             world.sessions,
             TENANT,
             job.job_id,
-            [step({"action": "fill", "selector": "#q", "value": "{{inputs.who}}"})],
-            Observe(),
+            steps_request({"action": "fill", "selector": "#q", "value": "{{inputs.who}}"}),
         )
     assert refused.value.details["field"] == "body"
     assert "inputs has no 'who'" in refused.value.message
@@ -177,20 +221,130 @@ def test_another_tenants_session_is_not_found(world: World) -> None:
     with pytest.raises(NotFound):
         service.get_session(world.sessions, "other", job.job_id)
     with pytest.raises(NotFound):
-        service.run_steps(world.sessions, "other", job.job_id, [], Observe())
+        service.run_steps(world.sessions, "other", job.job_id, steps_request())
 
 
-def test_a_silent_worker_with_a_live_lease_is_a_504_not_a_hang(world: World) -> None:
+def test_a_silent_worker_is_a_202_with_the_command_never_a_504(world: World) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
-    with pytest.raises(SessionBusy):
-        service.run_steps(
-            world.sessions,
-            TENANT,
-            job.job_id,
-            [step({"action": "click", "selector": "#go", "timeout_ms": 100})],
-            Observe(),
-        )
+    sent = service.run_steps(
+        world.sessions,
+        TENANT,
+        job.job_id,
+        steps_request({"action": "click", "selector": "#go"}, wait_s=1, command_id="c-1"),
+    )
+    assert isinstance(sent, CommandView) and (sent.command_id, sent.state) == ("c-1", "pending")
+    assert service.read_command(world.sessions, TENANT, job.job_id, "c-1").state == "pending"
+
+
+def test_a_step_answered_after_the_call_gave_up_is_read_by_its_id_and_never_run_twice(
+    world: World, answering: Callable[[JobRecord, Callable[[Command], Answer]], None]
+) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    body = steps_request({"action": "click", "selector": "#go"}, wait_s=0, command_id="buy-1")
+    sent = service.run_steps(world.sessions, TENANT, job.job_id, body)
+    assert isinstance(sent, CommandView)  # wait_s=0: the call held nothing
+    ran: list[Command] = []
+
+    def reply(command: Command) -> Answer:
+        ran.append(command)
+        return Answer(id=command.id, ran=1, result={"clicked": len(ran)})
+
+    answering(job, reply)
+    first = service.run_steps(
+        world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
+    )
+    again = service.run_steps(
+        world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
+    )
+    read = service.read_command(world.sessions, TENANT, job.job_id, "buy-1")
+
+    assert isinstance(first, StepsAnswer) and first.result == {"clicked": 1}
+    assert again == first  # the retry is answered from the first run
+    assert read.state == "done" and read.answer == first
+    assert len(ran) == 1  # three deliveries (the first call, two retries): one run
+    view = service.view(world.sessions, service.get_session(world.sessions, TENANT, job.job_id))
+    assert view.steps == [{"action": "click", "selector": "#go"}]
+
+
+def test_a_duplicate_delivery_of_a_command_runs_it_once(
+    world: World, answering: Callable[[JobRecord, Callable[[Command], Answer]], None]
+) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    real_send = world.channel.send_command
+
+    def twice(name: str, command: Command) -> None:  # SQS: at-least-once delivery
+        real_send(name, command)
+        real_send(name, command)
+
+    world.channel.send_command = twice  # type: ignore[method-assign]
+    ran: list[Command] = []
+    answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
+    for n in range(3):
+        body = steps_request({"action": "click", "selector": f"#b{n}"}, wait_s=10)
+        answer = service.run_steps(world.sessions, TENANT, job.job_id, body)
+        assert isinstance(answer, StepsAnswer) and answer.ok
+    service.close_session(world.sessions, TENANT, job.job_id)
+    assert [c.steps[0]["selector"] for c in ran] == ["#b0", "#b1", "#b2"]
+
+
+def test_a_command_past_its_deadline_is_answered_expired_and_never_runs(
+    world: World, answering: Callable[[JobRecord, Callable[[Command], Answer]], None]
+) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    body = steps_request({"action": "click", "selector": "#late"}, wait_s=0, deadline_s=5)
+    sent = service.run_steps(
+        world.sessions, TENANT, job.job_id, body.model_copy(update={"command_id": "late"})
+    )
+    assert isinstance(sent, CommandView)
+    world.clock.advance(6)  # the worker was busy past the command's deadline
+    ran: list[Command] = []
+    answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
+    fresh = service.run_steps(
+        world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
+    )
+    read = service.read_command(world.sessions, TENANT, job.job_id, "late")
+
+    assert read.state == "expired" and read.answer is not None
+    assert read.answer.ok is False and read.answer.error is not None
+    assert read.answer.error["kind"] == "expired" and read.answer.ran == 0
+    assert isinstance(fresh, StepsAnswer) and fresh.ok  # a new command runs
+    assert [c.command_id for c in ran] == [fresh.command_id]
+
+
+def test_a_reused_command_id_with_other_steps_is_a_409(world: World) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    first = steps_request({"action": "click", "selector": "#a"}, wait_s=0, command_id="k")
+    service.run_steps(world.sessions, TENANT, job.job_id, first)
+    other = steps_request({"action": "click", "selector": "#b"}, wait_s=0, command_id="k")
+    with pytest.raises(IdempotencyKeyReused) as refused:
+        service.run_steps(world.sessions, TENANT, job.job_id, other)
+    assert refused.value.details["field"] == "command_id"
+    with pytest.raises(InvalidField) as differ:
+        service.run_steps(world.sessions, TENANT, job.job_id, first, command_id="other")
+    assert differ.value.details["field"] == "command_id"
+
+
+def test_a_command_pending_when_its_session_ended_is_expired_and_one_running_lost(
+    world: World,
+) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    for cid in ("queued", "taken"):
+        body = steps_request({"action": "click", "selector": "#x"}, wait_s=0, command_id=cid)
+        service.run_steps(world.sessions, TENANT, job.job_id, body)
+    claim = world.commands.claim(TENANT, job.job_id, "taken", now=world.clock.now(), order="1")
+    assert claim.verdict == "run"
+    world.clock.advance(LEASE + 1)  # the worker died
+
+    assert service.read_command(world.sessions, TENANT, job.job_id, "queued").state == "expired"
+    assert service.read_command(world.sessions, TENANT, job.job_id, "taken").state == "lost"
+    with pytest.raises(NotFound):
+        service.read_command(world.sessions, TENANT, job.job_id, "never-sent")
 
 
 def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -> None:
@@ -206,11 +360,7 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     assert world.sessions.quotas.view(TENANT).running == frozenset()  # its slot given back
     with pytest.raises(SessionEnded) as ended:
         service.run_steps(
-            world.sessions,
-            TENANT,
-            job.job_id,
-            [step({"action": "click", "selector": "a"})],
-            Observe(),
+            world.sessions, TENANT, job.job_id, steps_request({"action": "click", "selector": "a"})
         )
     assert ended.value.details["status"] == "lost"
 
@@ -224,7 +374,9 @@ def test_closing_a_session_not_started_cancels_it_and_deletes_its_queues(world: 
     assert service.close_session(world.sessions, TENANT, job.job_id).status is closed.status
 
 
-def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(world: World) -> None:
+def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(
+    world: World, answering: Callable[[JobRecord, Callable[[Command], Answer]], None]
+) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     steps = [
@@ -232,8 +384,13 @@ def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(world: Wo
         {"action": "fill", "selector": "#name", "value": "Ada Lovelace"},
         {"action": "click", "selector": "button[type=submit]"},
     ]
-    result = {"steps": steps, "data": {}, "closed_reason": "idle"}
-    world.sessions.jobs.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED, result=result), "w1")
+    answering(job, lambda c: Answer(id=c.id, ran=len(c.steps)))
+    for one in steps:
+        assert isinstance(
+            service.run_steps(world.sessions, TENANT, job.job_id, steps_request(one)), StepsAnswer
+        )
+    # Its worker is killed: nothing of the steps was written in its outcome.
+    world.clock.advance(LEASE + 1)
 
     body = SaveAsWorkflow(name="signup", inputs={"who": "Ada Lovelace"})
     first = service.save_as_workflow(world.sessions, TENANT, job.job_id, body)
@@ -246,7 +403,25 @@ def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(world: Wo
     assert saved.inputs == {"who": "Ada Lovelace"}
     assert saved.steps[1].model_dump(exclude_none=True)["value"] == "{{inputs.who}}"
     view = service.view(world.sessions, service.get_session(world.sessions, TENANT, job.job_id))
-    assert (view.status, view.closed_reason, view.steps) == ("closed", "idle", steps)
+    assert (view.status, view.steps) == ("lost", steps)
+
+
+def test_a_long_session_keeps_every_step_past_the_outcome_bound(
+    world: World, answering: Callable[[JobRecord, Callable[[Command], Answer]], None]
+) -> None:
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    answering(job, lambda c: Answer(id=c.id, ran=len(c.steps)))
+    text = "x" * 2000
+    sent = [{"action": "fill", "selector": f"#f{n}", "value": text} for n in range(40)]
+    for batch in range(0, 40, 10):  # 80 KB of steps: more than a job record keeps
+        body = StepsRequest.model_validate({"steps": sent[batch : batch + 10]})
+        assert isinstance(service.run_steps(world.sessions, TENANT, job.job_id, body), StepsAnswer)
+    service.close_session(world.sessions, TENANT, job.job_id)
+    saved = service.save_as_workflow(
+        world.sessions, TENANT, job.job_id, SaveAsWorkflow(name="long")
+    )
+    assert saved.steps == 40
 
 
 def test_a_named_literal_that_occurs_nowhere_is_a_422_naming_the_input() -> None:

@@ -3,6 +3,7 @@ exactly what scripts/docs_reference.py writes from the code now."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -96,3 +97,64 @@ def test_every_public_client_method_is_on_the_sdk_page(rendered: dict[str, str])
     for name, _ in inspect.getmembers(PagefleetClient, inspect.isfunction):
         if not name.startswith("_"):
             assert f"| `{name}(" in rendered["sdk.md"], name
+
+
+def test_the_decision_logs_index_lists_every_entry() -> None:
+    from docs_pages.decisions_index import with_index
+
+    text = docs_reference.DECISIONS.read_text()
+    assert with_index(text) == text, f"docs/decisions.md's index is stale: run {REGENERATE}"
+    entries = text.count("\n## ")
+    assert text.split("<!-- /index -->")[0].count("\n- [") == entries
+
+
+def test_a_superseded_entry_is_marked_in_the_index() -> None:
+    from docs_pages.decisions_index import with_index
+
+    text = (
+        "# D\n\n## 2026-01-01 — Old\n\nSuperseded by [New](#2026-01-02-new).\n\n"
+        "## 2026-01-02 — New\n"
+    )
+    indexed = with_index(text)
+    assert "- [2026-01-01 — Old](#2026-01-01-old) (superseded)" in indexed
+    assert "- [2026-01-02 — New](#2026-01-02-new)\n" in indexed
+    assert with_index(indexed) == indexed
+
+
+# A line that records a move names the old path on purpose.
+_HISTORY = ("merged into", "moved", "left the path", "renamed", "became", "→")
+_CITED = re.compile(
+    r"`((?:pagefleet|functions|browser_task|devstack|infra|tests|scripts|bench|docs|examples"
+    r"|console)/[A-Za-z0-9_./-]+)`"
+)
+
+
+def _exists(path: str) -> bool:
+    """A file, a directory, or ``module.attribute`` of a module that exists."""
+    candidates = (path, path.rsplit(".", 1)[0] + ".py", path + ".py")
+    return any((REPO_ROOT / c).exists() for c in candidates)
+
+
+def test_every_path_the_decision_log_cites_exists() -> None:
+    dead = []
+    for number, line in enumerate(docs_reference.DECISIONS.read_text().splitlines(), 1):
+        if line.startswith("|") or any(word in line for word in _HISTORY):
+            continue
+        dead += [f"{number}: {m}" for m in _CITED.findall(line) if not _exists(m)]
+    assert dead == []
+
+
+def test_every_example_is_named_where_its_feature_is_documented(
+    rendered: dict[str, str],
+) -> None:
+    docs = [p.read_text() for p in (REPO_ROOT / "docs").rglob("*.md")]
+    docs.append((REPO_ROOT / "README.md").read_text())
+    examples = sorted((REPO_ROOT / "examples").rglob("*.json"))
+    unnamed = [
+        p.relative_to(REPO_ROOT).as_posix()
+        for p in examples
+        if not any(p.name in text for text in docs)
+    ]
+    assert unnamed == []
+    # The step table names the examples that use each action.
+    assert "`examples/workflows/session-login.json`" in rendered["steps.md"]

@@ -33,6 +33,74 @@ def test_a_test_that_names_its_group_is_in_that_group_only(tmp_path: Path) -> No
             """
         )
     )
+    _write_root_conftest(tmp_path)
+    run = run_child_pytest(tmp_path)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    assert "PASSED tests/e2e/test_grouped.py::test_in_the_modules_group" in out, out
+    assert "PASSED tests/e2e/test_grouped.py::test_in_its_own_group" in out, out
+
+
+def test_every_module_on_the_default_stack_is_in_the_shared_stacks_group(tmp_path: Path) -> None:
+    """tests/e2e/conftest.py's ``stack`` comes from ``shared_stack``; a module that
+    overrides ``stack`` keeps its module's group, and so its own stack."""
+    (tmp_path / "tests" / "e2e").mkdir(parents=True)
+    (tmp_path / "tests" / "e2e" / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.fixture(scope="module")
+            def shared_stack():
+                return "shared"
+
+            @pytest.fixture(scope="module")
+            def stack(shared_stack):
+                return shared_stack
+
+            @pytest.fixture
+            def groups(request):
+                return [m.args[0] for m in request.node.iter_markers("xdist_group")]
+            """
+        )
+    )
+    for name in ("first", "second"):
+        (tmp_path / "tests" / "e2e" / f"test_{name}.py").write_text(
+            textwrap.dedent(
+                """
+                def test_on_the_shared_stack(stack, groups):
+                    assert stack == "shared"
+                    assert groups == ["e2e/shared-stack"]
+
+                def test_without_a_stack(groups):
+                    assert groups == ["e2e/" + __file__.rsplit("/", 1)[1]]
+                """
+            )
+        )
+    (tmp_path / "tests" / "e2e" / "test_own.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.fixture(scope="module")
+            def stack():
+                return "own"
+
+            def test_on_its_own_stack(stack, groups):
+                assert stack == "own"
+                assert groups == ["e2e/test_own.py"]
+            """
+        )
+    )
+    _write_root_conftest(tmp_path)
+    run = run_child_pytest(tmp_path)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    assert out.count("PASSED") == 5, out
+
+
+def _write_root_conftest(tmp_path: Path) -> None:
+    """The layout's tests/conftest.py: groups and order as tests/conftest.py sets them."""
     (tmp_path / "tests" / "conftest.py").write_text(
         textwrap.dedent(
             """
@@ -49,8 +117,3 @@ def test_a_test_that_names_its_group_is_in_that_group_only(tmp_path: Path) -> No
             """
         )
     )
-    run = run_child_pytest(tmp_path)
-    out = run.stdout
-    assert run.returncode == 0, out + run.stderr
-    assert "PASSED tests/e2e/test_grouped.py::test_in_the_modules_group" in out, out
-    assert "PASSED tests/e2e/test_grouped.py::test_in_its_own_group" in out, out

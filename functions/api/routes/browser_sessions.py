@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
 
 from functions.api.context import (
     actor,
@@ -20,6 +20,8 @@ from functions.api.context import (
     tenant_id,
 )
 from pagefleet.browsing.models import (
+    COMMAND_ID_PATTERN,
+    CommandView,
     OpenSession,
     SaveAsWorkflow,
     SavedWorkflow,
@@ -35,6 +37,8 @@ router = Router()
 SESSION_ID = Annotated[
     str, Path(min_length=26, max_length=26, pattern=r"^[0-9a-z]+$", description="the session")
 ]
+
+COMMAND_ID = Annotated[str, Path(pattern=COMMAND_ID_PATTERN, description="the command's id")]
 
 
 @router.post(
@@ -70,19 +74,59 @@ def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
         "The steps of the workflow language, with a job's checks, egress policy, "
         "`evaluate` policy and timeouts. The answer: whether they ran (`ok`, `ran`, the "
         "job error shape in `error`), what they extracted, and an observation of the page "
-        "(URL, title, ARIA snapshot; a screenshot link with `observe.screenshot`). A closed "
-        "or lost session is a 409; a worker that did not answer in time a 504."
+        "(URL, title, ARIA snapshot; a screenshot link with `observe.screenshot`). Each "
+        "call is a command with an id (`command_id` or the `Idempotency-Key` header; one "
+        "is made up otherwise) run exactly once: a retry with the same id is answered from "
+        "the first, never run again. The call waits up to `wait_s` (default 10, at most "
+        "25) for the answer, then answers 202 with the command's id and a `Location` to "
+        "read it from; steps not started within `deadline_s` never run and are answered "
+        "`state: expired`. A closed or lost session is a 409."
     ),
-    responses=documented({200: ("the outcome and the page after it", StepsAnswer)}, 404, 409),
+    responses=documented(
+        {
+            200: ("the outcome and the page after it", StepsAnswer),
+            202: ("the command, still to be answered", CommandView),
+        },
+        404,
+        409,
+    ),
     tags=["browser sessions"],
 )
-def run_steps(session_id: SESSION_ID, body: Annotated[StepsRequest, Body()]) -> Response[str]:
+def run_steps(
+    session_id: SESSION_ID,
+    body: Annotated[StepsRequest, Body()],
+    idempotency_key: Annotated[
+        str | None,
+        Header(alias="Idempotency-Key", pattern=COMMAND_ID_PATTERN),
+    ] = None,
+) -> Response[str]:
     from pagefleet.browsing import service  # first call: cold start
 
     answer = service.run_steps(
-        browser_sessions(), tenant_id(router), session_id, body.all_steps(), body.observe
+        browser_sessions(), tenant_id(router), session_id, body, command_id=idempotency_key
     )
+    if isinstance(answer, CommandView):
+        where = f"{base_path(router)}/browser-sessions/{session_id}/commands/{answer.command_id}"
+        return respond(202, answer, {"Location": where})
     return respond(200, answer)
+
+
+@router.get(
+    "/browser-sessions/<session_id>/commands/<command_id>",
+    summary="A command of the session: pending, running, or its answer",
+    description=(
+        "Holds nothing: it reads the command's record. `state` is pending, running, done, "
+        "expired (its deadline passed before it started: it never ran) or lost (its "
+        "worker went while it ran); `answer` is there once done or expired."
+    ),
+    responses=documented({200: ("the command", CommandView)}, 404),
+    tags=["browser sessions"],
+)
+def get_command(session_id: SESSION_ID, command_id: COMMAND_ID) -> Response[str]:
+    from pagefleet.browsing import service  # first call: cold start
+
+    view = service.read_command(browser_sessions(), tenant_id(router), session_id, command_id)
+    return respond(200, view)
 
 
 @router.get(

@@ -1,0 +1,214 @@
+"""A session's command ledger in the jobs table (pagefleet.browsing.commands).
+
+Items (``pk = TENANT#<tenant>``, so the tenant's partition holds its sessions' commands as it
+holds its jobs): ``sk = SCMD#<session>#<sha256 of the command id>`` (any caller-chosen id
+fits and sorts harmlessly). Every move is a conditional write on the state before it; the
+jobs stream passes these items by (it reads ``JOB#`` items only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk, to_json
+from pagefleet.browsing.commands import Claim, CommandRecord, CommandState
+from pagefleet.browsing.models import Answer
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+PREFIX = "SCMD#"
+# Reserved words of DynamoDB's expressions, named; each move names only those it uses.
+NAMES = {"#state": "state", "#order": "order"}
+
+
+def command_sk(session_id: str, command_id: str) -> str:
+    return f"{PREFIX}{session_id}#{hashlib.sha256(command_id.encode()).hexdigest()}"
+
+
+def _conditional_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoCommandLedger:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def _key(self, tenant_id: str, session_id: str, command_id: str) -> dict[str, Any]:
+        return serialize({"pk": tenant_pk(tenant_id), "sk": command_sk(session_id, command_id)})
+
+    def record(self, command: CommandRecord) -> CommandRecord:
+        item = {
+            "pk": tenant_pk(command.tenant_id),
+            "sk": command_sk(command.session_id, command.command_id),
+            "session_id": command.session_id,
+            "command_id": command.command_id,
+            "state": command.state.value,
+            "fingerprint": command.fingerprint,
+            "deadline": command.deadline,
+            "created_at": command.created_at,
+            "expires_at": command.expires_at,
+        }
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=serialize(_decimals(item)),
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+            found = self.get(command.tenant_id, command.session_id, command.command_id)
+            if found is not None:
+                return found
+            raise  # pragma: no cover - the item went between the put and the read (TTL)
+        return command
+
+    def get(self, tenant_id: str, session_id: str, command_id: str) -> CommandRecord | None:
+        item = self._db.get_item(
+            TableName=self._table,
+            Key=self._key(tenant_id, session_id, command_id),
+            ConsistentRead=True,
+        ).get("Item")
+        return None if item is None else _record(tenant_id, item)
+
+    def _move(
+        self,
+        tenant_id: str,
+        session_id: str,
+        command_id: str,
+        *,
+        update: str,
+        condition: str,
+        values: Mapping[str, Any],
+    ) -> dict[str, Any] | None:
+        """The item after the write; None when the condition did not hold."""
+        try:
+            out = self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, session_id, command_id),
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(pk) AND {condition}",
+                ExpressionAttributeNames={
+                    name: attr for name, attr in NAMES.items() if name in update + condition
+                },
+                ExpressionAttributeValues=serialize(_decimals(dict(values))),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not _conditional_failed(exc):
+                raise
+            return None
+        return out.get("Attributes")
+
+    def claim(
+        self, tenant_id: str, session_id: str, command_id: str, *, now: float, order: str
+    ) -> Claim:
+        pending = {":pending": CommandState.PENDING.value, ":now": now}
+        taken = self._move(
+            tenant_id,
+            session_id,
+            command_id,
+            update="SET #state = :running, #order = :order",
+            condition="#state = :pending AND deadline > :now",
+            values={**pending, ":running": CommandState.RUNNING.value, ":order": order},
+        )
+        if taken is not None:
+            return Claim(verdict="run", record=_record(tenant_id, taken))
+        self._move(
+            tenant_id,
+            session_id,
+            command_id,
+            update="SET #state = :expired",
+            condition="#state = :pending AND deadline <= :now",
+            values={**pending, ":expired": CommandState.EXPIRED.value},
+        )
+        found = self.get(tenant_id, session_id, command_id)
+        if found is None or found.state in (CommandState.PENDING, CommandState.RUNNING):
+            return Claim(verdict="unknown", record=found)
+        return Claim(verdict="answered", record=found)
+
+    def expire(self, tenant_id: str, session_id: str, command_id: str) -> CommandRecord | None:
+        self._move(
+            tenant_id,
+            session_id,
+            command_id,
+            update="SET #state = :expired",
+            condition="#state = :pending",
+            values={
+                ":pending": CommandState.PENDING.value,
+                ":expired": CommandState.EXPIRED.value,
+            },
+        )
+        return self.get(tenant_id, session_id, command_id)
+
+    def finish(
+        self,
+        tenant_id: str,
+        session_id: str,
+        command_id: str,
+        answer: Answer,
+        steps: list[dict[str, Any]],
+    ) -> None:
+        self._move(
+            tenant_id,
+            session_id,
+            command_id,
+            update="SET #state = :done, answer = :answer, steps = :steps",
+            condition="#state = :running",
+            values={
+                ":running": CommandState.RUNNING.value,
+                ":done": CommandState.DONE.value,
+                ":answer": answer.model_dump_json(exclude_none=True),
+                ":steps": to_json(steps),
+            },
+        )
+
+    def session_commands(self, tenant_id: str, session_id: str) -> list[CommandRecord]:
+        out: list[CommandRecord] = []
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": serialize(
+                {":pk": tenant_pk(tenant_id), ":prefix": f"{PREFIX}{session_id}#"}
+            ),
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self._db.query(**query)
+            out += [_record(tenant_id, item) for item in page.get("Items", [])]
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return out
+            query["ExclusiveStartKey"] = last
+
+
+def _decimals(item: dict[str, Any]) -> dict[str, Any]:
+    """Floats as DynamoDB numbers (boto3's serializer takes Decimal, not float)."""
+    from decimal import Decimal
+
+    return {k: Decimal(str(v)) if isinstance(v, float) else v for k, v in item.items()}
+
+
+def _record(tenant_id: str, item: Mapping[str, Any]) -> CommandRecord:
+    data = deserialize(item)
+    answer = data.get("answer")
+    return CommandRecord(
+        tenant_id=tenant_id,
+        session_id=str(data["session_id"]),
+        command_id=str(data["command_id"]),
+        state=CommandState(str(data["state"])),
+        fingerprint=str(data["fingerprint"]),
+        deadline=float(data["deadline"]),
+        created_at=str(data["created_at"]),
+        expires_at=int(data["expires_at"]),
+        order=data.get("order"),
+        answer=Answer.model_validate_json(answer) if answer else None,
+        steps=json.loads(data["steps"]) if data.get("steps") else [],
+    )

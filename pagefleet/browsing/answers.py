@@ -1,0 +1,46 @@
+"""A session command's answer as the caller reads it: links in place of the S3 keys it holds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pagefleet.browsing.commands import EXPIRED_KIND, CommandRecord, CommandState, expired_answer
+from pagefleet.browsing.models import Answer, PartLink, SessionStatus, StepsAnswer
+
+# A key in the artifacts bucket -> a link that lasts as long as the platform's links do.
+Presign = Callable[[str], str]
+
+
+def answered(presign: Presign, record: CommandRecord, status: SessionStatus) -> StepsAnswer:
+    """The recorded answer of a command, or ``expired`` when it never ran."""
+    if record.state is CommandState.EXPIRED or record.answer is None:
+        answer = expired_answer(record.command_id)
+        return steps_answer(presign, record.session_id, record.command_id, answer, status)
+    return steps_answer(presign, record.session_id, record.command_id, record.answer, status)
+
+
+def steps_answer(
+    presign: Presign, session_id: str, command_id: str, answer: Answer, status: SessionStatus
+) -> StepsAnswer:
+    observation = answer.observation
+    if observation is not None and answer.screenshot_key is not None:
+        observation = observation.model_copy(
+            update={"screenshot_url": presign(answer.screenshot_key)}
+        )
+    parts = {
+        name: PartLink(url=presign(part.key), **part.model_dump(exclude={"key"}))
+        for name, part in answer.parts.items()
+    }
+    expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
+    return StepsAnswer(
+        session_id=session_id,
+        command_id=command_id,
+        state="expired" if expired else "done",
+        status=status,
+        ok=answer.ok,
+        ran=answer.ran,
+        result=answer.result,
+        error=answer.error,
+        observation=observation,
+        parts=parts,
+    )

@@ -1,0 +1,99 @@
+"""A session's command ledger, on the fake and on DynamoDB: a command is taken to run once,
+a copy or a retry finds it taken, one past its deadline is expired and never taken, and the
+steps of the answered commands come back in the order they ran."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack.provision import Provisioned
+from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
+from pagefleet.browsing.commands import (
+    CommandLedger,
+    CommandRecord,
+    CommandState,
+    fingerprint,
+    session_steps,
+)
+from pagefleet.browsing.models import Answer
+from pagefleet.jobs.models import new_ulid
+from pagefleet.runtime import RUNTIME
+from tests.fakes.session_commands import FakeCommandLedger
+
+NOW = 1_900_000_000.0
+
+
+@pytest.fixture
+def ledger(backend: str, request: pytest.FixtureRequest) -> CommandLedger:
+    if backend == "fake":
+        return FakeCommandLedger()
+    provisioned: Provisioned = request.getfixturevalue("provisioned")
+    return DynamoCommandLedger(RUNTIME.client("dynamodb"), provisioned.jobs_table)
+
+
+def command(session: str, command_id: str, *, deadline: float = NOW + 60) -> CommandRecord:
+    return CommandRecord(
+        tenant_id="acme",
+        session_id=session,
+        command_id=command_id,
+        fingerprint=fingerprint({"steps": [command_id]}),
+        deadline=deadline,
+        created_at="2026-12-03T10:00:00.000Z",
+        expires_at=int(NOW) + 3600,
+    )
+
+
+def test_a_command_is_taken_once_and_a_copy_is_answered_from_its_record(
+    ledger: CommandLedger,
+) -> None:
+    session = new_ulid()
+    first = ledger.record(command(session, "buy-1"))
+    assert ledger.record(command(session, "buy-1")) == first  # a retry finds the first
+
+    taken = ledger.claim("acme", session, "buy-1", now=NOW, order="0001")
+    assert taken.verdict == "run" and taken.record is not None
+    assert taken.record.state is CommandState.RUNNING
+    # A copy delivered while it runs is not taken again.
+    assert ledger.claim("acme", session, "buy-1", now=NOW, order="0002").verdict == "unknown"
+
+    steps = [{"action": "click", "selector": "#buy"}]
+    ledger.finish("acme", session, "buy-1", Answer(id="d1", ran=1, result={"n": 1}), steps)
+    copy = ledger.claim("acme", session, "buy-1", now=NOW, order="0003")
+    assert copy.verdict == "answered" and copy.record is not None
+    assert copy.record.answer is not None and copy.record.answer.result == {"n": 1}
+    assert copy.record.steps == steps
+    assert ledger.get("acme", session, "buy-1") == copy.record
+    assert ledger.get("other", session, "buy-1") is None  # another tenant's partition
+
+
+def test_a_command_past_its_deadline_is_expired_and_never_taken(ledger: CommandLedger) -> None:
+    session = new_ulid()
+    ledger.record(command(session, "late", deadline=NOW - 1))
+    claim = ledger.claim("acme", session, "late", now=NOW, order="0001")
+    assert claim.verdict == "answered" and claim.record is not None
+    assert claim.record.state is CommandState.EXPIRED
+    ledger.finish("acme", session, "late", Answer(id="x"), [])  # not running: no effect
+    found = ledger.get("acme", session, "late")
+    assert found is not None and found.state is CommandState.EXPIRED
+
+    ledger.record(command(session, "ended"))
+    expired = ledger.expire("acme", session, "ended")  # its session ended before it ran
+    assert expired is not None and expired.state is CommandState.EXPIRED
+    assert ledger.claim("acme", session, "ended", now=NOW, order="2").verdict == "answered"
+
+
+def test_the_steps_of_answered_commands_come_back_in_the_order_they_ran(
+    ledger: CommandLedger,
+) -> None:
+    session, other = new_ulid(), new_ulid()
+    # Ids the caller chose, in no order of their own: the claim's order is what counts.
+    for order, cid in enumerate(["zeta", "alpha", "mid", "never"]):
+        ledger.record(command(session, cid))
+        if cid == "never":
+            continue
+        ledger.claim("acme", session, cid, now=NOW, order=f"{order:04d}")
+        ledger.finish("acme", session, cid, Answer(id=cid), [{"action": "goto", "url": cid}])
+    ledger.record(command(other, "zeta"))
+
+    assert [s["url"] for s in session_steps(ledger, "acme", session)] == ["zeta", "alpha", "mid"]
+    assert session_steps(ledger, "acme", other) == []
