@@ -103,7 +103,7 @@ def test_a_session_is_usable_from_the_moment_it_opens(strict_sqs: SqsSessionChan
     wait for them instead of reading "does not exist" as a session gone."""
     name = new_ulid()
     strict_sqs.open(name)
-    command = Command(id=new_ulid(), op="recorded")
+    command = Command(id=new_ulid(), op="close")
     strict_sqs.send_command(name, command)  # at once: SQS calls the queue missing still
     assert strict_sqs.next_command(name, wait_s=1) == command
     threading.Timer(0.1, strict_sqs.send_answer, (name, Answer(id=command.id))).start()
