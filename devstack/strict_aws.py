@@ -31,7 +31,8 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
 The rules are on in the local stack unless ``PAGEFLEET_STRICT_AWS_ON=false``; each costs
 a dictionary lookup or two per request (the size rules a pass over what was sent).
 ``enforce`` installs them in the process serving moto; ``rules_in_force`` changes them for
-a test's block (the shared in-process moto server, ``tests/conftest.py``, runs lenient).
+a test's block (the shared in-process moto server, ``tests/conftest.py``, enforces the
+sizes only).
 """
 
 from __future__ import annotations
