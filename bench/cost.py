@@ -87,7 +87,7 @@ def stage_worker(stage: str) -> Worker:
 def by_architecture(scaled: UsageRow, worker: Worker, retention: int) -> dict[str, float]:
     """On-demand total in ``TARGET_REGION`` of the same usage on each Fargate architecture."""
     return {
-        arch: priced(scaled, dataclasses.replace(worker, architecture=arch), retention)[
+        arch: priced(scaled, dataclasses.replace(worker, architecture=arch, spot=False), retention)[
             TARGET_REGION
         ]["total_usd"]
         for arch in ("x86_64", "arm64")
@@ -141,7 +141,8 @@ def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
 def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
     scaled = per_thousand(line)
     costs = priced(scaled, worker, retention)
-    spot = priced(scaled, dataclasses.replace(worker, spot=True), retention)
+    # Fargate Spot places x86_64 tasks only: Spot's figures are the x86_64 task's.
+    spot = priced(scaled, dataclasses.replace(worker, spot=True, architecture="x86_64"), retention)
     console.print(
         f"recorded by the platform: {line.jobs} jobs, {line.attempts} attempts, "
         f"{line.browser_seconds:.1f} browser-seconds "
@@ -164,7 +165,9 @@ def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
         f"{worker.memory_gb:g} GB, {worker.slots} slots, {worker.architecture}, {arch}; "
         f"artifacts kept {retention} days; prices as of {price_table()['as_of']}"
     )
-    table = Table("service", *(f"{r} $/1,000" for r in REGIONS), "share", f"{TARGET_REGION} spot")
+    table = Table(
+        "service", *(f"{r} $/1,000" for r in REGIONS), "share", f"{TARGET_REGION} spot (x86_64)"
+    )
     services = costs[TARGET_REGION]["by_service_usd"]
     target_total = costs[TARGET_REGION]["total_usd"]
     for service in services:
@@ -186,7 +189,8 @@ def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
         console.print(f"{TARGET_REGION} on-demand on {arch}: ${total:.3f} per 1,000 jobs")
     for region in REGIONS:
         console.print(
-            f"Fargate Spot, {region}: ${spot[region]['total_usd']:.3f} per 1,000 jobs "
+            f"Fargate Spot (x86_64 only), {region}: ${spot[region]['total_usd']:.3f} "
+            f"per 1,000 jobs "
             f"(on-demand ${costs[region]['total_usd']:.3f})"
         )
     verdict = "meets" if target_total <= TARGET_USD else "misses"

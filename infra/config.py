@@ -227,6 +227,15 @@ class StageConfig(_Model):
         expected = {q.pool for q in QUEUES}
         if set(self.pools) != expected:
             raise ValueError(f"pools {sorted(self.pools)} != queue pools {sorted(expected)}")
+        spot_pools = sorted(name for name, pool in self.pools.items() if pool.spot)
+        if spot_pools and self.worker_architecture == "arm64":
+            # AWS: "Linux tasks with the ARM64 architecture don't support the Fargate Spot
+            # capacity provider" (docs/decisions.md, "No Fargate Spot on Graviton").
+            raise ValueError(
+                f"pools {spot_pools} ask for Fargate Spot, which runs x86_64 tasks only, but "
+                'worker_architecture is arm64: choose worker_architecture "x86_64" for '
+                "Spot's discount, or \"spot\": false to keep Graviton's"
+            )
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")
         reserved = sum(self.reserved_concurrency.values())
@@ -276,10 +285,11 @@ STAGES: dict[str, StageConfig] = {
         },
         api_throttle_rate=200,
         api_throttle_burst=400,
-        # One sweeper at a time; dead letters at a pace the jobs table takes in a burst.
-        # Needs an account limit of 1,000 (the usual default; new accounts may start at 10:
-        # deploy with -c 'pagefleet:overrides={"reserved_concurrency": {}}' until raised).
-        reserved_concurrency={"dead_letters": 5, "sweeper": 1},
+        # One sweeper at a time (dead letters are paced by each DLQ mapping's maximum
+        # concurrency instead: infra/constructs/dead_letters.py). Needs an account limit of
+        # 1,000 (the usual default; new accounts may start at 10: deploy with
+        # -c 'pagefleet:overrides={"reserved_concurrency": {}}' until raised).
+        reserved_concurrency={"sweeper": 1},
         min_account_concurrency=1000,
         backup_retention_days=35,
         tenant_defaults=LimitDefaults(submits_per_minute=300, max_queued=10_000, max_running=40),

@@ -100,7 +100,7 @@ class WorkerMetrics:
         self._busy = 0
 
     def _new(self, **dimensions: str) -> EphemeralMetrics:
-        metrics = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+        metrics = EphemeralMetrics(namespace=names.runtime_namespace(), service=SERVICE)
         metrics.set_default_dimensions(**{names.DIM_POOL: self._pool}, **dimensions)
         return metrics
 
@@ -136,7 +136,9 @@ class WorkerMetrics:
     def dead_lettered(self, count: int) -> None:
         """Jobs dead-lettered here (their workers kept dying): counted where the dead-letter
         alarm reads every runtime's count, and written at once."""
-        metrics = EphemeralMetrics(namespace=NAMESPACE, service=names.DEAD_LETTERS_SERVICE)
+        metrics = EphemeralMetrics(
+            namespace=names.runtime_namespace(), service=names.DEAD_LETTERS_SERVICE
+        )
         metrics.add_metric(name=names.DEAD_LETTERED, unit=MetricUnit.Count, value=count)
         metrics.flush_metrics()
 

@@ -15,7 +15,8 @@ every slot as fast as the messages arrive, not one slot per poll period.
 
 A long poll that returns a message nobody is waiting for any more (two queues answered at
 once) is kept here for the next slot, its visibility refreshed if it waited long, and
-handed back to the queue when the worker stops.
+handed back to the queue when the worker stops: re-sent, not made visible, so the drain
+counts no receive toward the job's dead letters (``give_back``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,24 @@ NORMAL_FIRST = 4
 LOW_FIRST = 10
 # A message kept this long waiting for a slot gets its visibility (the lease) renewed.
 REFRESH_AFTER_S = 10.0
+
+
+def give_back(queue: JobQueue, message: ReceivedMessage) -> None:
+    """Put a received job back for another worker without counting a receive against it.
+
+    Setting its visibility to 0 would leave the receive counted toward the queue's
+    maxReceiveCount: every drain (each deploy) would push a job that never ran toward its
+    DLQ. A fresh copy starts at zero receives; it is sent before the received one is
+    deleted, so a failure between the two leaves a duplicate (the claim is conditional),
+    never a lost job. A body that is not a job (poison) goes back as it is: its receives
+    should count.
+    """
+    with contextlib.suppress(Exception):
+        if message.message is None:
+            queue.change_visibility(message.queue, message.receipt_handle, 0)
+            return
+        queue.send(message.message)
+        queue.delete(message.queue, message.receipt_handle)
 
 
 class Receiver:
@@ -128,8 +147,7 @@ class Receiver:
             time.sleep(1)  # the caller's next turn polls again; do not spin on an outage
         if found and self._stopping():
             for message in found:  # nobody will take it: back to its queue at once
-                with contextlib.suppress(Exception):
-                    self._queue.change_visibility(message.queue, message.receipt_handle, 0)
+                give_back(self._queue, message)
             found = []
         with self._ready:
             self._polling.discard(key)
@@ -160,5 +178,4 @@ class Receiver:
         with self._ready:
             kept, self._kept = self._kept, []
         for _, message in kept:
-            with contextlib.suppress(Exception):
-                self._queue.change_visibility(message.queue, message.receipt_handle, 0)
+            give_back(self._queue, message)

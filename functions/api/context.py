@@ -44,7 +44,7 @@ SERVICE = "pagefleet-api"
 # (no X-Ray daemon to send to), metrics print EMF lines to stdout. EphemeralMetrics: the
 # local stack runs every handler in one process, where `Metrics` would share one metric set.
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
 
 

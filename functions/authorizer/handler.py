@@ -28,7 +28,7 @@ register_snapstart_hooks(RUNTIME.reset)
 
 SERVICE = "pagefleet-authorizer"
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
 # A TOKEN authorizer's event has no request id; a REQUEST authorizer's has one.
 CORRELATION_ID_PATH = "requestContext.requestId"

@@ -29,7 +29,7 @@ with collector_paused():
 SERVICE = metrics_names.DEAD_LETTERS_SERVICE
 logger = Logger(service=SERVICE)
 # The alarm on dead-lettered jobs matches this namespace, metric name and service dimension.
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
 processor = BatchProcessor(event_type=EventType.SQS)
 # The job's correlation id travels as a message attribute; each record re-sets it below.

@@ -28,7 +28,7 @@ with collector_paused():
 
 SERVICE = "pagefleet-job-changes"
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
 
 

@@ -29,7 +29,7 @@ with collector_paused():
 
 SERVICE = "pagefleet-scheduler"
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
 
 

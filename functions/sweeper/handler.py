@@ -22,12 +22,12 @@ with collector_paused():
     from pagefleet.specs import metrics_names
     from pagefleet.specs.settings import CoreSettings
 
-SERVICE = "pagefleet-sweeper"
+SERVICE = metrics_names.SWEEPER_SERVICE
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 # Jobs dead-lettered here are counted where the dead-letter alarm reads every runtime's count.
 dead_letters = EphemeralMetrics(
-    namespace=metrics_names.NAMESPACE, service=metrics_names.DEAD_LETTERS_SERVICE
+    namespace=metrics_names.runtime_namespace(), service=metrics_names.DEAD_LETTERS_SERVICE
 )
 tracer = function_tracer(SERVICE)
 
@@ -53,6 +53,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = dataclasses.asdict(sweep(services()))
     report["schedules_resynced"] = resync_schedules()
     logger.info("sweep", extra=report)
+    # Every minute, 0 included (a sweeper that stops has its own alarm).
+    metrics.add_metric(
+        name=metrics_names.OLDEST_EXPIRED_LEASE,
+        unit=MetricUnit.Seconds,
+        value=report["oldest_expired_lease_s"],
+    )
     if report["leases_dead_lettered"]:
         dead_letters.add_metric(
             name=metrics_names.DEAD_LETTERED,

@@ -31,7 +31,7 @@ with collector_paused():
 
 SERVICE = metrics_names.WEBHOOKS_SERVICE
 logger = Logger(service=SERVICE)
-metrics = EphemeralMetrics(namespace=metrics_names.NAMESPACE, service=SERVICE)
+metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE, http=True)
 processor = BatchProcessor(event_type=EventType.SQS)
 

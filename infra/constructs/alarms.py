@@ -7,7 +7,8 @@
 - each worker pool's running tasks below desired, and tasks stopping abnormally (crash,
   failed start, failed health check), recorded in a log group with their reasons;
 - DynamoDB throttling per table;
-- the sweeper not running, or EventBridge failing to invoke it.
+- the sweeper not running, or EventBridge failing to invoke it;
+- a running job's lease over for more than twice a lease and not taken back.
 
 Every alarm notifies the alerts topic and links its entry in docs/runbooks.md.
 """
@@ -29,6 +30,7 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from pagefleet.specs import metrics_names as m
+from pagefleet.specs.resources import QUEUES
 
 from .alerts import Alerts
 from .browser_workers import BrowserWorkers
@@ -169,7 +171,7 @@ class Alarms(Construct):
                 "workers kept dying on them)"
             ),
             metric=cw.Metric(
-                namespace=m.NAMESPACE,
+                namespace=m.stage_namespace(self._config.stage),
                 metric_name=m.DEAD_LETTERED,
                 dimensions_map={m.DIM_SERVICE: service_name("dead_letters")},
                 statistic="Sum",
@@ -322,6 +324,29 @@ class Alarms(Construct):
             datapoints_to_alarm=10,
             # No invocations means no data points: that is the failure.
             treat_missing_data=cw.TreatMissingData.BREACHING,
+        )
+        # A lease is the job queues' visibility timeout (the workers renew it); the sweeper
+        # takes a job back within a minute of its end, so twice a lease is a take-back that
+        # keeps failing, with the job `running` and no message anywhere to show it.
+        lease_s = max(q.visibility_timeout_s for q in QUEUES)
+        self._alarm(
+            "ExpiredLeaseAlarm",
+            "expired-lease",
+            alarm_description=(
+                f"A running job's lease ended over {2 * lease_s} s ago (twice a lease) and "
+                "the sweeper has not taken the job back"
+            ),
+            metric=cw.Metric(
+                namespace=m.stage_namespace(self._config.stage),
+                metric_name=m.OLDEST_EXPIRED_LEASE,
+                dimensions_map={m.DIM_SERVICE: m.SWEEPER_SERVICE},
+                statistic="Maximum",
+                period=MINUTE,
+            ),
+            threshold=2 * lease_s,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
         self._alarm(
             "SweeperInvokeFailuresAlarm",

@@ -138,6 +138,9 @@ class Api(Construct):
         self.rest_api = apigw.LambdaRestApi(
             self,
             "RestApi",
+            # API Gateway's metrics name the API by this (ApiName): every stage would be
+            # "RestApi" in one account, and each stage's 5xx alarm would sum them all.
+            rest_api_name=f"pagefleet-{config.stage}",
             handler=functions.alias("api"),
             proxy=True,
             description=f"pagefleet {config.stage} API",

@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge, resource_text
-from pagefleet.specs.metrics_names import API_SERVICE, NAMESPACE, SESSIONS_LOST
+from pagefleet.specs.metrics_names import API_SERVICE, SESSIONS_LOST, stage_namespace
 from pagefleet.specs.resources import session_queue_prefix
 
 from .alerts import Alerts
@@ -59,7 +59,7 @@ class BrowserSessions(Construct):
                     "workers stopped heartbeating (crashed, killed, out of memory)"
                 ),
                 metric=cw.Metric(
-                    namespace=NAMESPACE,
+                    namespace=stage_namespace(stage),
                     metric_name=SESSIONS_LOST,
                     dimensions_map={"service": API_SERVICE},
                     statistic="Sum",

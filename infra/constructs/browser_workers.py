@@ -40,7 +40,7 @@ from infra import grants
 from infra.config import PoolConfig, StageConfig
 from infra.nag import acknowledge, resource_text
 from infra.runtime_env import settings_env
-from pagefleet.specs.metrics_names import NAMESPACE, WORKER_SERVICE
+from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_namespace
 from pagefleet.specs.settings import WorkerSettings
 
 from .artifacts import ArtifactsBucket
@@ -226,7 +226,7 @@ class BrowserWorkers(Construct):
                     job_role_arn=self._tenants.role.role_arn,
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
-                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                NAMESPACE_ENV: stage_namespace(config.stage),
             },
         )
         for volume, path in WRITABLE_PATHS.items():
@@ -298,7 +298,15 @@ class BrowserWorkers(Construct):
             enable_ecs_managed_tags=True,
         )
         service.node.add_dependency(*self._ready_for_tasks())
-        scaling = autoscale(self, self.cluster, pool_id, pool, queue, service)
+        scaling = autoscale(
+            self,
+            self.cluster,
+            pool_id,
+            pool,
+            queue,
+            service,
+            namespace=stage_namespace(self._config.stage),
+        )
         return WorkerPool(name, pool, queue, service, task_definition, scaling)
 
     def _ready_for_tasks(self) -> list[IDependable]:

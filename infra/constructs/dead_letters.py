@@ -16,6 +16,11 @@ from .lambda_factory import LambdaFactory, sqs_visibility_for
 
 TIMEOUT_S = 30
 BATCHING_WINDOW_S = 5
+# Each DLQ's mapping invokes at most this many consumers at once (ScalingConfig): a
+# function-wide reserved concurrency shared by the mappings is not seen by their pollers,
+# which then throttle in a burst (docs/decisions.md, "Dead-letter mappings: each its own
+# maximum concurrency"). 2 is Lambda's minimum: a dead letter is rare, marking it is quick.
+MAX_CONCURRENCY_PER_DLQ = 2
 # What each DLQ's visibility timeout must be for this consumer (JobQueues applies it).
 DLQ_VISIBILITY_S = sqs_visibility_for(TIMEOUT_S, BATCHING_WINDOW_S)
 
@@ -49,5 +54,6 @@ class DeadLetters(Construct):
                     batch_size=10,
                     max_batching_window=Duration.seconds(BATCHING_WINDOW_S),
                     report_batch_item_failures=True,
+                    max_concurrency=MAX_CONCURRENCY_PER_DLQ,
                 )
             )

@@ -36,7 +36,7 @@ from pydantic_settings import BaseSettings
 
 from infra.nag import acknowledge
 from infra.runtime_env import settings_env
-from pagefleet.specs.metrics_names import NAMESPACE
+from pagefleet.specs.metrics_names import NAMESPACE_ENV, stage_namespace
 from pagefleet.specs.resources import FUNCTION_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -144,12 +144,14 @@ class LambdaFactory(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        stage: str,
         log_retention: logs.RetentionDays,
         bundle_dependencies: bool,
         reserved_concurrency: dict[str, int],
     ) -> None:
         super().__init__(scope, construct_id)
         self._retention = log_retention
+        self._stage = stage
         self.reserved = dict(reserved_concurrency)
         self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDE)
         self.dependencies = lambda_.LayerVersion(
@@ -238,7 +240,7 @@ class LambdaFactory(Construct):
                 **settings_env(settings_cls, **env),
                 **FUNCTION_ENV,
                 "POWERTOOLS_SERVICE_NAME": service_name(name),
-                "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
+                NAMESPACE_ENV: stage_namespace(self._stage),
             },
         )
         self.functions[name] = function

@@ -32,12 +32,14 @@ def worker_metric(
     pool: str,
     statistic: str,
     *,
+    namespace: str,
     period: Duration = PERIOD,
     extra: dict[str, str] | None = None,
 ) -> cw.Metric:
-    """A worker EMF metric, with exactly the dimension set the worker emits."""
+    """A worker EMF metric of the stage's namespace, with exactly the dimension set the
+    worker emits."""
     return cw.Metric(
-        namespace=m.NAMESPACE,
+        namespace=namespace,
         metric_name=name,
         dimensions_map={m.DIM_SERVICE: m.WORKER_SERVICE, m.DIM_POOL: pool, **(extra or {})},
         statistic=statistic,
@@ -46,10 +48,15 @@ def worker_metric(
     )
 
 
-def _finished_by_status(pool: str, period: Duration) -> dict[str, cw.IMetric]:
+def _finished_by_status(pool: str, period: Duration, namespace: str) -> dict[str, cw.IMetric]:
     return {
         f"{pool}_{status}": worker_metric(
-            m.JOBS_FINISHED, pool, "Sum", period=period, extra={m.DIM_STATUS: status}
+            m.JOBS_FINISHED,
+            pool,
+            "Sum",
+            namespace=namespace,
+            period=period,
+            extra={m.DIM_STATUS: status},
         )
         for status in m.FINAL_STATES
     }
@@ -59,9 +66,11 @@ def _sum(ids: list[str]) -> str:
     return " + ".join(f"FILL({i}, 0)" for i in ids)
 
 
-def failure_rate(pool: str, *, period: Duration, min_jobs: int = 5) -> cw.MathExpression:
+def failure_rate(
+    pool: str, *, namespace: str, period: Duration, min_jobs: int = 5
+) -> cw.MathExpression:
     """Percent of finished jobs that failed, timed out or were dead-lettered."""
-    metrics = _finished_by_status(pool, period)
+    metrics = _finished_by_status(pool, period, namespace)
     total = _sum(list(metrics))
     failed = _sum([f"{pool}_{s}" for s in m.FAILED_STATES])
     return cw.MathExpression(
@@ -72,13 +81,13 @@ def failure_rate(pool: str, *, period: Duration, min_jobs: int = 5) -> cw.MathEx
     )
 
 
-def _per_finished(name: str, pool: str, label: str) -> cw.MathExpression:
-    metrics = _finished_by_status(pool, PERIOD)
+def _per_finished(name: str, pool: str, label: str, namespace: str) -> cw.MathExpression:
+    metrics = _finished_by_status(pool, PERIOD, namespace)
     total = _sum(list(metrics))
     count_id = f"{pool}_{name.lower()}"
     return cw.MathExpression(
         expression=f"IF(({total}) > 0, 100 * FILL({count_id}, 0) / ({total}), 0)",
-        using_metrics={**metrics, count_id: worker_metric(name, pool, "Sum")},
+        using_metrics={**metrics, count_id: worker_metric(name, pool, "Sum", namespace=namespace)},
         label=label,
         period=PERIOD,
     )
@@ -99,6 +108,7 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         pools = list(queues.pools)
+        ns = m.stage_namespace(config.stage)
         self.alarms: list[cw.Alarm] = []
 
         for pool in pools:
@@ -111,7 +121,7 @@ class Monitoring(Construct):
                             f"More than {config.failure_rate_alarm_percent}% of pool {pool}'s "
                             "finished jobs failed, timed out or were dead-lettered"
                         ),
-                        metric=failure_rate(pool, period=Duration.minutes(5)),
+                        metric=failure_rate(pool, namespace=ns, period=Duration.minutes(5)),
                         threshold=config.failure_rate_alarm_percent,
                         comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                         evaluation_periods=3,
@@ -149,7 +159,7 @@ class Monitoring(Construct):
         d.add_widgets(
             cw.TextWidget(
                 markdown=f"# pagefleet {config.stage}\nQueues, jobs, workers and API. "
-                "Worker figures are the worker's EMF metrics (namespace `pagefleet`).",
+                "Worker figures are the worker's EMF metrics (namespace `pagefleet/<stage>`).",
                 width=24,
                 height=2,
             )
@@ -205,7 +215,9 @@ class Monitoring(Construct):
                 width=WIDTH,
                 stacked=True,
                 left=[
-                    worker_metric(m.JOBS_FINISHED, pool, "Sum", extra={m.DIM_STATUS: status})
+                    worker_metric(
+                        m.JOBS_FINISHED, pool, "Sum", namespace=ns, extra={m.DIM_STATUS: status}
+                    )
                     for pool in pools
                     for status in m.FINAL_STATES
                 ],
@@ -217,16 +229,18 @@ class Monitoring(Construct):
                     metric
                     for pool in pools
                     for metric in (
-                        failure_rate(pool, period=PERIOD, min_jobs=1),
-                        _per_finished(m.RETRIES, pool, f"{pool} retries %"),
-                        _per_finished(m.TIMEOUTS, pool, f"{pool} timeouts %"),
+                        failure_rate(pool, namespace=ns, period=PERIOD, min_jobs=1),
+                        _per_finished(m.RETRIES, pool, f"{pool} retries %", ns),
+                        _per_finished(m.TIMEOUTS, pool, f"{pool} timeouts %", ns),
                     )
                 ],
             ),
             cw.GraphWidget(
                 title="Browser crashes",
                 width=WIDTH,
-                left=[worker_metric(m.BROWSER_CRASHES, pool, "Sum") for pool in pools],
+                left=[
+                    worker_metric(m.BROWSER_CRASHES, pool, "Sum", namespace=ns) for pool in pools
+                ],
             ),
         )
         # Latency
@@ -235,12 +249,20 @@ class Monitoring(Construct):
             cw.GraphWidget(
                 title="Job duration (ms)",
                 width=12,
-                left=[worker_metric(m.JOB_DURATION, p, s) for p in pools for s in percentiles],
+                left=[
+                    worker_metric(m.JOB_DURATION, p, s, namespace=ns)
+                    for p in pools
+                    for s in percentiles
+                ],
             ),
             cw.GraphWidget(
                 title="Queue delay (ms)",
                 width=12,
-                left=[worker_metric(m.QUEUE_DELAY, p, s) for p in pools for s in percentiles],
+                left=[
+                    worker_metric(m.QUEUE_DELAY, p, s, namespace=ns)
+                    for p in pools
+                    for s in percentiles
+                ],
             ),
         )
         # Workers
@@ -262,7 +284,9 @@ class Monitoring(Construct):
                     cw.MathExpression(
                         expression=f"100 * FILL({name}_busy, 0) / {w.config.concurrency}",
                         using_metrics={
-                            f"{name}_busy": worker_metric(m.SLOTS_BUSY, name, "Average"),
+                            f"{name}_busy": worker_metric(
+                                m.SLOTS_BUSY, name, "Average", namespace=ns
+                            ),
                         },
                         label=name,
                         period=PERIOD,

@@ -28,6 +28,8 @@ from .live import add_env
 
 TIMEOUT_S = 40
 BATCH_SIZE = 5
+# At most this many webhook deliveries run at once (the mapping's ScalingConfig).
+WEBHOOK_MAX_CONCURRENCY = 10
 EVENT_BUS = "default"
 # Delivery attempts and the notification marks (jobs table).
 JOBS_DELIVERIES = ("GetItem", "PutItem", "Query")
@@ -95,7 +97,12 @@ class Notifications(Construct):
         self._secrets(self.function, SECRETS_SIGN)
         self.function.add_event_source(
             sources.SqsEventSource(
-                self.queue, batch_size=BATCH_SIZE, report_batch_item_failures=True
+                self.queue,
+                batch_size=BATCH_SIZE,
+                report_batch_item_failures=True,
+                # Deliveries to tenants' endpoints at most this many at once: a burst of
+                # events waits in the queue rather than taking the account's concurrency.
+                max_concurrency=WEBHOOK_MAX_CONCURRENCY,
             )
         )
 

@@ -28,7 +28,7 @@ from constructs import Construct
 
 from infra import grants
 from infra.nag import acknowledge, resource_text
-from pagefleet.specs.metrics_names import API_SERVICE, NAMESPACE, TENANT_REFUSALS
+from pagefleet.specs.metrics_names import API_SERVICE, TENANT_REFUSALS, stage_namespace
 from pagefleet.specs.resources import TENANT_SESSION_TAG
 
 from .alerts import Alerts
@@ -147,7 +147,7 @@ class TenantIsolation(Construct):
                     "without backing off, or limits set too low"
                 ),
                 metric=cw.Metric(
-                    namespace=NAMESPACE,
+                    namespace=stage_namespace(stage),
                     metric_name=TENANT_REFUSALS,
                     dimensions_map={"service": API_SERVICE},
                     statistic="Sum",

@@ -28,6 +28,8 @@ def autoscale(
     pool: PoolConfig,
     queue: PoolQueue,
     service: ecs.FargateService,
+    *,
+    namespace: str,
 ) -> ecs.ScalableTaskCount:
     """Step scaling on the pool's oldest job, target tracking on its backlog per task and,
     unless turned off, a step scale-in when the pool is idle."""
@@ -60,7 +62,7 @@ def autoscale(
     )
     _track_backlog_per_task(scope, cluster, pool_id, pool, queue, service, scaling)
     if pool.idle_scale_in_percent is not None:
-        _scale_in_when_idle(cluster, pool, queue, service, scaling)
+        _scale_in_when_idle(cluster, pool, queue, service, scaling, namespace)
     if pool.min_tasks == 0:
         _start_from_zero(cluster, pool, queue, service, scaling)
     return scaling
@@ -135,6 +137,7 @@ def _scale_in_when_idle(
     queue: PoolQueue,
     service: ecs.FargateService,
     scaling: ecs.ScalableTaskCount,
+    namespace: str,
 ) -> None:
     """Halve (``idle_scale_in_percent``) an idle pool each minute: target tracking
     alone waits 15 quiet minutes, every task billed (bench/scale_sim.py). Idle: jobs waiting
@@ -143,7 +146,7 @@ def _scale_in_when_idle(
     assert pool.idle_scale_in_percent is not None
     minute = Duration.minutes(1)
     busy = cloudwatch.Metric(
-        namespace=m.NAMESPACE,
+        namespace=namespace,
         metric_name=m.SLOTS_BUSY,
         dimensions_map={m.DIM_SERVICE: m.WORKER_SERVICE, m.DIM_POOL: queue.pool},
         period=minute,

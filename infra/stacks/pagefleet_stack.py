@@ -97,6 +97,7 @@ class PagefleetStack(Stack):
         self.functions = LambdaFactory(
             self,
             "Functions",
+            stage=config.stage,
             log_retention=config.log_retention,
             bundle_dependencies=config.bundle_dependencies,
             reserved_concurrency=config.reserved_concurrency,

@@ -90,6 +90,20 @@ class SecretsManagerSigningSecrets:
             value = self._create(secret_id)
         return self._remember(tenant_id, value)
 
+    def stored(self, tenant_id: str) -> str | None:
+        """The tenant's secret as stored, or None: never made here (an operator reading a
+        stage's secret must not mint one the API has not handed out)."""
+        try:
+            return str(
+                self._client.get_secret_value(SecretId=signing_secret_id(self._stage, tenant_id))[
+                    "SecretString"
+                ]
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
+                raise
+            return None
+
     def rotate(self, tenant_id: str) -> str:
         secret_id = signing_secret_id(self._stage, tenant_id)
         value = new_secret()

@@ -69,9 +69,27 @@ def deliveries(
 
 def admin_signing_secret(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant id.")],
-    stage: Annotated[str, typer.Option("--stage", envvar="PAGEFLEET_STAGE")] = "dev",
+    stage: Annotated[
+        str,
+        typer.Option(
+            "--stage",
+            envvar="PAGEFLEET_STAGE",
+            help="The stage whose secret it is (dev, prod, ...): required, never assumed.",
+        ),
+    ],
     rotate: Annotated[bool, typer.Option("--rotate", help="Replace it with a new one.")] = False,
 ) -> None:
-    """A tenant's webhook signing secret, from Secrets Manager (AWS credentials)."""
+    """A tenant's webhook signing secret, from Secrets Manager (AWS credentials). Reading
+    never creates one: a missing secret is an error, so a wrong stage is noticed."""
+    from pagefleet.adapters.notify import signing_secret_id  # botocore: only when used
+
     secrets = aws().signing_secrets(stage)
-    sys.stdout.write((secrets.rotate(tenant) if rotate else secrets.get(tenant)) + "\n")
+    value = secrets.rotate(tenant) if rotate else secrets.stored(tenant)
+    if value is None:
+        sys.stderr.write(
+            f"no signing secret for tenant {tenant!r} on stage {stage!r} "
+            f"({signing_secret_id(stage, tenant)}): check --stage; the API makes one at the "
+            "tenant's first webhook or `pagefleet webhooks secret`, or make one with --rotate\n"
+        )
+        raise typer.Exit(1)
+    sys.stdout.write(value + "\n")

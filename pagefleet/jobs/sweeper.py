@@ -86,6 +86,18 @@ class SweepReport:
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
+    # Seconds since the oldest lease still held by a running job ended, after this sweep's
+    # take-backs (0: none is over). The claim deleted the job's message, so nothing else
+    # shows a take-back that keeps failing: the alarm on this does (infra/constructs/alarms.py).
+    oldest_expired_lease_s: int = 0
+
+
+def oldest_expired_lease_s(svc: JobServices, *, now: float) -> int:
+    """How long ago the earliest lease of a still-running job ended (0: none has)."""
+    earliest = svc.store.next_due("lease", 0)
+    if earliest is None or earliest >= now:
+        return 0
+    return int(now) - earliest
 
 
 def sweep(svc: JobServices) -> SweepReport:
@@ -104,6 +116,7 @@ def sweep(svc: JobServices) -> SweepReport:
     report.leases_dead_lettered = taken.dead_lettered
     report.leases_to_review = taken.to_review
     report.taken_back = taken.jobs
+    report.oldest_expired_lease_s = oldest_expired_lease_s(svc, now=svc.clock.now())
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):
         report.retries_resent += lifecycle.resend_retry(

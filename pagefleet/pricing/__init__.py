@@ -85,6 +85,9 @@ def cost(
     prices = price_table()["regions"][region]
     worker = worker or Worker()
     arch = worker.architecture
+    if worker.spot and arch != "x86_64":
+        # Fargate Spot places x86_64 Linux tasks only: a Graviton Spot price does not exist.
+        raise ValueError(f"Fargate Spot runs x86_64 tasks only, not {arch}")
     task_hour = (
         worker.vcpu * prices["fargate_vcpu_hour"][arch]
         + worker.memory_gb * prices["fargate_gb_hour"][arch]

@@ -6,7 +6,26 @@ these, with Powertools Metrics (namespace ``NAMESPACE``, service ``WORKER_SERVIC
 
 from __future__ import annotations
 
+import os
+
 NAMESPACE = "pagefleet"
+# Where the runtimes read their stage's namespace (Powertools' own variable): a deployed
+# stage's functions and workers emit into ``stage_namespace(stage)``, so stages sharing an
+# account share no metric (dev's busy slots never reach prod's scale-in). Unset (the local
+# stack, tests): ``NAMESPACE``.
+NAMESPACE_ENV = "POWERTOOLS_METRICS_NAMESPACE"
+
+
+def stage_namespace(stage: str) -> str:
+    """The CloudWatch namespace of one stage's metrics."""
+    return f"{NAMESPACE}/{stage}"
+
+
+def runtime_namespace() -> str:
+    """The namespace this process emits into: its stage's, as the stack configured it."""
+    return os.environ.get(NAMESPACE_ENV) or NAMESPACE
+
+
 # Powertools adds a ``service`` dimension to every metric; CloudWatch matches metrics on
 # their full dimension set, so the dashboard needs the exact value.
 WORKER_SERVICE = "browser_task"
@@ -23,6 +42,10 @@ JOBS_FINISHED = "JobsFinished"  # count; dims: service, pool, status (final job 
 RETRIES = "Retries"  # count of retry_scheduled transitions; dims: service, pool
 TIMEOUTS = "Timeouts"  # count of timed_out jobs; dims: service, pool
 BROWSER_CRASHES = "BrowserCrashes"  # count; dims: service, pool
+# Seconds since the oldest lease of a still-running job ended, published by the sweeper
+# each minute with the service dimension SWEEPER_SERVICE.
+OLDEST_EXPIRED_LEASE = "OldestExpiredLeaseAge"
+SWEEPER_SERVICE = "pagefleet-sweeper"
 DEAD_LETTERED = "JobsDeadLettered"  # count, per job marked dead_lettered; dims: service
 # gauge of busy browser slots per task (each change, and once a minute); dims: service, pool.
 # Its per-minute Average is the jobs running per task the idle scale-in reads.
@@ -40,8 +63,6 @@ DIM_STATUS = "status"
 # Final states counted by JOBS_FINISHED (the ``status`` dimension values).
 FINAL_STATES = ("succeeded", "failed", "timed_out", "cancelled", "expired", "dead_lettered")
 FAILED_STATES = ("failed", "timed_out", "dead_lettered")
-
-DEAD_LETTERED = "JobsDeadLettered"  # count of jobs marked dead_lettered; dims: service
 
 # The live WebSocket API (functions/live): connects accepted / refused, idle connections closed.
 LIVE_CONNECTS = "LiveConnects"

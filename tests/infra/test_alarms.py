@@ -106,14 +106,14 @@ def test_every_dead_letter_queue_alarms_on_arrivals(stage_synth) -> None:
 def test_dead_lettered_jobs_alarm_on_the_functions_metric(stage_synth) -> None:
     alarms = [a for a in _ours(stage_synth).values() if a.get("MetricName") == m.DEAD_LETTERED]
     assert len(alarms) == 1
-    assert alarms[0]["Namespace"] == m.NAMESPACE
+    assert alarms[0]["Namespace"] == m.stage_namespace(stage_synth.stage)
     assert alarms[0]["Dimensions"] == [{"Name": "service", "Value": "pagefleet-dead-letters"}]
     # The function reports under that service name.
     env = stage_synth.raw["Resources"][logical_id(stage_synth.stack.dead_letters.function)][
         "Properties"
     ]["Environment"]["Variables"]
     assert env["POWERTOOLS_SERVICE_NAME"] == "pagefleet-dead-letters"
-    assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.NAMESPACE
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.stage_namespace(stage_synth.stage)
 
 
 def test_worker_pools_alarm_below_desired_and_on_abnormal_stops(stage_synth) -> None:

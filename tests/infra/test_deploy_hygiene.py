@@ -104,6 +104,7 @@ def test_a_reservation_for_a_missing_function_fails_synth(tmp_path) -> None:
     LambdaFactory(
         stack,
         "F",
+        stage="dev",
         log_retention=aws_logs.RetentionDays.ONE_DAY,
         bundle_dependencies=False,
         reserved_concurrency={"sweepr": 1},
@@ -191,6 +192,7 @@ def _layer_key(outdir: Path, *, bundled: bool) -> str:
     LambdaFactory(
         stack,
         "F",
+        stage="dev",
         log_retention=aws_logs.RetentionDays.ONE_DAY,
         bundle_dependencies=bundled,
         reserved_concurrency={},

@@ -321,3 +321,135 @@ def test_the_scaling_signal_ignores_in_flight_messages(stage_synth) -> None:
         assert received <= allowed.get("sqs:DeleteMessage", set()), name
         assert received <= allowed.get("sqs:SendMessage", set()), name
     assert receivers >= len(pools)  # each pool's workers
+
+
+def test_no_service_puts_a_graviton_task_on_fargate_spot(stage_synth) -> None:
+    """AWS: "Linux tasks with the ARM64 architecture don't support the Fargate Spot capacity
+    provider": such a service deploys and never places a task."""
+    raw = stage_synth.raw
+    task_definitions = of_type(raw, "AWS::ECS::TaskDefinition")
+    for name, service in of_type(raw, "AWS::ECS::Service").items():
+        props = service["Properties"]
+        providers = {s["CapacityProvider"] for s in props.get("CapacityProviderStrategy", [])}
+        task = task_definitions[props["TaskDefinition"]["Ref"]]["Properties"]
+        arch = task.get("RuntimePlatform", {}).get("CpuArchitecture", "X86_64")
+        assert "FARGATE_SPOT" not in providers or arch == "X86_64", f"{name}: {arch} on Spot"
+
+
+# Resources whose name is one per account and region, or is how CloudWatch names their
+# metrics (a REST API's ApiName): two stages in one account must not share one.
+ACCOUNT_NAMES = {
+    "AWS::ApiGateway::RestApi": "Name",
+    "AWS::ApiGatewayV2::Api": "Name",
+    "AWS::CloudWatch::Alarm": "AlarmName",
+    "AWS::CloudWatch::Dashboard": "DashboardName",
+    "AWS::DynamoDB::Table": "TableName",
+    "AWS::Events::Rule": "Name",
+    "AWS::IAM::Role": "RoleName",
+    "AWS::Lambda::Function": "FunctionName",
+    "AWS::Logs::LogGroup": "LogGroupName",
+    "AWS::S3::Bucket": "BucketName",
+    "AWS::SecretsManager::Secret": "Name",
+    "AWS::SNS::Topic": "TopicName",
+    "AWS::SQS::Queue": "QueueName",
+    "AWS::SSM::Parameter": "Name",
+    "AWS::ApplicationAutoScaling::ScalingPolicy": "PolicyName",
+}
+
+
+def _metrics_of(props: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The metrics an alarm or a target-tracking policy reads."""
+    if "MetricName" in props:
+        yield props
+    for query in props.get("Metrics", []):
+        if "MetricStat" in query:
+            yield query["MetricStat"]["Metric"]
+    tracking = props.get("TargetTrackingScalingPolicyConfiguration", {})
+    # Only a policy's own spec recurses (an empty one would recurse forever).
+    if "CustomizedMetricSpecification" in tracking:
+        yield from _metrics_of(tracking["CustomizedMetricSpecification"])
+
+
+def account_wide(raw: dict[str, Any]) -> set[str]:
+    """What of a stage's template another stack in the same account would see as its own:
+    literal account-wide names, and metrics its alarms and scaling read whose namespace and
+    dimensions are all literal (a dimension that refers to a resource is the stack's)."""
+    out: set[str] = set()
+    for resource in raw["Resources"].values():
+        props = resource.get("Properties", {})
+        name = props.get(ACCOUNT_NAMES.get(resource["Type"], ""))
+        if isinstance(name, str):
+            out.add(f"{resource['Type']} {name}")
+        if resource["Type"] in (
+            "AWS::CloudWatch::Alarm",
+            "AWS::ApplicationAutoScaling::ScalingPolicy",
+        ):
+            for metric in _metrics_of(props):
+                dims = metric.get("Dimensions", [])
+                if all(isinstance(d["Value"], str) for d in dims):
+                    out.add(
+                        json.dumps(
+                            [metric["Namespace"], metric["MetricName"], dims], sort_keys=True
+                        )
+                    )
+    return out
+
+
+def test_two_stages_in_one_account_share_no_metric_name_or_alarm(synths) -> None:
+    """CloudWatch matches a metric on its namespace and full dimension set, and API Gateway's
+    metrics name a REST API by its name: a stage that emits or reads what another stage does
+    would scale on, or page for, the other's load."""
+    dev, prod = synths.get("dev").raw, synths.get("prod").raw
+    assert account_wide(dev) and account_wide(prod)
+    assert sorted(account_wide(dev) & account_wide(prod)) == []
+
+
+def test_every_sqs_mapping_has_its_own_maximum_concurrency(stage_synth) -> None:
+    """Lambda: "Event source mappings don't account for reserved concurrency": a function
+    fed by SQS mappings is paced by each mapping's ScalingConfig.MaximumConcurrency (2 to
+    1,000), never by a reserved concurrency the mappings' pollers would throttle against."""
+    raw = stage_synth.raw
+    functions = of_type(raw, "AWS::Lambda::Function")
+    aliases = of_type(raw, "AWS::Lambda::Alias")
+
+    def function_of(target: Any) -> str:
+        name = next(iter(references(target)))
+        if name in aliases:
+            return next(iter(references(aliases[name]["Properties"]["FunctionName"])))
+        return name
+
+    queues = of_type(raw, "AWS::SQS::Queue")
+    mappings = [
+        v["Properties"]
+        for v in of_type(raw, "AWS::Lambda::EventSourceMapping").values()
+        if set(references(v["Properties"]["EventSourceArn"])) & set(queues)
+    ]
+    assert mappings
+    for props in mappings:
+        target = function_of(props["FunctionName"])
+        assert 2 <= props.get("ScalingConfig", {}).get("MaximumConcurrency", 0) <= 1000, target
+        reserved = functions[target]["Properties"].get("ReservedConcurrentExecutions")
+        assert reserved is None, f"{target}: reserved {reserved} beside SQS mappings"
+
+
+def test_a_lease_over_for_twice_a_lease_pages_with_a_runbook(stage_synth) -> None:
+    """With the message deleted at claim, a take-back that keeps failing shows nowhere but
+    in the sweeper's OldestExpiredLeaseAge: its alarm fires above twice the job queues'
+    visibility timeout (the lease) and links the expired-lease runbook."""
+    from pagefleet.specs import metrics_names as m
+    from pagefleet.specs.resources import QUEUES
+
+    raw = stage_synth.raw
+    alarms = [
+        a["Properties"]
+        for a in of_type(raw, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"].get("MetricName") == m.OLDEST_EXPIRED_LEASE
+    ]
+    assert len(alarms) == 1, alarms
+    (alarm,) = alarms
+    assert alarm["Namespace"] == m.stage_namespace(stage_synth.stage)
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": m.SWEEPER_SERVICE}]
+    lease = max(q.visibility_timeout_s for q in QUEUES)
+    assert alarm["Threshold"] == 2 * lease
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    assert "expired-lease" in json.dumps(alarm.get("AlarmDescription", ""))

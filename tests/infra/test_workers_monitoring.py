@@ -30,7 +30,7 @@ def test_fargate_service_per_pool_sized_from_config(synth) -> None:
         assert {m["ContainerPath"] for m in worker["MountPoints"]} == {"/tmp", "/home/pwuser"}
         env = {e["Name"]: e["Value"] for e in worker["Environment"]}
         assert env["PAGEFLEET_CONCURRENCY"] == str(config.pools[name].concurrency)
-        assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.NAMESPACE
+        assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.stage_namespace(config.stage)
         assert env["POWERTOOLS_SERVICE_NAME"] == m.WORKER_SERVICE
         service = synth.raw["Resources"][logical_id(pool.service)]["Properties"]
         assert service["TaskDefinition"] == {"Ref": logical_id(pool.task_definition)}

@@ -258,3 +258,24 @@ def test_no_tickets_where_live_is_not_deployed(api_env: Provisioned) -> None:
     a = _caller(api_env, "tenant-a")
     assert a.call("POST", "/v1/live/tickets").status == 404
     assert a.call("GET", "/v1/live").body["url"] is None
+
+
+def test_the_operators_signing_secret_command_names_its_stage_and_never_mints_one(
+    live_env: Provisioned,
+) -> None:
+    """On prod, a read that created a missing secret would sign with one no tenant has."""
+    runner = CliRunner()
+    command = ["admin", "signing-secret", "--tenant", "tenant-a"]
+    without_stage = runner.invoke(cli.app, command, env={"PAGEFLEET_STAGE": None})
+    assert without_stage.exit_code == 2 and "--stage" in without_stage.output
+    missing = runner.invoke(cli.app, [*command, "--stage", "dev"])
+    assert missing.exit_code == 1
+    assert "no signing secret for tenant 'tenant-a' on stage 'dev'" in missing.output
+    secrets = RUNTIME.client("secretsmanager")
+    with pytest.raises(secrets.exceptions.ResourceNotFoundException):  # the read made none
+        secrets.get_secret_value(SecretId=signing_secret_id("dev", "tenant-a"))
+    handed_out = _caller(live_env, "tenant-a").call("GET", "/v1/notifications/signing-secret")
+    shown = runner.invoke(cli.app, [*command, "--stage", "dev"])
+    assert shown.exit_code == 0 and shown.stdout.strip() == handed_out.body["secret"]
+    other_stage = runner.invoke(cli.app, [*command, "--stage", "prod"])
+    assert other_stage.exit_code == 1  # another stage's tenant of the same name has none

@@ -437,3 +437,22 @@ def test_a_message_received_too_often_moves_to_the_dead_letter_queue(
         clock.advance(LEASE + 1)
     assert svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE) == []
     assert len(queue.dead_letters[POOL]) == 1
+
+
+def test_the_sweeper_reports_how_long_a_lease_it_cannot_take_back_has_been_over(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim deleted the message: only this figure shows a job stuck `running`."""
+    assert sweeper.sweep(svc).oldest_expired_lease_s == 0
+    job_id = submit_job(svc, "t", request()).job.job_id
+    run_once(svc, "w1")
+    assert sweeper.sweep(svc).oldest_expired_lease_s == 0  # the lease still holds
+    clock.advance(LEASE + LEASE_GRACE_S + 100)  # w1 died long ago
+    monkeypatch.setattr(queue, "send", lambda *a, **k: (_ for _ in ()).throw(OSError("down")))
+    stuck = sweeper.sweep(svc)
+    assert stuck.leases_recovered == 0 and svc.store.get("t", job_id).status is JobStatus.RUNNING
+    ended = svc.store.get("t", job_id).lease_expires_at
+    assert ended is not None and stuck.oldest_expired_lease_s == int(clock.now()) - ended
+    assert stuck.oldest_expired_lease_s >= LEASE_GRACE_S + 100
+    monkeypatch.undo()
+    assert sweeper.sweep(svc).oldest_expired_lease_s == 0  # taken back: nothing is over

@@ -52,10 +52,17 @@ MAX_CHECK_STEPS = 20
 class StepBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    # Optional label a user gives a step; failures and events name it.
-    label: str | None = Field(default=None, max_length=200)
-    # Per-step override of the job's action timeout.
-    timeout_ms: int | None = Field(default=None, ge=1, le=600_000)
+    label: str | None = Field(
+        default=None,
+        max_length=200,
+        description="a name for the step that failures and run events show",
+    )
+    timeout_ms: int | None = Field(
+        default=None,
+        ge=1,
+        le=600_000,
+        description="this step's own timeout; default: the job's options' timeout",
+    )
     # docs/irreversible-steps.md: a step whose effect must happen at most once.
     irreversible: bool = Field(
         default=False,

@@ -31,6 +31,8 @@ class Screenshot(FrameStep):
 
 
 class Pdf(StepBase):
+    """The page printed as a PDF artifact (Chromium print to PDF)."""
+
     action: Literal["pdf"] = "pdf"
     name: str = ARTIFACT_NAME
     format: Literal["A4", "Letter", "Legal", "A3", "A5"] = "A4"

@@ -19,6 +19,8 @@ class Point(BaseModel):
 
 
 class Click(FrameStep):
+    """Click an element (waits until it is visible, stable and enabled, as Playwright does)."""
+
     action: Literal["click"] = "click"
     selector: str = SELECTOR
     button: Literal["left", "right", "middle"] = "left"
@@ -26,6 +28,8 @@ class Click(FrameStep):
 
 
 class Fill(FrameStep):
+    """Replace an input's value at once; use type for fields that react to each key."""
+
     action: Literal["fill"] = "fill"
     selector: str = SELECTOR
     value: str = Field(max_length=100_000, description="May use {{inputs.x}} and {{secrets.NAME}}")
@@ -41,6 +45,8 @@ class Type(FrameStep):
 
 
 class Press(FrameStep):
+    """Press a key or a chord on an element (Enter submits a form, Tab moves on)."""
+
     action: Literal["press"] = "press"
     selector: str = SELECTOR
     key: str = Field(min_length=1, max_length=100, description="e.g. Enter, Tab, Control+A")
@@ -63,16 +69,22 @@ class Select(FrameStep):
 
 
 class Check(FrameStep):
+    """Tick a checkbox or choose a radio button; nothing happens if it already is."""
+
     action: Literal["check"] = "check"
     selector: str = SELECTOR
 
 
 class Uncheck(FrameStep):
+    """Untick a checkbox; nothing happens if it already is."""
+
     action: Literal["uncheck"] = "uncheck"
     selector: str = SELECTOR
 
 
 class Hover(FrameStep):
+    """Move the pointer over an element, for menus and tooltips that open on hover."""
+
     action: Literal["hover"] = "hover"
     selector: str = SELECTOR
 

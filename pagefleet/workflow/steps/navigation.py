@@ -14,6 +14,8 @@ MAX_SLEEP_MS = 60_000
 
 
 class Goto(StepBase):
+    """Open a URL and wait for the load state (the target must pass the egress policy)."""
+
     action: Literal["goto"] = "goto"
     url: str = Field(min_length=1, max_length=8192, description="http(s) URL; may use {{inputs.x}}")
     wait_until: LoadState = "load"

@@ -16,6 +16,8 @@ SESSION_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z
 
 
 class SaveSession(StepBase):
+    """Save this context's login (cookies + storage), encrypted per tenant, for use_session."""
+
     action: Literal["save_session"] = "save_session"
     name: str = SESSION_NAME
 
