@@ -73,6 +73,7 @@ from devstack.chaos import (
 from devstack.pollers import scheduled_event
 from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
+from devstack.strict_aws import at_least_once
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -416,6 +417,7 @@ def main() -> int:
         workers=args.workers,
         concurrency=2,
         sweeper_interval_s=10,
+        strict=at_least_once(),  # standard queues deliver some messages twice, as SQS may
         worker_env=chaos_worker_env(**aws_fault_env(args.fault_rate)),
         # INFO: the sweeper's lines name the jobs it took back.
         lambda_env={**aws_fault_env(args.fault_rate), "POWERTOOLS_LOG_LEVEL": "INFO", **LAMBDA_ENV},

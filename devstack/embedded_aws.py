@@ -32,6 +32,10 @@ which each hold one). Before serving, ``prepare_moto`` patches moto in this proc
   queue's retention period, which moto read by building all the queue's attributes (its
   approximate counts are a pass over every message); the period is read directly.
 
+Then it applies the rules by which it refuses what AWS refuses (``devstack.strict_aws``: a
+queue unusable in its first second, at-least-once delivery, SQS's and DynamoDB's sizes), as
+``PAGEFLEET_STRICT_AWS_*`` in its environment set them (on unless ``..._ON=false``).
+
 With ``PAGEFLEET_IAM_BOOK`` in its environment (the local stack sets it) every call is
 checked against its caller's policies in the synthesized template (``devstack.iam.guard``).
 
@@ -55,6 +59,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.call_counter import COUNT_ENV, CallCounter
+from devstack.strict_aws import StrictRules, enforce
 
 _DYNAMODB_LOCK = threading.RLock()
 _PREPARED = False
@@ -382,6 +387,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fd", type=int, help="serve on this inherited listening socket")
     args = parser.parse_args(argv)
     prepare_moto()
+    enforce(StrictRules())
     where: dict[str, Any] = {"host": args.host, "port": args.port}
     if args.fd is not None:
         held = socket.socket(fileno=args.fd)

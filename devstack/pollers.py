@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.lambda_env import LambdaFunction
+from devstack.provision import queue_arn
 from pagefleet.runtime import RUNTIME
 
 log = logging.getLogger("devstack")
@@ -112,7 +113,7 @@ def scheduled_event() -> dict[str, Any]:
     }
 
 
-def sqs_event_records(messages: list[dict[str, Any]], queue_arn: str) -> dict[str, Any]:
+def sqs_event_records(messages: list[dict[str, Any]], arn: str) -> dict[str, Any]:
     """The Lambda SQS event an event source mapping builds from received messages."""
     return {
         "Records": [
@@ -133,7 +134,7 @@ def sqs_event_records(messages: list[dict[str, Any]], queue_arn: str) -> dict[st
                 },
                 "md5OfBody": m["MD5OfBody"],
                 "eventSource": "aws:sqs",
-                "eventSourceARN": queue_arn,
+                "eventSourceARN": arn,
                 "awsRegion": LOCAL_REGION,
             }
             for m in messages
@@ -168,12 +169,10 @@ class DeadLetterPoller(Background):
             return self._function.invoke(event)
 
         sqs = (self._aws or RUNTIME.client)("sqs")
-        arns = {
-            url: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-                "QueueArn"
-            ]
-            for url in self._urls.values()
-        }
+        # Named from the URLs, not asked for: a queue made the moment before is not usable
+        # for a second (devstack.strict_aws), and a call then, outside the loop's error
+        # handling, ended the thread: the webhook queue was never read again.
+        arns = {url: queue_arn(sqs, url) for url in self._urls.values()}
         while not self._stop.is_set():
             for url in self._urls.values():
                 # Each long poll takes up to wait_s: six DLQs in a row outlasted stop()'s join.

@@ -90,15 +90,20 @@ def create_table(dynamodb: Any, spec: TableSpec, name: str) -> None:
         )
 
 
+def queue_arn(sqs: Any, url: str) -> str:
+    """A queue's ARN from its URL (``.../<account>/<name>``), without a call: a queue is not
+    usable in the second after CreateQueue (devstack.strict_aws), and naming it needs none."""
+    account, name = url.rstrip("/").split("/")[-2:]
+    return f"arn:aws:sqs:{sqs.meta.region_name}:{account}:{name}"
+
+
 def create_queue(sqs: Any, queue: QueueSpec, prefix: str = "") -> tuple[str, str]:
     """The queue and its DLQ (redrive after ``max_receive_count``): their URLs."""
     dlq_url = sqs.create_queue(
         QueueName=prefix + queue.dlq_local_name,
         Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_s)},
     )["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    dlq_arn = queue_arn(sqs, dlq_url)
     url = sqs.create_queue(
         QueueName=prefix + queue.local_name,
         Attributes={
@@ -141,9 +146,7 @@ def create_all(
             QueueName=prefix + SCHEDULER.dlq_local_name,
             Attributes={"MessageRetentionPeriod": str(SCHEDULER.dlq_retention_s)},
         )["QueueUrl"]
-        out.scheduler_dlq_arn = sqs.get_queue_attributes(
-            QueueUrl=out.scheduler_dlq_url, AttributeNames=["QueueArn"]
-        )["Attributes"]["QueueArn"]
+        out.scheduler_dlq_arn = queue_arn(sqs, out.scheduler_dlq_url)
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

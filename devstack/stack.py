@@ -45,6 +45,7 @@ from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
+from devstack.strict_aws import StrictRules, await_settled
 from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
@@ -96,10 +97,13 @@ class LocalStack:
         start_timeout_s: float = 60,
         live: LiveOptions | None = None,
         iam: bool | None = None,
+        strict: StrictRules | None = None,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
         Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs). ``iam``
-        (default: on unless ``PAGEFLEET_LOCAL_IAM=0``) checks every AWS call."""
+        (default: on unless ``PAGEFLEET_LOCAL_IAM=0``) checks every AWS call. ``strict``: the
+        AWS refusals its embedded AWS makes (``devstack.strict_aws``; default: all on, as
+        ``PAGEFLEET_STRICT_AWS_*`` in the environment set them)."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
         self.api_port = api_port
@@ -117,6 +121,7 @@ class LocalStack:
         self.start_timeout_s = start_timeout_s
         self.live = LiveParts(live)
         self.iam_enabled = enabled_by_default() if iam is None else iam
+        self.strict = strict
         self.iam = LocalIam.off()
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
@@ -211,6 +216,8 @@ class LocalStack:
             self._start_site()
             self._create_dev_tenant()
             self._start_functions()
+            # Before anything polls them: a deploy's queues exist long before they are used.
+            self._await_queues()
             self.live.start(self.functions, self.provisioned, self.iam)  # type: ignore[arg-type]
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
@@ -291,10 +298,25 @@ class LocalStack:
 
     def _start_moto(self) -> None:
         held, self._moto_sock = self._moto_sock, None
-        self.moto = spawn_moto(self.moto_port, held, self.iam.moto_env(), self.log_dir / "moto.log")
+        env = {**self.iam.moto_env(), **(to_env(self.strict) if self.strict else {})}
+        self.moto = spawn_moto(self.moto_port, held, env, self.log_dir / "moto.log")
         failed = wait_for_moto(self.moto, self.aws_endpoint, self.start_timeout_s)
         if failed:
             raise StackError(failed)
+
+    def _await_queues(self) -> None:
+        """The stack's queues once usable (a deploy's are long before anything uses them)."""
+        assert self.provisioned is not None
+        made = self.provisioned
+        urls = [
+            *made.queue_urls.values(),
+            *made.dlq_urls.values(),
+            made.webhook_queue_url,
+            made.webhook_dlq_url,
+            made.scheduler_dlq_url or "",
+        ]
+        if not await_settled(RUNTIME.client("sqs"), urls, timeout_s=self.start_timeout_s):
+            raise StackError(f"the stack's queues were not usable within {self.start_timeout_s} s")
 
     def _provision(self) -> None:
         self.provisioned = create_all(

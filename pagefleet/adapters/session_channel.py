@@ -1,10 +1,22 @@
-"""A session's command and answer queues in SQS (pagefleet.browsing.channel)."""
+"""A session's command and answer queues in SQS (pagefleet.browsing.channel).
+
+AWS: "After you create a queue, you must wait at least one second after the queue is
+created to be able to use the queue" (CreateQueue). A session's queues are made as it
+opens and its job is queued at once, so its worker, and its first step, can reach them in
+that second: SQS then answers that the queue does not exist. While a channel is younger
+than ``SETTLE_S`` such an answer means "not usable yet", and the call is made again;
+after, it means the session's queues were deleted (``ChannelGone``). A channel's name is a
+ULID made the moment before its queues are created: its time is theirs.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from pagefleet.browsing.channel import ChannelGone, answer_fate
 from pagefleet.browsing.models import MAX_DEADLINE_S, Answer, Command
@@ -12,12 +24,17 @@ from pagefleet.browsing.models import MAX_DEADLINE_S, Answer, Command
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
+# A channel this young that SQS calls missing is still being made (AWS asks for 1 s; the
+# rest covers the clocks of the API and the worker, which read the ULID's time).
+SETTLE_S = 5.0
+SETTLE_RETRY_S = 0.1
 # A command or answer older than this is of no use to anyone (a step waits far less).
 RETENTION_S = 900
 # A received command stays hidden this long (the longest deadline a command may carry).
 COMMAND_HIDDEN_S = MAX_DEADLINE_S
 DELETE_TRIES = 3
 log = logging.getLogger("pagefleet.session_channel")
+_T = TypeVar("_T")
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 
 
@@ -51,30 +68,38 @@ class SqsSessionChannel:
 
     def close(self, channel: str) -> None:
         for kind in ("cmd", "ans"):
+            url = self._url(channel, kind)
+            with contextlib.suppress(ChannelGone):  # deleted already
+                self._settled(channel, url, functools.partial(self._sqs.delete_queue, QueueUrl=url))
+
+    def _settled(self, channel: str, url: str, call: Callable[[], _T]) -> _T:
+        """``call()``, made again while the channel's queues are too young to be used;
+        ``ChannelGone`` once SQS calls them missing past that."""
+        while True:
             try:
-                self._sqs.delete_queue(QueueUrl=self._url(channel, kind))
+                return call()
             except Exception as exc:
                 if not _gone(exc):
                     raise
+                if not settling(channel):
+                    raise ChannelGone(url) from None
+            time.sleep(SETTLE_RETRY_S)
 
     def send_command(self, channel: str, command: Command) -> None:
-        self._send(self._url(channel, "cmd"), command.model_dump_json())
+        self._send(channel, self._url(channel, "cmd"), command.model_dump_json())
 
     def send_answer(self, channel: str, answer: Answer) -> None:
-        self._send(self._url(channel, "ans"), answer.model_dump_json(exclude_none=True))
+        self._send(channel, self._url(channel, "ans"), answer.model_dump_json(exclude_none=True))
 
-    def _send(self, url: str, body: str) -> None:
-        try:
-            self._sqs.send_message(QueueUrl=url, MessageBody=body)
-        except Exception as exc:
-            if _gone(exc):
-                raise ChannelGone(url) from None
-            raise
+    def _send(self, channel: str, url: str, body: str) -> None:
+        self._settled(channel, url, lambda: self._sqs.send_message(QueueUrl=url, MessageBody=body))
 
     def next_command(self, channel: str, *, wait_s: int) -> Command | None:
         url = self._url(channel, "cmd")
-        try:
-            resp = self._sqs.receive_message(
+        resp = self._settled(
+            channel,
+            url,
+            lambda: self._sqs.receive_message(
                 QueueUrl=url,
                 MaxNumberOfMessages=1,
                 WaitTimeSeconds=max(0, min(wait_s, 20)),
@@ -82,11 +107,8 @@ class SqsSessionChannel:
                 # worker died between receive and delete) is seen again only after any
                 # deadline it could carry, and then answered expired by the ledger.
                 VisibilityTimeout=COMMAND_HIDDEN_S,
-            )
-        except Exception as exc:
-            if _gone(exc):
-                raise ChannelGone(url) from None
-            raise
+            ),
+        )
         for message in resp.get("Messages", []):
             # Deleted before it runs, and the delete waited for: a command a worker took
             # is never delivered again by this queue. A copy that comes anyway (SQS's
@@ -121,9 +143,12 @@ class SqsSessionChannel:
                     VisibilityTimeout=RETENTION_S,
                 )
             except Exception as exc:
-                if _gone(exc):
+                if not _gone(exc):
+                    raise
+                if not settling(channel):
                     raise ChannelGone(url) from None
-                raise
+                time.sleep(min(SETTLE_RETRY_S, max(0.0, left)))
+                continue
             found: Answer | None = None
             for message in resp.get("Messages", []):
                 answer = Answer.model_validate_json(message["Body"])
@@ -141,6 +166,17 @@ class SqsSessionChannel:
             if found is not None:
                 return found
         return None
+
+
+def settling(channel: str, now: float | None = None) -> bool:
+    """Whether the channel's queues may still be too young to use (see the docstring)."""
+    from ulid import ULID
+
+    try:
+        made = ULID.from_str(channel.upper()).timestamp
+    except ValueError:
+        return False  # not a channel this adapter named
+    return (time.time() if now is None else now) - made < SETTLE_S
 
 
 def _gone(exc: Exception) -> bool:

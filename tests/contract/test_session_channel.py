@@ -4,13 +4,16 @@ commands in order and taken once, each answer to its own caller, a closed channe
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
 from devstack.provision import Provisioned
-from pagefleet.adapters.session_channel import SqsSessionChannel
+from devstack.strict_aws import StrictRules, rules_in_force
+from pagefleet.adapters.session_channel import SETTLE_S, SqsSessionChannel, settling
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.models import new_ulid
@@ -80,6 +83,47 @@ def test_a_closed_channel_is_gone_and_closing_again_is_fine(
         channel.send_command(opened, Command(id=new_ulid()))
     with pytest.raises(ChannelGone):
         channel.next_command(opened, wait_s=0)
+
+
+# --- on SQS as strict as AWS: a session's queues are unusable in their first second -------
+
+
+@pytest.fixture
+def strict_sqs(provisioned: Provisioned) -> Iterator[SqsSessionChannel]:
+    with rules_in_force(StrictRules(queue_settle_s=1.0)):
+        yield SqsSessionChannel.beside(
+            RUNTIME.client("sqs"),
+            prefix=session_queue_prefix("contract"),
+            any_queue_url=next(iter(provisioned.queue_urls.values())),
+        )
+
+
+def test_a_session_is_usable_from_the_moment_it_opens(strict_sqs: SqsSessionChannel) -> None:
+    """Issue 32 finding 1: a step sent, and a worker polling, in the queues' first second
+    wait for them instead of reading "does not exist" as a session gone."""
+    name = new_ulid()
+    strict_sqs.open(name)
+    command = Command(id=new_ulid(), op="close")
+    strict_sqs.send_command(name, command)  # at once: SQS calls the queue missing still
+    assert strict_sqs.next_command(name, wait_s=1) == command
+    threading.Timer(0.1, strict_sqs.send_answer, (name, Answer(id=command.id))).start()
+    assert strict_sqs.await_answer(name, command.id, timeout_s=10) is not None
+
+
+def test_a_session_closed_as_it_opens_leaves_no_queue(strict_sqs: SqsSessionChannel) -> None:
+    name = new_ulid()
+    strict_sqs.open(name)
+    strict_sqs.close(name)  # in the first second: the delete waits for the queues
+    listed = RUNTIME.client("sqs").list_queues(QueueNamePrefix=session_queue_prefix("contract"))
+    assert [u for u in listed.get("QueueUrls", []) if name in u] == []
+    with pytest.raises(ChannelGone):
+        strict_sqs.send_command(name, Command(id=new_ulid()))
+
+
+def test_a_channel_is_settling_only_in_its_first_seconds() -> None:
+    made = new_ulid()
+    assert settling(made)
+    assert not settling(made, now=time.time() + SETTLE_S + 1)
 
 
 class FlakyDeletes:

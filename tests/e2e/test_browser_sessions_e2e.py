@@ -14,6 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from devstack.chaos import chaos_worker_env, kill_worker, wait_until
 from devstack.stack import LocalStack
+from devstack.strict_aws import at_least_once
 from pagefleet.browsing.models import CommandView
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import TenantPolicy
@@ -26,7 +27,11 @@ WORKER_ENV = chaos_worker_env()
 
 @pytest.fixture(scope="module")
 def stack() -> Iterator[LocalStack]:
-    yield from running(LocalStack(api_port=0, workers=1, concurrency=2, worker_env=WORKER_ENV))
+    # SQS as strict as AWS, duplicates included: a session must hold on it.
+    local = LocalStack(
+        api_port=0, workers=1, concurrency=2, worker_env=WORKER_ENV, strict=at_least_once()
+    )
+    yield from running(local)
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from devstack.event_sources import STREAM_BATCHING_WINDOW_S
 from devstack.live_parts import LiveOptions
+from devstack.provision import queue_arn
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
 from pagefleet.client.follow import StatusUpdate
@@ -333,9 +334,7 @@ def test_completion_webhooks_are_signed_retried_and_events_reach_a_rule(
 ) -> None:
     sqs, events = RUNTIME.client("sqs"), RUNTIME.client("events")
     target = sqs.create_queue(QueueName="e2e-finished-jobs")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=target, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    arn = queue_arn(sqs, target)  # no call: a queue is unusable in its first second
     events.put_rule(
         Name="e2e-finished",
         EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": ["Job Finished"]}),

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from devstack.provision import queue_arn
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
 from pagefleet.jobs.states import JobStatus
@@ -43,9 +44,7 @@ def cli(stack: LocalStack, *args: str) -> subprocess.CompletedProcess[str]:
 def event_queue() -> str:
     sqs, events = RUNTIME.client("sqs"), RUNTIME.client("events")
     url = sqs.create_queue(QueueName="e2e-monitor-events")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
+    arn = queue_arn(sqs, url)  # no call: a queue is unusable in its first second
     events.put_rule(
         Name="e2e-monitors",
         EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": EVENT_TYPES}),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 from devstack.pollers import Timer
 
@@ -38,6 +39,8 @@ def test_a_stopped_dead_letter_poller_polls_no_further_dlq(monkeypatch) -> None:
     polled: list[str] = []
 
     class StubSqs:
+        meta = SimpleNamespace(region_name="us-east-1")
+
         def get_queue_attributes(self, QueueUrl: str, **_: object) -> dict[str, object]:
             return {"Attributes": {"QueueArn": f"arn:aws:sqs:us-east-1:1:{QueueUrl[-5:]}"}}
 

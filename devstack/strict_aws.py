@@ -1,0 +1,316 @@
+"""The embedded AWS refuses what AWS refuses where pagefleet relies on it (issue 32).
+
+moto is looser than SQS and DynamoDB in ways that hide real faults; these rules close the
+gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
+
+- **A new queue is not usable for a second.** AWS: "After you create a queue, you must
+  wait at least one second after the queue is created to be able to use the queue." Any
+  call naming the queue (by URL, or GetQueueUrl by name) in its first ``queue_settle_s``
+  is answered as SQS answers an unknown queue (``AWS.SimpleQueueService.NonExistentQueue``,
+  ``QueueDoesNotExist`` to SDKs). CreateQueue itself (idempotent) and ListQueues are not.
+- **At-least-once delivery.** A standard queue stores each message redundantly and may
+  deliver a copy again, even after one copy was deleted. A ``sqs_duplicate_share`` of the
+  messages sent to standard queues are stored twice (the same MessageId, each copy with its
+  own receipt handle): deleting one does not delete the other. Off (0) by default; on in
+  the chaos bench and the session tests. The share is counted, not drawn: exactly one
+  message in ``1 / share`` is doubled, so runs repeat.
+- **SQS's message size.** A message's body and attributes (each attribute's name, type
+  and value) count towards 262,144 bytes (UTF-8), as does a batch's total; moto counts the
+  body's characters alone, against its 1 MiB default. Over it: ``InvalidParameterValue``
+  ("Message must be shorter than 262144 bytes") or ``BatchRequestTooLong``.
+- **DynamoDB's item size.** An item is at most 400 KB, its attribute names' UTF-8 bytes and
+  its values together. moto checks it as top-level attributes are set (at 405,000 bytes)
+  but not as an UpdateItem grows a nested map or list, and an update it refuses half way
+  stays half applied (a new item's key is even left written). An UpdateItem that leaves the
+  item over ``dynamodb_max_item_bytes`` is undone whole and refused with DynamoDB's
+  ``ValidationException`` ("Item size to update has exceeded the maximum allowed size").
+- **Visibility.** A receive without its own VisibilityTimeout hides the message for the
+  queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
+  it so).
+
+The rules are on in the local stack unless ``PAGEFLEET_STRICT_AWS_ON=false``; each costs
+a dictionary lookup or two per request (the size rules a pass over what was sent).
+``enforce`` installs them in the process serving moto; ``rules_in_force`` changes them for
+a test's block (the shared in-process moto server, ``tests/conftest.py``, enforces the
+sizes only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SQS_MAX_MESSAGE_BYTES = 262_144
+DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
+# The SQS operations that name a queue (its URL): each is refused while the queue settles.
+_QUEUE_ACTIONS = (
+    "change_message_visibility",
+    "change_message_visibility_batch",
+    "get_queue_attributes",
+    "set_queue_attributes",
+    "delete_queue",
+    "send_message",
+    "send_message_batch",
+    "delete_message",
+    "delete_message_batch",
+    "purge_queue",
+    "receive_message",
+    "list_dead_letter_source_queues",
+    "add_permission",
+    "remove_permission",
+    "tag_queue",
+    "untag_queue",
+    "list_queue_tags",
+)
+
+
+class StrictRules(BaseSettings):
+    """Which of AWS's refusals the embedded AWS makes, and its limits (0: moto's own)."""
+
+    model_config = SettingsConfigDict(env_prefix="PAGEFLEET_STRICT_AWS_", frozen=True)
+
+    on: bool = True
+    queue_settle_s: float = Field(default=1.0, ge=0)
+    sqs_duplicate_share: float = Field(default=0.0, ge=0, le=1)
+    sqs_max_message_bytes: int = Field(default=SQS_MAX_MESSAGE_BYTES, ge=0)
+    dynamodb_max_item_bytes: int = Field(default=DYNAMODB_MAX_ITEM_BYTES, ge=0)
+
+    def effective(self) -> StrictRules:
+        """The rules as applied: all off when ``on`` is false."""
+        return self if self.on else LENIENT
+
+
+LENIENT = StrictRules(
+    on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
+    dynamodb_max_item_bytes=0,
+)  # fmt: skip
+# How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
+QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
+# The share of standard-queue messages delivered twice where duplicates are tested for
+# (the chaos bench, the session tests): often enough that every run meets some.
+AT_LEAST_ONCE_SHARE = 0.2
+
+
+def at_least_once() -> StrictRules:
+    """Every rule, and standard queues' duplicates on: the chaos bench's and the session
+    tests' embedded AWS (``LocalStack(strict=at_least_once())``)."""
+    return StrictRules(sqs_duplicate_share=AT_LEAST_ONCE_SHARE)
+
+
+class _State:
+    """The rules in force in this process, and the duplicate counter."""
+
+    def __init__(self) -> None:
+        self.rules = LENIENT
+        self.lock = threading.Lock()
+        self.sent = 0
+        self.doubled = 0
+        self.installed = False
+
+    def doubles_next(self) -> bool:
+        """Whether the message just sent is stored twice: ``share`` of them, counted."""
+        share = self.rules.sqs_duplicate_share
+        if share <= 0:
+            return False
+        with self.lock:
+            self.sent += 1
+            if self.doubled < int(self.sent * share):
+                self.doubled += 1
+                return True
+            return False
+
+
+_STATE = _State()
+
+
+def enforce(rules: StrictRules) -> None:
+    """Apply ``rules`` to the moto in this process from now on (patches installed once)."""
+    with _STATE.lock:
+        if not _STATE.installed:
+            _settling_queues()
+            _sqs_sizes_and_duplicates()
+            _bounded_item_updates()
+            _STATE.installed = True
+        _STATE.rules = rules.effective()
+        _STATE.sent = _STATE.doubled = 0  # the share counts from here
+
+
+@contextlib.contextmanager
+def rules_in_force(rules: StrictRules) -> Iterator[None]:
+    """``rules`` for the block, then the rules before it (tests)."""
+    before = _STATE.rules
+    enforce(rules)
+    try:
+        yield
+    finally:
+        enforce(before)
+
+
+def await_settled(sqs: Any, urls: list[str], *, timeout_s: float) -> bool:
+    """True once every queue in ``urls`` answers (each past its first second); False when
+    one still does not after ``timeout_s``. What a client that creates queues does before
+    it relies on them."""
+    deadline = time.monotonic() + timeout_s
+    for url in filter(None, urls):
+        while not _usable(sqs, url):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+    return True
+
+
+def _usable(sqs: Any, url: str) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in QUEUE_GONE_CODES:
+            return False
+        raise
+    return True
+
+
+def _settling_queues() -> None:
+    from moto.core.utils import unix_time
+    from moto.sqs.exceptions import QueueDoesNotExist
+    from moto.sqs.responses import SQSResponse
+
+    def settling(response: Any, name: str) -> bool:
+        settle = _STATE.rules.queue_settle_s
+        if settle <= 0:
+            return False
+        queue = response.sqs_backend.queues.get(name)
+        return queue is not None and unix_time() - queue.created_timestamp < settle
+
+    def guarded(action: Callable[[Any], Any], name_of: Callable[[Any], str]) -> Any:
+        def call(self: Any) -> Any:
+            if settling(self, name_of(self)):
+                raise QueueDoesNotExist()
+            return action(self)
+
+        return call
+
+    for name in _QUEUE_ACTIONS:
+        original = getattr(SQSResponse, name)
+        setattr(SQSResponse, name, guarded(original, SQSResponse._get_queue_name))
+    SQSResponse.get_queue_url = guarded(  # type: ignore[method-assign]
+        SQSResponse.get_queue_url, lambda self: str(self._get_param("QueueName") or "")
+    )
+
+
+def message_bytes(body: str, attributes: dict[str, Any] | None) -> int:
+    """A message's size as SQS counts it: body, and each attribute's name, type and value."""
+    size = len(body.encode())
+    for name, value in (attributes or {}).items():
+        size += len(name.encode()) + len(str(value.get("DataType", "")).encode())
+        data = value.get("StringValue")
+        if data is None:
+            data = value.get("BinaryValue") or b""
+        size += len(data.encode() if isinstance(data, str) else data)
+    return size
+
+
+def _sqs_sizes_and_duplicates() -> None:
+    from moto.sqs.exceptions import BatchRequestTooLong, InvalidParameterValue
+    from moto.sqs.models import SQSBackend
+
+    original_send = SQSBackend.send_message
+    original_batch = SQSBackend.send_message_batch
+
+    def limit(queue: Any) -> int:
+        ours = _STATE.rules.sqs_max_message_bytes
+        own = int(queue.maximum_message_size)
+        return min(ours, own) if ours else 0
+
+    def send_message(self: Any, queue_name: str, message_body: str, *a: Any, **kw: Any) -> Any:
+        queue = self.get_queue(queue_name)
+        most = limit(queue)
+        attributes = kw.get("message_attributes") or (a[0] if a else None)
+        if most and message_bytes(message_body, attributes) > most:
+            raise InvalidParameterValue(
+                "One or more parameters are invalid. Reason: Message must be shorter than "
+                f"{most} bytes."
+            )
+        message = original_send(self, queue_name, message_body, *a, **kw)
+        if not queue.fifo_queue and _STATE.doubles_next():
+            queue.add_message(_copy_of(message))
+        return message
+
+    def send_message_batch(self: Any, queue_name: str, entries: dict[str, Any]) -> Any:
+        most = _STATE.rules.sqs_max_message_bytes
+        total = sum(
+            message_bytes(e["MessageBody"], e.get("MessageAttributes")) for e in entries.values()
+        )
+        if most and total > most:
+            error = BatchRequestTooLong(total)
+            error.message = (
+                f"Batch requests cannot be longer than {most} bytes. You have sent {total} bytes."
+            )
+            raise error
+        return original_batch(self, queue_name, entries)
+
+    SQSBackend.send_message = send_message  # type: ignore[method-assign]
+    SQSBackend.send_message_batch = send_message_batch  # type: ignore[method-assign]
+
+
+def _copy_of(message: Any) -> Any:
+    """The redundant copy SQS may deliver: the same message, its own receipt history."""
+    copy = pickle.loads(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))  # noqa: S301 (ours)
+    copy.receipt_handle = None
+    copy._old_receipt_handles = []
+    return copy
+
+
+def _bounded_item_updates() -> None:
+    import moto.dynamodb.models as models
+    from moto.dynamodb.exceptions import ItemSizeToUpdateTooLarge
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    original = models.DynamoDBBackend.update_item
+
+    def update_item(self: Any, table_name: str, key: dict[str, Any], *a: Any, **kw: Any) -> Any:
+        most = _STATE.rules.dynamodb_max_item_bytes
+        if not most:
+            return original(self, table_name, key, *a, **kw)
+        table = self.get_table(table_name)
+        hash_key = DynamoType(key[table.hash_key_attr])
+        range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        before = table.get_item(hash_key, range_key)
+        saved = pickle.dumps(before, pickle.HIGHEST_PROTOCOL) if before is not None else None
+        stream = table.stream_shard
+        records = len(stream.items) if stream is not None else 0
+
+        def undo() -> None:
+            item = pickle.loads(saved) if saved is not None else None  # noqa: S301 (ours)
+            bucket = table.items if range_key is None else table.items.get(hash_key)
+            slot = hash_key if range_key is None else range_key
+            if item is not None:
+                if range_key is not None and bucket is None:
+                    bucket = table.items[hash_key] = {}
+                bucket[slot] = item
+            elif bucket is not None:
+                bucket.pop(slot, None)
+                if range_key is not None and not bucket:
+                    table.items.pop(hash_key, None)
+            if stream is not None:
+                del stream.items[records:]
+
+        try:
+            item = original(self, table_name, key, *a, **kw)
+        except ItemSizeToUpdateTooLarge:
+            undo()  # moto refused half way through the update: nothing of it stays
+            raise
+        if item.size() > most:
+            undo()
+            raise ItemSizeToUpdateTooLarge()
+        return item
+
+    models.DynamoDBBackend.update_item = update_item  # type: ignore[method-assign]
