@@ -148,6 +148,7 @@ def build_worker(
             lease_s=settings.lease_seconds,
             log=log,
             on_dead_lettered=metrics.dead_lettered,
+            on_sessions_lost=metrics.sessions_lost,
         ),
         breakers=breakers,
         events=events,

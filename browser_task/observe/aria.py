@@ -60,7 +60,10 @@ def _shown(value: str) -> str:
     return value
 
 
-async def aria_snapshot(page: Page, *, timeout_ms: int) -> str:
-    """The body's ARIA snapshot with password fields' values hidden."""
-    tree = await page.locator("body").aria_snapshot(timeout=timeout_ms)
+async def aria_snapshot(page: Page, *, timeout_ms: int, scope: str | None = None) -> str:
+    """The body's (or ``scope``'s first match's) ARIA snapshot in Playwright's "ai" mode,
+    which enters iframes and gives each element a ref (``aria-ref=REF`` reaches it), with
+    password fields' values hidden."""
+    root = page.locator(scope).first if scope else page.locator("body")
+    tree = await root.aria_snapshot(mode="ai", timeout=timeout_ms)
     return hide_passwords(tree, await password_values(page))

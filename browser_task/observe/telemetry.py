@@ -133,6 +133,15 @@ class WorkerMetrics:
         self._main.add_metric(name=names.SLOTS_BUSY, unit=MetricUnit.Count, value=busy)
         self._pending = True
 
+    def sessions_lost(self, count: int) -> None:
+        """Browser sessions whose lease this worker took back (their worker died): counted
+        where the lost-sessions alarm reads every runtime's count, and written at once."""
+        metrics = EphemeralMetrics(
+            namespace=names.runtime_namespace(), service=names.SESSIONS_SERVICE
+        )
+        metrics.add_metric(name=names.SESSIONS_LOST, unit=MetricUnit.Count, value=count)
+        metrics.flush_metrics()
+
     def dead_lettered(self, count: int) -> None:
         """Jobs dead-lettered here (their workers kept dying): counted where the dead-letter
         alarm reads every runtime's count, and written at once."""

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from browser_task.egress.proxy import Decision
     from browser_task.observe.run_events import RunEvents
     from browser_task.run.checkpointing import Progress
+    from browser_task.run.dialogs import DialogWatch
     from browser_task.tenant.logins import SessionStore
 
 
@@ -44,6 +45,8 @@ class RunContext:
     events: RunEvents | None = None
     # The attempt's checkpoints of irreversible steps (None: not recorded, tools and tests).
     progress: Progress | None = None
+    # The page's dialogs: what the next one gets (options.dialogs, a dialog step).
+    dialogs: DialogWatch | None = None
     # --- what the run has come to ---------------------------------------------------------
     result: dict[str, Any] = field(default_factory=dict)
     step_index: int | None = None

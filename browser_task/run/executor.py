@@ -119,6 +119,7 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     await start_tracing(ctx)
     first = await resume(ctx, run_steps) if ctx.progress and ctx.progress.checkpoints else 0
     await run_steps(plan.steps[first:], ctx, first=first, labels=plan.labels[first:])
+    _no_dialog_left_waiting(ctx)
     ctx.step_index = None
     # A page may echo a secret back (a filled field read by extract): never store it.
     ctx.result = ctx.masker.value(ctx.result)
@@ -168,6 +169,8 @@ async def run_steps(
                     await _irreversible(step, ctx, index, label, path)
                 else:
                     await _dispatch(step, ctx, index if top else None, path)
+                if ctx.dialogs is not None:
+                    ctx.dialogs.raise_problem()  # a dialog this step opened was not expected
             except JobFailure as exc:
                 exc.message = ctx.mask(exc.message)
                 raise _at(exc, path, step, ctx) from None
@@ -201,6 +204,20 @@ async def _dispatch(step: Step, ctx: RunContext, top_index: int | None, path: st
                 kind="invalid_workflow",
             )
         await handler(step, ctx)
+
+
+def _no_dialog_left_waiting(ctx: RunContext) -> None:
+    """A ``dialog`` step whose dialog never came fails the run, at that step."""
+    unmet = ctx.dialogs.unmet() if ctx.dialogs is not None else None
+    if unmet is None or unmet.index is None:
+        return
+    ctx.step_index = unmet.index
+    failure = FailJob(
+        "the dialog step expected a dialog, and none came before the steps ended "
+        "(put it before the step that opens the dialog)",
+        kind="assertion_failed",
+    )
+    raise _at(failure, str(unmet.index), unmet.step, ctx)
 
 
 def _at(failure: JobFailure, path: str, step: Step, ctx: RunContext) -> JobFailure:

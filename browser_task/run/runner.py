@@ -32,6 +32,7 @@ from browser_task.run import endings
 from browser_task.run.cancel_watch import watch_cancel
 from browser_task.run.checkpointing import AttemptLost, Progress
 from browser_task.run.context import RunContext
+from browser_task.run.dialogs import DialogWatch
 from browser_task.run.early import EarlyContext, open_early, with_trace
 from browser_task.run.executor import (
     capture_failure_artifacts,
@@ -235,6 +236,8 @@ class JobRunner:
             events=events,
             progress=Progress(self.lifecycle, job, events),
         )
+        ctx.dialogs = DialogWatch(options, events, ctx.mask)
+        ctx.dialogs.install(session.page, session.listeners)  # dropped when parked
         if events is not None:
             events.mask_with(ctx.mask)  # the job's secret values never reach an event
             watch_page(

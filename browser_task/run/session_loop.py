@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
 from browser_task.observe.aria import aria_snapshot
+from browser_task.observe.aria_view import shape
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.plan import describe
@@ -34,7 +35,7 @@ from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_co
 from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.channel import ChannelGone, SessionChannel
 from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
-from pagefleet.browsing.models import ARIA_MAX_CHARS, Answer, Command, Observation, Observe
+from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.live.events import EventType
@@ -46,6 +47,8 @@ POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
+# The selector of an element by its ref in an "ai" ARIA snapshot.
+ARIA_REF = "aria-ref="
 
 log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
@@ -72,6 +75,8 @@ class SessionLoop:
         self._clock = clock
         self.recorded: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
+        # The last ARIA snapshot of each scope observed ("" the page's): what a diff is against.
+        self._last_aria: dict[str, str] = {}
         self._screenshots = 0
         self._parts = AnswerParts(ctx)
         # What the session ends with, kept in the context: a cancel or the watchdog write
@@ -168,10 +173,11 @@ class SessionLoop:
             return Answer(id=command.id, ok=False, error=_error(refusal))
         ran, failure = 0, None
         extracted: dict[str, Any] = {}
-        for step in steps:
+        for given in steps:
             ctx.result = {}  # this step's extracts
-            label = describe(step, ctx.masker)
+            label = describe(given, ctx.masker)
             try:
+                step = await lasting_refs(given, ctx.page)
                 assert ctx.secrets is not None
                 [ready], ctx.masker = await render_command(
                     [step], ctx.plan, ctx.secrets, ctx.masker
@@ -233,11 +239,13 @@ class SessionLoop:
         tree: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             seen["title"] = ctx.mask(await page.title())
-        if observe.aria:
-            with contextlib.suppress(PlaywrightError, TimeoutError):
-                tree = ctx.mask(await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS))
-                seen["aria_truncated"] = len(tree) > ARIA_MAX_CHARS
-                seen["aria_snapshot"] = tree[:ARIA_MAX_CHARS]
+        view = observe.aria_view()
+        if view is not None:
+            aria, tree = await self._aria(page, view)
+            seen.update(aria)
+        tabs = await _tabs(page, ctx.mask)
+        if tabs:
+            seen["tabs"] = tabs
         if observe.screenshot:
             self._screenshots += 1
             name = f"session-{self._screenshots:04d}.png"
@@ -255,6 +263,32 @@ class SessionLoop:
         observation = Observation.model_validate(seen)
         answer = answer.model_copy(update={"observation": observation, "screenshot_key": key})
         return await self._parts.bounded(answer, tree)
+
+    async def _aria(self, page: Any, view: AriaView) -> tuple[dict[str, Any], str | None]:
+        """The observation's ARIA fields: the snapshot of the page (or of ``scope``), shaped;
+        and the whole masked tree (what session_parts keeps when it is longer than inline)."""
+        try:
+            # "ai" mode: iframes' content too, and each element's ref, which the selector
+            # aria-ref=REF reaches (lasting_refs makes it a lasting one in the steps kept).
+            tree = self.ctx.mask(
+                await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS, scope=view.scope)
+            )
+        except (PlaywrightError, TimeoutError) as exc:
+            problem = first_line(str(getattr(exc, "message", None) or exc))
+            if view.scope:
+                problem = f"scope {view.scope!r} matched nothing in time: {problem}"
+            return {"aria_error": problem}, None
+        key = view.scope or ""
+        shaped = shape(tree, self._last_aria.get(key), max_chars=view.max_chars, diff=view.diff)
+        self._last_aria[key] = tree
+        fields = {
+            "aria_snapshot": shaped.text,
+            "aria_truncated": shaped.truncated,
+            "aria_diff": shaped.diff if view.diff else None,
+            "aria_chars": shaped.chars,
+        }
+        # A diff is the agent's own budget: the whole tree is kept apart only for a full one.
+        return fields, None if shaped.diff else tree
 
 
 async def run_session(
@@ -280,6 +314,46 @@ async def run_session(
         # and reads the session's end from its record.
         with contextlib.suppress(Exception):
             await asyncio.to_thread(channel.close, terms.channel)
+
+
+async def lasting_refs(step: Step, page: Any) -> Step:
+    """``step`` with an ``aria-ref=REF`` selector (a ref of the last observation) made the
+    lasting selector of the element it names (role and name, test id...): the step runs on
+    that element, and is kept so, for a saved workflow to find it again in a later run."""
+    selector = getattr(step, "selector", None)
+    if not (isinstance(selector, str) and selector.startswith(ARIA_REF)):
+        return step
+    try:
+        normalized = await asyncio.wait_for(
+            page.locator(selector).normalize(), OBSERVE_TIMEOUT_MS / 1000
+        )
+    except (PlaywrightError, TimeoutError) as exc:
+        raise FailJob(
+            f"{selector} is not in the page's last observation "
+            f"({first_line(str(getattr(exc, 'message', None) or exc))}): observe again and "
+            "use a ref from it",
+            kind="step_failed",
+        ) from None
+    # The driver's resolved selector (Python has no locator generator of its own).
+    resolved = normalized._impl_obj._selector
+    kept = step.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+    kept.pop("frame", None)  # a ref is the page's: its lasting selector enters the frames
+    return STEP_ADAPTER.validate_python({**kept, "selector": resolved})
+
+
+async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
+    """The context's pages when a popup or a new tab opened beside the session's own."""
+    pages = [p for p in page.context.pages if not p.is_closed()]
+    if len(pages) < 2:
+        return []
+    out = []
+    for index, other in enumerate(pages):
+        title = ""
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            title = await other.title()
+        tab = {"index": index, "url": mask(other.url), "title": mask(title)}
+        out.append({**tab, "current": True} if other is page else tab)
+    return out
 
 
 def _error(failure: JobFailure) -> dict[str, Any]:

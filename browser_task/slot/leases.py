@@ -90,6 +90,7 @@ class LeaseWatch:
         lease_s: int,
         log: JobLog,
         on_dead_lettered: Callable[[int], None] = lambda _n: None,
+        on_sessions_lost: Callable[[int], None] = lambda _n: None,
         rng: random.Random | None = None,
     ) -> None:
         self._svc = services
@@ -98,6 +99,7 @@ class LeaseWatch:
         self._horizon = max(MIN_WAIT_S, float(lease_s - LEASE_MARGIN_S))
         self._log = log
         self._on_dead_lettered = on_dead_lettered
+        self._on_sessions_lost = on_sessions_lost
         self._rng = rng or random.Random()
 
     def look(self) -> float:
@@ -133,3 +135,6 @@ class LeaseWatch:
             )
         if taken.dead_lettered:
             self._on_dead_lettered(taken.dead_lettered)
+        if taken.sessions_lost:
+            self._log.warning("browser sessions lost", count=taken.sessions_lost)
+            self._on_sessions_lost(taken.sessions_lost)

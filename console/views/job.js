@@ -85,6 +85,7 @@ function logLine(event) {
     case "checkpoint": text = `step ${event.index} ${event.state} (${event.how}): ${event.label || ""}`; break;
     case "compensation": text = `compensation ${event.state}${event.message ? `: ${event.message}` : ""}`; break;
     case "truncated": text = `${event.dropped} events dropped`; break;
+    case "dialog": text = `${event.dialog} dialog ${event.outcome}: ${event.message || ""}`; break;
     default: text = `${event.level ? `[${event.level}] ` : ""}${event.message || ""}`;
   }
   return h("li", { class: `log-${event.type}`, dataset: { seq: event.seq } },

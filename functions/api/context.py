@@ -46,6 +46,10 @@ SERVICE = "pagefleet-api"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
 tracer = function_tracer(SERVICE)
+# Sessions lost are counted where the lost-sessions alarm reads every runtime's count.
+lost_sessions = EphemeralMetrics(
+    namespace=metrics_names.runtime_namespace(), service=metrics_names.SESSIONS_SERVICE
+)
 
 
 def api_settings() -> ApiSettings:
@@ -65,7 +69,8 @@ def browser_sessions() -> Sessions:
 def _session_lost(job: JobRecord) -> None:
     # Watched by the lost-sessions alarm (infra/constructs/browser_sessions.py).
     logger.warning("browser session lost", extra={"job_id": job.job_id, "tenant_id": job.tenant_id})
-    metrics.add_metric(name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=1)
+    lost_sessions.add_metric(name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=1)
+    lost_sessions.flush_metrics()
 
 
 def breakers() -> Breakers:

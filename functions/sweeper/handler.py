@@ -29,6 +29,11 @@ metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=
 dead_letters = EphemeralMetrics(
     namespace=metrics_names.runtime_namespace(), service=metrics_names.DEAD_LETTERS_SERVICE
 )
+# Sessions lost here (their lease taken back) are counted where the lost-sessions alarm
+# reads every runtime's count.
+lost_sessions = EphemeralMetrics(
+    namespace=metrics_names.runtime_namespace(), service=metrics_names.SESSIONS_SERVICE
+)
 tracer = function_tracer(SERVICE)
 
 
@@ -66,4 +71,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             value=report["leases_dead_lettered"],
         )
         dead_letters.flush_metrics()
+    if report["sessions_lost"]:
+        logger.warning("browser sessions lost", extra={"count": report["sessions_lost"]})
+        lost_sessions.add_metric(
+            name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=report["sessions_lost"]
+        )
+        lost_sessions.flush_metrics()
     return report

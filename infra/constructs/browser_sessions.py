@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge, resource_text
-from pagefleet.specs.metrics_names import API_SERVICE, SESSIONS_LOST, stage_namespace
+from pagefleet.specs.metrics_names import SESSIONS_LOST, SESSIONS_SERVICE, stage_namespace
 from pagefleet.specs.resources import session_queue_prefix
 
 from .alerts import Alerts
@@ -56,12 +56,13 @@ class BrowserSessions(Construct):
                 "SessionsLostAlarm",
                 alarm_description=(
                     f"{lost_alarm_count} or more browser sessions lost in 5 minutes: their "
-                    "workers stopped heartbeating (crashed, killed, out of memory)"
+                    "workers stopped heartbeating (crashed, killed, out of memory); counted by "
+                    "the API, the workers' lease watch and the sweeper"
                 ),
                 metric=cw.Metric(
                     namespace=stage_namespace(stage),
                     metric_name=SESSIONS_LOST,
-                    dimensions_map={"service": API_SERVICE},
+                    dimensions_map={"service": SESSIONS_SERVICE},
                     statistic="Sum",
                     period=Duration.minutes(5),
                 ),

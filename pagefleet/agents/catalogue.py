@@ -15,7 +15,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pagefleet.agents.schemas import compact, step_defs
-from pagefleet.browsing.models import MAX_STEPS_PER_CALL, OpenSession, SaveAsWorkflow
+from pagefleet.browsing.models import (
+    ARIA_MAX_CHARS,
+    MAX_STEPS_PER_CALL,
+    OpenSession,
+    SaveAsWorkflow,
+)
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.workflow import Step
 
@@ -39,7 +44,25 @@ class SessionArgs(Args):
     session_id: str = Field(pattern=ID_PATTERN, description="the session's id (open_session's)")
 
 
-class RunStepArgs(SessionArgs):
+class ObserveArgs(SessionArgs):
+    screenshot: bool = Field(default=False, description="also answer with a screenshot")
+    scope: str | None = Field(
+        default=None, min_length=1, description="a selector: the snapshot of its first match"
+    )
+    max_chars: int | None = Field(
+        default=None, ge=100, le=ARIA_MAX_CHARS, description="cut the snapshot at this length"
+    )
+    diff: bool = Field(
+        default=False, description="only the snapshot's lines changed since the last observe"
+    )
+
+    def aria(self) -> bool | dict[str, Any]:
+        view = {"scope": self.scope, "max_chars": self.max_chars, "diff": self.diff or None}
+        given = {k: v for k, v in view.items() if v is not None}
+        return given or True
+
+
+class RunStepArgs(ObserveArgs):
     step: Step | None = Field(default=None, description="one step")
     steps: list[Step] | None = Field(
         default=None,
@@ -48,7 +71,6 @@ class RunStepArgs(SessionArgs):
         validate_default=True,
         description=f"steps run in order (1 to {MAX_STEPS_PER_CALL}); give this or `step`",
     )
-    screenshot: bool = Field(default=False, description="also answer with a screenshot")
 
     @field_validator("steps")
     @classmethod
@@ -58,10 +80,6 @@ class RunStepArgs(SessionArgs):
             also = ", not both" if steps is not None else ""
             raise ValueError(f"give `step` (one step) or `steps` (a list){also}")
         return steps
-
-
-class ObserveArgs(SessionArgs):
-    screenshot: bool = Field(default=False, description="also answer with a screenshot")
 
 
 class SaveArgs(SessionArgs, SaveAsWorkflow):
@@ -110,8 +128,9 @@ TOOLS = (
         'step is an object with an `action`: e.g. {"action": "goto", "url": ...}, '
         '{"action": "click", "selector": ...}, {"action": "fill", "selector": ..., '
         '"value": ...}, {"action": "extract", "name": ..., "selector": ...}. Selectors are '
-        'Playwright selectors (CSS, text=..., role=button[name="Send"]); an element inside '
-        "an iframe needs the step's `frame`. Answers `ok`, `ran` (how many ran: the one "
+        'Playwright selectors (CSS, text=..., role=button[name="Send"]) or `aria-ref=REF`, '
+        "a ref of the last observation's snapshot (iframes' elements too; kept as a lasting "
+        "selector when saved). Answers `ok`, `ran` (how many ran: the one "
         "after them failed, with `error`), `result` (what extract read) and `observation` "
         "(URL, title, ARIA snapshot of the page after them). A failed step is an error "
         "result: read its observation, fix the step, run it again." + _ERRORS,
@@ -120,9 +139,13 @@ TOOLS = (
     ),
     ToolSpec(
         "observe",
-        "The session's page as it is now: URL, title and ARIA snapshot (cut at 20,000 "
-        "characters, saying so); with `screenshot`, an image of it too. Use it before "
-        "choosing a selector, or after a step that failed.",
+        "The session's page as it is now: URL, title and ARIA snapshot (cut at `max_chars`, "
+        "20,000 at most, and `aria_truncated` says so); `scope` (a selector) snapshots only "
+        "that part, `diff` answers only the lines changed since the last observation (+ "
+        "added, - removed). With `screenshot`, an image of it too. Use it before choosing a "
+        "selector, or after a step that failed; run_step takes the same. The snapshot "
+        "shows iframes' content and each element's [ref=REF]; `tabs` lists the tabs once "
+        "a popup or new tab opened (steps act on the `current` one).",
         ObserveArgs,
     ),
     ToolSpec(

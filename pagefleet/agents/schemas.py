@@ -39,8 +39,11 @@ _DROPPED = {
     "maxItems",
     "maxProperties",
 }
-# Said once in the tool's description instead of on every selector field.
-_SELECTOR_DOC = "A Playwright selector (CSS, text=, xpath=...)"
+# Said once in the tool's description (or by the field's pattern) instead of on every field.
+_SAID_ELSEWHERE = {
+    "A Playwright selector (CSS, text=, xpath=...)",
+    "Artifact file name: letters, digits, dot, dash, underscore",
+}
 
 
 def _step_union(node: dict[str, Any], step_ref: dict[str, Any]) -> dict[str, Any] | None:
@@ -82,7 +85,7 @@ def compact(
     inner = None if depth is None else depth - 1 if "properties" in node else depth
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in _DROPPED or (key == "description" and value == _SELECTOR_DOC):
+        if key in _DROPPED or (key == "description" and value in _SAID_ELSEWHERE):
             continue
         if key == "anyOf":
             branches = [b for b in value if b != {"type": "null"}]

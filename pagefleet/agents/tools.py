@@ -188,15 +188,17 @@ class AgentTools:
     def run_step(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
         # The raw steps go on: the API parses them as it stores them ({{inputs.x}} and all).
         given = raw["step"] if a.step is not None else raw["steps"]
-        return self._observed(_dump(self._steps(a.session_id, given, a.screenshot)))
+        return self._observed(_dump(self._steps(a.session_id, given, a.screenshot, a.aria())))
 
     def observe(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
-        return self._observed(_dump(self._steps(a.session_id, [], a.screenshot)))
+        return self._observed(_dump(self._steps(a.session_id, [], a.screenshot, a.aria())))
 
-    def _steps(self, session_id: str, steps: Any, screenshot: bool) -> Any:
+    def _steps(self, session_id: str, steps: Any, screenshot: bool, aria: Any) -> Any:
         # The path that holds nothing: the call answers 202 at once (wait_s=0) and the
         # command is read until its answer, so no API execution waits for a browser.
-        return self.client.session_steps(session_id, steps, screenshot=screenshot, wait_s=0)
+        return self.client.session_steps(
+            session_id, steps, screenshot=screenshot, aria=aria, wait_s=0
+        )
 
     def _observed(self, body: dict[str, Any]) -> ToolAnswer:
         link = (body.get("observation") or {}).get("screenshot_url")

@@ -64,11 +64,42 @@ class OpenSession(BaseModel):
     name: str | None = Field(default=None, max_length=200)
 
 
+class AriaView(BaseModel):
+    """How much of the page's ARIA snapshot an observation carries: an agent's budget."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scope: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=2000,
+        description="a selector: the snapshot of its first match only",
+    )
+    max_chars: int = Field(
+        default=ARIA_MAX_CHARS,
+        ge=100,
+        le=ARIA_MAX_CHARS,
+        description="cut the snapshot at this many characters (aria_truncated says so)",
+    )
+    diff: bool = Field(
+        default=False,
+        description="only the lines that changed since this session's last observation "
+        "of the same scope (+ added, - removed)",
+    )
+
+
 class Observe(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     screenshot: bool = False
-    aria: bool = Field(default=True, description="include the page's ARIA snapshot")
+    aria: bool | AriaView = Field(
+        default=True, description="include the page's ARIA snapshot (true, or how much of it)"
+    )
+
+    def aria_view(self) -> AriaView | None:
+        if self.aria is False:
+            return None
+        return self.aria if isinstance(self.aria, AriaView) else AriaView()
 
 
 class StepsRequest(BaseModel):
@@ -129,6 +160,16 @@ class Observation(BaseModel):
     title: str | None = None
     aria_snapshot: str | None = None
     aria_truncated: bool = False
+    aria_diff: bool | None = Field(
+        default=None, description="aria_snapshot holds only the changed lines (+/-)"
+    )
+    aria_chars: int | None = Field(default=None, description="the whole snapshot's length")
+    aria_error: str | None = None
+    tabs: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="every tab of the session's browser when a popup or new tab opened "
+        "(index, url, title; `current` the one steps act on)",
+    )
     screenshot: str | None = Field(default=None, description="the screenshot artifact's name")
     screenshot_url: str | None = Field(default=None, description="a short presigned link")
 

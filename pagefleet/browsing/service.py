@@ -54,6 +54,7 @@ from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.sweeper import session_lost
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
@@ -230,9 +231,10 @@ def _settled(sessions: Sessions, job: JobRecord) -> JobRecord:
     if job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now:
         # Its worker stopped heartbeating: nobody will answer. One attempt only, so the
         # sweeper's move fails it (lease_expired), and the session reads `lost` from now on.
-        taken = lifecycle.take_back(job.tenant_id, job.job_id, expired_before=now)
+        taken = lifecycle.take_back_job(job, expired_before=now)
+        lost = session_lost(job, taken)
         job = sessions.jobs.store.get(job.tenant_id, job.job_id)
-        if taken == "failed":
+        if lost:
             sessions.on_lost(job)
     if job.status.is_final and sessions.channel is not None and job.request.session is not None:
         sessions.channel.close(job.request.session.channel)

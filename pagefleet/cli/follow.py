@@ -65,6 +65,8 @@ def _event_line(event: RunEvent) -> str | None:
         return f"  [dim]log {event.level}:[/] {escape(event.message or '')}"
     if kind in (EventType.CONSOLE, EventType.PAGE_ERROR):
         return f"  [magenta]console.{event.level}:[/] {escape(event.message or '')}"
+    if kind is EventType.DIALOG:
+        return f"  [blue]{event.dialog} dialog {event.outcome}:[/] {escape(event.message or '')}"
     if kind is EventType.TRUNCATED:
         return f"[yellow]{escape(event.message or 'events were dropped')}[/]"
     if kind is EventType.CHECKPOINT:

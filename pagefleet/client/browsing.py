@@ -32,10 +32,12 @@ def steps_body(
     steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     *,
     screenshot: bool,
-    aria: bool,
+    aria: bool | Mapping[str, Any],
     wait_s: int | None,
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": aria}}
+    # ``aria``: whether to observe the ARIA snapshot, or how ({scope, max_chars, diff}).
+    view = aria if isinstance(aria, bool) else dict(aria)
+    body: dict[str, Any] = {"observe": {"screenshot": screenshot, "aria": view}}
     if isinstance(steps, Mapping):
         body["step"] = dict(steps)
     else:
@@ -77,13 +79,14 @@ class BrowsingCalls:
         steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
         screenshot: bool = False,
-        aria: bool = True,
+        aria: bool | Mapping[str, Any] = True,
         command_id: str | None = None,
         wait_s: int | None = None,
         deadline_s: int | None = None,
         give_up_s: float = DEFAULT_GIVE_UP_S,
     ) -> StepsAnswer:
-        """Run one step (a mapping) or a list in the session; the outcome and observation.
+        """Run one step (a mapping) or a list in the session; the outcome and observation
+        (``aria``: whether to observe the ARIA snapshot, or how: {scope, max_chars, diff}).
 
         The command's id is made here (or given): a call sent again, by this client's
         retry or the caller's, is answered from the first, never run twice. When the API
@@ -119,7 +122,7 @@ class BrowsingCalls:
         steps: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
         screenshot: bool = False,
-        aria: bool = True,
+        aria: bool | Mapping[str, Any] = True,
         command_id: str | None = None,
         wait_s: int | None = None,
         deadline_s: int | None = None,

@@ -63,7 +63,8 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "assertion_failed",
-        "an `assert` step did not hold",
+        "an `assert` step did not hold, or a `dialog` step's dialog was not the one "
+        "expected (its message or kind) or never came",
         "the page is not what the workflow expects: read the failure screenshot",
     ),
     ErrorKind(

@@ -219,8 +219,9 @@ class JobRequest(JobSettings):
                     raise ValueError(
                         f"{where} reads the result of job {name}, which depends_on does not name"
                     )
-            if isinstance(step, Upload) and step.input not in self.inputs:
-                raise ValueError(f"{where} uploads input {step.input!r} but inputs has none")
+            missing = _missing_upload(step, self.inputs)
+            if missing is not None:
+                raise ValueError(f"{where} uploads input {missing!r} but inputs has none")
         for namespace, name in references(self.options.model_dump()):
             if namespace == "inputs" and name not in self.inputs:
                 raise ValueError(f"options use {{{{inputs.{name}}}}} but inputs has no {name!r}")
@@ -253,6 +254,13 @@ class JobRequest(JobSettings):
         steps = [*self.steps, *(self.compensate or [])]
         found = references([s.model_dump() for s in steps] + [self.options.model_dump()])
         return {name for namespace, name in found if namespace == "secrets"}
+
+
+def _missing_upload(step: Step, inputs: dict[str, Any]) -> str | None:
+    """The first input an upload step names that the job does not carry."""
+    if not isinstance(step, Upload):
+        return None
+    return next((f.input for f in step.uploads() if f.input not in inputs), None)
 
 
 class Artifact(BaseModel):

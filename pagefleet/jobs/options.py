@@ -85,6 +85,20 @@ class JobOptions(BaseModel):
     # warm context left by an earlier successful job of the same tenant, pool and options
     # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
     isolation: Literal["job", "tenant"] = "job"
+    # What the page's dialogs (alert, confirm, prompt, beforeunload) get when no ``dialog``
+    # step expects them: each is a run event either way.
+    dialogs: Literal["accept", "dismiss"] = Field(
+        default="dismiss",
+        description=(
+            "how a dialog no dialog step expects is answered: accept (confirm() is true, "
+            "prompt() gets prompt_text) or dismiss (confirm() is false, prompt() null)"
+        ),
+    )
+    prompt_text: str | None = Field(
+        default=None,
+        max_length=10_000,
+        description="what an accepted prompt() gets (its default value when omitted)",
+    )
 
     @field_validator("timezone_id")
     @classmethod

@@ -55,6 +55,19 @@ class TakeBacks:
     dead_lettered: int = 0
     to_review: int = 0  # an irreversible step started and cannot be checked
     jobs: list[str] = field(default_factory=list)  # the ids of those moved here
+    # Of those, browser sessions: never retried, so each is lost to its caller (counted as
+    # BrowserSessionsLost by whoever took it back: the lost-sessions alarm reads them all).
+    sessions_lost: int = 0
+
+
+# What ``Lifecycle.take_back`` answers for a job it moved out of running.
+LOST_OUTCOMES = frozenset({"requeued", "failed", "dead_lettered", "needs_review"})
+
+
+def session_lost(job: JobRecord, outcome: str) -> bool:
+    """Whether taking ``job`` back (``Lifecycle.take_back``'s ``outcome``) lost a session:
+    a browser's state cannot be carried to another attempt, so any move out of running is."""
+    return job.request.session is not None and outcome in LOST_OUTCOMES
 
 
 def take_back_expired(svc: JobServices, *, now: float, pool: str | None = None) -> TakeBacks:
@@ -64,12 +77,17 @@ def take_back_expired(svc: JobServices, *, now: float, pool: str | None = None) 
     before = lease_ended_before(now)
     out = TakeBacks()
     for tenant_id, job_id in svc.store.ops_due("lease", before):
-        outcome = svc.lifecycle.take_back(tenant_id, job_id, expired_before=before, pool=pool)
+        try:
+            job = svc.store.get(tenant_id, job_id)
+        except NotFound:
+            continue
+        outcome = svc.lifecycle.take_back_job(job, expired_before=before, pool=pool)
         out.requeued += outcome == "requeued"
         out.failed += outcome == "failed"
         out.dead_lettered += outcome == "dead_lettered"
         out.to_review += outcome == "needs_review"
-        if outcome in ("requeued", "failed", "dead_lettered", "needs_review"):
+        out.sessions_lost += session_lost(job, outcome)
+        if outcome in LOST_OUTCOMES:
             out.jobs.append(job_id)
     return out
 
@@ -83,6 +101,7 @@ class SweepReport:
     leases_dead_lettered: int = 0
     leases_to_review: int = 0  # an irreversible step started and cannot be checked
     taken_back: list[str] = field(default_factory=list)  # the jobs of those four
+    sessions_lost: int = 0  # browser sessions among them (TakeBacks.sessions_lost)
     retries_resent: int = 0
     scheduled_dispatched: int = 0
     waiting_settled: int = 0
@@ -116,6 +135,7 @@ def sweep(svc: JobServices) -> SweepReport:
     report.leases_dead_lettered = taken.dead_lettered
     report.leases_to_review = taken.to_review
     report.taken_back = taken.jobs
+    report.sessions_lost = taken.sessions_lost
     report.oldest_expired_lease_s = oldest_expired_lease_s(svc, now=svc.clock.now())
 
     for tenant_id, job_id in svc.store.ops_due("retry", now - RETRY_GRACE_S):

@@ -36,6 +36,8 @@ class EventType(StrEnum):
     COMPENSATION = "compensation"
     # A browser session's command has its answer (done) or never ran (expired).
     COMMAND = "command"
+    # A page's dialog (alert, confirm, prompt, beforeunload) and how it was answered.
+    DIALOG = "dialog"
 
 
 # Kinds every job keeps whatever the bound: a follower must always see how an attempt ended.
@@ -77,7 +79,9 @@ class RunEvent(BaseModel):
     action: str | None = None
     label: str | None = Field(default=None, description="step: the step as the user reads it")
     duration_ms: int | None = None
-    outcome: str | None = Field(default=None, description="step_finished: ok | failed")
+    outcome: str | None = Field(
+        default=None, description="step_finished: ok | failed; dialog: accepted | dismissed"
+    )
     # navigation
     url: str | None = None
     # retry
@@ -87,6 +91,10 @@ class RunEvent(BaseModel):
     # log, console, page_error
     level: str | None = None
     message: str | None = None
+    # dialog (message: its text; outcome: accepted | dismissed; index: the dialog step's)
+    dialog: str | None = Field(
+        default=None, description="dialog: alert | confirm | prompt | beforeunload"
+    )
     # truncated
     dropped: int | None = None
     # checkpoint (index, label), compensation (message: why it failed)

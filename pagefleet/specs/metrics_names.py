@@ -75,5 +75,9 @@ WEBHOOK_OUTCOMES = {
     "failed": "WebhooksFailed",  # retried with backoff, or given up (DLQ)
     "refused": "WebhooksRefused",  # the URL failed the egress checks at send time
 }
-# count of browser sessions found lost (their worker stopped heartbeating); dims: service
+# count of browser sessions found lost (their worker stopped heartbeating); dims: service,
+# always SESSIONS_SERVICE: every runtime that takes a session's lease back counts it there
+# (the API as a session is read, the workers' lease watch, the sweeper), and the
+# lost-sessions alarm reads that one series.
 SESSIONS_LOST = "BrowserSessionsLost"
+SESSIONS_SERVICE = "pagefleet-sessions"

@@ -22,6 +22,8 @@ from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
 from pagefleet.workflow.steps.interaction import (
     Check,
     Click,
+    Dialog,
+    Drag,
     Fill,
     Hover,
     Press,
@@ -30,6 +32,7 @@ from pagefleet.workflow.steps.interaction import (
     Type,
     Uncheck,
     Upload,
+    UploadFile,
 )
 from pagefleet.workflow.steps.navigation import Goto, Sleep, WaitFor
 from pagefleet.workflow.steps.session import SaveSession, UseSession
@@ -48,6 +51,8 @@ Step = Annotated[
     | Hover
     | Scroll
     | Upload
+    | Drag
+    | Dialog
     | Extract
     | Assert
     | Screenshot
@@ -114,7 +119,9 @@ __all__ = [
     "Check",
     "CheckStep",
     "Click",
+    "Dialog",
     "Download",
+    "Drag",
     "Evaluate",
     "Extract",
     "FieldSpec",
@@ -133,6 +140,7 @@ __all__ = [
     "Type",
     "Uncheck",
     "Upload",
+    "UploadFile",
     "UseSession",
     "WaitFor",
     "iter_steps",

@@ -6,8 +6,11 @@ tenant's session is not found through it either."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import re
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -29,6 +32,14 @@ def server(stack: LocalStack, api_key: str | None = None) -> StdioServerParamete
     )
 
 
+@contextlib.asynccontextmanager
+async def connected(params: StdioServerParameters) -> AsyncIterator[ClientSession]:
+    """An MCP client session with ``pagefleet mcp``, initialized."""
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
 async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await session.call_tool(tool, arguments)
     assert not getattr(result, "is_error", False), result
@@ -45,11 +56,7 @@ def test_an_agent_learns_the_contact_form_and_its_workflow_replays_it(stack: Loc
     site = stack.site_url
 
     async def agent() -> tuple[dict[str, Any], dict[str, Any]]:
-        async with (
-            stdio_client(server(stack)) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with connected(server(stack)) as session:
             listed = {t.name: t for t in (await session.list_tools()).tools}
             assert set(listed) >= {
                 "open_session",
@@ -124,11 +131,7 @@ def test_another_tenants_session_is_not_found_through_mcp(stack: LocalStack) -> 
         sid = owner.open_session(idle_timeout_s=60).session_id
 
     async def probe() -> dict[str, Any]:
-        async with (
-            stdio_client(server(stack, other_key)) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with connected(server(stack, other_key)) as session:
             return await refused(session, "observe", session_id=sid)
 
     try:
@@ -138,3 +141,91 @@ def test_another_tenants_session_is_not_found_through_mcp(stack: LocalStack) -> 
     finally:
         with stack.client() as owner:
             owner.close_session(sid)
+
+
+def test_an_agent_reaches_into_an_iframe_by_ref_sees_a_new_tab_and_reads_within_a_budget(
+    stack: LocalStack,
+) -> None:
+    site = stack.site_url
+
+    async def agent() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with connected(server(stack)) as session:
+            sid = (await call(session, "open_session", idle_timeout_s=120))["session_id"]
+            went = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                step={"action": "goto", "url": f"{site}/help.html"},
+            )
+            tree = went["observation"]["aria_snapshot"]
+            # The iframe's content is in the snapshot, each element with a ref to act on.
+            box = re.search(r'textbox "Your question" \[ref=(\w+)\]', tree)
+            ask = re.search(r'button "Ask" \[ref=(\w+)\]', tree)
+            assert box and ask, tree
+            asked = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                steps=[
+                    {"action": "fill", "selector": f"aria-ref={box[1]}", "value": "Where is it?"},
+                    {"action": "click", "selector": f"aria-ref={ask[1]}"},
+                    {
+                        "action": "extract",
+                        "name": "answer",
+                        "selector": "#answer",
+                        "frame": "#chat",
+                    },
+                ],
+                diff=True,
+            )
+            assert asked["result"] == {"answer": "Thanks, we will answer: Where is it?"}, asked
+            # Only what changed: the typed value and the answer, not the page again.
+            seen = asked["observation"]
+            assert seen["aria_diff"] is True, seen
+            assert (
+                "+ " in seen["aria_snapshot"] and "Thanks, we will answer" in seen["aria_snapshot"]
+            )
+            assert 'heading "Help"' not in seen["aria_snapshot"]
+            assert len(seen["aria_snapshot"]) < seen["aria_chars"]
+            again = await call(session, "observe", session_id=sid, diff=True)
+            assert again["observation"]["aria_snapshot"].startswith("(no change")
+            cut = await call(session, "observe", session_id=sid, scope="main", max_chars=120)
+            cut_seen = cut["observation"]
+            assert cut_seen["aria_truncated"] is True and len(cut_seen["aria_snapshot"]) <= 120
+            assert cut_seen["aria_snapshot"].startswith("- main") and cut_seen["aria_chars"] > 120
+            nowhere = await call(session, "observe", session_id=sid, scope="#nowhere")
+            assert "#nowhere" in nowhere["observation"]["aria_error"]
+            # A link that opens a new tab leaves a trace in the observation.
+            link = re.search(r'link "about us" \[ref=(\w+)\]', tree)
+            assert link, tree
+            clicked = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                step={"action": "click", "selector": f"aria-ref={link[1]}"},
+            )
+            assert clicked["ok"], clicked
+            tabs = clicked["observation"].get("tabs") or []
+            for _ in range(50):  # the new tab opens and loads on its own time
+                if any(t["url"] == f"{site}/about.html" for t in tabs):
+                    break
+                await anyio.sleep(0.2)
+                tabs = (await call(session, "observe", session_id=sid))["observation"].get(
+                    "tabs"
+                ) or []
+            assert len(tabs) == 2, tabs
+            assert any(t["url"] == f"{site}/about.html" for t in tabs), tabs
+            # The steps still act on the session's own tab.
+            assert [t["url"] for t in tabs if t.get("current")] == [f"{site}/help.html"], tabs
+            saved = await call(session, "save_as_workflow", session_id=sid, name="agent-help")
+            await call(session, "close_session", session_id=sid)
+            job = await call(session, "submit_job", workflow="agent-help")
+            done = await call(session, "get_job", job_id=job["job_id"], wait_s=120)
+            return saved, done
+
+    saved, done = anyio.run(agent)
+    # The refs were kept as the lasting selectors they named: the job, with no snapshot of
+    # its own, finds the iframe's field and button again.
+    assert done["status"] == "succeeded", done
+    assert done["result"] == {"answer": "Thanks, we will answer: Where is it?"}
+    assert saved["steps"] == 5

@@ -179,3 +179,13 @@ def test_sweeper_alarms_when_it_stops_running(stage_synth) -> None:
     assert not_running[0]["TreatMissingData"] == "breaching"
     failed = [a for a in _ours(stage_synth).values() if a.get("MetricName") == "FailedInvocations"]
     assert len(failed) == 1
+
+
+def test_lost_sessions_alarm_on_the_series_every_runtime_counts_into(stage_synth) -> None:
+    """The API, the workers' lease watch and the sweeper each count a session they find lost
+    under SESSIONS_SERVICE (tests/integration/test_sessions_lost_alarm.py): the alarm reads
+    that series, not the API's own."""
+    alarms = [a for a in _ours(stage_synth).values() if a.get("MetricName") == m.SESSIONS_LOST]
+    assert len(alarms) == 1
+    assert alarms[0]["Namespace"] == m.stage_namespace(stage_synth.stage)
+    assert alarms[0]["Dimensions"] == [{"Name": "service", "Value": m.SESSIONS_SERVICE}]

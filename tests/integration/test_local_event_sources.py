@@ -64,5 +64,7 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "scheduled_dispatched",
         "waiting_settled",
         "schedules_resynced",
+        "sessions_lost",
+        "oldest_expired_lease_s",
     }
     assert json.dumps(report)

@@ -11,92 +11,28 @@ import json
 import uuid
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import boto3
 import pytest
 
-from browser_task.__main__ import build_worker
-from devstack.provision import create_all
 from pagefleet.errors import InvalidField
-from pagefleet.jobs.models import JobRecord, TenantPolicy
-from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
-from pagefleet.specs.settings import WorkerSettings
 from tests.support.upstream_proxy import upstream_proxy
-from tests.worker.conftest import TENANT, RunningWorker, submit, wait_for_job
-from tests.worker.site_pages import StepSite, all_pages, html, serve
+from tests.worker.conftest import TENANT, submit, wait_for_job
+from tests.worker.site_pages import all_pages, html
+from tests.worker.step_stack import Stack, step_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SECRET = "hunter2-s3cret"
 
 
-@dataclass
-class Stack:
-    settings: WorkerSettings
-    services: JobServices
-    site: StepSite
-
-    def run(self, request: dict[str, Any], timeout: float = 60) -> JobRecord:
-        job = submit(self.services, request)
-        return wait_for_job(self.services, job.job_id, timeout=timeout)
-
-    def artifact(self, job: JobRecord, name: str) -> bytes:
-        found = next(a for a in job.artifacts if a.name == name)
-        return self.services.artifacts.get(found.key)
-
-    def tags(self, job: JobRecord, name: str) -> dict[str, str]:
-        found = next(a for a in job.artifacts if a.name == name)
-        tagging = boto3.client("s3").get_object_tagging(
-            Bucket=self.settings.artifacts_bucket, Key=found.key
-        )
-        return {t["Key"]: t["Value"] for t in tagging["TagSet"]}
-
-
 @pytest.fixture(scope="module")
 def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "AWS_ENDPOINT_URL": worker_moto_endpoint,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-            "POWERTOOLS_LOG_LEVEL": "INFO",
-        }.items():
-            mp.setenv(key, value)
-        RUNTIME.reset()
-        prefix = f"s{uuid.uuid4().hex[:8]}-"
-        res = create_all(
-            boto3.client("dynamodb"), boto3.client("sqs"), boto3.client("s3"), prefix=prefix
-        )
-        settings = WorkerSettings(
-            jobs_table=res.jobs_table,
-            tenants_table=res.tenants_table,
-            artifacts_bucket=res.artifacts_bucket,
-            queue_urls=res.queue_urls,
-            allow_loopback=True,
-            poll_wait_seconds=1,
-            heartbeat_seconds=5,
-            drain_seconds=5,
-            stage="test",
-            max_artifact_bytes=2 * 1024 * 1024,
-        )
-        services = RUNTIME.job_services(settings)
-        boto3.client("secretsmanager").create_secret(
-            Name=f"pagefleet/test/{TENANT}/SITE_PASSWORD", SecretString=SECRET
-        )
-        with serve(all_pages()) as site:
-            running = RunningWorker(build_worker(settings)).start()
-            try:
-                yield Stack(settings, services, site)
-            finally:
-                running.stop()
-        RUNTIME.reset()
+    with step_stack(worker_moto_endpoint, all_pages(), secrets={"SITE_PASSWORD": SECRET}) as s:
+        yield s
 
 
 def test_interaction_steps_and_context_options(stack: Stack) -> None:
@@ -625,29 +561,18 @@ def test_login_session_is_saved_then_reused_with_the_secret_never_stored(
     assert SECRET not in out + err
 
 
-STEP_FAMILY_EXAMPLES = [
+STEP_FAMILY_EXAMPLES = (
     "navigation-wait-and-scroll",
     "interaction-preferences",
     "extraction-records",
     "capture-price-list",
     "control-paginate",
     "session-login",
-]
+)
 
 
 def test_step_family_examples_succeed_on_the_demo_site(stack: Stack) -> None:
-    from devstack.demo_site import DemoSite
-    from devstack.examples import EXAMPLES_DIR, load_example
-
-    demo = DemoSite().start()
-    try:
-        jobs = {
-            name: submit(stack.services, load_example(EXAMPLES_DIR / f"{name}.json", demo.url))
-            for name in STEP_FAMILY_EXAMPLES
-        }
-        done = {name: wait_for_job(stack.services, job.job_id) for name, job in jobs.items()}
-    finally:
-        demo.stop()
+    done = stack.run_examples(STEP_FAMILY_EXAMPLES)
     for name, job in done.items():
         assert job.status is JobStatus.SUCCEEDED, (name, job.error)
     assert done["interaction-preferences"].result == {

@@ -29,6 +29,8 @@ HANDLERS: dict[str, Handler] = {
     "hover": interaction.hover,
     "scroll": interaction.scroll,
     "upload": interaction.upload,
+    "drag": interaction.drag,
+    "dialog": interaction.dialog,
     "extract": extraction.extract,
     "assert": extraction.assert_page,
     "screenshot": capture.screenshot,

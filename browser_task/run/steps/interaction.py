@@ -1,4 +1,4 @@
-"""click, fill, type, press, select, check, uncheck, hover, scroll, upload.
+"""click, fill, type, press, select, check, uncheck, hover, scroll, upload, drag, dialog.
 
 Each acts on the first element its selector matches (inside ``frame`` when given), and
 waits for it up to the step's action timeout — Playwright's actionability checks.
@@ -9,13 +9,15 @@ from __future__ import annotations
 import base64
 import binascii
 
-from playwright.async_api import FilePayload, Locator
+from playwright.async_api import FilePayload, Locator, Position
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
 from pagefleet.workflow import (
     Check,
     Click,
+    Dialog,
+    Drag,
     Fill,
     Hover,
     Press,
@@ -24,7 +26,9 @@ from pagefleet.workflow import (
     Type,
     Uncheck,
     Upload,
+    UploadFile,
 )
+from pagefleet.workflow.steps.interaction import Point
 
 
 def target(ctx: RunContext, selector: str, frame: str | list[str] | None) -> Locator:
@@ -96,19 +100,50 @@ async def scroll(step: Scroll, ctx: RunContext) -> None:
 
 
 async def upload(step: Upload, ctx: RunContext) -> None:
-    raw = ctx.plan.request.inputs.get(step.input)
-    if raw is None:  # the request validator already refuses this; keep the worker honest
-        raise FailJob(f"upload input {step.input!r} is missing", kind="invalid_workflow")
-    if step.encoding == "base64":
-        try:
-            data = base64.b64decode(str(raw), validate=True)
-        except (binascii.Error, ValueError) as exc:
-            raise FailJob(
-                f"upload input {step.input!r} is not valid base64: {exc}", kind="invalid_input"
-            ) from None
-    else:
-        data = str(raw).encode()
-    payload = FilePayload(name=step.filename, mimeType=step.content_type, buffer=data)
+    """Every file at once: a second upload to the same input replaces the first (as a
+    person choosing files again does), so several files are one step's ``files``."""
+    payloads = [
+        FilePayload(name=file.filename, mimeType=file.content_type, buffer=_file_bytes(file, ctx))
+        for file in step.uploads()
+    ]
     await target(ctx, step.selector, step.frame).set_input_files(
-        payload, timeout=ctx.timeout_ms(step)
+        payloads, timeout=ctx.timeout_ms(step)
     )
+
+
+def _file_bytes(file: UploadFile, ctx: RunContext) -> bytes:
+    raw = ctx.plan.request.inputs.get(file.input)
+    if raw is None:  # the request validator already refuses this; keep the worker honest
+        raise FailJob(f"upload input {file.input!r} is missing", kind="invalid_workflow")
+    if file.encoding == "text":
+        return str(raw).encode()
+    try:
+        return base64.b64decode(str(raw), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise FailJob(
+            f"upload input {file.input!r} is not valid base64: {exc}", kind="invalid_input"
+        ) from None
+
+
+async def drag(step: Drag, ctx: RunContext) -> None:
+    """Pointer-driven (press, moves, release) like a person; Chromium turns those into the
+    HTML5 drag events (dragstart, dragenter, dragover, drop) for draggable elements."""
+    scope = ctx.scope(step.frame)
+    await scope.locator(step.selector).first.drag_to(
+        scope.locator(step.target).first,
+        source_position=_position(step.source_position),
+        target_position=_position(step.target_position),
+        steps=step.steps,
+        timeout=ctx.timeout_ms(step),
+    )
+
+
+def _position(point: Point | None) -> Position | None:
+    return None if point is None else Position(x=point.x, y=point.y)
+
+
+async def dialog(step: Dialog, ctx: RunContext) -> None:
+    """Arm the answer for the next dialog (browser_task.run.dialogs)."""
+    if ctx.dialogs is None:
+        raise FailJob("dialog steps are not supported here", kind="invalid_workflow")
+    ctx.dialogs.expect(step, ctx.step_index)

@@ -189,6 +189,10 @@ class RecoveryMoves(LifecycleBase):
             job = self.store.get(tenant_id, job_id)
         except NotFound:
             return "gone"
+        return self.take_back_job(job, expired_before=expired_before, pool=pool)
+
+    def take_back_job(self, job: JobRecord, *, expired_before: int, pool: str | None = None) -> str:
+        """``take_back`` of a job as just read (its caller wants to know what it was)."""
         if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
             return "alive"
         if pool is not None and job.pool != pool:

@@ -1,13 +1,21 @@
 """Steps that act on the page: click, fill, type, press, select, check, uncheck, hover,
-scroll, upload."""
+scroll, upload, drag, dialog."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.workflow.steps.base import SELECTOR, FrameStep
+from pagefleet.workflow.steps.base import SELECTOR, FrameStep, StepBase
+
+
+class Point(BaseModel):
+    """A point in an element's box, from its top-left corner, in CSS pixels."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    x: float = Field(ge=0, le=100_000)
+    y: float = Field(ge=0, le=100_000)
 
 
 class Click(FrameStep):
@@ -98,12 +106,99 @@ class Scroll(FrameStep):
         return self
 
 
+_INPUT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_FILE_NAME = r"^[^/\\]+$"
+MAX_UPLOAD_FILES = 20
+
+
+class UploadFile(BaseModel):
+    """One file of an ``upload``: a job input (text or base64) given a name and a type."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    input: str = Field(pattern=_INPUT_NAME, description="name of the job input")
+    filename: str = Field(min_length=1, max_length=200, pattern=_FILE_NAME)
+    content_type: str = Field(default="application/octet-stream", max_length=200)
+    encoding: Literal["text", "base64"] = "text"
+
+
 class Upload(FrameStep):
-    """Set a file input to a file carried in the job's inputs (text or base64)."""
+    """Set a file input to files carried in the job's inputs (text or base64): one file
+    (``input``, ``filename``) or several at once (``files``, for an ``<input multiple>``);
+    the input's files are replaced by these, as a person choosing them would."""
 
     action: Literal["upload"] = "upload"
     selector: str = SELECTOR
-    input: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="name of the job input")
-    filename: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$")
+    input: str | None = Field(
+        default=None, pattern=_INPUT_NAME, description="name of the job input (one file)"
+    )
+    filename: str | None = Field(default=None, min_length=1, max_length=200, pattern=_FILE_NAME)
     content_type: str = Field(default="application/octet-stream", max_length=200)
     encoding: Literal["text", "base64"] = "text"
+    files: list[UploadFile] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_UPLOAD_FILES,
+        description="several files in one upload (the input must accept multiple)",
+    )
+
+    @model_validator(mode="after")
+    def _one_or_several(self) -> Upload:
+        if self.files is not None:
+            if self.input is not None or self.filename is not None:
+                raise ValueError("upload takes input and filename, or files: not both")
+        elif self.input is None or self.filename is None:
+            raise ValueError("upload needs input and filename (one file) or files (several)")
+        return self
+
+    def uploads(self) -> list[UploadFile]:
+        """The files this step sets, one or several."""
+        if self.files is not None:
+            return list(self.files)
+        assert self.input is not None and self.filename is not None
+        return [
+            UploadFile(
+                input=self.input,
+                filename=self.filename,
+                content_type=self.content_type,
+                encoding=self.encoding,
+            )
+        ]
+
+
+class Drag(FrameStep):
+    """Drag an element onto another: the mouse presses on ``selector``, moves to
+    ``target`` and releases (Playwright's drag_to), which also fires the HTML5 drag events
+    (dragstart, dragover, drop) a page listening for them needs."""
+
+    action: Literal["drag"] = "drag"
+    selector: str = SELECTOR
+    target: str = Field(
+        min_length=1, max_length=2000, description="selector of the element dropped onto"
+    )
+    # Where on each element the pointer presses and lets go (default: their centres).
+    source_position: Point | None = None
+    target_position: Point | None = None
+    steps: int = Field(default=5, ge=1, le=100, description="mouse moves between press and release")
+
+
+class Dialog(StepBase):
+    """Expect the next dialog (alert, confirm, prompt, beforeunload) and answer it.
+
+    Put it before the step that opens the dialog (a click on "Delete"): the page waits in
+    the dialog until it is answered, so the answer is given as it opens. The run fails
+    when the dialog's message lacks ``message_contains``, or when no dialog came by the end
+    of the steps.
+    """
+
+    action: Literal["dialog"] = "dialog"
+    accept: bool = Field(default=True, description="accept (OK) or dismiss (Cancel) it")
+    prompt_text: str | None = Field(
+        default=None, max_length=10_000, description="what an accepted prompt() returns"
+    )
+    message_contains: str | None = Field(
+        default=None, min_length=1, max_length=2000, description="the dialog's message has this"
+    )
+    type: Literal["alert", "confirm", "prompt", "beforeunload"] | None = Field(
+        default=None, description="the kind of dialog expected (any when omitted)"
+    )

@@ -1,0 +1,231 @@
+# ruff: noqa: E501  (page markup and scripts read better unwrapped)
+"""What real automations ask of a job (issue 38), end to end: moto, a real worker and
+Chromium, pages on 127.0.0.1. Dialogs answered and reported; drag and drop; several files
+in one upload."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pagefleet.jobs.states import JobStatus
+from tests.worker.site_pages import Resource, html
+from tests.worker.step_stack import Stack, step_stack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+DIALOGS = html(
+    """<body>
+  <button id="delete" onclick="document.getElementById('deleted').textContent = confirm('Delete order 7?') ? 'deleted' : 'kept'">Delete</button>
+  <button id="ask" onclick="document.getElementById('name').textContent = String(prompt('Your name?', 'anonymous'))">Ask</button>
+  <button id="save" onclick="alert('Saved!'); document.getElementById('saved').textContent = 'after alert'">Save</button>
+  <span id="deleted"></span><span id="name"></span><span id="saved"></span>
+</body>"""
+)
+
+DRAG = html(
+    """<body style="margin:0">
+  <div id="knob" style="position:absolute;left:20px;top:20px;width:40px;height:40px;background:#c00"></div>
+  <div id="slot" style="position:absolute;left:300px;top:20px;width:80px;height:80px;background:#eee"></div>
+  <div id="card" draggable="true" style="position:absolute;left:20px;top:200px;width:60px;height:40px;background:#0c0">card</div>
+  <div id="bin" style="position:absolute;left:300px;top:200px;width:120px;height:80px;background:#ddd"></div>
+  <span id="pointer"></span><span id="html5"></span>
+  <script>
+    // A pointer-driven slider knob: follows mousemove while the button is down.
+    const knob = document.getElementById('knob'); let held = false;
+    knob.addEventListener('mousedown', () => { held = true; });
+    document.addEventListener('mousemove', e => { if (held) { knob.style.left = (e.clientX - 20) + 'px'; knob.style.top = (e.clientY - 20) + 'px'; } });
+    document.addEventListener('mouseup', e => {
+      if (!held) return; held = false;
+      const slot = document.getElementById('slot').getBoundingClientRect();
+      const inside = e.clientX >= slot.left && e.clientX <= slot.right && e.clientY >= slot.top && e.clientY <= slot.bottom;
+      document.getElementById('pointer').textContent = inside ? 'in slot' : 'missed';
+    });
+    // HTML5 drag and drop: only dragstart/dragover/drop move the card.
+    const bin = document.getElementById('bin');
+    document.getElementById('card').addEventListener('dragstart', e => e.dataTransfer.setData('text/plain', 'card-1'));
+    bin.addEventListener('dragover', e => e.preventDefault());
+    bin.addEventListener('drop', e => { e.preventDefault(); document.getElementById('html5').textContent = 'dropped ' + e.dataTransfer.getData('text/plain'); });
+  </script>
+</body>"""
+)
+
+FILES = html(
+    """<body>
+  <input type="file" id="many" multiple onchange="document.getElementById('chosen').textContent = [...this.files].map(f => f.name + ':' + f.size).join(',')">
+  <span id="chosen"></span>
+</body>"""
+)
+
+
+def pages() -> dict[str, Resource]:
+    return {"/dialogs": DIALOGS, "/drag": DRAG, "/files": FILES}
+
+
+@pytest.fixture(scope="module")
+def stack(worker_moto_endpoint: str) -> Iterator[Stack]:
+    with step_stack(worker_moto_endpoint, pages()) as s:
+        yield s
+
+
+def _extracts(*names: str) -> list[dict[str, Any]]:
+    return [{"action": "extract", "name": n, "selector": f"#{n}"} for n in names]
+
+
+def _dialog_events(stack: Stack, job: Any) -> list[dict[str, Any]]:
+    return [e for e in stack.events(job) if e["type"] == "dialog"]
+
+
+def test_dialogs_are_dismissed_by_default_and_each_is_a_run_event(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/dialogs")},
+                {"action": "click", "selector": "#delete"},
+                {"action": "click", "selector": "#ask"},
+                {"action": "click", "selector": "#save"},
+                *_extracts("deleted", "name", "saved"),
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"deleted": "kept", "name": "null", "saved": "after alert"}
+    seen = [(e["dialog"], e["message"], e["outcome"]) for e in _dialog_events(stack, done)]
+    assert seen == [
+        ("confirm", "Delete order 7?", "dismissed"),
+        ("prompt", "Your name?", "dismissed"),
+        ("alert", "Saved!", "dismissed"),
+    ]
+
+
+def test_options_dialogs_accept_answers_confirm_and_prompt(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "options": {"dialogs": "accept", "prompt_text": "Ada"},
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/dialogs")},
+                {"action": "click", "selector": "#delete"},
+                {"action": "click", "selector": "#ask"},
+                *_extracts("deleted", "name"),
+            ],
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"deleted": "deleted", "name": "Ada"}
+    assert {e["outcome"] for e in _dialog_events(stack, done)} == {"accepted"}
+
+
+def test_a_dialog_step_answers_the_next_dialog_and_checks_its_message(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/dialogs")},
+                {"action": "dialog", "accept": True, "message_contains": "Delete order 7"},
+                {"action": "click", "selector": "#delete"},
+                {"action": "dialog", "accept": True, "prompt_text": "Grace", "type": "prompt"},
+                {"action": "click", "selector": "#ask"},
+                *_extracts("deleted", "name"),
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"deleted": "deleted", "name": "Grace"}
+    events = _dialog_events(stack, done)
+    assert [(e["dialog"], e["outcome"], e["index"]) for e in events] == [
+        ("confirm", "accepted", 1),
+        ("prompt", "accepted", 3),
+    ]
+
+
+def test_a_dialog_with_another_message_is_dismissed_and_fails_the_job(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/dialogs")},
+                {"action": "dialog", "accept": True, "message_contains": "Delete order 8"},
+                {"action": "click", "selector": "#delete"},
+                *_extracts("deleted"),
+            ]
+        }
+    )
+    assert done.status is JobStatus.FAILED
+    assert done.error is not None and done.error.kind == "assertion_failed"
+    assert done.error.step_index == 2  # the click that opened it
+    assert "Delete order 7?" in done.error.message and "Delete order 8" in done.error.message
+    # never confirmed: the OK was meant for another question
+    assert [e["outcome"] for e in _dialog_events(stack, done)] == ["dismissed"]
+
+
+def test_a_dialog_step_whose_dialog_never_comes_fails_at_that_step(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/dialogs")},
+                {"action": "dialog", "accept": True},
+                {"action": "extract", "name": "deleted", "selector": "#deleted"},
+            ]
+        }
+    )
+    assert done.status is JobStatus.FAILED
+    assert done.error is not None and done.error.kind == "assertion_failed"
+    assert done.error.step_index == 1 and "none came" in done.error.message
+
+
+def test_drag_moves_a_pointer_driven_knob_and_fires_html5_drop(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/drag")},
+                {"action": "drag", "selector": "#knob", "target": "#slot"},
+                {
+                    "action": "drag",
+                    "selector": "#card",
+                    "target": "#bin",
+                    "target_position": {"x": 10, "y": 10},
+                },
+                *_extracts("pointer", "html5"),
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"pointer": "in slot", "html5": "dropped card-1"}
+
+
+def test_one_upload_sets_several_files(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "inputs": {"notes": "hello", "blob": base64.b64encode(b"\x00\x01\x02\x03").decode()},
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/files")},
+                {
+                    "action": "upload",
+                    "selector": "#many",
+                    "files": [
+                        {"input": "notes", "filename": "notes.txt", "content_type": "text/plain"},
+                        {"input": "blob", "filename": "blob.bin", "encoding": "base64"},
+                    ],
+                },
+                {"action": "wait_for", "selector": "#chosen:not(:empty)"},
+                *_extracts("chosen"),
+            ],
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"chosen": "notes.txt:5,blob.bin:4"}
+
+
+def test_the_dialog_drag_and_upload_examples_succeed_on_the_demo_site(stack: Stack) -> None:
+    jobs = stack.run_examples(("interaction-dialogs", "interaction-drag-upload"))
+    for name, job in jobs.items():
+        assert job.status is JobStatus.SUCCEEDED, (name, job.error)
+    assert jobs["interaction-dialogs"].result == {
+        "status": "deleted Old draft",
+        "task": "Write the final report",
+    }
+    assert jobs["interaction-drag-upload"].result == {
+        "done": ["Write report"],
+        "attached": ["minutes.txt (30 bytes)", "logo.png (8 bytes)"],
+    }
