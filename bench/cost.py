@@ -16,6 +16,15 @@ It prints each service's share, what Fargate Spot would give, and ends with one 
 region; before those, the same usage priced on each Fargate architecture (``--architecture``
 picks the one the table and the lines use; default: the stage's). Target: <= $0.05 per
 1,000 jobs in us-east-1, on demand. It asserts nothing about time.
+
+Slots are the other half of the price: it samples the worker's process tree (PSS, the way
+``bench/worker_memory.py`` does) idle before the measured jobs and busy during them, and its
+CPU, and prints for each pool of the stage the slots a task fits (``recommended_slots``: by
+memory, 80 % of the task's with the idle tree's share fixed and each busy slot's on top, and
+by CPU, 70 % of the task's vCPU at the measured CPU per slot-second), then the standard
+pool's price at that many slots. The demo page is light: a real page's renderer takes more
+(docs/decisions.md, "Worker sizing from the memory figures"), which is why it also prints
+the slots at that allowance.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import dataclasses
 import os
 import sys
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +45,7 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import wait_all
+from bench.common import MemoryRun, sampling, wait_all
 from pagefleet.pricing import REGIONS, Worker, price_table
 from pagefleet.tenancy.usage import UsageRow, as_priced, priced
 from pagefleet.tenancy.views import UsageLine
@@ -47,6 +57,12 @@ TARGET_USD = 0.05
 TARGET_REGION = "us-east-1"
 PER = 1000
 TENANT = "cost-bench"
+# What a task may fill: the browser is recycled at 80 % of its memory (PoolConfig's
+# browser_rss_limit_mb), and CPU is kept under 70 % so a slow page has room.
+MEMORY_SHARE = 0.8
+CPU_SHARE = 0.7
+# A real page's renderer and context, per slot (docs/decisions.md, 2026-11-30).
+REAL_PAGE_SLOT_MB = 300.0
 console = Console(width=110)
 
 
@@ -94,6 +110,52 @@ def by_architecture(scaled: UsageRow, worker: Worker, retention: int) -> dict[st
     }
 
 
+@dataclass(frozen=True)
+class Footprint:
+    """The worker's tree as measured: idle PSS, PSS per busy slot, CPU per slot-second."""
+
+    idle_mb: float
+    per_slot_mb: float
+    cpu_per_slot_s: float
+
+
+def recommended_slots(memory_mib: int, cpu_units: int, footprint: Footprint) -> tuple[int, int]:
+    """Slots a task of this size fits (by memory, by CPU); at least one each."""
+    room_mb = memory_mib * MEMORY_SHARE - footprint.idle_mb
+    by_memory = int(room_mb // footprint.per_slot_mb) if footprint.per_slot_mb > 0 else 1
+    cpus = cpu_units / 1024 * CPU_SHARE
+    by_cpu = int(cpus / footprint.cpu_per_slot_s) if footprint.cpu_per_slot_s > 0 else by_memory
+    return max(1, by_memory), max(1, by_cpu)
+
+
+def footprint_of(
+    idle: MemoryRun, busy: MemoryRun, slots: int, cpu_s: float, slot_s: float
+) -> Footprint:
+    """``busy``: sampled with ``slots`` busy; ``cpu_s`` of the tree over ``slot_s`` slot-seconds."""
+    idle_mb = idle.steady()
+    per_slot = max(0.0, busy.steady() - idle_mb) / max(1, slots)
+    return Footprint(idle_mb, per_slot, cpu_s / slot_s if slot_s > 0 else 0.0)
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds so far of a process and its descendants (user + system)."""
+    import psutil
+
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def region_line(region: str, total_usd: float) -> str:
     return f"{region}: ${total_usd:.3f} per 1,000 jobs"
 
@@ -110,7 +172,7 @@ def recorded_usage(client: PagefleetClient, jobs: int, first: str) -> UsageLine:
         time.sleep(1)
 
 
-def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
+def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str], Footprint]:
     from devstack.stack import LocalStack  # the local stack: only when the bench runs
 
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
@@ -131,11 +193,54 @@ def run(args: argparse.Namespace) -> tuple[UsageLine, int, list[str]]:
             f"local stack: 1 worker x {args.concurrency} slots; {args.jobs} jobs "
             f"(goto {url}, sleep {args.sleep_ms} ms, extract)"
         )
+        pid = stack.worker_processes[0].pid
+        idle, busy = MemoryRun("idle", 0), MemoryRun("busy", args.jobs)
+        with sampling(idle, pid, 0.5):
+            time.sleep(4)  # the warmed worker between jobs: browser up, no context
+        cpu_before = tree_cpu_s(pid)
         ids = [client.submit(job(url, n, args.sleep_ms)).job_id for n in range(args.jobs)]
         rounds = -(-args.jobs // args.concurrency)
-        finished = wait_all(client, ids, timeout=120 + rounds * (args.sleep_ms / 1000 + 30), poll=2)
+        with sampling(busy, pid, 0.5):
+            finished = wait_all(
+                client, ids, timeout=120 + rounds * (args.sleep_ms / 1000 + 30), poll=2
+            )
+        cpu_s = tree_cpu_s(pid) - cpu_before
         statuses = [j.status.value for j in finished]
-        return recorded_usage(client, args.jobs, first), retention, statuses
+        usage = recorded_usage(client, args.jobs, first)
+        footprint = footprint_of(idle, busy, args.concurrency, cpu_s, usage.browser_seconds)
+        return usage, retention, statuses, footprint
+
+
+def slots_report(
+    stage: str, footprint: Footprint, line: UsageLine, worker: Worker, retention: int
+) -> None:
+    """Each pool's slots from the measured footprint, and the standard pool priced at them."""
+    from infra.config import STAGES  # CDK: imported only when the bench runs
+
+    console.print(
+        f"worker tree measured: idle {footprint.idle_mb:.0f} MB PSS, "
+        f"{footprint.per_slot_mb:.0f} MB PSS per busy slot, "
+        f"{footprint.cpu_per_slot_s * 1000:.1f} ms CPU per slot-second"
+    )
+    real = dataclasses.replace(footprint, per_slot_mb=max(footprint.per_slot_mb, REAL_PAGE_SLOT_MB))
+    for name, pool in STAGES[stage].pools.items():
+        by_memory, by_cpu = recommended_slots(pool.memory_mib, pool.cpu, footprint)
+        real_memory, _ = recommended_slots(pool.memory_mib, pool.cpu, real)
+        fits = min(by_memory, by_cpu)
+        console.print(
+            f"pool {name} ({pool.cpu / 1024:g} vCPU, {pool.memory_mib / 1024:g} GB, "
+            f"{pool.concurrency} slots today): recommended {fits} slots "
+            f"(memory {by_memory}, CPU {by_cpu}); {min(real_memory, by_cpu)} at "
+            f"{REAL_PAGE_SLOT_MB:.0f} MB a slot (a real page)"
+        )
+        if name == "standard":
+            for slots in sorted({fits, min(real_memory, by_cpu)}):
+                packed = dataclasses.replace(worker, slots=slots)
+                total = priced(per_thousand(line), packed, retention)[TARGET_REGION]["total_usd"]
+                console.print(
+                    f"  {TARGET_REGION} on-demand at {slots} slots a task: "
+                    f"${total:.3f} per 1,000 jobs"
+                )
 
 
 def report(line: UsageLine, worker: Worker, retention: int, stage: str) -> None:
@@ -215,11 +320,12 @@ def main() -> int:
     worker = stage_worker(args.stage)
     if args.architecture:
         worker = dataclasses.replace(worker, architecture=args.architecture)
-    line, retention, statuses = run(args)
+    line, retention, statuses, footprint = run(args)
     failed = sum(1 for s in statuses if s != "succeeded")
     if failed:
         console.print(f"[yellow]{failed} of {len(statuses)} jobs did not succeed[/yellow]")
     report(line, worker, retention, args.stage)
+    slots_report(args.stage, footprint, line, worker, retention)
     return 0
 
 

@@ -1,6 +1,6 @@
 """CPU per job: what the platform spends on a job that a bare Playwright loop does not.
 
-    .venv/bin/python bench/cpu_per_job.py [--jobs 60] [--rounds 2]
+    .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 6]
 
 The same job as bench/e2e_throughput.py, run by a bare loop (one Chromium launched as the
 worker launches it, a fresh context per job, concurrency 2) and by the local stack (one
@@ -18,7 +18,16 @@ On a machine whose cores are busy, jobs per second follow CPU per job, so
 ``bare / platform`` of CPU per job is the throughput ratio the platform would reach there.
 On AWS the embedded AWS's share is not on the worker's machine at all. CPU time does not
 depend on how loaded the machine is the way wall-clock time does, so these figures move
-less from run to run than throughput does. Prints figures; asserts nothing.
+less from run to run than throughput does.
+
+The rounds alternate (bare first, then the platform first, ...) so that drifting load weighs
+on both sides alike; each round pairs one bare run with one platform run, and the ratio of
+each pair is a sample. Prints the whole-platform table, then the per-round ratios' median
+and spread, and ends with the worker-only line the target names (the worker's Python,
+driver and Chromium against the bare loop's; the embedded AWS and the function stand-ins
+are not the worker's bill on AWS):
+``CPU per job: bare <X> ms, worker <Y> ms; worker/bare = <R>``. Prints figures; asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -135,10 +145,30 @@ def platform_round(stack: LocalStack, jobs: int) -> dict[str, float]:
     return {part: (after[part] - before.get(part, 0.0)) / jobs for part in after}
 
 
+def worker_cpu(platform: dict[str, float]) -> float:
+    """The worker's own CPU per job: its Python, its driver and its Chromium."""
+    return sum(v for part, v in platform.items() if part.startswith(f"{WORKER}:"))
+
+
+def totals_of(sides: dict[str, list[dict[str, float]]]) -> list[float]:
+    return [sum(r.values()) for r in sides["platform"]]
+
+
+def spread(ratios: list[float]) -> str:
+    """The per-round ratios, their median and how far the farthest lies from it."""
+    median = statistics.median(ratios)
+    far = max(abs(r - median) for r in ratios) / median
+    each = ", ".join(f"{r:.2f}" for r in ratios)
+    return (
+        f"median {median:.3f}, spread +/-{far:.1%} "
+        f"(min {min(ratios):.2f}, max {max(ratios):.2f}): {each}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=60, help="jobs per round and side")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=40, help="jobs per round and side")
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of runs (bare, platform)")
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     sides: dict[str, list[dict[str, float]]] = {"bare": [], "platform": []}
@@ -176,9 +206,19 @@ def main(argv: list[str] | None = None) -> int:
         console.print(table)
         totals[side] = sum(total) / len(total)
     print(
-        f"CPU per job: bare {totals['bare'] * 1000:.0f} ms, platform "
+        f"CPU per job, whole platform: bare {totals['bare'] * 1000:.0f} ms, platform "
         f"{totals['platform'] * 1000:.0f} ms; bare/platform = "
         f"{totals['bare'] / totals['platform']:.2f}"
+    )
+    bare = [sum(r.values()) for r in sides["bare"]]
+    worker = [worker_cpu(r) for r in sides["platform"]]
+    whole = [b / p for b, p in zip(bare, totals_of(sides), strict=True)]
+    print(f"bare / platform per round: {spread(whole)}")
+    ratios = [w / b for w, b in zip(worker, bare, strict=True)]
+    print(f"worker / bare per round: {spread(ratios)}")
+    print(
+        f"CPU per job: bare {statistics.median(bare) * 1000:.0f} ms, worker "
+        f"{statistics.median(worker) * 1000:.0f} ms; worker/bare = {statistics.median(ratios):.2f}"
     )
     return 0
 

@@ -18,7 +18,16 @@ from infra.nag import acknowledge, resource_text
 # Conditional writes and transactions are authorized per item action (there is no
 # separate IAM action for TransactWriteItems).
 JOBS_API = ("GetItem", "PutItem", "UpdateItem", "Query", "ConditionCheckItem")
-JOBS_WORKER = ("GetItem", "PutItem", "UpdateItem", "Query", "BatchWriteItem", "ConditionCheckItem")
+# BatchGetItem: an origin's two circuit breakers in one read (the same items GetItem reads).
+JOBS_WORKER = (
+    "GetItem",
+    "BatchGetItem",
+    "PutItem",
+    "UpdateItem",
+    "Query",
+    "BatchWriteItem",
+    "ConditionCheckItem",
+)
 JOBS_SWEEPER = ("GetItem", "UpdateItem", "Query", "ConditionCheckItem")
 JOBS_DEAD_LETTERS = ("GetItem", "UpdateItem", "ConditionCheckItem")
 # The scheduler function: submits jobs (records, idempotency keys, runs) like the API.

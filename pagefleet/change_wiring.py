@@ -41,6 +41,7 @@ def change_consumers(parts: Parts, settings: CoreSettings) -> list[ChangeConsume
     from pagefleet.live.delivery import LiveDelivery
     from pagefleet.live.events import DEFAULT_RETENTION_S
     from pagefleet.notify.eventbridge import JobFinishedEvents
+    from pagefleet.notify.routing import CachedDefaults
     from pagefleet.notify.schedule_notices import ScheduleNotices
     from pagefleet.notify.webhooks import WebhookNotifier
     from pagefleet.schedules.watch import ScheduleWatch
@@ -62,7 +63,8 @@ def change_consumers(parts: Parts, settings: CoreSettings) -> list[ChangeConsume
             out.append(LiveDelivery(connections, poster, messages_per_s=rate))
         if settings.webhook_queue_url:
             queue = SqsWebhookQueue(parts.client("sqs"), settings.webhook_queue_url)
-            defaults = DynamoNotifyDefaults(db, settings.tenants_table)
+            # Read once per tenant every few seconds, not for each job that ends.
+            defaults = CachedDefaults(DynamoNotifyDefaults(db, settings.tenants_table))
             notifier = WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
             out.append(notifier)
             outbox = notifier.outbox  # schedules' notices go out the same way

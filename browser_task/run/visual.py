@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from PIL import Image, ImageChops
+if TYPE_CHECKING:
+    from PIL import Image
 
 CHANNEL_TOLERANCE = 25
 _CHANGED = (255, 0, 0)
@@ -34,6 +36,10 @@ class PixelDiff:
 def pixel_diff(
     before_png: bytes, after_png: bytes, *, tolerance: int = CHANNEL_TOLERANCE
 ) -> PixelDiff:
+    # Imported on a visual monitor's first comparison: most workers never make one, and
+    # Pillow is ~10 modules and a few MB held for nothing otherwise.
+    from PIL import Image, ImageChops
+
     before = Image.open(io.BytesIO(before_png)).convert("RGB")
     after = Image.open(io.BytesIO(after_png)).convert("RGB")
     width, height = max(before.width, after.width), max(before.height, after.height)
@@ -58,6 +64,8 @@ def pixel_diff(
 
 
 def _diff_image(after: Image.Image, mask: Image.Image, size: tuple[int, int]) -> bytes:
+    from PIL import Image
+
     faded = Image.new("L", size, 255)
     faded.paste(after.convert("L").point(lambda v: 170 + v // 3), (0, 0))
     picture = Image.composite(Image.new("RGB", size, _CHANGED), faded.convert("RGB"), mask)

@@ -24,6 +24,10 @@ failed run when the schedule has no ``alert``, once when it turns alerting when 
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
+
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.request_parts import DEFAULT_TOPICS, NotifyTopic
@@ -38,6 +42,10 @@ FAILED = "job.failed"
 NEEDS_REVIEW = "job.needs_review"
 ALERTING = "schedule.alerting"
 RECOVERED = "schedule.recovered"
+# How long the stream reader keeps a tenant's default webhook: a changed default applies to
+# the jobs that end this long after the change, the same bound as the tenant's limits
+# (``pagefleet.tenancy.limits.LimitsCache``), without a tenants-table read per job.
+DEFAULTS_TTL_S = 10.0
 
 
 def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
@@ -66,3 +74,39 @@ def webhook_for(job: JobRecord, topic: NotifyTopic, defaults: NotifyDefaults) ->
     if notify is not None and notify.own_webhook:
         return notify.webhook
     return defaults.get(job.tenant_id)
+
+
+class CachedDefaults:
+    """``NotifyDefaults`` read through, each tenant's kept ``ttl_s`` (its absence too: most
+    tenants have no default, and their every finished job would read it)."""
+
+    def __init__(
+        self,
+        defaults: NotifyDefaults,
+        *,
+        ttl_s: float = DEFAULTS_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._defaults = defaults
+        self._ttl = ttl_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._cached: dict[str, tuple[float, str | None]] = {}
+
+    def get(self, tenant_id: str) -> str | None:
+        now = self._clock()
+        with self._lock:
+            hit = self._cached.get(tenant_id)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        webhook = self._defaults.get(tenant_id)
+        with self._lock:
+            if len(self._cached) > 10_000:
+                self._cached.clear()
+            self._cached[tenant_id] = (now + self._ttl, webhook)
+        return webhook
+
+    def put(self, tenant_id: str, webhook: str | None) -> None:
+        self._defaults.put(tenant_id, webhook)
+        with self._lock:
+            self._cached.pop(tenant_id, None)

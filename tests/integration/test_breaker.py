@@ -195,3 +195,75 @@ def test_a_tenant_sees_only_origins_its_own_jobs_used(api_env: Provisioned) -> N
             "tenant_state": "closed",
         }
     ]
+
+
+def test_a_closed_origins_admission_and_a_flush_in_its_window_are_one_request_each(
+    breakers: DomainBreakers,
+) -> None:
+    """What a worker pays per job for the breakers (bench/aws_requests.py): both of an
+    origin's breakers read together, and counts added by one write per breaker while the
+    window is current (a new window costs its reset on top)."""
+    db = RUNTIME.client("dynamodb")
+    calls: list[str] = []
+
+    def count(model: object, **_: object) -> None:
+        calls.append(str(getattr(model, "name", "?")))
+
+    db.meta.events.register("before-call.dynamodb", count)
+    try:
+        breakers.record_counts(SITE, tenant="a", total=2, failures=1, now=1_000)  # new windows
+        calls.clear()
+        assert breakers.admit(SITE, tenant="a", now=1_001, worker="w").allowed
+        assert calls == ["BatchGetItem"]
+        calls.clear()
+        assert breakers.record_counts(SITE, tenant="a", total=3, failures=0, now=1_010) is (
+            BreakerState.CLOSED
+        )
+        assert calls == ["UpdateItem", "UpdateItem"]  # the tenant's breaker, the shared one
+        calls.clear()
+        # Past the window: each breaker starts a new one, and the old counts are gone.
+        breakers.record_counts(SITE, tenant="a", total=1, failures=1, now=1_000 + 61)
+        assert calls.count("UpdateItem") == 6
+    finally:
+        db.meta.events.unregister("before-call.dynamodb", count)
+    assert (breakers.get(SITE, "a").total, breakers.get(SITE, "a").failures) == (1, 1)
+    assert (breakers.get(SITE).total, breakers.get(SITE).failures) == (1, 1)
+    assert breakers.get(SITE, "a").window_start == 1_061
+
+
+def test_keys_the_batch_read_left_unprocessed_are_asked_for_again() -> None:
+    """BatchGetItem may answer part of a batch (throttling) and name the rest in
+    UnprocessedKeys (DynamoDB API reference): the admission reads those again rather than
+    taking an unread breaker for a closed one."""
+    import boto3
+    from botocore.stub import Stubber
+
+    client = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    breakers = DomainBreakers(client, "jobs", POLICY)
+    own = {"pk": {"S": "TENANT#a"}, "sk": {"S": "BREAKER#site.test#https:443"}}
+    shared = {"pk": {"S": "BREAKERS"}, "sk": {"S": "ORIGIN#site.test#https:443"}}
+    opened = {**shared, "state": {"S": "open"}, "opened_at": {"N": "1000"}}
+    with Stubber(client) as stub:
+        stub.add_response(
+            "batch_get_item",
+            {
+                "Responses": {"jobs": []},
+                "UnprocessedKeys": {"jobs": {"Keys": [own, shared], "ConsistentRead": True}},
+            },
+            {"RequestItems": {"jobs": {"Keys": [own, shared], "ConsistentRead": True}}},
+        )
+        stub.add_response(
+            "batch_get_item",
+            {"Responses": {"jobs": [opened]}, "UnprocessedKeys": {}},
+            {"RequestItems": {"jobs": {"Keys": [own, shared], "ConsistentRead": True}}},
+        )
+        stub.add_response("update_item", {})  # the tenant's breaker made (it may look it up)
+        refused = breakers.admit(SITE, tenant="a", now=1_010, worker="w")
+        stub.assert_no_pending_responses()
+    assert not refused.allowed and refused.scope == SHARED and refused.retry_after_s == 20

@@ -126,3 +126,35 @@ def test_a_job_going_to_review_is_put_as_job_needs_review_and_queued_for_its_web
     assert event["detail"]["status"] == "needs_review"
     assert webhook["job_id"] == job.job_id
     assert json.loads(webhook["body"])["status"] == "needs_review"
+
+
+def test_jobs_ending_together_read_their_tenants_default_webhook_once(
+    changes_env: Provisioned, svc: JobServices
+) -> None:
+    from functions.job_changes import handler as changes
+    from pagefleet.adapters.dynamodb.deliveries import DynamoNotifyDefaults
+
+    db = RUNTIME.client("dynamodb")
+    DynamoNotifyDefaults(db, changes_env.tenants_table).put(
+        "tenant-d", "https://hooks.example.com/d"
+    )
+    reads: list[str] = []
+
+    def count(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == changes_env.tenants_table:
+            reads.append(str(params["Key"]["sk"]["S"]))
+
+    db.meta.events.register("provide-client-params.dynamodb.GetItem", count)
+    plain = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
+    poller = StreamPoller(changes_env.jobs_table, lambda e: changes.handler(e, None)).start()
+    try:
+        ids = [submit_job(svc, "tenant-d", plain).job.job_id for _ in range(3)]
+        for job_id in ids:
+            svc.store.transition("tenant-d", job_id, JobStatus.CANCELLED, at=iso(utcnow()))
+        webhooks = drain(changes_env.webhook_queue_url, 3)
+    finally:
+        poller.stop()
+        db.meta.events.unregister("provide-client-params.dynamodb.GetItem", count)
+    assert sorted(w["job_id"] for w in webhooks) == sorted(ids)
+    assert {w["url"] for w in webhooks} == {"https://hooks.example.com/d"}
+    assert reads.count("NOTIFY") == 1  # the stream reader keeps it (DEFAULTS_TTL_S)

@@ -46,3 +46,15 @@ def test_the_same_usage_costs_less_on_graviton() -> None:
     # Fargate's arm64 prices are 20 % under x86's; the rest (Lambda, tables) is the same.
     assert totals["arm64"] < totals["x86_64"]
     assert totals["x86_64"] - totals["arm64"] > 0.1 * totals["x86_64"]
+
+
+def test_slots_follow_the_measured_footprint_bounded_by_memory_and_cpu() -> None:
+    from bench.cost import Footprint, recommended_slots
+
+    # 4 GB task, 2 vCPU: 80 % of 4096 MB = 3277 MB, less 400 MB idle = 2877 MB room.
+    light = Footprint(idle_mb=400, per_slot_mb=50, cpu_per_slot_s=0.04)
+    assert recommended_slots(4096, 2048, light) == (57, 35)  # CPU: 1.4 vCPU / 0.04
+    real = Footprint(idle_mb=400, per_slot_mb=300, cpu_per_slot_s=0.04)
+    assert recommended_slots(4096, 2048, real) == (9, 35)
+    # A tree that does not fit its task still gets one slot (the pool is then too small).
+    assert recommended_slots(512, 256, Footprint(600, 300, 0.5)) == (1, 1)

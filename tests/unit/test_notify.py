@@ -180,3 +180,42 @@ def test_a_job_that_waits_for_review_is_told_when_asked() -> None:
     (message,) = queue.sent  # once, though both topics asked for it
     assert message["event"] == "job.needs_review"
     assert json.loads(message["body"])["status"] == "needs_review"
+
+
+class CountedDefaults(FakeNotifyDefaults):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def get(self, tenant_id: str) -> str | None:
+        self.reads += 1
+        return super().get(tenant_id)
+
+
+def test_the_tenant_default_is_read_once_per_ttl_for_the_jobs_that_end_meanwhile() -> None:
+    from pagefleet.notify.routing import CachedDefaults
+
+    stored, now = CountedDefaults(), [100.0]
+    stored.put("t", "https://hooks.example.com/old")
+    queue = FakeWebhookQueue()
+    cached = CachedDefaults(stored, ttl_s=10, clock=lambda: now[0])
+    consumer = WebhookNotifier(queue, cached, FakeDeliveries(), retention_s=3600)
+    ended = [
+        job(JobStatus.SUCCEEDED, updated_at=f"2027-01-15T08:00:1{n}.000Z", job_id=f"j{n}")
+        for n in range(4)
+    ]
+    consumer.handle([moved(JobStatus.RUNNING, ended[0])])
+    consumer.handle([moved(JobStatus.RUNNING, ended[1])])
+    assert stored.reads == 1  # the second job's webhook came from the cache
+    stored.put("t", "https://hooks.example.com/new")  # changed by another process (the API)
+    now[0] += 9.9
+    consumer.handle([moved(JobStatus.RUNNING, ended[2])])
+    now[0] += 0.2  # past the ttl: the change applies
+    consumer.handle([moved(JobStatus.RUNNING, ended[3])])
+    assert stored.reads == 2
+    assert [m["url"] for m in queue.sent] == ["https://hooks.example.com/old"] * 3 + [
+        "https://hooks.example.com/new"
+    ]
+    # A change made through the cache applies at once, and no default is cached too.
+    cached.put("t", None)
+    assert cached.get("t") is None and cached.get("t") is None and stored.reads == 3

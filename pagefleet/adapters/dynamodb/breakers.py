@@ -126,9 +126,31 @@ class DomainBreakers:
         return self._query(f"TENANT#{tenant}", f"BREAKER#{host}#", tenant)
 
     # --- the worker's side ------------------------------------------------------------------
+    def _get_both(self, own: _Key, shared: _Key) -> tuple[DomainStatus, DomainStatus]:
+        """Both of an origin's breakers in one request (BatchGetItem, strongly consistent)."""
+
+        def name(item: dict[str, Any]) -> tuple[str, str]:
+            return str(item["pk"]["S"]), str(item["sk"]["S"])
+
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        request: dict[str, Any] = {
+            self._table: {"Keys": [own.item(), shared.item()], "ConsistentRead": True}
+        }
+        for _ in range(3):  # keys left unprocessed (throttled) are asked for again
+            resp = self._db.batch_get_item(RequestItems=request)
+            for item in resp.get("Responses", {}).get(self._table, []):
+                found[name(item)] = item
+            request = dict(resp.get("UnprocessedKeys") or {})
+            if not request:
+                return (
+                    self._status(own, found.get(name(own.item()))),
+                    self._status(shared, found.get(name(shared.item()))),
+                )
+        return self._get(own), self._get(shared)
+
     def admit(self, origin: str, *, tenant: str, now: int, worker: str) -> Admission:
         own_key, shared_key = _Key(origin, tenant), _Key(origin)
-        own, shared = self._get(own_key), self._get(shared_key)
+        own, shared = self._get_both(own_key, shared_key)
         # The tenant's own breaker first: a tenant held back by its own failures never
         # takes (and fails) the shared breaker's probe.
         refused = self._waiting(own, now, TENANT)
@@ -240,11 +262,15 @@ class DomainBreakers:
     def _count(
         self, key: _Key, total: int, failures: int, now: int, *, failing: str | None
     ) -> BreakerState:
-        status = self._get(key)
-        if status.window_start <= now - self.policy.window_s:
-            self._reset_window(key, status.window_start, now)
+        """Add the counts in one conditional write while the window is current; a window
+        that ran out (or a breaker never counted) is reset first, then counted on."""
         expression = "ADD #total :n, failures :f"
-        values: dict[str, Any] = {":n": total, ":f": failures, ":closed": BreakerState.CLOSED.value}
+        values: dict[str, Any] = {
+            ":n": total,
+            ":f": failures,
+            ":closed": BreakerState.CLOSED.value,
+            ":stale": now - self.policy.window_s,
+        }
         if failing is not None and failures:
             expression += ", failing_tenants :who"
             values[":who"] = {failing}
@@ -252,14 +278,29 @@ class DomainBreakers:
         if key.tenant is not None and total > failures:
             sets += ", last_ok_at = :now"  # when the tenant last succeeded there (trust)
             values[":now"] = now
-        resp = self._db.update_item(
-            TableName=self._table,
-            Key=key.item(),
-            UpdateExpression=f"{expression} SET {sets}",
-            ExpressionAttributeNames={"#s": "state", "#total": "total"},
-            ExpressionAttributeValues=_values(values),
-            ReturnValues="ALL_NEW",
-        )
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": key.item(),
+            "UpdateExpression": f"{expression} SET {sets}",
+            "ExpressionAttributeNames": {"#s": "state", "#total": "total"},
+            "ReturnValues": "ALL_NEW",
+        }
+        try:
+            resp = self._db.update_item(
+                **update,
+                ConditionExpression="window_start > :stale",
+                ExpressionAttributeValues=_values(values),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not _refused(exc):
+                raise
+            # The window ran out (or the breaker was never counted): a new one from now,
+            # unless another worker started it first; then count in whichever is current.
+            old = self._status(key, exc.response.get("Item"))  # type: ignore[arg-type]
+            self._reset_window(key, old.window_start, now)
+            del values[":stale"]
+            resp = self._db.update_item(**update, ExpressionAttributeValues=_values(values))
         after = self._status(key, resp["Attributes"])
         enough_tenants = key.tenant is not None or after.failing_tenants >= self.policy.min_tenants
         if (
