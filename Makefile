@@ -54,9 +54,11 @@ docs: deps ensure-node
 ## Synthesize the CDK app to cdk.out/ offline (no Docker, no AWS credentials).
 synth: deps ensure-node
 	rm -rf cdk.out
-	$(PY) -m infra.app
+	$(PY) -m infra.app -c pagefleet:inspectOnly=true
 
-## Before `cdk deploy`: every stage synthesized offline with cdk-nag and cfn-lint, the
+## Before `cdk deploy`: every stage synthesized offline with cdk-nag and cfn-lint, each
+## stage's quota needs (Fargate vCPU, Lambda concurrency; read from the account with
+## QUOTAS=aws), the
 ## Dockerfile linted, the template rules (tests/infra/test_template_rules.py), the worker
 ## run the way its task definition runs it (bubblewrap: read-only root, non-root, no
 ## capabilities, only the task's volumes writable) through a real job against the embedded
@@ -68,6 +70,7 @@ DEPLOY_CHECK_OUT := cdk.out/deploy-check
 deploy-check: deps chromium ffmpeg bwrap ensure-node
 	rm -rf $(DEPLOY_CHECK_OUT)
 	$(PY) scripts/synth_check.py --outdir $(DEPLOY_CHECK_OUT)
+	$(PY) scripts/quota_check.py $(if $(filter aws,$(QUOTAS)),--aws)
 	.venv/bin/hadolint browser_task/Dockerfile
 	.venv/bin/pytest -q -p no:cacheprovider tests/infra/test_template_rules.py
 	$(PY) scripts/worker_smoke.py --template $(DEPLOY_CHECK_OUT)/prod/pagefleet-prod.template.json \

@@ -25,13 +25,12 @@
    a sampler with a botocore X-Ray client at import (~0.1 s) and the Powertools Tracer is
    disabled; in Lambda the recorder samples locally, and the Tracer is enabled and patches
    the libraries it is told to (all it knows, when told nothing).
-   And from source, no ``.pyc``: the code asset and the dependency layer ship none
-   (``infra/constructs/lambda_factory.py``) and Lambda cannot write any (``/var/task`` and
-   ``/opt`` are read-only), so every cold start compiles what it imports; the children
-   look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none. ``--pyc``: with
-   ``.pyc`` for everything (written by an uncounted first round into that prefix), as
-   when the asset and layer ship them, and as the figures before 2026-12-01 05:00 were
-   taken (a checkout's own ``__pycache__``).
+   From source, no ``.pyc`` (as before 2026-12-03, when the code asset and the layer
+   shipped none and Lambda could write none: ``/var/task`` and ``/opt`` are read-only);
+   the children look for ``.pyc`` in an empty ``PYTHONPYCACHEPREFIX`` and write none.
+   ``--pyc``: with ``.pyc`` for everything (written by an uncounted first round into that
+   prefix), as the asset and the layer now ship them
+   (``infra/constructs/lambda_factory.py``). ``--jobs 0`` prints both.
 
 Prints figures; asserts nothing. Everything is on 127.0.0.1.
 """
@@ -366,8 +365,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from devstack.stack import LocalStack
 
-    if args.jobs <= 0:  # cold imports only
-        cold_imports(args.import_runs, pyc=args.pyc)
+    if args.jobs <= 0:  # cold imports only: from source, then as the shipped .pyc load
+        cold_imports(args.import_runs, pyc=False)
+        cold_imports(args.import_runs, pyc=True)
         return 0
     print(f"{os.cpu_count()} CPUs; idle local stack, one worker with two slots")
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:

@@ -380,6 +380,14 @@ def _iam_checked(app: _WsgiApp) -> _WsgiApp:
     return IamGuard(app, Checker(Book.load(Path(book), account)))
 
 
+def _expiring(app: _WsgiApp) -> _WsgiApp:
+    """Session credentials that expire (devstack.sts_lifetime), unless turned off."""
+    from devstack.sts_lifetime import CredentialLifetimes, lifetime_from_env
+
+    lifetime = lifetime_from_env()
+    return app if lifetime is None else CredentialLifetimes(app, lifetime_s=lifetime)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devstack.embedded_aws")
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -401,7 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
     if os.environ.get(COUNT_ENV):
         app = CallCounter(app)
-    app = _iam_checked(app)
+    app = _expiring(_iam_checked(app))
     serve(
         app,
         **where,

@@ -46,6 +46,7 @@ from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.strict_aws import StrictRules, await_settled
+from devstack.sts_lifetime import LIFETIME_ENV
 from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
@@ -98,12 +99,15 @@ class LocalStack:
         live: LiveOptions | None = None,
         iam: bool | None = None,
         strict: StrictRules | None = None,
+        sts_lifetime_s: float | None = None,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
         Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs). ``iam``
         (default: on unless ``PAGEFLEET_LOCAL_IAM=0``) checks every AWS call. ``strict``: the
         AWS refusals its embedded AWS makes (``devstack.strict_aws``; default: all on, as
-        ``PAGEFLEET_STRICT_AWS_*`` in the environment set them)."""
+        ``PAGEFLEET_STRICT_AWS_*`` in the environment set them). ``sts_lifetime_s``: how
+        long an AssumeRole session lasts (``devstack.sts_lifetime``; default
+        ``PAGEFLEET_LOCAL_STS_LIFETIME_S`` or five minutes)."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
         self.api_port = api_port
@@ -122,6 +126,7 @@ class LocalStack:
         self.live = LiveParts(live)
         self.iam_enabled = enabled_by_default() if iam is None else iam
         self.strict = strict
+        self.sts_lifetime_s = sts_lifetime_s
         self.iam = LocalIam.off()
         self._own_log_dir = log_dir is None
         self.log_dir = log_dir or Path(tempfile.mkdtemp(prefix="pagefleet-local-"))
@@ -299,6 +304,8 @@ class LocalStack:
     def _start_moto(self) -> None:
         held, self._moto_sock = self._moto_sock, None
         env = {**self.iam.moto_env(), **(to_env(self.strict) if self.strict else {})}
+        if self.sts_lifetime_s is not None:
+            env[LIFETIME_ENV] = str(self.sts_lifetime_s)
         self.moto = spawn_moto(self.moto_port, held, env, self.log_dir / "moto.log")
         failed = wait_for_moto(self.moto, self.aws_endpoint, self.start_timeout_s)
         if failed:

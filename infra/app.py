@@ -2,13 +2,17 @@
 
 Synthesis is offline: no Docker (the worker image is only staged), no AWS credentials (the
 stack is environment-agnostic), no network unless ``pagefleet:bundleDependencies`` is on.
+Run directly, dependencies are not bundled, so the run must say it is for inspection:
+``python -m infra.app -c pagefleet:inspectOnly=true`` (what `make synth` runs).
 cdk-nag's AwsSolutions pack validates every synth.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +54,23 @@ def build_app(
     return app, stack
 
 
-def main() -> None:
+def cli_context(argv: list[str]) -> dict[str, str]:
+    """``-c key=value`` pairs, as the CDK CLI takes them (for a direct run: `make synth`)."""
+    parser = argparse.ArgumentParser(prog="python -m infra.app")
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE")
+    out: dict[str, str] = {}
+    for pair in parser.parse_args(argv).context:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            parser.error(f"context {pair!r} is not KEY=VALUE")
+        out[key] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
     # Under the CDK CLI, CDK_OUTDIR is set; run directly, write ./cdk.out like the CLI would.
     outdir = os.environ.get("CDK_OUTDIR") or str(REPO_ROOT / "cdk.out")
-    app, _ = build_app(outdir=outdir)
+    app, _ = build_app(context=cli_context(sys.argv[1:] if argv is None else argv), outdir=outdir)
     app.synth()
 
 

@@ -30,6 +30,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEPLOY_FILE = REPO_ROOT / "pagefleet.deploy.json"
 # Off for offline synth and tests; cdk.json turns it on so `cdk deploy` ships dependencies.
 BUNDLE_CONTEXT_KEY = "pagefleet:bundleDependencies"
+# An assembly synthesized without its Lambda dependencies is refused unless this says it is
+# for inspection (tests, make synth, the deploy check): never for `cdk deploy`.
+INSPECT_CONTEXT_KEY = "pagefleet:inspectOnly"
 
 
 class _Model(BaseModel):
@@ -210,6 +213,7 @@ class StageConfig(_Model):
     # id ("JobsTable" / "TenantsTable" / "UsageTable"): see docs/runbooks.md, "Restore a table".
     restored_tables: dict[str, str] = Field(default_factory=dict)
     bundle_dependencies: bool = False
+    inspect_only: bool = False
     # The limits of a tenant an admin set none for (``pagefleet admin set-limits``).
     tenant_defaults: LimitDefaults = LimitDefaults()
     # Submissions refused by tenant limits in 5 minutes that count as a bad period.
@@ -366,4 +370,7 @@ def load_config(node: Node) -> StageConfig:
     bundle = node.try_get_context(BUNDLE_CONTEXT_KEY)
     if bundle is not None:
         data["bundle_dependencies"] = _as_bool(bundle)
+    inspect = node.try_get_context(INSPECT_CONTEXT_KEY)
+    if inspect is not None:
+        data["inspect_only"] = _as_bool(inspect)
     return StageConfig.model_validate(data)

@@ -33,7 +33,11 @@ def synth_stage(stage: str, outdir: Path) -> tuple[Path, list[str]]:
     from infra.app import build_app
 
     app, stack = build_app(
-        context={"pagefleet:stage": stage, "pagefleet:bundleDependencies": False},
+        context={
+            "pagefleet:stage": stage,
+            "pagefleet:bundleDependencies": False,
+            "pagefleet:inspectOnly": True,
+        },
         outdir=str(outdir),
     )
     assembly = app.synth()  # raises on an unacknowledged cdk-nag finding

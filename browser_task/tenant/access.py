@@ -6,9 +6,10 @@ job it assumes the job role (``WorkerSettings.job_role_arn``) with the session t
 items whose partition key is the tenant's (``dynamodb:LeadingKeys``) and Secrets Manager
 only under ``pagefleet/<stage>/<tenant>/``, each by ``${aws:PrincipalTag/tenant}``. So a bug
 in the worker (a wrong tenant id, a crafted key) reaches nothing of another tenant: IAM
-refuses it. Credentials are kept per tenant for their lifetime and renewed before they
-expire. Without a job role (tools, some tests) every tenant's stores use the worker's own
-clients, as before.
+refuses it. Each tenant's stores sign with credentials that renew themselves (botocore's
+``RefreshableCredentials``, re-assuming the role) while a job holds them: assuming a role
+from the task role is role chaining, capped at one hour, and a job may run longer. Without
+a job role (tools, some tests) every tenant's stores use the worker's own clients, as before.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 import boto3
+import botocore.session
 from botocore.config import Config
+from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
@@ -35,9 +39,17 @@ if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
 
 TENANT_TAG = "tenant"
-# Assumed-role credentials last an hour; a new set is taken this long before they expire.
+# What is asked of AssumeRole: role chaining (the task role assuming the job role) allows at
+# most an hour. The answer's Expiration is what counts (the local stack issues minutes).
 CREDENTIALS_S = 3600
-RENEW_BEFORE_S = 300
+# botocore renews 15 min (advisory: one thread tries, the others go on signing) and 10 min
+# (mandatory: every caller waits) before expiry: on credentials of an hour that is a quarter
+# and a sixth of their life. Shorter credentials (AssumeRole's minimum is 900 s) keep those
+# shares, else every signed request would re-assume the role.
+ADVISORY_SHARE = 1 / 4
+MANDATORY_SHARE = 1 / 6
+ADVISORY_MAX_S = 15 * 60
+MANDATORY_MAX_S = 10 * 60
 # Tenants whose credentials are kept at once (least recently used ones are dropped).
 MAX_TENANTS = 256
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, max_pool_connections=16)
@@ -80,8 +92,85 @@ def session_name(tenant_id: str) -> str:
     return f"tenant-{tenant_id}"[:64]
 
 
+def refresh_windows(lifetime_s: float) -> tuple[int, int]:
+    """(advisory, mandatory) whole seconds before expiry that credentials of this life
+    renew (at least 1 each)."""
+    return (
+        max(1, int(min(ADVISORY_MAX_S, lifetime_s * ADVISORY_SHARE))),
+        max(1, int(min(MANDATORY_MAX_S, lifetime_s * MANDATORY_SHARE))),
+    )
+
+
+class RoleRefresher:
+    """One tenant's job-role credentials: AssumeRole with its tag, as botocore's refresh
+    metadata; each answer sets the refresh windows to its own lifetime."""
+
+    def __init__(
+        self,
+        sts: Any,
+        role_arn: str,
+        tenant_id: str,
+        clock: Callable[[], float],
+        on_assumed: Callable[[], None],
+    ) -> None:
+        self._sts = sts
+        self._role = role_arn
+        self._tenant = tenant_id
+        self._clock = clock
+        self._on_assumed = on_assumed
+        self.identity: str | None = None
+        self.credentials: RefreshableCredentials | None = None
+
+    def __call__(self) -> dict[str, str]:
+        answer = self._sts.assume_role(
+            RoleArn=self._role,
+            RoleSessionName=session_name(self._tenant),
+            Tags=[{"Key": TENANT_TAG, "Value": self._tenant}],
+            DurationSeconds=CREDENTIALS_S,
+        )
+        self._on_assumed()
+        issued = answer["Credentials"]
+        expiration = issued.get("Expiration")
+        expires = (
+            expiration.timestamp()
+            if hasattr(expiration, "timestamp")
+            else self._clock() + CREDENTIALS_S
+        )
+        if self.credentials is not None:  # a renewal: windows for this set's life
+            # The constructor's advisory/mandatory_timeout land in these attributes; botocore
+            # has no setter for a renewal whose lifetime differs.
+            advisory, mandatory = refresh_windows(expires - self._clock())
+            self.credentials._advisory_refresh_timeout = advisory  # type: ignore[attr-defined]
+            self.credentials._mandatory_refresh_timeout = mandatory  # type: ignore[attr-defined]
+        self.identity = str(answer.get("AssumedRoleUser", {}).get("Arn", "")) or None
+        return {
+            "access_key": issued["AccessKeyId"],
+            "secret_key": issued["SecretAccessKey"],
+            "token": issued["SessionToken"],
+            "expiry_time": datetime.fromtimestamp(expires, UTC).isoformat(),
+        }
+
+    def start(self) -> RefreshableCredentials:
+        first = self()
+        expires = datetime.fromisoformat(first["expiry_time"])
+        advisory, mandatory = refresh_windows(expires.timestamp() - self._clock())
+        self.credentials = RefreshableCredentials(
+            access_key=first["access_key"],
+            secret_key=first["secret_key"],
+            token=first["token"],
+            expiry_time=expires,
+            refresh_using=self,
+            method="assume-role",
+            time_fetcher=lambda: datetime.fromtimestamp(self._clock(), UTC),
+            advisory_timeout=advisory,
+            mandatory_timeout=mandatory,
+        )
+        return self.credentials
+
+
 class TenantAccess:
-    """Per tenant, stores built on credentials of the job role tagged with that tenant."""
+    """Per tenant, stores built on self-renewing credentials of the job role tagged with
+    that tenant."""
 
     def __init__(
         self,
@@ -103,52 +192,36 @@ class TenantAccess:
         self._on_client = on_client
         self._lock = threading.Lock()
         self._tenant_locks: dict[str, threading.Lock] = {}
-        self._cached: OrderedDict[str, tuple[float, TenantData]] = OrderedDict()
-        self.assumed = 0  # AssumeRole calls made (tests, metrics)
+        self._cached: OrderedDict[str, TenantData] = OrderedDict()
+        self.assumed = 0  # AssumeRole calls made, renewals included (tests, metrics)
 
     def __call__(self, tenant_id: str) -> TenantData:
         with self._lock:
             lock = self._tenant_locks.setdefault(tenant_id, threading.Lock())
-        with lock:  # one AssumeRole per tenant at a time, however many slots ask
-            hit = self._fresh(tenant_id)
-            if hit is not None:
-                return hit
-            expires, data = self._assume(tenant_id)
+        with lock:  # one first AssumeRole per tenant, however many slots ask
             with self._lock:
-                self._cached[tenant_id] = (expires, data)
-                self._cached.move_to_end(tenant_id)
+                hit = self._cached.get(tenant_id)
+                if hit is not None:
+                    self._cached.move_to_end(tenant_id)
+                    return hit
+            data = self._build(tenant_id)
+            with self._lock:
+                self._cached[tenant_id] = data
                 while len(self._cached) > MAX_TENANTS:
                     self._cached.popitem(last=False)
             return data
 
-    def _fresh(self, tenant_id: str) -> TenantData | None:
+    def _count(self) -> None:
         with self._lock:
-            hit = self._cached.get(tenant_id)
-            if hit is None or hit[0] - RENEW_BEFORE_S <= self._clock():
-                return None
-            self._cached.move_to_end(tenant_id)
-            return hit[1]
+            self.assumed += 1
 
-    def _assume(self, tenant_id: str) -> tuple[float, TenantData]:
-        answer = self._sts.assume_role(
-            RoleArn=self._role,
-            RoleSessionName=session_name(tenant_id),
-            Tags=[{"Key": TENANT_TAG, "Value": tenant_id}],
-            DurationSeconds=CREDENTIALS_S,
-        )
-        self.assumed += 1
-        credentials = answer["Credentials"]
-        session = boto3.session.Session(
-            aws_access_key_id=credentials["AccessKeyId"],
-            aws_secret_access_key=credentials["SecretAccessKey"],
-            aws_session_token=credentials["SessionToken"],
-        )
-        expiration = credentials.get("Expiration")
-        expires = (
-            expiration.timestamp()
-            if hasattr(expiration, "timestamp")
-            else self._clock() + CREDENTIALS_S
-        )
+    def _build(self, tenant_id: str) -> TenantData:
+        refresher = RoleRefresher(self._sts, self._role, tenant_id, self._clock, self._count)
+        core = botocore.session.get_session()
+        # botocore has no public setter for an object that refreshes; this is how its own
+        # assume-role provider's credentials reach a session's clients.
+        core._credentials = refresher.start()  # type: ignore[attr-defined]
+        session = boto3.session.Session(botocore_session=core)
         settings = self._settings
 
         def client(service: str, config: Config = _CONFIG) -> Any:
@@ -163,15 +236,14 @@ class TenantAccess:
             if settings.usage_table
             else None
         )
-        data = TenantData(
+        return TenantData(
             tenant_id=tenant_id,
             artifacts=S3ArtifactStore(s3, settings.artifacts_bucket),
             secrets=SecretsManagerResolver(client("secretsmanager"), settings.stage),
             sessions=S3SessionStore(s3, settings.artifacts_bucket, ttl_s=self._session_ttl_s),
             usage=usage,
-            identity=str(answer.get("AssumedRoleUser", {}).get("Arn", "")) or None,
+            identity=refresher.identity,
         )
-        return expires, data
 
 
 class ClientOnFirstUse:

@@ -118,6 +118,11 @@ def _json(wire: Wire) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
+def form_fields(wire: Wire) -> dict[str, str]:
+    """A query-protocol call's parameters (URL query and form body)."""
+    return _form(wire)
+
+
 def _form(wire: Wire) -> dict[str, str]:
     fields = {k: v[0] for k, v in wire.query.items()}
     if wire.body and b"=" in wire.body and not wire.body.lstrip().startswith((b"{", b"<")):

@@ -97,7 +97,11 @@ def write_synth(stage: str, name: str | None, out: Path) -> None:
     """Synthesize ``stage`` (named ``name``) and write what ``Book.from_synth`` reads."""
     from infra.app import build_app
 
-    context: dict[str, Any] = {"pagefleet:stage": stage, "pagefleet:bundleDependencies": False}
+    context: dict[str, Any] = {
+        "pagefleet:stage": stage,
+        "pagefleet:bundleDependencies": False,
+        "pagefleet:inspectOnly": True,
+    }
     if name:
         context["pagefleet:overrides"] = json.dumps({"stage": name})
     with tempfile.TemporaryDirectory(prefix="pagefleet-iam-synth-") as outdir:

@@ -162,6 +162,16 @@ class Api(Construct):
                 authorization_type=apigw.AuthorizationType.CUSTOM,
             ),
         )
+        # Execution logs (logging_level above): API Gateway writes them to a group of this
+        # name, creating it without retention and outside the stack if it does not exist.
+        # Made here first (the stage waits for it), it expires and goes with the stack.
+        self.execution_logs = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=f"API-Gateway-Execution-Logs_{self.rest_api.rest_api_id}/{STAGE_NAME}",
+            retention=config.log_retention,
+        )
+        self.rest_api.deployment_stage.node.add_dependency(self.execution_logs)
         self._public_routes(functions)
         self._gateway_responses()
         self.stage = self.rest_api.deployment_stage

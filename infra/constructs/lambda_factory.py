@@ -6,9 +6,13 @@ an explicit retry policy for asynchronous invocations.
 
 Code: one asset with ``pagefleet/`` and ``functions/`` only. Dependencies: one layer built
 without Docker (``uv`` installs the locked runtime dependencies as manylinux wheels for the
-Lambda platform). Offline synth and the tests skip that install (context
+Lambda platform). Both ship bytecode compiled by the runtime's Python (``/var/task`` and
+``/opt`` are read-only: without it every cold start compiles every module it imports),
+hash-based and unchecked, so Lambda uses it whatever the source files' times in the zip.
+Offline synth and the tests skip the install and the compile (context
 ``pagefleet:bundleDependencies=false``) and the layer holds only a marker file; such an
-assembly must not be deployed, and the stack says so in a warning.
+assembly must not be deployed, so the synth fails unless ``pagefleet:inspectOnly=true``
+says it is for inspection (then it warns).
 """
 
 from __future__ import annotations
@@ -60,6 +64,34 @@ CODE_EXCLUDE = [
     "**/*.pyc",
 ]
 OFFLINE_MARKER = "DEPENDENCIES_NOT_BUNDLED"
+UNBUNDLED_ERROR = (
+    "Lambda dependencies were not bundled (pagefleet:bundleDependencies=false): such an "
+    "assembly cannot run. Deploy with bundling on (cdk.json's default), or add "
+    "-c pagefleet:inspectOnly=true to synthesize it for inspection only."
+)
+# The code asset's content (the bundled code is copied from these).
+CODE_DIRS = ("pagefleet", "functions")
+
+
+def runtime_python() -> list[str]:
+    """A Python of the Lambda runtime's version, to compile bytecode with (uv provides one,
+    downloading it if needed, when the deployer bundles: network is needed then anyway)."""
+    uv = shutil.which("uv")
+    if uv is None:
+        raise RuntimeError("bundling the Lambda code needs `uv` on PATH")
+    return [uv, "run", "--no-project", "--python", _PIP_PYTHON, "python"]
+
+
+def compile_bytecode(root: Path, python: list[str], shown_as: str) -> None:
+    """Every module under ``root`` compiled by ``python`` into ``__pycache__``: hash-based and
+    unchecked, so the interpreter loads it without comparing the source's mtime; tracebacks
+    name the files where Lambda mounts them (``shown_as``), not the build directory."""
+    subprocess.run(
+        [*python, "-m", "compileall", "-q", "-j", "0",
+         "--invalidation-mode", "unchecked-hash", "-s", str(root), "-p", shown_as,
+         str(root)],
+        check=True,
+    )  # fmt: skip
 
 
 def service_name(function: str) -> str:
@@ -95,8 +127,9 @@ def layer_asset_hash(*, bundled: bool, root: Path = REPO_ROOT) -> str:
 class _UvLayerBundling:
     """Installs the locked runtime dependencies (no dev, no extras) into ``python/``."""
 
-    def __init__(self, *, install: bool) -> None:
+    def __init__(self, *, install: bool, python: list[str] | None = None) -> None:
         self._install = install
+        self._python = python
 
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
         target = Path(output_dir) / "python"
@@ -123,7 +156,45 @@ class _UvLayerBundling:
                  "--no-cache"],
                 check=True,
             )  # fmt: skip
+        compile_bytecode(target, self._python or runtime_python(), "/opt/python")
         return True
+
+
+@jsii.implements(ILocalBundling)
+class _CompiledCodeBundling:
+    """The functions' code as the asset holds it, with its bytecode."""
+
+    def __init__(self, *, root: Path = REPO_ROOT, python: list[str] | None = None) -> None:
+        self._root = root
+        self._python = python
+
+    def try_bundle(self, output_dir: str, *, image: DockerImage, **_: object) -> bool:
+        out = Path(output_dir)
+        for name in CODE_DIRS:
+            shutil.copytree(
+                self._root / name,
+                out / name,
+                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                dirs_exist_ok=True,
+            )
+        compile_bytecode(out, self._python or runtime_python(), "/var/task")
+        return True
+
+
+def code_asset(*, compiled: bool) -> lambda_.AssetCode:
+    """The functions' code: compiled when the assembly is for deployment (its hash is then
+    the output's, so the uncompiled inspection asset never stands in for it)."""
+    if not compiled:
+        return lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDE)
+    return lambda_.Code.from_asset(
+        str(REPO_ROOT),
+        exclude=CODE_EXCLUDE,
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(
+            image=DockerImage.from_registry("unused-local-bundling-only"),
+            local=_CompiledCodeBundling(),
+        ),
+    )
 
 
 @jsii.implements(IValidation)
@@ -138,6 +209,15 @@ class _ReservedConcurrencyNames:
         return [f"reserved_concurrency names unknown functions {unknown}"] if unknown else []
 
 
+@jsii.implements(IValidation)
+class _RefuseUnbundled:
+    """An assembly whose layer is a marker file must fail at synth unless it says it is for
+    inspection: a warning is scrolled past, and the deployed functions would not import."""
+
+    def validate(self) -> list[str]:
+        return [UNBUNDLED_ERROR]
+
+
 class LambdaFactory(Construct):
     def __init__(
         self,
@@ -148,12 +228,13 @@ class LambdaFactory(Construct):
         log_retention: logs.RetentionDays,
         bundle_dependencies: bool,
         reserved_concurrency: dict[str, int],
+        inspect_only: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         self._retention = log_retention
         self._stage = stage
         self.reserved = dict(reserved_concurrency)
-        self.code = lambda_.Code.from_asset(str(REPO_ROOT), exclude=CODE_EXCLUDE)
+        self.code = code_asset(compiled=bundle_dependencies)
         self.dependencies = lambda_.LayerVersion(
             self,
             "Dependencies",
@@ -172,7 +253,9 @@ class LambdaFactory(Construct):
                 ),
             ),
         )
-        if not bundle_dependencies:
+        if not bundle_dependencies and not inspect_only:
+            self.node.add_validation(_RefuseUnbundled())
+        elif not bundle_dependencies:
             Annotations.of(self).add_warning_v2(
                 "pagefleet:unbundled",
                 "Lambda dependencies were not bundled (pagefleet:bundleDependencies=false): "

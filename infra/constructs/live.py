@@ -115,6 +115,15 @@ class Live(Construct):
             ),
         )
         self.access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention)
+        # The stage's execution logs (logging_level below) go to this group; API Gateway
+        # would create it itself, never expiring and outside the stack.
+        self.execution_logs = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=f"/aws/apigateway/{self.api.api_id}/{STAGE_NAME}",
+            retention=config.log_retention,
+        )
+        self.stage.node.add_dependency(self.execution_logs)
         cfn_stage = self.stage.node.default_child
         assert isinstance(cfn_stage, apigwv2.CfnStage)
         cfn_stage.access_log_settings = apigwv2.CfnStage.AccessLogSettingsProperty(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from constructs import Construct
 
 from infra.config import StageConfig
@@ -42,6 +42,7 @@ from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.live import Live
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.notifications import Notifications
+from infra.constructs.removal import DestroyWithStack
 from infra.constructs.schedules import Schedules
 from infra.constructs.sweeper import Sweeper
 from infra.constructs.tenant_isolation import TenantIsolation
@@ -55,6 +56,8 @@ class PagefleetStack(Stack):
         self.config = config
         Tags.of(self).add("project", "pagefleet")
         Tags.of(self).add("stage", config.stage)
+        if not config.retain_data:  # dev: its logs and keys go with `cdk destroy`
+            Aspects.of(self).add(DestroyWithStack())
 
         self.alerts = Alerts(
             self,
@@ -100,6 +103,7 @@ class PagefleetStack(Stack):
             stage=config.stage,
             log_retention=config.log_retention,
             bundle_dependencies=config.bundle_dependencies,
+            inspect_only=config.inspect_only,
             reserved_concurrency=config.reserved_concurrency,
         )
         self.schedules = Schedules(

@@ -82,6 +82,7 @@ def synthesize(stage: str, outdir: Path, extra: dict[str, Any] | None = None) ->
         **(extra or {}),
         # Offline: no dependency bundling, no Docker (the image is only staged), no credentials.
         "pagefleet:bundleDependencies": False,
+        "pagefleet:inspectOnly": True,
         "aws:cdk:enable-asset-metadata": True,  # lets tests find staged assets
     }
     app, stack = build_app(context=context, outdir=str(outdir))

@@ -108,6 +108,7 @@ def test_a_reservation_for_a_missing_function_fails_synth(tmp_path) -> None:
         log_retention=aws_logs.RetentionDays.ONE_DAY,
         bundle_dependencies=False,
         reserved_concurrency={"sweepr": 1},
+        inspect_only=True,
     )
     with pytest.raises(Exception, match="unknown functions"):
         app.synth()
@@ -196,6 +197,7 @@ def _layer_key(outdir: Path, *, bundled: bool) -> str:
         log_retention=aws_logs.RetentionDays.ONE_DAY,
         bundle_dependencies=bundled,
         reserved_concurrency={},
+        inspect_only=True,
     )
     (layer,) = Template.from_stack(stack).find_resources("AWS::Lambda::LayerVersion").values()
     return str(layer["Properties"]["Content"]["S3Key"])

@@ -97,6 +97,7 @@ def test_prod_warns_at_synth_when_its_alarms_would_notify_nobody(synths) -> None
             "pagefleet:stage": "prod",
             "pagefleet:deployFile": "no-such-deploy-file.json",
             "pagefleet:bundleDependencies": False,
+            "pagefleet:inspectOnly": True,
         }
     )
     assert any(ALARM_WARNING in w and "alarm_email" in w for w in warnings_of(bare))

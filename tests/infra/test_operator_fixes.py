@@ -42,3 +42,99 @@ def test_the_runtimes_emit_into_the_namespace_their_stage_was_given(
     assert m.runtime_namespace() == "pagefleet/prod"
     monkeypatch.delenv(m.NAMESPACE_ENV)
     assert m.runtime_namespace() == m.NAMESPACE  # the local stack's
+
+
+def _functions_stack(tmp_path, *, inspect_only: bool):  # type: ignore[no-untyped-def]
+    from aws_cdk import Stack, aws_logs
+
+    from infra.constructs.lambda_factory import LambdaFactory
+
+    app = App(outdir=str(tmp_path))
+    LambdaFactory(
+        Stack(app, "s"),
+        "F",
+        stage="dev",
+        log_retention=aws_logs.RetentionDays.ONE_DAY,
+        bundle_dependencies=False,
+        reserved_concurrency={},
+        inspect_only=inspect_only,
+    )
+    return app
+
+
+def test_an_unbundled_assembly_fails_synth_unless_it_says_it_is_for_inspection(
+    tmp_path,
+) -> None:
+    """Its layer is a marker file: deployed, no function would import. A warning was all
+    that stood in the way."""
+    from aws_cdk import cx_api
+
+    with pytest.raises(Exception, match="pagefleet:inspectOnly=true"):
+        _functions_stack(tmp_path / "deploy", inspect_only=False).synth()
+    assembly = _functions_stack(tmp_path / "inspect", inspect_only=True).synth()
+    warnings = [
+        str(m.entry.data)
+        for m in assembly.get_stack_by_name("s").messages
+        if m.level == cx_api.SynthesisMessageLevel.WARNING
+    ]
+    assert any("do not deploy" in w for w in warnings), warnings
+    # The flag arrives as the CLI passes context (a string), and `make synth` passes it.
+    assert load_config(App(context={"pagefleet:inspectOnly": "true"}).node).inspect_only
+    assert not load_config(App().node).inspect_only
+    from infra.app import cli_context
+
+    assert cli_context(["-c", "pagefleet:inspectOnly=true"]) == {"pagefleet:inspectOnly": "true"}
+    from infra.config import REPO_ROOT
+
+    assert "infra.app -c pagefleet:inspectOnly=true" in (REPO_ROOT / "Makefile").read_text()
+
+
+def _pyc_flags(pyc) -> int:  # type: ignore[no-untyped-def]
+    """PEP 552: the header's second word; 0b01 is hash-based, source not checked."""
+    return int.from_bytes(pyc.read_bytes()[4:8], "little")
+
+
+def test_the_functions_code_ships_bytecode_lambda_loads_without_checking_sources(
+    tmp_path,
+) -> None:
+    """/var/task is read-only: without .pyc in the asset every cold start compiles every
+    module it imports. Unchecked hash-based .pyc is used whatever the mtimes in the zip."""
+    import sys
+
+    from infra.constructs.lambda_factory import _CompiledCodeBundling
+
+    out = tmp_path / "asset"
+    out.mkdir()
+    _CompiledCodeBundling(python=[sys.executable]).try_bundle(str(out), image=None)  # type: ignore[arg-type]
+    tag = sys.implementation.cache_tag
+    handler = out / "functions" / "api" / "__pycache__" / f"handler.{tag}.pyc"
+    assert (out / "functions" / "api" / "handler.py").is_file()
+    assert _pyc_flags(handler) == 0b01
+    import marshal
+
+    code = marshal.loads(handler.read_bytes()[16:])  # noqa: S302 (our own build output)
+    assert code.co_filename == "/var/task/functions/api/handler.py"
+    core = sorted((out / "pagefleet").rglob("*.py"))
+    compiled = {
+        p.parent.parent / (p.name.split(".")[0] + ".py") for p in (out / "pagefleet").rglob("*.pyc")
+    }
+    assert core and set(core) <= compiled, sorted(set(core) - compiled)[:5]
+
+
+def test_the_dependency_layer_is_compiled_by_the_runtimes_python(tmp_path, monkeypatch) -> None:
+    """The layer's wheels are installed for Python 3.14 on arm64; their bytecode must be
+    3.14's too (a .pyc of another version is ignored), so uv provides that interpreter."""
+    import subprocess
+
+    from infra.constructs import lambda_factory as factory
+
+    ran: list[list[str]] = []
+    monkeypatch.setattr(factory.shutil, "which", lambda name: f"/bin/{name}")
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **_: ran.append([str(c) for c in cmd]))
+    factory._UvLayerBundling(install=True).try_bundle(str(tmp_path), image=None)  # type: ignore[arg-type]
+    install, compile_ = ran[-2], ran[-1]
+    assert "install" in install and "--python-version" in install
+    assert compile_[:5] == ["/bin/uv", "run", "--no-project", "--python", "3.14"]
+    assert compile_[5:8] == ["python", "-m", "compileall"]
+    assert "unchecked-hash" in compile_ and compile_[-1] == str(tmp_path / "python")
+    assert compile_[compile_.index("-p") + 1] == "/opt/python"  # where Lambda mounts a layer

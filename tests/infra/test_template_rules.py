@@ -453,3 +453,63 @@ def test_a_lease_over_for_twice_a_lease_pages_with_a_runbook(stage_synth) -> Non
     assert alarm["Threshold"] == 2 * lease
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
     assert "expired-lease" in json.dumps(alarm.get("AlarmDescription", ""))
+
+
+def _name_of(value: Any) -> str:
+    """A log group's name with each reference written ``{Ref:<logical id>}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_name_of(p) for p in parts)
+    if isinstance(value, dict) and "Ref" in value:
+        return f"{{Ref:{value['Ref']}}}"
+    return json.dumps(value, sort_keys=True)
+
+
+def test_every_execution_logging_stage_has_its_log_group_in_the_stack(stage_synth) -> None:
+    """API Gateway "automatically creates and manages a CloudWatch Logs log group ... named
+    API-Gateway-Execution-Logs_{rest-api-id}/{stage_name}": made by the service, it never
+    expires and outlives `cdk destroy`. The stack makes it first, with retention, and the
+    stage waits for it (else API Gateway may create it, and the stack's create fails). The
+    WebSocket stage's execution logs go to /aws/apigateway/{api-id}/{stage}."""
+    raw = stage_synth.raw
+    groups = {
+        _name_of(v["Properties"].get("LogGroupName")): k
+        for k, v in of_type(raw, "AWS::Logs::LogGroup").items()
+    }
+    expected: list[tuple[str, str]] = []
+    for stage_id, stage in of_type(raw, "AWS::ApiGateway::Stage").items():
+        props = stage["Properties"]
+        levels = {m.get("LoggingLevel", "OFF") for m in props.get("MethodSettings", [])}
+        if levels - {"OFF"}:
+            api = props["RestApiId"]["Ref"]
+            name = f"API-Gateway-Execution-Logs_{{Ref:{api}}}/{props['StageName']}"
+            expected.append((stage_id, name))
+    for stage_id, stage in of_type(raw, "AWS::ApiGatewayV2::Stage").items():
+        props = stage["Properties"]
+        if props.get("DefaultRouteSettings", {}).get("LoggingLevel", "OFF") != "OFF":
+            api = props["ApiId"]["Ref"]
+            expected.append((stage_id, f"/aws/apigateway/{{Ref:{api}}}/{props['StageName']}"))
+    assert len(expected) == 2, expected  # the REST API's and the WebSocket API's
+    for stage_id, name in expected:
+        assert name in groups, f"{stage_id}: no log group {name} in the stack"
+        group = raw["Resources"][groups[name]]
+        assert group["Properties"].get("RetentionInDays"), f"{name} never expires"
+        assert groups[name] in created_before(raw, stage_id), f"{stage_id} may log first"
+
+
+def test_a_stage_that_keeps_no_data_leaves_no_log_group_or_key_behind(stage_synth) -> None:
+    """CDK retains log groups and KMS keys when their stack is deleted: a dev stage made and
+    destroyed often left every log group and a billed key behind. Prod-like stages keep
+    their key and logs on purpose."""
+    raw = stage_synth.raw
+    resources = {**of_type(raw, "AWS::Logs::LogGroup"), **of_type(raw, "AWS::KMS::Key")}
+    assert any(r["Type"] == "AWS::KMS::Key" for r in resources.values())
+    policies = {k: r.get("DeletionPolicy", "Delete") for k, r in resources.items()}
+    if stage_synth.stack.config.retain_data:
+        keys = [k for k, r in resources.items() if r["Type"] == "AWS::KMS::Key"]
+        assert all(policies[k] == "Retain" for k in keys), policies
+        return
+    kept = {k: p for k, p in policies.items() if p != "Delete"}
+    assert kept == {}, f"{stage_synth.stage} keeps these after `cdk destroy`"

@@ -1,0 +1,56 @@
+"""A job that outlives its job-role credentials still uploads its artifacts: the local stack
+issues AssumeRole sessions of 30 seconds and refuses a key past its expiration (as AWS
+refuses one: ExpiredToken), and the worker's tenant stores renew their credentials (real
+Chromium, the template's IAM)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from devstack.stack import LocalStack
+from devstack.sts_lifetime import REPORT_PATH
+from pagefleet.jobs.states import JobStatus
+from tests.e2e.conftest import running
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+LIFETIME_S = 30
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    yield from running(LocalStack(api_port=0, workers=1, concurrency=1, sts_lifetime_s=LIFETIME_S))
+
+
+def sts_report(stack: LocalStack) -> dict[str, object]:
+    with httpx.Client(trust_env=False, timeout=10) as http:
+        return dict(http.get(f"{stack.aws_endpoint}{REPORT_PATH}").json())
+
+
+def test_a_job_longer_than_its_credentials_uploads_every_artifact(stack: LocalStack) -> None:
+    client = stack.client(stack.create_tenant_key("long-runner"))
+    job = client.submit(
+        {
+            "steps": [
+                {"action": "goto", "url": f"{stack.site_url}/"},
+                {"action": "screenshot", "name": "before.png"},
+                # Past the first session's end: its key is refused from then on.
+                {"action": "sleep", "ms": (LIFETIME_S + 10) * 1000},
+                {"action": "screenshot", "name": "after.png"},
+            ],
+        }
+    )
+    done = client.wait(job.job_id, timeout=300)
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.attempt == 1
+    links = {a.name: a for a in client.artifacts(job.job_id)}
+    assert {"before.png", "after.png"} <= set(links)
+    for name in ("before.png", "after.png"):
+        assert client.download_verified(links[name]).startswith(b"\x89PNG")
+    report = sts_report(stack)
+    assert report["lifetime_s"] == LIFETIME_S
+    assert isinstance(report["issued"], int) and report["issued"] >= 2  # renewed mid-job
+    assert report["expired_refused"] == []
