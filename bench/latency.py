@@ -202,7 +202,8 @@ def bursts(stack: Any, count: int, seed: int = 7) -> list[float]:
     created -> started of the job that started last, ms."""
     import random
 
-    from devstack.stack import DEV_TENANT, LOCAL_POLL_WAIT_S
+    from devstack.local_settings import LOCAL_POLL_WAIT_S
+    from devstack.stack import DEV_TENANT
     from pagefleet.runtime import RUNTIME
 
     assert stack.worker_settings is not None

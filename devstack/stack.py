@@ -41,8 +41,10 @@ from devstack.iam.local import LocalIam, enabled_by_default
 from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
+from devstack.local_settings import local_settings
 from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
+from devstack.process_env import EnvOverlay
 from devstack.processes import ManagedProcess, stop_all
 from devstack.provision import Provisioned, create_all
 from devstack.strict_aws import StrictRules, await_settled
@@ -58,15 +60,10 @@ log = logging.getLogger("devstack")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEV_TENANT = "dev"
-LOCAL_POLL_WAIT_S = 2
 
 
 class StackError(RuntimeError):
     """A part of the local stack did not start; the message says which and why."""
-
-
-# Variables that could send a client somewhere else than moto; removed from our env.
-_SCRUBBED = ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SECURITY_TOKEN")
 
 
 @dataclass
@@ -144,7 +141,7 @@ class LocalStack:
         self.api_settings: ApiSettings | None = None
         self.worker_settings: WorkerSettings | None = None
         self.dev_api_key: str | None = None
-        self._saved_env: dict[str, str | None] = {}
+        self._env = EnvOverlay()
         self._started = False
 
     # --- addresses -----------------------------------------------------------------------------
@@ -210,12 +207,7 @@ class LocalStack:
             if self.iam_enabled:
                 self.iam = LocalIam.from_synth()  # a synth the first time, then kept
             self._start_moto()
-            self._set_env(aws_env(self.aws_endpoint))
-            for name in _SCRUBBED:
-                self._set_env({name: None})
-            for name in list(os.environ):
-                if name.startswith("AWS_ENDPOINT_URL_"):
-                    self._set_env({name: None})
+            self._env.only_endpoint(aws_env(self.aws_endpoint))
             RUNTIME.reset()
             self._provision()
             self._start_site()
@@ -276,7 +268,7 @@ class LocalStack:
             self.site = None
         self.gateway = None
         self.rest_api = None
-        self._restore_env()
+        self._env.restore()
         RUNTIME.reset()
         self._started = False
 
@@ -285,22 +277,6 @@ class LocalStack:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
     # --- parts ---------------------------------------------------------------------------------
-    def _set_env(self, values: Mapping[str, str | None]) -> None:
-        for name, value in values.items():
-            self._saved_env.setdefault(name, os.environ.get(name))
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-    def _restore_env(self) -> None:
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        self._saved_env = {}
-
     def _start_moto(self) -> None:
         held, self._moto_sock = self._moto_sock, None
         env = {**self.iam.moto_env(), **(to_env(self.strict) if self.strict else {})}
@@ -332,29 +308,17 @@ class LocalStack:
             RUNTIME.client("s3"),
             scheduler=RUNTIME.client("scheduler"),
         )
-        self.core_settings = {
-            "jobs_table": self.provisioned.jobs_table,
-            "tenants_table": self.provisioned.tenants_table,
-            "artifacts_bucket": self.provisioned.artifacts_bucket,
-            "usage_table": self.provisioned.usage_table,
-            "queue_urls": self.provisioned.queue_urls,
-            "stage": "local",
-            **self.live.settings(self.provisioned),
-            **self.provisioned.scheduler_settings(),
-        }
-        core: dict[str, Any] = self.core_settings
-        self.api_settings = ApiSettings(**core)
-        self.worker_settings = WorkerSettings(
-            **core,
+        settings = local_settings(
+            self.provisioned,
+            self.live,
             concurrency=self.concurrency,
-            allow_loopback=True,
-            # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
-            poll_wait_seconds=LOCAL_POLL_WAIT_S,
-            job_role_arn=create_job_role(RUNTIME.client("iam")),  # per tenant, as on AWS
+            job_role_arn=create_job_role(RUNTIME.client("iam")),
         )
+        self.core_settings = settings.core
+        self.api_settings, self.worker_settings = settings.api, settings.worker
         # In-process code that asks RUNTIME for settings (tests, benchmarks) finds the API's;
         # the functions get theirs explicitly (devstack.functions).
-        self._set_env(dict(to_env(self.api_settings)))
+        self._env.set(dict(to_env(self.api_settings)))
         RUNTIME.reset()
 
     def _start_site(self) -> None:
