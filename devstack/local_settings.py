@@ -24,11 +24,7 @@ def local_settings(
     provisioned: Provisioned, live: LiveParts, *, concurrency: int, job_role_arn: str
 ) -> LocalSettings:
     core: dict[str, Any] = {
-        "jobs_table": provisioned.jobs_table,
-        "tenants_table": provisioned.tenants_table,
-        "artifacts_bucket": provisioned.artifacts_bucket,
-        "usage_table": provisioned.usage_table,
-        "queue_urls": provisioned.queue_urls,
+        **provisioned.store_settings(),
         "stage": "local",
         **live.settings(provisioned),
         **provisioned.scheduler_settings(),

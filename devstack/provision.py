@@ -37,6 +37,16 @@ class Provisioned:
     scheduler_dlq_url: str | None = None
     scheduler_dlq_arn: str | None = None
 
+    def store_settings(self) -> dict[str, Any]:
+        """The data stores' names, as every function's and worker's settings take them."""
+        return {
+            "jobs_table": self.jobs_table,
+            "tenants_table": self.tenants_table,
+            "artifacts_bucket": self.artifacts_bucket,
+            "usage_table": self.usage_table,
+            "queue_urls": dict(self.queue_urls),
+        }
+
     def scheduler_settings(self) -> dict[str, str]:
         """The API's EventBridge Scheduler settings (the local poller plays the Scheduler)."""
         if self.schedule_group is None:

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from devstack.iam.calls import Wire, credential, form_fields
-from devstack.iam.guard import OPERATOR_KEYS, refusal, wire_of
+from devstack.iam.guard import OPERATOR_KEYS, call_app, refusal, wire_of
 
 LIFETIME_ENV = "PAGEFLEET_LOCAL_STS_LIFETIME_S"
 # Five minutes: a local job of a few minutes already outlives its first credentials.
@@ -142,20 +142,7 @@ class CredentialLifetimes:
         return None
 
     def _assume(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        captured: list[Any] = []
-
-        def start(status: str, headers: list[Any], exc_info: Any = None) -> Callable[..., Any]:
-            captured[:] = [status, headers]
-            return lambda data: None
-
-        chunks = self._app(environ, start)
-        try:
-            answer = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        status, headers = captured
+        status, headers, answer = call_app(self._app, environ)
         issued = _ISSUED_KEY.search(answer)
         if status.startswith("200") and issued:
             expires = self._clock() + self.lifetime_s

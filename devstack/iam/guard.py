@@ -186,6 +186,25 @@ def wire_of(environ: dict[str, Any], body: bytes) -> Wire:
     )
 
 
+def call_app(app: Callable[..., Any], environ: dict[str, Any]) -> tuple[str, list[Any], bytes]:
+    """The inner WSGI app's status, headers and whole body, so a wrapper can judge or change
+    the answer before it sends it."""
+    captured: list[Any] = []
+
+    def start(status: str, headers: list[Any], exc_info: Any = None) -> Callable[..., Any]:
+        captured[:] = [status, headers]
+        return lambda data: None
+
+    chunks = app(environ, start)
+    try:
+        body = b"".join(chunks)
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    return captured[0], captured[1], body
+
+
 def refusal(service: str, wire: Wire, code: str, message: str) -> tuple[str, list[Any], bytes]:
     """(status, headers, body) of an error as ``service`` sends it on AWS."""
     target = wire.header("x-amz-target")
@@ -285,7 +304,7 @@ class IamGuard:
             return self._refuse(
                 start_response, service, wire, "AccessDenied", denial.message(caller.session_arn)
             )
-        status, headers, answer = self._call(environ)
+        status, headers, answer = call_app(self._app, environ)
         started = time.perf_counter()
         if role is not None and status.startswith("200"):
             issued = _ACCESS_KEY.search(answer)
@@ -305,22 +324,6 @@ class IamGuard:
             )
         start_response(status, headers)
         return [answer]
-
-    def _call(self, environ: dict[str, Any]) -> tuple[str, list[Any], bytes]:
-        captured: list[Any] = []
-
-        def start(status: str, headers: list[Any], exc_info: Any = None) -> Callable[..., Any]:
-            captured[:] = [status, headers]
-            return lambda data: None
-
-        chunks = self._app(environ, start)
-        try:
-            body = b"".join(chunks)
-        finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
-        return captured[0], captured[1], body
 
     def _hidden_missing_key(self, caller: Principal, wire: Wire) -> Denial | None:
         """S3 tells a missing key (404) only to a caller allowed to list it."""

@@ -74,11 +74,7 @@ def access(
 ) -> TenantAccess:
     endpoint, _ = expiring
     settings = WorkerSettings(
-        jobs_table=provisioned.jobs_table,
-        tenants_table=provisioned.tenants_table,
-        artifacts_bucket=provisioned.artifacts_bucket,
-        usage_table=provisioned.usage_table,
-        queue_urls=provisioned.queue_urls,
+        **provisioned.store_settings(),
         stage="local",
         job_role_arn=create_job_role(boto3.client("iam")),
     )

@@ -67,11 +67,7 @@ def as_principal(endpoint: str, principal: str, service: str) -> Any:
 @pytest.fixture
 def worker_settings(provisioned: Provisioned) -> WorkerSettings:
     return WorkerSettings(
-        jobs_table=provisioned.jobs_table,
-        tenants_table=provisioned.tenants_table,
-        artifacts_bucket=provisioned.artifacts_bucket,
-        usage_table=provisioned.usage_table,
-        queue_urls=provisioned.queue_urls,
+        **provisioned.store_settings(),
         stage="local",
         job_role_arn=create_job_role(boto3.client("iam")),
     )
