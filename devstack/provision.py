@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from devstack.strict_aws import await_settled
 from pagefleet.specs.resources import (
     ARTIFACTS_BUCKET,
     QUEUES,
@@ -20,6 +21,10 @@ from pagefleet.specs.resources import (
     QueueSpec,
     TableSpec,
 )
+
+
+class QueuesNotSettled(RuntimeError):
+    """A queue made here still did not answer: the embedded AWS is stuck or gone."""
 
 
 @dataclass
@@ -36,6 +41,21 @@ class Provisioned:
     schedule_group: str | None = None
     scheduler_dlq_url: str | None = None
     scheduler_dlq_arn: str | None = None
+
+    def queue_list(self) -> list[str]:
+        """Every queue made: the job queues, their DLQs, the webhook pair, the Scheduler's DLQ."""
+        return [
+            *self.queue_urls.values(),
+            *self.dlq_urls.values(),
+            self.webhook_queue_url,
+            self.webhook_dlq_url,
+            *([self.scheduler_dlq_url] if self.scheduler_dlq_url else []),
+        ]
+
+    def await_queues(self, sqs: Any, *, timeout_s: float) -> None:
+        """Return once every queue answers; QueuesNotSettled after ``timeout_s``."""
+        if not await_settled(sqs, self.queue_list(), timeout_s=timeout_s):
+            raise QueuesNotSettled(f"queues were not usable within {timeout_s} s")
 
     def store_settings(self) -> dict[str, Any]:
         """The data stores' names, as every function's and worker's settings take them."""
@@ -129,10 +149,21 @@ def create_queue(sqs: Any, queue: QueueSpec, prefix: str = "") -> tuple[str, str
 
 
 def create_all(
-    dynamodb: Any, sqs: Any, s3: Any, *, prefix: str = "", scheduler: Any | None = None
+    dynamodb: Any,
+    sqs: Any,
+    s3: Any,
+    *,
+    prefix: str = "",
+    scheduler: Any | None = None,
+    settle_timeout_s: float | None = 30,
 ) -> Provisioned:
     """Idempotent: running it twice leaves one set of resources. With a ``scheduler``
-    client, EventBridge Scheduler's schedule group and its target's DLQ too."""
+    client, EventBridge Scheduler's schedule group and its target's DLQ too.
+
+    Returns once every queue is usable, as a deployed stack's are long before a job uses
+    them (AWS: a new queue may not be usable for a second; the strict embedded AWS refuses
+    it). ``settle_timeout_s=None`` returns at once, for a caller that waits later itself
+    (``Provisioned.await_queues``)."""
     names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
     for spec in TABLES:
         create_table(dynamodb, spec, names[spec.logical_id])
@@ -157,6 +188,9 @@ def create_all(
             Attributes={"MessageRetentionPeriod": str(SCHEDULER.dlq_retention_s)},
         )["QueueUrl"]
         out.scheduler_dlq_arn = queue_arn(sqs, out.scheduler_dlq_url)
+
+    if settle_timeout_s is not None:
+        out.await_queues(sqs, timeout_s=settle_timeout_s)
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

@@ -46,8 +46,8 @@ from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.process_env import EnvOverlay
 from devstack.processes import ManagedProcess, stop_all
-from devstack.provision import Provisioned, create_all
-from devstack.strict_aws import StrictRules, await_settled
+from devstack.provision import Provisioned, QueuesNotSettled, create_all
+from devstack.strict_aws import StrictRules
 from devstack.sts_lifetime import LIFETIME_ENV
 from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
@@ -290,16 +290,10 @@ class LocalStack:
     def _await_queues(self) -> None:
         """The stack's queues once usable (a deploy's are long before anything uses them)."""
         assert self.provisioned is not None
-        made = self.provisioned
-        urls = [
-            *made.queue_urls.values(),
-            *made.dlq_urls.values(),
-            made.webhook_queue_url,
-            made.webhook_dlq_url,
-            made.scheduler_dlq_url or "",
-        ]
-        if not await_settled(RUNTIME.client("sqs"), urls, timeout_s=self.start_timeout_s):
-            raise StackError(f"the stack's queues were not usable within {self.start_timeout_s} s")
+        try:
+            self.provisioned.await_queues(RUNTIME.client("sqs"), timeout_s=self.start_timeout_s)
+        except QueuesNotSettled as exc:
+            raise StackError(f"the stack's {exc}") from exc
 
     def _provision(self) -> None:
         self.provisioned = create_all(
@@ -307,6 +301,7 @@ class LocalStack:
             RUNTIME.client("sqs"),
             RUNTIME.client("s3"),
             scheduler=RUNTIME.client("scheduler"),
+            settle_timeout_s=None,  # waited for later, while the site and functions start
         )
         settings = local_settings(
             self.provisioned,

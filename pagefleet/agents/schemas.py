@@ -24,8 +24,9 @@ STEP_REF = {"$ref": "#/$defs/step"}
 CHECK_STEP_REF = {"$ref": "#/$defs/check_step"}
 # The fields every step has; said once, in the step definition's own properties.
 SHARED_FIELDS = ("label", "timeout_ms", "irreversible", "check", "frame")
-# Bounds on lengths and counts are the server's to check (its refusal names the field); the
-# schema keeps what a model needs to write a step: names, types, choices, numeric ranges.
+# Bounds on lengths and counts, and the patterns of names, are the server's to check (its
+# refusal names the field); the schema keeps what a model needs to write a step: names,
+# types, choices, numeric ranges.
 _DROPPED = {
     "title",
     "default",
@@ -38,6 +39,7 @@ _DROPPED = {
     "minItems",
     "maxItems",
     "maxProperties",
+    "pattern",
 }
 # Said once in the tool's description (or by the field's pattern) instead of on every field.
 _SAID_ELSEWHERE = {
@@ -87,6 +89,8 @@ def compact(
     for key, value in node.items():
         if key in _DROPPED or (key == "description" and value in _SAID_ELSEWHERE):
             continue
+        if key == "type" and "enum" in node:  # the values say their type
+            continue
         if key == "anyOf":
             branches = [b for b in value if b != {"type": "null"}]
             if len(branches) == 1:
@@ -125,7 +129,9 @@ def _defs() -> dict[str, Any]:
             if name in SHARED_FIELDS:
                 shared.setdefault(name, compact(prop, defs))
             elif name != "action":
-                own[name] = compact(prop, defs)
+                # A step's own object fields (positions, files, record fields) are said by
+                # their field names: the server checks them whole and names a wrong one.
+                own[name] = compact(prop, defs, depth=-1)
         branch: dict[str, Any] = {"properties": own}
         required = [r for r in model.get("required", []) if r != "action"]
         if required:

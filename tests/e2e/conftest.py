@@ -97,11 +97,18 @@ def client(stack: LocalStack) -> Iterator[PagefleetClient]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """After the module fixtures are torn down: stop the shared stack unless the next test
-    uses it too (with ``--dist loadgroup`` the tests that use it run one after another)."""
+    uses it too (with ``--dist loadgroup`` the tests that use it run one after another).
+
+    A next test of the same module keeps it either way: the module's ``shared_stack`` is
+    torn down only when the module ends, and it still reads the stack then."""
     try:
         return (yield)
     finally:
-        if nextitem is None or SHARED_STACK_FIXTURE not in getattr(nextitem, "fixturenames", ()):
+        uses = nextitem is not None and (
+            SHARED_STACK_FIXTURE in getattr(nextitem, "fixturenames", ())
+            or getattr(nextitem, "module", None) is getattr(item, "module", None)
+        )
+        if not uses:
             _Shared.stop()
 
 
