@@ -192,3 +192,9 @@ class LeaseLost(PagefleetError):
     """Another attempt owns the job now: stop working on it and write nothing more."""
 
     code = "lease_lost"
+
+
+class JobNotWaiting(PagefleetError):
+    """Only a job in waiting_for_human can be continued; the message names its state."""
+
+    code = "conflict"

@@ -57,6 +57,10 @@ class RunContext:
     html_before_irreversible: str | None = None
     # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
     tracked_screenshot: bytes | None = None
+    # Time spent waiting for a person (await_human, monotonic seconds): job_timeout_s is
+    # the run's own time, so the watchdog does not count it.
+    human_waited_s: float = 0.0
+    human_wait_started: float | None = None
     # The plan's masker; a browser session's grows as its commands resolve secrets.
     masker: Masker = field(init=False)
     page: Page = field(init=False)
@@ -79,6 +83,11 @@ class RunContext:
         for inner in path[1:]:
             scope = scope.frame_locator(inner)
         return scope
+
+    def paused_s(self, now: float) -> float:
+        """How long the run has waited for a person so far (``now``: time.monotonic())."""
+        started = self.human_wait_started
+        return self.human_waited_s + (now - started if started is not None else 0.0)
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)

@@ -266,11 +266,19 @@ class JobRunner:
         abort = asyncio.create_task(self._abort.wait())
         cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log))
         try:
-            await asyncio.wait(
-                {work, lost, abort, cancel},
-                timeout=request.options.job_timeout_s,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+            # job_timeout_s is the run's own time: a wait for a person (await_human, bounded
+            # by its timeout_s) does not count.
+            began = time.monotonic()
+            while True:
+                now = time.monotonic()
+                left = request.options.job_timeout_s + ctx.paused_s(now) - (now - began)
+                if left <= 0:
+                    break
+                done, _ = await asyncio.wait(
+                    {work, lost, abort, cancel}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                if done:
+                    break
         finally:
             lost.cancel()
             abort.cancel()

@@ -3,7 +3,8 @@
 import { h } from "./dom.js";
 
 export const STATUSES = [
-  "scheduled", "waiting", "queued", "running", "retry_scheduled", "needs_review",
+  "scheduled", "waiting", "queued", "running", "retry_scheduled", "waiting_for_human",
+  "needs_review",
   "succeeded", "failed", "timed_out", "cancelled", "expired", "dead_lettered",
 ];
 

@@ -195,7 +195,35 @@ export function jobView(main, { match, navigate }) {
       h("h1", {}, "Job ", h("span", { class: "mono" }, jobId)),
       h("p", { class: "job-status" }, "Status: ", h("span", { id: "job-status" }, badge(job.status))),
       h("div", { class: "actions" }, cancel, again),
-      job.status === "needs_review" ? reviewPart() : "");
+      job.status === "needs_review" ? reviewPart() : "",
+      job.status === "waiting_for_human" ? humanPart() : "");
+  }
+
+  // A job an await_human step parked: what it asks, and the button that lets it go on.
+  function humanPart() {
+    const asked = job.human || {};
+    const note = h("input", { type: "text", id: "human-note", maxlength: "2000",
+      placeholder: "What you did (optional)" });
+    const goOn = async () => {
+      try {
+        const body = note.value ? { note: note.value } : {};
+        await api(`/jobs/${jobId}/continue`, { method: "POST", body });
+        messages.replaceChildren(notice("info", "Continued: the job goes on in the same browser."));
+        refresh();
+      } catch (error) {
+        messages.replaceChildren(notice("error", `Continue failed: ${error.message}`));
+      }
+    };
+    const until = asked.timeout_at ? new Date(asked.timeout_at * 1000).toISOString() : "";
+    return h("section", { class: "review", id: "human", "aria-labelledby": "human-title" },
+      h("h2", { id: "human-title" }, "Waiting for you"),
+      h("p", { id: "human-prompt" }, asked.prompt || "The job asks for a person."),
+      h("p", { class: "hint" }, asked.continued_at
+        ? "Continued: its worker resumes it within seconds."
+        : `It waits until ${until}, then fails (human_timeout).`),
+      h("div", { class: "actions" }, note,
+        h("button", { type: "button", id: "human-continue", onclick: goOn,
+          disabled: asked.continued_at ? "" : null }, "Continue the job")));
   }
 
   // The person's answer to a job in review: did its irreversible step take effect?

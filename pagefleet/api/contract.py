@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
+from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import Artifact, JobError, JobRecord
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
@@ -104,6 +105,10 @@ class JobView(_View):
     )
     resolution: Resolution | None = Field(
         default=None, description="how a person resolved the job when it needed review"
+    )
+    human: HumanWait | None = Field(
+        default=None,
+        description="what a waiting_for_human job asks, and the person's answer once given",
     )
     changes: Changes | None = Field(
         default=None,

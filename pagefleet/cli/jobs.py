@@ -221,6 +221,25 @@ def resolve(
         render.print_job(job)
 
 
+def continue_(
+    job_id: Annotated[str, typer.Argument(help="Job id (waiting_for_human).")],
+    note: Annotated[
+        str | None, typer.Option("--note", help="What you did, kept with the job.")
+    ] = None,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Continue a job waiting for a person (its await_human step): it goes on in the same
+    browser at its next step."""
+    with api_client(api_url, api_key) as client:
+        job = client.continue_job(job_id, note=note)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    else:
+        render.print_job(job)
+
+
 def jobs(
     status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,

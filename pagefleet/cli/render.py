@@ -21,6 +21,7 @@ _STATUS_STYLE = {
     "queued": "blue",
     "retry_scheduled": "magenta",
     "needs_review": "bold magenta",
+    "waiting_for_human": "bold yellow",
 }
 _CHECKPOINT_STYLE = {"done": "green", "not_done": "yellow", "unknown": "magenta"}
 
@@ -60,6 +61,9 @@ def print_job(job: Job) -> None:
         table.add_row("compensation", f"{job.compensation.state}{failed}")
     if job.status.value == "needs_review":
         table.add_row("resolve", f"pagefleet resolve {job.job_id} --done | --not-done")
+    if job.status.value == "waiting_for_human" and job.human is not None:
+        table.add_row("asks", f"{job.human.prompt} (until {job.human.timeout_at}, epoch s)")
+        table.add_row("continue", f"pagefleet continue {job.job_id}")
     if job.artifacts:
         table.add_row("artifacts", ", ".join(f"{a.name} ({a.size} B)" for a in job.artifacts))
     console.print(table)

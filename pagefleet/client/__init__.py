@@ -281,6 +281,13 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         response = self._request("POST", f"/v1/jobs/{job_id}/resolve", json=body)
         return Job.model_validate_json(response.content)
 
+    def continue_job(self, job_id: str, *, note: str | None = None) -> Job:
+        """Continue a job waiting_for_human (its await_human step): the person is done, and
+        its worker resumes it in the same browser. ``ApiError`` 409 when it is not waiting."""
+        body = {} if note is None else {"note": note}
+        response = self._request("POST", f"/v1/jobs/{job_id}/continue", json=body)
+        return Job.model_validate_json(response.content)
+
     def dead_letters(self) -> builtins.list[Job]:
         """Dead-lettered jobs of every tenant (admin key)."""
         response = self._request("GET", "/v1/admin/dead-letters")

@@ -184,8 +184,14 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "needs_review",
-        "an irreversible step may have taken effect: the job waits for a person",
+        "an irreversible step may have taken effect, or the worker of a job waiting for a "
+        "person stopped (the browser and the work in it are gone): the job waits for a person",
         "look at the site, then resolve the job (done / not done)",
+    ),
+    ErrorKind(
+        "human_timeout",
+        "an await_human step waited its timeout_s and nobody continued the job",
+        "resubmit when someone can answer (POST /v1/jobs/{id}/continue), or raise timeout_s",
     ),
     ErrorKind(
         "compensated",

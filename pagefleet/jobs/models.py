@@ -26,6 +26,7 @@ from pagefleet.jobs.checkpoints import (
     Resolution,
     irreversible_problem,
 )
+from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.request_parts import (
     Notify,
@@ -351,6 +352,8 @@ class JobRecord(BaseModel):
     resolution: Resolution | None = None
     # A monitor's run compared with its baseline (pagefleet.monitors.changes).
     changes: Changes | None = None
+    # The person a waiting_for_human job asks (pagefleet.jobs.human); kept after it goes on.
+    human: HumanWait | None = None
 
     @property
     def attempts_used(self) -> int:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
+from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import (
     Artifact,
     AttemptRecord,
@@ -195,6 +196,26 @@ class JobStore(Protocol):
     ) -> JobRecord:
         """A job in review resolved: ``succeeded``, or ``queued`` with a fresh attempt budget
         (as a redrive). Only from needs_review, else ``IllegalTransition``."""
+
+    def park(
+        self, tenant_id: str, job_id: str, *, attempt: int, owner: str, wait: HumanWait, at: str
+    ) -> JobRecord:
+        """running -> waiting_for_human with the question ``wait``, fenced on (attempt,
+        owner) (raises ``LeaseLost``); the lease stays the worker's."""
+        ...
+
+    def resume(
+        self, tenant_id: str, job_id: str, *, attempt: int, owner: str, at: str
+    ) -> JobRecord:
+        """waiting_for_human -> running, fenced on (attempt, owner) (raises ``LeaseLost``)."""
+        ...
+
+    def answer_wait(
+        self, tenant_id: str, job_id: str, *, asked: HumanWait, answered: HumanWait, at: str
+    ) -> JobRecord:
+        """The owner's answer to the wait ``asked``, only while the job still waits with it
+        (else ``IllegalTransition``)."""
+        ...
 
     def transition(
         self,

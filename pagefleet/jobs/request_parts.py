@@ -45,8 +45,10 @@ class RetryPolicy(BaseModel):
 # ``changed`` a run whose changes say changed, ``failed`` a failed run (a schedule with
 # ``alert``: once, when it turns alerting), ``recovered`` a schedule's first success after
 # alerting, ``needs_review`` a job that waits for a person (an irreversible step's outcome
-# is unknown).
-NotifyTopic = Literal["finished", "changed", "failed", "recovered", "needs_review"]
+# is unknown), ``waiting_for_human`` a job an await_human step parked.
+NotifyTopic = Literal[
+    "finished", "changed", "failed", "recovered", "needs_review", "waiting_for_human"
+]
 NOTIFY_TOPICS: tuple[NotifyTopic, ...] = get_args(NotifyTopic)
 DEFAULT_TOPICS: tuple[NotifyTopic, ...] = ("finished",)
 
@@ -68,7 +70,7 @@ class Notify(BaseModel):
         default_factory=lambda: list(DEFAULT_TOPICS),
         min_length=1,
         max_length=len(NOTIFY_TOPICS),
-        description="finished | changed | failed | recovered | needs_review",
+        description="finished | changed | failed | recovered | needs_review | waiting_for_human",
     )
 
     @field_validator("on")

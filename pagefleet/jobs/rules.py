@@ -13,7 +13,7 @@ from enum import StrEnum
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
 from pagefleet.jobs.checkpoints import Checkpoint, pending
 from pagefleet.jobs.models import JobError, JobRecord
-from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.states import HELD_STATES, JobStatus
 from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 
 # SQS delays are whole seconds and clocks differ a little: a retry may start this early.
@@ -72,7 +72,7 @@ def lease_until(now: float, lease_seconds: int) -> int:
 def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
     """Why a claim of ``job`` at ``now`` was refused, as the error that says what to do."""
     if (
-        job.status is not JobStatus.RUNNING
+        job.status not in HELD_STATES
         and job.deadline_at is not None
         and job.deadline_at < now
         and not job.status.is_final

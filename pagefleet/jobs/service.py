@@ -220,6 +220,11 @@ def resolve_job(
     return svc.lifecycle.resolve(tenant_id, job_id, outcome, go_on=go_on, by=by)
 
 
+def continue_job(svc: JobServices, tenant_id: str, job_id: str, *, note: str | None) -> JobRecord:
+    """The owner's answer to a job waiting_for_human (see ``Lifecycle.continue_waiting``)."""
+    return svc.lifecycle.continue_waiting(tenant_id, job_id, note=note)
+
+
 def list_artifacts(
     svc: JobServices, tenant_id: str, job_id: str, *, ttl_seconds: int
 ) -> list[dict[str, Any]]:

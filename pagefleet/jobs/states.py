@@ -24,6 +24,10 @@ class JobStatus(StrEnum):
     # An irreversible step's outcome is unknown: never retried automatically, resolved by a
     # person (POST /v1/jobs/{id}/resolve).
     NEEDS_REVIEW = "needs_review"
+    # An await_human step asked a person: the worker keeps the browser context (and the
+    # lease: it heartbeats) but not the tenant's running slot, until the person continues
+    # it (POST /v1/jobs/{id}/continue) or the step's timeout_s passes.
+    WAITING_FOR_HUMAN = "waiting_for_human"
 
     @property
     def is_final(self) -> bool:
@@ -55,8 +59,13 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
             _S.RETRY_SCHEDULED,
             _S.DEAD_LETTERED,
             _S.NEEDS_REVIEW,
+            _S.WAITING_FOR_HUMAN,
         }
     ),
+    # Back to running when the person continues it or its wait times out (then it fails
+    # from running); cancelled while it waits; in review when its worker died with the
+    # context the person may have worked in (never a blind retry).
+    _S.WAITING_FOR_HUMAN: frozenset({_S.RUNNING, _S.CANCELLED, _S.NEEDS_REVIEW}),
     # From retry_scheduled and queued too: a dead letter of a job whose irreversible step
     # started goes to review (a redriven or resolved job is queued with its checkpoints).
     _S.RETRY_SCHEDULED: frozenset(
@@ -75,6 +84,8 @@ TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 FINAL_STATES: frozenset[JobStatus] = frozenset(s for s in JobStatus if s.is_final)
+# The states in which a worker holds the job's attempt under its lease (and heartbeats it).
+HELD_STATES: frozenset[JobStatus] = frozenset({_S.RUNNING, _S.WAITING_FOR_HUMAN})
 AWAITING_A_PERSON: frozenset[JobStatus] = frozenset({_S.DEAD_LETTERED, _S.NEEDS_REVIEW})
 
 

@@ -3,6 +3,8 @@ error text, no records):
 
 - ``Job Finished``: every final state, with the status (``Job Needs Review`` for a job that
   waits for a person);
+- ``Job Waiting For Human``: an await_human step parked the job (its prompt is the
+  tenant's text, so only its step index and timeout go);
 - ``Job Changed``: a monitor's run that changed, with its summary and baseline;
 - ``Schedule Alerting`` / ``Schedule Recovered``: a schedule's turns
   (``pagefleet.notify.schedule_notices``).
@@ -21,13 +23,20 @@ from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord
 from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, EventBus
-from pagefleet.notify.routing import CHANGED, FINISHED, NEEDS_REVIEW, job_events
+from pagefleet.notify.routing import (
+    CHANGED,
+    FINISHED,
+    NEEDS_REVIEW,
+    WAITING_FOR_HUMAN,
+    job_events,
+)
 from pagefleet.notify.webhooks import delivery_id
 
 SOURCE = "pagefleet"
 DETAIL_TYPE = "Job Finished"
 CHANGED_DETAIL_TYPE = "Job Changed"
 REVIEW_DETAIL_TYPE = "Job Needs Review"
+WAITING_DETAIL_TYPE = "Job Waiting For Human"
 
 
 def detail(job: JobRecord) -> dict[str, Any]:
@@ -47,6 +56,15 @@ def changed_detail(job: JobRecord) -> dict[str, Any]:
         "schedule_id": job.schedule_id,
         "baseline_job_id": changes.baseline_job_id,
         "summary": changes.summary.model_dump(mode="json"),
+    }
+
+
+def waiting_detail(job: JobRecord) -> dict[str, Any]:
+    human = job.human
+    return {
+        **detail(job),
+        "step_index": human.step_index if human is not None else None,
+        "timeout_at": human.timeout_at if human is not None else None,
     }
 
 
@@ -90,6 +108,9 @@ class JobFinishedEvents:
             if NEEDS_REVIEW in events:
                 mark = f"event#{delivery_id(job, NEEDS_REVIEW)}"
                 self.events.put(job, mark, REVIEW_DETAIL_TYPE, detail(job))
+            if WAITING_FOR_HUMAN in events:
+                mark = f"event#{delivery_id(job, WAITING_FOR_HUMAN)}"
+                self.events.put(job, mark, WAITING_DETAIL_TYPE, waiting_detail(job))
             if CHANGED in events:
                 mark = f"event#{delivery_id(job, CHANGED)}"
                 self.events.put(job, mark, CHANGED_DETAIL_TYPE, changed_detail(job))

@@ -9,6 +9,7 @@ A job's ``notify.on`` lists what its webhook is sent for (``pagefleet.jobs.model
 | --- | --- | --- |
 | finished | job.finished | every final state |
 | finished, needs_review | job.needs_review | a job waits for a person (needs_review) |
+| finished, waiting_for_human | job.waiting_for_human | an await_human step parked the job |
 | changed | job.changed | a succeeded run whose ``changes`` say changed |
 | failed | job.failed | a failed run (failed, timed_out, expired, dead_lettered) |
 | failed | schedule.alerting | a schedule with ``alert`` turned alerting (instead of job.failed) |
@@ -40,6 +41,7 @@ FINISHED = "job.finished"
 CHANGED = "job.changed"
 FAILED = "job.failed"
 NEEDS_REVIEW = "job.needs_review"
+WAITING_FOR_HUMAN = "job.waiting_for_human"
 ALERTING = "schedule.alerting"
 RECOVERED = "schedule.recovered"
 # How long the stream reader keeps a tenant's default webhook: a changed default applies to
@@ -56,6 +58,9 @@ def job_events(change: JobChange) -> list[tuple[NotifyTopic, str]]:
         return []
     if job.status is JobStatus.NEEDS_REVIEW:
         return [("finished", NEEDS_REVIEW), ("needs_review", NEEDS_REVIEW)]
+    if job.status is JobStatus.WAITING_FOR_HUMAN:
+        # As needs_review: the person the finished webhook tells is the one asked.
+        return [("finished", WAITING_FOR_HUMAN), ("waiting_for_human", WAITING_FOR_HUMAN)]
     if not ended(job.status):
         return []
     events: list[tuple[NotifyTopic, str]] = [("finished", FINISHED)]

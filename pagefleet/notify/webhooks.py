@@ -69,6 +69,8 @@ def payload(job: JobRecord, delivery: str, event: str = FINISHED) -> dict[str, A
         ],
         "result_artifact": job.result_artifact,
     }
+    if job.human is not None and job.status.value == "waiting_for_human":
+        body["human"] = job.human.model_dump(mode="json", exclude_none=True)
     if job.checkpoints:
         body["checkpoints"] = [c.model_dump(mode="json") for c in job.checkpoints]
     if event == CHANGED:

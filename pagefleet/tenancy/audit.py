@@ -26,6 +26,7 @@ AuditAction = Literal[
     "dead_letters.redriven",
     "job.deleted",
     "job.resolved",
+    "job.continued",
     "session.deleted",
     "browser_session.opened",
     "browser_session.closed",

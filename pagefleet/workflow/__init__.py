@@ -17,7 +17,7 @@ from pagefleet.workflow.steps.checks import (
     CheckSleep,
     CheckWaitFor,
 )
-from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, Evaluate, Paginate
+from pagefleet.workflow.steps.control import MAX_BLOCK_DEPTH, AwaitHuman, Evaluate, Paginate
 from pagefleet.workflow.steps.extraction import Assert, Extract, FieldSpec
 from pagefleet.workflow.steps.interaction import (
     Check,
@@ -60,6 +60,7 @@ Step = Annotated[
     | Download
     | Paginate
     | Evaluate
+    | AwaitHuman
     | SaveSession
     | UseSession,
     Field(discriminator="action"),
@@ -116,6 +117,7 @@ __all__ = [
     "MAX_BLOCK_DEPTH",
     "STEP_ADAPTER",
     "Assert",
+    "AwaitHuman",
     "Check",
     "CheckStep",
     "Click",

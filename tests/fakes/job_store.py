@@ -16,6 +16,7 @@ from pagefleet.adapters.dynamodb.codec import (
     listing_key,
     ops_key,
 )
+from pagefleet.adapters.dynamodb.updates import claimable
 from pagefleet.errors import (
     IdempotencyConflict,
     IllegalTransition,
@@ -27,8 +28,9 @@ from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
-from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.monitors.changes import Changes
+from tests.fakes.human_waits import FakeHumanWaits
 
 
 @dataclass
@@ -39,7 +41,7 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore:
+class FakeJobStore(FakeHumanWaits):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
@@ -184,7 +186,7 @@ class FakeJobStore:
             row = self._row(tenant_id, job_id)
             job = row.job
             status = job.status
-            startable = status in sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING} or (
+            startable = status in claimable() or (
                 status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now
             )
             before_deadline = (
@@ -220,7 +222,9 @@ class FakeJobStore:
         self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int
     ) -> JobRecord:
         with self._lock:
-            row = self._fenced(tenant_id, job_id, attempt, owner, "no longer holds the lease")
+            row = self._fenced(
+                tenant_id, job_id, attempt, owner, "no longer holds the lease", HELD_STATES
+            )
             row.job = row.job.model_copy(update={"lease_expires_at": lease_until})
             if row.ops is not None:
                 row.ops = (row.ops[0], lease_until)
@@ -248,10 +252,13 @@ class FakeJobStore:
         compensation: Compensation | None = None,
         changes: dict[str, Any] | None = None,
     ) -> JobRecord:
-        if JobStatus.RUNNING not in sources_of(status):
+        held = HELD_STATES & sources_of(status)
+        if not held:
             raise IllegalTransition(f"a running job cannot become {status.value}")
         with self._lock:
-            row = self._fenced(tenant_id, job_id, attempt, owner, "lost its lease before finishing")
+            row = self._fenced(
+                tenant_id, job_id, attempt, owner, "lost its lease before finishing", held
+            )
             update: dict[str, Any] = {
                 "status": status,
                 "updated_at": at,
@@ -349,8 +356,7 @@ class FakeJobStore:
             allowed = job.status in sources_of(target)
             if lease_expired_before is not None:
                 allowed = allowed and (
-                    job.status is JobStatus.RUNNING
-                    and (job.lease_expires_at or 0) < lease_expired_before
+                    job.status in HELD_STATES and (job.lease_expires_at or 0) < lease_expired_before
                 )
             if not allowed:
                 raise IllegalTransition(
@@ -392,7 +398,7 @@ class FakeJobStore:
     def request_cancel(self, tenant_id: str, job_id: str, *, at: str) -> JobRecord:
         with self._lock:
             row = self._row(tenant_id, job_id)
-            if row.job.status is not JobStatus.RUNNING:
+            if row.job.status not in HELD_STATES:
                 raise IllegalTransition(
                     f"job {job_id} is {row.job.status.value}, not running",
                     status=row.job.status.value,
@@ -462,12 +468,18 @@ class FakeJobStore:
             raise NotFound(f"job {job_id} not found", job_id=job_id)
         return row
 
-    def _fenced(self, tenant_id: str, job_id: str, attempt: int, owner: str, what: str) -> _Row:
+    def _fenced(
+        self,
+        tenant_id: str,
+        job_id: str,
+        attempt: int,
+        owner: str,
+        what: str,
+        states: frozenset[JobStatus] = frozenset({JobStatus.RUNNING}),
+    ) -> _Row:
         row = self._row(tenant_id, job_id)
         job = row.job
-        if not (
-            job.status is JobStatus.RUNNING and job.attempt == attempt and job.lease_owner == owner
-        ):
+        if not (job.status in states and job.attempt == attempt and job.lease_owner == owner):
             raise LeaseLost(
                 f"job {job_id} attempt {attempt} {what}",
                 attempt=job.attempt,

@@ -56,4 +56,5 @@ def test_sources_of_running_includes_reclaim() -> None:
         JobStatus.QUEUED,
         JobStatus.RETRY_SCHEDULED,
         JobStatus.RUNNING,
+        JobStatus.WAITING_FOR_HUMAN,  # resumed by its own worker, never claimed
     }

@@ -11,7 +11,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from browser_task.run.context import RunContext
-from browser_task.run.steps import capture, control, extraction, interaction, navigation, session
+from browser_task.run.steps import (
+    capture,
+    control,
+    extraction,
+    human,
+    interaction,
+    navigation,
+    session,
+)
 
 Handler = Callable[[Any, RunContext], Awaitable[None]]
 
@@ -37,6 +45,7 @@ HANDLERS: dict[str, Handler] = {
     "pdf": capture.pdf,
     "download": capture.download,
     "evaluate": control.evaluate,
+    "await_human": human.await_human,
     "save_session": session.save_session,
 }
 

@@ -1,4 +1,5 @@
-"""Job routes: submit, validate, read, list, artifacts, cancel, resolve, usage, delete."""
+"""Job routes: submit, validate, read, list, artifacts, cancel, resolve, continue, usage,
+delete."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from pagefleet.api.contract import (
     ValidationResult,
 )
 from pagefleet.errors import InvalidRequest
+from pagefleet.jobs.human import ContinueRequest
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
@@ -287,6 +289,37 @@ def resolve_job(job_id: JOB_ID, request: Annotated[ResolveRequest, Body()]) -> R
         },
     )
     return respond(200, ResolveResponse.of(job))
+
+
+@router.post(
+    "/jobs/<job_id>/continue",
+    summary="Continue a job waiting_for_human: the person is done, the job goes on",
+    description=(
+        "The job's `await_human` step parked it in `waiting_for_human` (its prompt and "
+        "timeout in `human`); its worker resumes it within seconds in the same browser, at "
+        "the next step (once the tenant has a running slot free). Continuing it again "
+        "answers the same. Audited. 409 naming the state when the job is not waiting."
+    ),
+    responses=documented({200: ("the job, its answer recorded", JobView)}, 400, 404, 409),
+    tags=["jobs"],
+)
+def continue_job(job_id: JOB_ID, request: Annotated[ContinueRequest, Body()]) -> Response[str]:
+    from pagefleet.jobs import service  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+
+    tenant = tenant_id(router)
+    by = actor(router)
+    note = request.note
+    job = service.continue_job(services(), tenant, job_id, note=note)
+    tenants.record(
+        tenancy(),
+        by,
+        "job.continued",
+        tenant_id=tenant,
+        target=job_id,
+        details={"status": job.status.value, "note": note},
+    )
+    return respond(200, JobView.of(job))
 
 
 @router.get(

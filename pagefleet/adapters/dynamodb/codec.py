@@ -76,11 +76,12 @@ _JSON_FIELDS = (
     "error",
     "changes",
     "checkpoints",
+    "human",
     "compensation",
     "resolution",
 )
 # Left out of an item while empty: most jobs have no irreversible step.
-_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution")
+_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution", "human")
 
 
 def to_json(value: Any) -> str:

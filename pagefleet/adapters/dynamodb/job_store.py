@@ -28,10 +28,11 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
+from pagefleet.adapters.dynamodb.human_waits import HumanWaitWrites
 from pagefleet.adapters.dynamodb.listing import JobListing
 from pagefleet.adapters.dynamodb.review import ReviewWrites
 from pagefleet.adapters.dynamodb.updates import (
-    FENCE,
+    HELD_FENCE,
     Update,
     claim_update,
     finish_update,
@@ -47,14 +48,14 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.ports import IdempotencyRecord
 from pagefleet.jobs.rules import claim_refusal
-from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
+class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -223,7 +224,7 @@ class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
             job_id,
             Update(
                 "SET lease_expires_at = :until, ops_sk = :ops_sk",
-                FENCE,
+                HELD_FENCE,
                 {"#status": "status"},
                 {
                     ":until": lease_until,
@@ -231,6 +232,7 @@ class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
                     ":attempt": attempt,
                     ":owner": owner,
                     ":running": JobStatus.RUNNING.value,
+                    ":waiting": JobStatus.WAITING_FOR_HUMAN.value,
                 },
             ),
             on_refused=lambda current: LeaseLost(
@@ -267,7 +269,7 @@ class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
         given, replaces the whole log (kept bounded) instead of appending ``history``.
         ``expires_at`` (epoch seconds) goes with a final status: the record's TTL attribute.
         """
-        if JobStatus.RUNNING not in sources_of(status):
+        if not HELD_STATES & sources_of(status):
             raise IllegalTransition(f"a running job cannot become {status.value}")
         update = finish_update(
             job_id,
@@ -344,9 +346,13 @@ class DynamoJobStore(ReviewWrites, DispatchQueries, JobListing):
             job_id,
             Update(
                 "SET cancel_requested_at = if_not_exists(cancel_requested_at, :at)",
-                "#status = :running",
+                "#status IN (:running, :waiting)",
                 {"#status": "status"},
-                {":at": at, ":running": JobStatus.RUNNING.value},
+                {
+                    ":at": at,
+                    ":running": JobStatus.RUNNING.value,
+                    ":waiting": JobStatus.WAITING_FOR_HUMAN.value,
+                },
             ),
             on_refused=lambda current: IllegalTransition(
                 f"job {job_id} is {current.status.value}, not running",

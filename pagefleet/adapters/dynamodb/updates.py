@@ -13,10 +13,12 @@ from pagefleet.adapters.dynamodb.codec import UNQUEUED, epoch_of, ops_key, ops_t
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.models import Artifact, AttemptRecord, JobError
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
-from pagefleet.jobs.states import JobStatus, sources_of
+from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 
 # A worker's write is valid only while it still holds the attempt it claimed.
 FENCE = "#status = :running AND attempt = :attempt AND lease_owner = :owner"
+# Its lease is kept (heartbeats) in every state a worker holds: running, waiting_for_human.
+HELD_FENCE = "#status IN (:running, :waiting) AND attempt = :attempt AND lease_owner = :owner"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,11 @@ class Update:
     condition: str
     names: dict[str, str]
     values: dict[str, Any]
+
+
+def claimable() -> frozenset[JobStatus]:
+    """The states a new attempt claims a job from (besides a running one whose lease ran out)."""
+    return sources_of(JobStatus.RUNNING) - HELD_STATES
 
 
 def status_in(states: frozenset[JobStatus]) -> tuple[dict[str, str], dict[str, Any], str]:
@@ -43,7 +50,9 @@ def claim_update(
 ) -> Update:
     """A new attempt: from queued or retry_scheduled, or from running when the lease has
     expired, and only before the job's deadline (latest start)."""
-    sources = sources_of(JobStatus.RUNNING) - {JobStatus.RUNNING}
+    # Never a held job (running under a live lease, or waiting for a person): its worker
+    # resumes a waiting one itself.
+    sources = claimable()
     names, values, in_clause = status_in(sources)
     values.update(
         {
@@ -151,7 +160,14 @@ def finish_update(
             sets.append(f"#{field} = :{field}")
             values[f":{field}"] = value
     set_irreversible(sets, values, checkpoints=checkpoints, compensation=compensation)
-    return Update(update_expression(sets, removes), FENCE, names, values)
+    # From the held states the table allows into ``status`` (a job that waits for a person
+    # may be cancelled, never succeed without running again).
+    held = sorted(s.value for s in HELD_STATES & sources_of(status))
+    values.update({f":held{i}": v for i, v in enumerate(held)})
+    held_in = ", ".join(f":held{i}" for i in range(len(held)))
+    del values[":running"]
+    fence = f"#status IN ({held_in}) AND attempt = :attempt AND lease_owner = :owner"
+    return Update(update_expression(sets, removes), fence, names, values)
 
 
 def set_irreversible(
@@ -192,9 +208,15 @@ def transition_update(
     condition = f"attribute_exists(pk) AND {in_clause}"
     adds = ""
     if lease_expired_before is not None:
-        condition += " AND #status = :running_now AND lease_expires_at < :expired_before"
+        condition += (
+            " AND #status IN (:running_now, :waiting_now) AND lease_expires_at < :expired_before"
+        )
         values.update(
-            {":running_now": JobStatus.RUNNING.value, ":expired_before": lease_expired_before}
+            {
+                ":running_now": JobStatus.RUNNING.value,
+                ":waiting_now": JobStatus.WAITING_FOR_HUMAN.value,
+                ":expired_before": lease_expired_before,
+            }
         )
         # A lease taken back: one more time a worker stopped on this job.
         adds = " ADD leases_lost :one"

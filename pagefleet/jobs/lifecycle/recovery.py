@@ -12,7 +12,7 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.checkpoints import Resolution, for_review, pending, restate
-from pagefleet.jobs.lifecycle.base import LifecycleBase
+from pagefleet.jobs.lifecycle.human import HumanMoves
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.moves import review_error
 from pagefleet.jobs.ports import ReceivedMessage
@@ -23,10 +23,10 @@ from pagefleet.jobs.rules import (
     dead_worker_limit_reached,
     resume_plan,
 )
-from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.states import HELD_STATES, JobStatus
 
 
-class RecoveryMoves(LifecycleBase):
+class RecoveryMoves(HumanMoves):
     def cancel(self, tenant_id: str, job_id: str) -> JobRecord:
         """At once if the job has not started; through its worker if it is running."""
         for _ in range(3):  # the job may start or finish while we look at it
@@ -193,10 +193,16 @@ class RecoveryMoves(LifecycleBase):
 
     def take_back_job(self, job: JobRecord, *, expired_before: int, pool: str | None = None) -> str:
         """``take_back`` of a job as just read (its caller wants to know what it was)."""
-        if job.status is not JobStatus.RUNNING or (job.lease_expires_at or 0) >= expired_before:
+        if job.status not in HELD_STATES or (job.lease_expires_at or 0) >= expired_before:
             return "alive"
         if pool is not None and job.pool != pool:
             return "elsewhere"
+        if job.status is JobStatus.WAITING_FOR_HUMAN:
+            try:
+                self.lost_while_waiting(job, expired_before=expired_before)
+            except IllegalTransition:
+                return "alive"  # its heartbeat came back, or someone else moved it first
+            return JobStatus.NEEDS_REVIEW.value
         error = JobError(
             kind="lease_expired",
             message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",

@@ -162,6 +162,9 @@ class WorkerMoves(LifecycleBase):
             )
         if current.status.is_final:
             return self._done(received, pool, f"duplicate delivery ({current.status.value})")
+        if current.status is JobStatus.WAITING_FOR_HUMAN:
+            # Its worker holds it while a person answers, and resumes it itself.
+            return self._done(received, pool, "a copy of a job waiting for a person")
         if current.status is JobStatus.RUNNING:
             # Another attempt holds a live lease; if its worker dies, the lease is taken back
             # and the job sent again. This copy asks for nothing more.

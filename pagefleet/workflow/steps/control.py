@@ -1,4 +1,5 @@
-"""Steps that shape the run: paginate (a repeated block), evaluate (policy-gated)."""
+"""Steps that shape the run: paginate (a repeated block), evaluate (policy-gated),
+await_human (the job waits for a person)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ else:
     Steps = list[Annotated[Any, Later("Step")]]
 
 MAX_PAGES = 1_000
+# A job waiting for a person holds an open browser context this long at most
+# (docs/decisions.md: what it costs).
+MAX_HUMAN_WAIT_S = 3600
+DEFAULT_HUMAN_WAIT_S = 900
+PROMPT_MAX_CHARS = 2000
 # Paginate blocks inside paginate blocks: enough for pages of pages of pages, and a bound
 # on how deep every recursive walk of a workflow (validation, the executor) may go.
 MAX_BLOCK_DEPTH = 3
@@ -46,3 +52,17 @@ class Evaluate(StepBase):
     name: str | None = Field(
         default=None, min_length=1, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_.-]*$"
     )
+
+
+class AwaitHuman(StepBase):
+    """Park the job until a person continues it (``POST /v1/jobs/{id}/continue``, the
+    console, ``pagefleet continue``), in the same browser, at the next step.
+
+    The job is ``waiting_for_human`` meanwhile: its running slot is given back, its browser
+    context kept. Unanswered after ``timeout_s`` it fails with ``error.kind``
+    ``human_timeout``.
+    """
+
+    action: Literal["await_human"] = "await_human"
+    prompt: str = Field(min_length=1, max_length=PROMPT_MAX_CHARS)
+    timeout_s: int = Field(default=DEFAULT_HUMAN_WAIT_S, ge=1, le=MAX_HUMAN_WAIT_S)

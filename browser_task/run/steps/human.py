@@ -1,0 +1,98 @@
+"""await_human: the job parks until a person continues it, in this same browser context.
+
+The worker keeps the attempt (its lease heartbeats on), the context and the page; the
+tenant's running slot goes back while the job waits (pagefleet.jobs.lifecycle.human). The
+record is read every ``POLL_S``: the owner's answer (``human.continued_at``) resumes the
+job, taking a slot again; ``timeout_s`` unanswered fails it (``human_timeout``). A worker
+that dies meanwhile leaves the job to the sweeper, which sends it to review.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from browser_task.errors import FailJob
+from browser_task.run.context import RunContext
+from pagefleet.errors import LeaseLost
+from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
+from pagefleet.live.events import EventType
+from pagefleet.workflow import AwaitHuman
+
+POLL_S = 1.0
+log = logging.getLogger("browser_task.run.steps.human")
+
+
+async def await_human(step: AwaitHuman, ctx: RunContext) -> None:
+    progress = ctx.progress
+    if progress is None or ctx.plan.request.session is not None:
+        raise FailJob(
+            "await_human parks a job; a browser session has its person at the other end "
+            "already: leave the step out",
+            kind="invalid_workflow",
+        )
+    lifecycle, job = progress.lifecycle, progress.job
+    prompt = ctx.mask(step.prompt)
+    ctx.human_wait_started = time.monotonic()
+    try:
+        try:
+            await asyncio.to_thread(
+                lifecycle.park,
+                job,
+                prompt=prompt,
+                step_index=ctx.step_index or 0,
+                timeout_s=step.timeout_s,
+            )
+        except LeaseLost:
+            await _until_stopped()  # cancelled or taken back: the runner ends the run
+        _emit(ctx, JobStatus.WAITING_FOR_HUMAN, prompt)
+        note = await _answer(ctx, job, step)
+        _emit(ctx, JobStatus.RUNNING, note or "continued by a person")
+    finally:
+        started, ctx.human_wait_started = ctx.human_wait_started, None
+        if started is not None:
+            ctx.human_waited_s += time.monotonic() - started
+
+
+async def _answer(ctx: RunContext, job: JobRecord, step: AwaitHuman) -> str | None:
+    """Wait for the owner's answer and resume; the person's note."""
+    assert ctx.progress is not None
+    lifecycle = ctx.progress.lifecycle
+    while True:
+        await asyncio.sleep(POLL_S)
+        try:
+            now = await asyncio.to_thread(lifecycle.store.get, job.tenant_id, job.job_id)
+        except Exception:  # a failed read: the next one tells (the lease is the guard)
+            log.warning("reading a waiting job failed", exc_info=True)
+            continue
+        if now.status is not JobStatus.WAITING_FOR_HUMAN or now.human is None:
+            await _until_stopped()  # cancelled (the heartbeat loses the lease next)
+        assert now.human is not None
+        try:
+            if now.human.continued_at is not None:
+                resumed = await asyncio.to_thread(lifecycle.resume, job)
+                if resumed is None:
+                    continue  # the tenant is at its running cap: go on when a slot frees
+                return now.human.note
+            if lifecycle.clock.now() >= now.human.timeout_at:
+                await asyncio.to_thread(lifecycle.resume, job, with_slot=False)
+                raise FailJob(
+                    f"nobody continued the job within the await_human step's timeout_s "
+                    f"({step.timeout_s} s): {now.human.prompt}",
+                    kind="human_timeout",
+                )
+        except LeaseLost:
+            await _until_stopped()
+
+
+async def _until_stopped() -> None:
+    """Another writer moved the job (a cancel, the sweeper): the runner sees its lease lost
+    or the cancel and ends this run without writing; nothing to do here until then."""
+    await asyncio.Event().wait()
+
+
+def _emit(ctx: RunContext, status: JobStatus, message: str) -> None:
+    if ctx.events is not None:
+        ctx.events.emit(EventType.STATE, status=status.value, message=message)

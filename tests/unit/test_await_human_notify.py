@@ -1,0 +1,50 @@
+"""A job an await_human step parked tells its owner: ``job.waiting_for_human`` to its webhook
+(with what it asks) and ``Job Waiting For Human`` on EventBridge (ids, no prompt), once per
+wait."""
+
+from __future__ import annotations
+
+import json
+
+from pagefleet.jobs.changes import JobChange
+from pagefleet.jobs.human import HumanWait
+from pagefleet.jobs.states import JobStatus
+from pagefleet.notify.eventbridge import WAITING_DETAIL_TYPE, JobFinishedEvents
+from pagefleet.notify.webhooks import WebhookNotifier
+from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
+from tests.unit.test_notify import job
+
+WAIT = HumanWait(
+    prompt="Type the code sent to your phone",
+    step_index=2,
+    asked_at="2027-01-15T08:00:09.000Z",
+    timeout_at=1_800_000_900,
+)
+
+
+def _parked() -> JobChange:
+    running = job(JobStatus.RUNNING, notify={"webhook": "https://hooks.example.com/pf"})
+    waiting = running.model_copy(update={"status": JobStatus.WAITING_FOR_HUMAN, "human": WAIT})
+    return JobChange(old=running, new=waiting, sequence="1")
+
+
+def test_a_parked_job_is_told_to_its_webhook_with_its_prompt_once() -> None:
+    queue = FakeWebhookQueue()
+    notifier = WebhookNotifier(queue, FakeNotifyDefaults(), FakeDeliveries(), retention_s=60)
+    notifier.handle([_parked()])
+    notifier.handle([_parked()])  # the stream delivers a batch twice
+    (message,) = queue.sent
+    assert message["event"] == "job.waiting_for_human"
+    sent = json.loads(message["body"])
+    assert sent["status"] == "waiting_for_human"
+    assert sent["human"]["prompt"] == WAIT.prompt and sent["human"]["step_index"] == 2
+
+
+def test_a_parked_job_is_put_on_eventbridge_without_its_prompt() -> None:
+    bus = FakeEventBus()
+    JobFinishedEvents(bus, FakeDeliveries(), retention_s=60).handle([_parked()])
+    (event,) = bus.events
+    assert event["detail-type"] == WAITING_DETAIL_TYPE
+    detail = json.loads(event["detail"]) if isinstance(event["detail"], str) else event["detail"]
+    assert detail["status"] == "waiting_for_human" and detail["step_index"] == 2
+    assert WAIT.prompt not in json.dumps(detail)
