@@ -30,7 +30,7 @@ from playwright.async_api import BrowserContext, Page
 from browser_task.browser.generation import BrowserGeneration
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
-from pagefleet.workflow import SaveSession, UseSession, iter_steps
+from pagefleet.workflow import Route, SaveSession, UseSession, iter_steps
 
 log = logging.getLogger("pagefleet.browser")
 
@@ -52,8 +52,10 @@ def allows_warm(request: JobRequest, options: JobOptions, *, storage_state: Any)
         return False
     if options.video:  # a recording belongs to its context: one job's video only
         return False
+    if options.block is not None:  # routes belong to the job that set them
+        return False
     return not any(
-        isinstance(step, UseSession | SaveSession) for _, step in iter_steps(request.steps)
+        isinstance(step, UseSession | SaveSession | Route) for _, step in iter_steps(request.steps)
     )
 
 

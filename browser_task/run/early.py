@@ -29,6 +29,7 @@ from browser_task.browser.pool import BrowserPool, BrowserSession, ContextSetup
 from browser_task.browser.tracing import TraceRecorder, traces
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
+from browser_task.run.routing import RequestRouter, with_routes
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import UseSession
@@ -69,6 +70,7 @@ class EarlyContext:
 
     options: JobOptions
     guard: EgressGuard
+    router: RequestRouter
     trace: TraceRecorder | None
     opening: asyncio.Task[BrowserSession]
 
@@ -93,8 +95,9 @@ def open_early(
         return None
     wanted = traces(request.options.trace, secrets=bool(request.secret_names()))
     trace = TraceRecorder(None, requested=request.options.trace) if wanted else None
+    router = RequestRouter(guard, request.options.block)
+    setup = with_trace(with_routes(scheme_guard(guard), router), trace)
     opening = asyncio.create_task(
-        browsers.new_session(request.options, setup=with_trace(scheme_guard(guard), trace)),
-        name="open context early",
+        browsers.new_session(request.options, setup=setup), name="open context early"
     )
-    return EarlyContext(request.options, guard, trace, opening)
+    return EarlyContext(request.options, guard, router, trace, opening)

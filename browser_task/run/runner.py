@@ -42,6 +42,7 @@ from browser_task.run.executor import (
 )
 from browser_task.run.monitoring import Baselines, stored_result
 from browser_task.run.prepare import TenantPolicies, prepare_run
+from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.tenant.access import TenantData, TenantDataSource
@@ -147,7 +148,8 @@ class JobRunner:
             ctx = opened
             session = ctx.session
             tracked = self._egress_log.follow(log, session)
-            return await self._watch(job, ctx, collector, lease_lost, log, signals)
+            outcome = await self._watch(job, ctx, collector, lease_lost, log, signals)
+            return with_metrics(outcome, ctx.router, meter)
         finally:
             if tracked is not None:
                 self._egress_log.done(tracked)
@@ -184,6 +186,7 @@ class JobRunner:
             await early.discard()
             early = None
         guard = early.guard if early is not None else self.guard(log)
+        router = early.router if early is not None else RequestRouter(guard, options.block)
         job_egress: EgressProxy | None = None
         if options.proxy is not None:
             try:
@@ -208,7 +211,7 @@ class JobRunner:
                 session = await self.browsers.new_session(
                     options,
                     storage_state=plan.storage_state,
-                    setup=with_trace(scheme_guard(guard), trace),
+                    setup=with_trace(with_routes(scheme_guard(guard), router), trace),
                     egress=job_egress,
                     warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
                 )
@@ -235,6 +238,7 @@ class JobRunner:
             ),
             events=events,
             progress=Progress(self.lifecycle, job, events),
+            router=router,
         )
         ctx.dialogs = DialogWatch(options, events, ctx.mask)
         ctx.dialogs.install(session.page, session.listeners)  # dropped when parked

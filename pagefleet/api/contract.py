@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import Artifact, JobError, JobRecord
+from pagefleet.jobs.models import Artifact, JobError, JobRecord, RunMetrics
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
 from pagefleet.monitors.changes import Changes
@@ -58,6 +58,9 @@ class AttemptView(_View):
     finished_at: str | None = None
     status: JobStatus | None = None
     error: JobError | None = None
+    metrics: RunMetrics | None = Field(
+        default=None, description="its page's requests, and what the job's routes did to them"
+    )
 
 
 class JobView(_View):

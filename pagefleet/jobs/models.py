@@ -291,6 +291,18 @@ class JobError(BaseModel):
     details: list[dict[str, Any]] | None = None
 
 
+class RunMetrics(BaseModel):
+    """What an attempt's page asked of the network, and what the job's routes did with it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+    requests: int | None = Field(default=None, description="requests the page made")
+    blocked: int = Field(default=0, description="aborted by options.block")
+    routed: int = Field(default=0, description="aborted or answered by a route step")
+    route_refused: int = Field(
+        default=0, description="matched a route step, refused by the egress policy"
+    )
+
+
 class AttemptRecord(BaseModel):
     model_config = ConfigDict(defer_build=True)
     attempt: int
@@ -299,6 +311,8 @@ class AttemptRecord(BaseModel):
     finished_at: str | None = None
     status: JobStatus | None = None
     error: JobError | None = None
+    # Kept for a job that routes or blocks requests (options.block, route steps).
+    metrics: RunMetrics | None = None
 
 
 class JobRecord(BaseModel):

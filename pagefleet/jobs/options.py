@@ -7,7 +7,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class Viewport(BaseModel):
@@ -59,6 +59,33 @@ class ProxyOptions(BaseModel):
         return urlsplit(self.server).port or 80
 
 
+ResourceType = Literal["image", "font", "media", "stylesheet"]
+
+
+class BlockOptions(BaseModel):
+    """Requests the browser never sends (aborted in the browser, counted in the attempt's
+    metrics): by resource type, or by URL glob (Playwright's glob: ``**/ads/**``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    resource_types: list[ResourceType] = Field(default_factory=list, max_length=4)
+    urls: list[str] = Field(default_factory=list, max_length=50)
+
+    @field_validator("urls")
+    @classmethod
+    def _globs(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not 1 <= len(url) <= 2000:
+                raise ValueError("each URL glob is 1 to 2000 characters")
+        return urls
+
+    @model_validator(mode="after")
+    def _something(self) -> BlockOptions:
+        if not self.resource_types and not self.urls:
+            raise ValueError("block needs resource_types or urls")
+        return self
+
+
 class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -98,6 +125,10 @@ class JobOptions(BaseModel):
         default=None,
         max_length=10_000,
         description="what an accepted prompt() gets (its default value when omitted)",
+    )
+
+    block: BlockOptions | None = Field(
+        default=None, description="requests never sent: resource types and URL globs"
     )
 
     @field_validator("timezone_id")
