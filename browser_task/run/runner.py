@@ -18,7 +18,6 @@ from typing import Any
 
 from browser_task.browser.pool import BrowserPool, BrowserSession
 from browser_task.browser.tracing import TraceRecorder, traces
-from browser_task.browser.video import drop_video, keep_video
 from browser_task.browser.warm import allows_warm, warm_key
 from browser_task.egress.guard import EgressGuard, Resolver
 from browser_task.egress.http import Refused
@@ -42,6 +41,7 @@ from browser_task.run.executor import (
 )
 from browser_task.run.monitoring import Baselines, stored_result
 from browser_task.run.prepare import TenantPolicies, prepare_run
+from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
@@ -155,7 +155,7 @@ class JobRunner:
                 self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
-                drop_video(session)  # not kept by now: the run was abandoned
+                drop_recordings(session)  # not kept by now: the run was abandoned
 
     async def _open(
         self,
@@ -307,7 +307,7 @@ class JobRunner:
         if cancel.done() and not cancel.cancelled() and cancel.result():
             # Stopped mid-action by closing its context; what it made so far is kept.
             await self._kill(work, session)
-            await keep_video(session, collector, failed=True)
+            await keep_recordings(ctx, collector, failed=True)
             artifacts, _ = await collector.settle()
             log.info("job cancelled while running", step_index=ctx.step_index)
             return endings.cancelled(ctx, artifacts)
@@ -321,7 +321,7 @@ class JobRunner:
         # from outside the page, which ends whatever the step was waiting on.
         await capture_failure_artifacts(ctx)
         await self._kill(work, session)
-        await keep_video(session, collector, failed=True)
+        await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
         return endings.timed_out(self.lifecycle, job, ctx, artifacts)
 
@@ -350,7 +350,7 @@ class JobRunner:
                 if not warm:
                     await ctx.session.close()  # free the browser while the uploads finish
                     released.set()
-                    await keep_video(ctx.session, collector, failed=False)
+                    await keep_recordings(ctx, collector, failed=False)
                 if job.request.monitor is not None:
                     changes = await self._baselines.changes(
                         job, ctx.result, ctx.tracked_screenshot, collector
@@ -392,7 +392,7 @@ class JobRunner:
         if outcome is None:
             collector.cancel()
             return None
-        await keep_video(ctx.session, collector, failed=True)
+        await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
         return replace(outcome, artifacts=artifacts)
 

@@ -107,6 +107,7 @@ function artifactsPart(job, links) {
   if (!links.length) return [h("p", {}, ended(job.status) ? "No artifacts." : "None yet.")];
   const images = links.filter((a) => (a.content_type || "").startsWith("image/"));
   const trace = links.find((a) => a.name.endsWith("trace.zip"));
+  const har = links.find((a) => a.name.endsWith("har.zip"));
   return [
     images.length ? h("div", { class: "shots" }, images.map((a) =>
       h("figure", {},
@@ -125,6 +126,11 @@ function artifactsPart(job, links) {
       h("p", {}, "Download ", h("code", {}, trace.name), " and open it in Playwright's trace viewer:"),
       h("pre", {}, h("code", {}, `python -m playwright show-trace ${trace.name.split("/").pop()}`)),
       h("p", {}, "or drop the file on trace.playwright.dev, which reads it in your browser without uploading it.")) : null,
+    har ? h("div", { class: "har-help" },
+      h("h3", {}, "The recorded traffic"),
+      h("p", {}, h("a", { id: "har-link", href: har.url, download: "har.zip" }, "Download the HAR"),
+        ` (${bytes(har.size)}, sha256 `, h("code", {}, har.sha256.slice(0, 12)), "…): every request and response of the run, ",
+        "with credentials and the job's secrets redacted. Unzip it and import the .har file in the Network panel of your browser's developer tools.")) : null,
   ];
 }
 

@@ -118,6 +118,11 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
         "nothing; submit without `options.video` if it persists",
     ),
     ErrorKind(
+        "har_failed",
+        "the HAR (`options.har: true`) could not be written (retried)",
+        "nothing; submit without `options.har` if it persists",
+    ),
+    ErrorKind(
         "secret_not_found",
         "a `{{secrets.NAME}}` reference names no secret of the tenant",
         "create the secret, or fix its name",

@@ -104,6 +104,11 @@ class JobOptions(BaseModel):
     proxy: ProxyOptions | None = None
     # Record a Playwright trace (always recorded on failure too).
     trace: bool = False
+    # Record the run's traffic as har.zip (redacted; kept like a trace). "on_failure": kept
+    # only when the attempt fails (what an offline replay of a failure needs).
+    har: bool | Literal["on_failure"] = Field(
+        default=False, description='keep the traffic as har.zip: true, or "on_failure"'
+    )
     # Record the run as video.webm (Playwright's video recording; kept like a trace).
     video: bool = False
     # Keep the page's console messages and page errors as run events (masked, bounded).

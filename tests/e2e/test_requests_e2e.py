@@ -2,10 +2,14 @@
 """What a job may do with its page's requests (issue 38), on the shared local stack in real
 Chromium against pages on 127.0.0.1: options.block stops images, fonts and URL globs
 before they are sent, counted in the attempt's metrics; a route step answers or aborts
-matching requests for the rest of the job, and never answers for a refused address."""
+matching requests for the rest of the job, and never answers for a refused address;
+options.har keeps the traffic as har.zip with credentials and secrets redacted."""
 
 from __future__ import annotations
 
+import io
+import json
+import zipfile
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +18,8 @@ from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import LocalStack
 from pagefleet.client import Job, PagefleetClient
 from pagefleet.jobs.states import JobStatus
+from pagefleet.workflow.masking import encoded_forms
+from tests.e2e.test_session_secrets_e2e import put_secret, stored_texts
 from tests.worker.site_pages import Resource, StepSite, html, serve
 
 pytestmark = [pytest.mark.e2e]
@@ -43,6 +49,20 @@ API = html(
 )
 
 
+# Random enough never to be in a page by chance; with a character a URL encodes.
+SECRET = "Tok3n Z9 r!d"
+
+PROFILE = html(
+    """<body><span id="got">pending</span>
+<script>
+  const token = new URLSearchParams(location.search).get('token');
+  document.cookie = 'tok=' + encodeURIComponent(token) + '; path=/';
+  fetch('/profile.json', {headers: {Authorization: 'Bearer ' + token}})
+    .then(r => r.json()).then(j => { document.getElementById('got').textContent = j.name; });
+</script></body>"""
+)
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[StepSite]:
     pages = {
@@ -55,6 +75,13 @@ def site() -> Iterator[StepSite]:
             b"document.getElementById('ads').textContent='ads ran'", "text/javascript"
         ),
         "/api/stock": Resource(b"in stock", "text/plain"),
+        "/profile": PROFILE,
+        # The site echoes the secret in a body and in a cookie it sets.
+        "/profile.json": Resource(
+            json.dumps({"name": "Ada", "token": SECRET}).encode(),
+            "application/json",
+            headers={"Set-Cookie": "session=" + SECRET.replace(" ", "_")},
+        ),
     }
     with serve(pages) as served:
         yield served
@@ -140,3 +167,67 @@ def test_the_block_and_mock_example_shows_the_mocked_stock_on_the_demo_site(
     assert job.result == {"stock": "3 in stock"}
     metrics = job.attempts[-1].metrics
     assert metrics is not None and (metrics.routed, metrics.blocked) == (1, 1)
+
+
+def _har(client: PagefleetClient, job: Job) -> tuple[dict[str, object], dict[str, bytes]]:
+    link = next(a for a in client.artifacts(job.job_id) if a.name == "har.zip")
+    data = client.download_verified(link)  # its sha256 checked
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        files = {name: archive.read(name) for name in archive.namelist()}
+    log = next(json.loads(v) for k, v in files.items() if k.endswith(".har"))
+    return log, files
+
+
+@pytest.fixture(scope="module")
+def secret(stack: LocalStack) -> str:
+    put_secret("har_token", SECRET)
+    return "{{secrets.har_token}}"
+
+
+def _profile_job(site: StepSite, secret: str, har: object, *more: object) -> dict[str, object]:
+    return {
+        "steps": [
+            {"action": "goto", "url": site.url(f"/profile?token={secret}")},
+            {"action": "wait_for", "selector": "#got:text-is('Ada')"},
+            *more,
+        ],
+        "options": {"har": har},
+    }
+
+
+def test_a_har_keeps_the_traffic_with_credentials_and_secrets_redacted_before_s3(
+    client: PagefleetClient, site: StepSite, stack: LocalStack, secret: str
+) -> None:
+    job = _run(client, _profile_job(site, secret, True))
+    assert job.status is JobStatus.SUCCEEDED, job.error
+    # The secret did travel: in the URL, a header, a cookie and a body.
+    assert site.seen_headers["/profile.json"]["authorization"] == f"Bearer {SECRET}"
+    har = next(a for a in job.artifacts if a.name == "har.zip")
+    assert har.retention == "routine" and len(har.sha256) == 64
+    log, files = _har(client, job)
+    entries = log["log"]["entries"]  # type: ignore[index]
+    fetched = next(e for e in entries if e["request"]["url"].endswith("/profile.json"))
+    headers = {h["name"].lower(): h["value"] for h in fetched["request"]["headers"]}
+    assert headers["authorization"] == "***" and headers["cookie"] == "***"
+    answered = {h["name"].lower(): h["value"] for h in fetched["response"]["headers"]}
+    assert answered["set-cookie"] == "***"
+    body = files[fetched["response"]["content"]["_file"]]
+    assert b'"name": "Ada"' in body and b'"token": "***"' in body
+    # Nothing the job left in S3 (its har.zip opened) holds the secret in any form.
+    for where, text in stored_texts(stack):
+        if job.job_id in where:
+            for form in encoded_forms(SECRET):
+                assert form not in text, f"{form!r} in {where}"
+
+
+def test_a_har_on_failure_is_kept_only_by_an_attempt_that_failed(
+    client: PagefleetClient, site: StepSite, secret: str
+) -> None:
+    passed = _run(client, _profile_job(site, secret, "on_failure"))
+    missing = {"action": "assert", "selector": "#missing", "visible": True, "timeout_ms": 500}
+    failed = _run(client, _profile_job(site, secret, "on_failure", missing))
+    assert passed.status is JobStatus.SUCCEEDED, passed.error
+    assert "har.zip" not in {a.name for a in passed.artifacts}
+    assert failed.status is JobStatus.FAILED
+    har = next(a for a in failed.artifacts if a.name == "har.zip")
+    assert har.retention == "debug"
