@@ -53,7 +53,7 @@ def allows_warm(request: JobRequest, options: JobOptions, *, storage_state: Any)
     if options.video:  # a recording belongs to its context: one job's video only
         return False
     # Routes and a HAR recording belong to the job that set them.
-    if options.block is not None or options.har:
+    if options.block is not None or options.har or request.replay is not None:
         return False
     return not any(
         isinstance(step, UseSession | SaveSession | Route) for _, step in iter_steps(request.steps)

@@ -59,7 +59,7 @@ def opens_early(request: JobRequest) -> bool:
     options = request.options
     if options.proxy is not None or options.isolation == "tenant" or options.video:
         return False
-    if request.steps and isinstance(request.steps[0], UseSession):
+    if (request.steps and isinstance(request.steps[0], UseSession)) or request.replay is not None:
         return False
     return next(iter(references(options.model_dump(exclude_none=True))), None) is None
 

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import shutil
+import tempfile
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +44,13 @@ ABORTED = "blockedbyclient"
 class RequestRouter:
     """One attempt's routes and what they did (its metrics)."""
 
-    def __init__(self, guard: EgressGuard, block: BlockOptions | None) -> None:
+    def __init__(
+        self, guard: EgressGuard, block: BlockOptions | None, replay_har: bytes | None = None
+    ) -> None:
         self._guard = guard
         self.block = block
+        # An offline replay's HAR (pagefleet.jobs.replay): every request answered from it.
+        self.replay_har = replay_har
         self.blocked = 0  # aborted by options.block
         self.routed = 0  # aborted or answered by a route step
         self.refused = 0  # matched a route step, refused by the egress policy
@@ -52,7 +59,7 @@ class RequestRouter:
     @property
     def used(self) -> bool:
         """Whether this context carries routes of this job (a warm context must not)."""
-        return self.block is not None or self.routes > 0
+        return self.block is not None or self.replay_har is not None or self.routes > 0
 
     def metrics(self, requests: int | None) -> RunMetrics:
         return RunMetrics(
@@ -63,7 +70,9 @@ class RequestRouter:
         )
 
     async def install(self, context: BrowserContext) -> None:
-        """``options.block``, before the page's first request."""
+        """An offline replay's HAR and ``options.block``, before the page's first request."""
+        if self.replay_har is not None:
+            await self._replay(context, self.replay_har)
         block = self.block
         if block is None:
             return
@@ -103,14 +112,34 @@ class RequestRouter:
         await context.route(step.url, answer)
         self.routes += 1
 
+    async def _replay(self, context: BrowserContext, har: bytes) -> None:
+        """Answer the page from ``har`` only: what it lacks is aborted (``not_found``), and
+        what it has for a refused address is refused, as a route step's answer is."""
+        directory = tempfile.mkdtemp(prefix="pagefleet-replay-")
+        context.on("close", lambda _context: shutil.rmtree(directory, ignore_errors=True))
+        path = os.path.join(directory, "replayed.zip")
+        with open(path, "wb") as file:
+            file.write(har)
+        await context.route_from_har(path, not_found="abort")
+
+        async def guarded(route: PageRoute) -> None:
+            # Registered after the HAR's route, so it runs first (newest first).
+            if (await self._guard.check(route.request.url)).allowed:
+                await _quietly(route.fallback())
+            else:
+                self.refused += 1
+                await _quietly(route.abort(ABORTED))
+
+        await context.route("**/*", guarded)
+
     async def _blocked(self, route: PageRoute) -> None:
         self.blocked += 1
         await _quietly(route.abort(ABORTED))
 
 
 def with_routes(setup: ContextSetup, router: RequestRouter) -> ContextSetup:
-    """``setup`` plus the job's block list, side by side (nothing to add without one)."""
-    if router.block is None:
+    """``setup`` plus the job's routes, side by side (nothing to add without any)."""
+    if router.block is None and router.replay_har is None:
         return setup
 
     async def install(context: BrowserContext) -> None:

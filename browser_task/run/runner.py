@@ -176,6 +176,7 @@ class JobRunner:
                 sessions=data.sessions,
                 policies=self._policies,
                 parents=self.parent_result,
+                artifacts=data.artifacts,
             )
         except JobFailure as refused:
             if early is not None:
@@ -186,7 +187,11 @@ class JobRunner:
             await early.discard()
             early = None
         guard = early.guard if early is not None else self.guard(log)
-        router = early.router if early is not None else RequestRouter(guard, options.block)
+        router = (
+            early.router
+            if early is not None
+            else RequestRouter(guard, options.block, plan.replay_har)
+        )
         job_egress: EgressProxy | None = None
         if options.proxy is not None:
             try:

@@ -197,10 +197,30 @@ export function jobView(main, { match, navigate }) {
         }
       },
     }, "Run again");
+    // A failed job with its recorded traffic: run the same steps against that traffic only.
+    const hasHar = (job.artifacts || []).some((a) => a.name === "har.zip");
+    const replay = job.status === "failed" && hasHar ? h("button", {
+      type: "button", class: "secondary", id: "replay-offline",
+      onclick: async () => {
+        try {
+          const made = await api(`/jobs/${jobId}/replay`, { method: "POST", body: { offline: true } });
+          navigate(`#/jobs/${made.job_id}`);
+        } catch (error) {
+          messages.replaceChildren(notice("error", `Replay failed: ${error.message}`));
+        }
+      },
+    }, "Replay offline") : "";
+    const jobLink = (id) => h("a", { href: `#/jobs/${id}`, class: "mono" }, id);
+    const links = [
+      job.replay_of ? h("p", { id: "replay-of" }, "Offline replay of job ", jobLink(job.replay_of), " (answered from its recorded traffic).") : "",
+      (job.replays || []).length ? h("p", { id: "replays" }, "Replayed offline by ",
+        ...job.replays.flatMap((id, i) => (i ? [", ", jobLink(id)] : [jobLink(id)])), ".") : "",
+    ];
     clear(head).append(
       h("h1", {}, "Job ", h("span", { class: "mono" }, jobId)),
       h("p", { class: "job-status" }, "Status: ", h("span", { id: "job-status" }, badge(job.status))),
-      h("div", { class: "actions" }, cancel, again),
+      ...links,
+      h("div", { class: "actions" }, cancel, again, replay),
       job.status === "needs_review" ? reviewPart() : "",
       job.status === "waiting_for_human" ? humanPart() : "");
   }

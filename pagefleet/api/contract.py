@@ -113,6 +113,12 @@ class JobView(_View):
         default=None,
         description="what a waiting_for_human job asks, and the person's answer once given",
     )
+    replay_of: str | None = Field(
+        default=None, description="the job this offline replay replays (POST .../replay)"
+    )
+    replays: list[str] = Field(
+        default_factory=list, description="this job's offline replays, oldest first"
+    )
     changes: Changes | None = Field(
         default=None,
         description=(
@@ -140,6 +146,7 @@ class JobView(_View):
                 **data,
                 "artifacts": [ArtifactInfo.of(a) for a in record.artifacts],
                 "attempts": [a.model_dump(mode="json") for a in record.attempts],
+                "replay_of": record.request.replay.job_id if record.request.replay else None,
             }
         )
 

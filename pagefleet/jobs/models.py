@@ -172,6 +172,18 @@ class JobSettings(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# A job keeps at most this many links to its offline replays (the newest are dropped).
+MAX_REPLAYS_LISTED = 20
+
+
+class ReplayOf(BaseModel):
+    """What an offline replay runs against: the job it replays and that job's HAR."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    job_id: str
+    har_key: str = Field(description="the S3 key of the replayed job's har.zip")
+
+
 class JobRequest(JobSettings):
     """A job as it runs: its steps, inputs and options (inline, or resolved from a named
     workflow version when it was submitted)."""
@@ -181,6 +193,9 @@ class JobRequest(JobSettings):
     session: SkipJsonSchema[SessionTerms | None] = Field(
         default=None, exclude_if=lambda v: v is None
     )
+    # An offline replay (POST /v1/jobs/{id}/replay): its steps answered from this HAR only.
+    # Set only by the replay service, never by a job's client (not in the job schema).
+    replay: SkipJsonSchema[ReplayOf | None] = Field(default=None, exclude_if=lambda v: v is None)
     steps: list[Step] = Field(max_length=500, json_schema_extra={"minItems": 1})
     options: JobOptions = JobOptions.model_construct()  # as Viewport's, above
 
@@ -368,6 +383,8 @@ class JobRecord(BaseModel):
     changes: Changes | None = None
     # The person a waiting_for_human job asks (pagefleet.jobs.human); kept after it goes on.
     human: HumanWait | None = None
+    # The offline replays of this job (their ids, oldest first; request.replay links back).
+    replays: list[str] = Field(default_factory=list)
 
     @property
     def attempts_used(self) -> int:

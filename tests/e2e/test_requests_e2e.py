@@ -3,7 +3,8 @@
 Chromium against pages on 127.0.0.1: options.block stops images, fonts and URL globs
 before they are sent, counted in the attempt's metrics; a route step answers or aborts
 matching requests for the rest of the job, and never answers for a refused address;
-options.har keeps the traffic as har.zip with credentials and secrets redacted."""
+options.har keeps the traffic as har.zip with credentials and secrets redacted; an offline
+replay of a failed job fails the same way at the same step after the site changed."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 
 from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import LocalStack
-from pagefleet.client import Job, PagefleetClient
+from pagefleet.client import ApiError, Job, PagefleetClient
 from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow.masking import encoded_forms
 from tests.e2e.test_session_secrets_e2e import put_secret, stored_texts
@@ -231,3 +232,69 @@ def test_a_har_on_failure_is_kept_only_by_an_attempt_that_failed(
     assert failed.status is JobStatus.FAILED
     har = next(a for a in failed.artifacts if a.name == "har.zip")
     assert har.retention == "debug"
+
+
+CART = Resource(b'{"items": 3}', "application/json")
+
+
+def _checkout(pay_button: bool) -> Resource:
+    button = (
+        '<button id="pay" onclick="this.textContent=\'paid\'">Pay</button>' if pay_button else ""
+    )
+    return html(
+        f"""<body><span id="items">pending</span>{button}
+<script>fetch('/api/cart.json').then(r => r.json()).then(c => {{ document.getElementById('items').textContent = c.items + ' items'; }});</script>
+</body>"""
+    )
+
+
+def test_an_offline_replay_fails_the_same_way_on_the_same_step_after_the_site_changed(
+    client: PagefleetClient, site: StepSite
+) -> None:
+    site.resources["/checkout"] = _checkout(pay_button=False)
+    site.resources["/api/cart.json"] = CART
+    request = {
+        "steps": [
+            {"action": "goto", "url": site.url("/checkout")},
+            {"action": "wait_for", "selector": "#items:text-is('3 items')"},
+            {"action": "click", "selector": "#pay", "timeout_ms": 1000},
+        ],
+        "options": {"har": "on_failure"},
+    }
+    original = _run(client, request)
+    assert original.status is JobStatus.FAILED and original.error is not None
+    assert (original.error.kind, original.error.step_index) == ("step_failed", 2)
+    # The site is fixed (the button is there) and its cart API gone.
+    site.resources["/checkout"] = _checkout(pay_button=True)
+    del site.resources["/api/cart.json"]
+    seen_before = len(site.seen_headers)
+    replay = client.replay(original.job_id)
+    assert replay.replay_of == original.job_id
+    replayed = client.wait(replay.job_id, timeout=180)
+    assert replayed.status is JobStatus.FAILED and replayed.error is not None
+    assert (replayed.error.kind, replayed.error.step_index) == ("step_failed", 2)
+    assert replayed.attempt == 1 and replayed.replay_of == original.job_id
+    assert len(site.seen_headers) == seen_before  # the site was never asked
+    assert client.get(original.job_id).replays == [replay.job_id]
+    site.resources["/api/cart.json"] = CART  # online, the fixed site gets past that step
+    fixed = _run(client, {**request, "options": {}})
+    assert fixed.status is JobStatus.SUCCEEDED, fixed.error
+
+
+def test_only_an_ended_job_with_a_har_can_be_replayed(
+    client: PagefleetClient, site: StepSite
+) -> None:
+    without = _run(client, {"steps": [{"action": "goto", "url": site.url("/api")}]})
+    with pytest.raises(ApiError) as no_har:
+        client.replay(without.job_id)
+    assert no_har.value.status == 422 and no_har.value.field == "har"
+    later = client.submit(
+        {"steps": [{"action": "goto", "url": site.url("/api")}], "delay_seconds": 600}
+    )
+    with pytest.raises(ApiError) as not_ended:
+        client.replay(later.job_id)
+    assert not_ended.value.status == 409 and "scheduled" in str(not_ended.value)
+    client.cancel(later.job_id)
+    with pytest.raises(ApiError) as missing:
+        client.replay("0" * 26)
+    assert missing.value.status == 404
