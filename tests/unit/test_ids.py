@@ -62,7 +62,7 @@ def test_no_module_writes_a_ulid_or_a_loose_job_id_inline() -> None:
 @pytest.mark.parametrize(
     ("text", "ok"),
     [
-        (ids.new_ulid(), True),
+        ("01jt8k3m5n7p9q2r4s6v8w0x1y", True),
         ("0" * 26, True),
         ("0" * 25, False),
         ("0" * 27, False),
@@ -73,6 +73,10 @@ def test_no_module_writes_a_ulid_or_a_loose_job_id_inline() -> None:
 )
 def test_a_ulid_is_26_lower_case_characters(text: str, ok: bool) -> None:
     assert ids.is_ulid(text) is ok
+
+
+def test_a_minted_ulid_has_the_format() -> None:
+    assert ids.is_ulid(ids.new_ulid())
 
 
 def test_a_live_subscription_names_a_job_by_its_id_format() -> None:
