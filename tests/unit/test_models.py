@@ -123,9 +123,7 @@ def test_cursor_is_bound_to_its_tenant_and_listing() -> None:
     codec = CursorCodec()
     cursor = codec.encode("acme", {"pk": "TENANT#acme", "sk": SK})
     assert codec.decode("acme", cursor) == {"pk": "TENANT#acme", "sk": SK}
-    by_status = codec.encode(
-        "acme", {"pk": "TENANT#acme", "sk": SK, "status_pk": "acme#queued"}
-    )
+    by_status = codec.encode("acme", {"pk": "TENANT#acme", "sk": SK, "status_pk": "acme#queued"})
     assert codec.decode("acme", by_status, status=JobStatus.QUEUED)["status_pk"] == "acme#queued"
     refused = [
         ("other", cursor, None),  # another tenant's
