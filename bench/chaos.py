@@ -57,6 +57,7 @@ from bench.chaos_parts import add_part_arguments, part_record, print_sessions, r
 from bench.chaos_report import Kill, Run, load, print_report, recovery_samples
 from bench.chaos_sessions import SessionTraffic
 from bench.chaos_traffic import LAMBDA_ENV, Traffic, print_findings
+from bench.common import Measured
 from devstack.chaos import (
     SETTLED,
     ChaosSite,
@@ -341,7 +342,9 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
 def main() -> int:
     args = arguments()
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-    return run_parts(args, run_part)
+    with Measured("bench/chaos.py") as measured:
+        # The load after, then the verdict: the verdict stays the last line.
+        return run_parts(args, run_part, before_verdict=measured.end)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +27,7 @@ from rich.table import Table
 from bench.chaos_report import p50_p99
 from bench.chaos_sessions import SessionFindings, details, rows
 from bench.chaos_traffic import Findings, failed
+from bench.common import commit
 
 console = Console()
 SAMPLES = ("to_next", "to_lease_end", "after_lease", "to_final")
@@ -88,10 +87,13 @@ def part_record(
 
 
 def run_parts(
-    args: argparse.Namespace, run_part: Callable[[argparse.Namespace, int], dict[str, Any]]
+    args: argparse.Namespace,
+    run_part: Callable[[argparse.Namespace, int], dict[str, Any]],
+    *,
+    before_verdict: Callable[[], None] = lambda: None,
 ) -> int:
     if args.summarize:
-        return summarize(read(args.summarize))
+        return summarize(read(args.summarize), before_verdict)
     parts = max(1, args.parts)
     per_part = math.ceil(args.jobs / parts)
     done = read(args.record) if args.resume and args.record else []
@@ -101,13 +103,13 @@ def run_parts(
     for part in range(len(done), parts):
         console.print(f"part {part + 1} of {parts}: {per_part} jobs")
         record = run_part(args, per_part)
-        record.update(part=part + 1, of=parts, commit=_commit(), ended=_now())
+        record.update(part=part + 1, of=parts, commit=commit(), ended=_now())
         records.append(record)
         if args.record:
             args.record.parent.mkdir(parents=True, exist_ok=True)
             with args.record.open("a") as out:
                 out.write(json.dumps(record) + "\n")
-    return summarize(records)
+    return summarize(records, before_verdict)
 
 
 def read(path: Path | None) -> list[dict[str, Any]]:
@@ -116,7 +118,9 @@ def read(path: Path | None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def summarize(records: list[dict[str, Any]]) -> int:
+def summarize(
+    records: list[dict[str, Any]], before_verdict: Callable[[], None] = lambda: None
+) -> int:
     """Print the run's totals over its parts and the verdict; the exit status."""
     if not records:
         console.print("no part recorded")
@@ -144,6 +148,7 @@ def summarize(records: list[dict[str, Any]]) -> int:
     for r in records:
         for line in r.get("leftover_details", []):
             console.print(f"  part {r.get('part', 1)} leftover: {line}")
+    before_verdict()
     print(final_line(total), flush=True)
     bad = any(total[k] for k in ("lost", "doubled", "steps_twice", "steps_lost", "leftovers"))
     return 1 if bad or any(r["checks_failed"] for r in records) else 0
@@ -175,15 +180,6 @@ def final_line(total: dict[str, int]) -> str:
         f"{total['session_steps']} steps: {total['steps_twice']} run twice, "
         f"{total['steps_lost']} lost, {total['leftovers']} leftovers"
     )
-
-
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("GIT_COMMIT", "-")
 
 
 def _now() -> str:

@@ -4,7 +4,6 @@ worker's jobs."""
 
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 from collections import Counter
@@ -13,6 +12,7 @@ from dataclasses import dataclass, field
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import load_average as load
 from devstack.chaos import Audit, ChaosSite
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -62,10 +62,6 @@ def pct(values: list[float], q: int) -> str:
 
 def p50_p99(values: list[float]) -> str:
     return f"{pct(values, 50)} / {pct(values, 99)}"
-
-
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def unexpected(run: Run, report: Audit) -> list[tuple[str, JobRecord]]:
