@@ -73,9 +73,7 @@ def test_four_parts_add_up_to_the_whole_run(
 
 def test_a_resumed_run_starts_at_the_first_part_not_recorded(tmp_path: Path) -> None:
     record = tmp_path / "chaos.jsonl"
-    record.write_text(
-        "".join(json.dumps({**part(500), "part": n, "of": 4}) + "\n" for n in (1, 2))
-    )
+    record.write_text("".join(json.dumps({**part(500), "part": n, "of": 4}) + "\n" for n in (1, 2)))
     asked: list[int] = []
 
     def run_part(_args: argparse.Namespace, jobs: int) -> dict[str, Any]:
