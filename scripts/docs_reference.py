@@ -9,8 +9,8 @@ job error catalogue (whether a kind is retried is read from the code that raises
 limits from the settings models, the stages and the modules' bounds, the CLI from its Typer
 app, the SDK from the client class, the steps from the JSON Schema of a job request.
 It also writes the index of docs/decisions.md, and the generated blocks of the guides
-(docs/deploy.md's cost tables: docs_pages/guide_blocks.py). tests/unit/test_docs_reference.py fails when a
-committed page (or the index) differs from what this writes.
+(docs/deploy.md's cost tables: docs_pages/guide_blocks.py). tests/unit/test_docs_reference.py
+fails when a committed page (the index, a block) differs from what this writes.
 """
 
 from __future__ import annotations
@@ -83,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         names = [f"docs/reference/{name}" for name in stale(pages)]
         names += ["docs/decisions.md's index"] if with_index(decisions) != decisions else []
-        names += [f"docs/{name}'s generated blocks" for name, (now, new) in guide_texts.items() if now != new]
+        names += [
+            f"docs/{name}'s generated blocks"
+            for name, (now, new) in guide_texts.items()
+            if now != new
+        ]
         for name in names:
             print(f"{name} is stale: run make docs", file=sys.stderr)
         return 1 if names else 0

@@ -97,15 +97,17 @@ def per_job() -> str:
         if usd / total >= 0.01
     )
     lines = [
-        f"Recorded by the platform ({source['recorded']}, commit {source['commit']}, load "
-        f"{source['load']}, `{source['command']}`): {row.jobs} jobs, {row.attempts} attempts, "
-        f"{row.browser_seconds:g} browser-seconds ({row.browser_seconds / row.jobs:.2f} s a "
-        f"job), {row.artifact_puts} artifact uploads. Per 1,000 jobs, as priced: "
-        f"{counted.browser_seconds:,.0f} slot-seconds, {counted.api_requests:,} API requests, "
-        f"{counted.lambda_invocations:,} Lambda invocations, {counted.queue_requests:,} SQS "
-        f"requests, {counted.table_writes:,} DynamoDB write units and "
-        f"{counted.table_reads:,} read units, {counted.artifact_puts:,} S3 puts. Prices as of "
-        f"{price_table()['as_of']}.",
+        (
+            f"Recorded by the platform ({source['recorded']}, commit {source['commit']}, load "
+            f"{source['load']}, `{source['command']}`): {row.jobs} jobs, {row.attempts} attempts, "
+            f"{row.browser_seconds:g} browser-seconds ({row.browser_seconds / row.jobs:.2f} s a "
+            f"job), {row.artifact_puts} artifact uploads. Per 1,000 jobs, as priced: "
+            f"{counted.browser_seconds:,.0f} slot-seconds, {counted.api_requests:,} API requests, "
+            f"{counted.lambda_invocations:,} Lambda invocations, {counted.queue_requests:,} SQS "
+            f"requests, {counted.table_writes:,} DynamoDB write units and "
+            f"{counted.table_reads:,} read units, {counted.artifact_puts:,} S3 puts. Prices as of "
+            f"{price_table()['as_of']}."
+        ),
         "",
         table(
             (
@@ -118,8 +120,10 @@ def per_job() -> str:
             rows,
         ).rstrip("\n"),
         "",
-        f"prod in us-east-1 on demand: **${total:.3f} per 1,000 jobs, {verdict} the $0.05 "
-        f"target** ({shares}).",
+        (
+            f"prod in us-east-1 on demand: **${total:.3f} per 1,000 jobs, {verdict} the $0.05 "
+            f"target** ({shares})."
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -151,7 +155,7 @@ def _standing(stage: str) -> dict[str, tuple[str, float]]:
         for _, pool in pools
     )
     shapes = " + ".join(
-        f"{pool.min_tasks} × ({pool.cpu / 1024:g} vCPU, {pool.memory_mib / 1024:g} GB)"
+        f"{pool.min_tasks} x ({pool.cpu / 1024:g} vCPU, {pool.memory_mib / 1024:g} GB)"
         for _, pool in pools
     )
     nat = config.egress == "nat"
@@ -169,7 +173,7 @@ def _standing(stage: str) -> dict[str, tuple[str, float]]:
         ),
         "NAT gateways": (str(nats) if nats else "none", nats * p["nat_gateway_hour"] * month),
         "interface endpoints": (
-            f"{INTERFACE_ENDPOINTS} services × {config.max_azs} AZs" if endpoints else "none",
+            f"{INTERFACE_ENDPOINTS} services x {config.max_azs} AZs" if endpoints else "none",
             endpoints * p["interface_endpoint_hour_per_az"] * month,
         ),
         "WAF": (

@@ -18,7 +18,8 @@ import re
 from collections.abc import Callable, Mapping
 
 BLOCK = re.compile(
-    r"(<!-- generated: (?P<name>[a-z0-9-]+) \(scripts/docs_reference\.py; do not edit by hand\) -->\n)"
+    r"(<!-- generated: (?P<name>[a-z0-9-]+) "
+    r"\(scripts/docs_reference\.py; do not edit by hand\) -->\n)"
     r"(?P<body>.*?)"
     r"(<!-- end generated: (?P=name) -->)",
     re.DOTALL,
