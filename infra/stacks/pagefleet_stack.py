@@ -23,6 +23,7 @@ from typing import Any
 from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from constructs import Construct
 
+import pagefleet
 from infra.config import StageConfig
 from infra.constructs import dead_letters
 from infra.constructs.alarms import Alarms
@@ -272,3 +273,9 @@ class PagefleetStack(Stack):
         )
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts.bucket.bucket_name)
         CfnOutput(self, "ClusterName", value=self.workers.cluster.cluster_name)
+        CfnOutput(
+            self,
+            "Version",
+            value=pagefleet.__version__,
+            description="The pagefleet release deployed (CHANGELOG.md; GET /v1/health says it too)",
+        )
