@@ -271,7 +271,7 @@ def test_health_answers_without_a_key_with_the_release_and_stage(stack: LocalSta
     with PagefleetClient(stack.api_url, None) as keyless:
         health = keyless.health()
     assert (health.status, health.version) == ("ok", pagefleet.__version__)
-    assert health.stage == "dev"  # the local stack's stage
+    assert health.stage == "local"  # the local stack's stage (devstack/local_settings.py)
     with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=60) as http:
         # Its resource has only GET: anything else is API Gateway's own refusal.
         refused = http.post("/v1/health", content=b"{}")
