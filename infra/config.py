@@ -198,6 +198,11 @@ class StageConfig(_Model):
     # region): "stack" sets it; "existing" leaves it to its owner (another stack or an
     # operator) and logs through it (infra/constructs/api_account.py).
     api_gateway_account: Literal["stack", "existing"] = "stack"
+    # Who owns ECR's registry scanning configuration (one per account and region): "stack"
+    # sets scan-on-push for every repository, the worker image's included; "existing" leaves
+    # it to its owner, e.g. Amazon Inspector's enhanced scanning
+    # (infra/constructs/image_scanning.py).
+    image_scanning: Literal["stack", "existing"] = "stack"
     oldest_age_alarm_seconds: int = 900
     failure_rate_alarm_percent: float = 20
     api_5xx_alarm_count: int = 5

@@ -36,6 +36,7 @@ from infra.constructs.browser_sessions import BrowserSessions
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.console import Console
 from infra.constructs.dead_letters import DeadLetters
+from infra.constructs.image_scanning import ImageScanning
 from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
@@ -118,6 +119,7 @@ class PagefleetStack(Stack):
             core_env=core_env,
         )
         self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", config=config)
+        self.image_scanning = ImageScanning(self, "ImageScanning", config=config)
         self.api = Api(
             self,
             "Api",

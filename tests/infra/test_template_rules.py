@@ -513,3 +513,33 @@ def test_a_stage_that_keeps_no_data_leaves_no_log_group_or_key_behind(stage_synt
         return
     kept = {k: p for k, p in policies.items() if p != "Delete"}
     assert kept == {}, f"{stage_synth.stage} keeps these after `cdk destroy`"
+
+
+def test_the_worker_image_is_scanned_on_push_where_it_is_pushed(stage_synth) -> None:
+    """The worker image goes to the CDK bootstrap's repository (the assets manifest names it),
+    which the stack does not own: the registry's scanning configuration must scan that
+    repository on push, since the bootstrap template creates it without scanning."""
+    from fnmatch import fnmatchcase
+
+    manifests = list(stage_synth.outdir.glob("*.assets.json"))
+    repositories = {
+        destination["repositoryName"]
+        .replace("${AWS::AccountId}", "123456789012")
+        .replace("${AWS::Region}", "us-east-1")
+        for manifest in manifests
+        for image in json.loads(manifest.read_text()).get("dockerImages", {}).values()
+        for destination in image["destinations"].values()
+    }
+    assert repositories, "the worker image is an asset"
+    (config,) = of_type(stage_synth.raw, "AWS::ECR::RegistryScanningConfiguration").values()
+    props = config["Properties"]
+    assert props["ScanType"] in ("BASIC", "ENHANCED")
+    on_push = [
+        f["Filter"]
+        for rule in props["Rules"]
+        if rule["ScanFrequency"] in ("SCAN_ON_PUSH", "CONTINUOUS_SCAN")
+        for f in rule["RepositoryFilters"]
+        if f["FilterType"] == "WILDCARD"
+    ]
+    for repository in repositories:
+        assert any(fnmatchcase(repository, f) for f in on_push), (repository, on_push)
