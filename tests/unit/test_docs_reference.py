@@ -250,3 +250,35 @@ def test_every_stage_limit_is_printed_as_the_code_enforces_it(rendered: dict[str
     assert all("submits_per_minute" in cell for cell in burst[1:]), burst
     for row in tenant + _table(page, "The API, by stage"):
         assert all(cell and not re.fullmatch(r"\d+\.0", cell) for cell in row), row
+
+
+def test_every_deployment_setting_is_on_the_settings_page_with_its_meaning(
+    rendered: dict[str, str],
+) -> None:
+    from infra.config import AgeStep, ConsoleConfig, PoolConfig, StageConfig
+
+    page = rendered["settings.md"]
+    for model in (StageConfig, PoolConfig, AgeStep, ConsoleConfig):
+        for name in model.model_fields:
+            row = next((r for r in page.splitlines() if r.startswith(f"| `{name}` |")), None)
+            assert row, f"{model.__name__}.{name} is not on docs/reference/settings.md"
+            assert row.rstrip(" |").rsplit("|", 1)[1].strip(), f"{name} has no meaning"
+    prod = next(r for r in page.splitlines() if r.startswith("| `nat_gateways` |"))
+    assert prod.split(" | ")[3:6] == ["`0`", "`2`", "`1`"]  # dev, prod, ap-south-1
+
+
+def test_a_setting_without_a_description_or_comment_fails_the_generator() -> None:
+    from docs_pages.settings_page import MissingMeaning, field_rows
+    from pydantic import BaseModel
+
+    class Documented(BaseModel):
+        # Said above the field.
+        said: int = 1
+
+    class Undocumented(BaseModel):
+        said: int = 1
+        silent: int = 2
+
+    assert field_rows(Documented)[0][-1] == "Said above the field."
+    with pytest.raises(MissingMeaning, match="Undocumented.said"):
+        field_rows(Undocumented)
