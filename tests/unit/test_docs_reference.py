@@ -280,5 +280,5 @@ def test_a_setting_without_a_description_or_comment_fails_the_generator() -> Non
         silent: int = 2
 
     assert field_rows(Documented)[0][-1] == "Said above the field."
-    with pytest.raises(MissingMeaning, match="Undocumented.said"):
+    with pytest.raises(MissingMeaning, match=r"Undocumented\.said"):
         field_rows(Undocumented)
