@@ -10,6 +10,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import pagefleet
+from functions.api.app import app  # at import: its tracer is made before sockets are blocked
+from functions.api.openapi import openapi_schema
 from pagefleet import cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,9 +32,6 @@ def test_the_package_metadata_says_the_same_release() -> None:
 def test_the_openapi_documents_version_is_the_release() -> None:
     import json
 
-    from functions.api.app import app
-    from functions.api.openapi import openapi_schema
-
     assert openapi_schema(app)["info"]["version"] == pagefleet.__version__
     committed = json.loads((REPO / "docs" / "openapi.json").read_text())
     assert committed["info"]["version"] == pagefleet.__version__
@@ -48,3 +47,18 @@ def test_the_changelog_has_an_entry_for_the_release_or_unreleased_work() -> None
     headings = re.findall(r"^## (.+)$", text, flags=re.M)
     assert headings and headings[0] == "Unreleased", headings[:2]
     assert f"{pagefleet.__version__} " in " ".join(h + " " for h in headings)
+
+
+def test_every_cdk_command_in_the_guides_runs_the_cli_cdk_json_pins() -> None:
+    """The CLI must read what the locked aws-cdk-lib writes: one pinned CLI, named in
+    cdk.json, is what the guides run (docs/deploy.md, "Pin the CDK CLI")."""
+    import json
+
+    pinned = json.loads((REPO / "cdk.json").read_text())["context"]["pagefleet:cdkCliVersion"]
+    assert re.fullmatch(r"2\.1\d{3}\.\d+", pinned), pinned  # the CLI's own version line
+    named = {
+        (page.name, version)
+        for page in [*(REPO / "docs").glob("*.md"), REPO / "README.md"]
+        for version in re.findall(r"aws-cdk@([\w.]+)", page.read_text())
+    }
+    assert named and {version for _, version in named} == {pinned}, named
