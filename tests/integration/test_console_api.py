@@ -9,12 +9,10 @@ import json
 from typing import Any
 
 import boto3
-import httpx
 import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from devstack.gateway.events import HttpRequest
 from devstack.provision import Provisioned
 from pagefleet import cli
 from pagefleet.cli import common as cli_common
@@ -22,7 +20,7 @@ from pagefleet.client import PagefleetClient
 from pagefleet.jobs import listing
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.support.api import ApiCaller, HttpResult, caller, rest_api
+from tests.support.api import ApiCaller, HttpResult, caller, gateway_transport
 
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/list.html"},
@@ -320,26 +318,6 @@ def test_the_fleet_figures_cover_what_the_console_shows(alice: ApiCaller) -> Non
 
 
 # --- the SDK and the CLI ------------------------------------------------------------------------
-def gateway_transport() -> httpx.MockTransport:
-    """httpx requests answered by the local gateway's REST API (authorizer and API handler
-    in this process), as the local stack would answer them over HTTP."""
-    api = rest_api()
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        raw_path = request.url.raw_path.decode()
-        answer = api.handle(
-            HttpRequest(
-                method=request.method,
-                raw_path=raw_path,
-                headers=list(request.headers.items()),
-                body=request.read(),
-            )
-        )
-        return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
-
-    return httpx.MockTransport(handle)
-
-
 def test_the_sdk_and_the_cli_list_with_filters_validate_and_diff(
     api_env: Provisioned, monkeypatch: pytest.MonkeyPatch
 ) -> None:

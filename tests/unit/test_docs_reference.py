@@ -282,3 +282,28 @@ def test_a_setting_without_a_description_or_comment_fails_the_generator() -> Non
     assert field_rows(Documented)[0][-1] == "Said above the field."
     with pytest.raises(MissingMeaning, match=r"Undocumented\.said"):
         field_rows(Undocumented)
+
+
+def test_the_sdk_page_names_the_routes_each_method_calls_and_each_is_in_the_api(
+    rendered: dict[str, str],
+) -> None:
+    import json
+
+    from docs_pages.sdk_page import client_routes, public_methods
+
+    document = json.loads(api_pages.OPENAPI.read_text())
+    operations = {(m.upper(), "/v1" + p) for p, ops in document["paths"].items() for m in ops}
+    without = set()
+    for name, _ in public_methods():
+        routes = client_routes(name)
+        assert set(routes) <= operations, name
+        row = next(r for r in rendered["sdk.md"].splitlines() if r.startswith(f"| `{name}("))
+        assert row.endswith(" | " + ", ".join(f"`{m} {p}`" for m, p in routes) + " |"), row
+        without |= set() if routes else {name}
+    # Only these call no route of the API (the last three read presigned storage links).
+    assert without == {"close", "download", "download_verified", "answer_part"}
+    assert client_routes("signing_secret") == [
+        ("POST", "/v1/notifications/signing-secret/rotate"),
+        ("GET", "/v1/notifications/signing-secret"),
+    ]
+    assert "There is no async client" in rendered["sdk.md"]
