@@ -82,6 +82,7 @@ from devstack.stack import DEV_TENANT, LocalStack
 from devstack.strict_aws import at_least_once
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.states import JobStatus
 
 console = Console()
 
@@ -208,14 +209,19 @@ def epoch(stamp: str | None) -> float | None:
 
 
 def follow_killed(stack: LocalStack, run: Run, held: list[JobRecord]) -> None:
-    """Until each job of a killed worker settles: when its next attempt started (the claim's
-    own stamp), or when it ended without one."""
+    """Until each job of a killed worker settles: when it was taken back (seen within a
+    quarter of a second), when its next attempt started (the claim's own stamp), or when it
+    ended without one."""
     store = record_store(stack)
     pending = {r.job_id: r.attempt for r in held}
     deadline = time.monotonic() + 900
     while pending and time.monotonic() < deadline:
         for job_id, attempt in list(pending.items()):
             record = store.get(DEV_TENANT, job_id)
+            moved = record.attempt > attempt or record.status is not JobStatus.RUNNING
+            if moved and job_id not in run.taken_back:
+                # Taken back by a lease watch or the sweeper (or already started again).
+                run.taken_back[job_id] = time.time()
             if record.attempt > attempt and job_id not in run.next_attempt:
                 run.next_attempt[job_id] = epoch(record.started_at) or time.time()
             if record.status in SETTLED:

@@ -30,7 +30,7 @@ from bench.chaos_traffic import Findings, failed
 from bench.common import commit
 
 console = Console()
-SAMPLES = ("to_next", "to_lease_end", "after_lease", "to_final")
+SAMPLES = ("to_next", "to_lease_end", "after_lease", "to_taken_back", "taken_to_next", "to_final")
 
 
 def add_part_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def part_record(
         "leftovers": len(sessions.leftovers),
         "leftover_details": sessions.leftovers[:20],
         "killed_jobs": killed,
-        "samples": {k: [round(v, 3) for v in samples[k]] for k in SAMPLES},
+        "samples": {k: [round(v, 3) for v in samples.get(k, [])] for k in SAMPLES},
         "load": list(load),
         "elapsed_s": round(elapsed),
     }
@@ -126,7 +126,7 @@ def summarize(
         console.print("no part recorded")
         return 1
     total = {k: sum(r[k] for r in records) for k in _SUMMED}
-    samples = {k: [v for r in records for v in r["samples"][k]] for k in SAMPLES}
+    samples = {k: [v for r in records for v in r["samples"].get(k, [])] for k in SAMPLES}
     table = Table(title=f"chaos run: {len(records)} part(s)")
     for column in ("part", "ended (UTC)", "commit", "load start / end", "jobs", "lost", "doubled"):
         table.add_column(column)
@@ -141,7 +141,8 @@ def summarize(
     console.print(table)
     print(
         f"recovery to next attempt p50 / p99 {p50_p99(samples['to_next'])} "
-        f"(lease end -> next attempt {p50_p99(samples['after_lease'])}); to final state "
+        f"(lease end -> taken back {p50_p99(samples['to_taken_back'])}, taken back -> "
+        f"started {p50_p99(samples['taken_to_next'])}); to final state "
         f"{p50_p99(samples['to_final'])}; {total['killed_jobs']} killed workers' jobs",
         flush=True,
     )

@@ -44,6 +44,7 @@ class Run:
     worker_exits: int = 0  # workers that exited on their own (and were replaced)
     killed: dict[str, Kill] = field(default_factory=dict)  # job id -> its worker's kill
     browser_killed: set[str] = field(default_factory=set)  # jobs running when Chromium was
+    taken_back: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     poison_sent: int = 0
@@ -104,13 +105,19 @@ def tally(run: Run, jobs: list[tuple[str, JobRecord]]) -> str:
 
 
 def recovery_samples(run: Run) -> dict[str, list[float]]:
-    """Seconds from each killed worker's kill to its jobs' next attempt (and its parts), and
-    to their final state: kept raw, so that parts of a run add up to one distribution."""
+    """Seconds from each killed worker's kill to its jobs' next attempt, cut where the time
+    goes (the lease running out; a lease watch or the sweeper seeing it; the job waiting for a
+    slot and starting), and to their final state: kept raw, so that parts of a run add up to
+    one distribution."""
     kills = {j: k for j, k in run.killed.items() if j in run.next_attempt}
+    ended = {j: k for j, k in kills.items() if k.lease_end}
+    back = {j: k for j, k in ended.items() if j in run.taken_back}
     return {
         "to_next": [run.next_attempt[j] - k.at for j, k in kills.items()],
-        "to_lease_end": [k.lease_end - k.at for k in kills.values() if k.lease_end],
-        "after_lease": [run.next_attempt[j] - k.lease_end for j, k in kills.items() if k.lease_end],
+        "to_lease_end": [k.lease_end - k.at for k in ended.values() if k.lease_end],
+        "after_lease": [run.next_attempt[j] - k.lease_end for j, k in ended.items() if k.lease_end],
+        "to_taken_back": [run.taken_back[j] - k.lease_end for j, k in back.items() if k.lease_end],
+        "taken_to_next": [run.next_attempt[j] - run.taken_back[j] for j in back],
         "to_final": [run.settled_at[j] - run.killed[j].at for j in run.settled_at],
     }
 
@@ -121,6 +128,8 @@ def recovery_rows(killed: int, samples: dict[str, list[float]]) -> list[tuple[st
         ("recovery to next attempt p50 / p99", p50_p99(samples["to_next"])),
         ("  kill -> lease end p50 / p99", p50_p99(samples["to_lease_end"])),
         ("  lease end -> next attempt p50 / p99", p50_p99(samples["after_lease"])),
+        ("    lease end -> taken back p50 / p99", p50_p99(samples.get("to_taken_back", []))),
+        ("    taken back -> started p50 / p99", p50_p99(samples.get("taken_to_next", []))),
         ("recovery to final state p50 / p99", p50_p99(samples["to_final"])),
     ]
 
