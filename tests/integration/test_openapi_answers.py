@@ -168,6 +168,7 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     call("GET", "/v1/tenant", 200)
     call("GET", "/v1/usage", 200)
     call("GET", "/v1/stats", 200)
+    call("GET", "/v1/health", 200)
     call("GET", "/v1/openapi.json", 200)
     call("GET", "/v1/workflow.schema.json", 200)
     call("GET", f"/v1/admin/tenants/{TENANT}", 200)
