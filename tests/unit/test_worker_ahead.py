@@ -16,6 +16,7 @@ from devstack.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_service
 from devstack.fakes.live import FakeEventStore
 from devstack.fakes.schedules import FakeScheduleStore
 from devstack.fakes.session_channel import FakeSessionChannel
+from devstack.fakes.session_commands import FakeCommandLedger
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
 from pagefleet.jobs.models import JobMessage, JobRecord
@@ -109,6 +110,9 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         events=FakeEventStore(),
         schedules=FakeScheduleStore(),
         session_channel=FakeSessionChannel(),
+        # Every port a fake: run alone, a default would look for AWS credentials (the
+        # instance metadata address, refused here like any address but loopback).
+        session_commands=FakeCommandLedger(),
     )
 
 
