@@ -105,7 +105,6 @@ CALLS: dict[str, Call] = {
     "dead_letters": lambda c, ids: c.dead_letters(),
     "redrive": lambda c, ids: c.redrive([]),
     "stats": lambda c, ids: c.stats(),
-    "health": lambda c, ids: c.health(),
     "download": lambda c, ids: c.download(STORAGE),
     "download_verified": lambda c, ids: c.download_verified(
         ArtifactLink(name="a.png", url=STORAGE, sha256="0" * 64, size=1, content_type="x")
