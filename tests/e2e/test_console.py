@@ -228,7 +228,11 @@ def test_a_failed_jobs_page_shows_its_failure_screenshot_trace_and_har_and_repla
                 {"action": "goto", "url": stack.site_url},
                 {"action": "click", "selector": "#no-such-button"},
             ],
-            "options": {"action_timeout_ms": 500, "har": "on_failure"},
+            "options": {
+                "action_timeout_ms": 500,
+                "har": "on_failure",
+                "trace": "retain-on-failure",
+            },
             "max_attempts": 1,
         }
     )
