@@ -27,7 +27,7 @@ STEPS = [
     {"action": "extract", "name": "title", "selector": "h1"},
 ]
 JOB = {"steps": STEPS, "inputs": {"site": "http://127.0.0.1:9"}}
-SCHEDULE = "01JSCHEDULE000000000000000"
+SCHEDULE = "01jschedule000000000000000"
 
 
 def queued(env: Provisioned) -> int:
@@ -158,7 +158,7 @@ def test_a_body_that_is_not_json_is_400_and_get_is_not_a_job(alice: ApiCaller) -
     assert resp.error["code"] == "invalid_json"
     assert alice.call("POST", "/v1/jobs/validate").status == 400  # no body at all
     got = alice.call("GET", "/v1/jobs/validate")
-    assert got.status == 404
+    assert got.status == 422 and got.error["field"] == "job_id"  # "validate" is no job id
     assert "job_id" not in got.body
 
 

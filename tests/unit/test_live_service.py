@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeTenantStore, fake_services
+from devstack.fakes.live import FakeConnections, FakeEventStore, FakePoster
 from pagefleet.errors import Unauthorized
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import submit_job
 from pagefleet.live import service
 from pagefleet.live.service import LiveServices, issue_ticket
 from pagefleet.tenancy.api_keys import create_api_key, revoke_key
-from tests.fakes import FakeClock, FakeTenantStore, fake_services
-from tests.fakes.live import FakeConnections, FakeEventStore, FakePoster
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]})
 
@@ -122,7 +122,7 @@ def test_another_tenants_job_is_not_found_and_joins_nothing(world: World) -> Non
     }
     assert world.connections.followers("tenant-a", [job.job_id]).get(job.job_id, []) == []
     assert world.poster.posted == []  # nothing else was sent
-    assert world.send("intruder", "subscribe", job_id="nosuchjob")["code"] == "not_found"
+    assert world.send("intruder", "subscribe", job_id="0" * 26)["code"] == "not_found"
 
 
 def test_a_late_follower_catches_up_from_after(world: World) -> None:
