@@ -27,7 +27,7 @@ import tempfile
 import zipfile
 from typing import Any
 
-from browser_task.browser.generation import BrowserSession
+from browser_task.browser.generation import JobBrowser
 from browser_task.errors import FailJob, RetryJob
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.specs.resources import DEBUG, ROUTINE
@@ -79,7 +79,7 @@ def _log(har: dict[str, Any], masker: Masker) -> dict[str, Any]:
 
 
 async def keep_har(
-    session: BrowserSession,
+    session: JobBrowser,
     artifacts: ArtifactCollector,
     *,
     failed: bool,
@@ -111,7 +111,7 @@ async def keep_har(
         drop_har(session)
 
 
-def drop_har(session: BrowserSession) -> None:
+def drop_har(session: JobBrowser) -> None:
     if session.har_path is not None:
         shutil.rmtree(os.path.dirname(session.har_path), ignore_errors=True)
         session.har_path = None

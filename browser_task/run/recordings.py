@@ -3,7 +3,7 @@ context has closed (both are written by Playwright as the context closes)."""
 
 from __future__ import annotations
 
-from browser_task.browser.generation import BrowserSession
+from browser_task.browser.generation import JobBrowser
 from browser_task.browser.har import drop_har, keep_har
 from browser_task.browser.video import drop_video, keep_video
 from browser_task.run.context import RunContext
@@ -24,7 +24,7 @@ async def keep_recordings(ctx: RunContext, artifacts: ArtifactCollector, *, fail
         )
 
 
-def drop_recordings(session: BrowserSession) -> None:
+def drop_recordings(session: JobBrowser) -> None:
     """A run abandoned: nothing it recorded is kept."""
     drop_video(session)
     drop_har(session)
