@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pagefleet import ids
+
 DEFAULT_IDLE_S = 300
 MAX_IDLE_S = 1800
 DEFAULT_MAX_DURATION_S = 1800
@@ -15,6 +17,6 @@ class SessionTerms(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    channel: str = Field(pattern=r"^[0-9a-z]{26}$")
+    channel: str = Field(pattern=ids.CHANNEL_ID)
     idle_timeout_s: int = Field(default=DEFAULT_IDLE_S, ge=5, le=MAX_IDLE_S)
     max_duration_s: int = Field(default=DEFAULT_MAX_DURATION_S, ge=10, le=MAX_DURATION_S)

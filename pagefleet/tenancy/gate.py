@@ -8,9 +8,10 @@ deferred: its message comes back after a growing delay, the job stays queued wit
 reason, and it never counts toward the dead-letter queue.
 
 A slot taken for a claim that then did not start the job (a duplicate of a finished job,
-an early retry), or one a crash left behind (a worker killed between its final write and the
-give back), is found when it matters: a refused take looks at the holders and gives back the
-slots of jobs that are not running any more. The queued count is repaired the same way, by
+an early copy of a retry) is given back at once (``claim_not_made``); one a crash left behind
+(a worker killed between its final write and the give back) is found when it matters: a
+refused take looks at the holders and gives back the slots of jobs that are not running any
+more. The queued count is repaired the same way, by
 a recount when a submission is refused for it.
 """
 
@@ -21,6 +22,7 @@ import random
 import time
 from collections.abc import Callable
 
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import NotFound
 from pagefleet.jobs.hooks import Deferral
 from pagefleet.jobs.models import JobMessage, JobRecord
@@ -32,11 +34,15 @@ from pagefleet.tenancy.ports import TenantCounters
 log = logging.getLogger("pagefleet.tenancy")
 
 # Deferred over the running cap: 2 s, 4 s, 8 s... up to 30 s, each plus up to half again at
-# random. Short enough that a freed slot is taken within seconds (a deep backlog always has
-# some message coming back), long enough that a backlog of thousands does not spin through
-# the queue, and spread so the messages do not come back together.
-DEFER_BASE_S = 2
-DEFER_MAX_S = 30
+# random (added jitter: never sooner than the ceiling, which would only defer again). Short
+# enough that a freed slot is taken within seconds (a deep backlog always has some message
+# coming back), long enough that a backlog of thousands does not spin through the queue, and
+# spread so the messages do not come back together.
+DEFER_BACKOFF = Backoff(2, 30, Jitter.ADDED)
+DEFER_MAX_S = int(DEFER_BACKOFF.cap_s)
+# A backlog spreads a tenant's messages over at most this long: with half again of jitter,
+# 900 s, SQS's longest message delay.
+BACKLOG_SPREAD_MAX_S = 600
 # A tenant found at its cap is taken to stay there this long in this process (unless one of
 # its jobs ends here): a backlog's messages are deferred without a write each.
 REFUSAL_MEMORY_S = 1.0
@@ -53,8 +59,8 @@ def defer_delay(deferrals: int, rng: random.Random | None = None, backlog_s: flo
     lengths (``backlog_s``), so its messages are spread over that time instead of all coming
     back every few seconds (which would fill the workers with deferrals and keep other
     tenants' messages waiting behind them)."""
-    base = max(min(DEFER_MAX_S, DEFER_BASE_S * 2 ** min(deferrals, 10)), min(backlog_s, 600))
-    return int(base + (rng or random).random() * (base / 2 + 1))
+    ceiling = max(DEFER_BACKOFF.ceiling(deferrals + 1), min(backlog_s, BACKLOG_SPREAD_MAX_S))
+    return round(DEFER_BACKOFF.spread(ceiling, rng))
 
 
 class TenantGate:
@@ -120,6 +126,15 @@ class TenantGate:
             self.counters.sub_queued(job.tenant_id, 1)
         except Exception:
             log.warning("queued count not updated after a claim", exc_info=True)
+
+    def claim_not_made(self, message: JobMessage) -> None:
+        # The slot is a set member named by the job: none of its attempts runs, so none
+        # holds it (a copy of a running job never comes here).
+        try:
+            self.counters.give_back(message.tenant_id, message.job_id)
+            self._refused.pop(message.tenant_id, None)
+        except Exception:
+            log.warning("running slot not given back after a claim not made", exc_info=True)
 
     # --- every other move ---------------------------------------------------------------------
     def after_move(self, job: JobRecord) -> None:

@@ -263,3 +263,17 @@ def test_every_routes_answers_match_the_openapi_document(stack: LocalStack, admi
         if (method, path.removeprefix("/v1")) not in PUBLIC_ROUTES:
             assert response.status_code == 401, (method, path, response.text)
             assert response.json()["error"]["code"] == "unauthorized", (method, path)
+
+
+def test_health_answers_without_a_key_with_the_release_and_stage(stack: LocalStack) -> None:
+    import pagefleet
+
+    with PagefleetClient(stack.api_url, None) as keyless:
+        health = keyless.health()
+    assert (health.status, health.version) == ("ok", pagefleet.__version__)
+    assert health.stage == "local"  # the local stack's stage (devstack/local_settings.py)
+    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=60) as http:
+        # Its resource has only GET: anything else is API Gateway's own refusal.
+        refused = http.post("/v1/health", content=b"{}")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "route_not_found"

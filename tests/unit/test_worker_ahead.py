@@ -22,6 +22,7 @@ from tests.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
 from tests.fakes.live import FakeEventStore
 from tests.fakes.schedules import FakeScheduleStore
 from tests.fakes.session_channel import FakeSessionChannel
+from tests.fakes.session_commands import FakeCommandLedger
 from tests.unit.test_lifecycle import POOL, receive, request
 
 
@@ -109,6 +110,9 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         events=FakeEventStore(),
         schedules=FakeScheduleStore(),
         session_channel=FakeSessionChannel(),
+        # Every port a fake: run alone, a default would look for AWS credentials (the
+        # instance metadata address, refused here like any address but loopback).
+        session_commands=FakeCommandLedger(),
     )
 
 
