@@ -22,10 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pagefleet import ids
 from pagefleet.errors import NotFound
 from pagefleet.live.messages import dumps, error_message
 from pagefleet.live.ports import Connection
-from pagefleet.live.service import JOB_ID_PATTERN, LiveServices, parse_action
+from pagefleet.live.service import LiveServices, parse_action
 
 # A watch lasts this long unless sent again; the console sends it every 10 seconds.
 WATCH_TTL_S = 30
@@ -40,7 +41,7 @@ class Watch(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     action: Literal["watch", "unwatch"]
-    job_id: str = Field(pattern=JOB_ID_PATTERN)
+    job_id: str = Field(pattern=ids.JOB_ID)
 
 
 Acting = tuple[Watch, Connection]
