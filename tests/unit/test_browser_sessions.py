@@ -13,6 +13,11 @@ from typing import Any
 import pytest
 
 from browser_task.run.session_loop import SessionLoop
+from devstack.fakes import FakeClock
+from devstack.fakes.session_channel import FakeSessionChannel
+from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.tenancy import fake_tenancy
+from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.browsing import service
 from pagefleet.browsing.channel import answer_fate
 from pagefleet.browsing.models import (
@@ -39,11 +44,6 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
-from tests.fakes import FakeClock
-from tests.fakes.session_channel import FakeSessionChannel
-from tests.fakes.session_commands import FakeCommandLedger
-from tests.fakes.tenancy import fake_tenancy
-from tests.fakes.workflows import FakeWorkflowStore
 
 TENANT = "acme"
 POOL = "standard"
