@@ -14,9 +14,9 @@ import threading
 
 from bench.job_walk import Walk, stops_to_first_step
 from browser_task.__main__ import build_worker
+from devstack.fakes import FakeSecrets
 from pagefleet.jobs.service import JobServices
 from pagefleet.specs.settings import WorkerSettings
-from tests.fakes import FakeSecrets
 
 from .conftest import TENANT, Site, submit, wait_for_job
 
