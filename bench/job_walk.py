@@ -231,7 +231,7 @@ def report(walk: Walk, status: str) -> int:
         print(f"  {number:3d} {'<-' if how == 'return' else '->'} {module}")
     stops = len(before) - 1
     returns = sum(1 for _, how in before[1:] if how == "return")
-    climbs = [(a, b) for at, a, b in walk.climbs if at <= upto]
+    climbs = climbs_to_first_step(walk)
     print(f"climbs back: {climbs or 'none'}")
     print(
         f"job walk: {stops} stops, {returns} returns, {len(climbs)} climbs back before the first "
@@ -241,6 +241,13 @@ def report(walk: Walk, status: str) -> int:
     print(f"moves between any two of our modules (values and rules too): {walk.every_module}")
     downhill = not climbs and walk.templating_after_plan == walk.prepare_after_plan == 0
     return 0 if status == "succeeded" and downhill else 1
+
+
+def climbs_to_first_step(walk: Walk) -> list[tuple[str, str]]:
+    """The climbs back before the first step's handler (after it, the step loop reading the
+    plan or the run's context is the run going on, not the job handed back up)."""
+    upto = walk.at_first_step if walk.at_first_step is not None else len(walk.walk)
+    return [(a, b) for at, a, b in walk.climbs if at <= upto]
 
 
 def stops_to_first_step(walk: Walk) -> int:
