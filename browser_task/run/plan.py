@@ -51,10 +51,6 @@ class RunPlan:
     # An offline replay: the replayed job's har.zip, which alone answers the page.
     replay_har: bytes | None = None
 
-    @property
-    def has_secrets(self) -> bool:
-        return bool(self.masker)
-
 
 def describe(step: Step, masker: Masker) -> str:
     """A step as errors and events name it, its secrets masked."""
