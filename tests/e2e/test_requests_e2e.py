@@ -298,3 +298,51 @@ def test_only_an_ended_job_with_a_har_can_be_replayed(
     with pytest.raises(ApiError) as missing:
         client.replay("0" * 26)
     assert missing.value.status == 404
+
+
+IDB = html(
+    """<body><span id="who">pending</span>
+<script>
+  const open = indexedDB.open('auth', 1);
+  open.onupgradeneeded = () => open.result.createObjectStore('kv');
+  open.onsuccess = () => {
+    const db = open.result;
+    const show = (text) => { document.getElementById('who').textContent = text; };
+    if (location.search.includes('signin')) {
+      const tx = db.transaction('kv', 'readwrite');
+      tx.objectStore('kv').put({user: 'ada', token: 't-1'}, 'login');
+      tx.oncomplete = () => show('signed in as ada');
+    } else {
+      const got = db.transaction('kv').objectStore('kv').get('login');
+      got.onsuccess = () => show(got.result ? 'signed in as ' + got.result.user : 'signed out');
+    }
+  };
+</script></body>"""
+)
+
+
+def test_a_login_kept_in_indexeddb_is_saved_and_a_later_job_stays_signed_in(
+    client: PagefleetClient, site: StepSite
+) -> None:
+    site.resources["/idb"] = IDB
+    signed = _run(
+        client,
+        {
+            "steps": [
+                {"action": "goto", "url": site.url("/idb?signin=1")},
+                {"action": "wait_for", "selector": "#who:text-is('signed in as ada')"},
+                {"action": "save_session", "name": "idb-login"},
+            ]
+        },
+    )
+    assert signed.status is JobStatus.SUCCEEDED, signed.error
+    check = [
+        {"action": "goto", "url": site.url("/idb")},
+        {"action": "wait_for", "selector": "#who:not(:text-is('pending'))"},
+        {"action": "extract", "name": "who", "selector": "#who"},
+    ]
+    later = _run(client, {"steps": [{"action": "use_session", "name": "idb-login"}, *check]})
+    assert later.status is JobStatus.SUCCEEDED, later.error
+    assert later.result == {"who": "signed in as ada"}
+    fresh = _run(client, {"steps": check})
+    assert fresh.result == {"who": "signed out"}

@@ -4,7 +4,9 @@ A leading use_session is applied when the context is created (``storage_state``)
 the only way Playwright restores local storage for every origin before the first page
 loads. A use_session later in the workflow adds the cookies to the live context and
 restores local storage with an init script (on the next navigation) and, for the page
-already open at that origin, right away.
+already open at that origin, right away. save_session keeps IndexedDB too (sites that keep
+their login there); only a leading use_session restores it (Playwright does, with the
+context's storage state): a later one restores cookies and local storage only.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ async def load_state(ctx_tenant: str, step: UseSession, store: Any) -> StorageSt
 async def save_session(step: SaveSession, ctx: RunContext) -> None:
     if ctx.sessions is None:
         raise _no_store()
-    state = await ctx.session.context.storage_state()
+    # IndexedDB too: sites that keep their login there (Playwright restores it with the
+    # storage state when a later job's context opens with it).
+    state = await ctx.session.context.storage_state(indexed_db=True)
     try:
         await ctx.sessions.save(ctx.tenant_id, step.name, dict(state))
     except ValueError as exc:
