@@ -63,7 +63,7 @@ def pricing_worker(config: StageConfig) -> dict[str, object]:
         "vcpu": pool.cpu / 1024,
         "memory_gb": pool.memory_mib / 1024,
         "slots": pool.concurrency,
-        "architecture": config.worker_architecture,
+        "architecture": config.architecture_of(DEFAULT_POOL),
         "spot": pool.spot,
     }
 

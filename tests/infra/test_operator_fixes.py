@@ -27,6 +27,25 @@ def test_spot_on_graviton_is_refused_at_synth_saying_what_to_choose() -> None:
     assert config.pools["standard"].spot and config.worker_architecture == "x86_64"
 
 
+def test_spot_is_judged_per_pool_by_the_architecture_it_runs_on() -> None:
+    """A Spot pool may run x86_64 beside Graviton pools; a pool that runs arm64 (its own
+    setting over an x86_64 stage) may not use Spot."""
+    mixed = json.dumps({"pools": {"heavy": {"spot": True, "architecture": "x86_64"}}})
+    config = load_config(
+        App(context={"pagefleet:stage": "prod", "pagefleet:overrides": mixed}).node
+    )
+    assert config.architecture_of("heavy") == "x86_64" and config.pools["heavy"].spot
+    assert config.architecture_of("standard") == "arm64"  # the stage's, at Graviton's price
+    arm_pool = json.dumps(
+        {
+            "worker_architecture": "x86_64",
+            "pools": {"standard": {"spot": True, "architecture": "arm64"}},
+        }
+    )
+    with pytest.raises(ValueError, match=r"pools \['standard'\] ask for Fargate Spot"):
+        load_config(App(context={"pagefleet:stage": "prod", "pagefleet:overrides": arm_pool}).node)
+
+
 def test_there_is_no_spot_price_for_a_graviton_task() -> None:
     with pytest.raises(ValueError, match="x86_64 tasks only"):
         cost(Usage(browser_seconds=3600), "us-east-1", Worker(architecture="arm64", spot=True))

@@ -45,6 +45,23 @@ def test_x86_64_stays_selectable_per_deploy(tmp_path: Path) -> None:
     assert '"architecture": "x86_64"' in _api_env(synth)
 
 
+def test_a_pool_runs_on_its_own_architecture_with_its_own_image(tmp_path: Path) -> None:
+    """Spot for the heavy pool on x86_64 while the standard pool stays on Graviton: each
+    task definition names its pool's architecture and pulls an image built for it."""
+    overrides = json.dumps({"pools": {"heavy": {"spot": True, "architecture": "x86_64"}}})
+    synth = synthesize("dev", tmp_path, {"pagefleet:overrides": overrides})
+    assert _task_architectures(synth) == {"ARM64", "X86_64"}
+    assert _image_platforms(tmp_path) == {"linux/arm64", "linux/amd64"}
+    tasks = synth.resources("AWS::ECS::TaskDefinition")
+    for service in synth.props("AWS::ECS::Service"):
+        task = tasks[service["TaskDefinition"]["Ref"]]["Properties"]
+        arch = task["RuntimePlatform"]["CpuArchitecture"]
+        providers = {s["CapacityProvider"] for s in service["CapacityProviderStrategy"]}
+        assert (arch, providers) in {("ARM64", {"FARGATE"}), ("X86_64", {"FARGATE_SPOT"})}
+    # The API prices usage on the standard pool's architecture.
+    assert '"architecture": "arm64"' in _api_env(synth)
+
+
 def _api_env(synth: Any) -> str:
     (api,) = (
         f
