@@ -20,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import QUEUES, TABLES
 from pagefleet.specs.tenant_defaults import LimitDefaults
 
@@ -264,6 +265,23 @@ class StageConfig(_Model):
     tenant_refusals_alarm_count: int = Field(default=500, ge=1)
     # The web console's distribution: custom domain, price class, caching (below).
     console: ConsoleConfig = ConsoleConfig()
+
+    def pool_offers(self) -> str:
+        """What each pool offers the jobs routed by ``requires`` (PAGEFLEET_POOLS)."""
+        offers = [
+            PoolOffer(
+                name=name,
+                memory_mib=pool.memory_mib,
+                slots=pool.concurrency,
+                architecture=self.architecture_of(name),
+                spot=pool.spot,
+                egress=self.egress,
+                region=self.region,
+                isolation="task" if pool.concurrency == 1 else "shared",
+            ).model_dump(mode="json")
+            for name, pool in self.pools.items()
+        ]
+        return json.dumps(offers, separators=(",", ":"))
 
     def architecture_of(self, pool: str) -> Literal["x86_64", "arm64"]:
         """The CPU architecture ``pool``'s tasks run on: its own, else the stage's."""

@@ -103,6 +103,7 @@ class Api(Construct):
                 "default_pool": DEFAULT_POOL,
                 "usage_table": tenancy_env["usage_table"],
                 "tenant_defaults": tenancy_env["tenant_defaults"],
+                "pools": tenancy_env["pools"],
                 "pricing_worker": json.dumps(pricing_worker(config)),
                 **schedules.api_settings(),
             },

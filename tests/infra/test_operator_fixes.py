@@ -178,3 +178,14 @@ def test_a_stage_that_leaves_image_scanning_to_its_owner_sets_none() -> None:
             Template.from_stack(stack).find_resources("AWS::ECR::RegistryScanningConfiguration")
         )
     assert counts == {"stack": 1, "existing": 0}
+
+
+def test_the_local_pools_offer_what_the_dev_stage_pools_offer() -> None:
+    """A job routed by ``requires`` on the local stack goes where it would on dev."""
+    from devstack.local_settings import LOCAL_POOLS
+    from infra.config import STAGES
+
+    dev = json.loads(STAGES["dev"].pool_offers())
+    assert [offer.model_dump(mode="json") for offer in LOCAL_POOLS] == dev
+    prod = {o["name"]: o for o in json.loads(STAGES["prod"].pool_offers())}
+    assert prod["standard"]["egress"] == "nat" and prod["heavy"]["memory_mib"] == 8192
