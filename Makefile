@@ -20,7 +20,8 @@ demo: deps chromium ffmpeg
 ## or the infra synths, stay on one worker (tests/support/suites.py).
 XDIST := -n 2 --dist loadgroup
 
-## The full truth: lint, type check, every test suite (unit, integration, e2e, infra).
+## The full truth: lint, type check, every test suite (unit, contract, integration, e2e,
+## worker, infra, chaos).
 test: deps chromium ffmpeg bwrap ensure-node lint typecheck audit
 	.venv/bin/pytest $(XDIST)
 
