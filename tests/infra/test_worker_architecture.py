@@ -53,8 +53,10 @@ def test_x86_64_stays_selectable_per_stage_and_per_pool(tmp_path: Path) -> None:
     for service in synth.props("AWS::ECS::Service"):
         task = tasks[service["TaskDefinition"]["Ref"]]["Properties"]
         arch = task["RuntimePlatform"]["CpuArchitecture"]
-        providers = {s["CapacityProvider"] for s in service["CapacityProviderStrategy"]}
-        assert (arch, providers) in {("ARM64", {"FARGATE"}), ("X86_64", {"FARGATE_SPOT"})}
+        providers = tuple(
+            sorted(s["CapacityProvider"] for s in service["CapacityProviderStrategy"])
+        )
+        assert (arch, providers) in {("ARM64", ("FARGATE",)), ("X86_64", ("FARGATE_SPOT",))}
     # The API prices usage on the architecture the standard pool runs on.
     assert '"architecture": "arm64"' in _api_env(synth)
 
