@@ -4,6 +4,9 @@ PY := .venv/bin/python
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 # Newer jsii names the end-of-life warning for Node 20 this way.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The Node.js scripts/ensure-node.sh installs when the machine has none new enough (Debian
+# 12's is 18): first on PATH for every target, so the synths' jsii runs on it.
+export PATH := $(CURDIR)/.tools/node/bin:$(PATH)
 
 .PHONY: audit run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap ensure-node docs
 

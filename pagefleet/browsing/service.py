@@ -45,6 +45,7 @@ from pagefleet.browsing.recording import parametrize
 from pagefleet.errors import (
     IdempotencyKeyReused,
     InvalidField,
+    JobNotCancellable,
     NotConfigured,
     NotFound,
     SessionEnded,
@@ -390,7 +391,9 @@ def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRec
         close = Command(id=new_ulid(), op="close")
         with contextlib.suppress(ChannelGone):
             sessions.require_channel().send_command(terms.channel, close)
-    sessions.jobs.lifecycle.cancel(tenant_id, session_id)
+    # The worker may end it first, on the close command: a close is idempotent.
+    with contextlib.suppress(JobNotCancellable):
+        sessions.jobs.lifecycle.cancel(tenant_id, session_id)
     return get_session(sessions, tenant_id, session_id)
 
 

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pagefleet.errors import InvalidField
+from pagefleet.jobs.models import JobRequest
 from pagefleet.specs.pools import NoPoolFits, PoolOffer, Requirements, route
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.targets import egress_policy
 from pagefleet.targets.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
 from pagefleet.workflow import Evaluate, Step, iter_steps
@@ -35,6 +37,10 @@ def _nobody(tenant_id: str) -> bool:
     return False
 
 
+def _stage_default_trace(tenant_id: str) -> TraceMode:
+    return DEFAULT_TRACE
+
+
 def _system_lookup(host: str) -> list[str]:
     # Looked up at call time, so tests replace the system resolver in one place.
     return egress_policy.system_lookup(host)
@@ -47,12 +53,23 @@ class SubmitPolicy:
     ``allow_loopback``: webhooks may target 127/8 and ::1 (local development only).
     ``resolver``: how a webhook's host is looked up (None: the system's, at call time).
     ``evaluate_allowed``: whether a tenant may run ``evaluate`` steps (the default: nobody).
+    ``trace_default``: the trace mode of a tenant's jobs that do not set ``options.trace``
+    (its limits', cached as admission reads them: no request a job).
+    ``pools``: what each worker pool offers, where a job's ``requires`` routes it.
     """
 
     allow_loopback: bool = False
     resolver: SyncResolver | None = None
     evaluate_allowed: Callable[[str], bool] = _nobody
+    trace_default: Callable[[str], TraceMode] = _stage_default_trace
     pools: tuple[PoolOffer, ...] = ()
+
+    def with_trace(self, tenant_id: str, request: JobRequest) -> JobRequest:
+        """``request`` with its trace mode settled: the job's own, else its tenant's."""
+        if request.options.trace is not None:
+            return request
+        options = request.options.model_copy(update={"trace": self.trace_default(tenant_id)})
+        return request.model_copy(update={"options": options})
 
     def pool_for(self, requires: Requirements, named: str | None) -> str:
         """The pool a job requiring ``requires`` runs in (``named``: the one it asked for,

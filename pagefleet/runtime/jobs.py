@@ -51,6 +51,7 @@ class JobBuilders(TenantBuilders):
                 policy=SubmitPolicy(
                     allow_loopback=settings.allow_loopback,
                     evaluate_allowed=tenancy.evaluate_allowed,
+                    trace_default=tenancy.trace_default,
                     pools=settings.pools,
                 ),
             )

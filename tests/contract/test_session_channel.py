@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from devstack.fakes.session_channel import FakeSessionChannel
 from devstack.provision import Provisioned
 from devstack.strict_aws import StrictRules, rules_in_force
 from pagefleet.adapters.session_channel import SETTLE_S, SqsSessionChannel, settling
@@ -19,7 +20,6 @@ from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.models import new_ulid
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import session_queue_prefix
-from tests.fakes.session_channel import FakeSessionChannel
 
 
 @pytest.fixture

@@ -13,6 +13,11 @@ from typing import Any
 import pytest
 
 from browser_task.run.session_loop import SessionLoop
+from devstack.fakes import FakeClock
+from devstack.fakes.session_channel import FakeSessionChannel
+from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.tenancy import fake_tenancy
+from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.browsing import service
 from pagefleet.browsing.channel import answer_fate
 from pagefleet.browsing.models import (
@@ -33,17 +38,13 @@ from pagefleet.errors import (
     SessionEnded,
     TooManyRequests,
 )
+from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
-from tests.fakes import FakeClock
-from tests.fakes.session_channel import FakeSessionChannel
-from tests.fakes.session_commands import FakeCommandLedger
-from tests.fakes.tenancy import fake_tenancy
-from tests.fakes.workflows import FakeWorkflowStore
 
 TENANT = "acme"
 POOL = "standard"
@@ -372,6 +373,25 @@ def test_closing_a_session_not_started_cancels_it_and_deletes_its_queues(world: 
     assert job.request.session is not None
     assert not world.channel.exists(job.request.session.channel)
     assert service.close_session(world.sessions, TENANT, job.job_id).status is closed.status
+
+
+def test_a_session_its_worker_ends_while_it_is_closed_answers_closed_not_409(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker takes the close command at once and ends the job before the API's own
+    # cancel: the close is idempotent, so the caller gets the ended session. (Seen under
+    # load in the e2e suite as a 409 "already ended as succeeded".)
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    lifecycle = world.sessions.jobs.lifecycle
+
+    def worker_ends_it(channel: str, command: Command) -> None:
+        lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
+
+    monkeypatch.setattr(world.channel, "send_command", worker_ends_it)
+    closed = service.close_session(world.sessions, TENANT, job.job_id)
+    assert closed.status is JobStatus.SUCCEEDED
+    assert service.view(world.sessions, closed).status == "closed"
 
 
 def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(
