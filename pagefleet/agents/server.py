@@ -56,8 +56,10 @@ def _refused(refusal: ToolRefusal) -> types.CallToolResult:
     )
 
 
-def build_server(client: PagefleetClient) -> Server[Any]:
-    agent = AgentTools(client)
+def build_server(client: PagefleetClient, *, wait_s: int | None = None) -> Server[Any]:
+    """``wait_s``: the longest a tool waits for a job or a step (remote MCP: under the
+    API's timeout); None: as long as the tool allows."""
+    agent = AgentTools(client, wait_s=wait_s)
     listed = listed_tools()
 
     async def list_tools(
