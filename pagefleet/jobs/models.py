@@ -37,6 +37,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
+from pagefleet.specs.pools import Requirements
 from pagefleet.specs.resources import POOLS, Priority, queue_key
 from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow import (
@@ -88,6 +89,10 @@ class JobSettings(BaseModel):
     name: str | None = Field(default=None, max_length=200)
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
     pool: str = "standard"
+    # What the job needs from its pool (memory, region, egress, isolation, no Spot): the API
+    # routes it to the smallest pool that has it all, or refuses it naming every pool
+    # (pagefleet.specs.pools). With ``pool`` also given, that pool must have it.
+    requires: Requirements | None = None
     max_attempts: int = Field(default=3, ge=1, le=10)
     # Latest start: a job not started by then becomes `expired` and never runs.
     deadline: datetime | None = None
