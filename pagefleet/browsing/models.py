@@ -28,7 +28,8 @@ MAX_WAIT_S = 25
 COMMAND_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
 # A command not started this long after it was sent is answered ``expired`` and never runs.
 DEFAULT_DEADLINE_S = 60
-# The session's command queue keeps a message this long: a later deadline could not be kept.
+# A command waits for its worker at most this long (the ledger keeps it; a longer wait
+# would hold a caller's retry in doubt for no use).
 MAX_DEADLINE_S = 900
 # The ARIA snapshot an observation carries, at most (a long page's tree is cut, and says so).
 ARIA_MAX_CHARS = 20_000
@@ -141,16 +142,15 @@ class StepsRequest(BaseModel):
 
 
 class Command(BaseModel):
-    """What the API sends a session's worker: run steps, list the steps so far, or close."""
+    """A command as the session's worker runs it, read from its ledger record."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str  # this delivery's (a ULID: answers are matched and ordered by it)
-    op: Literal["steps", "close"] = "steps"
+    id: str  # this run's (a ULID): its answer's id
     steps: list[dict[str, Any]] = Field(default_factory=list)
     observe: Observe = Field(default_factory=Observe)
-    # The ledger's record it runs under (pagefleet.browsing.commands); None for a close.
-    command_id: str | None = None
+    # The ledger's record it runs under (pagefleet.browsing.commands).
+    command_id: str
 
 
 class Observation(BaseModel):

@@ -13,8 +13,9 @@ MAX_DURATION_S = 3600  # a job's job_timeout_s at most
 class SessionTerms(BaseModel):
     """What makes a job a session (kept in its request; never given by a job's client)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    # Ignored fields: a session recorded before 2026-12-05 names its queues (``channel``);
+    # its worker is now its lease owner (pagefleet.browsing.inbox).
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
-    channel: str = Field(pattern=r"^[0-9a-z]{26}$")
     idle_timeout_s: int = Field(default=DEFAULT_IDLE_S, ge=5, le=MAX_IDLE_S)
     max_duration_s: int = Field(default=DEFAULT_MAX_DURATION_S, ge=10, le=MAX_DURATION_S)

@@ -1,5 +1,6 @@
 """Browser sessions on the fakes: a session is a job (admission, slots, lease, lifecycle),
-its steps go over its channel, a dead worker makes it `lost`, never a hang."""
+its commands are recorded in the ledger and its worker woken through its inbox, a dead
+worker makes it `lost`, never a hang."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from browser_task.run.inbox import WorkerInbox
 from browser_task.run.session_loop import SessionLoop
 from pagefleet.browsing import service
-from pagefleet.browsing.channel import answer_fate
+from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import (
     Answer,
     Command,
@@ -36,12 +38,13 @@ from pagefleet.errors import (
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.resources import inbox_name
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
 from tests.fakes import FakeClock
-from tests.fakes.session_channel import FakeSessionChannel
 from tests.fakes.session_commands import FakeCommandLedger
+from tests.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from tests.fakes.tenancy import fake_tenancy
 from tests.fakes.workflows import FakeWorkflowStore
 
@@ -53,29 +56,34 @@ LEASE = 60
 @dataclasses.dataclass
 class World:
     sessions: service.Sessions
-    channel: FakeSessionChannel
+    inbox: FakeSessionInbox
+    worker: WorkerInbox  # the inbox of worker "w1", which claims the sessions here
     commands: FakeCommandLedger
     clock: FakeClock
     lost: list[str]
 
 
 @pytest.fixture
-def world() -> World:
+def world() -> Iterator[World]:
     clock = FakeClock()
     svc, tenancy = fake_tenancy(clock)
     svc = dataclasses.replace(svc, workflows=FakeWorkflowStore())
-    channel = FakeSessionChannel()
+    inbox = FakeSessionInbox()
     commands = FakeCommandLedger()
     lost: list[str] = []
     sessions = service.Sessions(
         svc,
         tenancy.quotas,
-        channel,
+        inbox,
         commands=commands,
+        stage="dev",
         max_wait_s=2.0,
         on_lost=lambda job: lost.append(job.job_id),
     )
-    return World(sessions, channel, commands, clock, lost)
+    worker = WorkerInbox(inbox, FakeInboxRegistry(), inbox_name("dev", "w1"), poll_s=1)
+    worker.start()
+    yield World(sessions, inbox, worker, commands, clock, lost)
+    worker.stop()
 
 
 def steps_request(*steps: dict[str, object], **fields: object) -> StepsRequest:
@@ -114,7 +122,7 @@ class ScriptedLoop(SessionLoop):
 
         super().__init__(
             ctx,
-            world.channel,
+            world.worker.open(job.tenant_id, job.job_id),
             job.request.session,
             commands=world.commands,
             evaluate_allowed=no_evaluate,
@@ -132,22 +140,22 @@ class ScriptedLoop(SessionLoop):
 @pytest.fixture
 def answering(world: World) -> Iterator[Callable[[JobRecord, Callable[[Command], Answer]], None]]:
     """A worker's session loop in a thread, answering commands with ``reply``."""
-    threads: list[tuple[threading.Thread, str]] = []
+    threads: list[tuple[threading.Thread, JobRecord]] = []
 
     def start(job: JobRecord, reply: Callable[[Command], Answer]) -> None:
-        assert job.request.session is not None
         loop = ScriptedLoop(world, job, reply)
         thread = threading.Thread(target=asyncio.run, args=(loop.run(),), daemon=True)
         thread.start()
-        threads.append((thread, job.request.session.channel))
+        threads.append((thread, job))
 
     yield start
-    for thread, channel in threads:
-        world.channel.close(channel)  # the loop ends: its channel is gone
+    for thread, job in threads:
+        close = Wakeup(id="close", op="close", tenant_id=job.tenant_id, session_id=job.job_id)
+        world.worker.route(close)  # the loop ends
         thread.join(timeout=15)
 
 
-def test_a_session_opens_as_a_job_with_its_terms_and_its_channel(world: World) -> None:
+def test_a_session_opens_as_a_job_with_its_terms_and_makes_nothing_else(world: World) -> None:
     body = OpenSession(idle_timeout_s=60, max_duration_s=600, use_session="shop-login")
     job = service.open_session(world.sessions, TENANT, body)
 
@@ -157,7 +165,8 @@ def test_a_session_opens_as_a_job_with_its_terms_and_its_channel(world: World) -
     assert job.request.max_attempts == 1  # a browser's state cannot be retried
     assert job.request.options.job_timeout_s == 600  # the watchdog is the max duration
     assert [s.action for s in job.request.steps] == ["use_session"]
-    assert world.channel.exists(terms.channel)
+    assert world.inbox.listed("") == world.worker.inbox.listed("")  # no queue made
+    assert [i.name for i in world.inbox.listed("")] == [world.worker.name]
     view = service.view(world.sessions, job)
     assert (view.status, view.steps) == ("starting", [])
 
@@ -273,13 +282,7 @@ def test_a_duplicate_delivery_of_a_command_runs_it_once(
 ) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
-    real_send = world.channel.send_command
-
-    def twice(name: str, command: Command) -> None:  # SQS: at-least-once delivery
-        real_send(name, command)
-        real_send(name, command)
-
-    world.channel.send_command = twice  # type: ignore[method-assign]
+    world.inbox.copies = 2  # SQS: at-least-once delivery
     ran: list[Command] = []
     answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
     for n in range(3):
@@ -356,7 +359,6 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     found = service.get_session(world.sessions, TENANT, job.job_id)
     assert service.view(world.sessions, found).status == "lost"
     assert world.lost == [job.job_id]
-    assert not world.channel.exists(job.request.session.channel)  # its queues deleted
     assert world.sessions.quotas.view(TENANT).running == frozenset()  # its slot given back
     with pytest.raises(SessionEnded) as ended:
         service.run_steps(
@@ -365,12 +367,11 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     assert ended.value.details["status"] == "lost"
 
 
-def test_closing_a_session_not_started_cancels_it_and_deletes_its_queues(world: World) -> None:
+def test_closing_a_session_not_started_cancels_it(world: World) -> None:
     job = service.open_session(world.sessions, TENANT, OpenSession())
     closed = service.close_session(world.sessions, TENANT, job.job_id)
     assert service.status_of(closed) == ("closed", "closed")
-    assert job.request.session is not None
-    assert not world.channel.exists(job.request.session.channel)
+    assert world.inbox.sent == []  # no worker holds it: nobody to wake
     assert service.close_session(world.sessions, TENANT, job.job_id).status is closed.status
 
 
@@ -430,9 +431,3 @@ def test_a_named_literal_that_occurs_nowhere_is_a_422_naming_the_input() -> None
         parametrize(steps, {"query": "pagefleet", "page": "two"})
     assert refused.value.details["field"] == "inputs.page"
     assert parametrize(steps, {"query": "pagefleet"})[0]["value"] == "{{inputs.query}}"
-
-
-def test_an_answer_goes_to_its_caller_and_a_stale_one_is_dropped() -> None:
-    assert answer_fate("01b", "01b") == "take"
-    assert answer_fate("01a", "01b") == "drop"  # its caller stopped waiting
-    assert answer_fate("01c", "01b") == "release"  # a newer caller's: handed back

@@ -21,7 +21,8 @@ from pagefleet.targets.breakers import Breakers
 from tests.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
 from tests.fakes.live import FakeEventStore
 from tests.fakes.schedules import FakeScheduleStore
-from tests.fakes.session_channel import FakeSessionChannel
+from tests.fakes.session_commands import FakeCommandLedger
+from tests.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from tests.unit.test_lifecycle import POOL, receive, request
 
 
@@ -108,7 +109,9 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         breakers=BreakerGate(cast(Breakers, object()), name),  # never asked: no job runs
         events=FakeEventStore(),
         schedules=FakeScheduleStore(),
-        session_channel=FakeSessionChannel(),
+        session_inbox=FakeSessionInbox(),
+        inbox_registry=FakeInboxRegistry(),
+        session_commands=FakeCommandLedger(),
     )
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk, to_json
-from pagefleet.browsing.commands import Claim, CommandRecord, CommandState
+from pagefleet.browsing.commands import Claim, CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.models import Answer
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class DynamoCommandLedger:
             "deadline": command.deadline,
             "created_at": command.created_at,
             "expires_at": command.expires_at,
+            "body": command.body.model_dump_json(),
         }
         try:
             self._db.put_item(
@@ -211,4 +212,5 @@ def _record(tenant_id: str, item: Mapping[str, Any]) -> CommandRecord:
         order=data.get("order"),
         answer=Answer.model_validate_json(answer) if answer else None,
         steps=json.loads(data["steps"]) if data.get("steps") else [],
+        body=CommandBody.model_validate_json(data["body"]) if data.get("body") else CommandBody(),
     )
