@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -431,3 +432,81 @@ def test_a_named_literal_that_occurs_nowhere_is_a_422_naming_the_input() -> None
         parametrize(steps, {"query": "pagefleet", "page": "two"})
     assert refused.value.details["field"] == "inputs.page"
     assert parametrize(steps, {"query": "pagefleet"})[0]["value"] == "{{inputs.query}}"
+
+
+def test_no_call_is_held_while_its_command_waits_for_a_browser(world: World) -> None:
+    """Issue 32 finding 8: a step held its API execution for up to ``wait_s`` (10 s by
+    default, 25 at most) whatever the worker was doing, so 1,000 agents held 1,000 Lambda
+    executions. Now a call is held only while its command runs: a session still starting,
+    or a worker busy (or gone) that does not take the command within CLAIM_GRACE_S, is a
+    202 at once. Time here is virtual: what the call slept is what it held."""
+    held = [0.0]
+
+    def sleep(seconds: float) -> None:
+        held[0] += seconds
+
+    sessions = dataclasses.replace(
+        world.sessions, max_wait_s=25.0, clock=lambda: held[0], sleep=sleep
+    )
+    body = steps_request({"action": "click", "selector": "#go"}, wait_s=25)
+    job = service.open_session(sessions, TENANT, OpenSession())
+    starting = service.run_steps(sessions, TENANT, job.job_id, body)
+    assert isinstance(starting, CommandView) and starting.state == "pending"
+    assert held[0] == 0  # starting: nothing to wait for
+
+    claimed(world)  # its worker holds it, but runs another command and takes none
+    busy = service.run_steps(
+        sessions, TENANT, job.job_id, body.model_copy(update={"command_id": "b"})
+    )
+    assert isinstance(busy, CommandView) and busy.state == "pending"
+    assert held[0] <= service.CLAIM_GRACE_S + service.LAST_READ_S
+
+
+def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is_dropped(
+    world: World,
+) -> None:
+    mailbox = world.worker.open(TENANT, "s1")
+    for wakeup in (
+        Wakeup(id="1", tenant_id=TENANT, session_id="s2", command_id="c"),  # not held here
+        Wakeup(id="2", tenant_id="other", session_id="s1", command_id="c"),  # forged tenant
+    ):
+        world.worker.route(wakeup)
+    assert mailbox.get(0) is None and world.worker.dropped == 2
+    world.worker.route(Wakeup(id="3", tenant_id=TENANT, session_id="s1", command_id="c"))
+    assert mailbox.get(0) is not None
+
+
+def test_a_command_sent_while_the_session_starts_runs_when_its_worker_takes_it(
+    world: World,
+) -> None:
+    """The worker looks at the ledger when it takes the session: what was sent before (no
+    inbox to wake yet) runs first, once."""
+    job = service.open_session(world.sessions, TENANT, OpenSession())
+    body = steps_request({"action": "click", "selector": "#early"}, command_id="early")
+    assert isinstance(service.run_steps(world.sessions, TENANT, job.job_id, body), CommandView)
+    job, _ = claimed(world)
+    ran: list[str] = []
+    loop = ScriptedLoop(world, job, lambda c: ran.append(c.command_id) or Answer(id=c.id, ran=1))
+    world.worker.route(Wakeup(id="x", op="close", tenant_id=TENANT, session_id=job.job_id))
+    asyncio.run(loop.run())
+    assert ran == ["early"]
+    read = service.read_command(world.sessions, TENANT, job.job_id, "early")
+    assert read.state == "done"
+
+
+def test_a_killed_workers_inbox_is_swept_and_a_live_ones_kept(world: World) -> None:
+    from pagefleet.browsing.leftovers import INBOX_GRACE_S, sweep_inboxes
+    from pagefleet.specs.resources import inbox_queue_prefix
+
+    registry = FakeInboxRegistry()
+    dead = WorkerInbox(world.inbox, registry, inbox_name("dev", "killed"), clock=lambda: 0.0)
+    dead.start()  # registered until ALIVE_FOR_S, then never renewed: it was killed
+    later = time.time() + 10_000
+    registry.renew(world.worker.name, until=later + 60)
+    swept = sweep_inboxes(world.inbox, registry, inbox_queue_prefix("dev"), now=later)
+    assert swept.removed == 1 and not world.inbox.exists(dead.name)
+    assert world.inbox.exists(world.worker.name)
+    young = sweep_inboxes(
+        world.inbox, FakeInboxRegistry(), inbox_queue_prefix("dev"), now=time.time()
+    )
+    assert young.removed == 0 and INBOX_GRACE_S > 0  # too young to judge, even unregistered
