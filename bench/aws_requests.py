@@ -35,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import Measured  # noqa: E402
 from devstack.stack import DEV_TENANT, LocalStack  # noqa: E402
 from pagefleet.runtime import RUNTIME  # noqa: E402
 
@@ -197,4 +198,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/aws_requests.py"):
+        code = main()
+    sys.exit(code)

@@ -51,6 +51,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench.chaos_traffic import LAMBDA_ENV, Traffic, failed, final_line, print_findings
+from bench.common import Measured, load_average
 from devstack.chaos import (
     SETTLED,
     Audit,
@@ -275,10 +276,6 @@ def p50_p99(values: list[float]) -> str:
     return f"{pct(values, 50)} / {pct(values, 99)}"
 
 
-def load() -> str:
-    return " ".join(f"{x:.1f}" for x in os.getloadavg())
-
-
 def unexpected(run: Run, report: Audit) -> list[tuple[str, JobRecord]]:
     """Jobs that ended otherwise than their kind should (a cancel may finish first)."""
     out = []
@@ -375,7 +372,7 @@ def print_report(
             "submit retries (HTTP status)",
             ", ".join(f"{k}: {v}" for k, v in run.submit_errors.items()) or "0",
         ),
-        ("load average (1, 5, 15 min) at the end", load()),
+        ("load average (1, 5, 15 min) at the end", load_average()),
     ]
     for name, value in rows:
         table.add_row(name, value)
@@ -424,7 +421,6 @@ def main() -> int:
     )
     run = Run()
     started = time.monotonic()
-    console.print(f"load average (1, 5, 15 min) at the start: {load()}")
     try:
         with stack:
             store = record_store(stack)
@@ -480,4 +476,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/chaos.py"):
+        code = main()
+    sys.exit(code)

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
+from bench.common import Measured
 from devstack.chaos import chaos_worker_env
 from devstack.order_chaos import OrderChaos, run_order_chaos
 from devstack.stack import LocalStack
@@ -91,4 +92,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/chaos_orders.py"):
+        code = main()
+    sys.exit(code)

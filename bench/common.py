@@ -11,12 +11,14 @@ import asyncio
 import hashlib
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +51,56 @@ def workflow(site: str) -> dict[str, Any]:
             {"action": "screenshot", "name": "page.png", "full_page": True},
         ],
     }
+
+
+# --- what every figure is printed with -----------------------------------------------------
+def load_average() -> str:
+    """The load average over 1, 5 and 15 minutes (what ``uptime`` prints)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def commit() -> str:
+    """The checkout's commit, marked when files differ from it (the figure is then not that
+    commit's)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=False
+        )
+        return done.stdout.strip()
+
+    sha = git("rev-parse", "--short=9", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return sha + (" + local changes" if changed else "")
+
+
+class Measured:
+    """Prints, around a bench's run, the commit, the time and the load before and after: a
+    figure means little without the load it was taken under (2 cores, shared machines).
+    ``end()`` prints the load after; a bench whose last line is a target's line calls it
+    before printing that line, the others leave it to the ``with`` block's end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ended = False
+
+    def __enter__(self) -> Measured:
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        print(
+            f"{self.name}: commit {commit()}, {now}, {os.cpu_count()} CPUs; "
+            f"load average before {load_average()} (1, 5, 15 min)",
+            flush=True,
+        )
+        return self
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            now = datetime.now(UTC).strftime("%H:%M UTC")
+            print(f"load average after {load_average()} (1, 5, 15 min), {now}", flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        self.end()
 
 
 # --- the bare loop --------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import MemoryRun, sampling, wait_all
+from bench.common import Measured, MemoryRun, sampling, wait_all
 from pagefleet.pricing import REGIONS, Worker, price_table
 from pagefleet.tenancy.usage import UsageRow, as_priced, priced
 from pagefleet.tenancy.views import UsageLine
@@ -330,4 +330,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/cost.py"):
+        code = main()
+    sys.exit(code)

@@ -1,14 +1,14 @@
 """CPU per job: what the platform spends on a job that a bare Playwright loop does not.
 
-    .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 6]
+    .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 10]
 
 The same job as bench/e2e_throughput.py, run by a bare loop (one Chromium launched as the
-worker launches it, a fresh context per job, concurrency 2) and by the local stack (one
-worker, 2 slots), in alternating rounds. For each side it reads the CPU time (user +
-system, from the kernel) of every process taking part and prints it per job, by part:
+worker launches it, a fresh context per job, concurrency 2, in a child Python of its own)
+and by the local stack (one worker, 2 slots), in alternating rounds. For each side it reads
+the CPU time (user + system, from the kernel) of every process taking part and prints it
+per job, by part:
 
-- bare loop: the bench's Python (Playwright's client; the demo site's thread), the driver
-  and Chromium;
+- bare loop: its Python (Playwright's client), the driver and Chromium;
 - platform: the worker (Python, driver, Chromium and the egress proxy inside it), the
   embedded AWS (moto), each Lambda function's execution environment, and the bench's own
   process (the local API gateway and event-source pollers, the submitting client, the demo
@@ -17,16 +17,16 @@ system, from the kernel) of every process taking part and prints it per job, by 
 On a machine whose cores are busy, jobs per second follow CPU per job, so
 ``bare / platform`` of CPU per job is the throughput ratio the platform would reach there.
 On AWS the embedded AWS's share is not on the worker's machine at all. CPU time does not
-depend on how loaded the machine is the way wall-clock time does, so these figures move
-less from run to run than throughput does.
-
-The rounds alternate (bare first, then the platform first, ...) so that drifting load weighs
-on both sides alike; each round pairs one bare run with one platform run, and the ratio of
-each pair is a sample. Prints the whole-platform table, then the per-round ratios' median
-and spread, and ends with the worker-only line the target names (the worker's Python,
-driver and Chromium against the bare loop's; the embedded AWS and the function stand-ins
-are not the worker's bill on AWS):
-``CPU per job: bare <X> ms, worker <Y> ms; worker/bare = <R>``. Prints figures; asserts
+depend on how loaded the machine is the way wall-clock time does, but a loaded machine
+still inflates it (caches, frequency), so the rounds alternate (bare first, then the
+platform first, ...) and each round's pair gives one ratio: drifting load weighs on both
+sides of a pair alike, and the median of the pairs' ratios is what two runs agree on.
+Prints the commit and the load before and after, the whole-platform table, the per-round
+ratios (median, middle half, extremes), and ends with the worker-only line the target names
+(the worker's Python, driver and Chromium against the bare loop's; the embedded AWS and the
+function stand-ins are not the worker's bill on AWS):
+``CPU per job: bare <X> ms, worker <Y> ms; worker/bare = <R>`` (medians over the rounds).
+Prints figures; asserts
 nothing.
 """
 
@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -47,13 +49,14 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import bare_loop, workflow
+from bench.common import Measured, bare_loop, python, python_env, workflow
 from bench.e2e_throughput import wait_final
 from devstack.stack import LocalStack
 
 console = Console()
 BENCH = "bench process"
 WORKER = "worker"
+BARE_WARMUP = 4
 
 
 def _cpu(process: psutil.Process) -> float:
@@ -114,24 +117,41 @@ def _descendants(process: psutil.Process) -> list[psutil.Process]:
 
 
 def bare_round(site: str, jobs: int) -> dict[str, float]:
-    """CPU per job of a bare loop, sampled after its warm-up and after its last job (its
-    browser exits when the loop ends, so it is read while it still runs)."""
+    """CPU per job of a bare loop, run in a child Python of its own so that nothing else is
+    counted on its side: the bench process also runs the local stack's gateway and pollers
+    and the demo site, which no bare loop has. The child reads its own tree's CPU after its
+    warm-up and after its last job (its browser exits when the loop ends)."""
+    done = subprocess.run(
+        [python(), __file__, "--bare-child", site, str(jobs)],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the bare loop failed:\n{done.stderr[-4000:]}")
+    return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def bare_child(site: str, jobs: int) -> None:
+    """In the child: run the bare loop and print its CPU per job by part, as JSON."""
     marks: list[dict[str, float]] = []
+    me = psutil.Process()
 
     def on_job() -> None:
-        me = psutil.Process()
-        mark: dict[str, float] = defaultdict(float, {BENCH: _cpu(me)})
-        # The bare loop's driver (the bench's one child that is no part of the stack) and
-        # the Chromium under it.
-        for child in me.children():
-            if _part(child) == "other":
-                for process in [child, *_descendants(child)]:
-                    mark[_browser_part(process)] += _cpu(process)
+        mark: dict[str, float] = defaultdict(float, {"bare: Python": _cpu(me)})
+        for process in _descendants(me):
+            mark[f"bare: {_browser_part(process)}"] += _cpu(process)
         marks.append(mark)
 
-    asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=4, on_job=on_job))
-    first, last = marks[3], marks[-1]
-    return {part: (last[part] - first[part]) / (len(marks) - 4) for part in last if part != "gone"}
+    asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job))
+    first, last = marks[BARE_WARMUP - 1], marks[-1]
+    per_job = {
+        part: (last[part] - first.get(part, 0.0)) / (len(marks) - BARE_WARMUP)
+        for part in last
+        if part != "bare: gone"
+    }
+    print(json.dumps(per_job))
 
 
 def platform_round(stack: LocalStack, jobs: int) -> dict[str, float]:
@@ -150,77 +170,102 @@ def worker_cpu(platform: dict[str, float]) -> float:
     return sum(v for part, v in platform.items() if part.startswith(f"{WORKER}:"))
 
 
-def totals_of(sides: dict[str, list[dict[str, float]]]) -> list[float]:
-    return [sum(r.values()) for r in sides["platform"]]
-
-
 def spread(ratios: list[float]) -> str:
-    """The per-round ratios, their median and how far the farthest lies from it."""
+    """The per-round ratios: their median, the interquartile range around it (what two
+    runs' medians differ by, roughly) and the extremes."""
     median = statistics.median(ratios)
-    far = max(abs(r - median) for r in ratios) / median
+    if len(ratios) >= 4:
+        low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
+    else:
+        low, high = min(ratios), max(ratios)
     each = ", ".join(f"{r:.2f}" for r in ratios)
     return (
-        f"median {median:.3f}, spread +/-{far:.1%} "
-        f"(min {min(ratios):.2f}, max {max(ratios):.2f}): {each}"
+        f"median {median:.3f}, middle half {low:.3f}-{high:.3f} "
+        f"(+/-{(high - low) / 2 / median:.1%}), min {min(ratios):.2f}, max {max(ratios):.2f}: "
+        f"{each}"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None and sys.argv[1:2] == ["--bare-child"]:
+        bare_child(sys.argv[2], int(sys.argv[3]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=40, help="jobs per round and side")
-    parser.add_argument("--rounds", type=int, default=6, help="pairs of runs (bare, platform)")
+    parser.add_argument("--rounds", type=int, default=10, help="pairs of runs (bare, platform)")
     args = parser.parse_args(argv)
+    if args.jobs < 2 or args.rounds < 1:
+        parser.error("--jobs must be at least 2 and --rounds at least 1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    with Measured("bench/cpu_per_job.py") as measured:
+        sides = run_rounds(args.jobs, args.rounds)
+        report(sides)
+        bare = [sum(r.values()) for r in sides["bare"]]
+        worker = [worker_cpu(r) for r in sides["platform"]]
+        ratios = [w / b for w, b in zip(worker, bare, strict=True)]
+        print(f"worker / bare per round: {spread(ratios)}")
+        measured.end()
+    print(
+        f"CPU per job: bare {statistics.median(bare) * 1000:.0f} ms, worker "
+        f"{statistics.median(worker) * 1000:.0f} ms; worker/bare = {statistics.median(ratios):.2f}"
+    )
+    return 0
+
+
+def run_rounds(jobs: int, rounds: int) -> dict[str, list[dict[str, float]]]:
+    """``rounds`` pairs of (bare, platform) runs, the order alternating each round."""
     sides: dict[str, list[dict[str, float]]] = {"bare": [], "platform": []}
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
         platform_round(stack, 4)  # warm-up: every environment has served a job
-        for index in range(args.rounds):
+        for index in range(rounds):
             order = ["bare", "platform"] if index % 2 == 0 else ["platform", "bare"]
             for side in order:
-                with console.status(f"round {index + 1}/{args.rounds}: {side}…"):
+                with console.status(f"round {index + 1}/{rounds}: {side}…"):
                     started = time.monotonic()
                     if side == "bare":
-                        sides[side].append(bare_round(stack.site_url, args.jobs))
+                        sides[side].append(bare_round(stack.site_url, jobs))
                     else:
-                        sides[side].append(platform_round(stack, args.jobs))
+                        sides[side].append(platform_round(stack, jobs))
                     console.print(f"round {index + 1} {side}: {time.monotonic() - started:.1f} s")
         stack.cleanup_logs()
+    return sides
+
+
+def report(sides: dict[str, list[dict[str, float]]]) -> None:
+    """A table a side, each part's CPU per job in every round, then the whole platform's
+    figure (every process of the local stack: what throughput follows on this machine)."""
     totals = {}
     for side, rounds in sides.items():
         parts = sorted(
             {p for r in rounds for p in r}, key=lambda p: -sum(r.get(p, 0) for r in rounds)
         )
         table = Table(
-            f"{side}: part", "CPU ms per job", *(f"round {i + 1}" for i in range(len(rounds)))
+            f"{side}: part", "CPU ms per job (median)", *(f"r{i + 1}" for i in range(len(rounds)))
         )
         total = [sum(r.values()) for r in rounds]
         for part in parts:
             values = [r.get(part, 0.0) for r in rounds]
             if max(values) * 1000 < 0.5:
                 continue
-            mean = sum(values) / len(values)
-            table.add_row(part, f"{mean * 1000:.1f}", *(f"{v * 1000:.1f}" for v in values))
+            table.add_row(
+                part,
+                f"{statistics.median(values) * 1000:.1f}",
+                *(f"{v * 1000:.0f}" for v in values),
+            )
         table.add_row(
-            "total", f"{sum(total) / len(total) * 1000:.1f}", *(f"{t * 1000:.1f}" for t in total)
+            "total",
+            f"{statistics.median(total) * 1000:.1f}",
+            *(f"{t * 1000:.0f}" for t in total),
         )
         console.print(table)
-        totals[side] = sum(total) / len(total)
+        totals[side] = total
+    whole = [b / p for b, p in zip(totals["bare"], totals["platform"], strict=True)]
     print(
-        f"CPU per job, whole platform: bare {totals['bare'] * 1000:.0f} ms, platform "
-        f"{totals['platform'] * 1000:.0f} ms; bare/platform = "
-        f"{totals['bare'] / totals['platform']:.2f}"
+        f"CPU per job, whole platform (the demo site's serving on its side only): bare "
+        f"{statistics.median(totals['bare']) * 1000:.0f} ms, platform "
+        f"{statistics.median(totals['platform']) * 1000:.0f} ms"
     )
-    bare = [sum(r.values()) for r in sides["bare"]]
-    worker = [worker_cpu(r) for r in sides["platform"]]
-    whole = [b / p for b, p in zip(bare, totals_of(sides), strict=True)]
     print(f"bare / platform per round: {spread(whole)}")
-    ratios = [w / b for w, b in zip(worker, bare, strict=True)]
-    print(f"worker / bare per round: {spread(ratios)}")
-    print(
-        f"CPU per job: bare {statistics.median(bare) * 1000:.0f} ms, worker "
-        f"{statistics.median(worker) * 1000:.0f} ms; worker/bare = {statistics.median(ratios):.2f}"
-    )
-    return 0
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import bare_loop, workflow
+from bench.common import Measured, bare_loop, workflow
 from devstack.call_counter import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
@@ -246,4 +246,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/e2e_throughput.py"):
+        code = main()
+    sys.exit(code)

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import wait_all
+from bench.common import Measured, wait_all
 from devstack.stack import LocalStack
 from pagefleet.client import Job
 
@@ -169,4 +169,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/fairness.py"):
+        code = main()
+    sys.exit(code)

@@ -25,6 +25,8 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import Measured  # noqa: E402
+
 
 def _port() -> int:
     with socket.socket() as sock:
@@ -137,4 +139,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/iam_overhead.py"):
+        code = main()
+    sys.exit(code)

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import boto3  # noqa: E402
 
+from bench.common import Measured  # noqa: E402
 from devstack.constants import aws_env  # noqa: E402
 from devstack.loopback import serve_on_loopback  # noqa: E402
 from devstack.provision import create_all  # noqa: E402
@@ -226,4 +227,6 @@ def traced(event: dict[str, Any]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/job_path.py"):
+        code = main()
+    sys.exit(code)

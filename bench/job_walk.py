@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import Measured  # noqa: E402
 from bench.job_path import TENANT, site, start_local_aws, submit_event  # noqa: E402
 
 OURS = tuple(f"{ROOT / name}{os.sep}" for name in ("pagefleet", "browser_task"))
@@ -231,4 +232,6 @@ def report(walk: Walk, status: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/job_walk.py"):
+        code = main()
+    sys.exit(code)

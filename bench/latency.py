@@ -53,7 +53,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import python, python_env
+from bench.common import Measured, python, python_env
 from pagefleet.specs.resources import FUNCTION_ENV
 
 HANDLERS = (
@@ -407,4 +407,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/latency.py"):
+        code = main()
+    sys.exit(code)

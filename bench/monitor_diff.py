@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from PIL import Image, ImageDraw
 
+from bench.common import Measured
 from browser_task.run.visual import CHANNEL_TOLERANCE, pixel_diff
 from pagefleet.monitors.changes import compare
 from pagefleet.monitors.spec import Monitor
@@ -125,4 +126,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Measured("bench/monitor_diff.py"):
+        main()

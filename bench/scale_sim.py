@@ -52,6 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import Measured
+
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from infra.config import STAGES, PoolConfig
@@ -444,4 +447,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/scale_sim.py"):
+        code = main()
+    sys.exit(code)

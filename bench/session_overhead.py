@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
+from bench.common import Measured  # noqa: E402
+
 if TYPE_CHECKING:
     from pagefleet.specs.settings import WorkerSettings
 
@@ -102,4 +104,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/session_overhead.py"):
+        code = main()
+    sys.exit(code)

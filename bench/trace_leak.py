@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 from playwright.async_api import async_playwright
 
+from bench.common import Measured
 from browser_task.browser.chromium import (
     chromium_args,
     chromium_executable,
@@ -121,4 +122,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/trace_leak.py"):
+        code = main()
+    sys.exit(code)

@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import MemoryRun, bare_loop, python, python_env, sampling, workflow
+from bench.common import Measured, MemoryRun, bare_loop, python, python_env, sampling, workflow
 
 SIDES = ("platform", "bare", "default")
 
@@ -298,4 +298,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with Measured("bench/worker_memory.py"):
+        code = main()
+    sys.exit(code)

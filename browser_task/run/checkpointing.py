@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from browser_task.errors import RetryJob, first_line
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.checkpoints import (
     CHECKPOINT_LABEL_MAX,
@@ -41,7 +42,7 @@ log = logging.getLogger("browser_task.run.checkpointing")
 
 # A checkpoint write that fails for another reason than the lease is tried this often.
 WRITE_TRIES = 3
-WRITE_BACKOFF_S = 0.2
+WRITE_BACKOFF = Backoff(0.2, 0.8, Jitter.NONE)
 Results = Callable[[], dict[str, Any]]
 
 
@@ -127,7 +128,7 @@ class Progress:
                 raise AttemptLost(lost.message) from None
             except Exception as exc:
                 last = exc
-                await asyncio.sleep(WRITE_BACKOFF_S * 2**tries)
+                await asyncio.sleep(WRITE_BACKOFF.delay(tries + 1))
         raise CheckpointUnwritten(first_line(str(last)))
 
     @contextlib.asynccontextmanager

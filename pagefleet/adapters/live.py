@@ -12,11 +12,15 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from pagefleet.backoff import Backoff, Jitter
+
 if TYPE_CHECKING:
     from mypy_boto3_apigatewaymanagementapi import ApiGatewayManagementApiClient
 
 _GONE = {"GoneException", "410"}
 _THROTTLED = {"LimitExceededException", "TooManyRequestsException", "429"}
+# A throttled post is tried again soon: a live viewer's frame is worth little once late.
+POST_BACKOFF = Backoff(0.1, 0.8, Jitter.NONE)
 
 
 def _code(exc: ClientError) -> str:
@@ -45,7 +49,7 @@ class ApiGatewayPoster:
                 ):
                     return False
                 if code in _THROTTLED and attempt < self._retries:
-                    time.sleep(0.1 * 2**attempt)
+                    time.sleep(POST_BACKOFF.delay(attempt + 1))
                     continue
                 raise
         return True  # not reached

@@ -3,11 +3,12 @@ call.
 
 The language's full schema (``GET /v1/workflow.schema.json``) is ~70,000 characters: every
 step repeats the shared fields and the ``check`` block's eight read-only steps, with titles,
-defaults and ``null`` branches. Here the shared fields are said once, each action lists only
-its own fields, a check step is a step whose action is one of the read-only eight, and a
-paginate's block refers back to the one step definition. It is made from the models, so it
-cannot drift from them; what it leaves out (a field's cross-checks, such as assert needing
-exactly one test) the server checks with the models and names the field.
+defaults and ``null`` branches. Here the shared fields are typed once, a check step is a
+step whose action is one of the read-only eight, and each action's own fields are one line
+of the step's description (a schema branch per action cost the tool list ~5,500
+characters). It is made from the models, so it cannot drift from them; what it leaves to
+the description or out (an action's fields, a field's cross-checks) the server checks with
+the models and names the field.
 """
 
 from __future__ import annotations
@@ -112,38 +113,76 @@ def _models(adapter_schema: dict[str, Any]) -> list[dict[str, Any]]:
     return [defs[ref["$ref"].rsplit("/", 1)[-1]] for ref in adapter_schema["oneOf"]]
 
 
+def _kind(node: dict[str, Any]) -> str:
+    """A field's type in a few characters: ``a|b`` one of, ``int 1..3``, ``[str]``, ``{x,y}``."""
+    if "enum" in node:
+        return "|".join(str(value) for value in node["enum"])
+    if "$ref" in node:
+        return "step"
+    if "anyOf" in node:
+        return "|".join(_kind(branch) for branch in node["anyOf"])
+    kind = node.get("type")
+    if kind == "integer" and "minimum" in node and "maximum" in node:
+        return f"int {node['minimum']}..{node['maximum']}"
+    if kind == "array":
+        return f"[{_kind(node.get('items', {}))}]"
+    if kind == "object" and "properties" in node:
+        return "{" + ",".join(node["properties"]) + "}"
+    if kind == "object" and "additionalProperties" in node:
+        return "{name:" + _kind(node["additionalProperties"]) + "}"
+    return {"integer": "int", "boolean": "bool", "string": "str"}.get(str(kind), "any")
+
+
+def _field(name: str, node: dict[str, Any], required: bool) -> str:
+    kind = _kind(node)
+    text = name + ("*" if required else "") + ("" if kind == "str" else f": {kind}")
+    said = node.get("description")
+    return f"{text} ({said})" if said else text
+
+
+def signature(model: dict[str, Any], defs: dict[str, Any]) -> str:
+    """One action's own fields as one line of the step definition's description."""
+    props = model["properties"]
+    required = set(model.get("required", []))
+    fields = [
+        _field(name, compact(prop, defs), name in required)
+        for name, prop in props.items()
+        if name != "action" and name not in SHARED_FIELDS
+    ]
+    return f"{props['action']['const']}: " + "; ".join(fields)
+
+
+# How the lines of the step definition's description read.
+_LEGEND = (
+    "one step; `action` says which. Each action's own fields (* required; a field with "
+    "no type is a string; a|b: one of; m..n: a range; [x]: a list; {a,b}: an object), "
+    "checked by the server, which names a wrong field:"
+)
+
+
 @functools.cache
 def _defs() -> dict[str, Any]:
     full = TypeAdapter(Step).json_schema(ref_template="#/$defs/{model}")
     checks = TypeAdapter(CheckStep).json_schema(ref_template="#/$defs/{model}")
     defs = full.get("$defs", {})
     shared: dict[str, Any] = {}
-    branches: list[dict[str, Any]] = []
     actions: list[str] = []
+    lines = [_LEGEND]
     for model in _models(full):
         props = model["properties"]
-        action = props["action"]["const"]
-        actions.append(action)
-        own: dict[str, Any] = {"action": {"const": action}}
-        for name, prop in props.items():
-            if name in SHARED_FIELDS:
-                shared.setdefault(name, compact(prop, defs))
-            elif name != "action":
-                # A step's own object fields (positions, files, record fields) are said by
-                # their field names: the server checks them whole and names a wrong one.
-                own[name] = compact(prop, defs, depth=-1)
-        branch: dict[str, Any] = {"properties": own}
-        required = [r for r in model.get("required", []) if r != "action"]
-        if required:
-            branch["required"] = required
-        branches.append(branch)
+        actions.append(props["action"]["const"])
+        lines.append(signature(model, defs))
+        for name in SHARED_FIELDS:
+            if name in props:
+                shared.setdefault(name, compact(props[name], defs))
     check_actions = [m["properties"]["action"]["const"] for m in _models(checks)]
+    # The actions and the shared fields are typed; each action's own fields are a line of
+    # the description (a oneOf branch per action cost ~5,500 characters of the tool list).
     step = {
         "type": "object",
-        "description": "one step of the workflow language; `action` says which",
+        "description": "\n".join(lines),
         "required": ["action"],
         "properties": {"action": {"enum": actions}, **shared},
-        "oneOf": branches,
     }
     check_step = {
         "description": "a read-only step (no irreversible, no check of its own)",

@@ -134,7 +134,7 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "session_not_found",
-        "a `load_session` step names a saved login that does not exist",
+        "a `use_session` step (`required`, the default) names a saved login never saved or expired",
         "run the job that saves it first (`save_session`)",
     ),
     ErrorKind(

@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.targets.egress_policy import url_problem
 
 
@@ -33,12 +34,16 @@ class RetryPolicy(BaseModel):
             raise ValueError("RetryPolicy needs 0 < base_seconds <= cap_seconds")
         return self
 
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(self.base_seconds, self.cap_seconds, Jitter.FULL)
+
     def ceiling(self, attempt: int) -> float:
-        return float(min(self.cap_seconds, self.base_seconds * 2 ** max(0, attempt - 1)))
+        return self.backoff.ceiling(attempt)
 
     def delay_seconds(self, attempt: int, rng: random.Random | None = None) -> int:
         """Whole seconds (SQS DelaySeconds), in [0, ceiling(attempt)]."""
-        return int((rng or random).uniform(0.0, self.ceiling(attempt)))
+        return int(self.backoff.delay(attempt, rng))
 
 
 # What a webhook can be sent for (README: "Notifications"): ``finished`` every final state,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import (
     EnqueueFailed,
     IdempotencyConflict,
@@ -165,9 +166,15 @@ def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Sub
     return Submitted(job=job, created=False)
 
 
+# The winning request's writes become visible within moments: look again at once, then
+# after 50 ms doubling to 0.8 s. No jitter: this waits for one write, not against peers.
+REPLAY_BACKOFF = Backoff(0.05, 0.8, Jitter.NONE)
+REPLAY_TRIES = 6
+
+
 def _wait_for_replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted:
     # The winning transaction may not be visible for a moment if both raced inside DynamoDB.
-    for delay in (0.0, 0.05, 0.1, 0.2, 0.4, 0.8):
+    for delay in REPLAY_BACKOFF.ladder(REPLAY_TRIES):
         time.sleep(delay)
         replay = _replay(svc, tenant_id, key, fingerprint)
         if replay is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.notify.ports import Deliveries, DeliveryAttempt, SigningSecrets
 from pagefleet.notify.signing import HEADER, sign
@@ -59,10 +60,13 @@ class SendResult:
     retry_in_s: int | None
 
 
-def backoff_s(attempt: int, base_s: float, cap_s: float, rng: random.Random | None = None) -> int:
-    """Exponential with equal jitter: in [ceiling / 2, ceiling], ceiling = base * 2**(n-1)."""
-    ceiling = min(cap_s, base_s * 2 ** max(0, attempt - 1))
-    return max(1, round(ceiling / 2 + (rng or random).uniform(0, ceiling / 2)))
+# Equal jitter: a receiver that is down is not tried again much sooner than the ceiling.
+WEBHOOK_BACKOFF = Backoff(10.0, 3600.0, Jitter.EQUAL)
+
+
+def backoff_s(backoff: Backoff, attempt: int, rng: random.Random | None = None) -> int:
+    """Whole seconds, at least one: the queue message's visibility timeout."""
+    return max(1, round(backoff.delay(attempt, rng)))
 
 
 class WebhookSender:
@@ -75,8 +79,7 @@ class WebhookSender:
         resolve: SyncResolver,
         http: httpx.Client,
         max_attempts: int,
-        backoff_base_s: float = 10.0,
-        backoff_cap_s: float = 3600.0,
+        backoff: Backoff = WEBHOOK_BACKOFF,
         timeout_s: float = 5.0,
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
@@ -87,8 +90,7 @@ class WebhookSender:
         self.resolve = resolve
         self.http = http
         self.max_attempts = max_attempts
-        self.backoff_base_s = backoff_base_s
-        self.backoff_cap_s = backoff_cap_s
+        self.backoff = backoff
         self.timeout_s = timeout_s
         self.clock = clock
         self.rng = rng
@@ -166,7 +168,7 @@ class WebhookSender:
     ) -> SendResult:
         retry: int | None = None
         if status == "failed" and attempt < self.max_attempts:
-            retry = backoff_s(attempt, self.backoff_base_s, self.backoff_cap_s, self.rng)
+            retry = backoff_s(self.backoff, attempt, self.rng)
         elif status == "failed":
             error = f"{error}; giving up after {attempt} attempts (dead-letter queue)"
         record = DeliveryAttempt(

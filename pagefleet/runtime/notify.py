@@ -101,6 +101,7 @@ class NotifyBuilders(JobBuilders):
 
         from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries
         from pagefleet.adapters.notify import SqsWebhookQueue
+        from pagefleet.backoff import Backoff, Jitter
         from pagefleet.notify.sender import WebhookSender
         from pagefleet.specs.resources import WEBHOOK_ATTEMPTS
         from pagefleet.targets.egress_policy import EgressPolicy, system_lookup
@@ -114,8 +115,7 @@ class NotifyBuilders(JobBuilders):
                 # Never through a proxy from the environment: the checked address is the target.
                 http=httpx.Client(trust_env=False),
                 max_attempts=WEBHOOK_ATTEMPTS,
-                backoff_base_s=settings.backoff_base_s,
-                backoff_cap_s=settings.backoff_cap_s,
+                backoff=Backoff(settings.backoff_base_s, settings.backoff_cap_s, Jitter.EQUAL),
                 timeout_s=settings.timeout_s,
             )
             return sender, SqsWebhookQueue(self.client("sqs"), settings.queue_url)

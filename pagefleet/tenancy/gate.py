@@ -21,6 +21,7 @@ import random
 import time
 from collections.abc import Callable
 
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import NotFound
 from pagefleet.jobs.hooks import Deferral
 from pagefleet.jobs.models import JobMessage, JobRecord
@@ -32,11 +33,15 @@ from pagefleet.tenancy.ports import TenantCounters
 log = logging.getLogger("pagefleet.tenancy")
 
 # Deferred over the running cap: 2 s, 4 s, 8 s... up to 30 s, each plus up to half again at
-# random. Short enough that a freed slot is taken within seconds (a deep backlog always has
-# some message coming back), long enough that a backlog of thousands does not spin through
-# the queue, and spread so the messages do not come back together.
-DEFER_BASE_S = 2
-DEFER_MAX_S = 30
+# random (added jitter: never sooner than the ceiling, which would only defer again). Short
+# enough that a freed slot is taken within seconds (a deep backlog always has some message
+# coming back), long enough that a backlog of thousands does not spin through the queue, and
+# spread so the messages do not come back together.
+DEFER_BACKOFF = Backoff(2, 30, Jitter.ADDED)
+DEFER_MAX_S = int(DEFER_BACKOFF.cap_s)
+# A backlog spreads a tenant's messages over at most this long: with half again of jitter,
+# 900 s, SQS's longest message delay.
+BACKLOG_SPREAD_MAX_S = 600
 # A tenant found at its cap is taken to stay there this long in this process (unless one of
 # its jobs ends here): a backlog's messages are deferred without a write each.
 REFUSAL_MEMORY_S = 1.0
@@ -53,8 +58,8 @@ def defer_delay(deferrals: int, rng: random.Random | None = None, backlog_s: flo
     lengths (``backlog_s``), so its messages are spread over that time instead of all coming
     back every few seconds (which would fill the workers with deferrals and keep other
     tenants' messages waiting behind them)."""
-    base = max(min(DEFER_MAX_S, DEFER_BASE_S * 2 ** min(deferrals, 10)), min(backlog_s, 600))
-    return int(base + (rng or random).random() * (base / 2 + 1))
+    ceiling = max(DEFER_BACKOFF.ceiling(deferrals + 1), min(backlog_s, BACKLOG_SPREAD_MAX_S))
+    return round(DEFER_BACKOFF.spread(ceiling, rng))
 
 
 class TenantGate:

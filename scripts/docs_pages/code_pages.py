@@ -35,9 +35,9 @@ def limits() -> str:
     from pagefleet.tenancy.sessions import MAX_SESSION_BYTES
 
     stages = list(STAGES)
-    fields = list(LimitDefaults.model_fields)
     tenant_rows = [
-        (code(name), *(getattr(STAGES[s].tenant_defaults, name) for s in stages)) for name in fields
+        (code(name), *(_limit(STAGES[s].tenant_defaults, name) for s in stages))
+        for name in LimitDefaults.model_fields
     ]
     stage_rows = [
         ("request body, bytes (413 above)", *(STAGES[s].max_request_bytes for s in stages)),
@@ -126,6 +126,28 @@ def limits() -> str:
         + "\n## Leases and delivery\n\n"
         + table(("what", "value"), lease)
     )
+
+
+def _limit(defaults: Any, name: str) -> str:
+    """What a tenant without limits of its own gets. A default left unset (None) is resolved
+    as the code that enforces it resolves it, naming the limit it follows (the one whose
+    change moves it)."""
+    from pagefleet.jobs.models import TenantPolicy
+    from pagefleet.tenancy.limits import effective_limits
+
+    def enforced(stage_defaults: Any) -> Any:
+        return getattr(effective_limits(TenantPolicy(), stage_defaults), name)
+
+    value = enforced(defaults)
+    if getattr(defaults, name) is not None:
+        return str(value)
+    follows = [
+        other
+        for other, current in defaults.model_dump().items()
+        if type(current) is int
+        and enforced(defaults.model_copy(update={other: current + 1})) != value
+    ]
+    return f"{value} (= " + ", ".join(code(f) for f in follows) + ")" if follows else str(value)
 
 
 def _bound(field: Any, name: str) -> Any:

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Sequence
 
 
 def cell(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a rate the code keeps as a float prints as the number it is
     text = "" if value is None else str(value)
     return text.replace("|", "\\|").replace("\n", " ").strip()
 

@@ -73,7 +73,6 @@ def test_the_tool_list_fits_its_budget_and_still_types_the_step_language() -> No
     good = {"session_id": SID, "step": {"action": "goto", "url": "http://127.0.0.1/"}}
     assert run_step.is_valid(good)
     for wrong in (
-        {"session_id": SID, "step": {"action": "goto"}},  # no url
         {"session_id": SID, "step": {"action": "teleport"}},
         {"session_id": SID, "step": {"action": "click", "selector": "#a", "timeout_ms": "x"}},
         # a check may only look: a click in one is refused
@@ -86,10 +85,15 @@ def test_the_tool_list_fits_its_budget_and_still_types_the_step_language() -> No
                 "check": [{"action": "click", "selector": "#again"}],
             },
         },
-        {"session_id": SID, "steps": [{"action": "paginate", "next": "a", "steps": [{}]}]},
         {**good, "colour": "blue"},
     ):
         assert not run_step.is_valid(wrong), wrong
+    # Each action's own fields are one line of the step's description (a field the server
+    # checks, naming it): a new step or field costs the list a line, not a schema branch.
+    described = tools["run_step"].input_schema["$defs"]["step"]["description"]
+    assert "goto: url* (http(s) URL" in described
+    assert "click: selector*; button: left|right|middle; click_count: int 1..3" in described
+    assert "paginate: steps*: [step]; next*" in described
     submit = jsonschema.Draft202012Validator(tools["submit_job"].input_schema)
     assert submit.is_valid({"workflow": "shop", "inputs": {"q": "tea"}})
     assert not submit.is_valid({"workflow": "shop", "colour": "blue"})
@@ -123,13 +127,16 @@ def test_step_and_steps_together_are_refused_instead_of_one_being_dropped() -> N
 
 
 def test_a_wrong_step_is_refused_naming_its_field_before_it_is_sent() -> None:
-    one, listed, submitted = _calls(
+    paged = {"action": "paginate", "next": "a", "steps": [{"action": "click"}]}
+    one, listed, nested, submitted = _calls(
         ("run_step", {"session_id": SID, "step": {"action": "goto"}}),
         ("run_step", {"session_id": SID, "steps": [{"action": "click"}]}),
+        ("run_step", {"session_id": SID, "step": paged}),
         ("submit_job", {"steps": [{"action": "fill", "selector": "#q"}]}),
     )
     assert (one["status"], one["field"]) == (422, "step.goto.url")
     assert listed["field"] == "steps[0].click.selector"
+    assert nested["field"] == "step.paginate.steps[0].click.selector"
     assert submitted["field"] == "steps[0].fill.value"
     assert "submit_job again" in submitted["next"]
 

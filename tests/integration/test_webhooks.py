@@ -16,6 +16,7 @@ from devstack.pollers import sqs_event_records
 from devstack.provision import Provisioned
 from functions.webhooks import handler as webhooks_handler
 from pagefleet.adapters.notify import SecretsManagerSigningSecrets
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.notify import signing
 from pagefleet.notify.sender import WebhookMessage, WebhookSender
 from pagefleet.runtime import RUNTIME
@@ -60,8 +61,7 @@ def sender(
             resolve=resolve,
             http=httpx.Client(trust_env=False),
             max_attempts=max_attempts,
-            backoff_base_s=10,
-            backoff_cap_s=3600,
+            backoff=Backoff(10, 3600, Jitter.EQUAL),
         ),
         secrets,
         deliveries,

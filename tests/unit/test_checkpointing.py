@@ -10,6 +10,7 @@ import pytest
 
 from browser_task.errors import RetryJob
 from browser_task.run.checkpointing import AttemptLost, Progress
+from pagefleet.backoff import Backoff, Jitter
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, submit_job
@@ -98,7 +99,9 @@ def test_a_store_that_keeps_failing_means_the_step_does_not_run(
         raise ConnectionError("DynamoDB is not answering")
 
     monkeypatch.setattr(svc.store, "record_progress", broken)
-    monkeypatch.setattr("browser_task.run.checkpointing.WRITE_BACKOFF_S", 0.0)
+    monkeypatch.setattr(
+        "browser_task.run.checkpointing.WRITE_BACKOFF", Backoff(1e-3, 1e-3, Jitter.NONE)
+    )
     acted = []
 
     async def step() -> None:

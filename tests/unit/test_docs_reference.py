@@ -158,3 +158,46 @@ def test_every_example_is_named_where_its_feature_is_documented(
     assert unnamed == []
     # The step table names the examples that use each action.
     assert "`examples/workflows/session-login.json`" in rendered["steps.md"]
+
+
+def _step_actions() -> set[str]:
+    from pagefleet.jobs.submission import submission_schema
+
+    steps = submission_schema()["properties"]["steps"]["anyOf"]
+    return set(next(o for o in steps if "items" in o)["items"]["discriminator"]["mapping"])
+
+
+def test_every_step_the_error_catalogue_names_is_a_step_a_job_may_hold() -> None:
+    from pagefleet.jobs.error_kinds import ERROR_KINDS
+
+    named = {
+        (kind.kind, step)
+        for kind in ERROR_KINDS
+        for text in (kind.when, kind.todo)
+        for step in re.findall(r"`([a-z_]+)` step", text)
+    }
+    assert named, "the catalogue names steps"
+    assert [pair for pair in named if pair[1] not in _step_actions()] == []
+
+
+def _table(page: str, heading: str) -> list[list[str]]:
+    section = page.split(f"## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in lines[1:]]
+
+
+def test_every_stage_limit_is_printed_as_the_code_enforces_it(rendered: dict[str, str]) -> None:
+    from infra.config import STAGES
+    from pagefleet.jobs.models import TenantPolicy
+    from pagefleet.tenancy.limits import effective_limits
+
+    page = rendered["limits.md"]
+    tenant = _table(page, "Tenant limits, by stage")
+    for column, stage in enumerate(STAGES, 1):
+        enforced = effective_limits(TenantPolicy(), STAGES[stage].tenant_defaults)
+        for row in tenant:
+            assert row[column].split(" ")[0] == str(getattr(enforced, row[0].strip("`"))), row
+    burst = next(row for row in tenant if row[0] == "`burst`")
+    assert all("submits_per_minute" in cell for cell in burst[1:]), burst
+    for row in tenant + _table(page, "The API, by stage"):
+        assert all(cell and not re.fullmatch(r"\d+\.0", cell) for cell in row), row

@@ -10,7 +10,7 @@ from pagefleet.jobs.models import Artifact, JobError, JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.notify import signing
 from pagefleet.notify.eventbridge import DETAIL_TYPE, SOURCE, JobFinishedEvents
-from pagefleet.notify.sender import backoff_s
+from pagefleet.notify.sender import WEBHOOK_BACKOFF, backoff_s
 from pagefleet.notify.webhooks import WebhookNotifier, delivery_id
 from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 
@@ -146,7 +146,7 @@ def test_signatures_verify_only_with_the_secret_the_body_and_a_fresh_time() -> N
 
 def test_backoff_grows_to_hours_in_total() -> None:
     rng = random.Random(7)
-    delays = [backoff_s(n, 10, 3600, rng) for n in range(1, 12)]
+    delays = [backoff_s(WEBHOOK_BACKOFF, n, rng) for n in range(1, 12)]
     for n, delay in enumerate(delays, start=1):
         ceiling = min(3600, 10 * 2 ** (n - 1))
         assert ceiling / 2 - 1 <= delay <= ceiling

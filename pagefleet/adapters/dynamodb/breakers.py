@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from pagefleet.adapters.dynamodb.codec import condition_failed
 from pagefleet.targets.breakers import (
     SHARED,
     TENANT,
@@ -57,10 +58,6 @@ def _origin_of_sk(sk: str) -> str:
     host, _, rest = where.rpartition("#")
     scheme, _, port = rest.partition(":")
     return f"{scheme}://{host}:{port}"
-
-
-def _refused(exc: ClientError) -> bool:
-    return exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 
 class DomainBreakers:
@@ -224,7 +221,7 @@ class DomainBreakers:
                 ExpressionAttributeValues=_values(values),
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
             return False
         return True
@@ -293,7 +290,7 @@ class DomainBreakers:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
             # The window ran out (or the breaker was never counted): a new one from now,
             # unless another worker started it first; then count in whichever is current.
@@ -326,7 +323,7 @@ class DomainBreakers:
                 ExpressionAttributeValues=_values({":now": now, ":zero": 0, ":old": old_start}),
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise  # else another worker reset it already
 
     def _open(self, key: _Key, now: int, *, expect: BreakerState) -> BreakerState:
@@ -344,7 +341,7 @@ class DomainBreakers:
                 ),
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
         return self._get(key).state
 
@@ -374,7 +371,7 @@ class DomainBreakers:
                 ),
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
         return self._get(key).state
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -162,7 +163,7 @@ def update_job_if(
             ExpressionAttributeValues=serialize(values),
         )
     except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+        if not condition_failed(exc):
             raise
         return False
     return True
@@ -178,7 +179,7 @@ def put_new(db: Any, table: str, item: Mapping[str, Any]) -> None:
     try:
         db.put_item(TableName=table, Item=wire, ConditionExpression="attribute_not_exists(pk)")
     except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+        if not condition_failed(exc):
             raise
         if not stored_as_written(db, table, wire):
             raise
@@ -190,3 +191,37 @@ def stored_as_written(db: Any, table: str, wire: Mapping[str, Any]) -> bool:
     key = {"pk": wire["pk"], "sk": wire["sk"]}
     there = db.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
     return there is not None and deserialize(there) == deserialize(wire)
+
+
+def condition_failed(exc: ClientError, *, item: int | None = None) -> bool:
+    """True when DynamoDB refused a write because a condition did not hold, read one way.
+
+    A single write answers ``ConditionalCheckFailedException``; a transaction answers
+    ``TransactionCanceledException`` with one ``CancellationReasons`` entry per item, in
+    order, and ``ConditionalCheckFailed`` on the items whose condition failed; ``item`` asks
+    about that item of a transaction only. A transaction cancelled for another reason (a
+    conflict with another transaction, throttling, a validation error) did not fail a
+    condition: the caller lets it raise rather than report a refusal that did not happen.
+    """
+    code = exc.response.get("Error", {}).get("Code")
+    if code == "ConditionalCheckFailedException":
+        return True
+    if code != "TransactionCanceledException":
+        return False
+    codes = _cancellation_codes(exc)
+    if item is not None:
+        codes = codes[item : item + 1]
+    return "ConditionalCheckFailed" in codes
+
+
+def _cancellation_codes(exc: ClientError) -> list[str]:
+    """Each item's reason code, in order: from ``CancellationReasons``, or else from the
+    message, which lists them too ("... reasons [None, ConditionalCheckFailed]"): the API
+    reference says only some SDKs fill the property."""
+    reasons: Any = exc.response.get("CancellationReasons")
+    if reasons:
+        return [str(reason.get("Code")) for reason in reasons]
+    listed = re.search(
+        r"\[([A-Za-z, ]*)\]\s*$", str(exc.response.get("Error", {}).get("Message", ""))
+    )
+    return [code.strip() for code in listed.group(1).split(",")] if listed else []

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize
+from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize
 from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
 
 if TYPE_CHECKING:
@@ -59,14 +59,6 @@ def _count_name(room: str) -> str:
 def _seconds(value: float) -> Decimal:
     """Epoch seconds to the millisecond, as DynamoDB numbers (boto3 takes no floats)."""
     return Decimal(str(round(value, 3)))
-
-
-def _failed_condition(exc: ClientError) -> bool:
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code == "TransactionCanceledException":
-        reasons = exc.response.get("CancellationReasons") or []
-        return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons)
-    return code == "ConditionalCheckFailedException"
 
 
 def _connection(data: dict[str, Any]) -> Connection:
@@ -157,7 +149,7 @@ class DynamoConnections:
                 ]
             )
         except ClientError as exc:
-            if _failed_condition(exc):
+            if condition_failed(exc):
                 return False  # disconnected meanwhile
             raise
         return True
@@ -186,7 +178,7 @@ class DynamoConnections:
                     ExpressionAttributeValues=serialize({":i": IDLE, ":t": _seconds(now)}),
                 )
             except ClientError as exc:
-                if not _failed_condition(exc):
+                if not condition_failed(exc):
                     raise
         return True
 
@@ -226,7 +218,7 @@ class DynamoConnections:
                 ]
             )
         except ClientError as exc:
-            if not _failed_condition(exc):
+            if not condition_failed(exc):
                 raise
 
     def followers(self, tenant_id: str, job_ids: Sequence[str]) -> dict[str, list[Connection]]:
@@ -317,7 +309,7 @@ class DynamoConnections:
         try:
             self._db.update_item(**kwargs)
         except ClientError as exc:
-            if _failed_condition(exc):
+            if condition_failed(exc):
                 return False
             raise
         return True
@@ -347,7 +339,7 @@ class DynamoConnections:
                 ReturnValues="ALL_OLD",
             )
         except ClientError as exc:
-            if _failed_condition(exc):
+            if condition_failed(exc):
                 return None
             raise
         data = deserialize(resp.get("Attributes") or {})

@@ -20,6 +20,7 @@ from botocore.exceptions import ClientError
 from pagefleet.adapters.dynamodb.codec import (
     OPS_SHARDS,
     UNQUEUED,
+    condition_failed,
     deserialize,
     epoch_of,
     item_to_record,
@@ -98,7 +99,7 @@ class DispatchQueries:
                     ExpressionAttributeValues=serialize({":t": True}),
                 )
             except ClientError as exc:
-                if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                if condition_failed(exc):
                     raise NotFound(f"job {parent} not found", job_id=parent) from exc
                 raise
 

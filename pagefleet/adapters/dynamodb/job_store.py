@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
+    condition_failed,
     deserialize,
     epoch_of,
     idempotency_sk,
@@ -95,8 +96,9 @@ class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing)
                 self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
             except ClientError as exc:
                 # A retry after a lost reply: the first try wrote all of it, job included.
-                canceled = exc.response["Error"]["Code"] == "TransactionCanceledException"
-                if not canceled or not stored_as_written(self._db, self._table, put_job["Item"]):
+                if not condition_failed(exc) or not stored_as_written(
+                    self._db, self._table, put_job["Item"]
+                ):
                     raise
             return
         idem = {
@@ -117,7 +119,7 @@ class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing)
         try:
             self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}, *edges])
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+            if condition_failed(exc):
                 raise IdempotencyConflict(record.idempotency_key) from exc
             raise
 
@@ -180,7 +182,7 @@ class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing)
                 ExpressionAttributeValues=serialize({":t": at}),
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if condition_failed(exc):
                 raise NotFound(f"job {job_id} not found", job_id=job_id) from exc
             raise
 
@@ -415,7 +417,7 @@ class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing)
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
             current = self.get(tenant_id, job_id)  # raises NotFound for a missing job
             raise on_refused(current) from exc

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, put_new, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import (
+    condition_failed,
+    deserialize,
+    put_new,
+    serialize,
+    tenant_pk,
+)
 from pagefleet.errors import NotFound
 from pagefleet.schedules.health import ScheduleHealth
 from pagefleet.schedules.service import Schedule, ScheduleRun
@@ -95,7 +101,7 @@ class DynamoScheduleStore:
                 condition=condition,
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if condition_failed(exc):
                 return False
             raise
         return True
@@ -123,8 +129,7 @@ class DynamoScheduleStore:
         try:
             self._db.update_item(**kwargs)
         except ClientError as exc:
-            code = exc.response["Error"]["Code"]
-            if code == "ConditionalCheckFailedException" and (
+            if condition_failed(exc) and (
                 condition is None or not self._exists(tenant_id, schedule_id)
             ):
                 raise _missing(schedule_id) from exc
@@ -170,7 +175,7 @@ class DynamoScheduleStore:
                 ExpressionAttributeValues=serialize({":u": updated_at}),
             )
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            if not condition_failed(exc):
                 raise
 
     def unsynced(self, limit: int = 100) -> list[tuple[str, str]]:
@@ -212,7 +217,7 @@ class DynamoScheduleStore:
         try:
             self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+            if condition_failed(exc):
                 return False
             raise
         return True

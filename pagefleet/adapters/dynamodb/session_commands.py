@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk, to_json
+from pagefleet.adapters.dynamodb.codec import (
+    condition_failed,
+    deserialize,
+    serialize,
+    tenant_pk,
+    to_json,
+)
 from pagefleet.browsing.commands import Claim, CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.models import Answer
 
@@ -29,10 +35,6 @@ NAMES = {"#state": "state", "#order": "order"}
 
 def command_sk(session_id: str, command_id: str) -> str:
     return f"{PREFIX}{session_id}#{hashlib.sha256(command_id.encode()).hexdigest()}"
-
-
-def _conditional_failed(exc: ClientError) -> bool:
-    return exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
 class DynamoCommandLedger:
@@ -63,7 +65,7 @@ class DynamoCommandLedger:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as exc:
-            if not _conditional_failed(exc):
+            if not condition_failed(exc):
                 raise
             found = self.get(command.tenant_id, command.session_id, command.command_id)
             if found is not None:
@@ -103,7 +105,7 @@ class DynamoCommandLedger:
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if not _conditional_failed(exc):
+            if not condition_failed(exc):
                 raise
             return None
         return out.get("Attributes")

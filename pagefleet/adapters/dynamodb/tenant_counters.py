@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, status_pk, tenant_pk
+from pagefleet.adapters.dynamodb.codec import (
+    condition_failed,
+    deserialize,
+    serialize,
+    status_pk,
+    tenant_pk,
+)
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 
@@ -53,10 +59,6 @@ def case_of(old: dict[str, Any], *, cost_ms: int, tolerance_ms: int, now_ms: int
     if tat + cost_ms - now_ms <= tolerance_ms:
         return Case(busy=True, same_minute=same)
     return None
-
-
-def _refused(exc: ClientError) -> bool:
-    return exc.response["Error"]["Code"] == "ConditionalCheckFailedException"
 
 
 def _old_item(exc: ClientError) -> dict[str, Any]:
@@ -93,7 +95,7 @@ class DynamoTenantCounters:
             try:
                 tat = self._spend(tenant_id, guess, jobs, cost_ms, tolerance_ms, now_ms)
             except ClientError as exc:
-                if not _refused(exc):
+                if not condition_failed(exc):
                     raise
                 old = _old_item(exc)
                 found = case_of(old, cost_ms=cost_ms, tolerance_ms=tolerance_ms, now_ms=now_ms)
@@ -158,7 +160,7 @@ class DynamoTenantCounters:
                 ReturnValues="UPDATED_NEW",
             )
         except ClientError as exc:
-            if _refused(exc):
+            if condition_failed(exc):
                 return None
             raise
         return int(deserialize(resp["Attributes"])["queued"])
@@ -174,7 +176,7 @@ class DynamoTenantCounters:
                 ExpressionAttributeValues=serialize({":minus": -jobs, ":one": 1, ":n": jobs}),
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
 
     def recount_queued(
@@ -192,7 +194,7 @@ class DynamoTenantCounters:
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
-            if _refused(exc):
+            if condition_failed(exc):
                 return None
             raise
         version = int(deserialize(resp["Attributes"]).get("version", 0))
@@ -206,7 +208,7 @@ class DynamoTenantCounters:
                 ExpressionAttributeValues=serialize({":count": count, ":v": version}),
             )
         except ClientError as exc:
-            if _refused(exc):
+            if condition_failed(exc):
                 return None
             raise
         return count
@@ -229,7 +231,7 @@ class DynamoTenantCounters:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if not _refused(exc):
+            if not condition_failed(exc):
                 raise
             return SlotTake(False, frozenset(_old_item(exc).get("running", set())))
         return SlotTake(True, frozenset(deserialize(resp["Attributes"]).get("running", set())))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow, counts_of
 
 if TYPE_CHECKING:
@@ -114,9 +114,7 @@ class DynamoUsageStore:
         try:
             self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException" and _first_refused(
-                exc
-            ):
+            if condition_failed(exc, item=0):
                 return False
             raise
         return True
@@ -165,13 +163,6 @@ class DynamoUsageStore:
             if not last:
                 return out
             kwargs["ExclusiveStartKey"] = last
-
-
-def _first_refused(exc: ClientError) -> bool:
-    reasons: Any = exc.response.get("CancellationReasons") or []
-    if reasons:
-        return bool(reasons[0].get("Code") == "ConditionalCheckFailed")
-    return "ConditionalCheckFailed" in str(exc)
 
 
 def _expiry(day: str) -> int:

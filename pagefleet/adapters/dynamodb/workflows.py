@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
 from pagefleet.workflow.versions import VersionTaken, WorkflowDefinition, WorkflowVersion
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ class DynamoWorkflowStore:
         try:
             self._db.transact_write_items(TransactItems=items)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+            if condition_failed(exc):
                 raise VersionTaken(record.version) from exc
             raise
 

@@ -1,0 +1,39 @@
+"""Every bench prints the commit and the load it measured under; CPU per job prints the
+spread of its paired rounds (bench/common.py, bench/cpu_per_job.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bench.common import Measured, commit
+from bench.cpu_per_job import spread
+
+
+def test_a_bench_prints_its_commit_and_the_load_before_and_after_it_measured(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with Measured("bench/x.py") as measured:
+        print("figures")
+        measured.end()
+        print("CPU per job: the target's line")
+    lines = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(
+        r"bench/x\.py: commit [0-9a-f]{7,}( \+ local changes)?, \d{4}-\d\d-\d\d \d\d:\d\d UTC, "
+        r"\d+ CPUs; load average before [\d.]+ [\d.]+ [\d.]+ \(1, 5, 15 min\)",
+        lines[0],
+    ), lines[0]
+    assert lines[1] == "figures"
+    assert lines[2].startswith("load average after ")
+    # Ended once: the target's line stays last.
+    assert lines[3:] == ["CPU per job: the target's line"]
+
+
+def test_the_commit_is_the_checkouts() -> None:
+    assert re.fullmatch(r"[0-9a-f]{9}( \+ local changes)?", commit())
+
+
+def test_the_spread_names_the_median_and_the_middle_half_of_the_rounds() -> None:
+    text = spread([1.0, 1.1, 1.2, 1.3, 2.0])
+    assert text.startswith("median 1.200, middle half 1.100-1.300 (+/-8.3%), min 1.00, max 2.00")
