@@ -41,6 +41,7 @@ from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_co
 from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
+from pagefleet.browsing.status import COST_CAP_KIND
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.live.events import EventType
@@ -98,14 +99,16 @@ class SessionLoop:
         return {"step_count": len(self.recorded), "data": data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
-        last = self._clock()
+        began = last = self._clock()
         if await self._pending():  # sent while the session was starting
             last = self._clock()
         while True:
             idle_left = self.terms.idle_timeout_s - (self._clock() - last)
             if idle_left <= 0:
                 return self._ended("idle")
-            wakeup = await asyncio.to_thread(self.mailbox.get, max(0.05, min(POLL_S, idle_left)))
+            cap_left = self._cap_left(began)
+            wait = max(0.05, min(POLL_S, idle_left, cap_left))
+            wakeup = await asyncio.to_thread(self.mailbox.get, wait)
             if wakeup is None:
                 ran = await self._pending()
             elif wakeup.op == "close":
@@ -114,6 +117,21 @@ class SessionLoop:
                 ran = wakeup.command_id is not None and await self._once(wakeup.command_id)
             if ran:
                 last = self._clock()  # idle counts from the end of the last steps
+
+    def _cap_left(self, began: float) -> float:
+        """Seconds of browser the session's ``max_cost_usd`` still buys; at 0 it ends with
+        ``cost_cap_reached`` (checked between commands: a command under way finishes)."""
+        cap_s = self.terms.cost_cap_s
+        if cap_s is None:
+            return float("inf")
+        left = cap_s - (self._clock() - began)
+        if left <= 0:
+            raise FailJob(
+                f"the session reached its spend cap (max_cost_usd {self.terms.max_cost_usd}): "
+                "it was closed; open another with a higher max_cost_usd to go on",
+                kind=COST_CAP_KIND,
+            )
+        return left
 
     async def _pending(self) -> bool:
         """Run the session's commands still pending, oldest first; True when any ran."""

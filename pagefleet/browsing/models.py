@@ -11,6 +11,7 @@ from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.session_terms import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_DURATION_S,
+    MAX_COST_USD,
     MAX_DURATION_S,
     MAX_IDLE_S,
 )
@@ -63,6 +64,13 @@ class OpenSession(BaseModel):
     )
     pool: str = "standard"
     name: str | None = Field(default=None, max_length=200)
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_COST_USD,
+        description="closed (error.kind cost_cap_reached) once it has cost this much, "
+        "priced as GET /v1/usage prices a job",
+    )
 
 
 class AriaView(BaseModel):
@@ -231,6 +239,32 @@ class SessionView(BaseModel):
         default=None, description="the steps that succeeded so far, in order"
     )
     error: dict[str, Any] | None = None
+
+
+class OpenSessionView(BaseModel):
+    """One of ``GET /v1/browser-sessions``: a session still open, what it cost so far."""
+
+    session_id: str
+    name: str | None = None
+    status: SessionStatus
+    created_at: str
+    started_at: str | None = None
+    last_activity_at: str | None = Field(
+        default=None, description="its last command (sent), else when it started"
+    )
+    idle_timeout_s: int
+    max_duration_s: int
+    max_cost_usd: float | None = None
+    cost_usd: float = Field(
+        description="so far: its browser-seconds and the platform's share per job, priced "
+        "in us-east-1 as GET /v1/usage prices a job"
+    )
+
+
+class OpenSessions(BaseModel):
+    """``GET /v1/browser-sessions``."""
+
+    sessions: list[OpenSessionView]
 
 
 CommandStatus = Literal["pending", "running", "done", "expired", "lost"]

@@ -17,10 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pagefleet.browsing import spend
 from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
     CommandBody,
@@ -38,18 +40,17 @@ from pagefleet.browsing.models import (
     OpenSession,
     SaveAsWorkflow,
     SavedWorkflow,
-    SessionStatus,
     SessionView,
     StepsAnswer,
     StepsRequest,
 )
 from pagefleet.browsing.recording import parametrize
+from pagefleet.browsing.status import refuse_ended, status_of
 from pagefleet.errors import (
     IdempotencyKeyReused,
     InvalidField,
     NotConfigured,
     NotFound,
-    SessionEnded,
     TooManyRequests,
 )
 from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
@@ -57,6 +58,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
+from pagefleet.pricing import Worker
 from pagefleet.specs.resources import inbox_name
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
@@ -67,7 +69,6 @@ from pagefleet.workflow.versions import WorkflowDefinition, put_version
 COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
-STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
 # A command its worker has not taken this long after it was sent is not waited for: the
 # worker is busy with another command (or gone), and the call answers 202 at once.
 CLAIM_GRACE_S = 1.0
@@ -101,6 +102,8 @@ class Sessions:
     # Each command's record: run once or expired, its answer, its steps (None: no sessions).
     commands: CommandLedger | None = None
     stage: str = "dev"  # names the workers' inboxes
+    # The worker shape a session's browser-seconds are priced on (its cost so far, its cap).
+    pricing: Worker = field(default_factory=Worker)
     presign_ttl_s: int = 300
     # A call waits at most this for its answer, whatever its wait_s (tests shorten it).
     max_wait_s: float = float(MAX_WAIT_S)
@@ -156,37 +159,6 @@ class Sessions:
         return self.inbox
 
 
-def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
-    """A session's status and why it closed, read from its job."""
-    status = job.status
-    if status in STARTING:
-        return "starting", None
-    if status is JobStatus.RUNNING:
-        return "ready", None
-    if status is JobStatus.DEAD_LETTERED or (
-        status is JobStatus.FAILED and job.error is not None and job.error.kind == "lease_expired"
-    ):
-        return "lost", None
-    if status is JobStatus.SUCCEEDED:
-        return "closed", str((job.result or {}).get("closed_reason") or "closed")
-    reasons = {
-        JobStatus.CANCELLED: "closed",
-        JobStatus.TIMED_OUT: "max_duration",
-        JobStatus.EXPIRED: "expired",
-    }
-    return "closed", reasons.get(status, "failed")
-
-
-def refuse_ended(job: JobRecord) -> None:
-    """409 for a session that is closed or lost, or closing: deleted while it ran (its
-    worker is winding it down and answers no step)."""
-    status, _ = status_of(job)
-    if status not in ("closed", "lost") and job.cancel_requested_at is not None:
-        status = "closed"
-    if status in ("closed", "lost"):
-        raise SessionEnded(f"browser session {job.job_id} is {status}", status=status)
-
-
 def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
@@ -203,9 +175,14 @@ def open_session(
             limit="max_running",
             max_running=limit,
         )
+    cap_s = None
+    if body.max_cost_usd is not None:
+        cap_s = spend.cost_cap_s(body.max_cost_usd, sessions.pricing)
     terms = SessionTerms(
         idle_timeout_s=body.idle_timeout_s,
         max_duration_s=body.max_duration_s,
+        max_cost_usd=body.max_cost_usd,
+        cost_cap_s=cap_s,
     )
     steps: list[dict[str, Any]] = []
     if body.use_session is not None:
@@ -342,7 +319,7 @@ def run_steps(
         command_id=given,
         fingerprint=fingerprint({"steps": dumped, "observe": body.observe.model_dump()}),
         deadline=now + body.deadline_s,
-        created_at=iso(utcnow()),
+        created_at=iso(datetime.fromtimestamp(now, UTC)),  # the lifecycle's clock
         expires_at=int(now) + COMMAND_RETENTION_S,
         body=CommandBody(steps=dumped, observe=body.observe),
     )

@@ -9,7 +9,14 @@ from typing import Any, Protocol
 
 import httpx
 
-from pagefleet.browsing.models import CommandView, SavedWorkflow, SessionView, StepsAnswer
+from pagefleet.browsing.models import (
+    CommandView,
+    OpenSessions,
+    OpenSessionView,
+    SavedWorkflow,
+    SessionView,
+    StepsAnswer,
+)
 from pagefleet.jobs.models import new_ulid
 
 # How long session_steps reads a command that answered 202 before it gives up, and how
@@ -153,6 +160,12 @@ class BrowsingCalls:
         if digest != part.sha256:
             raise ValueError(f"answer part {name}: sha256 {digest} differs from {part.sha256}")
         return data
+
+    def open_sessions(self: _Requests, status: str = "open") -> list[OpenSessionView]:
+        """The tenant's sessions still open (``starting``, ``ready``, or ``open``: both),
+        newest first, each with its cost so far and its last activity."""
+        got = self._request("GET", "/v1/browser-sessions", params={"status": status})
+        return OpenSessions.model_validate(got.json()).sessions
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
         """A browser session: its state, its steps so far and their answers."""

@@ -109,6 +109,7 @@ class JobBuilders(TenantBuilders):
                 self.session_inbox(settings),
                 commands=self.session_commands(settings),
                 stage=settings.stage,
+                pricing=settings.pricing_worker,
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
                 saved=self.session_archive(settings),

@@ -178,3 +178,30 @@ def test_a_step_to_a_session_deleted_while_it_runs_is_a_409(owner: ApiCaller) ->
     refused = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body=step)
     assert refused.status == 409, refused.body
     assert refused.error["code"] == "session_ended" and "closed" in refused.error["message"]
+
+
+def test_open_sessions_are_listed_for_their_tenant_only_and_bad_caps_are_a_422(
+    owner: ApiCaller, stranger: ApiCaller
+) -> None:
+    opened = owner.call("POST", "/v1/browser-sessions", body={"max_cost_usd": 0.25, "name": "a"})
+    assert opened.status == 201, opened.body
+    sid = opened.body["session_id"]
+    try:
+        listed = owner.call("GET", "/v1/browser-sessions", query="status=starting")
+        assert listed.status == 200, listed.body
+        [view] = [s for s in listed.body["sessions"] if s["session_id"] == sid]
+        assert (view["status"], view["max_cost_usd"]) == ("starting", 0.25)
+        assert 0 < view["cost_usd"] < 0.001  # no browser yet: the platform's share only
+        assert owner.call("GET", "/v1/browser-sessions", query="status=ready").body == {
+            "sessions": []
+        }
+        assert stranger.call("GET", "/v1/browser-sessions").body == {"sessions": []}
+        bad = owner.call("GET", "/v1/browser-sessions", query="status=closed")
+        assert bad.status == 422 and bad.error["field"] == "status"
+        for cap in (0, -1, 1000, 1e-9):
+            refused = owner.call("POST", "/v1/browser-sessions", body={"max_cost_usd": cap})
+            assert refused.status == 422, (cap, refused.body)
+            assert refused.error["field"] == "max_cost_usd"
+    finally:
+        owner.call("DELETE", f"/v1/browser-sessions/{sid}")
+    assert owner.call("GET", "/v1/browser-sessions").body == {"sessions": []}

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from browser_task.run.inbox import WorkerInbox
 from browser_task.run.session_loop import SessionLoop
@@ -39,6 +40,7 @@ from pagefleet.errors import (
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.pricing import Worker
 from pagefleet.specs.resources import inbox_name
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
@@ -510,3 +512,61 @@ def test_a_killed_workers_inbox_is_swept_and_a_live_ones_kept(world: World) -> N
         world.inbox, FakeInboxRegistry(), inbox_queue_prefix("dev"), now=time.time()
     )
     assert young.removed == 0 and INBOX_GRACE_S > 0  # too young to judge, even unregistered
+
+
+def test_open_sessions_are_listed_with_their_cost_so_far_and_last_activity(world: World) -> None:
+    from pagefleet.browsing import spend
+
+    def listed(tenant: str, status: spend.Listed) -> list[str]:
+        found = spend.open_sessions(
+            world.sessions.jobs, world.sessions.quotas, world.commands, Worker(), tenant, status
+        )
+        return [v.session_id for v in found]
+
+    ready = service.open_session(world.sessions, TENANT, OpenSession(name="agent"))
+    claimed(world)
+    starting = service.open_session(world.sessions, TENANT, OpenSession())
+    body = steps_request({"action": "click", "selector": "#go"}, wait_s=0, command_id="c")
+    service.run_steps(world.sessions, TENANT, ready.job_id, body)
+    world.clock.advance(600)  # ten minutes of browser
+
+    found = spend.open_sessions(
+        world.sessions.jobs, world.sessions.quotas, world.commands, Worker(), TENANT, "ready"
+    )
+    [view] = found
+    assert (view.session_id, view.status, view.name) == (ready.job_id, "ready", "agent")
+    assert view.cost_usd == round(spend.cost_usd(600, Worker()), 6) > spend.cost_usd(0, Worker())
+    assert view.last_activity_at is not None and view.last_activity_at >= (view.started_at or "")
+    assert listed(TENANT, "starting") == [starting.job_id]
+    assert listed(TENANT, "open") == [starting.job_id, ready.job_id]  # newest first
+    assert listed("other", "open") == []  # the tenant's own only
+    service.close_session(world.sessions, TENANT, starting.job_id)
+    assert listed(TENANT, "starting") == []
+
+
+def test_a_spend_cap_that_cannot_cover_a_start_is_a_422_and_one_that_can_is_kept(
+    world: World,
+) -> None:
+    from pagefleet.browsing import spend
+
+    floor = spend.cost_usd(0, world.sessions.pricing)
+    with pytest.raises(InvalidField) as refused:
+        service.open_session(world.sessions, TENANT, OpenSession(max_cost_usd=floor / 2))
+    assert refused.value.details["field"] == "max_cost_usd"
+    for bad in (0, -1, 101):
+        with pytest.raises(ValidationError):
+            OpenSession.model_validate({"max_cost_usd": bad})
+    job = service.open_session(world.sessions, TENANT, OpenSession(max_cost_usd=0.05))
+    terms = job.request.session
+    assert terms is not None and terms.max_cost_usd == 0.05 and terms.cost_cap_s is not None
+    spent = spend.cost_usd(terms.cost_cap_s, world.sessions.pricing)
+    assert abs(spent - 0.05) < 1e-6  # the seconds it buys cost the cap (to rounding)
+
+
+def test_a_session_ended_by_its_cap_reads_closed_for_cost_cap() -> None:
+    record = SimpleNamespace(
+        status=JobStatus.FAILED,
+        error=SimpleNamespace(kind="cost_cap_reached"),
+        result=None,
+    )
+    assert service.status_of(record) == ("closed", "cost_cap")  # type: ignore[arg-type]

@@ -140,3 +140,18 @@ def test_what_is_pending_when_a_session_ends_is_expired_never_left_waiting() -> 
     asyncio.run(loop.expire_pending())
     found = ledger.get("t", "s", "after-close")
     assert found is not None and found.state is CommandState.EXPIRED
+
+
+def test_a_session_past_its_spend_cap_ends_with_cost_cap_reached() -> None:
+    import pytest
+
+    from browser_task.errors import JobFailure
+
+    ledger = FakeCommandLedger()
+    loop = loop_over([None] * 10, ledger, idle_s=600)
+    capped = SessionTerms(idle_timeout_s=600, max_cost_usd=0.01, cost_cap_s=25.0)
+    loop.terms = capped
+    with pytest.raises(JobFailure) as ended:
+        asyncio.run(loop.run())
+    assert ended.value.kind == "cost_cap_reached"
+    assert "max_cost_usd 0.01" in str(ended.value)
