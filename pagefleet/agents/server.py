@@ -56,8 +56,10 @@ def _refused(refusal: ToolRefusal) -> types.CallToolResult:
     )
 
 
-def build_server(client: PagefleetClient) -> Server[Any]:
-    agent = AgentTools(client)
+def build_server(client: PagefleetClient, agent: AgentTools | None = None) -> Server[Any]:
+    """The server of ``agent``'s tools (made here when not given: a caller that keeps it
+    can close the sessions it opened when the connection ends)."""
+    agent = agent or AgentTools(client)
     listed = listed_tools()
 
     async def list_tools(

@@ -20,9 +20,11 @@ from pagefleet.browsing.models import (
 from pagefleet.jobs.models import new_ulid
 
 # How long session_steps reads a command that answered 202 before it gives up, and how
-# often (doubling from the first pause to the longest).
+# often: every POLL_FIRST_S for the first FAST_FOR_S (a session starting takes about that,
+# and its first step should not wait for a slow read), then doubling to the longest.
 DEFAULT_GIVE_UP_S = 300.0
 POLL_FIRST_S = 0.05
+FAST_FOR_S = 3.0
 POLL_MAX_S = 0.5
 
 
@@ -111,7 +113,8 @@ class BrowsingCalls:
         )
         if isinstance(sent, StepsAnswer):
             return sent
-        give_up = time.monotonic() + give_up_s
+        sent_at = time.monotonic()
+        give_up = sent_at + give_up_s
         pause = POLL_FIRST_S
         while time.monotonic() < give_up:
             time.sleep(pause)
@@ -120,7 +123,8 @@ class BrowsingCalls:
                 return view.answer
             if view.state == "lost":
                 raise CommandPending(view)
-            pause = min(POLL_MAX_S, pause * 2)
+            if time.monotonic() - sent_at >= FAST_FOR_S:
+                pause = min(POLL_MAX_S, pause * 2)
         raise CommandPending(sent)
 
     def send_steps(
