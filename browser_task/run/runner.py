@@ -227,6 +227,7 @@ class JobRunner:
             artifacts=collector,
             sessions=data.sessions,
             secrets=data.secrets if request.session is not None else None,
+            commands=data.commands if request.session is not None else None,
             trace=trace if trace is not None and trace.started else None,
             egress_refusals=(
                 (lambda: job_egress.refusals)
@@ -396,7 +397,9 @@ class JobRunner:
         """The job's workflow, or a browser session's commands as they come."""
         if job.request.session is None:
             return await run_workflow(ctx)
-        return await run_session(ctx, self._session_inbox, self._session_commands, self._policies)
+        # The tenant's own ledger (the job role's credentials) where the worker has one.
+        commands = ctx.commands or self._session_commands
+        return await run_session(ctx, self._session_inbox, commands, self._policies)
 
     def guard(self, log: JobLog) -> EgressGuard:
         """A job's own scheme and address checks (its refusals go to ``log``)."""

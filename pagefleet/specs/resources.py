@@ -243,6 +243,12 @@ def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
     return found
 
 
+# A browser session's commands (its steps, extracted data, page snapshots) sit in the jobs
+# table under this partition per tenant, apart from the tenant's job items: the job role
+# reaches only its tag's partition, the worker task roles none (infra/constructs).
+SESSION_LEDGER_PK_PREFIX = "SCMD#"
+
+
 # Browser sessions' command inboxes: one SQS queue per worker process, made when it starts
 # and deleted when it stops (docs/decisions.md, 2026-12-05), named under this prefix so that
 # IAM can reach exactly these. A session's worker is its job's lease owner, and its inbox's

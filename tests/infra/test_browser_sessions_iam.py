@@ -17,9 +17,7 @@ pytestmark = [pytest.mark.infra, pytest.mark.slow]
 
 def _granted(synth: Any, grantee: Any) -> list[dict[str, Any]]:
     ref = {"Ref": logical_id(grantee)}
-    return [
-        s for p in synth.props("AWS::IAM::Policy") if ref in p["Roles"] for s in statements(p)
-    ]
+    return [s for p in synth.props("AWS::IAM::Policy") if ref in p["Roles"] for s in statements(p)]
 
 
 def _sqs_on(granted: list[dict[str, Any]], marker: str) -> set[str]:
