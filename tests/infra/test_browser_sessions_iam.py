@@ -62,3 +62,24 @@ def test_no_role_reaches_a_session_queue_and_each_reaches_inboxes_for_its_part(
     }
     workers = {logical_id(p.task_definition.task_role) for p in stack.workers.pools.values()}
     assert makers <= workers
+
+
+def test_session_commands_are_the_tagged_tenants_alone(stage_synth: Any) -> None:
+    """Issue 32 finding 9: a session's commands (steps, extracted data, page snapshots)
+    were reachable by the task and API roles for every tenant. The job role reaches only
+    its tag's partition; every worker task role is denied the partitions outright."""
+    stack = stage_synth.stack
+    jobs = logical_id(stack.store.jobs)
+    tagged = "SCMD#${aws:PrincipalTag/tenant}"
+    job_role = _granted(stage_synth, stack.tenants.role)
+    [ledger] = [s for s in job_role if s.get("Sid") == "TenantSessionCommands"]
+    assert ledger["Effect"] == "Allow" and jobs in json.dumps(ledger["Resource"])
+    assert ledger["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [tagged]}}
+    for pool in stack.workers.pools.values():
+        task = _granted(stage_synth, pool.task_definition.task_role)
+        [deny] = [s for s in task if s.get("Sid") == "NoSessionCommands"]
+        assert deny["Effect"] == "Deny"
+        assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"} <= set(
+            as_list(deny["Action"])
+        )
+        assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["SCMD#*"]}}
