@@ -12,7 +12,12 @@ target site on 127.0.0.1, and at once:
   replies);
 - a few jobs cancelled while running, a few poison messages on the jobs queue;
 - schedules firing, dependent jobs, webhooks to a receiver that fails a third of the time,
-  live followers that reconnect, priorities mixed (``bench/chaos_traffic.py``, each checked).
+  live followers that reconnect, priorities mixed (``bench/chaos_traffic.py``, each checked);
+- interactive browser sessions opened, stepped, closed, abandoned and killed mid-step, with
+  standard queues delivering some messages twice (``bench/chaos_sessions.py``).
+
+``--parts N --record FILE [--resume]`` runs the jobs as N parts on a fresh stack each and
+adds them up (``bench/chaos_parts.py``): how the 2,000-job run fits in a working session.
 
 Like ECS, the bench keeps ``--workers`` workers running: one that exits on its own (its
 Chromium killed while it launched, say) is replaced too, and counted.
@@ -23,11 +28,12 @@ and the recovery of a killed worker's jobs cut in two, kill -> lease end (what t
 costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
 status 1 if a job was lost or has more than one final result, or a check of the traffic
 failed. The last line is the verdict: ``chaos: N jobs, L lost, D doubled; schedules S fired
-once each; webhooks W delivered, M missing; live gaps G``. Timings are printed, never
+once each; webhooks W delivered, M missing; live gaps G; sessions X with Y steps: T run
+twice, P lost, Z leftovers``. Timings are printed, never
 asserted; the load average is printed beside them.
 
 To add a kind of job: a body builder in ``devstack/chaos.py``, its expected final state
-in ``EXPECTED``, and its share in ``job_kinds``.
+in ``EXPECTED`` (``bench/chaos_report.py``), and its share in ``job_kinds``.
 """
 
 from __future__ import annotations
@@ -35,12 +41,10 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,13 +52,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.console import Console
-from rich.table import Table
 
-from bench.chaos_traffic import LAMBDA_ENV, Traffic, failed, final_line, print_findings
-from bench.common import Measured, load_average
+from bench.chaos_parts import add_part_arguments, part_record, print_sessions, run_parts
+from bench.chaos_report import Kill, Run, load, print_report, recovery_samples
+from bench.chaos_sessions import SessionTraffic
+from bench.chaos_traffic import LAMBDA_ENV, Traffic, print_findings
+from bench.common import Measured
 from devstack.chaos import (
     SETTLED,
-    Audit,
     ChaosSite,
     audit,
     aws_fault_env,
@@ -80,37 +85,6 @@ from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 console = Console()
-EXPECTED = {
-    "page": JobStatus.SUCCEEDED,
-    "flaky": JobStatus.SUCCEEDED,
-    "hang": JobStatus.TIMED_OUT,
-    "cancel": JobStatus.CANCELLED,
-}
-
-
-@dataclass(frozen=True)
-class Kill:
-    """A running job of a killed worker, as its record was at the kill."""
-
-    at: float  # wall clock (epoch s) of the kill
-    attempt: int
-    lease_end: float | None  # the record's lease_expires_at (epoch s)
-
-
-@dataclass
-class Run:
-    kinds: dict[str, str] = field(default_factory=dict)  # job id -> kind
-    submit_errors: Counter[str] = field(default_factory=Counter)
-    kills: int = 0
-    chromium_kills: int = 0
-    worker_exits: int = 0  # workers that exited on their own (and were replaced)
-    killed: dict[str, Kill] = field(default_factory=dict)  # job id -> its worker's kill
-    browser_killed: set[str] = field(default_factory=set)  # jobs running when Chromium was
-    next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
-    settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
-    poison_sent: int = 0
-    accounted: set[int] = field(default_factory=set)  # worker processes killed or replaced
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 # --- submitting -------------------------------------------------------------------------------
@@ -235,14 +209,19 @@ def epoch(stamp: str | None) -> float | None:
 
 
 def follow_killed(stack: LocalStack, run: Run, held: list[JobRecord]) -> None:
-    """Until each job of a killed worker settles: when its next attempt started (the claim's
-    own stamp), or when it ended without one."""
+    """Until each job of a killed worker settles: when it was taken back (seen within a
+    quarter of a second), when its next attempt started (the claim's own stamp), or when it
+    ended without one."""
     store = record_store(stack)
     pending = {r.job_id: r.attempt for r in held}
     deadline = time.monotonic() + 900
     while pending and time.monotonic() < deadline:
         for job_id, attempt in list(pending.items()):
             record = store.get(DEV_TENANT, job_id)
+            moved = record.attempt > attempt or record.status is not JobStatus.RUNNING
+            if moved and job_id not in run.taken_back:
+                # Taken back by a lease watch or the sweeper (or already started again).
+                run.taken_back[job_id] = time.time()
             if record.attempt > attempt and job_id not in run.next_attempt:
                 run.next_attempt[job_id] = epoch(record.started_at) or time.time()
             if record.status in SETTLED:
@@ -263,140 +242,10 @@ def send_poison(stack: LocalStack, run: Run, count: int) -> None:
         run.poison_sent += 1
 
 
-# --- the report -------------------------------------------------------------------------------
-def pct(values: list[float], q: int) -> str:
-    if not values:
-        return "-"
-    if len(values) == 1:
-        return f"{values[0]:.1f} s"
-    return f"{statistics.quantiles(values, n=100, method='inclusive')[q - 1]:.1f} s"
-
-
-def p50_p99(values: list[float]) -> str:
-    return f"{pct(values, 50)} / {pct(values, 99)}"
-
-
-def unexpected(run: Run, report: Audit) -> list[tuple[str, JobRecord]]:
-    """Jobs that ended otherwise than their kind should (a cancel may finish first)."""
-    out = []
-    for job_id, record in report.records.items():
-        kind = run.kinds[job_id]
-        if record.status is EXPECTED[kind]:
-            continue
-        if kind == "cancel" and record.status is JobStatus.SUCCEEDED:
-            continue
-        out.append((job_id, record))
-    return out
-
-
-def by_the_faults(run: Run, job_id: str, record: JobRecord) -> bool:
-    """Ended so because the bench killed its worker or its Chromium on its last allowed
-    attempt (or its workers too often): the right ending for what happened to it."""
-    kind = record.error.kind if record.error else None
-    return (kind in ("lease_expired", "dead_lettered") and job_id in run.killed) or (
-        kind == "browser_crashed" and job_id in run.browser_killed
-    )
-
-
-def why(run: Run, job_id: str, record: JobRecord) -> str:
-    error = record.error
-    text = f"{error.kind}: {error.message}"[:110] if error else "no error"
-    hits = [
-        what
-        for what, hit in (("worker", run.killed), ("Chromium", run.browser_killed))
-        if job_id in hit
-    ]
-    killed = f" [its {' and '.join(hits)} killed by the bench]" if hits else ""
-    return f"attempt {record.attempt}/{record.request.max_attempts}, {text}{killed}"
-
-
-def tally(run: Run, jobs: list[tuple[str, JobRecord]]) -> str:
-    counts = Counter(f"{run.kinds[j]}->{r.status.value}" for j, r in jobs)
-    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "0"
-
-
-def recovery_rows(run: Run) -> list[tuple[str, str]]:
-    kills = {j: k for j, k in run.killed.items() if j in run.next_attempt}
-    to_next = [run.next_attempt[j] - k.at for j, k in kills.items()]
-    to_lease_end = [k.lease_end - k.at for k in kills.values() if k.lease_end]
-    after_lease = [run.next_attempt[j] - k.lease_end for j, k in kills.items() if k.lease_end]
-    to_final = [run.settled_at[j] - run.killed[j].at for j in run.settled_at]
-    return [
-        ("killed workers' jobs", str(len(run.killed))),
-        ("recovery to next attempt p50 / p99", p50_p99(to_next)),
-        ("  kill -> lease end p50 / p99", p50_p99(to_lease_end)),
-        ("  lease end -> next attempt p50 / p99", p50_p99(after_lease)),
-        ("recovery to final state p50 / p99", p50_p99(to_final)),
-    ]
-
-
-def print_report(
-    run: Run, report: Audit, elapsed: float, site: ChaosSite, faults: tuple[int, int], dlq: int
-) -> None:
-    ended = unexpected(run, report)
-    faults_ended = [(j, r) for j, r in ended if by_the_faults(run, j, r)]
-    odd = [(j, r) for j, r in ended if not by_the_faults(run, j, r)]
-    counts = Counter(run.kinds.values())
-    table = Table(title=f"chaos run: {len(run.kinds)} jobs in {elapsed:.0f} s")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    rows: list[tuple[str, str]] = [
-        ("submitted", str(len(run.kinds))),
-        (
-            "  of which page / flaky(503) / hang / cancel",
-            " / ".join(str(counts[k]) for k in ("page", "flaky", "hang", "cancel")),
-        ),
-        ("succeeded", str(report.count(JobStatus.SUCCEEDED))),
-        (
-            "failed / timed_out",
-            f"{report.count(JobStatus.FAILED)} / {report.count(JobStatus.TIMED_OUT)}",
-        ),
-    ]
-    rows += [(f"  {reason}", str(n)) for reason, n in sorted(report.failed_by_reason.items())]
-    rows += [
-        ("cancelled", str(report.count(JobStatus.CANCELLED))),
-        ("expired", str(report.count(JobStatus.EXPIRED))),
-        ("dead-lettered jobs", str(report.count(JobStatus.DEAD_LETTERED))),
-        ("poison messages sent / DLQ messages consumed", f"{run.poison_sent} / {dlq}"),
-        ("ended by a kill on their last attempt", tally(run, faults_ended)),
-        ("unexpected final states", tally(run, odd)),
-        ("LOST (must be 0)", str(len(report.lost))),
-        ("DOUBLED: >1 final result (must be 0)", str(len(report.doubled))),
-        ("final entry not the last attempt's", str(len(report.inconsistent))),
-        ("workers killed / Chromium killed", f"{run.kills} / {run.chromium_kills}"),
-        ("workers that exited on their own (replaced)", str(run.worker_exits)),
-        *recovery_rows(run),
-        ("503 answers served", str(site.served_503)),
-        ("AWS faults injected: API function / workers (logged)", f"{faults[0]} / {faults[1]}"),
-        (
-            "submit retries (HTTP status)",
-            ", ".join(f"{k}: {v}" for k, v in run.submit_errors.items()) or "0",
-        ),
-        ("load average (1, 5, 15 min) at the end", load_average()),
-    ]
-    for name, value in rows:
-        table.add_row(name, value)
-    console.print(table)
-    for job_id, record in ended:
-        kind, status = run.kinds[job_id], record.status.value
-        console.print(f"  {kind} {job_id} -> {status}: {why(run, job_id, record)}")
-    slow = {j: run.next_attempt[j] - k.at for j, k in run.killed.items() if j in run.next_attempt}
-    for job_id, took in sorted(slow.items(), key=lambda kv: -kv[1])[:5]:
-        if took > 30:  # the worker and sweeper logs tell where the time went
-            console.print(f"  slow recovery: {job_id} {took:.0f} s after its worker's kill")
-    if report.lost:
-        console.print(
-            "lost:",
-            {j: report.records.get(j) and report.records[j].status.value for j in report.lost[:20]},
-        )
-    if report.doubled:
-        console.print("doubled:", report.doubled[:20])
-
-
-# --- the run ----------------------------------------------------------------------------------
-def main() -> int:
+# --- the run ---------------------------------------------------------------------------------
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=500)
+    parser.add_argument("--jobs", type=int, default=500, help="plain jobs in all parts")
     parser.add_argument("--workers", type=int, default=2, help="workers kept running")
     parser.add_argument("--rate", type=float, default=4.0, help="submissions per second")
     parser.add_argument("--outage", type=float, default=60.0, help="seconds of 503")
@@ -405,9 +254,15 @@ def main() -> int:
     parser.add_argument("--fault-rate", type=float, default=0.1)
     parser.add_argument("--poison", type=int, default=3)
     parser.add_argument("--settle-timeout", type=float, default=600.0)
-    args = parser.parse_args()
-    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    parser.add_argument("--sessions", type=int, default=2, help="session drivers at once")
+    add_part_arguments(parser)
+    return parser.parse_args()
 
+
+def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
+    """One part: a fresh stack, ``jobs`` plain jobs with the traffic and the faults; its
+    report printed, its record (``bench/chaos_parts.py``) returned."""
+    args = argparse.Namespace(**{**vars(args), "jobs": jobs})
     site = ChaosSite().start()
     stack = LocalStack(
         api_port=0,
@@ -421,12 +276,15 @@ def main() -> int:
     )
     run = Run()
     started = time.monotonic()
+    load_at_start = load()
+    console.print(f"load average (1, 5, 15 min) at the start: {load_at_start}")
     try:
         with stack:
             store = record_store(stack)
             console.print(f"stack up; logs in {stack.log_dir}")
             send_poison(stack, run, args.poison)
             traffic = Traffic(stack, site).start(minutes=args.jobs / args.rate / 60)
+            sessions = SessionTraffic(stack, site, args.sessions).start()
             stop = threading.Event()
 
             def submit_all() -> None:
@@ -441,6 +299,7 @@ def main() -> int:
             submit_thread.start()
             chaos(args, stack, run, stop)
             submit_thread.join()
+            sessions.stop()
             traffic.stop_schedules()
             console.print(f"submitted {len(run.kinds)} jobs in {time.monotonic() - started:.0f} s")
             deadline = time.monotonic() + args.settle_timeout
@@ -452,6 +311,7 @@ def main() -> int:
                 console.print(f"waiting for {len(report.lost)} jobs: {dict(pending)}")
                 run.worker_exits += replace_exited(stack, run.accounted)
                 time.sleep(5)
+            sessions.settle(args.settle_timeout)
             # One more sweep, as the minute timer would, then the final look.
             stack.functions["sweeper"].invoke(scheduled_event())
             time.sleep(3)
@@ -459,6 +319,7 @@ def main() -> int:
             found = traffic.findings(
                 store, traffic.settle(store, args.settle_timeout, console.print)
             )
+            session_found = sessions.findings(store)
             elapsed = time.monotonic() - started
             faults = (
                 injected_faults(stack.function_logs()["api"]),
@@ -470,12 +331,27 @@ def main() -> int:
         site.stop()
     print_report(run, report, elapsed, site, faults, dlq)
     print_findings(console, found)
-    lost, doubled = len(report.lost) + len(found.lost), len(report.doubled) + len(found.doubled)
-    print(final_line(len(run.kinds) + found.jobs, lost, doubled, found), flush=True)
-    return 1 if lost or doubled or failed(found) else 0
+    print_sessions(console, session_found)
+    return part_record(
+        jobs=len(run.kinds) + found.jobs,
+        lost=len(report.lost) + len(found.lost),
+        doubled=len(report.doubled) + len(found.doubled),
+        found=found,
+        sessions=session_found,
+        samples=recovery_samples(run),
+        killed=len(run.killed),
+        load=(load_at_start, load()),
+        elapsed=elapsed,
+    )
+
+
+def main() -> int:
+    args = arguments()
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    with Measured("bench/chaos.py") as measured:
+        # The load after, then the verdict: the verdict stays the last line.
+        return run_parts(args, run_part, before_verdict=measured.end)
 
 
 if __name__ == "__main__":
-    with Measured("bench/chaos.py"):
-        code = main()
-    sys.exit(code)
+    sys.exit(main())

@@ -64,6 +64,7 @@ class ChaosSite:
     ``/slow/<name>?s=N``    the same page after N seconds
     ``/hang``               never answers (until the site stops)
     ``/flaky/<name>``       503 while an outage is on (``outage(seconds)``), else the page
+    ``/step/<token>``       a page counted per token (``step_hits``): a session step's effect
     """
 
     def __init__(self) -> None:
@@ -71,6 +72,7 @@ class ChaosSite:
         self._outage_until = 0.0
         self._lock = threading.Lock()
         self.hits: Counter[str] = Counter()
+        self.step_hits: Counter[str] = Counter()
         self.served_503 = 0
         site = self
 
@@ -86,6 +88,8 @@ class ChaosSite:
                 kind, _, name = path.strip("/").partition("/")
                 with site._lock:
                     site.hits[kind] += 1
+                    if kind == "step":
+                        site.step_hits[name] += 1
                 if kind == "favicon.ico":
                     self._send(404, "")
                 elif kind == "hang":
@@ -102,12 +106,19 @@ class ChaosSite:
                     self._send(503, "<h1>down for maintenance</h1>")
                 elif kind in ("page", "flaky"):
                     self._send(200, PAGE.format(name=name or kind))
+                elif kind == "step":
+                    # Its own connection: Chromium sends a GET again by itself only when a
+                    # kept-alive connection failed under it, and a count must mean a run.
+                    self.close_connection = True
+                    self._send(200, PAGE.format(name=name), close=True)
                 else:
                     self._send(404, "<h1>not found</h1>")
 
-            def _send(self, status: int, body_text: str) -> None:
+            def _send(self, status: int, body_text: str, *, close: bool = False) -> None:
                 body = body_text.encode()
                 self.send_response(status)
+                if close:
+                    self.send_header("Connection", "close")
                 self.send_header("Content-Type", "text/html; charset=utf-8")
                 self.send_header("Content-Length", str(len(body)))
                 self.send_header("Cache-Control", "no-store")
@@ -264,6 +275,10 @@ def record_store(stack: LocalStack) -> DynamoJobStore:
 
 def sqs_client(stack: LocalStack) -> Any:
     return _local_client(stack, "sqs")
+
+
+def dynamodb_client(stack: LocalStack) -> Any:
+    return _local_client(stack, "dynamodb")
 
 
 def _local_client(stack: LocalStack, service: str, **options: Any) -> Any:

@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
-from docs_pages import api_pages, code_pages  # noqa: E402
+from docs_pages import api_pages, code_pages, sdk_page  # noqa: E402
 from docs_pages.decisions_index import with_index  # noqa: E402
 
 REFERENCE_DIR = REPO_ROOT / "docs" / "reference"
@@ -39,7 +39,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "limits.md": code_pages.limits,
     "steps.md": code_pages.steps,
     "cli.md": code_pages.cli,
-    "sdk.md": code_pages.sdk,
+    "sdk.md": sdk_page.sdk,
 }
 
 

@@ -50,6 +50,9 @@ class LaterHooks:
         except RuntimeError:  # the worker is stopping (its executor is shut down): now
             self.hooks.after_claim(job)
 
+    def claim_not_made(self, message: JobMessage) -> None:
+        self.hooks.claim_not_made(message)
+
     def after_move(self, job: JobRecord) -> None:
         self.hooks.after_move(job)
 

@@ -18,6 +18,7 @@ with collector_paused():
 
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
+    from pagefleet import ids
     from pagefleet.errors import NotFound
     from pagefleet.jobs.states import JobStatus
     from pagefleet.runtime import RUNTIME
@@ -35,8 +36,8 @@ tracer = function_tracer(SERVICE)
 class Fire(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    tenant_id: str = Field(min_length=1, max_length=64)
-    schedule_id: str = Field(min_length=26, max_length=26)
+    tenant_id: str = Field(pattern=ids.TENANT_ID)
+    schedule_id: str = Field(pattern=ids.SCHEDULE_ID)
     scheduled_time: str = Field(min_length=10, max_length=40)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from pagefleet import ids
 from pagefleet.agents.schemas import compact, step_defs
 from pagefleet.browsing.models import (
     ARIA_MAX_CHARS,
@@ -26,7 +27,6 @@ from pagefleet.workflow import Step
 
 # The longest a get_job call waits for a job to end before answering with it as it is.
 MAX_JOB_WAIT_S = 120
-ID_PATTERN = r"^[0-9a-z]{26}$"
 # submit_job's steps are checked whole by the server, against the one step definition that
 # run_step's schema carries; said here instead of a second copy of it.
 LOOSE_STEP = {
@@ -41,7 +41,9 @@ class Args(BaseModel):
 
 
 class SessionArgs(Args):
-    session_id: str = Field(pattern=ID_PATTERN, description="the session's id (open_session's)")
+    session_id: str = Field(
+        pattern=ids.BROWSER_SESSION_ID, description="the session's id (open_session's)"
+    )
 
 
 class ObserveArgs(SessionArgs):
@@ -87,7 +89,7 @@ class SaveArgs(SessionArgs, SaveAsWorkflow):
 
 
 class GetJobArgs(Args):
-    job_id: str = Field(pattern=ID_PATTERN)
+    job_id: str = Field(pattern=ids.JOB_ID)
     wait_s: int = Field(
         default=0, ge=0, le=MAX_JOB_WAIT_S, description="wait this long for the job to end"
     )

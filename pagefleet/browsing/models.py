@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pagefleet import ids
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.session_terms import (
@@ -26,7 +27,7 @@ DEFAULT_WAIT_S = 10
 # Under API Gateway's 29 s integration timeout, with room for the read that follows.
 MAX_WAIT_S = 25
 # A caller may give its own command id: what an Idempotency-Key may be, kept short.
-COMMAND_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$"
+COMMAND_ID_PATTERN = ids.COMMAND_ID
 # A command not started this long after it was sent is answered ``expired`` and never runs.
 DEFAULT_DEADLINE_S = 60
 # A command waits for its worker at most this long (the ledger keeps it; a longer wait
@@ -47,7 +48,7 @@ class OpenSession(BaseModel):
         default=None,
         min_length=1,
         max_length=100,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        pattern=ids.SAVED_LOGIN_NAME,
         description="a saved login session (save_session) to open the browser with",
     )
     idle_timeout_s: int = Field(

@@ -33,6 +33,12 @@ class JobHooks(Protocol):
         """After a claim that started the job (``job`` as claimed)."""
         ...
 
+    def claim_not_made(self, message: JobMessage) -> None:
+        """After ``before_claim`` let a message through but its claim started nothing, and
+        the job is known not to be running (a copy of an ended, waiting, expired or not yet
+        due job; a job that no longer exists): what ``before_claim`` took goes back."""
+        ...
+
     def after_move(self, job: JobRecord) -> None:
         """After a move the lifecycle wrote (an attempt's outcome, the sweeper's take-back, a
         cancel, an expiry, a dead letter, a redrive), with the job as it is now."""
@@ -49,6 +55,9 @@ class NoHooks:
         return None
 
     def after_claim(self, job: JobRecord) -> None:
+        return None
+
+    def claim_not_made(self, message: JobMessage) -> None:
         return None
 
     def after_move(self, job: JobRecord) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +19,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from pagefleet.ids import is_ulid, new_ulid
 from pagefleet.jobs.checkpoints import (
     Checkpoint,
     Compensation,
@@ -51,7 +51,6 @@ from pagefleet.workflow.steps.capture import png_name
 from pagefleet.workflow.templating import JOB_FIELDS, references
 
 InputValue = str | int | float | bool
-JOB_ID_PATTERN = re.compile(r"^[0-9a-z]{26}$")
 MAX_DEPENDENCIES = 50
 MAX_DELAY_SECONDS = 7 * 24 * 3600
 
@@ -67,13 +66,6 @@ def iso(ts: datetime) -> str:
 def epoch_of_iso(stamp: str) -> float:
     """Epoch seconds of a time written by ``iso``."""
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def new_ulid(when: datetime | None = None) -> str:
-    """A ULID in lower case: ids that sort by creation time (``when``, default now)."""
-    from ulid import ULID  # on first call: 6 ms of a cold start compiled from source
-
-    return str(ULID() if when is None else ULID.from_datetime(when)).lower()
 
 
 def new_job_id() -> str:
@@ -144,7 +136,7 @@ class JobSettings(BaseModel):
     @classmethod
     def _job_ids(cls, parents: list[str]) -> list[str]:
         for parent in parents:
-            if not JOB_ID_PATTERN.match(parent):
+            if not is_ulid(parent):
                 raise ValueError(f"{parent!r} is not a job id")
         if len(set(parents)) != len(parents):
             raise ValueError("depends_on names a job twice")

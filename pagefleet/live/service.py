@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pagefleet import ids
 from pagefleet.errors import NotFound, Unauthorized
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
 from pagefleet.live.messages import dumps, error_message, events_message, fit, status_message
@@ -34,7 +35,6 @@ TICKET_PREFIX = "lt_"
 TICKET_TTL_S = 60
 # Events a subscription catches up with in its first message (the rest: the events route).
 CATCH_UP_MAX = 1000
-JOB_ID_PATTERN = r"^[0-9a-z]{1,64}$"
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Subscribe(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
     action: Literal["subscribe", "unsubscribe"]
-    job_id: str | None = Field(default=None, pattern=JOB_ID_PATTERN)
+    job_id: str | None = Field(default=None, pattern=ids.JOB_ID)
     jobs: Literal["all"] | None = None
     after: int | None = Field(default=None, ge=0)
 

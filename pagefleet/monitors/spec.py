@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-JOB_ID = re.compile(r"^[0-9a-z]{26}$")
+from pagefleet.ids import is_ulid
+
 DEFAULT_THRESHOLD = 0.01
 
 
@@ -71,7 +70,7 @@ class Monitor(BaseModel):
     @field_validator("baseline_job_id")
     @classmethod
     def _job_id(cls, job_id: str | None) -> str | None:
-        if job_id is not None and not JOB_ID.match(job_id):
+        if job_id is not None and not is_ulid(job_id):
             raise ValueError(f"{job_id!r} is not a job id")
         return job_id
 

@@ -18,7 +18,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
-from pagefleet.jobs.models import JOB_ID_PATTERN, JobRecord, new_ulid
+from pagefleet.ids import is_ulid
+from pagefleet.jobs.models import JobRecord, new_ulid
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.expressions import InvalidExpression, check_new, parse
@@ -351,7 +352,7 @@ def pin_baseline(
     schedule) instead of the last successful one; None goes back to the last one."""
     schedule = store.get(tenant_id, schedule_id)
     if job_id is not None:
-        if not JOB_ID_PATTERN.match(job_id):
+        if not is_ulid(job_id):
             raise InvalidField(f"{job_id!r} is not a job id", field="job_id")
         try:
             record = job(job_id)

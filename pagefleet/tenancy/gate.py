@@ -8,9 +8,10 @@ deferred: its message comes back after a growing delay, the job stays queued wit
 reason, and it never counts toward the dead-letter queue.
 
 A slot taken for a claim that then did not start the job (a duplicate of a finished job,
-an early retry), or one a crash left behind (a worker killed between its final write and the
-give back), is found when it matters: a refused take looks at the holders and gives back the
-slots of jobs that are not running any more. The queued count is repaired the same way, by
+an early copy of a retry) is given back at once (``claim_not_made``); one a crash left behind
+(a worker killed between its final write and the give back) is found when it matters: a
+refused take looks at the holders and gives back the slots of jobs that are not running any
+more. The queued count is repaired the same way, by
 a recount when a submission is refused for it.
 """
 
@@ -125,6 +126,15 @@ class TenantGate:
             self.counters.sub_queued(job.tenant_id, 1)
         except Exception:
             log.warning("queued count not updated after a claim", exc_info=True)
+
+    def claim_not_made(self, message: JobMessage) -> None:
+        # The slot is a set member named by the job: none of its attempts runs, so none
+        # holds it (a copy of a running job never comes here).
+        try:
+            self.counters.give_back(message.tenant_id, message.job_id)
+            self._refused.pop(message.tenant_id, None)
+        except Exception:
+            log.warning("running slot not given back after a claim not made", exc_info=True)
 
     # --- every other move ---------------------------------------------------------------------
     def after_move(self, job: JobRecord) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from pagefleet import ids
 from pagefleet.jobs.models import iso
 from pagefleet.specs.resources import ARTIFACTS_BUCKET, SESSION
 
@@ -29,7 +30,7 @@ StorageState = dict[str, Any]
 
 # A storage state is cookies and local storage; a few MB means something is wrong.
 MAX_SESSION_BYTES = 5 * 1024 * 1024
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+NAME_PATTERN = ids.SAVED_LOGIN_NAME
 _SAVED = "saved-at"
 _EXPIRES = "expires-at"
 

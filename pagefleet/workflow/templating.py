@@ -17,8 +17,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pagefleet.ids import ULID_CHARS
+
 _REF = re.compile(r"\{\{\s*(inputs|secrets|job)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-_PARENT = re.compile(r"\{\{\s*parents\.([0-9a-z]{26})\.result((?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
+_PARENT = re.compile(r"\{\{\s*parents\.(" + ULID_CHARS + r")\.result((?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 # What ``{{job.NAME}}`` may name.
 JOB_FIELDS = ("id", "idempotency_key")
 

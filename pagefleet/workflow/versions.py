@@ -15,12 +15,13 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pagefleet import ids
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.monitors.expect import Expect
 from pagefleet.workflow import Step
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
-_REFERENCE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]{0,99})(?:@(?P<version>\d{1,9}))?$")
+NAME_PATTERN = ids.WORKFLOW_NAME
+_REFERENCE = re.compile(f"^(?P<name>{ids.NAME_CHARS})" + r"(?:@(?P<version>\d{1,9}))?$")
 InputValue = str | int | float | bool
 
 

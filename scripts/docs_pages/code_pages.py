@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -262,78 +261,3 @@ def cli() -> str:
 
     walk(root, [])
     return "".join(out)
-
-
-# The calls most programs make, shown at work.
-SDK_EXAMPLES = """```python
-from pagefleet.client import PagefleetClient
-
-with PagefleetClient("http://127.0.0.1:8080", "pf_...") as client:
-    job = client.submit(
-        {
-            "steps": [
-                {"action": "goto", "url": "http://127.0.0.1:8081/"},
-                {"action": "screenshot", "name": "home.png"},
-            ]
-        },
-        idempotency_key="home-1",
-    )
-    job = client.wait(job.job_id, timeout=120)  # polls until it ends
-    print(job.status, job.result)
-    for artifact in client.artifacts(job.job_id):  # presigned links with their sha256
-        data = client.download_verified(artifact)  # raises ChecksumMismatch if it differs
-    client.cancel(job.job_id)  # a finished job: 409 (ApiError)
-```
-"""
-
-
-_CALL = re.compile(r'_request\(\s*"(GET|POST|PUT|PATCH|DELETE)",\s*f?"([^"?]+)')
-
-
-def _signature(member: Any) -> str:
-    text = str(inspect.signature(member))
-    text = re.sub(r"^\(self(: '[^']*')?(, )?", "(", text).replace("'", "")
-    return text
-
-
-def _summaries() -> dict[tuple[str, str], str]:
-    from docs_pages.api_pages import OPENAPI
-
-    document = json.loads(OPENAPI.read_text())
-    stage = document["servers"][0]["url"]
-    return {
-        (method.upper(), re.sub(r"\{[^}]+\}", "{}", stage + path)): op.get("summary", "")
-        for path, operations in document["paths"].items()
-        for method, op in operations.items()
-    }
-
-
-def sdk() -> str:
-    from pagefleet import client as sdk_module
-    from pagefleet.client import PagefleetClient
-
-    summaries = _summaries()
-    rows = []
-    for name, member in inspect.getmembers(PagefleetClient, inspect.isfunction):
-        if name.startswith("_"):
-            continue
-        doc = " ".join((inspect.getdoc(member) or "").split("\n\n")[0].split())
-        calls = _CALL.findall(inspect.getsource(member))
-        route = ", ".join(code(f"{m} {p}") for m, p in calls)
-        if not doc and calls:
-            method, path = calls[0]
-            doc = summaries.get((method, re.sub(r"\{[^}]+\}", "{}", path)), "")
-        if not doc:
-            raise ValueError(f"PagefleetClient.{name} needs a docstring for the SDK reference")
-        rows.append((code(f"{name}{_signature(member)}"), doc, route))
-    exported = ", ".join(code(n) for n in sdk_module.__all__)
-    return (
-        "# Python SDK\n\n`from pagefleet.client import PagefleetClient` (exported: "
-        f"{exported}). Each call answers a typed model of the API's contract "
-        "(`pagefleet.api.contract`) and raises `ApiError` (with `status`, `code`, `field`) "
-        "for an error answer; [routes](routes.md) lists what each route does. For asyncio, "
-        "`follow_async` follows a job as `follow` does.\n\n"
-        + SDK_EXAMPLES
-        + "\n## `PagefleetClient`\n\n"
-        + table(("method", "what it does", "route"), rows)
-    )

@@ -1,5 +1,6 @@
 """Every CLI and curl example of the README and of the API reference (docs/api.md, where
-the README's long reference went), run as printed against the local stack, in that order.
+the README's long reference went), run as printed against the local stack, in that order;
+and every Python example of the SDK reference (docs/reference/sdk.md), run as printed.
 
 Placeholders are filled the way a reader would: ``<demo site URL>`` with the stack's demo
 site, ``<job id>`` / ``<id>`` with the job the previous examples made, and the exported
@@ -9,6 +10,8 @@ AWS) is checked by the infra suite and tests/unit/test_deploy_doc.py, not here.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -131,3 +134,41 @@ def test_every_readme_example_works_as_printed(stack: LocalStack) -> None:
                 last_schedule = found[0]
             elif found and any(m in command for m in MAKES_A_JOB):
                 last_job = found[0]
+
+
+def sdk_examples() -> dict[str, str]:
+    """The SDK page's examples, by their heading."""
+    text = (ROOT / "docs" / "reference" / "sdk.md").read_text()
+    return dict(re.findall(r"\n### (.+?)\n\n```python\n(.*?)```", text, flags=re.S))
+
+
+# What each example prints when it worked (patterns): its job ended well, its refusal came.
+SDK_PRINTS = {
+    "Submit a job and wait for it": (r"succeeded", r"^409 "),
+    "Follow a job as it runs": (r"^event \d+ ", r"^status \S*succeeded final"),
+    "Submit a batch": (r"^2 accepted", r"^1 202 \w{26}$"),
+    "Named workflows": (r'^-\s+"action": "extract"', r"Pagefleet demo shop"),
+    # The run's job is the newest the schedule made.
+    "Schedules": (r"^(\w{26})\n\1 ",),
+    "A browser session, step by step": (
+        r"^True http://\S+/contact.html",
+        r"^True 2$",
+        r"^contact-form ",
+    ),
+}
+
+
+@pytest.mark.parametrize("title", sorted(SDK_PRINTS))
+def test_every_sdk_example_works_as_printed(stack: LocalStack, title: str) -> None:
+    assert set(sdk_examples()) == set(SDK_PRINTS)
+    source = (
+        sdk_examples()[title]
+        .replace("http://127.0.0.1:8080", stack.api_url)
+        .replace("pf_...", stack.dev_api_key or "")
+        .replace("http://127.0.0.1:8081", stack.site_url)
+    )
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(source, f"sdk.md: {title}", "exec"), {})  # noqa: S102 (our own page)
+    for expected in SDK_PRINTS[title]:
+        assert re.search(expected, printed.getvalue(), re.M), (expected, printed.getvalue())

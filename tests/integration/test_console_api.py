@@ -9,12 +9,10 @@ import json
 from typing import Any
 
 import boto3
-import httpx
 import jsonschema
 import pytest
 from typer.testing import CliRunner
 
-from devstack.gateway.events import HttpRequest
 from devstack.provision import Provisioned
 from pagefleet import cli
 from pagefleet.cli import common as cli_common
@@ -22,14 +20,14 @@ from pagefleet.client import PagefleetClient
 from pagefleet.jobs import listing
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.support.api import ApiCaller, HttpResult, caller, rest_api
+from tests.support.api import ApiCaller, HttpResult, caller, gateway_transport
 
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/list.html"},
     {"action": "extract", "name": "title", "selector": "h1"},
 ]
 JOB = {"steps": STEPS, "inputs": {"site": "http://127.0.0.1:9"}}
-SCHEDULE = "01JSCHEDULE000000000000000"
+SCHEDULE = "01jschedule000000000000000"
 
 
 def queued(env: Provisioned) -> int:
@@ -160,7 +158,7 @@ def test_a_body_that_is_not_json_is_400_and_get_is_not_a_job(alice: ApiCaller) -
     assert resp.error["code"] == "invalid_json"
     assert alice.call("POST", "/v1/jobs/validate").status == 400  # no body at all
     got = alice.call("GET", "/v1/jobs/validate")
-    assert got.status == 404
+    assert got.status == 422 and got.error["field"] == "job_id"  # "validate" is no job id
     assert "job_id" not in got.body
 
 
@@ -320,26 +318,6 @@ def test_the_fleet_figures_cover_what_the_console_shows(alice: ApiCaller) -> Non
 
 
 # --- the SDK and the CLI ------------------------------------------------------------------------
-def gateway_transport() -> httpx.MockTransport:
-    """httpx requests answered by the local gateway's REST API (authorizer and API handler
-    in this process), as the local stack would answer them over HTTP."""
-    api = rest_api()
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        raw_path = request.url.raw_path.decode()
-        answer = api.handle(
-            HttpRequest(
-                method=request.method,
-                raw_path=raw_path,
-                headers=list(request.headers.items()),
-                body=request.read(),
-            )
-        )
-        return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
-
-    return httpx.MockTransport(handle)
-
-
 def test_the_sdk_and_the_cli_list_with_filters_validate_and_diff(
     api_env: Provisioned, monkeypatch: pytest.MonkeyPatch
 ) -> None:

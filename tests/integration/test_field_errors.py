@@ -39,3 +39,19 @@ def test_query_parameters_are_named_without_their_part_of_the_request(
     assert resp.status == 422
     assert resp.error["field"] == "limit"
     assert fields(resp.error) == {"limit"}
+
+
+def test_an_id_of_another_format_is_refused_naming_it_not_looked_up(alice: ApiCaller) -> None:
+    """Ids are 26 lower-case characters everywhere (pagefleet.ids): a 64-character job id
+    was looked up (404) and an upper-case schedule id let through before."""
+    for method, path, query, field in (
+        ("GET", "/v1/jobs/" + "a" * 64, "", "job_id"),
+        ("GET", "/v1/jobs/abc/events", "", "job_id"),
+        ("GET", "/v1/schedules/01J" + "0" * 23, "", "schedule_id"),
+        ("GET", "/v1/jobs", "schedule_id=01J" + "0" * 23, "schedule_id"),
+        ("GET", "/v1/browser-sessions/" + "0" * 25, "", "session_id"),
+    ):
+        resp = alice.call(method, path, query=query)
+        assert resp.status == 422, (path, resp.body)
+        assert resp.error["code"] == "validation_error" and resp.error["field"] == field
+    assert alice.call("GET", "/v1/jobs/" + "0" * 26).status == 404  # the format is fine

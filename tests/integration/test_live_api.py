@@ -66,7 +66,7 @@ def test_events_are_listed_in_order_and_only_to_their_tenant(live_env: Provision
 
     other = b.call("GET", f"/v1/jobs/{job_id}/events")
     assert other.status == 404 and other.error["code"] == "not_found"
-    assert a.call("GET", "/v1/jobs/nosuchjob/events").status == 404
+    assert a.call("GET", f"/v1/jobs/{'0' * 26}/events").status == 404
     assert a.call("GET", f"/v1/jobs/{job_id}/events", query="limit=0").status == 422
 
 

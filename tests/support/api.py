@@ -11,7 +11,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from devstack.gateway import LambdaFunction, RestApi
+from devstack.gateway.events import HttpRequest
 from devstack.provision import Provisioned
 from functions.api.handler import handler as api_handler
 from functions.authorizer.handler import handler as authorizer_handler
@@ -40,6 +43,26 @@ def rest_api() -> RestApi:
         # Tests revoke keys and expect the next call to see it: no authorizer cache.
         authorizer_ttl_s=0,
     )
+
+
+def gateway_transport() -> httpx.MockTransport:
+    """httpx requests answered by the local gateway's REST API (authorizer and API handler
+    in this process), as the local stack would answer them over HTTP."""
+    api = rest_api()
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        raw_path = request.url.raw_path.decode()
+        answer = api.handle(
+            HttpRequest(
+                method=request.method,
+                raw_path=raw_path,
+                headers=list(request.headers.items()),
+                body=request.read(),
+            )
+        )
+        return httpx.Response(answer.status, headers=answer.headers, content=answer.body)
+
+    return httpx.MockTransport(handle)
 
 
 class ApiCaller:

@@ -201,3 +201,28 @@ def test_every_stage_limit_is_printed_as_the_code_enforces_it(rendered: dict[str
     assert all("submits_per_minute" in cell for cell in burst[1:]), burst
     for row in tenant + _table(page, "The API, by stage"):
         assert all(cell and not re.fullmatch(r"\d+\.0", cell) for cell in row), row
+
+
+def test_the_sdk_page_names_the_routes_each_method_calls_and_each_is_in_the_api(
+    rendered: dict[str, str],
+) -> None:
+    import json
+
+    from docs_pages.sdk_page import client_routes, public_methods
+
+    document = json.loads(api_pages.OPENAPI.read_text())
+    operations = {(m.upper(), "/v1" + p) for p, ops in document["paths"].items() for m in ops}
+    without = set()
+    for name, _ in public_methods():
+        routes = client_routes(name)
+        assert set(routes) <= operations, name
+        row = next(r for r in rendered["sdk.md"].splitlines() if r.startswith(f"| `{name}("))
+        assert row.endswith(" | " + ", ".join(f"`{m} {p}`" for m, p in routes) + " |"), row
+        without |= set() if routes else {name}
+    # Only these call no route of the API (the last three read presigned storage links).
+    assert without == {"close", "download", "download_verified", "answer_part"}
+    assert client_routes("signing_secret") == [
+        ("POST", "/v1/notifications/signing-secret/rotate"),
+        ("GET", "/v1/notifications/signing-secret"),
+    ]
+    assert "There is no async client" in rendered["sdk.md"]

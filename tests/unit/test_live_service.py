@@ -122,7 +122,7 @@ def test_another_tenants_job_is_not_found_and_joins_nothing(world: World) -> Non
     }
     assert world.connections.followers("tenant-a", [job.job_id]).get(job.job_id, []) == []
     assert world.poster.posted == []  # nothing else was sent
-    assert world.send("intruder", "subscribe", job_id="nosuchjob")["code"] == "not_found"
+    assert world.send("intruder", "subscribe", job_id="0" * 26)["code"] == "not_found"
 
 
 def test_a_late_follower_catches_up_from_after(world: World) -> None:

@@ -21,6 +21,8 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.workflow.masking import mask_secrets
 from pagefleet.workflow.templating import references, render
 
+# A job item's sort key as the store writes it (a cursor names the last one read).
+SK = "JOB#01jt8k3m5n7p9q2r4s6v8w0x1y"
 STEPS = [
     {"action": "goto", "url": "{{inputs.site}}/a"},
     {"action": "fill", "selector": "#pw", "value": "{{secrets.PASSWORD}}"},
@@ -119,11 +121,9 @@ def test_record_round_trips_through_a_dynamodb_item() -> None:
 
 def test_cursor_is_bound_to_its_tenant_and_listing() -> None:
     codec = CursorCodec()
-    cursor = codec.encode("acme", {"pk": "TENANT#acme", "sk": "JOB#1"})
-    assert codec.decode("acme", cursor) == {"pk": "TENANT#acme", "sk": "JOB#1"}
-    by_status = codec.encode(
-        "acme", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "acme#queued"}
-    )
+    cursor = codec.encode("acme", {"pk": "TENANT#acme", "sk": SK})
+    assert codec.decode("acme", cursor) == {"pk": "TENANT#acme", "sk": SK}
+    by_status = codec.encode("acme", {"pk": "TENANT#acme", "sk": SK, "status_pk": "acme#queued"})
     assert codec.decode("acme", by_status, status=JobStatus.QUEUED)["status_pk"] == "acme#queued"
     refused = [
         ("other", cursor, None),  # another tenant's
@@ -132,7 +132,7 @@ def test_cursor_is_bound_to_its_tenant_and_listing() -> None:
         ("acme", by_status, JobStatus.RUNNING),  # another status's
         (
             "acme",
-            codec.encode("x", {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "o#queued"}),
+            codec.encode("x", {"pk": "TENANT#acme", "sk": SK, "status_pk": "o#queued"}),
             JobStatus.QUEUED,
         ),
         ("acme", codec.encode("acme", {"pk": "TENANT#acme", "evil": "1"}), None),
@@ -163,7 +163,7 @@ def test_templating_renders_inputs_and_masks_secrets() -> None:
 
 def test_cursor_is_bound_to_the_listing_filters() -> None:
     codec = CursorCodec()
-    key = {"pk": "TENANT#acme", "sk": "JOB#1", "status_pk": "acme#queued"}
+    key = {"pk": "TENANT#acme", "sk": SK, "status_pk": "acme#queued"}
     shop = JobFilter(workflow="shop")
     cursor = codec.encode("acme", key, where=shop)
     assert codec.decode("acme", cursor, status=JobStatus.QUEUED, where=shop) == key

@@ -305,6 +305,40 @@ def test_a_slot_left_by_a_crash_after_the_final_write_is_freed_when_needed(
     assert step.then is Then.RUN and step.job is not None and step.job.job_id == second
 
 
+def test_a_message_that_starts_nothing_leaves_no_slot_taken(
+    svc: JobServices, tenancy: Tenancy, clock: FakeClock
+) -> None:
+    # A duplicate delivery (SQS is at least once) of a job that ends while the copy is on
+    # its way: the gate took the job's slot before the claim, the claim finds the job over.
+    # Found by the chaos run: the slot stayed taken until a refused take repaired it.
+    job_id = submit(svc, tenancy)
+    msg = receive(svc)
+    assert msg is not None
+    job = claim(svc, msg).job
+    assert job is not None
+    svc.lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
+    assert claim(svc, msg, "w2").then is not Then.RUN  # the copy
+    assert tenancy.quotas.view("t").running == frozenset()
+    # An early copy of a retry's message, hidden until the retry is due, holds none either.
+    retried = submit(svc, tenancy)
+    first = receive(svc)
+    assert first is not None
+    running_job = claim(svc, first).job
+    assert running_job is not None and running_job.job_id == retried
+    svc.lifecycle.finish(running_job, Outcome(JobStatus.RETRY_SCHEDULED, retry_delay_s=60), "w1")
+    copy = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    early = claim(svc, copy[0]) if copy else claim(svc, first, "w2")
+    assert early.then is not Then.RUN
+    assert tenancy.quotas.view("t").running == frozenset()
+    # A copy of a job running elsewhere leaves that job's slot to it.
+    clock.advance(61)
+    again = receive(svc)
+    assert again is not None and claim(svc, again, "w3").then is Then.RUN
+    assert claim(svc, again, "w4").then is not Then.RUN
+    assert tenancy.quotas.view("t").running == {retried}
+    assert job_id not in tenancy.quotas.view("t").running
+
+
 def test_every_final_move_gives_the_slot_back(
     svc: JobServices, tenancy: Tenancy, clock: FakeClock
 ) -> None:

@@ -111,6 +111,8 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         schedules=FakeScheduleStore(),
         session_inbox=FakeSessionInbox(),
         inbox_registry=FakeInboxRegistry(),
+        # Every port a fake: run alone, a default would look for AWS credentials (the
+        # instance metadata address, refused here like any address but loopback).
         session_commands=FakeCommandLedger(),
     )
 

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from functions.api.context import actor, documented, require_admin, respond, services, tenancy
+from pagefleet import ids
 from pagefleet.api.contract import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 
@@ -17,8 +18,7 @@ from pagefleet.errors import InvalidRequest
 # imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
-# "tenant_id/job_id": the same characters tenant ids and job ids are made of.
-JOB_REF_PATTERN = r"^[A-Za-z0-9_-]{1,128}/[0-9a-z]{1,64}$"
+JOB_REF_PATTERN = ids.JOB_REF
 
 
 @router.get(

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from functions.api.context import actor, api_settings, documented, require_admin, respond, tenancy
 from functions.api.routes.tenant import FROM, TO
+from pagefleet import ids
 from pagefleet.tenancy.limits import LimitsChange
 from pagefleet.tenancy.views import AuditPage, TenantsUsage, TenantView
 
@@ -17,7 +18,7 @@ from pagefleet.tenancy.views import AuditPage, TenantsUsage, TenantView
 # imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
-TENANT = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$", description="tenant id")]
+TENANT = Annotated[str, Path(pattern=ids.TENANT_ID, description="tenant id")]
 
 
 @router.get(
@@ -73,7 +74,7 @@ def every_tenant_usage(first: FROM = None, last: TO = None) -> Response[str]:
 )
 def audit(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    before: Annotated[str | None, Query(pattern=r"^[0-7][0-9a-hjkmnp-tv-z]{25}$")] = None,
+    before: Annotated[str | None, Query(pattern=ids.AUDIT_ID)] = None,
 ) -> Response[str]:
     from pagefleet.tenancy import service as tenants  # first call: cold start
 

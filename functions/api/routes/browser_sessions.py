@@ -19,6 +19,7 @@ from functions.api.context import (
     tenancy,
     tenant_id,
 )
+from pagefleet import ids
 from pagefleet.browsing.models import (
     COMMAND_ID_PATTERN,
     CommandView,
@@ -35,9 +36,7 @@ from pagefleet.browsing.models import (
 # imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
-SESSION_ID = Annotated[
-    str, Path(min_length=26, max_length=26, pattern=r"^[0-9a-z]+$", description="the session")
-]
+SESSION_ID = Annotated[str, Path(pattern=ids.BROWSER_SESSION_ID, description="the session")]
 
 COMMAND_ID = Annotated[str, Path(pattern=COMMAND_ID_PATTERN, description="the command's id")]
 

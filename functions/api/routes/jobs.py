@@ -22,6 +22,7 @@ from functions.api.context import (
     tenancy,
     tenant_id,
 )
+from pagefleet import ids
 from pagefleet.api.contract import (
     ArtifactLink,
     ArtifactList,
@@ -47,11 +48,8 @@ from pagefleet.workflow.versions import NAME_PATTERN
 # imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
 
-JOB_ID = Annotated[
-    str, Path(min_length=1, max_length=64, pattern=r"^[0-9a-z]+$", description="the job's id")
-]
-# Carried to the queue message's attributes and every log line: printable ASCII only.
-CORRELATION_PATTERN = r"^[A-Za-z0-9._:/+=@-]{1,128}$"
+JOB_ID = Annotated[str, Path(pattern=ids.JOB_ID, description="the job's id")]
+CORRELATION_PATTERN = ids.CORRELATION_ID
 WEBHOOK = "notify.webhook"
 SUBMIT_RESPONSES = documented({202: ("the job, queued", SubmitResponse)}, 400, 409, 413, 429, 503)
 SUBMIT_RESPONSES[202]["headers"] = {
@@ -198,7 +196,7 @@ def list_jobs(
     ] = None,
     schedule_id: Annotated[
         str | None,
-        Query(pattern=r"^[0-9a-zA-Z]{26}$", description="jobs this schedule made"),
+        Query(pattern=ids.SCHEDULE_ID, description="jobs this schedule made"),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     cursor: Annotated[str | None, Query(max_length=4096)] = None,

@@ -18,6 +18,7 @@ from functions.api.context import (
     tenancy,
     tenant_id,
 )
+from pagefleet import ids
 from pagefleet.api.contract import JobView, SubmitResponse
 from pagefleet.api.schedules import (
     BaselineRequest,
@@ -35,9 +36,7 @@ from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
 
 router = Router()
 
-SCHEDULE_ID = Annotated[
-    str, Path(min_length=26, max_length=26, pattern=r"^[0-9a-zA-Z]{26}$", description="id")
-]
+SCHEDULE_ID = Annotated[str, Path(pattern=ids.SCHEDULE_ID, description="id")]
 
 
 def _view(schedule: Schedule) -> ScheduleView:

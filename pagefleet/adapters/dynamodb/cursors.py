@@ -11,10 +11,11 @@ from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import job_sk, status_pk, tenant_pk
 from pagefleet.errors import InvalidRequest
+from pagefleet.ids import ULID_CHARS
 from pagefleet.jobs.ports import NO_FILTER, JobFilter
 from pagefleet.jobs.states import JobStatus
 
-_JOB_SK = re.compile(r"^JOB#[0-9a-z]{1,64}$")
+_JOB_SK = re.compile(f"^JOB#{ULID_CHARS}$")
 _MAX_CURSOR_CHARS = 4096
 # The digest of the listing's other filters (name, workflow, schedule), when it has any.
 _FILTER = "f"

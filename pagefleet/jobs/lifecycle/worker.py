@@ -73,14 +73,17 @@ class WorkerMoves(LifecycleBase):
                 started_at=self.at(),
             )
         except NotFound:
+            self.hooks.claim_not_made(message)
             return self._done(received, pool, "job not found")
         except DeadlinePassed:
             written = self.expire(message.tenant_id, message.job_id)
+            self.hooks.claim_not_made(message)
             status = JobStatus.EXPIRED if written else None
             answer = self._done(received, pool, "the job expired before it started")
             return Answer(answer.then, reason=answer.reason, status=status)
         except RetryNotDue as early:
             # An early duplicate of a retry's message: bring it back when the retry is due.
+            self.hooks.claim_not_made(message)
             due = int(early.details.get("retry_at", now)) - int(now)
             return self._hide(received, pool, max(1, due), "retry not due yet")
         except IllegalTransition:
@@ -153,6 +156,7 @@ class WorkerMoves(LifecycleBase):
         try:
             current = self.store.get(message.tenant_id, message.job_id)
         except NotFound:
+            self.hooks.claim_not_made(message)
             return self._done(received, pool, "job not found")
         except Exception as exc:
             return Answer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
@@ -160,6 +164,8 @@ class WorkerMoves(LifecycleBase):
             return self._claimed(
                 received, pool, current, worker, "claim applied though its reply was lost"
             )
+        if current.status is not JobStatus.RUNNING:
+            self.hooks.claim_not_made(message)
         if current.status.is_final:
             return self._done(received, pool, f"duplicate delivery ({current.status.value})")
         if current.status is JobStatus.WAITING_FOR_HUMAN:

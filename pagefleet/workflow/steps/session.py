@@ -10,9 +10,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from pagefleet import ids
 from pagefleet.workflow.steps.base import StepBase
 
-SESSION_NAME = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SESSION_NAME = Field(min_length=1, max_length=100, pattern=ids.SAVED_LOGIN_NAME)
 
 
 class SaveSession(StepBase):

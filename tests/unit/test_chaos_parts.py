@@ -1,0 +1,107 @@
+"""The chaos run in parts (bench/chaos_parts.py): parts add up to one run, a stopped run
+goes on from the first part not recorded, and any fault in any part fails the whole."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.chaos_parts import add_part_arguments, run_parts
+
+
+def arguments(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=2000)
+    add_part_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def part(jobs: int, **counts: Any) -> dict[str, Any]:
+    samples = counts.pop("samples", {"to_next": [8.0], "to_lease_end": [4.0]})
+    record = {
+        "jobs": jobs,
+        "lost": 0,
+        "doubled": 0,
+        "checks_failed": False,
+        "scheduled_times": 10,
+        "webhooks_delivered": 50,
+        "webhooks_missing": 0,
+        "live_gaps": 0,
+        "sessions": 5,
+        "session_steps": 20,
+        "steps_twice": 0,
+        "steps_lost": 0,
+        "leftovers": 0,
+        "leftover_details": [],
+        "killed_jobs": 3,
+        "samples": {
+            "to_next": samples["to_next"],
+            "to_lease_end": samples["to_lease_end"],
+            "after_lease": [],
+            "to_final": [],
+        },
+        "load": ["0.5", "3.0"],
+        "elapsed_s": 900,
+    }
+    record.update(counts)
+    return record
+
+
+def test_four_parts_add_up_to_the_whole_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "chaos.jsonl"
+    asked: list[int] = []
+
+    def run_part(_args: argparse.Namespace, jobs: int) -> dict[str, Any]:
+        asked.append(jobs)
+        return part(jobs)
+
+    status = run_parts(arguments("--parts", "4", "--record", str(record)), run_part)
+
+    assert status == 0
+    assert asked == [500, 500, 500, 500]
+    assert [json.loads(line)["part"] for line in record.read_text().splitlines()] == [1, 2, 3, 4]
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("chaos: 2000 jobs, 0 lost, 0 doubled; schedules 40 fired")
+    assert "sessions 20 with 80 steps: 0 run twice, 0 lost, 0 leftovers" in last
+
+
+def test_a_resumed_run_starts_at_the_first_part_not_recorded(tmp_path: Path) -> None:
+    record = tmp_path / "chaos.jsonl"
+    record.write_text("".join(json.dumps({**part(500), "part": n, "of": 4}) + "\n" for n in (1, 2)))
+    asked: list[int] = []
+
+    def run_part(_args: argparse.Namespace, jobs: int) -> dict[str, Any]:
+        asked.append(jobs)
+        return part(jobs)
+
+    run_parts(arguments("--parts", "4", "--record", str(record), "--resume"), run_part)
+
+    assert asked == [500, 500]  # parts 3 and 4 only
+    assert len(record.read_text().splitlines()) == 4
+
+
+def test_a_step_run_twice_in_one_part_fails_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parts = iter([part(500), part(500, steps_twice=1), part(500)])
+    status = run_parts(arguments("--jobs", "1500", "--parts", "3"), lambda _a, _j: next(parts))
+    assert status == 1
+    assert "1 run twice" in capsys.readouterr().out
+
+
+def test_recovery_percentiles_are_taken_over_every_parts_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One slow recovery in the second part weighs as one sample of ten (p99 37.1 s), not as
+    # half of an average of the parts' own p99s (24 s).
+    quick = {"to_next": [8.0] * 9, "to_lease_end": []}
+    slow = {"to_next": [40.0], "to_lease_end": []}
+    parts = iter([part(500, samples=quick), part(500, samples=slow)])
+    run_parts(arguments("--jobs", "1000", "--parts", "2"), lambda _a, _j: next(parts))
+    assert "recovery to next attempt p50 / p99 8.0 s / 37.1 s" in capsys.readouterr().out
