@@ -262,6 +262,10 @@ class OpenSessionView(BaseModel):
     )
 
 
+# GET /v1/browser-sessions?status=: open (starting and ready), starting or ready.
+OpenStatus = Literal["open", "starting", "ready"]
+
+
 class OpenSessions(BaseModel):
     """``GET /v1/browser-sessions``."""
 

@@ -8,10 +8,8 @@ regions (us-east-1): the same figure a session's ``max_cost_usd`` is held to.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pagefleet.browsing.commands import CommandLedger, CommandState
-from pagefleet.browsing.models import OpenSessionView
+from pagefleet.browsing.models import OpenSessionView, OpenStatus
 from pagefleet.browsing.status import status_of
 from pagefleet.errors import InvalidField, NotFound
 from pagefleet.jobs.models import JobRecord, epoch_of_iso
@@ -22,7 +20,7 @@ from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.usage import UsageRow, as_priced
 
 PRICED_IN = REGIONS[0]
-Listed = Literal["open", "starting", "ready"]
+Listed = OpenStatus
 # Sessions still starting that a listing reads at most (a tenant queues few: max_queued).
 MAX_STARTING = 100
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -25,6 +25,7 @@ from pagefleet.browsing.models import (
     CommandView,
     OpenSession,
     OpenSessions,
+    OpenStatus,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionView,
@@ -81,13 +82,12 @@ def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
 )
 def list_sessions(
     status: Annotated[
-        str,
-        Query(pattern="^(open|starting|ready)$", description="open (both), starting or ready"),
+        OpenStatus, Query(description="open (starting and ready), starting or ready")
     ] = "open",
 ) -> Response[str]:
     from pagefleet.browsing import spend  # first call: cold start
 
-    listed = cast("spend.Listed", status)  # the pattern above holds it to one of the three
+    listed = status
     sessions = browser_sessions()
     found = spend.open_sessions(
         sessions.jobs,
