@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -154,6 +155,34 @@ def tree_cpu_s(pid: int) -> float:
             continue
         total += times.user + times.system
     return total
+
+
+def recording(line: UsageLine) -> dict[str, Any]:
+    """What ``--record`` writes: the usage recorded, and when, where and under what load."""
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return {
+        "what": "the usage the platform recorded for bench/cost.py's ten-second jobs; "
+        "docs/deploy.md's cost tables are priced from it (scripts/docs_pages/cost_pages.py)",
+        "recorded": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "load": f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
+        "command": " ".join([".venv/bin/python bench/cost.py", *sys.argv[1:]]),
+        "usage": {
+            key: getattr(line, key)
+            for key in (
+                "jobs",
+                "attempts",
+                "browser_seconds",
+                "page_requests",
+                "artifact_puts",
+                "artifact_bytes",
+            )
+        },
+    }
 
 
 def region_line(region: str, total_usd: float) -> str:
@@ -316,6 +345,11 @@ def main() -> int:
         "--stage", default="prod", help="infra/config.py stage whose standard pool is priced"
     )
     parser.add_argument("--architecture", choices=("x86_64", "arm64"), help="default: the stage's")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        help="write the recorded usage here (bench/recorded/cost_usage.json prices docs/deploy.md)",
+    )
     args = parser.parse_args()
     worker = stage_worker(args.stage)
     if args.architecture:
@@ -325,6 +359,8 @@ def main() -> int:
     if failed:
         console.print(f"[yellow]{failed} of {len(statuses)} jobs did not succeed[/yellow]")
     report(line, worker, retention, args.stage)
+    if args.record:
+        args.record.write_text(json.dumps(recording(line), indent=2) + "\n")
     slots_report(args.stage, footprint, line, worker, retention)
     return 0
 

@@ -37,8 +37,12 @@ from browser_task.browser.chromium import (
     environment,
     sandbox_enabled,
 )
-from browser_task.browser.tracing import TraceRecorder
+from browser_task.browser.tracing import TracePlan, TraceRecorder
 from pagefleet.specs.settings import WorkerSettings
+
+# Recorded, dropped unless the job fails (retain-on-failure): what a successful job's trace
+# goes through.
+FOR_FAILURES = TracePlan("retain-on-failure", on_success=False, on_failure=True)
 
 PAGE = "<ul>" + "".join(f"<li>item {n}</li>" for n in range(20)) + "</ul>"
 SIDES = ("close only", "worker")
@@ -66,10 +70,10 @@ async def side(name: str, jobs: int, every: int) -> list[tuple[int, float, float
         for done in range(1, jobs + 1):
             context = await browser.new_context()
             if name == "worker":
-                trace = TraceRecorder(context, requested=False)
+                trace = TraceRecorder(context, FOR_FAILURES)
                 await trace.start()
             else:  # the recording as TraceRecorder starts it, without the recorder
-                await context.tracing.start(screenshots=False, snapshots=False, sources=False)
+                await context.tracing.start(screenshots=False, snapshots=True, sources=False)
             page = await context.new_page()
             await page.set_content(PAGE)
             for _ in range(10):

@@ -42,16 +42,22 @@ class _Model(BaseModel):
 class AgeStep(_Model):
     """Add ``add_tasks`` when the oldest queued job has waited at least ``age_seconds``."""
 
+    # The oldest waiting job's age, in seconds, from which this step applies.
     age_seconds: int = Field(ge=1)
+    # Tasks this step adds (each minute the age stays at or above it).
     add_tasks: int = Field(ge=1)
 
 
 class PoolConfig(_Model):
     cpu: int = Field(description="Fargate CPU units per task (1024 = 1 vCPU)")
+    # Fargate memory per task, MiB (a size Fargate allows with ``cpu``).
     memory_mib: int
     # Browser slots per task: each slot runs one job in its own BrowserContext.
     concurrency: int = Field(ge=1, le=64)
+    # Tasks kept running when no job waits (0: the first job waits for a task to start).
     min_tasks: int = Field(ge=0)
+    # The most tasks scaling starts (the Fargate vCPU quota must hold twice this during a
+    # rolling deploy: make deploy-check).
     max_tasks: int = Field(ge=1)
     # Step scaling on ApproximateAgeOfOldestMessage (of waiting jobs: a claimed job's
     # message is deleted); steps must be increasing in age.
@@ -62,19 +68,25 @@ class PoolConfig(_Model):
     )
     # Target tracking on visible messages per running task; defaults to the slot count.
     backlog_per_task: int | None = None
-    # Cooldowns of the step policy (after a scale-out) and of target tracking's two sides.
+    # Seconds the step policy waits after a scale-out before another.
     step_cooldown_seconds: int = Field(default=60, ge=0)
+    # Seconds target tracking waits after a scale-out before another.
     scale_out_cooldown_seconds: int = Field(default=60, ge=0)
+    # Seconds target tracking waits after a scale-in before another.
     scale_in_cooldown_seconds: int = Field(default=300, ge=0)
     # Target tracking scales in only after 15 quiet minutes. When set, a step policy also
     # removes this share of the tasks each minute once the jobs queued and running per
     # task have stayed under half a task's slots for ``idle_minutes`` (bench/scale_sim.py).
     idle_scale_in_percent: int | None = Field(default=50, ge=1, le=100)
+    # Minutes a pool must stay idle (see idle_scale_in_percent) before it scales in.
     idle_minutes: int = Field(default=3, ge=1, le=15)
     # A pool with min_tasks 0 starts this many tasks in the minute its first job waits, and
     # adds no more from that policy for the cooldown (the desired count's datapoint lags).
     from_zero_tasks: int = Field(default=1, ge=1)
+    # Seconds after a start from zero before that policy starts more.
     from_zero_cooldown_seconds: int = Field(default=180, ge=60)
+    # Fargate Spot capacity (about 70 % off, tasks stopped at two minutes' notice): x86_64
+    # workers only, AWS places no ARM64 task on Spot (refused at synth).
     spot: bool = False
 
     @model_validator(mode="after")
@@ -124,7 +136,9 @@ class ConsoleConfig(_Model):
     one the console is reached at the distribution's ``*.cloudfront.net`` name.
     """
 
+    # The console's own domain (a CNAME to the distribution); needs certificate_arn.
     domain_name: str | None = Field(default=None, pattern=r"^[a-z0-9.-]+\.[a-z]{2,}$")
+    # The ACM certificate for domain_name, in us-east-1 (CloudFront's region).
     certificate_arn: str | None = Field(
         default=None, pattern=r"^arn:aws[a-z-]*:acm:us-east-1:\d{12}:certificate/[\w-]+$"
     )
@@ -161,17 +175,23 @@ LAMBDA_UNRESERVED_MINIMUM = 100
 
 
 class StageConfig(_Model):
+    # The stage's name: the stack is pagefleet-<stage>, and every name and metric namespace
+    # carries it. Set by the stage chosen (-c pagefleet:stage=...), not in the deploy file.
     stage: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}$")
     # A fixed region for the stack (e.g. "ap-south-1"); None deploys to the CLI's region.
     region: str | None = None
     # prod keeps tables and the bucket on stack deletion; dev destroys them.
     retain_data: bool
+    # Days every log group keeps its events (one of CloudWatch Logs' retention periods).
     log_retention_days: int
+    # The worker pools by name, each its own queues, Fargate service, scaling and alarms.
     pools: dict[str, PoolConfig]
     # Worker egress to target sites: "nat" = private subnets behind NAT gateways,
     # "public" = public subnets with a public IP (no NAT cost, tasks still accept no inbound).
     egress: Literal["nat", "public"]
+    # NAT gateways for egress="nat" (one per AZ for availability; each costs by the hour).
     nat_gateways: int = Field(default=1, ge=0)
+    # Availability zones of the workers' VPC.
     max_azs: int = Field(default=2, ge=1)
     # Graviton: Fargate's arm64 vCPU-hour and GB-hour cost 20 % less than x86's, and the
     # worker's image is multi-arch (docs/decisions.md, "ARM64 workers"). x86_64 stays a
@@ -179,17 +199,26 @@ class StageConfig(_Model):
     worker_architecture: Literal["x86_64", "arm64"] = "arm64"
     # Fargate allows at most 120 s between SIGTERM and SIGKILL.
     worker_stop_timeout_seconds: int = Field(default=120, ge=2, le=120)
+    # The REST stage's steady request rate, per second, over all clients (429 above).
     api_throttle_rate: float = 50
+    # The REST stage's burst, in requests, over all clients.
     api_throttle_burst: int = 100
+    # Seconds API Gateway keeps an API key's authorization: a revoked key works this long.
     authorizer_cache_seconds: int = Field(default=300, ge=0, le=3600)
+    # The largest request body the API accepts, bytes (413 above).
     max_request_bytes: int = 256 * 1024
+    # A WAF web ACL on the REST API (a request budget per client, AWS managed rules).
     waf: bool = True
+    # Requests one client may make in 5 minutes before the WAF blocks it.
     waf_rate_limit_per_5min: int = Field(default=3000, ge=10)
     # Reserved concurrency by function name, where it protects something downstream. Only
     # deployable where the account's Lambda concurrency limit is at least
     # ``min_account_concurrency`` (checked below; `aws lambda get-account-settings`).
     reserved_concurrency: dict[str, int] = Field(default_factory=dict)
+    # The account's Lambda concurrency limit, as you know it (reservations are checked
+    # against it: Lambda keeps 100 unreserved).
     min_account_concurrency: int = Field(default=10, ge=10)
+    # An address the stack subscribes to the alarm topic (confirm AWS's mail).
     alarm_email: str | None = None
     # Warn at synth when the alarm topic would have no subscriber (no alarm_email): set where
     # an alarm must reach someone. Turn it off if you subscribe the topic outside the stack.
@@ -198,8 +227,16 @@ class StageConfig(_Model):
     # region): "stack" sets it; "existing" leaves it to its owner (another stack or an
     # operator) and logs through it (infra/constructs/api_account.py).
     api_gateway_account: Literal["stack", "existing"] = "stack"
+    # Who owns ECR's registry scanning configuration (one per account and region): "stack"
+    # sets scan-on-push for every repository, the worker image's included; "existing" leaves
+    # it to its owner, e.g. Amazon Inspector's enhanced scanning
+    # (infra/constructs/image_scanning.py).
+    image_scanning: Literal["stack", "existing"] = "stack"
+    # Seconds the oldest waiting job of a priority queue may wait before its alarm.
     oldest_age_alarm_seconds: int = 900
+    # Percent of a pool's finished jobs failing in a 5-minute period (2 of 3 alarm).
     failure_rate_alarm_percent: float = 20
+    # API 5xx answers a minute that count as a bad minute (3 of 5 alarm).
     api_5xx_alarm_count: int = 5
     # Lambda errors (per function, per minute) that count as a failing minute.
     lambda_errors_alarm_count: int = Field(default=1, ge=1)
@@ -212,12 +249,17 @@ class StageConfig(_Model):
     # Tables restored from a backup or PITR that the stack uses instead of its own, by logical
     # id ("JobsTable" / "TenantsTable" / "UsageTable"): see docs/runbooks.md, "Restore a table".
     restored_tables: dict[str, str] = Field(default_factory=dict)
+    # Bundle the Lambda dependency layer with uv (cdk.json turns it on for cdk deploy; set
+    # by -c pagefleet:bundleDependencies, not in the deploy file).
     bundle_dependencies: bool = False
+    # The assembly is for inspection only (tests, make synth): allowed unbundled, never
+    # deployable (-c pagefleet:inspectOnly=true).
     inspect_only: bool = False
     # The limits of a tenant an admin set none for (``pagefleet admin set-limits``).
     tenant_defaults: LimitDefaults = LimitDefaults()
     # Submissions refused by tenant limits in 5 minutes that count as a bad period.
     tenant_refusals_alarm_count: int = Field(default=500, ge=1)
+    # The web console's distribution: custom domain, price class, caching (below).
     console: ConsoleConfig = ConsoleConfig()
 
     @property

@@ -1,15 +1,26 @@
-"""Playwright tracing for a job: recorded from the start, kept only when it is wanted.
+"""Playwright tracing for a job's attempt, as Playwright Test's ``trace`` option does it.
 
-A trace can only cover what happened after ``tracing.start``, so to have one for a failure
-it must be recording before the failure is known. It is therefore started with every
-context (actions, console, network; DOM snapshots only when the job asked for a trace) and
-the zip is written and uploaded only when the job asked for it (``options.trace``) or failed.
+A job's ``options.trace`` (resolved when the job was made: the job's own, else its tenant's
+default, else ``on-first-retry``; pagefleet.specs.traces) says which attempts record a trace
+and when the zip is kept:
 
-One exception: a job that uses ``{{secrets.NAME}}`` records a trace only on request,
-because a trace holds the arguments of every action — a filled password included. A
-browser session cannot know that when its context opens (its steps, and the secrets they
-use, come later), so it records one, and a failure drops it unless it was requested if any
-of its steps resolved a secret (``finish(secrets=...)``): the same rule, applied late.
+- ``off``: none; ``on``: every attempt, kept;
+- ``retain-on-failure``: every attempt, kept when it failed;
+- ``on-first-retry`` (the default): the second attempt only, kept; ``on-all-retries``:
+  every attempt after the first, kept;
+- ``retain-on-first-failure``: the first attempt only, kept when it failed.
+
+A trace can only cover what happened after ``tracing.start``, so an attempt that records one
+starts it with its context. Recording costs CPU in the driver and in Chromium on every
+attempt that records, which is why the default records only where a failure has been seen
+already: a failed first attempt keeps its error, ``failure.png`` and ``failure.html``, and its
+retry records the trace. A kept trace has DOM snapshots (it was asked for, or a retry).
+
+A job that uses ``{{secrets.NAME}}`` records a trace only in mode ``on``, because a trace
+holds the arguments of every action — a filled password included. A browser session cannot
+know that when its context opens (its steps, and the secrets they use, come later), so it
+records one as its mode says, and drops it at the end unless the mode is ``on`` if any of
+its steps resolved a secret (``finish(secrets=...)``): the same rule, applied late.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from playwright.async_api import BrowserContext
@@ -25,23 +37,55 @@ from playwright.async_api import Error as PlaywrightError
 from browser_task.errors import FailJob
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.specs.resources import DEBUG, ROUTINE
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 
 TRACE_ARTIFACT = "trace.zip"
 TRACE_STOP_TIMEOUT_S = 15.0
+# The one mode a job using secrets records in: it asked for every attempt's trace, kept.
+SECRETS_MODE: TraceMode = "on"
 
 
-def traces(requested: bool, *, secrets: bool) -> bool:
-    """Whether a run records the always-on trace: always, except that a job using secrets
-    records one only on request (see above)."""
-    return requested or not secrets
+@dataclass(frozen=True)
+class TracePlan:
+    """An attempt's trace: recorded (this exists), then kept after a success, a failure."""
+
+    mode: TraceMode
+    on_success: bool
+    on_failure: bool
+
+    @property
+    def with_secrets(self) -> bool:
+        """Whether a run that resolved a secret may keep it."""
+        return self.mode == SECRETS_MODE
+
+
+def trace_plan(mode: TraceMode | None, attempt: int, *, secrets: bool) -> TracePlan | None:
+    """Whether attempt ``attempt`` (1 for the first of the job's budget) records a trace, and
+    when it keeps it (None: it records none)."""
+    mode = mode or DEFAULT_TRACE
+    if secrets and mode != SECRETS_MODE:
+        return None
+    retry = attempt >= 2
+    records = {
+        "off": False,
+        "on": True,
+        "retain-on-failure": True,
+        "on-first-retry": attempt == 2,
+        "on-all-retries": retry,
+        "retain-on-first-failure": not retry,
+    }[mode]
+    if not records:
+        return None
+    on_failure_only = mode in ("retain-on-failure", "retain-on-first-failure")
+    return TracePlan(mode, on_success=not on_failure_only, on_failure=True)
 
 
 class TraceRecorder:
-    def __init__(self, context: BrowserContext | None, *, requested: bool) -> None:
+    def __init__(self, context: BrowserContext | None, plan: TracePlan) -> None:
         # None until ``attach``: a recorder made before its context, started as the
         # context's setup (browser_task.run.early).
         self._context: BrowserContext | None = None
-        self.requested = requested
+        self.plan = plan
         self.started = False
         self.stopped = False
         if context is not None:
@@ -64,12 +108,10 @@ class TraceRecorder:
 
     async def start(self) -> None:
         assert self._context is not None, "attach the context first"
-        # A requested trace gets DOM snapshots; the always-on one that exists in case of a
-        # failure records actions, console and network only (snapshots cost ~10 % of a
-        # worker's throughput), and the failure's own failure.html / failure.png show the page.
-        await self._context.tracing.start(
-            screenshots=False, snapshots=self.requested, sources=False
-        )
+        # DOM snapshots: a trace is recorded only where it is wanted (asked for, or a retry),
+        # so it gets what makes it worth opening. Screenshots stay off (the snapshots show the
+        # page, and the failure's own failure.png).
+        await self._context.tracing.start(screenshots=False, snapshots=True, sources=False)
         self.started = True
 
     async def discard(self) -> None:
@@ -92,14 +134,17 @@ class TraceRecorder:
     async def finish(
         self, artifacts: ArtifactCollector, *, failed: bool, secrets: bool = False
     ) -> None:
-        """Stop recording; keep the zip (requested: routine, failure: debug) or drop it.
-        ``secrets``: the run resolved a secret, so an unrequested trace is never kept.
+        """Stop recording; keep the zip as the plan says (a success: routine retention, a
+        failure: debug) or drop it. ``secrets``: the run resolved a secret, so a trace is kept
+        only in the one mode a job using secrets records in (``on``).
 
         Best effort on failure: a trace that cannot be written must not hide the real error.
         """
         if not self.started or self.stopped:
             return
-        keep = self.requested or (failed and not secrets)
+        keep = (self.plan.on_failure if failed else self.plan.on_success) and (
+            not secrets or self.plan.with_secrets
+        )
         if not keep:
             await self.discard()
             return

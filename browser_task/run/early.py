@@ -12,8 +12,9 @@ from the tenant's sessions), options without ``{{...}}`` references (rendered wi
 tenant's secrets), and not a warm job (``isolation: "tenant"`` takes a parked context,
 which is faster still). Anything else opens its context after the claim, as before.
 
-The always-on trace (browser_task.browser.tracing) starts as part of the context's setup, beside
-opening the page, instead of as one more round trip before the first step.
+An attempt's trace (browser_task.browser.tracing), when it records one, starts as part of the
+context's setup, beside opening the page, instead of as one more round trip before the
+first step.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
 
 from browser_task.browser.pool import BrowserPool, BrowserSession, ContextSetup
-from browser_task.browser.tracing import TraceRecorder, traces
+from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
 from pagefleet.jobs.models import JobRequest
@@ -49,7 +50,7 @@ def with_trace(setup: ContextSetup, trace: TraceRecorder | None) -> ContextSetup
 async def _start(trace: TraceRecorder, context: BrowserContext) -> None:
     trace.attach(context)
     # Not started is not fatal here: the workflow tries once more before its first step
-    # and only a requested trace fails the job (executor.start_tracing).
+    # and only a trace kept whatever happens fails the job (executor.start_tracing).
     with contextlib.suppress(PlaywrightError):
         await trace.start()
 
@@ -86,13 +87,14 @@ class EarlyContext:
 
 
 def open_early(
-    browsers: BrowserPool, request: JobRequest, guard: EgressGuard
+    browsers: BrowserPool, request: JobRequest, guard: EgressGuard, *, attempt: int
 ) -> EarlyContext | None:
-    """Start opening ``request``'s context now (None: this job opens its own later)."""
+    """Start opening ``request``'s context now, for its attempt ``attempt`` (1: the first of
+    its budget; None: this job opens its own later)."""
     if not opens_early(request):
         return None
-    wanted = traces(request.options.trace, secrets=bool(request.secret_names()))
-    trace = TraceRecorder(None, requested=request.options.trace) if wanted else None
+    plan = trace_plan(request.options.trace, attempt, secrets=bool(request.secret_names()))
+    trace = TraceRecorder(None, plan) if plan is not None else None
     opening = asyncio.create_task(
         browsers.new_session(request.options, setup=with_trace(scheme_guard(guard), trace)),
         name="open context early",

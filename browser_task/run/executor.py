@@ -21,7 +21,7 @@ from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
 
 from browser_task.browser.pool import BrowserSession, ContextSetup
-from browser_task.browser.tracing import TraceRecorder, traces
+from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.errors import (
     FailJob,
@@ -80,17 +80,21 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
 
 
 async def start_tracing(ctx: RunContext) -> None:
-    """Record a trace from the start (see tracing.py for why, and the secrets exception)."""
-    requested = ctx.plan.request.options.trace
-    if ctx.trace is not None or not traces(requested, secrets=ctx.plan.has_secrets):
+    """Record the attempt's trace from the start, when its mode records one (see tracing.py
+    for the modes, and the secrets exception)."""
+    if ctx.trace is not None:
         return
-    recorder = TraceRecorder(ctx.session.context, requested=requested)
+    plan = ctx.plan
+    wanted = trace_plan(plan.request.options.trace, plan.tries, secrets=plan.has_secrets)
+    if wanted is None:
+        return
+    recorder = TraceRecorder(ctx.session.context, wanted)
     try:
         await recorder.start()
     except PlaywrightError:
-        if requested:
+        if wanted.on_success:  # asked to keep it whatever happens: a job's own output
             raise
-        return  # a trace is a debugging aid; never fail a job for lack of one
+        return  # kept only for a failure: a debugging aid; never fail a job for lack of one
     ctx.trace = recorder
 
 

@@ -27,6 +27,9 @@ class RunPlan:
     tenant_id: str
     job_id: str
     attempt: int
+    # The attempt's number since the job's last redrive (1: its first try; a retry is 2 or
+    # more): what the trace modes count (browser_task.browser.tracing).
+    tries: int
     # The request as submitted: what a user wrote (labels, errors and events name it).
     request: JobRequest
     # The job's options with their references substituted (proxy credentials, headers).

@@ -87,6 +87,7 @@ async def prepare_run(
         tenant_id=tenant_id,
         job_id=job.job_id,
         attempt=job.attempt,
+        tries=job.attempts_used,
         request=request,
         options=options,
         steps=steps,

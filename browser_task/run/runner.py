@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from browser_task.browser.pool import BrowserPool, BrowserSession
-from browser_task.browser.tracing import TraceRecorder, traces
+from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.browser.video import drop_video, keep_video
 from browser_task.browser.warm import allows_warm, warm_key
 from browser_task.egress.guard import EgressGuard, Resolver
@@ -203,8 +203,9 @@ class JobRunner:
             else:
                 # The trace starts with the context (a warm one is traced as the workflow
                 # starts: executor.start_tracing).
-                if not warm and traces(request.options.trace, secrets=plan.has_secrets):
-                    trace = TraceRecorder(None, requested=request.options.trace)
+                wanted = trace_plan(request.options.trace, plan.tries, secrets=plan.has_secrets)
+                if not warm and wanted is not None:
+                    trace = TraceRecorder(None, wanted)
                 session = await self.browsers.new_session(
                     options,
                     storage_state=plan.storage_state,
@@ -411,7 +412,10 @@ class JobRunner:
 
     def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
         """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
-        return open_early(self.browsers, job.request, self.guard(log))
+        # The claim about to be written makes this the job's next attempt.
+        return open_early(
+            self.browsers, job.request, self.guard(log), attempt=job.attempts_used + 1
+        )
 
     def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
         """A parent's result: inline in its record, or in its ``data.json`` when too big

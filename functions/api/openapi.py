@@ -12,12 +12,14 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver
 
+import pagefleet
 from pagefleet.specs.gateway import PUBLIC_ROUTES
 from pagefleet.specs.resources import API_STAGE
 
 _DOCUMENTS: dict[int, dict[str, Any]] = {}
 TITLE = "pagefleet API"
-VERSION = "1"
+# The release (CHANGELOG.md); the stage in the URL (/v1) is the API's compatibility version.
+VERSION = pagefleet.__version__
 DESCRIPTION = (
     "Submit browser jobs (declarative Playwright workflows), follow them, fetch their "
     "results and artifacts. Every request carries `Authorization: Bearer <API key>`. "

@@ -23,6 +23,7 @@ from typing import Any
 from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from constructs import Construct
 
+import pagefleet
 from infra.config import StageConfig
 from infra.constructs import dead_letters
 from infra.constructs.alarms import Alarms
@@ -35,6 +36,7 @@ from infra.constructs.browser_sessions import BrowserSessions
 from infra.constructs.browser_workers import BrowserWorkers
 from infra.constructs.console import Console
 from infra.constructs.dead_letters import DeadLetters
+from infra.constructs.image_scanning import ImageScanning
 from infra.constructs.job_changes import JobChanges
 from infra.constructs.job_queues import JobQueues
 from infra.constructs.job_store import JobStore
@@ -117,6 +119,7 @@ class PagefleetStack(Stack):
             core_env=core_env,
         )
         self.api_account = ApiGatewayAccount(self, "ApiGatewayAccount", config=config)
+        self.image_scanning = ImageScanning(self, "ImageScanning", config=config)
         self.api = Api(
             self,
             "Api",
@@ -273,3 +276,9 @@ class PagefleetStack(Stack):
         )
         CfnOutput(self, "ArtifactsBucketName", value=self.artifacts.bucket.bucket_name)
         CfnOutput(self, "ClusterName", value=self.workers.cluster.cluster_name)
+        CfnOutput(
+            self,
+            "Version",
+            value=pagefleet.__version__,
+            description="The pagefleet release deployed (CHANGELOG.md; GET /v1/health says it too)",
+        )

@@ -27,6 +27,14 @@ class _View(BaseModel):
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
+class HealthView(_View):
+    """What ``GET /v1/health`` answers, with no API key: the deployed release and stage."""
+
+    status: Literal["ok"] = Field(description="the API function answered")
+    version: str = Field(description="the pagefleet release deployed (CHANGELOG.md)")
+    stage: str = Field(description="the stage this API belongs to (dev, prod...)")
+
+
 class ArtifactInfo(_View):
     """A file a job produced, with the sha256 it was stored with."""
 

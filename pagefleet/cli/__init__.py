@@ -18,6 +18,7 @@ import httpx
 import typer
 from botocore.exceptions import BotoCoreError, ClientError
 
+import pagefleet
 from pagefleet.cli import (
     admin,
     browser_sessions,
@@ -47,6 +48,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"pagefleet {pagefleet.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print this pagefleet's release and exit (a stage's: GET /v1/health).",
+    ),
+) -> None:
+    """pagefleet: serverless browser automation. Run it locally, submit jobs, manage keys."""
+
+
 app.add_typer(local.local_app, name="local")
 app.add_typer(admin.admin_app, name="admin")
 app.add_typer(notify.webhooks_app, name="webhooks")

@@ -149,6 +149,13 @@ def set_limits(
     ),
     retention_days: Annotated[int | None, typer.Option(min=1)] = None,
     session_days: Annotated[int | None, typer.Option(min=1)] = None,
+    trace: Annotated[
+        str | None,
+        typer.Option(
+            help="When the tenant's jobs that do not say record a trace: off, on, "
+            "retain-on-failure, on-first-retry, on-all-retries, retain-on-first-failure."
+        ),
+    ] = None,
     reset: Annotated[
         list[str] | None, typer.Option("--reset", help="Back to the stage default (repeatable).")
     ] = None,
@@ -167,6 +174,7 @@ def set_limits(
             "allow_evaluate": allow_evaluate,
             "retention_days": retention_days,
             "session_days": session_days,
+            "trace": trace,
         }.items()
         if value is not None
     }

@@ -27,6 +27,7 @@ from pagefleet.api.contract import (
     DeadLetters,
     DeliveryList,
     EventPage,
+    HealthView,
     JobPage,
     JobView,
     LiveInfo,
@@ -261,6 +262,10 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         )
         response = self._request("POST", "/v1/jobs/validate", json=body)
         return ValidationResult.model_validate_json(response.content)
+
+    def health(self) -> HealthView:
+        """The deployed release and stage (``GET /v1/health``: needs no API key)."""
+        return HealthView.model_validate_json(self._request("GET", "/v1/health").content)
 
     def workflow_schema(self) -> dict[str, Any]:
         """The JSON Schema (draft 2020-12) of a job request."""

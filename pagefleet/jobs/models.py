@@ -38,6 +38,7 @@ from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
 from pagefleet.specs.resources import POOLS, Priority, queue_key
+from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
     Paginate,
@@ -414,3 +415,5 @@ class TenantPolicy(BaseModel):
     max_running: int | None = Field(default=None, ge=1, le=200)
     retention_days: int | None = Field(default=None, ge=1, le=3650)
     session_days: int | None = Field(default=None, ge=1, le=365)
+    # The trace mode of this tenant's jobs that do not set ``options.trace``.
+    trace: TraceMode | None = None

@@ -9,6 +9,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pagefleet.specs.traces import TraceMode
+
 
 class Viewport(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
@@ -75,8 +77,15 @@ class JobOptions(BaseModel):
     timezone_id: str | None = Field(default=None, max_length=64)
     extra_headers: dict[str, str] = Field(default_factory=dict, max_length=50)
     proxy: ProxyOptions | None = None
-    # Record a Playwright trace (always recorded on failure too).
-    trace: bool = False
+    # When attempts record a Playwright trace (pagefleet.specs.traces); None: the tenant's
+    # default (on-first-retry unless an admin set another), resolved when the job is made.
+    trace: TraceMode | None = Field(
+        default=None,
+        description=(
+            "which attempts record a Playwright trace.zip, as Playwright Test's trace option; "
+            "unset: the tenant's mode, else on-first-retry; true is on, false off"
+        ),
+    )
     # Record the run as video.webm (Playwright's video recording; kept like a trace).
     video: bool = False
     # Keep the page's console messages and page errors as run events (masked, bounded).
@@ -99,6 +108,14 @@ class JobOptions(BaseModel):
         max_length=10_000,
         description="what an accepted prompt() gets (its default value when omitted)",
     )
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_as_before(cls, value: object) -> object:
+        # ``trace: true`` asked for a trace before the modes existed: keep meaning that.
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return value
 
     @field_validator("timezone_id")
     @classmethod

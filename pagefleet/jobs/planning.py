@@ -142,7 +142,7 @@ def plan_job(
             dispatch_at = run_at - MAX_DELAY_S  # the sweeper sends it when within reach
     now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
     version = resolved.workflow
-    request = resolved.request
+    request = svc.policy.with_trace(tenant_id, resolved.request)
     record = JobRecord(
         tenant_id=tenant_id,
         job_id=new_job_id(),

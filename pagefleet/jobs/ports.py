@@ -2,7 +2,7 @@
 
 Services and the lifecycle are typed on these Protocols, never on an adapter. The AWS
 adapters in ``pagefleet.adapters`` implement them for DynamoDB, SQS, S3 and Secrets Manager;
-``tests/fakes`` implements them in memory with the same conditions, and the contract suite
+``devstack/fakes`` implements them in memory with the same conditions, and the contract suite
 in ``tests/contract`` holds both to the same behaviour.
 """
 

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pagefleet.errors import InvalidField
+from pagefleet.jobs.models import JobRequest
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.targets import egress_policy
 from pagefleet.targets.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
 from pagefleet.workflow import Evaluate, Step, iter_steps
@@ -32,6 +34,10 @@ def _nobody(tenant_id: str) -> bool:
     return False
 
 
+def _stage_default_trace(tenant_id: str) -> TraceMode:
+    return DEFAULT_TRACE
+
+
 def _system_lookup(host: str) -> list[str]:
     # Looked up at call time, so tests replace the system resolver in one place.
     return egress_policy.system_lookup(host)
@@ -44,11 +50,21 @@ class SubmitPolicy:
     ``allow_loopback``: webhooks may target 127/8 and ::1 (local development only).
     ``resolver``: how a webhook's host is looked up (None: the system's, at call time).
     ``evaluate_allowed``: whether a tenant may run ``evaluate`` steps (the default: nobody).
+    ``trace_default``: the trace mode of a tenant's jobs that do not set ``options.trace``
+    (its limits', cached as admission reads them: no request a job).
     """
 
     allow_loopback: bool = False
     resolver: SyncResolver | None = None
     evaluate_allowed: Callable[[str], bool] = _nobody
+    trace_default: Callable[[str], TraceMode] = _stage_default_trace
+
+    def with_trace(self, tenant_id: str, request: JobRequest) -> JobRequest:
+        """``request`` with its trace mode settled: the job's own, else its tenant's."""
+        if request.options.trace is not None:
+            return request
+        options = request.options.model_copy(update={"trace": self.trace_default(tenant_id)})
+        return request.model_copy(update={"options": options})
 
     def check_webhook(self, url: str, *, field: str = WEBHOOK_FIELD) -> None:
         """Raise ``InvalidField`` on ``field`` when pagefleet may not POST to ``url``."""

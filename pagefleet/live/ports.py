@@ -1,7 +1,7 @@
 """The ports of live runs: run events, WebSocket connections and their rooms, and posting.
 
 The DynamoDB adapters (``pagefleet.adapters.dynamodb.events`` / ``.connections``) and the
-API Gateway management adapter (``pagefleet.adapters.live``) implement them; ``tests/fakes``
+API Gateway management adapter (``pagefleet.adapters.live``) implement them; ``devstack/fakes``
 implements them in memory and ``tests/contract`` holds both to one suite.
 """
 

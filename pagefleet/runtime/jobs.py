@@ -52,6 +52,7 @@ class JobBuilders(TenantBuilders):
                 policy=SubmitPolicy(
                     allow_loopback=settings.allow_loopback,
                     evaluate_allowed=tenancy.evaluate_allowed,
+                    trace_default=tenancy.trace_default,
                 ),
             )
 

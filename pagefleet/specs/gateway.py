@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # (METHOD, path after the stage): answered without an API key.
-PUBLIC_ROUTES: tuple[tuple[str, str], ...] = (("GET", "/openapi.json"),)
+PUBLIC_ROUTES: tuple[tuple[str, str], ...] = (("GET", "/openapi.json"), ("GET", "/health"))
 
 
 @dataclass(frozen=True)

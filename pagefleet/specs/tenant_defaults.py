@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
+
 
 class LimitDefaults(BaseModel):
     """The limits of a tenant nobody set limits for (one set per stage)."""
@@ -19,3 +21,5 @@ class LimitDefaults(BaseModel):
     allow_evaluate: bool = False
     retention_days: int = Field(default=30, ge=1, le=3650)
     session_days: int = Field(default=30, ge=1, le=365)
+    # When a job that does not say records a trace (pagefleet.specs.traces).
+    trace: TraceMode = DEFAULT_TRACE

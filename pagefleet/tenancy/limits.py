@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.specs.tenant_defaults import LimitDefaults
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 
 DAY_S = 86_400
 # A job's length as the backlog spreading assumes it (short, so a freed slot never waits
@@ -39,6 +40,7 @@ class TenantLimits(BaseModel):
     allow_evaluate: bool
     retention_days: int
     session_days: int
+    trace: TraceMode = DEFAULT_TRACE
 
     @property
     def retention_s(self) -> int:
@@ -70,6 +72,7 @@ def effective_limits(policy: TenantPolicy, defaults: LimitDefaults) -> TenantLim
         allow_evaluate=bool(pick("allow_evaluate")),
         retention_days=int(pick("retention_days")),
         session_days=int(pick("session_days")),
+        trace=pick("trace"),
     )
 
 
@@ -86,6 +89,7 @@ class LimitsChange(BaseModel):
     allow_evaluate: bool | None = None
     retention_days: int | None = Field(default=None, ge=1, le=3650)
     session_days: int | None = Field(default=None, ge=1, le=365)
+    trace: TraceMode | None = None
     reset: list[str] = Field(
         default_factory=list, max_length=10, description="fields back to the stage default"
     )

@@ -1,6 +1,6 @@
 """The stores tenancy needs, as ports: counters (rate, queued, running), usage, audit.
 
-The DynamoDB adapters live in ``pagefleet.adapters.dynamodb``; ``tests/fakes`` holds the
+The DynamoDB adapters live in ``pagefleet.adapters.dynamodb``; ``devstack/fakes`` holds the
 in-memory versions and ``tests/contract`` runs one suite against both.
 """
 

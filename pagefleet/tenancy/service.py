@@ -16,6 +16,7 @@ from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, TenantStore
 from pagefleet.pricing import Worker, price_table
+from pagefleet.specs.traces import TraceMode
 from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditAction, audit_record
 from pagefleet.tenancy.gate import TenantGate
@@ -53,6 +54,11 @@ class Tenancy:
         as the worker reads it for the run): one read, for jobs with an evaluate step only,
         so a right an admin grants or takes holds for the next submission."""
         return self.limits.get_policy(tenant_id).allow_evaluate
+
+    def trace_default(self, tenant_id: str) -> TraceMode:
+        """The trace mode of the tenant's jobs that do not set one (cached limits: the
+        admission has just read them for the same submission)."""
+        return self.limits(tenant_id).trace
 
 
 # --- limits -----------------------------------------------------------------------------------

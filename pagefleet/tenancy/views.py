@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.usage import UsageRow
@@ -24,6 +25,9 @@ class LimitsView(_View):
     allow_evaluate: bool
     retention_days: int = Field(description="days jobs, events and usage markers are kept")
     session_days: int = Field(description="days a saved login session stays usable")
+    trace: TraceMode = Field(
+        default=DEFAULT_TRACE, description="when jobs that do not set options.trace record one"
+    )
 
     @classmethod
     def of(cls, limits: TenantLimits) -> LimitsView:

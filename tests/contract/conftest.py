@@ -11,11 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
+from devstack.fakes import FakeClock, fake_services
 from devstack.provision import Provisioned
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import CoreSettings
-from tests.fakes import FakeClock, fake_services
 
 
 @pytest.fixture(params=["fake", "aws"])

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.fakes.breakers import FakeBreakers
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.runtime import RUNTIME
 from pagefleet.targets.breakers import SHARED, TENANT, BreakerPolicy, Breakers, BreakerState
-from tests.fakes.breakers import FakeBreakers
 
 POLICY = BreakerPolicy(window_s=60, min_requests=4, failure_rate=0.5, cooldown_s=30)
 SITE = "https://site.test:443"

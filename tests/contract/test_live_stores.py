@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes.live import FakeConnections, FakeEventStore
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.connections import DynamoConnections
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.live.ports import Connection, Connections, EventStore, SubscriptionLimit, Ticket
 from pagefleet.runtime import RUNTIME
-from tests.fakes.live import FakeConnections, FakeEventStore
 
 NOW = 1_800_000_000
 LATER = NOW + 3600

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeSigningSecrets
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb import DynamoTenantStore
 from pagefleet.adapters.dynamodb.deliveries import DynamoDeliveries, DynamoNotifyDefaults
@@ -12,7 +13,6 @@ from pagefleet.notify.ports import Deliveries, DeliveryAttempt, NotifyDefaults, 
 from pagefleet.notify.signing import SECRET_PREFIX
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
-from tests.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeSigningSecrets
 
 LATER = 1_900_000_000
 

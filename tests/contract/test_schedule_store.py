@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock
+from devstack.fakes.schedules import FakeMirror, FakeScheduleStore
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
 from pagefleet.adapters.scheduler import EventBridgeSchedulerMirror, SchedulerTarget, mirror_name
@@ -17,8 +19,6 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.health import ScheduleHealth, after_run
 from pagefleet.schedules.service import ScheduleChange, ScheduleRun, ScheduleSpec, ScheduleStore
-from tests.fakes import FakeClock
-from tests.fakes.schedules import FakeMirror, FakeScheduleStore
 
 GROUP = "pagefleet-test"
 JOB = {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]}

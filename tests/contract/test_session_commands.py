@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.fakes.session_commands import FakeCommandLedger
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.browsing.commands import (
@@ -18,7 +19,6 @@ from pagefleet.browsing.commands import (
 from pagefleet.browsing.models import Answer
 from pagefleet.jobs.models import new_ulid
 from pagefleet.runtime import RUNTIME
-from tests.fakes.session_commands import FakeCommandLedger
 
 NOW = 1_900_000_000.0
 

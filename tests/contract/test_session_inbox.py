@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.provision import Provisioned
 from devstack.strict_aws import StrictRules, rules_in_force
 from pagefleet.adapters.dynamodb.inboxes import DynamoInboxRegistry
@@ -19,7 +20,6 @@ from pagefleet.browsing.inbox import InboxRegistry, SessionInbox, Wakeup
 from pagefleet.jobs.models import new_ulid
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import inbox_name, inbox_queue_prefix
-from tests.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 
 PREFIX = inbox_queue_prefix("contract")
 

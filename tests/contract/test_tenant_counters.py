@@ -9,6 +9,13 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes.job_store import FakeJobStore
+from devstack.fakes.tenancy import (
+    FakeAuditLog,
+    FakeTenantCounters,
+    FakeUnstartedJobs,
+    FakeUsageStore,
+)
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
 from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters, DynamoUnstartedJobs
@@ -20,13 +27,6 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.bucket import Bucket
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage
-from tests.fakes.job_store import FakeJobStore
-from tests.fakes.tenancy import (
-    FakeAuditLog,
-    FakeTenantCounters,
-    FakeUnstartedJobs,
-    FakeUsageStore,
-)
 
 NOW = 1_800_000_000_000  # ms, on a minute boundary
 BUCKET = Bucket(per_minute=60, burst=3)  # one token a second, three at once

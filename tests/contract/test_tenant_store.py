@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from devstack.fakes import FakeTenantStore
+from devstack.fakes.notify import FakeNotifyDefaults
+from devstack.fakes.tenancy import FakeAuditLog, FakeTenantCounters, FakeUsageStore
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.audit import DynamoAuditLog
 from pagefleet.adapters.dynamodb.deliveries import DynamoNotifyDefaults
@@ -28,9 +31,6 @@ from pagefleet.tenancy.api_keys import (
 )
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.usage import AttemptUsage
-from tests.fakes import FakeTenantStore
-from tests.fakes.notify import FakeNotifyDefaults
-from tests.fakes.tenancy import FakeAuditLog, FakeTenantCounters, FakeUsageStore
 
 NOW_MS = 1_800_000_000_000
 POLICY = TenantPolicy(max_running=3, submits_per_minute=120, allow_evaluate=True)

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from devstack.fakes.workflows import FakeWorkflowStore
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.workflows import DynamoWorkflowStore
 from pagefleet.errors import InvalidRequest, NotFound
@@ -16,7 +17,6 @@ from pagefleet.workflow.versions import (
     put_version,
     resolve,
 )
-from tests.fakes.workflows import FakeWorkflowStore
 
 AT = "2026-11-30T12:00:00.000Z"
 

@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from pagefleet.client import PagefleetClient
 from pagefleet.specs.gateway import PUBLIC_ROUTES
 from pagefleet.specs.resources import API_STAGE, DEFAULT_POOL
 from tests.e2e.conftest import running
+from tests.support.openapi import document, validator
 
 pytestmark = [pytest.mark.e2e]
 
@@ -192,29 +193,8 @@ def test_a_submitted_job_is_at_the_location_it_was_given(stack: LocalStack) -> N
         assert http.get(location.removeprefix("/v1"), headers=auth).status_code == 403
 
 
-def _validator(document: dict[str, Any]) -> Callable[[str, str, httpx.Response], None]:
-    """Checks one real answer against the committed OpenAPI document with openapi-core: a
-    validator that is not the one that wrote the document (Powertools)."""
-    from openapi_core import Config, OpenAPI
-    from openapi_core.testing import MockRequest, MockResponse
-
-    # The JSON Schema's media type is JSON too (RFC 6839's +json suffix).
-    config = Config(extra_media_type_deserializers={"application/schema+json": json.loads})
-    api = OpenAPI.from_dict(document, config=config)
-
-    def validate(method: str, path: str, response: httpx.Response) -> None:
-        request = MockRequest("http://127.0.0.1", method.lower(), path.split("?")[0])
-        media_type = (response.headers.get("Content-Type") or "").split(";")[0] or None
-        answer = MockResponse(
-            response.content, status_code=response.status_code, content_type=media_type
-        )
-        api.validate_response(request, answer)
-
-    return validate
-
-
 def test_every_routes_answers_match_the_openapi_document(stack: LocalStack, admin_key: str) -> None:
-    validate = _validator(json.loads((REPO / "docs" / "openapi.json").read_text()))
+    validate = validator(document())
     with stack.client() as client:
         job_id = client.submit(SIMPLE_JOB).job_id
     values = {"job_id": job_id, "domain": "example.com"}
@@ -263,3 +243,17 @@ def test_every_routes_answers_match_the_openapi_document(stack: LocalStack, admi
         if (method, path.removeprefix("/v1")) not in PUBLIC_ROUTES:
             assert response.status_code == 401, (method, path, response.text)
             assert response.json()["error"]["code"] == "unauthorized", (method, path)
+
+
+def test_health_answers_without_a_key_with_the_release_and_stage(stack: LocalStack) -> None:
+    import pagefleet
+
+    with PagefleetClient(stack.api_url, None) as keyless:
+        health = keyless.health()
+    assert (health.status, health.version) == ("ok", pagefleet.__version__)
+    assert health.stage == "local"  # the local stack's stage (devstack/local_settings.py)
+    with httpx.Client(base_url=stack.api_url, trust_env=False, timeout=60) as http:
+        # Its resource has only GET: anything else is API Gateway's own refusal.
+        refused = http.post("/v1/health", content=b"{}")
+    assert refused.status_code == 403
+    assert refused.json()["error"]["code"] == "route_not_found"

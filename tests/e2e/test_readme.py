@@ -172,3 +172,32 @@ def test_every_sdk_example_works_as_printed(stack: LocalStack, title: str) -> No
         exec(compile(source, f"sdk.md: {title}", "exec"), {})  # noqa: S102 (our own page)
     for expected in SDK_PRINTS[title]:
         assert re.search(expected, printed.getvalue(), re.M), (expected, printed.getvalue())
+
+
+def test_every_script_the_readme_names_runs_as_printed() -> None:
+    """`.venv/bin/python <script>` lines (the benches, the screenshots): each answers
+    ``--help``, all in one process (their imports are shared)."""
+    scripts = sorted(
+        set(re.findall(r"\.venv/bin/python\s+([\w/]+\.py)", (ROOT / "README.md").read_text()))
+    )
+    assert len(scripts) >= 4
+    program = (
+        "import runpy, sys\n"
+        "for script in sys.argv[1:]:\n"
+        "    sys.argv = [script, '--help']\n"
+        "    try:\n"
+        "        runpy.run_path(script, run_name='__main__')\n"
+        "    except SystemExit as done:\n"
+        "        assert done.code in (0, None), script\n"
+        "    else:\n"
+        "        raise AssertionError(f'{script} --help did not exit')\n"
+    )
+    done = subprocess.run(
+        [str(ROOT / ".venv/bin/python"), "-c", program, *scripts],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("usage:") == len(scripts), done.stdout

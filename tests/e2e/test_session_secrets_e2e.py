@@ -69,10 +69,12 @@ def test_a_failed_session_that_used_a_secret_keeps_no_trace(
     stack: LocalStack, client: PagefleetClient
 ) -> None:
     """Both sessions outlive their max duration (a failure: timed out); the one without a
-    secret keeps its trace as a failed job does, the one that typed a secret keeps none."""
+    secret keeps the trace it asked for, the one that typed a secret keeps none."""
     put_secret("traced", "Trace-Me-Not-77")
-    plain = client.open_session(idle_timeout_s=300, max_duration_s=30).session_id
-    secret = client.open_session(idle_timeout_s=300, max_duration_s=30).session_id
+    # Both ask for a trace kept on failure; the one that uses a secret still keeps none.
+    keep = {"trace": "retain-on-failure"}
+    plain = client.open_session(options=keep, idle_timeout_s=300, max_duration_s=30).session_id
+    secret = client.open_session(options=keep, idle_timeout_s=300, max_duration_s=30).session_id
     steps = uses_secret(stack.site_url, "traced")
     assert client.session_steps(secret, steps, aria=False).ok
     goto = {"action": "goto", "url": f"{stack.site_url}/login.html"}

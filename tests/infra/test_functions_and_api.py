@@ -193,6 +193,12 @@ def test_only_the_public_routes_answer_without_a_key(synth) -> None:
             assert method["Integration"]["Type"] == "AWS_PROXY"
 
 
+def test_the_stack_says_which_release_it_deploys(stage_synth) -> None:
+    import pagefleet
+
+    assert stage_synth.raw["Outputs"]["Version"]["Value"] == pagefleet.__version__
+
+
 def test_api_gateways_own_errors_carry_the_apis_error_shape(synth) -> None:
     answers = {r["ResponseType"]: r for r in synth.props("AWS::ApiGateway::GatewayResponse")}
     assert {"UNAUTHORIZED", "ACCESS_DENIED", "DEFAULT_4XX", "DEFAULT_5XX"} <= set(answers)

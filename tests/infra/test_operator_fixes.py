@@ -138,3 +138,24 @@ def test_the_dependency_layer_is_compiled_by_the_runtimes_python(tmp_path, monke
     assert compile_[5:8] == ["python", "-m", "compileall"]
     assert "unchecked-hash" in compile_ and compile_[-1] == str(tmp_path / "python")
     assert compile_[compile_.index("-p") + 1] == "/opt/python"  # where Lambda mounts a layer
+
+
+def test_a_stage_that_leaves_image_scanning_to_its_owner_sets_none() -> None:
+    """ECR's registry scanning configuration is one per account and region: a stage whose
+    account scans already (another stage, Amazon Inspector's enhanced scanning) must not
+    replace it."""
+    from aws_cdk import App, Stack
+    from aws_cdk.assertions import Template
+
+    from infra.config import STAGES
+    from infra.constructs.image_scanning import ImageScanning
+
+    counts = {}
+    for owner in ("stack", "existing"):
+        stack = Stack(App(), f"Scan{owner.title()}")
+        config = STAGES["dev"].model_copy(update={"image_scanning": owner})
+        ImageScanning(stack, "ImageScanning", config=config)
+        counts[owner] = len(
+            Template.from_stack(stack).find_resources("AWS::ECR::RegistryScanningConfiguration")
+        )
+    assert counts == {"stack": 1, "existing": 0}

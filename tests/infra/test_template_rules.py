@@ -513,3 +513,120 @@ def test_a_stage_that_keeps_no_data_leaves_no_log_group_or_key_behind(stage_synt
         return
     kept = {k: p for k, p in policies.items() if p != "Delete"}
     assert kept == {}, f"{stage_synth.stage} keeps these after `cdk destroy`"
+
+
+def test_the_worker_image_is_scanned_on_push_where_it_is_pushed(stage_synth) -> None:
+    """The worker image goes to the CDK bootstrap's repository (the assets manifest names it),
+    which the stack does not own: the registry's scanning configuration must scan that
+    repository on push, since the bootstrap template creates it without scanning."""
+    from fnmatch import fnmatchcase
+
+    manifests = list(stage_synth.outdir.glob("*.assets.json"))
+    repositories = {
+        destination["repositoryName"]
+        .replace("${AWS::AccountId}", "123456789012")
+        .replace("${AWS::Region}", "us-east-1")
+        for manifest in manifests
+        for image in json.loads(manifest.read_text()).get("dockerImages", {}).values()
+        for destination in image["destinations"].values()
+    }
+    assert repositories, "the worker image is an asset"
+    (config,) = of_type(stage_synth.raw, "AWS::ECR::RegistryScanningConfiguration").values()
+    props = config["Properties"]
+    assert props["ScanType"] in ("BASIC", "ENHANCED")
+    on_push = [
+        f["Filter"]
+        for rule in props["Rules"]
+        if rule["ScanFrequency"] in ("SCAN_ON_PUSH", "CONTINUOUS_SCAN")
+        for f in rule["RepositoryFilters"]
+        if f["FilterType"] == "WILDCARD"
+    ]
+    for repository in repositories:
+        assert any(fnmatchcase(repository, f) for f in on_push), (repository, on_push)
+
+
+# Resources CloudFormation must never replace: a new logical id (a construct renamed or
+# moved), a new explicit name or a new key schema makes CloudFormation create a new resource
+# and delete (or, retained, orphan) the old one: every job, tenant, key, usage record, queued
+# message and artifact would be left behind. docs/deploy.md, "Resources that must never be
+# replaced". Changing this list is a data migration: see that section first.
+NEVER_REPLACED: dict[str, dict[str, Any]] = {
+    # DynamoDB tables: logical id -> (key schema, each index's key schema).
+    "AWS::DynamoDB::Table": {
+        "JobStoreJobsTable83DB547D": (
+            [("pk", "HASH"), ("sk", "RANGE")],
+            {
+                "by_status": [("status_pk", "HASH"), ("sk", "RANGE")],
+                "unqueued": [("unqueued_pk", "HASH"), ("created_at", "RANGE")],
+                "ops": [("ops_pk", "HASH"), ("ops_sk", "RANGE")],
+            },
+        ),
+        "JobStoreTenantsTableEF11B6BD": (
+            [("pk", "HASH"), ("sk", "RANGE")],
+            {"by_tenant": [("tenant_id", "HASH"), ("sk", "RANGE")]},
+        ),
+        "JobStoreUsageTableEB0960E6": (
+            [("pk", "HASH"), ("sk", "RANGE")],
+            {"by_day": [("day_pk", "HASH"), ("day_sk", "RANGE")]},
+        ),
+        "LiveConnectionsTable8D198457": (
+            [("pk", "HASH"), ("sk", "RANGE")],
+            {"idle": [("idle_pk", "HASH"), ("idle_since", "RANGE")]},
+        ),
+    },
+    # Queues: a replaced queue drops the jobs waiting in it, a replaced DLQ its dead letters.
+    "AWS::SQS::Queue": dict.fromkeys(
+        (
+            "JobQueuesStandardHighJobsAB48629B",
+            "JobQueuesStandardHighDeadLetters1DBA87A2",
+            "JobQueuesStandardJobs99096E35",
+            "JobQueuesStandardDeadLettersAF84FA18",
+            "JobQueuesStandardLowJobs50A56E35",
+            "JobQueuesStandardLowDeadLetters941B8170",
+            "JobQueuesHeavyHighJobs2B432101",
+            "JobQueuesHeavyHighDeadLetters5EB8A8CD",
+            "JobQueuesHeavyJobs6BEE80F8",
+            "JobQueuesHeavyDeadLettersB58038B4",
+            "JobQueuesHeavyLowJobsA45E050C",
+            "JobQueuesHeavyLowDeadLetters51AECED2",
+            "NotificationsWebhooks8ADB4D79",
+            "NotificationsWebhooksDlqCCDE705F",
+            "SchedulesFailedFires236BFEBB",
+            "JobChangesFailedBatchesCD57FFD8",
+        )
+    ),
+    "AWS::S3::Bucket": dict.fromkeys(("ArtifactsArtifactsBucket87810096",)),
+}
+# Properties whose change replaces the resource (CloudFormation's "Update requires:
+# Replacement"): an explicit name set later is a new resource too.
+REPLACING_PROPERTIES = {
+    "AWS::DynamoDB::Table": ("TableName",),
+    "AWS::SQS::Queue": ("QueueName", "FifoQueue"),
+    "AWS::S3::Bucket": ("BucketName",),
+}
+
+
+def test_resources_that_hold_data_keep_their_logical_ids_and_keys(stage_synth) -> None:
+    raw = stage_synth.raw
+    for cfn_type, pinned in NEVER_REPLACED.items():
+        present = of_type(raw, cfn_type)
+        for found, keys in pinned.items():
+            assert found in present, (
+                f"{cfn_type} {found} is gone from the {stage_synth.stage} template: a "
+                "renamed or moved construct replaces it (docs/deploy.md, 'Resources that "
+                "must never be replaced')"
+            )
+            props = present[found]["Properties"]
+            for prop in REPLACING_PROPERTIES[cfn_type]:
+                assert prop not in props, f"{found}: {prop} set, which replaces it"
+            if keys is not None:
+                schema, indexes = keys
+                assert [(k["AttributeName"], k["KeyType"]) for k in props["KeySchema"]] == schema
+                index_keys = {
+                    i["IndexName"]: [(k["AttributeName"], k["KeyType"]) for k in i["KeySchema"]]
+                    for i in props.get("GlobalSecondaryIndexes", [])
+                }
+                assert index_keys == indexes, found
+    if stage_synth.stack.config.backup_retention_days:
+        # The vault holds the recovery points: a new vault starts empty.
+        assert "BackupsVault1F11AFCC" in of_type(raw, "AWS::Backup::BackupVault")

@@ -14,10 +14,10 @@ from tests.support.api import ApiCaller, caller
 @pytest.fixture(autouse=True)
 def _no_dns_lookups(monkeypatch: pytest.MonkeyPatch) -> None:
     """Webhook URLs are checked after a DNS lookup: in tests, only ``localhost`` and names
-    under example.com resolve (``tests.fakes.no_lookups``), so no query ever leaves the
+    under example.com resolve (``devstack.fakes.no_lookups``), so no query ever leaves the
     machine, e.g. for the fuzzer's generated host names."""
+    from devstack.fakes import no_lookups
     from pagefleet.targets import egress_policy
-    from tests.fakes import no_lookups
 
     monkeypatch.setattr(egress_policy, "system_lookup", no_lookups)
 

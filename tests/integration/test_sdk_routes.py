@@ -48,6 +48,7 @@ CALLS: dict[str, Call] = {
     "iter_jobs": lambda c, ids: next(c.iter_jobs(page_size=1)),
     "wait": lambda c, ids: c.wait(ids["job"], timeout=0),
     "workflow_schema": lambda c, ids: c.workflow_schema(),
+    "health": lambda c, ids: c.health(),
     "events": lambda c, ids: c.events(ids["job"]),
     "artifacts": lambda c, ids: c.artifacts(ids["job"]),
     "deliveries": lambda c, ids: c.deliveries(ids["job"]),

@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 
 from devstack.event_sources import StreamMapping, StreamPoller, lambda_record
+from devstack.fakes import FakeClock
+from devstack.fakes.live import FakeConnections, FakePoster
+from devstack.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeWebhookQueue
 from devstack.provision import Provisioned
 from functions.job_changes import handler as job_changes_handler
 from pagefleet.adapters.dynamodb.codec import serialize
@@ -23,9 +26,6 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.live.delivery import LiveDelivery
 from pagefleet.notify.webhooks import WebhookNotifier
 from pagefleet.runtime import RUNTIME
-from tests.fakes import FakeClock
-from tests.fakes.live import FakeConnections, FakePoster
-from tests.fakes.notify import FakeDeliveries, FakeNotifyDefaults, FakeWebhookQueue
 
 REQUEST = JobRequest.model_validate(
     {

@@ -93,6 +93,32 @@ def test_a_tenant_sees_its_limits_and_current_usage(admin: ApiCaller, alice: Api
     assert (usage["queued"], usage["running"], usage["submissions_this_minute"]) == (2, 0, 2)
 
 
+def test_a_tenants_trace_mode_is_what_its_jobs_that_do_not_say_record(
+    admin: ApiCaller, alice: ApiCaller
+) -> None:
+    """A job's trace mode is settled when it is made: its own, else its tenant's, else
+    Playwright Test's default (on-first-retry)."""
+
+    def mode(request: dict[str, Any]) -> str:
+        made = alice.post_job(request)
+        assert made.status == 202, made.body
+        return str(alice.get_job(made.body["job_id"]).body["request"]["options"]["trace"])
+
+    assert mode(JOB) == "on-first-retry"
+    assert set_limits(admin, "alice", trace="retain-on-failure").body["limits"]["trace"] == (
+        "retain-on-failure"
+    )
+    assert mode(JOB) == "retain-on-failure"
+    assert mode({**JOB, "options": {"trace": "on"}}) == "on"
+    assert mode({**JOB, "options": {"trace": True}}) == "on"  # as before the modes
+    assert mode({**JOB, "options": {"trace": False}}) == "off"
+    refused = alice.post_job({**JOB, "options": {"trace": "sometimes"}})
+    assert refused.status == 422
+    assert "options.trace" in str(refused.body), refused.body
+    bad = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"trace": "sometimes"})
+    assert bad.status == 422 and "trace" in str(bad.body), bad.body
+
+
 def test_limits_are_an_admins_and_leave_an_audit_record(admin: ApiCaller, alice: ApiCaller) -> None:
     assert alice.call("PATCH", "/v1/admin/tenants/alice/limits", {"max_running": 99}).status == 403
     bad = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"max_running": 0})

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from devstack.fakes.notify import FakeDeliveries, FakeSigningSecrets
 from devstack.pollers import sqs_event_records
 from devstack.provision import Provisioned
 from functions.webhooks import handler as webhooks_handler
@@ -21,7 +22,6 @@ from pagefleet.notify import signing
 from pagefleet.notify.sender import WebhookMessage, WebhookSender
 from pagefleet.runtime import RUNTIME
 from pagefleet.targets.egress_policy import EgressPolicy
-from tests.fakes.notify import FakeDeliveries, FakeSigningSecrets
 from tests.support.receiver import Receiver, webhook_receiver
 
 BODY = json.dumps({"event": "job.finished", "job_id": "j1", "status": "succeeded"})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue, fake_services
 from pagefleet.jobs.service import JobServices
-from tests.fakes import FakeClock, FakeQueue, fake_services
 
 
 @pytest.fixture

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 
+from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.states import JobStatus
 from pagefleet.notify.eventbridge import WAITING_DETAIL_TYPE, JobFinishedEvents
 from pagefleet.notify.webhooks import WebhookNotifier
-from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 from tests.unit.test_notify import job
 
 WAIT = HumanWait(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from browser_task.egress.breakers import BreakerGate
+from devstack.fakes.breakers import FakeBreakers
 from pagefleet.jobs.models import JobError
 from pagefleet.targets.breakers import SHARED, BreakerPolicy, BreakerState
-from tests.fakes.breakers import FakeBreakers
 
 B_SITE = "http://127.0.0.1:8081"
 CLOSED_PORT = "http://127.0.0.1:9"

@@ -17,6 +17,11 @@ from pydantic import ValidationError
 
 from browser_task.run.inbox import WorkerInbox
 from browser_task.run.session_loop import SessionLoop
+from devstack.fakes import FakeClock
+from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
+from devstack.fakes.tenancy import fake_tenancy
+from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.browsing import service
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import (
@@ -45,11 +50,6 @@ from pagefleet.specs.resources import inbox_name
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
-from tests.fakes import FakeClock
-from tests.fakes.session_commands import FakeCommandLedger
-from tests.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
-from tests.fakes.tenancy import fake_tenancy
-from tests.fakes.workflows import FakeWorkflowStore
 
 TENANT = "acme"
 POOL = "standard"

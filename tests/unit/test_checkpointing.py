@@ -10,12 +10,12 @@ import pytest
 
 from browser_task.errors import RetryJob
 from browser_task.run.checkpointing import AttemptLost, Progress
+from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.backoff import Backoff, Jitter
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.sweeper import take_back_expired
-from tests.fakes import FakeClock, FakeQueue
 from tests.unit.test_lifecycle import LEASE, claim, run_once
 
 REQUEST = JobRequest.model_validate(

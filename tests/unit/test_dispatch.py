@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import InvalidField
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.changes import JobChange
@@ -16,7 +17,6 @@ from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
-from tests.fakes import FakeClock, FakeQueue
 
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 

@@ -160,6 +160,55 @@ def test_every_example_is_named_where_its_feature_is_documented(
     assert "`examples/workflows/session-login.json`" in rendered["steps.md"]
 
 
+def test_the_guides_generated_blocks_are_what_the_code_says() -> None:
+    for name, (committed, written) in docs_reference.guides().items():
+        assert committed == written, f"docs/{name}'s generated blocks are stale: run {REGENERATE}"
+
+
+def test_the_cost_tables_price_each_stages_own_task_against_the_target() -> None:
+    """The per-job table is the recorded usage priced on the stage's architecture and slots
+    (arm64 by default: a hand table at x86_64 prices went unnoticed), and says whether prod
+    meets the $0.05 target; the standing table prices min_tasks at that architecture."""
+    import dataclasses
+
+    from docs_pages import cost_pages
+    from pydantic import TypeAdapter
+
+    from bench.cost import per_thousand
+    from infra.config import STAGES
+    from infra.constructs.api import pricing_worker
+    from pagefleet.pricing import Worker
+    from pagefleet.tenancy.usage import UsageRow, priced
+
+    page = cost_pages.per_job()
+    prod = TypeAdapter(Worker).validate_python(pricing_worker(STAGES["prod"]))
+    assert prod.architecture == "arm64"
+    row = per_thousand(UsageRow(tenant_id="t", day="", **cost_pages.recorded()["usage"]))
+    retention = STAGES["prod"].tenant_defaults.retention_days
+    arm = priced(row, prod, retention)["us-east-1"]["total_usd"]
+    x86 = priced(row, dataclasses.replace(prod, architecture="x86_64"), retention)
+    prod_row = next(line for line in page.splitlines() if line.startswith("| `prod`"))
+    assert f"{prod.slots} slots, arm64 | ${arm:.3f} |" in prod_row
+    assert f"${x86['us-east-1']['total_usd']:.3f} |" not in prod_row.split("|")[3]
+    assert f"**${arm:.3f} per 1,000 jobs, " in page and "the $0.05 target**" in page
+    standing = cost_pages.standing()
+    assert "2 x (2 vCPU, 4 GB), arm64: $115" in standing  # at x86_64 prices it was $144
+
+
+def test_a_generated_block_without_its_renderer_or_missing_from_its_guide_fails() -> None:
+    from docs_pages.guide_blocks import with_blocks
+
+    marker = "<!-- generated: {0} (scripts/docs_reference.py; do not edit by hand) -->\n"
+    text = f"intro\n{marker.format('a')}old\n<!-- end generated: a -->\nafter\n"
+    assert with_blocks(text, {"a": lambda: "new"}) == (
+        f"intro\n{marker.format('a')}new\n<!-- end generated: a -->\nafter\n"
+    )
+    with pytest.raises(ValueError, match="'a' has no renderer"):
+        with_blocks(text, {})
+    with pytest.raises(ValueError, match=r"\['b'\] are missing"):
+        with_blocks(text, {"a": lambda: "new", "b": lambda: "x"})
+
+
 def _step_actions() -> set[str]:
     from pagefleet.jobs.submission import submission_schema
 
@@ -201,6 +250,38 @@ def test_every_stage_limit_is_printed_as_the_code_enforces_it(rendered: dict[str
     assert all("submits_per_minute" in cell for cell in burst[1:]), burst
     for row in tenant + _table(page, "The API, by stage"):
         assert all(cell and not re.fullmatch(r"\d+\.0", cell) for cell in row), row
+
+
+def test_every_deployment_setting_is_on_the_settings_page_with_its_meaning(
+    rendered: dict[str, str],
+) -> None:
+    from infra.config import AgeStep, ConsoleConfig, PoolConfig, StageConfig
+
+    page = rendered["settings.md"]
+    for model in (StageConfig, PoolConfig, AgeStep, ConsoleConfig):
+        for name in model.model_fields:
+            row = next((r for r in page.splitlines() if r.startswith(f"| `{name}` |")), None)
+            assert row, f"{model.__name__}.{name} is not on docs/reference/settings.md"
+            assert row.rstrip(" |").rsplit("|", 1)[1].strip(), f"{name} has no meaning"
+    prod = next(r for r in page.splitlines() if r.startswith("| `nat_gateways` |"))
+    assert prod.split(" | ")[3:6] == ["`0`", "`2`", "`1`"]  # dev, prod, ap-south-1
+
+
+def test_a_setting_without_a_description_or_comment_fails_the_generator() -> None:
+    from docs_pages.settings_page import MissingMeaning, field_rows
+    from pydantic import BaseModel
+
+    class Documented(BaseModel):
+        # Said above the field.
+        said: int = 1
+
+    class Undocumented(BaseModel):
+        said: int = 1
+        silent: int = 2
+
+    assert field_rows(Documented)[0][-1] == "Said above the field."
+    with pytest.raises(MissingMeaning, match=r"Undocumented\.said"):
+        field_rows(Undocumented)
 
 
 def test_the_sdk_page_names_the_routes_each_method_calls_and_each_is_in_the_api(

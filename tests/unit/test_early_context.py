@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from browser_task.browser.tracing import TraceRecorder
+from browser_task.browser.tracing import TracePlan, TraceRecorder
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.early import EarlyContext, open_early, opens_early, with_trace
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 
 GOTO = {"action": "goto", "url": "http://127.0.0.1:9/"}
+FOR_FAILURES = TracePlan("retain-on-failure", on_success=False, on_failure=True)
 
 
 def request(**fields: Any) -> JobRequest:
@@ -101,7 +102,8 @@ def test_which_jobs_open_their_context_while_the_claim_is_written(
 def test_a_context_opened_early_starts_the_trace_and_is_used_as_it_is() -> None:
     async def go() -> tuple[Pool, EarlyContext | None]:
         pool = Pool()
-        early = open_early(pool, request(), guard())  # type: ignore[arg-type]
+        # The default mode records on a retry: a second attempt's context starts one.
+        early = open_early(pool, request(), guard(), attempt=2)  # type: ignore[arg-type]
         assert early is not None
         await early.opening
         return pool, early
@@ -111,39 +113,57 @@ def test_a_context_opened_early_starts_the_trace_and_is_used_as_it_is() -> None:
     assert early.trace is not None and early.trace.started
     # The scheme guard watches every request; the trace is released however the context ends.
     assert sorted(pool.context.listeners) == ["close", "request"]
-    # Actions, console and network only: DOM snapshots are for a requested trace.
+    # Recorded only where it is wanted, so with DOM snapshots.
     assert pool.context.tracing.started == [
-        {"screenshots": False, "snapshots": False, "sources": False}
+        {"screenshots": False, "snapshots": True, "sources": False}
     ]
     assert early.fits(JobOptions(), storage_state=None)
     assert not early.fits(JobOptions(locale="de-DE"), storage_state=None)
     assert not early.fits(JobOptions(), storage_state={"cookies": []})
 
 
-def test_a_job_using_secrets_opens_early_without_a_trace_unless_it_asked_for_one() -> None:
+def test_a_first_attempt_in_the_default_mode_opens_early_without_a_trace() -> None:
+    async def go() -> tuple[Pool, EarlyContext | None]:
+        pool = Pool()
+        early = open_early(pool, request(), guard(), attempt=1)  # type: ignore[arg-type]
+        assert early is not None
+        await early.opening
+        return pool, early
+
+    pool, early = asyncio.run(go())
+    assert early is not None and early.trace is None
+    assert pool.context.tracing.started == []
+    assert pool.context.listeners == ["request"]
+
+
+def test_a_job_using_secrets_opens_early_without_a_trace_unless_it_asked_for_every_one() -> None:
     uses_secret = [GOTO, {"action": "fill", "selector": "#p", "value": "{{secrets.PW}}"}]
 
-    async def go(trace: bool) -> EarlyContext | None:
+    async def go(trace: str) -> EarlyContext | None:
         pool = Pool()
         early = open_early(
             pool,  # type: ignore[arg-type]
             request(steps=uses_secret, options={"trace": trace}),
             guard(),
+            attempt=2,
         )
         assert early is not None
         await early.opening
         return early
 
-    silent, asked = asyncio.run(go(False)), asyncio.run(go(True))
-    assert silent is not None and silent.trace is None
-    assert asked is not None and asked.trace is not None and asked.trace.requested
+    retry, failures, asked = (
+        asyncio.run(go(m)) for m in ("on-first-retry", "retain-on-failure", "on")
+    )
+    assert retry is not None and retry.trace is None
+    assert failures is not None and failures.trace is None
+    assert asked is not None and asked.trace is not None and asked.trace.plan.mode == "on"
 
 
 def test_a_context_nobody_will_use_is_closed_and_a_failed_open_is_ignored() -> None:
     async def go() -> tuple[Pool, Pool]:
         pool, broken = Pool(), Pool(fail=True)
-        early = open_early(pool, request(), guard())  # type: ignore[arg-type]
-        failed = open_early(broken, request(), guard())  # type: ignore[arg-type]
+        early = open_early(pool, request(), guard(), attempt=1)  # type: ignore[arg-type]
+        failed = open_early(broken, request(), guard(), attempt=1)  # type: ignore[arg-type]
         assert early is not None and failed is not None
         await early.discard()  # e.g. the claim went to another worker
         await failed.discard()  # nothing to close, nothing raised
@@ -169,7 +189,7 @@ def test_the_trace_starts_beside_the_setup_and_a_refusal_to_start_is_not_fatal()
     async def go() -> TraceRecorder:
         context = Context()
         context.tracing = Refusing()
-        trace = TraceRecorder(None, requested=False)
+        trace = TraceRecorder(None, FOR_FAILURES)
         await with_trace(setup, trace)(context)  # type: ignore[arg-type]
         return trace
 
@@ -214,19 +234,19 @@ def test_a_trace_is_stopped_once_however_its_context_ends() -> None:
     async def go() -> tuple[list[str | None], list[str | None], list[str | None]]:
         # A successful job that kept no trace: stopped at its end, not again at the close.
         done = Closable()
-        trace = TraceRecorder(done, requested=False)  # type: ignore[arg-type]
+        trace = TraceRecorder(done, FOR_FAILURES)  # type: ignore[arg-type]
         await trace.start()
         await trace.finish(None, failed=False)  # type: ignore[arg-type]
         await done.closed()
         # A context closed before the job could finish (a guard, a crash, a lost claim).
         cut = Closable()
-        early = TraceRecorder(None, requested=False)
+        early = TraceRecorder(None, FOR_FAILURES)
         await with_trace(lambda _c: asyncio.sleep(0), early)(cut)  # type: ignore[arg-type]
         await cut.closed()
         await early.finish(None, failed=True)  # type: ignore[arg-type]
         # A context that never started its trace has nothing to stop.
         unstarted = Closable()
-        TraceRecorder(unstarted, requested=False)  # type: ignore[arg-type]
+        TraceRecorder(unstarted, FOR_FAILURES)  # type: ignore[arg-type]
         await unstarted.closed()
         return done.tracing.stops, cut.tracing.stops, unstarted.tracing.stops
 

@@ -63,10 +63,13 @@ def _layout_words() -> set[str]:
 
 
 def test_the_layout_in_architecture_md_names_every_module_of_the_core_and_the_worker() -> None:
+    """The core, the worker, the Lambda functions and the local stack; infra's constructs
+    are held by tests/unit/test_architecture_doc.py, and tests/ and bench/ are described by
+    their folders (a module there is a test or a benchmark of what it names)."""
     root = ARCHITECTURE.parents[1]
     words = _layout_words()
     missing = []
-    for package in ("pagefleet", "browser_task"):
+    for package in ("pagefleet", "browser_task", "functions", "devstack"):
         for path in sorted((root / package).rglob("*.py")):
             name = path.parent.name if path.stem == "__init__" else path.stem
             if name not in words and name.strip("_") not in words:

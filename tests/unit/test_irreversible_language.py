@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
+from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.checkpoints import Checkpoint
@@ -24,8 +26,6 @@ from pagefleet.notify.webhooks import WebhookNotifier
 from pagefleet.tenancy.retention import RetentionConsumer
 from pagefleet.workflow.templating import job_fields, render
 from pagefleet.workflow.versions import WorkflowDefinition, WorkflowVersion
-from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
-from tests.fakes.workflows import FakeWorkflowStore
 
 SITE = "http://127.0.0.1:9"
 PLACE = {"action": "click", "selector": "#place", "irreversible": True}

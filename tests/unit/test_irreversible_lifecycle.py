@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import JobNotInReview, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.lifecycle import Outcome, Then
@@ -17,7 +18,6 @@ from pagefleet.jobs.rules import LEASE_GRACE_S, Resume, resume_plan
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import sweep, take_back_expired
-from tests.fakes import FakeClock, FakeQueue
 from tests.unit.test_lifecycle import HIGH, LEASE, POOL, claim, run_once
 
 SITE = "http://127.0.0.1:9"
@@ -306,9 +306,9 @@ def test_an_outcome_carries_the_compensation_beside_the_checkpoints(svc: JobServ
 def test_review_gives_the_running_slot_back_and_a_new_run_counts_as_queued(
     clock: FakeClock,
 ) -> None:
+    from devstack.fakes.tenancy import fake_tenancy
     from pagefleet.specs.tenant_defaults import LimitDefaults
     from pagefleet.tenancy import admission
-    from tests.fakes.tenancy import fake_tenancy
 
     svc, tenancy = fake_tenancy(clock, defaults=LimitDefaults(max_running=1))
     counters = tenancy.quotas.counters

@@ -9,12 +9,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs.planning import Problem, validate_body
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.submission import SCHEMA_ID, JobSubmission, submission_schema
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
-from tests.fakes import FakeClock, FakeQueue
 
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 
@@ -38,7 +38,7 @@ def test_a_valid_request_has_no_problems_and_nothing_is_recorded_or_queued(
 
 
 def test_every_model_problem_is_reported_with_its_field() -> None:
-    from tests.fakes import fake_services
+    from devstack.fakes import fake_services
 
     problems = validate(
         fake_services(),

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import EnqueueFailed, JobNotCancellable
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
@@ -18,7 +19,6 @@ from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT, RETRY_GRACE_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
 from pagefleet.jobs.states import JobStatus
-from tests.fakes import FakeClock, FakeQueue
 
 POOL = "standard"
 HIGH = "standard-high"

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock
+from devstack.fakes.live import FakeConnections, FakePoster
 from pagefleet.jobs.changes import EventsWritten, JobChange
 from pagefleet.jobs.models import JobError, JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.delivery import LiveDelivery, compose
 from pagefleet.live.messages import MESSAGE_MAX_BYTES, dumps
-from tests.fakes import FakeClock
-from tests.fakes.live import FakeConnections, FakePoster
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]})
 

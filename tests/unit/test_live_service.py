@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeTenantStore, fake_services
+from devstack.fakes.live import FakeConnections, FakeEventStore, FakePoster
 from pagefleet.errors import Unauthorized
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.service import submit_job
 from pagefleet.live import service
 from pagefleet.live.service import LiveServices, issue_ticket
 from pagefleet.tenancy.api_keys import create_api_key, revoke_key
-from tests.fakes import FakeClock, FakeTenantStore, fake_services
-from tests.fakes.live import FakeConnections, FakeEventStore, FakePoster
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]})
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import Artifact, JobError, JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
@@ -12,7 +13,6 @@ from pagefleet.notify import signing
 from pagefleet.notify.eventbridge import DETAIL_TYPE, SOURCE, JobFinishedEvents
 from pagefleet.notify.sender import WEBHOOK_BACKOFF, backoff_s
 from pagefleet.notify.webhooks import WebhookNotifier, delivery_id
-from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 
 
 def job(status: JobStatus, *, notify: dict[str, object] | None = None, **kw: object) -> JobRecord:

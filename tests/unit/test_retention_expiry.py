@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from devstack.fakes import FakeClock, fake_services
+from devstack.fakes.job_store import FakeJobStore
 from pagefleet.adapters.dynamodb.codec import record_to_item, serialize
 from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.jobs.changes import JobChange
@@ -16,8 +18,6 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.tenancy.limits import effective_limits
 from pagefleet.tenancy.retention import RetentionConsumer
-from tests.fakes import FakeClock, fake_services
-from tests.fakes.job_store import FakeJobStore
 from tests.unit.test_lifecycle import request, run_once
 from tests.unit.test_retention_delete import RecordedData
 

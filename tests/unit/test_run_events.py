@@ -14,10 +14,10 @@ from browser_task.observe.run_events import (
     step_events,
 )
 from browser_task.observe.telemetry import JobLog
+from devstack.fakes.live import FakeEventStore
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType, epoch_of_iso
-from tests.fakes.live import FakeEventStore
 
 NOW = 1_800_000_000
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import time
 
+from devstack.fakes import FakeClock
+from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
+from devstack.fakes.schedules import FakeMirror, FakeScheduleStore
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.models import JobRecord, JobRequest, new_ulid
 from pagefleet.jobs.states import JobStatus
@@ -20,9 +23,6 @@ from pagefleet.notify.webhooks import Outbox, WebhookNotifier
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import ScheduleSpec
 from pagefleet.schedules.watch import ScheduleWatch
-from tests.fakes import FakeClock
-from tests.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
-from tests.fakes.schedules import FakeMirror, FakeScheduleStore
 
 HOOK = "https://hooks.example.com/pf"
 STEPS = [{"action": "goto", "url": "https://shop.example/"}]

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from browser_task.run.session_loop import SessionLoop
+from devstack.fakes.session_commands import FakeCommandLedger
 from pagefleet.browsing.commands import CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.workflow.masking import Masker
-from tests.fakes.session_commands import FakeCommandLedger
 
 CLICK = {"action": "click", "selector": "a"}
 

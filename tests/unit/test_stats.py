@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from devstack.fakes import FakeClock
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobError
@@ -9,7 +10,6 @@ from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
-from tests.fakes import FakeClock
 
 STEPS = [{"action": "goto", "url": "http://127.0.0.1:9/"}]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from devstack.fakes import FakeClock, FakeQueue, FakeTenantStore
+from devstack.fakes.tenancy import FakeTenantCounters, fake_tenancy
 from pagefleet.errors import QueueFull, RateLimited
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
@@ -19,8 +21,6 @@ from pagefleet.tenancy.bucket import Bucket, answer
 from pagefleet.tenancy.gate import DEFER_MAX_S, defer_delay
 from pagefleet.tenancy.limits import LimitsChange, effective_limits
 from pagefleet.tenancy.service import Tenancy
-from tests.fakes import FakeClock, FakeQueue, FakeTenantStore
-from tests.fakes.tenancy import FakeTenantCounters, fake_tenancy
 
 POOL = "standard"
 LEASE = 60

@@ -12,17 +12,17 @@ from browser_task.egress.breakers import BreakerGate
 from browser_task.slot.ahead import LaterHooks
 from browser_task.slot.worker import Worker
 from browser_task.tenant.access import SharedTenantData
+from devstack.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
+from devstack.fakes.live import FakeEventStore
+from devstack.fakes.schedules import FakeScheduleStore
+from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
 from pagefleet.jobs.models import JobMessage, JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import Breakers
-from tests.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
-from tests.fakes.live import FakeEventStore
-from tests.fakes.schedules import FakeScheduleStore
-from tests.fakes.session_commands import FakeCommandLedger
-from tests.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from tests.unit.test_lifecycle import POOL, receive, request
 
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from devstack.fakes import FakeSecrets
 from devstack.loopback import serve_on_loopback
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow.masking import encoded_forms
-from tests.fakes import FakeSecrets
 
 from .conftest import TENANT, RunningWorker, submit, wait_for_job
 

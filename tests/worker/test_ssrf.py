@@ -486,6 +486,7 @@ def step_context(session: BrowserSession, step: Any, guard: EgressGuard) -> RunC
         tenant_id="t",
         job_id="j",
         attempt=1,
+        tries=1,
         request=request,
         options=request.options,
         steps=(step,),

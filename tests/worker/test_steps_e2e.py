@@ -337,7 +337,9 @@ def test_failed_assert_in_a_block_names_its_path_and_keeps_debug_artifacts(stack
                         {"action": "assert", "text_contains": "Page 1", "timeout_ms": 300},
                     ],
                 },
-            ]
+            ],
+            # Not retried, so only a mode that keeps a first attempt's failure has a trace.
+            "options": {"trace": "retain-on-failure"},
         }
     )
     assert done.status is JobStatus.FAILED

@@ -1,4 +1,4 @@
-"""A worker's always-on traces leave nothing behind (real Chromium, real Playwright driver).
+"""A worker's traces, kept or not, leave nothing behind (real Chromium, real Playwright driver).
 
 Playwright's driver makes a ``playwright-tracing-*`` directory for every started trace and
 keeps appending later calls' stacks to it until the trace is stopped. A worker that only
@@ -44,8 +44,10 @@ def test_traces_kept_or_not_leave_no_directory_behind(
     goto = {"action": "goto", "url": url}
     extract = {"action": "extract", "name": "heading", "selector": "h1"}
     never = {"action": "wait_for", "selector": "#never", "timeout_ms": 300}
-    plain = [submit(services, {"steps": [goto, extract]}) for _ in range(3)]
-    failing = submit(services, {"steps": [goto, never]})
+    # Recorded on every attempt, kept on failure only: the plain jobs' traces are dropped.
+    on_failure = {"trace": "retain-on-failure"}
+    plain = [submit(services, {"steps": [goto, extract], "options": on_failure}) for _ in range(3)]
+    failing = submit(services, {"steps": [goto, never], "options": on_failure})
     asked = submit(services, {"steps": [goto, extract], "options": {"trace": True}})
 
     running = run_worker(settings)

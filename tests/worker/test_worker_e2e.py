@@ -198,6 +198,13 @@ def test_target_5xx_is_retried_then_fails_when_attempts_run_out(site, services, 
     assert done.error.retryable is True
     assert "503" in done.error.message
     assert site.hits["/down"] == 2
+    # The default trace mode is Playwright Test's on-first-retry: the failed first attempt
+    # keeps its error and the page as it failed, no trace; its retry recorded one.
+    kept = {(a.attempt, a.name) for a in done.artifacts}
+    assert {(1, "failure.png"), (1, "failure.html")} <= kept, kept
+    assert (1, "trace.zip") not in kept, kept
+    assert (2, "trace.zip") in kept, kept
+    assert done.attempts[0].error is not None and "503" in done.attempts[0].error.message
 
 
 def test_missing_secret_fails_with_a_clear_reason_and_no_value_echoed(site, services, run_worker):

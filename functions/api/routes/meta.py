@@ -1,4 +1,5 @@
-"""The API describing itself: its OpenAPI document, the JSON Schema of a job request."""
+"""The API describing itself: its health and release, its OpenAPI document, the JSON Schema
+of a job request."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from functions.api.context import documented, json_document
+import pagefleet
+from functions.api.context import api_settings, documented, json_document, respond
 from functions.api.openapi import openapi_schema
+from pagefleet.api.contract import HealthView
 from pagefleet.jobs.submission import submission_schema
 
 SCHEMA_MEDIA_TYPE = "application/schema+json"
@@ -22,6 +25,25 @@ SCHEMA_RESPONSES = {
 }
 
 router = Router()
+
+
+@router.get(
+    "/health",
+    summary="The API answers: the pagefleet release deployed and the stage",
+    description=(
+        "Public: no API key needed. For load balancers, uptime checks and an operator "
+        "checking which release a stage runs after a deploy or a rollback."
+    ),
+    responses={
+        status: answer
+        for status, answer in documented({200: ("the API answers", HealthView)}).items()
+        if status != 401
+    },
+    tags=["meta"],
+)
+def health() -> Response[str]:
+    view = HealthView(status="ok", version=pagefleet.__version__, stage=api_settings().stage)
+    return respond(200, view, {"Cache-Control": "no-store"})
 
 
 @router.get(

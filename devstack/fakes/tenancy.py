@@ -7,6 +7,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from devstack.fakes import FAKE_POLICY, FakeArtifactStore, FakeClock, FakeTenantStore
+from devstack.fakes.job_store import FakeJobStore
+from devstack.fakes.queue import FakeQueue
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.service import JobServices
 from pagefleet.specs.tenant_defaults import LimitDefaults
@@ -17,9 +20,6 @@ from pagefleet.tenancy.limits import LimitsCache
 from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
 from pagefleet.tenancy.service import Tenancy
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow
-from tests.fakes import FAKE_POLICY, FakeArtifactStore, FakeClock, FakeTenantStore
-from tests.fakes.job_store import FakeJobStore
-from tests.fakes.queue import FakeQueue
 
 
 @dataclass

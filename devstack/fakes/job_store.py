@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from devstack.fakes.human_waits import FakeHumanWaits
 from pagefleet.adapters.dynamodb.codec import (
     epoch_of,
     listing_key,
@@ -30,7 +31,6 @@ from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.monitors.changes import Changes
-from tests.fakes.human_waits import FakeHumanWaits
 
 
 @dataclass

@@ -9,6 +9,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from devstack.fakes.job_store import FakeJobStore
+from devstack.fakes.queue import FakeQueue, ReceiptHandleInvalid
+from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
@@ -17,9 +20,6 @@ from pagefleet.jobs.ports import ApiKeyRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.submit_policy import SubmitPolicy
 from pagefleet.specs.resources import ROUTINE
-from tests.fakes.job_store import FakeJobStore
-from tests.fakes.queue import FakeQueue, ReceiptHandleInvalid
-from tests.fakes.workflows import FakeWorkflowStore
 
 
 class FakeClock:
