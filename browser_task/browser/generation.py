@@ -40,13 +40,14 @@ class BrowserGeneration:
 
 
 @dataclass(eq=False)
-class BrowserSession:
-    """A job's context and page. ``crashed`` is true if the browser or the page died under it."""
+class JobBrowser:
+    """A job's browser: its context and page (not a browser session, pagefleet.browsing, nor a
+    saved login). ``crashed`` is true if the browser or the page died under it."""
 
     context: BrowserContext
     page: Page
     generation: BrowserGeneration
-    _release: Callable[[BrowserSession], Any] = field(repr=False)
+    _release: Callable[[JobBrowser], Any] = field(repr=False)
     page_crashed: bool = False
     closed: bool = False
     # The job's own egress listener when it has a per-job upstream proxy (closed with it).
@@ -59,7 +60,7 @@ class BrowserSession:
     listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
     # Where Playwright records this context's video (options.video); removed once kept.
     video_dir: str | None = None
-    _park: Callable[[BrowserSession], Awaitable[bool]] | None = field(default=None, repr=False)
+    _park: Callable[[JobBrowser], Awaitable[bool]] | None = field(default=None, repr=False)
 
     @property
     def crashed(self) -> bool:

@@ -38,7 +38,7 @@ from browser_task.browser.chromium import (
 from browser_task.browser.generation import (
     CONTEXT_CLOSE_TIMEOUT_S,
     BrowserGeneration,
-    BrowserSession,
+    JobBrowser,
 )
 from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
 from browser_task.browser.video import recording_dir
@@ -180,7 +180,7 @@ class BrowserPool:
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
         warm_key: str | None = None,
-    ) -> BrowserSession:
+    ) -> JobBrowser:
         """A fresh context and page; ``setup`` is applied before the page's first request,
         concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
         context's proxy and is closed with the session. With ``warm_key`` (a job that
@@ -214,7 +214,7 @@ class BrowserPool:
         setup: ContextSetup | None = None,
         egress: EgressProxy | None = None,
         warm_key: str | None = None,
-    ) -> BrowserSession:
+    ) -> JobBrowser:
         generation = await self._browser()
         generation.jobs_started += 1
         generation.active += 1
@@ -243,7 +243,7 @@ class BrowserPool:
             await self._maybe_close(generation)
             _remove(video_dir)
             raise
-        session = BrowserSession(
+        session = JobBrowser(
             context=context,
             page=page,
             generation=generation,
@@ -257,7 +257,7 @@ class BrowserPool:
         self._watch_page(session)
         return session
 
-    def _watch_page(self, session: BrowserSession) -> None:
+    def _watch_page(self, session: JobBrowser) -> None:
         def crashed(_page: Page) -> None:
             session.page_crashed = True
 
@@ -274,7 +274,7 @@ class BrowserPool:
 
     async def _reuse(
         self, key: str, options: JobOptions, setup: ContextSetup | None
-    ) -> BrowserSession | None:
+    ) -> JobBrowser | None:
         """A parked warm context of ``key``, set up for this job; None if there is none."""
         await self.warm.expire()
         parked = self.warm.take(key, self._usable)
@@ -285,7 +285,7 @@ class BrowserPool:
         generation.active += 1
         if generation.jobs_started >= self._settings.max_jobs_per_browser:
             self._retire(generation, "jobs")
-        session = BrowserSession(
+        session = JobBrowser(
             context=parked.context,
             page=parked.page,
             generation=generation,
@@ -305,7 +305,7 @@ class BrowserPool:
         self._watch_page(session)
         return session
 
-    async def _park(self, session: BrowserSession) -> bool:
+    async def _park(self, session: JobBrowser) -> bool:
         """Keep a succeeded job's context warm for the next job of its key."""
         if session.crashed or not self._usable(session.generation) or session.warm_key is None:
             with contextlib.suppress(Exception):
@@ -387,7 +387,7 @@ class BrowserPool:
             self._retire(generation, "memory")
             await self._maybe_close(generation)
 
-    async def _release(self, session: BrowserSession) -> None:
+    async def _release(self, session: JobBrowser) -> None:
         session.generation.active -= 1
         await self._maybe_close(session.generation)
 

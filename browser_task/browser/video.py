@@ -26,7 +26,7 @@ from pathlib import Path
 import playwright
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.generation import BrowserSession
+from browser_task.browser.generation import JobBrowser
 from browser_task.errors import FailJob, RetryJob, first_line
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.specs.resources import DEBUG, ROUTINE
@@ -74,9 +74,7 @@ def recording_dir() -> str:
     return tempfile.mkdtemp(prefix="pagefleet-video-")
 
 
-async def keep_video(
-    session: BrowserSession, artifacts: ArtifactCollector, *, failed: bool
-) -> None:
+async def keep_video(session: JobBrowser, artifacts: ArtifactCollector, *, failed: bool) -> None:
     """After the session closed: its recording as ``video.webm``, then the files removed.
 
     Best effort when the job failed (a video must not hide the real error)."""
@@ -104,7 +102,7 @@ async def keep_video(
         drop_video(session)
 
 
-def drop_video(session: BrowserSession) -> None:
+def drop_video(session: JobBrowser) -> None:
     if session.video_dir is not None:
         shutil.rmtree(session.video_dir, ignore_errors=True)
         session.video_dir = None

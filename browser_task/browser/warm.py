@@ -5,7 +5,7 @@ here under a key made of its tenant, the worker's pool and its options; the next
 the same key runs in it instead of a fresh one. What carries over from job to job: cookies,
 localStorage / sessionStorage / IndexedDB of the origins visited, the HTTP cache, and the
 renderer process of the page. Nothing else is shared: the key never matches another tenant,
-and jobs with a saved session (``use_session`` / ``save_session``) or their own proxy never
+and jobs with a saved login (``use_session`` / ``save_session``) or their own proxy never
 get or leave a warm context.
 
 A context is dropped (closed) when the job in it did not succeed, after

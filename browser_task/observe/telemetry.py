@@ -23,7 +23,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from pagefleet.jobs.lifecycle import Answer, Then
+from pagefleet.jobs.lifecycle import MessageAnswer, Then
 from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
@@ -168,7 +168,7 @@ class WorkerMetrics:
                 self.flush()
 
 
-def noted(answer: Answer, log: JobLog, metrics: WorkerMetrics) -> None:
+def noted(answer: MessageAnswer, log: JobLog, metrics: WorkerMetrics) -> None:
     """Log (and count) what the lifecycle did with a message it did not let us run."""
     if answer.status is not None:
         metrics.job_finished(answer.status.value, 0.0)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import FrameLocator, Page
 
-from browser_task.browser.pool import BrowserSession
+from browser_task.browser.pool import JobBrowser
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
@@ -32,7 +32,7 @@ class RunContext:
     runs in, and what the run has come to (its result, the step under way)."""
 
     plan: RunPlan
-    session: BrowserSession
+    session: JobBrowser
     guard: EgressGuard
     artifacts: ArtifactCollector
     sessions: SessionStore | None = None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.pool import BrowserPool, BrowserSession, ContextSetup
+from browser_task.browser.pool import BrowserPool, ContextSetup, JobBrowser
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
@@ -71,7 +71,7 @@ class EarlyContext:
     options: JobOptions
     guard: EgressGuard
     trace: TraceRecorder | None
-    opening: asyncio.Task[BrowserSession]
+    opening: asyncio.Task[JobBrowser]
 
     def fits(self, options: JobOptions, *, storage_state: object) -> bool:
         """Whether the prepared run wants exactly the context that was opened."""

@@ -20,7 +20,7 @@ from typing import Any
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.pool import BrowserSession, ContextSetup
+from browser_task.browser.pool import ContextSetup, JobBrowser
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.errors import (
@@ -246,7 +246,7 @@ def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=str).encode()
 
 
-async def _screenshot(session: BrowserSession) -> bytes:
+async def _screenshot(session: JobBrowser) -> bytes:
     """The page as shown; a page still waiting for a navigation's answer never settles its
     fonts for Playwright's screenshot, so the compositor's picture is taken instead."""
     page = session.page

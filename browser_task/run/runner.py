@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from browser_task.browser.pool import BrowserPool, BrowserSession
+from browser_task.browser.pool import BrowserPool, JobBrowser
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.browser.video import drop_video, keep_video
 from browser_task.browser.warm import allows_warm, warm_key
@@ -138,7 +138,7 @@ class JobRunner:
             max_bytes=self.settings.max_artifact_bytes,
             correlation_id=job.correlation_id,
         )
-        session: BrowserSession | None = None
+        session: JobBrowser | None = None
         tracked: TrackedJob | None = None
         try:
             opened = await self._open(job, collector, data, events, meter, early, log)
@@ -454,7 +454,7 @@ class JobRunner:
 
         return refusals
 
-    async def _kill(self, work: asyncio.Task[Any], session: BrowserSession) -> None:
+    async def _kill(self, work: asyncio.Task[Any], session: JobBrowser) -> None:
         await session.close()
         work.cancel()
         with contextlib.suppress(BaseException):

@@ -21,7 +21,7 @@ from browser_task.observe.telemetry import JobLog, WorkerMetrics
 from browser_task.observe.usage import AttemptMeter, attempt_usage
 from browser_task.slot.leases import LeaseKeeper
 from browser_task.tenant.access import TenantDataSource
-from pagefleet.jobs.lifecycle import Answer, Lifecycle, Outcome, Then
+from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome, Then
 from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names as metric
@@ -133,7 +133,7 @@ class Completion:
 
 
 def finished_job(
-    answer: Answer, outcome: Outcome, duration_ms: float, log: JobLog, metrics: WorkerMetrics
+    answer: MessageAnswer, outcome: Outcome, duration_ms: float, log: JobLog, metrics: WorkerMetrics
 ) -> None:
     """Log (and count) a job's outcome, once the lifecycle wrote it (or did not)."""
     if answer.status is None:

@@ -39,7 +39,7 @@ from browser_task.run.signals import SlotSignals
 from browser_task.slot.completion import Completion
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
-from pagefleet.jobs.lifecycle import Answer, Lifecycle, Outcome
+from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.live.ports import EventStore
@@ -52,7 +52,7 @@ BACKGROUND_GRACE_S = 10.0
 ABORT_GRACE_S = 15.0
 
 # A received message and the lifecycle's look at its job (None: not looked at).
-Looked = tuple[ReceivedMessage, Answer | None]
+Looked = tuple[ReceivedMessage, MessageAnswer | None]
 
 
 def default_worker_id() -> str:
@@ -263,7 +263,7 @@ class Worker:
 
     # --- one message ----------------------------------------------------------------------
     async def _handle(
-        self, received: ReceivedMessage, peek: Answer | None, look_ahead: Callable[[], None]
+        self, received: ReceivedMessage, peek: MessageAnswer | None, look_ahead: Callable[[], None]
     ) -> None:
         message = received.message
         if message is None:

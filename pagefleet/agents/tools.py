@@ -154,7 +154,7 @@ class AgentTools:
             "observe": self.observe,
             "close_session": self.close_session,
             "save_as_workflow": lambda a, _: self._plain(
-                self.client.save_session(a.session_id, a.name, a.inputs, a.description)
+                self.client.save_as_workflow(a.session_id, a.name, a.inputs, a.description)
             ),
             "submit_job": lambda _, raw: self._plain(self.client.submit(raw)),
             "get_job": self.get_job,

@@ -14,6 +14,7 @@ once) and reported as ``lost``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ from pagefleet.browsing.status import refuse_ended, status_of
 from pagefleet.errors import (
     IdempotencyKeyReused,
     InvalidField,
+    JobNotCancellable,
     NotConfigured,
     NotFound,
     TooManyRequests,
@@ -410,7 +412,9 @@ def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRec
         # watches whatever the session is doing.
         close = Wakeup(id=new_ulid(), op="close", tenant_id=tenant_id, session_id=session_id)
         sessions.require_inbox().send(inbox, close)
-    sessions.jobs.lifecycle.cancel(tenant_id, session_id)
+    # The worker may end it first, on the close wake-up: a close is idempotent.
+    with contextlib.suppress(JobNotCancellable):
+        sessions.jobs.lifecycle.cancel(tenant_id, session_id)
     return get_session(sessions, tenant_id, session_id)
 
 

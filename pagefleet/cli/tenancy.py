@@ -1,4 +1,4 @@
-"""Tenant commands over the API: limits, usage and cost, deletion, saved sessions; and the
+"""Tenant commands over the API: limits, usage and cost, deletion, saved logins; and the
 operator's side (an admin key): set-limits, every tenant's usage, the audit log."""
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ def delete(
 
 @sessions_app.command("list")
 def list_sessions(api_url: ApiUrl = None, api_key: ApiKey = None, as_json: AsJson = False) -> None:
-    """Your saved sessions: when saved, when they expire."""
+    """Your saved logins: when saved, when they expire."""
     with api_client(api_url, api_key) as client:
-        found = client.sessions()
+        found = client.saved_logins()
     if as_json:
         console.print_json(data=[s.model_dump() for s in found])
         return
@@ -128,9 +128,9 @@ def delete_session(
     api_url: ApiUrl = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Delete a saved session (no error if there is none)."""
+    """Delete a saved login (no error if there is none)."""
     with api_client(api_url, api_key) as client:
-        client.delete_session(name)
+        client.delete_saved_login(name)
     console.print(f"session {name} deleted")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -181,6 +182,21 @@ class BrowsingCalls:
         path = f"/v1/browser-sessions/{session_id}"
         return SessionView.model_validate(self._request("DELETE", path).json())
 
+    def save_as_workflow(
+        self: _Requests,
+        session_id: str,
+        name: str,
+        inputs: Mapping[str, Any] | None = None,
+        description: str | None = None,
+    ) -> SavedWorkflow:
+        """The browser session's successful steps as the next version of workflow ``name``
+        (a workflow, not a saved login: the ``save_session`` step is what saves a login)."""
+        body: dict[str, Any] = {"name": name, "inputs": dict(inputs or {})}
+        if description is not None:
+            body["description"] = description
+        path = f"/v1/browser-sessions/{session_id}/save-as-workflow"
+        return SavedWorkflow.model_validate(self._request("POST", path, json=body).json())
+
     def save_session(
         self: _Requests,
         session_id: str,
@@ -188,10 +204,10 @@ class BrowsingCalls:
         inputs: Mapping[str, Any] | None = None,
         description: str | None = None,
     ) -> SavedWorkflow:
-        """The session's successful steps as the next version of workflow ``name`` (a
-        workflow, not a login: the ``save_session`` step is what saves a login)."""
-        body: dict[str, Any] = {"name": name, "inputs": dict(inputs or {})}
-        if description is not None:
-            body["description"] = description
-        path = f"/v1/browser-sessions/{session_id}/save-as-workflow"
-        return SavedWorkflow.model_validate(self._request("POST", path, json=body).json())
+        """Deprecated: ``save_as_workflow`` (the name read as saving a login)."""
+        warnings.warn(
+            "PagefleetClient.save_session is save_as_workflow: it saves a workflow, not a login",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return BrowsingCalls.save_as_workflow(self, session_id, name, inputs, description)

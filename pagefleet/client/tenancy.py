@@ -7,6 +7,7 @@ models the API serializes (``pagefleet.tenancy.views``).
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -38,6 +39,14 @@ def _period(first: str | None, last: str | None) -> dict[str, str]:
     if last:
         params["to"] = last
     return params
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"PagefleetClient.{old} is {new}: saved logins are named apart from browser sessions",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 class TenancyCalls:
@@ -78,13 +87,25 @@ class TenancyCalls:
         response = self._request("POST", "/v1/batches", json={"jobs": items})
         return BatchResponse.model_validate_json(response.content)
 
-    def sessions(self: _Requests) -> builtins.list[SessionInfoView]:
+    def saved_logins(self: _Requests) -> builtins.list[SessionInfoView]:
+        """The tenant's saved logins (what ``save_session`` steps saved; ``/v1/sessions``)."""
         return SessionList.model_validate_json(
             self._request("GET", "/v1/sessions").content
         ).sessions
 
-    def delete_session(self: _Requests, name: str) -> None:
+    def delete_saved_login(self: _Requests, name: str) -> None:
+        """Delete a saved login by its name."""
         self._request("DELETE", f"/v1/sessions/{name}")
+
+    def sessions(self: _Requests) -> builtins.list[SessionInfoView]:
+        """Deprecated: ``saved_logins`` (these are saved logins, not browser sessions)."""
+        _renamed("sessions", "saved_logins")
+        return TenancyCalls.saved_logins(self)
+
+    def delete_session(self: _Requests, name: str) -> None:
+        """Deprecated: ``delete_saved_login`` (a saved login, not a browser session)."""
+        _renamed("delete_session", "delete_saved_login")
+        TenancyCalls.delete_saved_login(self, name)
 
     # --- admin key ------------------------------------------------------------------------------
     def tenant_of(self: _Requests, tenant_id: str) -> TenantView:

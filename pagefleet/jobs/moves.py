@@ -25,7 +25,7 @@ class Then(StrEnum):
 
 
 @dataclass(frozen=True)
-class Answer:
+class MessageAnswer:
     """The answer to a message: what became of it, the job when it must run, and why."""
 
     then: Then

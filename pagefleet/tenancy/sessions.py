@@ -86,7 +86,7 @@ def _refused(exc: Exception) -> bool:
 
 
 class SessionArchive:
-    """The tenant's saved sessions in S3 (synchronous; the worker wraps it in threads)."""
+    """The tenant's saved logins in S3 (synchronous; the worker wraps it in threads)."""
 
     def __init__(self, client: S3Client, bucket: str, *, kms_key_id: str | None = None) -> None:
         self._s3 = client

@@ -124,7 +124,7 @@ with PagefleetClient("http://127.0.0.1:8080", "pf_...") as client:
         ],
     )
     print(filled.ok, filled.ran)
-    saved = client.save_session(sid, "contact-form")  # its good steps, as a workflow
+    saved = client.save_as_workflow(sid, "contact-form")  # its good steps, as a workflow
     print(saved.name, saved.version)
     client.close_session(sid)
 """,

@@ -79,7 +79,7 @@ def test_a_session_fills_the_form_step_by_step_and_saves_a_workflow_that_runs_th
     assert missed.error["step_index"] == 6  # numbered after the six steps before it
     assert client.get_session(sid).status == "ready"  # a failed step does not end it
 
-    saved = client.save_session(sid, "contact-us", inputs={"who": "Ada Lovelace"})
+    saved = client.save_as_workflow(sid, "contact-us", inputs={"who": "Ada Lovelace"})
     assert (saved.version, saved.steps) == (1, 6)
     closed = client.close_session(sid)
     assert closed.status in ("ready", "closed")
@@ -138,7 +138,7 @@ def test_another_tenants_session_is_404_and_only_its_owner_watches_it_live(
                     sid, {"action": "press", "selector": "body", "key": "Tab"}
                 ),
                 lambda: other.close_session(sid),
-                lambda: other.save_session(sid, "stolen"),
+                lambda: other.save_as_workflow(sid, "stolen"),
             ):
                 with pytest.raises(ApiError) as hidden:
                     call()
@@ -193,7 +193,7 @@ def test_a_killed_worker_leaves_a_lost_session_that_keeps_its_steps(
     assert never.state == "expired" and never.answer is not None and never.answer.ran == 0
     # Finding 6: the step history lived in the killed worker's memory; now it is durable.
     assert client.get_session(sid).steps == [went]
-    assert client.save_session(sid, "after-a-kill").steps == 1
+    assert client.save_as_workflow(sid, "after-a-kill").steps == 1
     with pytest.raises(ApiError) as after:
         client.session_steps(sid, {"action": "press", "selector": "body", "key": "Tab"})
     assert after.value.status == 409 and "lost" in str(after.value)

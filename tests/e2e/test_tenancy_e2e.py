@@ -297,14 +297,14 @@ def test_an_expired_session_cannot_be_used(stack: LocalStack) -> None:
         Metadata={**meta, "expires-at": str(int(time.time()) - 1)},
         MetadataDirective="REPLACE",
     )
-    [listed] = client.sessions()
+    [listed] = client.saved_logins()
     assert listed.name == "login" and listed.expired
     refused = client.wait(client.submit(use).job_id, timeout=180)
     assert refused.status is JobStatus.FAILED
     assert refused.error is not None and refused.error.kind == "session_not_found"
     assert "expired" in refused.error.message
-    client.delete_session("login")
-    assert client.sessions() == []
+    client.delete_saved_login("login")
+    assert client.saved_logins() == []
 
 
 # --- rights ---------------------------------------------------------------------------------------

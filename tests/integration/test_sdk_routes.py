@@ -91,11 +91,14 @@ CALLS: dict[str, Call] = {
         ids["session"], {"action": "goto", "url": "about:blank"}, wait_s=0, give_up_s=1
     ),
     "get_command": lambda c, ids: c.get_command(ids["session"], ids["command"]),
-    "save_session": lambda c, ids: c.save_session(ids["session"], "from-session"),
+    "save_as_workflow": lambda c, ids: c.save_as_workflow(ids["session"], "from-session"),
+    "save_session": lambda c, ids: _deprecated(lambda: c.save_session(ids["session"], "again")),
     "close_session": lambda c, ids: c.close_session(ids["session"]),
     "answer_part": lambda c, ids: c.answer_part(_answer(ids["session"]), "result"),
-    "sessions": lambda c, ids: c.sessions(),
-    "delete_session": lambda c, ids: c.delete_session("none"),
+    "saved_logins": lambda c, ids: c.saved_logins(),
+    "delete_saved_login": lambda c, ids: c.delete_saved_login("none"),
+    "sessions": lambda c, ids: _deprecated(c.sessions),
+    "delete_session": lambda c, ids: _deprecated(lambda: c.delete_session("none")),
     "tenant": lambda c, ids: c.tenant(),
     "usage": lambda c, ids: c.usage(),
     "tenant_of": lambda c, ids: c.tenant_of("routes"),
@@ -111,6 +114,14 @@ CALLS: dict[str, Call] = {
     ),
     "close": lambda c, ids: c.close(),  # last: the client is closed after it
 }
+
+
+def _deprecated(call: Callable[[], Any]) -> Any:
+    """An old name, kept: it warns, naming the new one, and does what the new one does."""
+    with pytest.warns(
+        DeprecationWarning, match="is (save_as_workflow|saved_logins|delete_saved_login)"
+    ):
+        return call()
 
 
 def _drain(items: Any) -> list[Any]:

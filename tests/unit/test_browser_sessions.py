@@ -42,6 +42,7 @@ from pagefleet.errors import (
     SessionEnded,
     TooManyRequests,
 )
+from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
@@ -376,6 +377,25 @@ def test_closing_a_session_not_started_cancels_it(world: World) -> None:
     assert service.status_of(closed) == ("closed", "closed")
     assert world.inbox.sent == []  # no worker holds it: nobody to wake
     assert service.close_session(world.sessions, TENANT, job.job_id).status is closed.status
+
+
+def test_a_session_its_worker_ends_while_it_is_closed_answers_closed_not_409(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker takes the close command at once and ends the job before the API's own
+    # cancel: the close is idempotent, so the caller gets the ended session. (Seen under
+    # load in the e2e suite as a 409 "already ended as succeeded".)
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world)
+    lifecycle = world.sessions.jobs.lifecycle
+
+    def worker_ends_it(channel: str, command: Command) -> None:
+        lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
+
+    monkeypatch.setattr(world.channel, "send_command", worker_ends_it)
+    closed = service.close_session(world.sessions, TENANT, job.job_id)
+    assert closed.status is JobStatus.SUCCEEDED
+    assert service.view(world.sessions, closed).status == "closed"
 
 
 def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from browser_task.browser.pool import BrowserPool, BrowserSession
+from browser_task.browser.pool import BrowserPool, JobBrowser
 from browser_task.egress.guard import EgressGuard, EgressPolicy
 from browser_task.egress.http import REFUSAL_HEADER, Refused
 from browser_task.egress.proxy import (
@@ -205,7 +205,7 @@ class Harness:
     def run(self, coro: Awaitable[Any], timeout: float = 60) -> Any:
         return asyncio.run_coroutine_threadsafe(_wrap(coro), self.loop).result(timeout)
 
-    def page_test(self, body: Callable[[BrowserSession], Awaitable[Any]]) -> Any:
+    def page_test(self, body: Callable[[JobBrowser], Awaitable[Any]]) -> Any:
         async def go() -> Any:
             # The same context setup the worker gives every job.
             self.guard = guard = EgressGuard(resolver=self.resolver, policy=POLICY)
@@ -268,7 +268,7 @@ def refusals_for(harness: Harness, host: str) -> list[str]:
 def test_navigation_to_forbidden_loopback_spellings_is_refused(harness, sites, host, seen_as):
     before = sites.secret_connections
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         response = await session.page.goto(sites.url("/secret", host))
         return (
             response.status,
@@ -287,7 +287,7 @@ def test_navigation_to_forbidden_loopback_spellings_is_refused(harness, sites, h
 
 
 def test_allowed_origin_loads_through_the_proxy(harness, sites):
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         response = await session.page.goto(sites.url("/"))
         return response.status, await session.page.inner_text("#h")
 
@@ -302,7 +302,7 @@ def test_hostnames_resolving_to_forbidden_addresses_are_refused(harness, sites):
     before = sites.secret_connections
     for name in ("evil.test", "localhost", "mixed.test"):
 
-        async def body(session: BrowserSession, name: str = name) -> Any:
+        async def body(session: JobBrowser, name: str = name) -> Any:
             response = await session.page.goto(sites.url("/secret", name))
             return response.status, await session.page.content()
 
@@ -315,7 +315,7 @@ def test_hostnames_resolving_to_forbidden_addresses_are_refused(harness, sites):
 
 
 def test_metadata_hostname_is_refused_without_a_lookup(harness, sites):
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         response = await session.page.goto(f"http://metadata.google.internal:{sites.port}/x")
         return response.status
 
@@ -327,7 +327,7 @@ def test_metadata_hostname_is_refused_without_a_lookup(harness, sites):
 def test_redirect_from_an_allowed_origin_to_a_forbidden_one_is_refused(harness, sites):
     before = sites.secret_connections
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         target = sites.url("/secret", "127.0.0.1")
         response = await session.page.goto(sites.url(f"/redirect?to={target}"))
         return response.status, await session.page.content()
@@ -343,7 +343,7 @@ def test_fetch_iframe_and_websocket_from_an_allowed_page_are_refused(harness, si
     ws_secret = f"ws://127.0.0.1:{sites.port}/ws"
     ws_public = f"ws://{ALLOWED}:{sites.port}/ws"
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         page = session.page
         await page.goto(sites.url("/"))
         fetched = await page.evaluate(
@@ -384,7 +384,7 @@ def test_fetch_iframe_and_websocket_from_an_allowed_page_are_refused(harness, si
 def test_https_tunnel_to_a_forbidden_address_is_refused(harness, sites):
     before = sites.secret_connections
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         try:
             await session.page.goto(f"https://127.0.0.1:{sites.port}/secret")
         except Exception as exc:
@@ -401,7 +401,7 @@ def test_dns_rebinding_connects_to_the_checked_address(harness, sites):
     before = sites.secret_connections
     dialled_before = len(harness.connector.dialled)
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         page = session.page
         first = await page.goto(sites.url("/", "rebind.test"))
         again = await page.evaluate(
@@ -424,7 +424,7 @@ def test_dns_rebinding_connects_to_the_checked_address(harness, sites):
 def test_service_worker_registration_is_blocked(harness, sites):
     sites.public.pages["/sw.js"] = "self.addEventListener('fetch', () => {});"
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         await session.page.goto(sites.url("/"))
         return await session.page.evaluate(
             """async () => {
@@ -452,7 +452,7 @@ def test_service_worker_registration_is_blocked(harness, sites):
     ],
 )
 def test_non_http_navigations_from_a_page_are_refused(harness, sites, url):
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         page = session.page
         await page.goto(sites.url("/"))
         await page.evaluate("u => { location.href = u; }", url)
@@ -479,7 +479,7 @@ def test_workflow_goto_refuses_non_http_schemes_before_the_browser(harness):
         assert not asyncio.run(guard.check(url)).allowed
 
 
-def step_context(session: BrowserSession, step: Any, guard: EgressGuard) -> RunContext:
+def step_context(session: JobBrowser, step: Any, guard: EgressGuard) -> RunContext:
     """A job context for running one step directly (these steps make no artifacts)."""
     request = JobRequest(steps=[step])
     plan = RunPlan(
@@ -507,7 +507,7 @@ def test_a_file_request_the_checks_missed_stops_the_job(harness):
     goto, which no step exposes) closes the job's context, and no later step runs."""
     extract = Extract(name="leak", selector="body")
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         ctx = step_context(session, extract, harness.guard)
         with contextlib.suppress(Exception):
             await session.page.goto("file:///etc/passwd")
@@ -592,7 +592,7 @@ def test_goto_that_is_redirected_to_a_forbidden_address_fails_as_egress_refused(
     target = sites.url("/secret", "127.0.0.1")
     step = Goto(url=sites.url(f"/redirect?to={target}"))
 
-    async def body(session: BrowserSession) -> Any:
+    async def body(session: JobBrowser) -> Any:
         ctx = step_context(session, step, EgressGuard(resolver=harness.resolver, policy=POLICY))
         try:
             await goto(step, ctx)

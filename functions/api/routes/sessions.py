@@ -35,7 +35,7 @@ def list_sessions() -> Response[str]:
 
 @router.get(
     "/sessions/<name>",
-    summary="One saved session (not its contents)",
+    summary="One saved login (not its contents)",
     responses=documented({200: ("the session", SessionInfoView)}, 404),
     tags=["sessions"],
 )
@@ -48,7 +48,7 @@ def get_session(name: NAME) -> Response[str]:
 
 @router.delete(
     "/sessions/<name>",
-    summary="Delete a saved session (idempotent)",
+    summary="Delete a saved login (idempotent)",
     responses=documented({204: "deleted (or there was none): no body"}),
     tags=["sessions"],
 )

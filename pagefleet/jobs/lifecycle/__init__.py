@@ -16,7 +16,7 @@ from __future__ import annotations
 from pagefleet.jobs.lifecycle.dispatch import DispatchMoves
 from pagefleet.jobs.lifecycle.recovery import RecoveryMoves
 from pagefleet.jobs.lifecycle.worker import WorkerMoves
-from pagefleet.jobs.moves import Answer, Outcome, Then, expired_error
+from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, expired_error
 
 
 class Lifecycle(WorkerMoves, RecoveryMoves, DispatchMoves):
@@ -24,4 +24,4 @@ class Lifecycle(WorkerMoves, RecoveryMoves, DispatchMoves):
 
 
 # Re-exported: the worker takes these from here with the Lifecycle.
-__all__ = ["Answer", "Lifecycle", "Outcome", "Then", "expired_error"]
+__all__ = ["Lifecycle", "MessageAnswer", "Outcome", "Then", "expired_error"]

@@ -12,7 +12,7 @@ from typing import Any
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.models import JobMessage, JobRecord, iso
-from pagefleet.jobs.moves import Answer, Then, expired_error
+from pagefleet.jobs.moves import MessageAnswer, Then, expired_error
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
@@ -115,25 +115,27 @@ class LifecycleBase:
     # A job's message only asks for a claim: once the claim is written the message is deleted
     # and the lease holds the job (a dead worker's job is taken back when its lease runs
     # out), so SQS's age and in-flight counts see jobs that wait, never jobs that run.
-    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> Answer:
+    def _done(self, received: ReceivedMessage, pool: str, reason: str) -> MessageAnswer:
         try:
             self.queue.delete(pool, received.receipt_handle)
         except Exception as exc:  # it comes back and is recognised as done then
-            return Answer(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
-        return Answer(Then.DELETE, reason=reason)
+            return MessageAnswer(Then.LEAVE, reason=f"{reason}; deleting the message failed: {exc}")
+        return MessageAnswer(Then.DELETE, reason=reason)
 
-    def _hide(self, received: ReceivedMessage, pool: str, seconds: int, reason: str) -> Answer:
+    def _hide(
+        self, received: ReceivedMessage, pool: str, seconds: int, reason: str
+    ) -> MessageAnswer:
         with contextlib.suppress(Exception):
             self.queue.change_visibility(
                 pool, received.receipt_handle, min(seconds, MAX_VISIBILITY_S)
             )
-        return Answer(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
+        return MessageAnswer(Then.HIDE, reason=f"{reason}; hidden {seconds} s")
 
     def _release(self, received: ReceivedMessage, pool: str) -> None:
         with contextlib.suppress(Exception):
             self.queue.change_visibility(pool, received.receipt_handle, 0)
 
-    def release(self, received: ReceivedMessage, pool: str) -> Answer:
+    def release(self, received: ReceivedMessage, pool: str) -> MessageAnswer:
         """Make a message visible again at once (this worker will not work on it)."""
         self._release(received, pool)
-        return Answer(Then.RELEASE, reason="handed back")
+        return MessageAnswer(Then.RELEASE, reason="handed back")

@@ -16,7 +16,7 @@ from pagefleet.errors import (
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
-from pagefleet.jobs.moves import Answer, Outcome, Then, headline, job_message, review_error
+from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, headline, job_message, review_error
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
@@ -32,7 +32,7 @@ from pagefleet.jobs.states import JobStatus
 
 
 class WorkerMoves(LifecycleBase):
-    def peek(self, received: ReceivedMessage, pool: str) -> Answer:
+    def peek(self, received: ReceivedMessage, pool: str) -> MessageAnswer:
         """Look at the job before claiming it (the breaker needs its target)."""
         message = job_message(received)
         try:
@@ -40,10 +40,10 @@ class WorkerMoves(LifecycleBase):
         except NotFound:
             return self._done(received, pool, "job not found")
         except Exception as exc:
-            return Answer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
+            return MessageAnswer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if job.status.is_final:  # final states never change: a stale read is still right
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
-        return Answer(Then.RUN, job=job)
+        return MessageAnswer(Then.RUN, job=job)
 
     def claim(
         self,
@@ -53,7 +53,7 @@ class WorkerMoves(LifecycleBase):
         owner: str,
         lease_seconds: int,
         worker: str,
-    ) -> Answer:
+    ) -> MessageAnswer:
         """Take the job for a new attempt, or say what to do with its message instead.
 
         A written claim deletes the message: from then on the lease holds the job. The hooks
@@ -80,7 +80,7 @@ class WorkerMoves(LifecycleBase):
             self.hooks.claim_not_made(message)
             status = JobStatus.EXPIRED if written else None
             answer = self._done(received, pool, "the job expired before it started")
-            return Answer(answer.then, reason=answer.reason, status=status)
+            return MessageAnswer(answer.then, reason=answer.reason, status=status)
         except RetryNotDue as early:
             # An early duplicate of a retry's message: bring it back when the retry is due.
             self.hooks.claim_not_made(message)
@@ -89,7 +89,7 @@ class WorkerMoves(LifecycleBase):
         except IllegalTransition:
             return self._claim_refused(received, pool, message, owner, worker)
         except Exception as exc:
-            return Answer(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
+            return MessageAnswer(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
         if not attempt_allowed(job, job.attempt):
             # A reclaim after the last allowed attempt's worker died: no attempt is left.
             error = JobError(
@@ -103,12 +103,12 @@ class WorkerMoves(LifecycleBase):
             self._done(received, pool, "")
             ending = self._ending_without_run(job, error, retry_allowed=False)
             done = self.finish(job, ending, worker)
-            return Answer(done.then, reason="max_attempts spent", status=done.status)
+            return MessageAnswer(done.then, reason="max_attempts spent", status=done.status)
         return self._claimed(received, pool, job, worker)
 
     def _claimed(
         self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str, reason: str = ""
-    ) -> Answer:
+    ) -> MessageAnswer:
         """The claim is written: the message is done with (a failed delete brings it back
         as a copy of a running job, deleted then)."""
         self.hooks.after_claim(job)
@@ -119,7 +119,7 @@ class WorkerMoves(LifecycleBase):
         self._done(received, pool, reason)
         return self._unless_at_stake(job, worker, reason)
 
-    def _unless_at_stake(self, job: JobRecord, worker: str, reason: str) -> Answer:
+    def _unless_at_stake(self, job: JobRecord, worker: str, reason: str) -> MessageAnswer:
         """Run the claimed job, unless an earlier attempt stopped after an irreversible
         step that is not to be run again blindly: then it ends (in review, or failed when
         it was compensated)."""
@@ -127,8 +127,10 @@ class WorkerMoves(LifecycleBase):
         if plan.resume in (Resume.REVIEW, Resume.COMPENSATED):
             ending = self._ending_without_run(job, None, retry_allowed=False)
             done = self.finish(job, ending, worker)
-            return Answer(done.then, reason=f"irreversible step: {plan.resume}", status=done.status)
-        return Answer(Then.RUN, job=job, reason=reason)
+            return MessageAnswer(
+                done.then, reason=f"irreversible step: {plan.resume}", status=done.status
+            )
+        return MessageAnswer(Then.RUN, job=job, reason=reason)
 
     def _ending_without_run(
         self, job: JobRecord, cause: JobError | None, *, retry_allowed: bool
@@ -152,14 +154,14 @@ class WorkerMoves(LifecycleBase):
 
     def _claim_refused(
         self, received: ReceivedMessage, pool: str, message: JobMessage, owner: str, worker: str
-    ) -> Answer:
+    ) -> MessageAnswer:
         try:
             current = self.store.get(message.tenant_id, message.job_id)
         except NotFound:
             self.hooks.claim_not_made(message)
             return self._done(received, pool, "job not found")
         except Exception as exc:
-            return Answer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
+            return MessageAnswer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if current.status is JobStatus.RUNNING and current.lease_owner == owner:
             return self._claimed(
                 received, pool, current, worker, "claim applied though its reply was lost"
@@ -178,7 +180,7 @@ class WorkerMoves(LifecycleBase):
         if current.status is JobStatus.WAITING:
             # Its release sends a message of its own: this one is a stray copy.
             return self._done(received, pool, "the job waits for its parents")
-        return Answer(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
+        return MessageAnswer(Then.LEAVE, reason=f"cannot start a {current.status.value} job now")
 
     def heartbeat(self, job: JobRecord, *, lease_seconds: int) -> list[str]:
         """Extend the record's lease (the message is gone since the claim); raises
@@ -266,7 +268,7 @@ class WorkerMoves(LifecycleBase):
             return replace(outcome, status=JobStatus.NEEDS_REVIEW, error=error)
         return outcome
 
-    def finish(self, job: JobRecord, outcome: Outcome, worker: str) -> Answer:
+    def finish(self, job: JobRecord, outcome: Outcome, worker: str) -> MessageAnswer:
         """Write the attempt's outcome (fenced) and send a retry's message.
 
         The claim deleted the job's message: an outcome not written leaves the job running
@@ -303,9 +305,9 @@ class WorkerMoves(LifecycleBase):
             )
         except (LeaseLost, IllegalTransition) as exc:
             if not self._landed(job, outcome):
-                return Answer(Then.LEAVE, reason=f"outcome not written: {exc.message}")
+                return MessageAnswer(Then.LEAVE, reason=f"outcome not written: {exc.message}")
         except Exception as exc:
-            return Answer(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
+            return MessageAnswer(Then.LEAVE, reason=f"writing the outcome failed: {headline(exc)}")
         self.hooks.after_move(job.model_copy(update={"status": outcome.status}))
         if retrying:
             try:
@@ -313,12 +315,12 @@ class WorkerMoves(LifecycleBase):
                 self.send(job, delay_s=delay, ahead=outcome.release_message)
             except Exception as exc:
                 # The sweeper re-sends a retry whose message is overdue (RETRY_GRACE_S).
-                return Answer(
+                return MessageAnswer(
                     Then.DELETE,
                     status=outcome.status,
                     reason=f"could not enqueue the retry: {headline(exc)}; the sweeper will",
                 )
-        return Answer(Then.DELETE, status=outcome.status)
+        return MessageAnswer(Then.DELETE, status=outcome.status)
 
     def _landed(self, job: JobRecord, outcome: Outcome) -> bool:
         """After a refused finish: did our own earlier try land (its reply lost on the way)?"""
@@ -332,7 +334,9 @@ class WorkerMoves(LifecycleBase):
             and any(a.attempt == job.attempt for a in current.attempts)
         )
 
-    def defer(self, received: ReceivedMessage, pool: str, *, reason: str, delay_s: int) -> Answer:
+    def defer(
+        self, received: ReceivedMessage, pool: str, *, reason: str, delay_s: int
+    ) -> MessageAnswer:
         """The job must wait (e.g. its target's circuit is open) without spending an attempt.
 
         The message is re-sent with a delay (and the received one deleted) rather than
@@ -344,7 +348,7 @@ class WorkerMoves(LifecycleBase):
         try:
             self.queue.send(again, delay_seconds=delay)
         except Exception as exc:
-            return Answer(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
+            return MessageAnswer(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
         with contextlib.suppress(Exception):  # the reason is a courtesy to the user
             self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
         return self._done(received, pool, reason)

@@ -24,7 +24,7 @@ class SaveSession(StepBase):
 
 
 class UseSession(StepBase):
-    """Load a saved session into this job's browser context (cookies + storage)."""
+    """Load a saved login into this job's browser context (cookies + storage)."""
 
     action: Literal["use_session"] = "use_session"
     name: str = SESSION_NAME
