@@ -382,17 +382,18 @@ def test_closing_a_session_not_started_cancels_it(world: World) -> None:
 def test_a_session_its_worker_ends_while_it_is_closed_answers_closed_not_409(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker takes the close command at once and ends the job before the API's own
+    # The worker takes the close wake-up at once and ends the job before the API's own
     # cancel: the close is idempotent, so the caller gets the ended session. (Seen under
     # load in the e2e suite as a 409 "already ended as succeeded".)
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     lifecycle = world.sessions.jobs.lifecycle
 
-    def worker_ends_it(channel: str, command: Command) -> None:
+    def worker_ends_it(name: str, wakeup: Wakeup) -> bool:
         lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
+        return True
 
-    monkeypatch.setattr(world.channel, "send_command", worker_ends_it)
+    monkeypatch.setattr(world.inbox, "send", worker_ends_it)
     closed = service.close_session(world.sessions, TENANT, job.job_id)
     assert closed.status is JobStatus.SUCCEEDED
     assert service.view(world.sessions, closed).status == "closed"
