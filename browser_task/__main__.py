@@ -136,6 +136,7 @@ def build_worker(
             schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
             session_inbox=inbox,
             session_commands=session_commands or RUNTIME.session_commands(settings),
+            frames=RUNTIME.connection_poster(settings.live_endpoint),
         ),
         completion=Completion(
             lifecycle,

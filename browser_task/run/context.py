@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from browser_task.run.dialogs import DialogWatch
     from browser_task.tenant.logins import SessionStore
 
+# Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
+STEP_SETTLE_MARGIN_S = 5.0
+
 
 @dataclass(eq=False)
 class RunContext:
@@ -94,6 +97,13 @@ class RunContext:
 
     def mask(self, text: str) -> str:
         return self.masker.text(text)
+
+    def settle_bound_s(self) -> float:
+        """How long a stop waits for the step under way: its own timeout and a margin."""
+        steps = self.plan.steps
+        index = self.step_index
+        step = steps[index] if index is not None and index < len(steps) else None
+        return (self.timeout_ms(step) if step is not None else 0) / 1000 + STEP_SETTLE_MARGIN_S
 
     def timeout_ms(self, step: Step) -> int:
         """The step's own timeout, else the job's navigation or action timeout."""

@@ -26,6 +26,7 @@ from browser_task.egress.log import EgressLog, TrackedJob
 from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
 from browser_task.observe.run_events import RunEvents, watch_page
+from browser_task.observe.screencast import live_view
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter
 from browser_task.run import endings
@@ -51,11 +52,9 @@ from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.live.ports import ConnectionPoster
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
-
-# Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
-STEP_SETTLE_MARGIN_S = 5.0
 
 
 class JobRunner:
@@ -73,8 +72,11 @@ class JobRunner:
         schedules: ScheduleStore | None = None,
         session_inbox: WorkerInbox | None = None,
         session_commands: CommandLedger | None = None,
+        frames: ConnectionPoster | None = None,
     ) -> None:
         self.settings = settings
+        # Where a watched job's live view frames are posted (None: no live view).
+        self._frames = frames
         # Where browser sessions' commands are woken and recorded (None: this worker runs
         # none).
         self._session_inbox = session_inbox
@@ -266,7 +268,8 @@ class JobRunner:
         work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
-        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log))
+        view = live_view(session.page, job, self._frames, self.settings, log)
+        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log, view))
         try:
             # job_timeout_s is the run's own time: a wait for a person (await_human, bounded
             # by its timeout_s) does not count.
@@ -285,12 +288,13 @@ class JobRunner:
             lost.cancel()
             abort.cancel()
             cancel.cancel()
+            await view.stop()  # before the context closes or is parked for another job
 
         if not work.done() and not lease_lost.is_set() and self._stopping(cancel):
             # An irreversible step under way finishes (or times out) and is checkpointed
             # before the run is cut: never a silent half-state.
             assert ctx.progress is not None
-            await ctx.progress.settle(work, self._step_bound(ctx))
+            await ctx.progress.settle(work, ctx.settle_bound_s())
 
         if work.done():
             signals.workflow_ended()
@@ -435,17 +439,6 @@ class JobRunner:
         """A cancel or a drain asked the run to stop."""
         cancelled = cancel.done() and not cancel.cancelled() and cancel.result()
         return bool(cancelled) or self._abort.is_set()
-
-    def _step_bound(self, ctx: RunContext) -> float:
-        """How long a stop waits for the step under way: its own timeout and a margin."""
-        steps = ctx.plan.steps
-        step = (
-            steps[ctx.step_index]
-            if ctx.step_index is not None and ctx.step_index < len(steps)
-            else None
-        )
-        timeout_ms = ctx.timeout_ms(step) if step is not None else 0
-        return timeout_ms / 1000 + STEP_SETTLE_MARGIN_S
 
     def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
         # The proxy serves both slots; a refusal after this job started is the likely cause.

@@ -6,6 +6,8 @@
 import { api, getConfig } from "./api.js";
 
 const PING_EVERY_MS = 60_000;
+// A watch lasts 30 s on the server unless sent again (pagefleet/live/watch.py).
+const WATCH_EVERY_MS = 10_000;
 const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000];
 
 class Live {
@@ -13,6 +15,8 @@ class Live {
     this.socket = null;
     this.state = "closed"; // closed | connecting | open
     this.follows = new Map(); // room -> {listeners: Set, after: number|null}
+    this.watches = new Map(); // job id -> Set of listeners of its live view's messages
+    this.watchTimer = null;
     this.stateListeners = new Set();
     this.failures = 0;
     this.timer = null;
@@ -40,7 +44,9 @@ class Live {
     this.stopped = true;
     clearTimeout(this.timer);
     clearInterval(this.pinger);
+    clearInterval(this.watchTimer);
     this.follows.clear();
+    this.watches.clear();
     if (this.socket) this.socket.close(1000, "signed out");
     this.socket = null;
     this.setState("closed");
@@ -62,6 +68,34 @@ class Live {
       if (!entry.listeners.size) {
         this.follows.delete(room);
         this.send({ action: "unsubscribe", ...target });
+      }
+    };
+  }
+
+  // Watch a job's page (its live view): its frames and the server's answers go to
+  // `listener` while watched; the watch is sent again every 10 s and after a reconnect.
+  watch(jobId, listener) {
+    let listeners = this.watches.get(jobId);
+    if (!listeners) {
+      listeners = new Set();
+      this.watches.set(jobId, listeners);
+      this.send({ action: "watch", job_id: jobId });
+    }
+    listeners.add(listener);
+    if (!this.watchTimer) {
+      this.watchTimer = setInterval(() => {
+        for (const id of this.watches.keys()) this.send({ action: "watch", job_id: id });
+      }, WATCH_EVERY_MS);
+    }
+    if (!this.stopped && this.state === "closed") this.connect();
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size) return;
+      this.watches.delete(jobId);
+      this.send({ action: "unwatch", job_id: jobId });
+      if (!this.watches.size) {
+        clearInterval(this.watchTimer);
+        this.watchTimer = null;
       }
     };
   }
@@ -96,6 +130,7 @@ class Live {
         const after = entry.after !== null ? { after: entry.after } : {};
         socket.send(JSON.stringify({ action: "subscribe", ...entry.target, ...after }));
       }
+      for (const id of this.watches.keys()) socket.send(JSON.stringify({ action: "watch", job_id: id }));
       clearInterval(this.pinger);
       this.pinger = setInterval(() => this.send({ action: "ping" }), PING_EVERY_MS);
     });
@@ -105,7 +140,7 @@ class Live {
       clearInterval(this.pinger);
       this.socket = null;
       this.setState("closed");
-      if (!this.stopped && this.follows.size) this.retry();
+      if (!this.stopped && (this.follows.size || this.watches.size)) this.retry();
     });
   }
 
@@ -136,6 +171,11 @@ class Live {
       return;
     }
     if (!message.job_id) return;
+    const watchers = this.watches.get(message.job_id);
+    if (watchers && ["frame", "watching", "error"].includes(message.type)) {
+      watchers.forEach((listener) => listener(message));
+      if (message.type !== "error") return;
+    }
     const job = this.follows.get(message.job_id);
     if (job && message.type === "events" && message.next_after !== undefined) {
       job.after = message.next_after;

@@ -8,6 +8,7 @@ import { between, bytes, json, seconds, when } from "../lib/format.js";
 import { changesPart } from "../lib/changes.js";
 import { againBody, badge, ended, jobLabel } from "../lib/jobs.js";
 import { live } from "../lib/live.js";
+import { liveViewer } from "../lib/viewer.js";
 
 const EVENT_PAGE = 500;
 
@@ -145,8 +146,9 @@ export function jobView(main, { match, navigate }) {
   let job = null;
   let stop = () => {};
   let closed = false;
+  const viewer = liveViewer(jobId);
 
-  main.append(head, messages, details, changes,
+  main.append(head, messages, viewer.element, details, changes,
     section("Steps", "steps", stepsPart),
     section("Live log", "log", log),
     section("Screenshots and artifacts", "artifacts", artifacts),
@@ -330,6 +332,7 @@ export function jobView(main, { match, navigate }) {
   start();
   return () => {
     closed = true;
+    viewer.stop();
     stop();
   };
 }

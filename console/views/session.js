@@ -5,6 +5,7 @@
 import { api } from "../lib/api.js";
 import { field, h, notice, setFieldError } from "../lib/dom.js";
 import { json } from "../lib/format.js";
+import { liveViewer } from "../lib/viewer.js";
 
 const CHECK_AFTER_MS = 400;
 // What picking an action puts in the step box: a step of that kind to edit.
@@ -35,6 +36,8 @@ export function sessionView(main) {
   const outcome = h("section", { id: "session-outcome", "aria-labelledby": "session-outcome-title" },
     h("h2", { id: "session-outcome-title" }, "The page after the last step"));
   const history = h("ol", { id: "session-history" });
+  const view = h("div", { id: "session-live" }); // the live view of the open session
+  let viewer = null;
   const wfName = h("input", { id: "session-workflow", type: "text", maxlength: 100 });
   const wfInputs = h("textarea", { id: "session-inputs", rows: 3, spellcheck: "false", class: "code" }, "{}");
   const run = h("button", { type: "submit", disabled: true }, "Run step");
@@ -51,7 +54,7 @@ export function sessionView(main) {
       field("Step (JSON)", step),
       h("label", { for: "session-shot" }, shot, " screenshot after the step"),
       verdict, run),
-    outcome,
+    outcome, view,
     h("section", { "aria-labelledby": "session-history-title" },
       h("h2", { id: "session-history-title" }, "Steps that ran"), history),
     h("form", { class: "submit", novalidate: true, onsubmit: saveWorkflow },
@@ -113,6 +116,9 @@ export function sessionView(main) {
       status.textContent = `Session ${state.id} is ${opened.status}.`;
       status.dataset.session = state.id;
       messages.replaceChildren();
+      if (viewer) viewer.stop();
+      viewer = liveViewer(state.id); // a session is a job: watched by its id
+      view.replaceChildren(viewer.element);
       ready(true);
     } catch (error) {
       say("error", `The session could not be opened: ${error.message}`);
@@ -174,6 +180,7 @@ export function sessionView(main) {
     try {
       const closed = await api(`/browser-sessions/${state.id}`, { method: "DELETE" });
       status.textContent = `Session ${state.id} is ${closed.status === "ready" ? "closing" : closed.status}.`;
+      if (viewer) viewer.stop();
       ready(false);
     } catch (error) {
       say("error", error.message);

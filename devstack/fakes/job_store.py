@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.fakes.human_waits import FakeHumanWaits
+from devstack.fakes.watchers import FakeWatchers
 from pagefleet.adapters.dynamodb.codec import (
     epoch_of,
     listing_key,
@@ -41,12 +42,13 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore(FakeHumanWaits):
+class FakeJobStore(FakeHumanWaits, FakeWatchers):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
         self._idempotency: dict[tuple[str, str], IdempotencyRecord] = {}
         self._edges: dict[tuple[str, str], list[str]] = {}
+        self._watchers: dict[tuple[str, str], dict[str, int]] = {}
 
     # --- create / read ----------------------------------------------------------------------
     def create(
@@ -92,11 +94,6 @@ class FakeJobStore(FakeHumanWaits):
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
         with self._lock:
             return self._row(tenant_id, job_id).job.model_copy(deep=True)
-
-    def cancel_requested(self, tenant_id: str, job_id: str) -> bool:
-        with self._lock:
-            row = self._rows.get((tenant_id, job_id))
-            return row is not None and row.job.cancel_requested_at is not None
 
     def list_page(
         self,

@@ -15,7 +15,16 @@ from devstack.constants import LOCAL_ACCOUNT
 
 # infra/constructs/live.py: the routes of the WebSocket API (one integration, the live
 # function).
-ROUTES = ("$connect", "$disconnect", "subscribe", "unsubscribe", "ping", "$default")
+ROUTES = (
+    "$connect",
+    "$disconnect",
+    "subscribe",
+    "unsubscribe",
+    "watch",
+    "unwatch",
+    "ping",
+    "$default",
+)
 
 
 def new_connection_id() -> str:

@@ -1,7 +1,9 @@
-"""The WebSocket API's routes ($connect, $disconnect, subscribe, unsubscribe, ping, $default)
-and, on an EventBridge schedule, the reaper of connections that follow nothing.
+"""The WebSocket API's routes ($connect, $disconnect, subscribe, unsubscribe, watch, unwatch,
+ping, $default) and, on an EventBridge schedule, the reaper of connections that follow
+nothing.
 
-Parse API Gateway's WebSocket event, call one function of ``pagefleet.live.service``,
+Parse API Gateway's WebSocket event, call one function of ``pagefleet.live.service`` (or
+``.watch``),
 answer with the route's response (``body`` goes to the client: the route has a response).
 """
 
@@ -19,7 +21,7 @@ with collector_paused():
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
     from pagefleet.errors import Unauthorized
-    from pagefleet.live import service
+    from pagefleet.live import service, watch
     from pagefleet.live.messages import error_message
     from pagefleet.live.service import LiveServices
     from pagefleet.runtime import RUNTIME
@@ -72,11 +74,16 @@ def on_message(route: str, event: dict[str, Any], connection_id: str) -> dict[st
         return _reply(service.subscribe(services(), connection_id, body))
     if route == "unsubscribe":
         return _reply(service.unsubscribe(services(), connection_id, body))
+    if route == "watch":
+        return _reply(watch.watch(services(), connection_id, body))
+    if route == "unwatch":
+        return _reply(watch.unwatch(services(), connection_id, body))
     if route == "ping":
         return _reply({"type": "pong"})
     return _reply(
         error_message(
-            "unknown_action", 'send {"action": "subscribe" | "unsubscribe" | "ping", ...}'
+            "unknown_action",
+            'send {"action": "subscribe" | "unsubscribe" | "watch" | "unwatch" | "ping", ...}',
         )
     )
 

@@ -69,6 +69,7 @@ class WorkerPool:
     service: ecs.FargateService
     task_definition: ecs.FargateTaskDefinition
     scaling: ecs.ScalableTaskCount
+    container: ecs.ContainerDefinition
 
 
 class BrowserWorkers(Construct):
@@ -307,7 +308,7 @@ class BrowserWorkers(Construct):
             service,
             namespace=stage_namespace(self._config.stage),
         )
-        return WorkerPool(name, pool, queue, service, task_definition, scaling)
+        return WorkerPool(name, pool, queue, service, task_definition, scaling, worker)
 
     def _ready_for_tasks(self) -> list[IDependable]:
         """What a task needs before it can start: capacity providers, routes, endpoints."""

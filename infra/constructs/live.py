@@ -1,7 +1,8 @@
 """Live: the WebSocket API (API Gateway), its connections table, and the live function.
 
 Routes ``$connect`` (a Bearer API key or a single-use ticket, checked by the function
-against the key records), ``$disconnect``, ``subscribe``, ``unsubscribe``, ``ping`` and
+against the key records), ``$disconnect``, ``subscribe``, ``unsubscribe``, ``watch``,
+``unwatch``, ``ping`` and
 ``$default``, all integrated with ``functions/live``; the message routes return the
 function's answer to the client. The same function closes connections that follow nothing
 (an EventBridge rule every minute). The jobs stream's reader (``JobChanges``) posts to the
@@ -14,12 +15,14 @@ connection, 128 KB per message.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from aws_cdk import Duration
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -31,17 +34,18 @@ from infra import grants
 from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
 from pagefleet.specs.resources import CONNECTIONS_TABLE
-from pagefleet.specs.settings import ApiSettings, ChangesSettings, LiveSettings
+from pagefleet.specs.settings import ApiSettings, ChangesSettings, LiveSettings, WorkerSettings
 
 from .alerts import Alerts
 from .api_account import ApiGatewayAccount
+from .browser_workers import WorkerPool
 from .job_store import JobStore, build_table
 from .lambda_factory import LambdaFactory
 
 STAGE_NAME = "live"
 TIMEOUT_S = 10
 # Client actions with an answer (the route response carries the function's ``body``).
-MESSAGE_ROUTES = ("subscribe", "unsubscribe", "ping", "$default")
+MESSAGE_ROUTES = ("subscribe", "unsubscribe", "watch", "unwatch", "ping", "$default")
 CONNECTIONS_RW = (
     "GetItem",
     "PutItem",
@@ -53,7 +57,8 @@ CONNECTIONS_RW = (
 )
 # The stream reader: followers, their send windows, forgetting gone connections.
 CONNECTIONS_DELIVERY = ("GetItem", "UpdateItem", "DeleteItem", "Query", "BatchGetItem")
-JOBS_LIVE = ("GetItem", "Query")
+# Reading jobs (ownership, status), and their watch marks (``pagefleet.live.watch``).
+JOBS_LIVE = ("GetItem", "Query", "UpdateItem")
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",
     "time": "$context.requestTime",
@@ -66,8 +71,11 @@ ACCESS_LOG_FORMAT = {
 }
 
 
-def add_env(function: lambda_.Function, settings_cls: type, **values: str) -> None:
-    """Set more of a function's settings (names checked against its settings model)."""
+def add_env(
+    function: lambda_.Function | ecs.ContainerDefinition, settings_cls: type, **values: str
+) -> None:
+    """Set more of a function's or container's settings (names checked against its
+    settings model)."""
     known = set(settings_cls.model_fields)  # type: ignore[attr-defined]
     unknown = sorted(set(values) - known)
     if unknown:
@@ -195,18 +203,29 @@ class Live(Construct):
 
     def _manage_connections(self, function: lambda_.Function) -> None:
         """POST / DELETE / GET ``@connections/*`` on this stage only."""
+        assert function.role is not None
+        self._grant_connections(function.role, "*")
+
+    def _grant_connections(self, role: iam.IRole, method: str) -> None:
         # <api>/live/<POST|GET|DELETE>/@connections/<connection id>
-        arn = self.api.arn_for_execute_api_v2(route="*/@connections/*", stage=STAGE_NAME)
-        function.add_to_role_policy(
+        arn = self.api.arn_for_execute_api_v2(route=f"{method}/@connections/*", stage=STAGE_NAME)
+        role.add_to_principal_policy(
             iam.PolicyStatement(actions=["execute-api:ManageConnections"], resources=[arn])
         )
-        assert function.role is not None
         acknowledge(
-            function.role,
+            role,
             f"IAM5[Resource::{resource_text(self, arn)}]",
             "Connection ids are made by API Gateway at connect time; the grant covers the "
             "management API of this one stage.",
         )
+
+    def send_frames_from(self, pools: Iterable[WorkerPool]) -> None:
+        """Workers post a watched job's frames to its watchers (``pagefleet.live.watch``):
+        ``POST @connections/*`` on this stage, nothing else of it; the connections they
+        post to are the ones the live function wrote on the job's record."""
+        for pool in pools:
+            add_env(pool.container, WorkerSettings, live_endpoint=self.stage.callback_url)
+            self._grant_connections(pool.task_definition.task_role, "POST")
 
     def _alarm(self, alerts: Alerts) -> None:
         minute = Duration.minutes(1)

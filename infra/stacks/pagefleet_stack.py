@@ -180,6 +180,7 @@ class PagefleetStack(Stack):
             alerts=self.alerts,
             account=self.api_account,
         )
+        self.live.send_frames_from(self.workers.pools.values())
         self.notifications = Notifications(
             self,
             "Notifications",

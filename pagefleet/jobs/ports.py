@@ -29,6 +29,15 @@ from pagefleet.jobs.states import JobStatus
 
 
 @dataclass(frozen=True)
+class RunSignals:
+    """What the worker running a job reads of its record every second: whether a cancel was
+    asked for, and the live connections watching its page (``pagefleet.live.watch``)."""
+
+    cancel_requested: bool = False
+    watchers: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class JobFilter:
     """A job listing's filters besides the status (``pagefleet.jobs.listing``): exact
     matches, combined (all given must hold); None: not filtered on."""
@@ -109,7 +118,19 @@ class JobStore(Protocol):
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord: ...
 
-    def cancel_requested(self, tenant_id: str, job_id: str) -> bool: ...
+    def run_signals(self, tenant_id: str, job_id: str, *, now: int) -> RunSignals:
+        """The cancel flag and the watchers whose watch lasts past ``now``: one small read,
+        the one a running job's worker makes every second (an unknown job: no signals)."""
+        ...
+
+    def watch(
+        self, tenant_id: str, job_id: str, connection_id: str, *, until: int, now: int
+    ) -> None:
+        """Mark the job watched by ``connection_id`` until ``until`` (epoch seconds); again
+        extends it; watches past ``now`` may be forgotten. Raises ``NotFound``."""
+
+    def unwatch(self, tenant_id: str, job_id: str, connection_id: str) -> None:
+        """Forget ``connection_id``'s watch (idempotent)."""
 
     def list_page(
         self,

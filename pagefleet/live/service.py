@@ -12,7 +12,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -31,6 +31,7 @@ from pagefleet.live.ports import (
 )
 from pagefleet.tenancy.api_keys import authenticate
 
+Action = TypeVar("Action", bound=BaseModel)
 TICKET_PREFIX = "lt_"
 TICKET_TTL_S = 60
 # Events a subscription catches up with in its first message (the rest: the events route).
@@ -120,12 +121,21 @@ def connect(
     )
 
 
-def _parse(body: str | None) -> Subscribe | dict[str, Any]:
+def parse_action(model: type[Action], body: str | None) -> Action | dict[str, Any]:
+    """A client's message as ``model``, or the error message answering it."""
     try:
-        return Subscribe.model_validate(json.loads(body or "{}"))
-    except (ValueError, ValidationError) as exc:
-        reason = exc.errors()[0].get("msg", "invalid") if isinstance(exc, ValidationError) else exc
+        return model.model_validate(json.loads(body or "{}"))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error.get("loc", ()))
+        reason = f"{where}: {error['msg']}" if where else error["msg"]
         return error_message("invalid_request", f"invalid message: {reason}")
+    except ValueError as exc:
+        return error_message("invalid_request", f"invalid message: {exc}")
+
+
+def _parse(body: str | None) -> Subscribe | dict[str, Any]:
+    return parse_action(Subscribe, body)
 
 
 def subscribe(svc: LiveServices, connection_id: str, body: str | None) -> dict[str, Any]:

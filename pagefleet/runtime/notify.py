@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.dynamodb.events import DynamoEventStore
     from pagefleet.adapters.notify import SecretsManagerSigningSecrets, SqsWebhookQueue
     from pagefleet.jobs.changes import ChangeConsumer
+    from pagefleet.live.ports import ConnectionPoster
     from pagefleet.live.service import LiveServices
     from pagefleet.notify.sender import WebhookSender
     from pagefleet.specs.settings import (
@@ -64,6 +65,15 @@ class NotifyBuilders(JobBuilders):
             )
 
         return self._per("live", settings, build)
+
+    def connection_poster(self, endpoint: str | None) -> ConnectionPoster | None:
+        """The ``@connections`` API of the WebSocket stage at ``endpoint`` (None: none);
+        the worker posts a watched job's live view frames through it."""
+        if endpoint is None:
+            return None
+        from pagefleet.adapters.live import ApiGatewayPoster
+
+        return ApiGatewayPoster(self.management_client(endpoint))
 
     def signing_secrets(self, stage: str) -> SecretsManagerSigningSecrets:
         """The tenants' webhook signing secrets (the API, the sender, the CLI)."""

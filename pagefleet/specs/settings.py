@@ -103,6 +103,10 @@ class WorkerSettings(CoreSettings):
     events_flush_s: float = Field(default=1.0, ge=0.05, le=10.0)
     events_max_per_job: int = Field(default=2000, ge=10, le=100_000)
     events_retention_s: int = Field(default=30 * 24 * 3600, ge=3600)
+    # The WebSocket stage's management endpoint: a watched job's frames are posted there
+    # (pagefleet.live.watch); None: this worker sends no live view.
+    live_endpoint: str | None = None
+    live_frames_per_s: int = Field(default=2, ge=1, le=5)
 
 
 class ChangesSettings(CoreSettings):

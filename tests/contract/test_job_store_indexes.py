@@ -181,11 +181,11 @@ def test_cancel_flag_and_deferral_note(svc: JobServices) -> None:
     assert svc.store.get("t", job.job_id).deferred_reason == "circuit open"
     claimed = _claim(svc, job.job_id, "w1")
     assert claimed.deferred_reason is None
-    assert svc.store.cancel_requested("t", job.job_id) is False
+    assert svc.store.run_signals("t", job.job_id, now=0).cancel_requested is False
     first = svc.store.request_cancel("t", job.job_id, at="2026-01-01T00:00:00.000Z")
     again = svc.store.request_cancel("t", job.job_id, at="2027-01-01T00:00:00.000Z")
     assert first.cancel_requested_at == again.cancel_requested_at == "2026-01-01T00:00:00.000Z"
-    assert svc.store.cancel_requested("t", job.job_id) is True
+    assert svc.store.run_signals("t", job.job_id, now=0).cancel_requested is True
     svc.store.defer("t", job.job_id, reason="late", at=iso(utcnow()))  # running: no note
     assert svc.store.get("t", job.job_id).deferred_reason is None
 

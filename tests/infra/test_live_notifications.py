@@ -44,6 +44,8 @@ def test_the_websocket_api_routes_every_action_to_the_live_function(synth) -> No
         "$disconnect",
         "subscribe",
         "unsubscribe",
+        "watch",
+        "unwatch",
         "ping",
         "$default",
     }
@@ -55,7 +57,7 @@ def test_the_websocket_api_routes_every_action_to_the_live_function(synth) -> No
         by_id[r["RouteId"]["Ref"]]["Properties"]["RouteKey"]
         for r in synth.props("AWS::ApiGatewayV2::RouteResponse")
     }
-    assert answered == {"subscribe", "unsubscribe", "ping", "$default"}
+    assert answered == {"subscribe", "unsubscribe", "watch", "unwatch", "ping", "$default"}
     synth.template.has_resource_properties(
         "AWS::ApiGatewayV2::Api",
         {"ProtocolType": "WEBSOCKET", "RouteSelectionExpression": "$request.body.action"},
@@ -93,6 +95,29 @@ def test_posting_to_connections_is_granted_on_this_stage_only(synth) -> None:
         assert logical_id(live.api) in resource and "/live/*/@connections/*" in resource
     api_statements = _statements(synth, synth.stack.api.handler)
     assert not [s for s in api_statements if "execute-api:ManageConnections" in _actions(s)]
+
+
+def test_workers_post_live_view_frames_and_may_do_nothing_else_with_connections(synth) -> None:
+    live = synth.stack.live
+    for pool in synth.stack.workers.pools.values():
+        role = logical_id(pool.task_definition.task_role)
+        statements = [
+            s
+            for policy in synth.props("AWS::IAM::Policy")
+            if {"Ref": role} in policy["Roles"]
+            for s in policy["PolicyDocument"]["Statement"]
+        ]
+        manage = [s for s in statements if "execute-api:ManageConnections" in _actions(s)]
+        assert len(manage) == 1, pool.name
+        resource = json.dumps(manage[0]["Resource"])
+        assert logical_id(live.api) in resource and "/live/POST/@connections/*" in resource
+        task = synth.raw["Resources"][logical_id(pool.task_definition)]["Properties"]
+        env = {
+            e["Name"]: e["Value"]
+            for c in task["ContainerDefinitions"]
+            for e in c.get("Environment", [])
+        }
+        assert "execute-api" in json.dumps(env["PAGEFLEET_LIVE_ENDPOINT"])
 
 
 def test_the_stream_reader_and_the_api_know_the_live_and_notification_parts(synth) -> None:

@@ -277,7 +277,7 @@ def test_cancel_queued_at_once_running_through_the_worker_final_refused(
     submit_job(svc, "t", request())
     job, _ = run_once(svc)
     flagged = svc.lifecycle.cancel("t", job.job_id)
-    assert flagged.status is JobStatus.RUNNING and svc.lifecycle.cancel_requested(job)
+    assert flagged.status is JobStatus.RUNNING and svc.lifecycle.run_signals(job).cancel_requested
 
 
 def test_dead_letters_are_marked_unless_a_worker_still_holds_the_job(

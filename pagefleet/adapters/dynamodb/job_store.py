@@ -39,6 +39,7 @@ from pagefleet.adapters.dynamodb.updates import (
     finish_update,
     transition_update,
 )
+from pagefleet.adapters.dynamodb.watchers import WatcherWrites
 from pagefleet.errors import (
     IdempotencyConflict,
     IllegalTransition,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing):
+class DynamoJobStore(HumanWaitWrites, WatcherWrites, ReviewWrites, DispatchQueries, JobListing):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:
@@ -143,15 +144,6 @@ class DynamoJobStore(HumanWaitWrites, ReviewWrites, DispatchQueries, JobListing)
         if "Item" not in resp:
             raise NotFound(f"job {job_id} not found", job_id=job_id)
         return item_to_record(resp["Item"])
-
-    def cancel_requested(self, tenant_id: str, job_id: str) -> bool:
-        """Cheap read of the cancel flag (the worker polls it every second while running)."""
-        resp = self._db.get_item(
-            TableName=self._table,
-            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-            ProjectionExpression="cancel_requested_at",
-        )
-        return "cancel_requested_at" in resp.get("Item", {})
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         """Jobs whose message is not known to have reached the queue (for the sweeper)."""

@@ -17,7 +17,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, headline, job_message, review_error
-from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.ports import ReceivedMessage, RunSignals
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
@@ -201,8 +201,9 @@ class WorkerMoves(LifecycleBase):
             problems.append(f"lease: {headline(exc)}")
         return problems
 
-    def cancel_requested(self, job: JobRecord) -> bool:
-        return self.store.cancel_requested(job.tenant_id, job.job_id)
+    def run_signals(self, job: JobRecord) -> RunSignals:
+        """The cancel flag and the job's watchers, read every second while it runs."""
+        return self.store.run_signals(job.tenant_id, job.job_id, now=int(self.clock.now()))
 
     def record_progress(
         self,
