@@ -19,9 +19,15 @@ per change of stage, from the runner's entry until the first step's handler star
   reached later: the run handing the job back up (e.g. the step loop calling into the
   preparation again);
 - **templating after the plan**: calls into ``pagefleet.workflow.templating`` from the first
-  step to the job's end (the run rendering what its preparation should have).
+  step to the job's end (the run rendering what its preparation should have);
+- **preparation after the plan**: calls into ``browser_task.run.prepare`` (rendering,
+  resolving a secret, loading a saved login, reading a policy) from the first step on;
+- **moves between any two of our modules**: the finer count, every change of module on
+  the call stack (the core's values and rules too), to the first step.
 
-Prints the walk and the figures; asserts nothing.
+Prints the walk and the figures; exits 1 when the job did not succeed, a climb back came
+before the first step, or anything was rendered or prepared after the plan
+(``tests/worker/test_job_walk.py`` holds the same on a job with inputs and secrets).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ OURS = tuple(f"{ROOT / name}{os.sep}" for name in ("pagefleet", "browser_task"))
 BESIDE = ("browser_task.observe.", "browser_task.run.cancel_watch", "browser_task.slot.")
 STEP_HANDLERS = "browser_task.run.steps."
 TEMPLATING = "pagefleet.workflow.templating"
+PREPARE = "browser_task.run.prepare"
 _RETURN = dis.opmap["RETURN_VALUE"]
 # Set in the run's own task when the runner starts this job: the tasks it starts copy it.
 _WALKING: contextvars.ContextVar[bool] = contextvars.ContextVar("walking", default=False)
@@ -84,6 +91,7 @@ class Walk:
     walk: list[tuple[str, str]] = field(default_factory=list)  # (module, "call"/"return")
     climbs: list[tuple[int, str, str]] = field(default_factory=list)  # (at, from, to)
     templating_after_plan: int = 0
+    prepare_after_plan: int = 0
     # Moves between any two of our modules (values and rules included), to the first step.
     every_module: int = 0
     at_first_step: int | None = None  # len(walk) when the first handler started
@@ -132,6 +140,8 @@ class Walk:
             self.at_first_step = len(self.walk)
         if module == TEMPLATING and self.at_first_step is not None:
             self.templating_after_plan += 1
+        if module == PREPARE and self.at_first_step is not None:
+            self.prepare_after_plan += 1
         if not _is_stage(module) or module == caller:
             return
         if module not in self._order:
@@ -221,14 +231,29 @@ def report(walk: Walk, status: str) -> int:
         print(f"  {number:3d} {'<-' if how == 'return' else '->'} {module}")
     stops = len(before) - 1
     returns = sum(1 for _, how in before[1:] if how == "return")
-    climbs = [(a, b) for at, a, b in walk.climbs if at <= upto]
+    climbs = climbs_to_first_step(walk)
     print(f"climbs back: {climbs or 'none'}")
     print(
         f"job walk: {stops} stops, {returns} returns, {len(climbs)} climbs back before the first "
-        f"step; {walk.templating_after_plan} calls into the core's templating after it"
+        f"step; {walk.templating_after_plan} calls into the core's templating and "
+        f"{walk.prepare_after_plan} into the preparation after it"
     )
     print(f"moves between any two of our modules (values and rules too): {walk.every_module}")
-    return 0 if status == "succeeded" else 1
+    downhill = not climbs and walk.templating_after_plan == walk.prepare_after_plan == 0
+    return 0 if status == "succeeded" and downhill else 1
+
+
+def climbs_to_first_step(walk: Walk) -> list[tuple[str, str]]:
+    """The climbs back before the first step's handler (after it, the step loop reading the
+    plan or the run's context is the run going on, not the job handed back up)."""
+    upto = walk.at_first_step if walk.at_first_step is not None else len(walk.walk)
+    return [(a, b) for at, a, b in walk.climbs if at <= upto]
+
+
+def stops_to_first_step(walk: Walk) -> int:
+    """The walk's stops from the runner's entry to the first step's handler."""
+    upto = walk.at_first_step if walk.at_first_step is not None else len(walk.walk)
+    return len(walk.walk[: upto + 1]) - 1
 
 
 if __name__ == "__main__":

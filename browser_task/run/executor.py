@@ -85,7 +85,7 @@ async def start_tracing(ctx: RunContext) -> None:
     if ctx.trace is not None:
         return
     plan = ctx.plan
-    wanted = trace_plan(plan.request.options.trace, plan.tries, secrets=plan.has_secrets)
+    wanted = trace_plan(plan.request.options.trace, plan.tries, secrets=bool(plan.masker))
     if wanted is None:
         return
     recorder = TraceRecorder(ctx.session.context, wanted)

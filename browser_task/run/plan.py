@@ -49,10 +49,6 @@ class RunPlan:
     storage_state: StorageState | None = None
     applied_sessions: frozenset[int] = frozenset()
 
-    @property
-    def has_secrets(self) -> bool:
-        return bool(self.masker)
-
 
 def describe(step: Step, masker: Masker) -> str:
     """A step as errors and events name it, its secrets masked."""

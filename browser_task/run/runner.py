@@ -205,7 +205,7 @@ class JobRunner:
             else:
                 # The trace starts with the context (a warm one is traced as the workflow
                 # starts: executor.start_tracing).
-                wanted = trace_plan(request.options.trace, plan.tries, secrets=plan.has_secrets)
+                wanted = trace_plan(request.options.trace, plan.tries, secrets=bool(plan.masker))
                 if not warm and wanted is not None:
                     trace = TraceRecorder(None, wanted)
                 session = await self.browsers.new_session(
