@@ -145,8 +145,9 @@ class _UvLayerBundling:
         with tempfile.TemporaryDirectory() as tmp:
             requirements = Path(tmp) / "requirements.txt"
             subprocess.run(
-                [uv, "export", "--frozen", "--no-dev", "--no-emit-project", "--no-hashes",
-                 "--project", str(REPO_ROOT), "--output-file", str(requirements)],
+                # The mcp extra: the API's remote MCP route (POST /v1/mcp) runs the SDK.
+                [uv, "export", "--frozen", "--no-dev", "--extra", "mcp", "--no-emit-project",
+                 "--no-hashes", "--project", str(REPO_ROOT), "--output-file", str(requirements)],
                 check=True,
             )  # fmt: skip
             subprocess.run(

@@ -20,6 +20,7 @@ from pydantic_core import to_jsonable_python
 
 from pagefleet.agents.catalogue import BY_NAME, MAX_JOB_WAIT_S, TOOLS
 from pagefleet.client import ApiError, PagefleetClient
+from pagefleet.client.browsing import CommandPending
 from pagefleet.errors import field_path
 
 IMAGE_TIMEOUT_S = 30
@@ -143,8 +144,9 @@ def _api_refusal(exc: ApiError, tool: str, arguments: Mapping[str, Any]) -> Tool
 class AgentTools:
     """Each tool's work, given checked arguments, through the API client."""
 
-    def __init__(self, client: PagefleetClient) -> None:
+    def __init__(self, client: PagefleetClient, *, wait_s: int | None = None) -> None:
         self.client = client
+        self._wait_s = wait_s  # the longest a call waits (None: each tool's own bound)
         # The sessions opened through these tools and not closed through them: closed when
         # the agent's connection ends (close_opened), never left open and billing.
         self.opened: set[str] = set()
@@ -216,9 +218,25 @@ class AgentTools:
     def _steps(self, session_id: str, steps: Any, screenshot: bool, aria: Any) -> Any:
         # The path that holds nothing: the call answers 202 at once (wait_s=0) and the
         # command is read until its answer, so no API execution waits for a browser.
-        return self.client.session_steps(
-            session_id, steps, screenshot=screenshot, aria=aria, wait_s=0
-        )
+        if self._wait_s is None:
+            return self.client.session_steps(
+                session_id, steps, screenshot=screenshot, aria=aria, wait_s=0
+            )
+        try:
+            return self.client.session_steps(
+                session_id,
+                steps,
+                screenshot=screenshot,
+                aria=aria,
+                wait_s=0,
+                give_up_s=self._wait_s,
+            )
+        except CommandPending:
+            raise ToolRefusal(
+                f"the steps are still running after {self._wait_s} s",
+                next="call observe in a few seconds: it answers once they are done",
+                code="still_running",
+            ) from None
 
     def _observed(self, body: dict[str, Any]) -> ToolAnswer:
         link = (body.get("observation") or {}).get("screenshot_url")
@@ -246,7 +264,7 @@ class AgentTools:
         return Screenshot(response.content, kind if kind.startswith("image/") else "image/png")
 
     def get_job(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
-        wait = min(a.wait_s, MAX_JOB_WAIT_S)
+        wait = min(a.wait_s, MAX_JOB_WAIT_S, self._wait_s or MAX_JOB_WAIT_S)
         job = self.client.get(a.job_id)
         if wait and not job.status.is_final:
             try:

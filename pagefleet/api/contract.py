@@ -447,3 +447,13 @@ class FleetStatsView(_View):
     duration_s: PercentilesView
     queue_delay_s: PercentilesView = Field(description="from ready to the first attempt's start")
     sampled: int = Field(description="jobs made in the window that the figures are taken from")
+
+
+class McpAnswer(_View):
+    """What ``POST /v1/mcp`` answers a JSON-RPC request: its result or its error (MCP's
+    Streamable HTTP transport, JSON answers). A notification is answered 202, no body."""
+
+    jsonrpc: Literal["2.0"] = "2.0"
+    id: int | str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None

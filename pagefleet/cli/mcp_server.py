@@ -21,7 +21,7 @@ async def serve_stdio(client: PagefleetClient) -> None:
     this server opened and the agent left open: they would otherwise hold a running slot
     and bill until their idle timeout."""
     agent = AgentTools(client)
-    server = build_server(client, agent)
+    server = build_server(client, agent=agent)
     try:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -20,6 +20,8 @@ METHODS = ("get", "post", "put", "patch", "delete")
 OWN_ANSWERS = {
     "invalid_json": "the body is not JSON: send a JSON object",
     "route_not_found": "no such route (or no such method on it): check the routes table",
+    "method_not_allowed": "a GET of the remote MCP endpoint: it is stateless, POST each "
+    "JSON-RPC message",
     "internal_error": "a fault of ours: quote the request id in the message when you report it",
     "service_unavailable": "a backing AWS service was briefly unavailable: retry the same "
     "request (with its Idempotency-Key)",
