@@ -13,6 +13,11 @@ order rotates (B P W, P W B, W B P, ...; the stack stays up and idle while the b
 runs), so that machine load drifting during the run (these machines are shared) weighs on
 every side alike. Targets at concurrency 2: platform / bare >= 0.95, warm / bare >= 1.2.
 
+``--fakes --aws-latency-ms N`` measures the worker alone instead (bench/fakes_worker.py): the
+worker on the ports' in-memory fakes, each request answered N ms late as AWS would answer
+it, against the same bare loop, segments alternating; no embedded AWS and no function
+stand-ins on the cores. Target at 10 ms: worker / bare >= 0.95.
+
 This prints figures; it asserts nothing about time.
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -158,6 +164,20 @@ def _sum(runs: list[Run], note: str) -> Run:
     )
 
 
+def print_runs(totals: dict[str, Run]) -> None:
+    table = Table("mode", "jobs", "succeeded", "seconds", "jobs/s", "note")
+    for run in totals.values():
+        table.add_row(
+            run.mode,
+            str(run.jobs),
+            str(run.succeeded),
+            f"{run.seconds:.2f}",
+            f"{run.rate:.2f}",
+            run.note,
+        )
+    console.print(table)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=100)
@@ -176,8 +196,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=900, help="seconds for each platform segment"
     )
+    parser.add_argument(
+        "--fakes",
+        action="store_true",
+        help="the worker on the ports' in-memory fakes instead of the local stack",
+    )
+    parser.add_argument(
+        "--aws-latency-ms",
+        type=float,
+        default=10.0,
+        help="with --fakes: how late each request to a fake is answered",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+    if args.fakes:
+        return fakes_main(args)
     if args.count_calls:
         os.environ[COUNT_ENV] = "1"  # the embedded AWS inherits it
 
@@ -224,17 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         totals[side] = _sum(side_runs, note)
     bare = totals["bare"]
 
-    table = Table("mode", "jobs", "succeeded", "seconds", "jobs/s", "note")
-    for run in totals.values():
-        table.add_row(
-            run.mode,
-            str(run.jobs),
-            str(run.succeeded),
-            f"{run.seconds:.2f}",
-            f"{run.rate:.2f}",
-            run.note,
-        )
-    console.print(table)
+    print_runs(totals)
     for side, target in (("platform", TARGET_RATIO), ("warm", TARGET_WARM_RATIO)):
         if side not in totals:
             continue
@@ -243,6 +266,71 @@ def main(argv: list[str] | None = None) -> int:
         name = "platform" if side == "platform" else "platform warm"
         console.print(f"ratio {name}/bare = {ratio:.2f} ({verdict} the {target} target)")
     return 0 if all(t.succeeded == args.jobs for t in totals.values()) else 1
+
+
+def fakes_main(args: argparse.Namespace) -> int:
+    """The worker on delayed fakes against the bare loop, segments alternating."""
+    from bench.fakes_worker import FakesWorker
+    from devstack.demo_site import DemoSite
+
+    console.print(
+        f"{args.jobs} jobs, concurrency {args.concurrency}, warm-up {args.warmup}, "
+        f"{os.cpu_count()} CPUs; the worker on the fakes, {args.aws_latency_ms:g} ms a request"
+    )
+    segments = max(1, min(args.segments, args.jobs))
+    base, extra = divmod(args.jobs, segments)
+    sizes = [base + (1 if i < extra else 0) for i in range(segments)]
+    runs: dict[str, list[Run]] = {"bare": [], "fakes": []}
+    site = DemoSite().start()
+    try:
+        body = workflow(site.url)
+        with FakesWorker(latency_ms=args.aws_latency_ms, concurrency=args.concurrency) as fakes:
+            with console.status("warming up…"):
+                fakes.run(body, args.warmup, args.timeout)
+                calls_before = dict(fakes.counts)
+            for index, size in enumerate(sizes):
+                order = ["bare", "fakes"] if index % 2 == 0 else ["fakes", "bare"]
+                for side in order:
+                    with console.status(f"segment {index + 1}/{segments}: {side}…"):
+                        if side == "bare":
+                            runs[side].append(
+                                asyncio.run(_bare(site.url, size, args.warmup, args.concurrency))
+                            )
+                        else:
+                            ok, seconds = fakes.run(body, size, args.timeout)
+                            runs[side].append(Run("worker on fakes", size, seconds, ok))
+            calls = {
+                name: (count - calls_before.get(name, 0)) / args.jobs
+                for name, count in fakes.counts.items()
+            }
+    finally:
+        site.stop()
+    table = Table("request to a fake (per job, submissions included)", "per job")
+    for name, per_job in sorted(calls.items(), key=lambda kv: -kv[1]):
+        if per_job:
+            table.add_row(name, f"{per_job:.2f}")
+    table.add_row("total", f"{sum(calls.values()):.2f}")
+    console.print(table)
+    totals = {
+        side: _sum(side_runs, "segments " + " / ".join(f"{r.rate:.2f}" for r in side_runs))
+        for side, side_runs in runs.items()
+    }
+    print_runs(totals)
+    bare, worker = totals["bare"], totals["fakes"]
+    ratios = [f.rate / b.rate for f, b in zip(runs["fakes"], runs["bare"], strict=True) if b.rate]
+    ratio = worker.rate / bare.rate if bare.rate else 0.0
+    verdict = "meets" if ratio >= TARGET_RATIO else "below"
+    console.print(
+        "worker / bare per segment: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
+        + (f" (median {statistics.median(ratios):.2f})" if ratios else "")
+    )
+    print(
+        f"throughput, worker on the fakes at {args.aws_latency_ms:g} ms a request: bare "
+        f"{bare.rate:.2f} jobs/s, worker {worker.rate:.2f} jobs/s; worker/bare = {ratio:.2f} "
+        f"({verdict} the {TARGET_RATIO} target)"
+    )
+    return 0 if all(t.succeeded == t.jobs for t in totals.values()) else 1
 
 
 if __name__ == "__main__":

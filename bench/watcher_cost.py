@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import psutil
 from websockets.sync.client import connect
 
+from bench.common import Measured
 from devstack.loopback import serve_on_loopback
 from devstack.stack import LocalStack
 
@@ -152,4 +153,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with Measured("bench/watcher_cost.py"):
+        main()

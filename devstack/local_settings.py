@@ -7,10 +7,24 @@ from typing import Any
 
 from devstack.live_parts import LiveParts
 from devstack.provision import Provisioned
+from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.settings import ApiSettings, WorkerSettings
 
 # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
 LOCAL_POLL_WAIT_S = 2
+# What the local pools offer a job's ``requires``: the dev stage's shapes (infra/config.py),
+# so a job routed locally goes where it would on a dev deployment.
+LOCAL_POOLS = (
+    PoolOffer(name="standard", memory_mib=2048, slots=2, architecture="arm64", egress="public"),
+    PoolOffer(
+        name="heavy",
+        memory_mib=4096,
+        slots=1,
+        architecture="arm64",
+        egress="public",
+        isolation="task",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,7 @@ def local_settings(
     core: dict[str, Any] = {
         **provisioned.store_settings(),
         "stage": "local",
+        "pools": LOCAL_POOLS,
         **live.settings(provisioned),
         **provisioned.scheduler_settings(),
     }

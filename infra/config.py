@@ -20,6 +20,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import QUEUES, TABLES
 from pagefleet.specs.tenant_defaults import LimitDefaults
 
@@ -88,6 +89,9 @@ class PoolConfig(_Model):
     # Fargate Spot capacity (about 70 % off, tasks stopped at two minutes' notice): x86_64
     # workers only, AWS places no ARM64 task on Spot (refused at synth).
     spot: bool = False
+    # This pool's CPU architecture; null: the stage's worker_architecture. A Spot pool on a
+    # Graviton stage sets "x86_64" here and the others keep Graviton's price.
+    architecture: Literal["x86_64", "arm64"] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> PoolConfig:
@@ -262,6 +266,27 @@ class StageConfig(_Model):
     # The web console's distribution: custom domain, price class, caching (below).
     console: ConsoleConfig = ConsoleConfig()
 
+    def pool_offers(self) -> str:
+        """What each pool offers the jobs routed by ``requires`` (PAGEFLEET_POOLS)."""
+        offers = [
+            PoolOffer(
+                name=name,
+                memory_mib=pool.memory_mib,
+                slots=pool.concurrency,
+                architecture=self.architecture_of(name),
+                spot=pool.spot,
+                egress=self.egress,
+                region=self.region,
+                isolation="task" if pool.concurrency == 1 else "shared",
+            ).model_dump(mode="json")
+            for name, pool in self.pools.items()
+        ]
+        return json.dumps(offers, separators=(",", ":"))
+
+    def architecture_of(self, pool: str) -> Literal["x86_64", "arm64"]:
+        """The CPU architecture ``pool``'s tasks run on: its own, else the stage's."""
+        return self.pools[pool].architecture or self.worker_architecture
+
     @property
     def log_retention(self) -> logs.RetentionDays:
         return _RETENTION[self.log_retention_days]
@@ -273,14 +298,19 @@ class StageConfig(_Model):
         expected = {q.pool for q in QUEUES}
         if set(self.pools) != expected:
             raise ValueError(f"pools {sorted(self.pools)} != queue pools {sorted(expected)}")
-        spot_pools = sorted(name for name, pool in self.pools.items() if pool.spot)
-        if spot_pools and self.worker_architecture == "arm64":
+        spot_pools = sorted(
+            name
+            for name, pool in self.pools.items()
+            if pool.spot and self.architecture_of(name) == "arm64"
+        )
+        if spot_pools:
             # AWS: "Linux tasks with the ARM64 architecture don't support the Fargate Spot
             # capacity provider" (docs/decisions.md, "No Fargate Spot on Graviton").
             raise ValueError(
                 f"pools {spot_pools} ask for Fargate Spot, which runs x86_64 tasks only, but "
-                'worker_architecture is arm64: choose worker_architecture "x86_64" for '
-                "Spot's discount, or \"spot\": false to keep Graviton's"
+                'their architecture is arm64: give each "architecture": "x86_64" (or the '
+                'stage worker_architecture "x86_64") for Spot\'s discount, or "spot": false '
+                "to keep Graviton's"
             )
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")

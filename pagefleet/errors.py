@@ -194,6 +194,12 @@ class LeaseLost(PagefleetError):
     code = "lease_lost"
 
 
+class JobNotEnded(PagefleetError):
+    """Only a job that ended can be replayed; the message names its state."""
+
+    code = "conflict"
+
+
 class JobNotWaiting(PagefleetError):
     """Only a job in waiting_for_human can be continued; the message names its state."""
 

@@ -60,6 +60,8 @@ class JobBrowser:
     listeners: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
     # Where Playwright records this context's video (options.video); removed once kept.
     video_dir: str | None = None
+    # Where Playwright writes this context's HAR as it closes (options.har).
+    har_path: str | None = None
     _park: Callable[[JobBrowser], Awaitable[bool]] | None = field(default=None, repr=False)
 
     @property
@@ -77,7 +79,8 @@ class JobBrowser:
                 # Parked for the next job, or closed by the pool when it could not be.
                 await self._park(self)
                 return
-            timeout = CONTEXT_CLOSE_TIMEOUT_S if self.video_dir is None else VIDEO_CLOSE_TIMEOUT_S
+            recording = self.video_dir is not None or self.har_path is not None
+            timeout = VIDEO_CLOSE_TIMEOUT_S if recording else CONTEXT_CLOSE_TIMEOUT_S
             try:
                 await asyncio.wait_for(self.context.close(), timeout)
             except TimeoutError:

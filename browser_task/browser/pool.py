@@ -40,6 +40,7 @@ from browser_task.browser.generation import (
     BrowserGeneration,
     JobBrowser,
 )
+from browser_task.browser.har import har_file
 from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
@@ -223,10 +224,18 @@ class BrowserPool:
             self._retire(generation, "jobs")
         listeners: list[tuple[str, Callable[..., Any]]] = []
         video_dir = recording_dir() if options.video else None
+        har_path = har_file() if options.har else None
         try:
             context, page = await asyncio.wait_for(
                 self._open_context(
-                    generation, options, storage_state, setup, egress, listeners, video_dir
+                    generation,
+                    options,
+                    storage_state,
+                    setup,
+                    egress,
+                    listeners,
+                    video_dir,
+                    har_path,
                 ),
                 CONTEXT_OPEN_TIMEOUT_S,
             )
@@ -236,12 +245,12 @@ class BrowserPool:
             self._retire(generation, "unresponsive")
             generation.active -= 1
             await self._maybe_close(generation)
-            _remove(video_dir)
+            _remove(video_dir, har_path)
             raise
         except BaseException:
             generation.active -= 1
             await self._maybe_close(generation)
-            _remove(video_dir)
+            _remove(video_dir, har_path)
             raise
         session = JobBrowser(
             context=context,
@@ -251,6 +260,7 @@ class BrowserPool:
             egress=egress,
             listeners=listeners,
             video_dir=video_dir,
+            har_path=har_path,
             warm_key=warm_key,
             _park=self._park if warm_key is not None else None,
         )
@@ -329,6 +339,7 @@ class BrowserPool:
         egress: EgressProxy | None = None,
         listeners: list[tuple[str, Callable[..., Any]]] | None = None,
         video_dir: str | None = None,
+        har_path: str | None = None,
     ) -> tuple[BrowserContext, Page]:
         viewport = {"width": options.viewport.width, "height": options.viewport.height}
         context = await generation.browser.new_context(
@@ -351,6 +362,10 @@ class BrowserPool:
             # options.video: the page recorded at the viewport's size (browser_task.browser.video).
             record_video_dir=video_dir,
             record_video_size=viewport if video_dir is not None else None,  # type: ignore[arg-type]
+            # options.har: the traffic, bodies as files in the zip, written as it closes
+            # (browser_task.browser.har redacts it before it is kept).
+            record_har_path=har_path,
+            record_har_content="attach" if har_path is not None else None,
         )
         try:
             context.set_default_timeout(options.action_timeout_ms)
@@ -421,6 +436,7 @@ class BrowserPool:
         await self.egress.close()
 
 
-def _remove(directory: str | None) -> None:
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+def _remove(directory: str | None, har_path: str | None) -> None:
+    for path in (directory, os.path.dirname(har_path) if har_path else None):
+        if path is not None:
+            shutil.rmtree(path, ignore_errors=True)

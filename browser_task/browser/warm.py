@@ -5,8 +5,8 @@ here under a key made of its tenant, the worker's pool and its options; the next
 the same key runs in it instead of a fresh one. What carries over from job to job: cookies,
 localStorage / sessionStorage / IndexedDB of the origins visited, the HTTP cache, and the
 renderer process of the page. Nothing else is shared: the key never matches another tenant,
-and jobs with a saved login (``use_session`` / ``save_session``) or their own proxy never
-get or leave a warm context.
+and jobs with a saved login (``use_session`` / ``save_session``), their own proxy, routes
+(``options.block``, ``route`` steps) or a HAR recording never get or leave a warm context.
 
 A context is dropped (closed) when the job in it did not succeed, after
 ``MAX_JOBS_PER_CONTEXT`` jobs, after ``IDLE_S`` unused, when its browser is replaced, and
@@ -30,7 +30,7 @@ from playwright.async_api import BrowserContext, Page
 from browser_task.browser.generation import BrowserGeneration
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
-from pagefleet.workflow import SaveSession, UseSession, iter_steps
+from pagefleet.workflow import Route, SaveSession, UseSession, iter_steps
 
 log = logging.getLogger("pagefleet.browser")
 
@@ -52,8 +52,11 @@ def allows_warm(request: JobRequest, options: JobOptions, *, storage_state: Any)
         return False
     if options.video:  # a recording belongs to its context: one job's video only
         return False
+    # Routes and a HAR recording belong to the job that set them.
+    if options.block is not None or options.har or request.replay is not None:
+        return False
     return not any(
-        isinstance(step, UseSession | SaveSession) for _, step in iter_steps(request.steps)
+        isinstance(step, UseSession | SaveSession | Route) for _, step in iter_steps(request.steps)
     )
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from browser_task.observe.run_events import RunEvents
     from browser_task.run.checkpointing import Progress
     from browser_task.run.dialogs import DialogWatch
+    from browser_task.run.routing import RequestRouter
     from browser_task.tenant.logins import SessionStore
 
 # Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
@@ -53,6 +54,8 @@ class RunContext:
     progress: Progress | None = None
     # The page's dialogs: what the next one gets (options.dialogs, a dialog step).
     dialogs: DialogWatch | None = None
+    # The job's own routes (options.block, route steps) and what they did.
+    router: RequestRouter | None = None
     # --- what the run has come to ---------------------------------------------------------
     result: dict[str, Any] = field(default_factory=dict)
     step_index: int | None = None

@@ -30,6 +30,7 @@ from browser_task.browser.pool import BrowserPool, ContextSetup, JobBrowser
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
+from browser_task.run.routing import RequestRouter, with_routes
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import UseSession
@@ -59,7 +60,7 @@ def opens_early(request: JobRequest) -> bool:
     options = request.options
     if options.proxy is not None or options.isolation == "tenant" or options.video:
         return False
-    if request.steps and isinstance(request.steps[0], UseSession):
+    if (request.steps and isinstance(request.steps[0], UseSession)) or request.replay is not None:
         return False
     return next(iter(references(options.model_dump(exclude_none=True))), None) is None
 
@@ -70,6 +71,7 @@ class EarlyContext:
 
     options: JobOptions
     guard: EgressGuard
+    router: RequestRouter
     trace: TraceRecorder | None
     opening: asyncio.Task[JobBrowser]
 
@@ -95,8 +97,9 @@ def open_early(
         return None
     plan = trace_plan(request.options.trace, attempt, secrets=bool(request.secret_names()))
     trace = TraceRecorder(None, plan) if plan is not None else None
+    router = RequestRouter(guard, request.options.block)
+    setup = with_trace(with_routes(scheme_guard(guard), router), trace)
     opening = asyncio.create_task(
-        browsers.new_session(request.options, setup=with_trace(scheme_guard(guard), trace)),
-        name="open context early",
+        browsers.new_session(request.options, setup=setup), name="open context early"
     )
-    return EarlyContext(request.options, guard, trace, opening)
+    return EarlyContext(request.options, guard, router, trace, opening)

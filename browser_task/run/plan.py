@@ -48,6 +48,8 @@ class RunPlan:
     # the indexes of those steps (applied already: they do nothing when they run).
     storage_state: StorageState | None = None
     applied_sessions: frozenset[int] = frozenset()
+    # An offline replay: the replayed job's har.zip, which alone answers the page.
+    replay_har: bytes | None = None
 
 
 def describe(step: Step, masker: Masker) -> str:

@@ -24,9 +24,9 @@ from browser_task.tenant.logins import SessionStore, StorageState
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
 from pagefleet.jobs.models import JobRecord, JobRequest
 from pagefleet.jobs.options import JobOptions
-from pagefleet.jobs.ports import SecretStore
+from pagefleet.jobs.ports import ArtifactStore, SecretStore
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Paginate, Step, UseSession, iter_steps
-from pagefleet.workflow.masking import Masker
+from pagefleet.workflow.masking import MASK, Masker
 from pagefleet.workflow.templating import job_fields, referenced, references, render
 
 # Resolves ``{{secrets.NAME}}`` for a tenant; None when the tenant has no such secret.
@@ -48,9 +48,12 @@ async def prepare_run(
     sessions: SessionStore | None,
     policies: TenantPolicies | None,
     parents: ParentResults | None = None,
+    artifacts: ArtifactStore | None = None,
 ) -> RunPlan:
     """The attempt's plan; raises ``JobFailure`` (naming the step) for what would fail."""
     request, tenant_id = job.request, job.tenant_id
+    if request.replay is not None:
+        secrets = MASKED  # a replay never reads the tenant's secrets (pagefleet.jobs.replay)
     if request.options.video and (problem := video_problem()) is not None:
         raise video_unavailable(problem)
     paths = _step_paths(request)
@@ -97,6 +100,7 @@ async def prepare_run(
         idempotency_key=job.idempotency_key,
         storage_state=storage_state,
         applied_sessions=applied,
+        replay_har=await _replayed_har(request, artifacts),
     )
 
 
@@ -119,6 +123,32 @@ async def render_command(
 
 
 # --- the parts --------------------------------------------------------------------------------
+class _Masked:
+    """An offline replay's secrets: each one ``***``, what its recorded traffic holds."""
+
+    async def resolve(self, tenant_id: str, name: str) -> str | None:
+        return MASK
+
+
+MASKED = _Masked()
+
+
+async def _replayed_har(request: JobRequest, artifacts: ArtifactStore | None) -> bytes | None:
+    replay = request.replay
+    if replay is None:
+        return None
+    if artifacts is None:
+        raise FailJob("offline replays are not available here", kind="invalid_workflow")
+    try:
+        return await asyncio.to_thread(artifacts.get, replay.har_key)
+    except Exception as exc:
+        raise FailJob(
+            f"the har.zip of job {replay.job_id} could not be read ({first_line(str(exc))}); "
+            "it may have expired",
+            kind="replay_unavailable",
+        ) from None
+
+
 class _Values:
     """What references are substituted with."""
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from browser_task.browser.pool import BrowserPool, JobBrowser
 from browser_task.browser.tracing import TraceRecorder, trace_plan
-from browser_task.browser.video import drop_video, keep_video
 from browser_task.browser.warm import allows_warm, warm_key
 from browser_task.egress.guard import EgressGuard, Resolver
 from browser_task.egress.http import Refused
@@ -44,6 +43,8 @@ from browser_task.run.executor import (
 from browser_task.run.inbox import WorkerInbox
 from browser_task.run.monitoring import Baselines, stored_result
 from browser_task.run.prepare import TenantPolicies, prepare_run
+from browser_task.run.recordings import drop_recordings, keep_recordings
+from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.tenant.access import TenantData, TenantDataSource
@@ -149,13 +150,14 @@ class JobRunner:
             ctx = opened
             session = ctx.session
             tracked = self._egress_log.follow(log, session)
-            return await self._watch(job, ctx, collector, lease_lost, log, signals)
+            outcome = await self._watch(job, ctx, collector, lease_lost, log, signals)
+            return with_metrics(outcome, ctx.router, meter)
         finally:
             if tracked is not None:
                 self._egress_log.done(tracked)
             if session is not None:
                 await session.close()
-                drop_video(session)  # not kept by now: the run was abandoned
+                drop_recordings(session)  # not kept by now: the run was abandoned
 
     async def _open(
         self,
@@ -176,6 +178,7 @@ class JobRunner:
                 sessions=data.sessions,
                 policies=self._policies,
                 parents=self.parent_result,
+                artifacts=data.artifacts,
             )
         except JobFailure as refused:
             if early is not None:
@@ -186,6 +189,11 @@ class JobRunner:
             await early.discard()
             early = None
         guard = early.guard if early is not None else self.guard(log)
+        router = (
+            early.router
+            if early is not None
+            else RequestRouter(guard, options.block, plan.replay_har)
+        )
         job_egress: EgressProxy | None = None
         if options.proxy is not None:
             try:
@@ -211,7 +219,7 @@ class JobRunner:
                 session = await self.browsers.new_session(
                     options,
                     storage_state=plan.storage_state,
-                    setup=with_trace(scheme_guard(guard), trace),
+                    setup=with_trace(with_routes(scheme_guard(guard), router), trace),
                     egress=job_egress,
                     warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
                 )
@@ -239,6 +247,7 @@ class JobRunner:
             ),
             events=events,
             progress=Progress(self.lifecycle, job, events),
+            router=router,
         )
         ctx.dialogs = DialogWatch(options, events, ctx.mask)
         ctx.dialogs.install(session.page, session.listeners)  # dropped when parked
@@ -309,7 +318,7 @@ class JobRunner:
         if cancel.done() and not cancel.cancelled() and cancel.result():
             # Stopped mid-action by closing its context; what it made so far is kept.
             await self._kill(work, session)
-            await keep_video(session, collector, failed=True)
+            await keep_recordings(ctx, collector, failed=True)
             artifacts, _ = await collector.settle()
             log.info("job cancelled while running", step_index=ctx.step_index)
             return endings.cancelled(ctx, artifacts)
@@ -323,7 +332,7 @@ class JobRunner:
         # from outside the page, which ends whatever the step was waiting on.
         await capture_failure_artifacts(ctx)
         await self._kill(work, session)
-        await keep_video(session, collector, failed=True)
+        await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
         return endings.timed_out(self.lifecycle, job, ctx, artifacts)
 
@@ -352,7 +361,7 @@ class JobRunner:
                 if not warm:
                     await ctx.session.close()  # free the browser while the uploads finish
                     released.set()
-                    await keep_video(ctx.session, collector, failed=False)
+                    await keep_recordings(ctx, collector, failed=False)
                 if job.request.monitor is not None:
                     changes = await self._baselines.changes(
                         job, ctx.result, ctx.tracked_screenshot, collector
@@ -394,7 +403,7 @@ class JobRunner:
         if outcome is None:
             collector.cancel()
             return None
-        await keep_video(ctx.session, collector, failed=True)
+        await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
         return replace(outcome, artifacts=artifacts)
 

@@ -108,6 +108,7 @@ function artifactsPart(job, links) {
   if (!links.length) return [h("p", {}, ended(job.status) ? "No artifacts." : "None yet.")];
   const images = links.filter((a) => (a.content_type || "").startsWith("image/"));
   const trace = links.find((a) => a.name.endsWith("trace.zip"));
+  const har = links.find((a) => a.name.endsWith("har.zip"));
   return [
     images.length ? h("div", { class: "shots" }, images.map((a) =>
       h("figure", {},
@@ -126,6 +127,11 @@ function artifactsPart(job, links) {
       h("p", {}, "Download ", h("code", {}, trace.name), " and open it in Playwright's trace viewer:"),
       h("pre", {}, h("code", {}, `python -m playwright show-trace ${trace.name.split("/").pop()}`)),
       h("p", {}, "or drop the file on trace.playwright.dev, which reads it in your browser without uploading it.")) : null,
+    har ? h("div", { class: "har-help" },
+      h("h3", {}, "The recorded traffic"),
+      h("p", {}, h("a", { id: "har-link", href: har.url, download: "har.zip" }, "Download the HAR"),
+        ` (${bytes(har.size)}, sha256 `, h("code", {}, har.sha256.slice(0, 12)), "…): every request and response of the run, ",
+        "with credentials and the job's secrets redacted. Unzip it and import the .har file in the Network panel of your browser's developer tools.")) : null,
   ];
 }
 
@@ -193,10 +199,30 @@ export function jobView(main, { match, navigate }) {
         }
       },
     }, "Run again");
+    // A failed job with its recorded traffic: run the same steps against that traffic only.
+    const hasHar = (job.artifacts || []).some((a) => a.name === "har.zip");
+    const replay = job.status === "failed" && hasHar ? h("button", {
+      type: "button", class: "secondary", id: "replay-offline",
+      onclick: async () => {
+        try {
+          const made = await api(`/jobs/${jobId}/replay`, { method: "POST", body: { offline: true } });
+          navigate(`#/jobs/${made.job_id}`);
+        } catch (error) {
+          messages.replaceChildren(notice("error", `Replay failed: ${error.message}`));
+        }
+      },
+    }, "Replay offline") : "";
+    const jobLink = (id) => h("a", { href: `#/jobs/${id}`, class: "mono" }, id);
+    const links = [
+      job.replay_of ? h("p", { id: "replay-of" }, "Offline replay of job ", jobLink(job.replay_of), " (answered from its recorded traffic).") : "",
+      (job.replays || []).length ? h("p", { id: "replays" }, "Replayed offline by ",
+        ...job.replays.flatMap((id, i) => (i ? [", ", jobLink(id)] : [jobLink(id)])), ".") : "",
+    ];
     clear(head).append(
       h("h1", {}, "Job ", h("span", { class: "mono" }, jobId)),
       h("p", { class: "job-status" }, "Status: ", h("span", { id: "job-status" }, badge(job.status))),
-      h("div", { class: "actions" }, cancel, again),
+      ...links,
+      h("div", { class: "actions" }, cancel, again, replay),
       job.status === "needs_review" ? reviewPart() : "",
       job.status === "waiting_for_human" ? humanPart() : "");
   }

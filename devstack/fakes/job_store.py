@@ -27,7 +27,13 @@ from pagefleet.errors import (
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.listing import fill_page
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.models import (
+    MAX_REPLAYS_LISTED,
+    Artifact,
+    AttemptRecord,
+    JobError,
+    JobRecord,
+)
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
@@ -403,6 +409,12 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers):
             if row.job.cancel_requested_at is None:
                 row.job = row.job.model_copy(update={"cancel_requested_at": at})
             return row.job.model_copy(deep=True)
+
+    def note_replay(self, tenant_id: str, job_id: str, replay_id: str) -> None:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is not None and len(row.job.replays) < MAX_REPLAYS_LISTED:
+                row.job = row.job.model_copy(update={"replays": [*row.job.replays, replay_id]})
 
     def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:
         with self._lock:

@@ -63,7 +63,7 @@ def pricing_worker(config: StageConfig) -> dict[str, object]:
         "vcpu": pool.cpu / 1024,
         "memory_gb": pool.memory_mib / 1024,
         "slots": pool.concurrency,
-        "architecture": config.worker_architecture,
+        "architecture": config.architecture_of(DEFAULT_POOL),
         "spot": pool.spot,
     }
 
@@ -103,6 +103,7 @@ class Api(Construct):
                 "default_pool": DEFAULT_POOL,
                 "usage_table": tenancy_env["usage_table"],
                 "tenant_defaults": tenancy_env["tenant_defaults"],
+                "pools": tenancy_env["pools"],
                 "pricing_worker": json.dumps(pricing_worker(config)),
                 **schedules.api_settings(),
             },

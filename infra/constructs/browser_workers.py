@@ -119,18 +119,21 @@ class BrowserWorkers(Construct):
             capacity_providers=["FARGATE", "FARGATE_SPOT"],
             default_capacity_provider_strategy=[],
         )
-        arm = config.worker_architecture == "arm64"
-        self.image = ecr_assets.DockerImageAsset(
-            self,
-            "Image",
-            directory=str(REPO_ROOT),
-            file=DOCKERFILE,
-            platform=ecr_assets.Platform.LINUX_ARM64 if arm else ecr_assets.Platform.LINUX_AMD64,
-        )
-        self._platform = ecs.RuntimePlatform(
-            cpu_architecture=ecs.CpuArchitecture.ARM64 if arm else ecs.CpuArchitecture.X86_64,
-            operating_system_family=ecs.OperatingSystemFamily.LINUX,
-        )
+        # One image per architecture the pools run on (the stage's keeps the id "Image").
+        self.images: dict[str, ecr_assets.DockerImageAsset] = {}
+        for arch in sorted(
+            {config.architecture_of(name) for name in config.pools},
+            key=lambda a: a != config.worker_architecture,
+        ):
+            self.images[arch] = ecr_assets.DockerImageAsset(
+                self,
+                "Image" if arch == config.worker_architecture else f"Image{arch.capitalize()}",
+                directory=str(REPO_ROOT),
+                file=DOCKERFILE,
+                platform=ecr_assets.Platform.LINUX_ARM64
+                if arch == "arm64"
+                else ecr_assets.Platform.LINUX_AMD64,
+            )
         self.pools: dict[str, WorkerPool] = {}
         for name, pool_config in config.pools.items():
             self.pools[name] = self._pool(
@@ -166,7 +169,12 @@ class BrowserWorkers(Construct):
             f"{pool_id}Task",
             cpu=pool.cpu,
             memory_limit_mib=pool.memory_mib,
-            runtime_platform=self._platform,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.ARM64
+                if config.architecture_of(name) == "arm64"
+                else ecs.CpuArchitecture.X86_64,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
             task_role=task_role,
         )
         task_definition.add_firelens_log_router(
@@ -181,7 +189,9 @@ class BrowserWorkers(Construct):
         linux.drop_capabilities(ecs.Capability.ALL)
         worker = task_definition.add_container(
             "Worker",
-            image=ecs.ContainerImage.from_docker_image_asset(self.image),
+            image=ecs.ContainerImage.from_docker_image_asset(
+                self.images[config.architecture_of(name)]
+            ),
             essential=True,
             readonly_root_filesystem=True,
             linux_parameters=linux,

@@ -88,6 +88,7 @@ class PagefleetStack(Stack):
             "stage": config.stage,
             "usage_table": self.store.usage.table_name,
             "tenant_defaults": config.tenant_defaults.model_dump_json(),
+            "pools": config.pool_offers(),
         }
         self.tenants = TenantIsolation(
             self,

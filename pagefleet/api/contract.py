@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import Artifact, JobError, JobRecord
+from pagefleet.jobs.models import Artifact, JobError, JobRecord, RunMetrics
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 from pagefleet.live.events import RunEvent
 from pagefleet.monitors.changes import Changes
@@ -66,6 +66,9 @@ class AttemptView(_View):
     finished_at: str | None = None
     status: JobStatus | None = None
     error: JobError | None = None
+    metrics: RunMetrics | None = Field(
+        default=None, description="its page's requests, and what the job's routes did to them"
+    )
 
 
 class JobView(_View):
@@ -118,6 +121,12 @@ class JobView(_View):
         default=None,
         description="what a waiting_for_human job asks, and the person's answer once given",
     )
+    replay_of: str | None = Field(
+        default=None, description="the job this offline replay replays (POST .../replay)"
+    )
+    replays: list[str] = Field(
+        default_factory=list, description="this job's offline replays, oldest first"
+    )
     changes: Changes | None = Field(
         default=None,
         description=(
@@ -145,6 +154,7 @@ class JobView(_View):
                 **data,
                 "artifacts": [ArtifactInfo.of(a) for a in record.artifacts],
                 "attempts": [a.model_dump(mode="json") for a in record.attempts],
+                "replay_of": record.request.replay.job_id if record.request.replay else None,
             }
         )
 

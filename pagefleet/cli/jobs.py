@@ -240,6 +240,27 @@ def continue_(
         render.print_job(job)
 
 
+def replay(
+    job_id: Annotated[str, typer.Argument(help="Job id (ended, with a har.zip).")],
+    offline: Annotated[
+        bool, typer.Option("--offline/--online", help="Answered from its HAR only (required).")
+    ] = True,
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Replay an ended job offline: the same steps and inputs, every request answered from
+    its recorded traffic (submit jobs with options.har to keep one). Prints the new job."""
+    if not offline:
+        fail("only offline replays exist (--offline)", EXIT_USAGE)
+    with api_client(api_url, api_key) as client:
+        job = client.replay(job_id)
+    if as_json:
+        console.print_json(job.model_dump_json())
+    else:
+        render.print_job(job)
+
+
 def jobs(
     status: Annotated[str | None, typer.Option("--status", help="Only jobs in this state.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Only jobs of this name.")] = None,

@@ -64,11 +64,23 @@ def print_job(job: Job) -> None:
     if job.status.value == "waiting_for_human" and job.human is not None:
         table.add_row("asks", f"{job.human.prompt} (until {job.human.timeout_at}, epoch s)")
         table.add_row("continue", f"pagefleet continue {job.job_id}")
+    _replay_rows(table, job)
     if job.artifacts:
         table.add_row("artifacts", ", ".join(f"{a.name} ({a.size} B)" for a in job.artifacts))
     console.print(table)
     if job.result:
         console.print_json(json.dumps(job.result))
+
+
+def _replay_rows(table: Table, job: Job) -> None:
+    """How the job and its offline replays link, and how to replay a failure."""
+    if job.replay_of:
+        table.add_row("replays", f"{job.replay_of} (offline, from its har.zip)")
+    if job.replays:
+        table.add_row("replayed by", ", ".join(job.replays))
+    has_har = any(a.name == "har.zip" for a in job.artifacts)
+    if job.status.value == "failed" and has_har and not job.replay_of:
+        table.add_row("replay", f"pagefleet replay {job.job_id}")
 
 
 def print_artifacts(links: list[Any]) -> None:

@@ -293,6 +293,13 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
         response = self._request("POST", f"/v1/jobs/{job_id}/continue", json=body)
         return Job.model_validate_json(response.content)
 
+    def replay(self, job_id: str) -> Job:
+        """Replay an ended job offline, against its recorded traffic (``har.zip``) only: a
+        new job (its ``replay_of`` is ``job_id``). ``ApiError`` 409 when the job has not
+        ended, 422 when it has no HAR."""
+        response = self._request("POST", f"/v1/jobs/{job_id}/replay", json={"offline": True})
+        return SubmitResponse.model_validate_json(response.content).job
+
     def dead_letters(self) -> builtins.list[Job]:
         """Dead-lettered jobs of every tenant (admin key)."""
         response = self._request("GET", "/v1/admin/dead-letters")

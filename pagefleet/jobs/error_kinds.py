@@ -118,6 +118,16 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
         "nothing; submit without `options.video` if it persists",
     ),
     ErrorKind(
+        "replay_unavailable",
+        "an offline replay could not read the replayed job's `har.zip` (expired, deleted)",
+        "replay a job whose HAR is still kept (debug retention for a failed job)",
+    ),
+    ErrorKind(
+        "har_failed",
+        "the HAR (`options.har: true`) could not be written (retried)",
+        "nothing; submit without `options.har` if it persists",
+    ),
+    ErrorKind(
         "secret_not_found",
         "a `{{secrets.NAME}}` reference names no secret of the tenant",
         "create the secret, or fix its name",

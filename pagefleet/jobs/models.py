@@ -37,6 +37,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
+from pagefleet.specs.pools import Requirements
 from pagefleet.specs.resources import POOLS, Priority, queue_key
 from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow import (
@@ -93,6 +94,10 @@ class JobSettings(BaseModel):
     name: str | None = Field(default=None, max_length=200)
     inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
     pool: str = "standard"
+    # What the job needs from its pool (memory, region, egress, isolation, no Spot): the API
+    # routes it to the smallest pool that has it all, or refuses it naming every pool
+    # (pagefleet.specs.pools). With ``pool`` also given, that pool must have it.
+    requires: Requirements | None = None
     max_attempts: int = Field(default=3, ge=1, le=10)
     # Latest start: a job not started by then becomes `expired` and never runs.
     deadline: datetime | None = None
@@ -170,6 +175,18 @@ class JobSettings(BaseModel):
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# A job keeps at most this many links to its offline replays (the newest are dropped).
+MAX_REPLAYS_LISTED = 20
+
+
+class ReplayOf(BaseModel):
+    """What an offline replay runs against: the job it replays and that job's HAR."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    job_id: str
+    har_key: str = Field(description="the S3 key of the replayed job's har.zip")
+
+
 class JobRequest(JobSettings):
     """A job as it runs: its steps, inputs and options (inline, or resolved from a named
     workflow version when it was submitted)."""
@@ -179,6 +196,9 @@ class JobRequest(JobSettings):
     session: SkipJsonSchema[SessionTerms | None] = Field(
         default=None, exclude_if=lambda v: v is None
     )
+    # An offline replay (POST /v1/jobs/{id}/replay): its steps answered from this HAR only.
+    # Set only by the replay service, never by a job's client (not in the job schema).
+    replay: SkipJsonSchema[ReplayOf | None] = Field(default=None, exclude_if=lambda v: v is None)
     steps: list[Step] = Field(max_length=500, json_schema_extra={"minItems": 1})
     options: JobOptions = JobOptions.model_construct()  # as Viewport's, above
 
@@ -289,6 +309,18 @@ class JobError(BaseModel):
     details: list[dict[str, Any]] | None = None
 
 
+class RunMetrics(BaseModel):
+    """What an attempt's page asked of the network, and what the job's routes did with it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+    requests: int | None = Field(default=None, description="requests the page made")
+    blocked: int = Field(default=0, description="aborted by options.block")
+    routed: int = Field(default=0, description="aborted or answered by a route step")
+    route_refused: int = Field(
+        default=0, description="matched a route step, refused by the egress policy"
+    )
+
+
 class AttemptRecord(BaseModel):
     model_config = ConfigDict(defer_build=True)
     attempt: int
@@ -297,6 +329,8 @@ class AttemptRecord(BaseModel):
     finished_at: str | None = None
     status: JobStatus | None = None
     error: JobError | None = None
+    # Kept for a job that routes or blocks requests (options.block, route steps).
+    metrics: RunMetrics | None = None
 
 
 class JobRecord(BaseModel):
@@ -352,6 +386,8 @@ class JobRecord(BaseModel):
     changes: Changes | None = None
     # The person a waiting_for_human job asks (pagefleet.jobs.human); kept after it goes on.
     human: HumanWait | None = None
+    # The offline replays of this job (their ids, oldest first; request.replay links back).
+    replays: list[str] = Field(default_factory=list)
 
     @property
     def attempts_used(self) -> int:

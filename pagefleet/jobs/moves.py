@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
+from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord, RunMetrics
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.rules import Resume, ResumePlan
 from pagefleet.jobs.states import JobStatus
@@ -53,6 +53,8 @@ class Outcome:
     failed_origin: str | None = None
     # A monitor's run compared with its baseline (succeeded runs only).
     changes: Changes | None = None
+    # What the page's requests came to (options.block, route steps), kept with the attempt.
+    metrics: RunMetrics | None = None
 
 
 def expired_error() -> JobError:

@@ -7,7 +7,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from pagefleet.specs.traces import TraceMode
 
@@ -61,6 +61,33 @@ class ProxyOptions(BaseModel):
         return urlsplit(self.server).port or 80
 
 
+ResourceType = Literal["image", "font", "media", "stylesheet"]
+
+
+class BlockOptions(BaseModel):
+    """Requests the browser never sends (aborted in the browser, counted in the attempt's
+    metrics): by resource type, or by URL glob (Playwright's glob: ``**/ads/**``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+
+    resource_types: list[ResourceType] = Field(default_factory=list, max_length=4)
+    urls: list[str] = Field(default_factory=list, max_length=50)
+
+    @field_validator("urls")
+    @classmethod
+    def _globs(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            if not 1 <= len(url) <= 2000:
+                raise ValueError("each URL glob is 1 to 2000 characters")
+        return urls
+
+    @model_validator(mode="after")
+    def _something(self) -> BlockOptions:
+        if not self.resource_types and not self.urls:
+            raise ValueError("block needs resource_types or urls")
+        return self
+
+
 class JobOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
@@ -86,6 +113,11 @@ class JobOptions(BaseModel):
             "unset: the tenant's mode, else on-first-retry; true is on, false off"
         ),
     )
+    # Record the run's traffic as har.zip (redacted; kept like a trace). "on_failure": kept
+    # only when the attempt fails (what an offline replay of a failure needs).
+    har: bool | Literal["on_failure"] = Field(
+        default=False, description='keep the traffic as har.zip: true, or "on_failure"'
+    )
     # Record the run as video.webm (Playwright's video recording; kept like a trace).
     video: bool = False
     # Keep the page's console messages and page errors as run events (masked, bounded).
@@ -107,6 +139,10 @@ class JobOptions(BaseModel):
         default=None,
         max_length=10_000,
         description="what an accepted prompt() gets (its default value when omitted)",
+    )
+
+    block: BlockOptions | None = Field(
+        default=None, description="requests never sent: resource types and URL globs"
     )
 
     @field_validator("trace", mode="before")

@@ -34,7 +34,7 @@ from pagefleet.jobs.record_size import (
 )
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
-from pagefleet.jobs.submission import JobSubmission, resolve_submission
+from pagefleet.jobs.submission import JobSubmission, Resolved, resolve_submission
 from pagefleet.jobs.submit_policy import SubmitPolicy
 from pagefleet.workflow.versions import WorkflowStore
 
@@ -128,10 +128,8 @@ def plan_job(
                 field="steps",
             )
         )
-    if resolved is not None:
-        named = resolved.workflow is not None
-        _apply_policy(svc.policy, tenant_id, resolved.request, problems, named=named)
-    if resolved is None or problems.found:
+    request = _allowed(svc.policy, tenant_id, resolved, submission, problems) if resolved else None
+    if resolved is None or request is None or problems.found:
         return None
     status, dispatch_at = JobStatus.QUEUED, None
     if submission.depends_on:
@@ -142,7 +140,7 @@ def plan_job(
             dispatch_at = run_at - MAX_DELAY_S  # the sweeper sends it when within reach
     now = iso(datetime.fromtimestamp(svc.clock.now(), UTC))
     version = resolved.workflow
-    request = svc.policy.with_trace(tenant_id, resolved.request)
+    request = svc.policy.with_trace(tenant_id, request)
     record = JobRecord(
         tenant_id=tenant_id,
         job_id=new_job_id(),
@@ -203,6 +201,38 @@ def check_job(svc: Sources, tenant_id: str, submission: JobSubmission) -> None:
     resolved = resolve_submission(submission, tenant_id, svc.workflows)
     named = resolved.workflow is not None
     _apply_policy(svc.policy, tenant_id, resolved.request, Problems(collect=False), named=named)
+    _routed(svc.policy, resolved.request, submission)
+
+
+def _allowed(
+    policy: SubmitPolicy,
+    tenant_id: str,
+    resolved: Resolved,
+    submission: JobSubmission | JobRequest,
+    problems: Problems,
+) -> JobRequest | None:
+    """The submission policy applied (each problem told to ``problems``), then the request
+    routed to its pool: the request to record, or None."""
+    _apply_policy(
+        policy, tenant_id, resolved.request, problems, named=resolved.workflow is not None
+    )
+    try:
+        return _routed(policy, resolved.request, submission)
+    except InvalidRequest as error:
+        problems.add(error)
+        return None
+
+
+def _routed(
+    policy: SubmitPolicy, request: JobRequest, submission: JobSubmission | JobRequest
+) -> JobRequest:
+    """The request with the pool its ``requires`` routes it to (a pool the submission named
+    must have them); unchanged without ``requires``. Raises ``InvalidField`` on requires."""
+    if request.requires is None:
+        return request
+    named = request.pool if "pool" in submission.model_fields_set else None
+    pool = policy.pool_for(request.requires, named)
+    return request if pool == request.pool else request.model_copy(update={"pool": pool})
 
 
 def _apply_policy(

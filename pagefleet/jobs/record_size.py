@@ -170,6 +170,7 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         finished_at=at,
         status=outcome.status,
         error=_without_details(error),
+        metrics=outcome.metrics,
     )
     log = None
     if len(job.attempts) + 1 > ATTEMPT_LOG_MAX:

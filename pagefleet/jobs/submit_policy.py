@@ -8,7 +8,9 @@ same way (422 naming the field). Two rules:
 - the completion webhook's address passes the egress policy (no private, link-local or
   metadata address: SSRF), as the sender checks again when it posts;
 - an ``evaluate`` step (arbitrary JavaScript in the page) only for a tenant whose limits allow
-  it, as the worker checks again when it runs (a limit may change between the two).
+  it, as the worker checks again when it runs (a limit may change between the two);
+- a job's ``requires`` routes it to a pool that has them, or refuses it naming every pool
+  and what each lacks (``pagefleet.specs.pools``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.models import JobRequest
+from pagefleet.specs.pools import NoPoolFits, PoolOffer, Requirements, route
 from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.targets import egress_policy
 from pagefleet.targets.egress_policy import EgressPolicy, EgressRefused, SyncResolver, check_url
@@ -52,12 +55,14 @@ class SubmitPolicy:
     ``evaluate_allowed``: whether a tenant may run ``evaluate`` steps (the default: nobody).
     ``trace_default``: the trace mode of a tenant's jobs that do not set ``options.trace``
     (its limits', cached as admission reads them: no request a job).
+    ``pools``: what each worker pool offers, where a job's ``requires`` routes it.
     """
 
     allow_loopback: bool = False
     resolver: SyncResolver | None = None
     evaluate_allowed: Callable[[str], bool] = _nobody
     trace_default: Callable[[str], TraceMode] = _stage_default_trace
+    pools: tuple[PoolOffer, ...] = ()
 
     def with_trace(self, tenant_id: str, request: JobRequest) -> JobRequest:
         """``request`` with its trace mode settled: the job's own, else its tenant's."""
@@ -65,6 +70,20 @@ class SubmitPolicy:
             return request
         options = request.options.model_copy(update={"trace": self.trace_default(tenant_id)})
         return request.model_copy(update={"options": options})
+
+    def pool_for(self, requires: Requirements, named: str | None) -> str:
+        """The pool a job requiring ``requires`` runs in (``named``: the one it asked for,
+        which must have it); ``InvalidField`` on ``requires`` naming each pool and what it
+        lacks when none has it."""
+        if not self.pools:
+            raise InvalidField(
+                "this deployment publishes no pool capabilities to route by; name a pool",
+                field="requires",
+            )
+        try:
+            return route(requires, self.pools, named=named)
+        except NoPoolFits as none:
+            raise InvalidField(str(none), field="requires") from None
 
     def check_webhook(self, url: str, *, field: str = WEBHOOK_FIELD) -> None:
         """Raise ``InvalidField`` on ``field`` when pagefleet may not POST to ``url``."""

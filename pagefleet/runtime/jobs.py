@@ -53,6 +53,7 @@ class JobBuilders(TenantBuilders):
                     allow_loopback=settings.allow_loopback,
                     evaluate_allowed=tenancy.evaluate_allowed,
                     trace_default=tenancy.trace_default,
+                    pools=settings.pools,
                 ),
             )
 

@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pagefleet.pricing import Worker as WorkerShape
+from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import DEFAULT_POOL, LEASE_SECONDS
 from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.targets.breakers import BreakerPolicy
@@ -51,6 +52,9 @@ class CoreSettings(_Base):
     # How long a tenant's limits are kept before they are read again (a change an admin makes
     # holds everywhere within this).
     limits_cache_seconds: float = Field(default=10.0, ge=0, le=300)
+    # What each worker pool offers, as JSON (pagefleet.specs.pools.PoolOffer): where a job's
+    # ``requires`` routes it. Empty: the deployment publishes none, and ``requires`` is refused.
+    pools: tuple[PoolOffer, ...] = ()
     # Local development only: webhooks may target loopback (the tests' receivers) and the
     # browser may reach 127.0.0.0/8 and ::1 (the demo site). Every runtime that makes or runs
     # jobs reads it, so each judges a job's addresses alike (``jobs.submit_policy``).

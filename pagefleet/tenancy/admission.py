@@ -17,6 +17,7 @@ from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimit
 from pagefleet.jobs import service
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.jobs.replay import offline_request
 from pagefleet.jobs.service import JobServices, Submitted
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.tenancy.bucket import Bucket, Spend, answer
@@ -144,6 +145,22 @@ def submit(
         svc, quotas, tenant_id, request, idempotency_key, correlation_id, schedule=schedule
     )
     return Admitted(submitted, rate)
+
+
+def replay(
+    svc: JobServices,
+    quotas: Quotas,
+    tenant_id: str,
+    job_id: str,
+    *,
+    correlation_id: str | None = None,
+) -> Admitted:
+    """An offline replay of ``job_id`` (pagefleet.jobs.replay), submitted as any job is
+    (the tenant's rate and queued room), then linked from the job it replays."""
+    request = offline_request(svc.store.get(tenant_id, job_id))
+    admitted = submit(svc, quotas, tenant_id, request, correlation_id=correlation_id)
+    svc.store.note_replay(tenant_id, job_id, admitted.submitted.job.job_id)
+    return admitted
 
 
 def _submit_one(

@@ -27,6 +27,7 @@ AuditAction = Literal[
     "job.deleted",
     "job.resolved",
     "job.continued",
+    "job.replayed",
     "session.deleted",
     "browser_session.opened",
     "browser_session.closed",

@@ -35,6 +35,7 @@ from pagefleet.workflow.steps.interaction import (
     UploadFile,
 )
 from pagefleet.workflow.steps.navigation import Goto, Sleep, WaitFor
+from pagefleet.workflow.steps.network import Fulfill, Route
 from pagefleet.workflow.steps.session import SaveSession, UseSession
 
 Step = Annotated[
@@ -53,6 +54,7 @@ Step = Annotated[
     | Upload
     | Drag
     | Dialog
+    | Route
     | Extract
     | Assert
     | Screenshot
@@ -128,11 +130,13 @@ __all__ = [
     "Extract",
     "FieldSpec",
     "Fill",
+    "Fulfill",
     "Goto",
     "Hover",
     "Paginate",
     "Pdf",
     "Press",
+    "Route",
     "SaveSession",
     "Screenshot",
     "Scroll",

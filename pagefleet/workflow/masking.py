@@ -92,6 +92,19 @@ class Masker:
                 text = text.replace(form, MASK)
         return text
 
+    def bytes(self, data: bytes) -> bytes:
+        """Every form masked in raw bytes (a recorded body of any type), as UTF-8 or
+        windows-1252 text would carry it."""
+        for form in self.forms:
+            for charset in _CHARSETS:
+                try:
+                    raw = form.encode(charset)
+                except UnicodeEncodeError:
+                    continue
+                if raw in data:
+                    data = data.replace(raw, MASK.encode())
+        return data
+
     def value(self, value: Any) -> Any:
         """Every string inside a JSON-like value masked (a page may echo a secret back)."""
         if not self.values:

@@ -150,13 +150,14 @@ def _standing(stage: str) -> dict[str, tuple[str, float]]:
     tasks = sum(pool.min_tasks for _, pool in pools)
     workers = sum(
         pool.min_tasks
-        * _task_hour(pool.cpu, pool.memory_mib, config.worker_architecture, pool.spot)
+        * _task_hour(pool.cpu, pool.memory_mib, config.architecture_of(name), pool.spot)
         * month
-        for _, pool in pools
+        for name, pool in pools
     )
     shapes = " + ".join(
-        f"{pool.min_tasks} x ({pool.cpu / 1024:g} vCPU, {pool.memory_mib / 1024:g} GB)"
-        for _, pool in pools
+        f"{pool.min_tasks} x ({pool.cpu / 1024:g} vCPU, {pool.memory_mib / 1024:g} GB, "
+        f"{config.architecture_of(name)})"
+        for name, pool in pools
     )
     nat = config.egress == "nat"
     nats = config.nat_gateways if nat else 0
@@ -164,7 +165,7 @@ def _standing(stage: str) -> dict[str, tuple[str, float]]:
     endpoints = INTERFACE_ENDPOINTS * config.max_azs if nat else 0
     out = {
         "worker tasks at `min_tasks`": (
-            f"{shapes or 'none'}, {config.worker_architecture}",
+            shapes or "none",
             workers,
         ),
         "public IPv4 addresses": (

@@ -219,7 +219,7 @@ def test_a_job_resolved_not_done_on_its_page_runs_again_from_the_start(
     assert len(stack.site.orders.of(job.job_id)) == 1
 
 
-def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
+def test_a_failed_jobs_page_shows_its_failure_screenshot_trace_and_har_and_replays_it(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:
     job = client.submit(
@@ -228,7 +228,11 @@ def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
                 {"action": "goto", "url": stack.site_url},
                 {"action": "click", "selector": "#no-such-button"},
             ],
-            "options": {"action_timeout_ms": 500},
+            "options": {
+                "action_timeout_ms": 500,
+                "har": "on_failure",
+                "trace": "retain-on-failure",
+            },
             "max_attempts": 1,
         }
     )
@@ -243,7 +247,12 @@ def test_a_failed_jobs_page_shows_its_failure_screenshot_and_trace(
     )
     expect(signed_in.get_by_role("cell", name=re.compile(r"trace\.zip$")).first).to_be_visible()
     expect(signed_in.locator(".trace-help")).to_contain_text("playwright show-trace")
+    expect(signed_in.locator("#har-link")).to_have_attribute("href", re.compile(r"har\.zip"))
     assert serious_violations(signed_in) == []
+    # Replayed offline from its page: the replay's page links back to it.
+    signed_in.get_by_role("button", name="Replay offline").click()
+    expect(signed_in.locator("#replay-of")).to_contain_text(job.job_id)
+    expect(signed_in.locator("#job-status")).to_have_text("failed")
 
 
 def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) -> None:

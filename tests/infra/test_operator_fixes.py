@@ -27,6 +27,25 @@ def test_spot_on_graviton_is_refused_at_synth_saying_what_to_choose() -> None:
     assert config.pools["standard"].spot and config.worker_architecture == "x86_64"
 
 
+def test_spot_is_judged_per_pool_by_the_architecture_it_runs_on() -> None:
+    """A Spot pool may run x86_64 beside Graviton pools; a pool that runs arm64 (its own
+    setting over an x86_64 stage) may not use Spot."""
+    mixed = json.dumps({"pools": {"heavy": {"spot": True, "architecture": "x86_64"}}})
+    config = load_config(
+        App(context={"pagefleet:stage": "prod", "pagefleet:overrides": mixed}).node
+    )
+    assert config.architecture_of("heavy") == "x86_64" and config.pools["heavy"].spot
+    assert config.architecture_of("standard") == "arm64"  # the stage's, at Graviton's price
+    arm_pool = json.dumps(
+        {
+            "worker_architecture": "x86_64",
+            "pools": {"standard": {"spot": True, "architecture": "arm64"}},
+        }
+    )
+    with pytest.raises(ValueError, match=r"pools \['standard'\] ask for Fargate Spot"):
+        load_config(App(context={"pagefleet:stage": "prod", "pagefleet:overrides": arm_pool}).node)
+
+
 def test_there_is_no_spot_price_for_a_graviton_task() -> None:
     with pytest.raises(ValueError, match="x86_64 tasks only"):
         cost(Usage(browser_seconds=3600), "us-east-1", Worker(architecture="arm64", spot=True))
@@ -159,3 +178,14 @@ def test_a_stage_that_leaves_image_scanning_to_its_owner_sets_none() -> None:
             Template.from_stack(stack).find_resources("AWS::ECR::RegistryScanningConfiguration")
         )
     assert counts == {"stack": 1, "existing": 0}
+
+
+def test_the_local_pools_offer_what_the_dev_stage_pools_offer() -> None:
+    """A job routed by ``requires`` on the local stack goes where it would on dev."""
+    from devstack.local_settings import LOCAL_POOLS
+    from infra.config import STAGES
+
+    dev = json.loads(STAGES["dev"].pool_offers())
+    assert [offer.model_dump(mode="json") for offer in LOCAL_POOLS] == dev
+    prod = {o["name"]: o for o in json.loads(STAGES["prod"].pool_offers())}
+    assert prod["standard"]["egress"] == "nat" and prod["heavy"]["memory_mib"] == 8192

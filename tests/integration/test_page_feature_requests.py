@@ -98,6 +98,29 @@ def job(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
             "body",
             "uploads input 'nope'",
         ),
+        (job(options={"block": {}}), "options.block", "resource_types or urls"),
+        (
+            job(options={"block": {"resource_types": ["script"]}}),
+            "options.block.resource_types[0]",
+            "'image'",
+        ),
+        (job(options={"block": {"urls": [""]}}), "options.block.urls", "1 to 2000"),
+        (job({"action": "route", "url": "**/api"}), "steps[1].route", "exactly one of abort"),
+        (
+            job({"action": "route", "url": "**", "abort": True, "fulfill": {}}),
+            "steps[1].route",
+            "exactly one of abort",
+        ),
+        (
+            job({"action": "route", "url": "**", "fulfill": {"status": 700}}),
+            "steps[1].route.fulfill.status",
+            "less than or equal to 599",
+        ),
+        (
+            job({"action": "route", "url": "**", "fulfill": {"bodyy": "x"}}),
+            "steps[1].route.fulfill.bodyy",
+            "Extra inputs",
+        ),
     ],
 )
 def test_bad_fields_are_422_naming_the_field_on_submit_and_validate(
@@ -118,13 +141,19 @@ def test_the_new_shapes_are_valid_and_in_the_json_schema(caller: ApiCaller) -> N
         {"action": "dialog", "accept": True, "prompt_text": "Ada", "message_contains": "name"},
         {"action": "drag", "selector": "#a", "target": "#b"},
         {"action": "upload", "selector": "#f", "files": [{"input": "a", "filename": "a.txt"}]},
+        {"action": "route", "url": "**/api/*", "fulfill": {"status": 201, "body": "{}"}},
+        {"action": "route", "url": "**/ads/**", "abort": True},
         inputs={"a": "x"},
-        options={"dialogs": "accept", "prompt_text": "yes"},
+        options={
+            "dialogs": "accept",
+            "prompt_text": "yes",
+            "block": {"resource_types": ["image", "font"], "urls": ["**/*.mp4"]},
+        },
     )
     assert caller.call("POST", "/v1/jobs/validate", body).body == {"valid": True, "errors": []}
     assert caller.post_job(body).status == 202
     schema = JobRequest.model_json_schema()
     defs = schema["$defs"]
-    assert {"Dialog", "Drag", "UploadFile"} <= set(defs)
-    assert set(defs["JobOptions"]["properties"]) >= {"dialogs", "prompt_text"}
+    assert {"Dialog", "Drag", "UploadFile", "Route", "Fulfill", "BlockOptions"} <= set(defs)
+    assert set(defs["JobOptions"]["properties"]) >= {"dialogs", "prompt_text", "block"}
     assert "files" in defs["Upload"]["properties"]

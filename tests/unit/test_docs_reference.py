@@ -192,7 +192,7 @@ def test_the_cost_tables_price_each_stages_own_task_against_the_target() -> None
     assert f"${x86['us-east-1']['total_usd']:.3f} |" not in prod_row.split("|")[3]
     assert f"**${arm:.3f} per 1,000 jobs, " in page and "the $0.05 target**" in page
     standing = cost_pages.standing()
-    assert "2 x (2 vCPU, 4 GB), arm64: $115" in standing  # at x86_64 prices it was $144
+    assert "2 x (2 vCPU, 4 GB, arm64): $115" in standing  # at x86_64 prices it was $144
 
 
 def test_a_generated_block_without_its_renderer_or_missing_from_its_guide_fails() -> None:

@@ -26,6 +26,7 @@ NOT_IDS = {
     r"^[A-Za-z_][A-Za-z0-9_]*$",  # a job input's name (steps/interaction.py)
     r"^[A-Za-z0-9][A-Za-z0-9._-]*$",  # an artifact's name (steps/base.py, capture.py)
     r"^[A-Za-z_][A-Za-z0-9_.-]*$",  # a result's name (steps/extraction.py, control.py)
+    r"^[a-z]{2}(-[a-z]+)+-\d$",  # an AWS region (specs/pools.py, a job's requires)
 }
 
 

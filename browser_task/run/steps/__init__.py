@@ -18,6 +18,7 @@ from browser_task.run.steps import (
     human,
     interaction,
     navigation,
+    network,
     session,
 )
 
@@ -39,6 +40,7 @@ HANDLERS: dict[str, Handler] = {
     "upload": interaction.upload,
     "drag": interaction.drag,
     "dialog": interaction.dialog,
+    "route": network.route,
     "extract": extraction.extract,
     "assert": extraction.assert_page,
     "screenshot": capture.screenshot,

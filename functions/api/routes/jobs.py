@@ -38,6 +38,7 @@ from pagefleet.api.contract import (
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs.human import ContinueRequest
 from pagefleet.jobs.ports import JobFilter
+from pagefleet.jobs.replay import ReplayRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.tenancy.bucket import RATE_HEADERS_DOC
@@ -318,6 +319,41 @@ def continue_job(job_id: JOB_ID, request: Annotated[ContinueRequest, Body()]) ->
         details={"status": job.status.value, "note": note},
     )
     return respond(200, JobView.of(job))
+
+
+@router.post(
+    "/jobs/<job_id>/replay",
+    summary="Replay an ended job offline, against its recorded traffic only",
+    description=(
+        '`{"offline": true}`: a new job runs the same steps with the same inputs and options, '
+        "every request answered from the job's `har.zip` (one it lacks is aborted; the egress "
+        "policy still applies), its secrets rendered as `***`, one attempt. The replay's "
+        "`replay_of` names the job, the job's `replays` lists it. 409 when the job has not "
+        "ended; 422 when it has no `har.zip` (submit with `options.har`). Audited."
+    ),
+    responses=documented({202: ("the replay, queued", SubmitResponse)}, 400, 404, 409, 429),
+    tags=["jobs"],
+)
+def replay_job(job_id: JOB_ID, request: Annotated[ReplayRequest, Body()]) -> Response[str]:
+    from pagefleet.tenancy import admission  # first call: cold start
+    from pagefleet.tenancy import service as tenants  # first call: cold start
+
+    tenant = tenant_id(router)
+    admitted = admission.replay(
+        services(), tenancy().quotas, tenant, job_id, correlation_id=request_id(router)
+    )
+    job = admitted.submitted.job
+    tenants.record(
+        tenancy(),
+        actor(router),
+        "job.replayed",
+        tenant_id=tenant,
+        target=job_id,
+        details={"replay": job.job_id, "offline": request.offline},
+    )
+    headers = {"Location": f"{base_path(router)}/jobs/{job.job_id}", **admitted.rate.headers()}
+    body = SubmitResponse(job_id=job.job_id, status=job.status, job=JobView.of(job))
+    return respond(202, body, headers)
 
 
 @router.get(

@@ -82,7 +82,7 @@ _JSON_FIELDS = (
     "resolution",
 )
 # Left out of an item while empty: most jobs have no irreversible step.
-_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution", "human")
+_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution", "human", "replays")
 
 
 def to_json(value: Any) -> str:

@@ -27,6 +27,7 @@ from pagefleet.adapters.dynamodb.codec import (
     status_pk,
     stored_as_written,
     tenant_pk,
+    update_job_if,
 )
 from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, placement
 from pagefleet.adapters.dynamodb.human_waits import HumanWaitWrites
@@ -47,7 +48,13 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.models import (
+    MAX_REPLAYS_LISTED,
+    Artifact,
+    AttemptRecord,
+    JobError,
+    JobRecord,
+)
 from pagefleet.jobs.ports import IdempotencyRecord
 from pagefleet.jobs.rules import claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
@@ -352,6 +359,18 @@ class DynamoJobStore(HumanWaitWrites, WatcherWrites, ReviewWrites, DispatchQueri
                 f"job {job_id} is {current.status.value}, not running",
                 status=current.status.value,
             ),
+        )
+
+    def note_replay(self, tenant_id: str, job_id: str, replay_id: str) -> None:
+        update_job_if(
+            self._db,
+            self._table,
+            tenant_id,
+            job_id,
+            "SET replays = list_append(if_not_exists(replays, :none), :id)",
+            "attribute_exists(#status) AND "
+            "(attribute_not_exists(replays) OR size(replays) < :most)",
+            {":none": [], ":id": [replay_id], ":most": MAX_REPLAYS_LISTED},
         )
 
     def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:

@@ -1,0 +1,68 @@
+"""A job's ``requires`` routed by the API through the real handlers on moto: to the pool that
+has it (its message in that pool's queue), or 422 on ``requires`` naming every pool."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from devstack.local_settings import LOCAL_POOLS
+from devstack.provision import Provisioned
+from pagefleet.runtime import RUNTIME
+from pagefleet.specs.settings import CoreSettings
+from tests.support.api import ApiCaller
+
+PAGE = {"action": "goto", "url": "https://shop.example.com/"}
+
+
+@pytest.fixture
+def pools(api_env: Provisioned, monkeypatch: pytest.MonkeyPatch) -> Provisioned:
+    offers = [offer.model_dump(mode="json") for offer in LOCAL_POOLS]
+    monkeypatch.setenv("PAGEFLEET_POOLS", json.dumps(offers))
+    RUNTIME.reset()  # the job services read the offers once
+    return api_env
+
+
+def _pool_of(job_id: str, tenant: str) -> Any:
+    svc = RUNTIME.job_services(RUNTIME.settings(CoreSettings))
+    return svc.store.get(tenant, job_id).pool
+
+
+def test_a_job_that_needs_more_memory_runs_in_the_pool_that_has_it(
+    alice: ApiCaller, pools: Provisioned
+) -> None:
+    made = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {"memory_mib": 3000}})
+    assert made.status == 202, made.body
+    assert _pool_of(made.body["job_id"], "alice") == "heavy"
+    plain = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {}})
+    assert _pool_of(plain.body["job_id"], "alice") == "standard"
+
+
+def test_no_pool_fits_is_a_422_on_requires_naming_every_pool(
+    alice: ApiCaller, pools: Provisioned
+) -> None:
+    refused = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {"memory_mib": 64_000}})
+    assert refused.status == 422, refused.body
+    assert refused.error["field"] == "requires"
+    message = refused.error["message"]
+    assert "standard: 2048 MiB of memory, under 64000" in message
+    assert "heavy: 4096 MiB of memory, under 64000" in message
+    named = alice.call(
+        "POST", "/v1/jobs", {"steps": [PAGE], "pool": "standard", "requires": {"isolation": "task"}}
+    )
+    assert named.status == 422 and "standard: isolation shared, not task" in named.error["message"]
+    checked = alice.call(
+        "POST", "/v1/jobs/validate", {"steps": [PAGE], "requires": {"memory_mib": 64_000}}
+    )
+    assert checked.body["valid"] is False
+    assert [e["field"] for e in checked.body["errors"]] == ["requires"]
+
+
+def test_without_published_pools_requires_is_refused_saying_so(
+    alice: ApiCaller, api_env: Provisioned
+) -> None:
+    refused = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {"memory_mib": 1}})
+    assert refused.status == 422 and refused.error["field"] == "requires"
+    assert "publishes no pool capabilities" in refused.error["message"]
