@@ -22,6 +22,7 @@ from browser_task.egress.proxy import Connector, open_tcp
 from browser_task.observe.health import Liveness
 from browser_task.observe.task_protection import TaskProtection
 from browser_task.observe.telemetry import JobLog, WorkerMetrics, logger
+from browser_task.run.inbox import WorkerInbox
 from browser_task.run.prepare import SecretsResolver, TenantPolicies
 from browser_task.run.runner import JobRunner
 from browser_task.slot.ahead import LaterHooks
@@ -31,14 +32,15 @@ from browser_task.slot.receiver import Receiver
 from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
 from browser_task.tenant.access import TenantDataSource, tenant_data_source
 from browser_task.tenant.logins import SessionStore
-from pagefleet.browsing.channel import SessionChannel
 from pagefleet.browsing.commands import CommandLedger
+from pagefleet.browsing.inbox import InboxRegistry, SessionInbox
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.service import JobServices
 from pagefleet.live.ports import EventStore
 from pagefleet.runtime import RUNTIME
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs import metrics_names as metric
+from pagefleet.specs.resources import inbox_name
 from pagefleet.specs.settings import WorkerSettings
 
 
@@ -54,7 +56,8 @@ def build_worker(
     breakers: BreakerGate | None = None,
     events: EventStore | None = None,
     schedules: ScheduleStore | None = None,
-    session_channel: SessionChannel | None = None,
+    session_inbox: SessionInbox | None = None,
+    inbox_registry: InboxRegistry | None = None,
     session_commands: CommandLedger | None = None,
     resolver: Resolver | None = None,
     connect: Connector | None = None,
@@ -107,6 +110,14 @@ def build_worker(
         on_refusal=egress_log.proxy_refused,
     )
     log = JobLog(worker=worker_id, pool=settings.pool)
+    # This worker's command inbox: a session's job names its worker (the lease owner), and
+    # the API wakes the session through that worker's inbox (pagefleet.browsing.inbox).
+    inbox = WorkerInbox(
+        session_inbox or RUNTIME.session_inbox(settings),
+        inbox_registry or RUNTIME.inbox_registry(settings),
+        inbox_name(settings.stage, worker_id),
+        clock=clock,
+    )
     stop_flag, abort = threading.Event(), asyncio.Event()
     parts = WorkerParts(
         worker_id=worker_id,
@@ -123,7 +134,7 @@ def build_worker(
             abort=abort,
             egress_log=egress_log,
             schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
-            session_channel=session_channel or RUNTIME.session_channel(settings),
+            session_inbox=inbox,
             session_commands=session_commands or RUNTIME.session_commands(settings),
             frames=RUNTIME.connection_poster(settings.live_endpoint),
         ),
@@ -160,6 +171,7 @@ def build_worker(
         clock=clock,
         stop_flag=stop_flag,
         abort=abort,
+        inbox=inbox,
     )
     return Worker(settings, parts)
 

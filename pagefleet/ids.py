@@ -2,8 +2,8 @@
 fields, the OpenAPI document and the MCP tools all take their id formats from here
 (``tests/unit/test_ids.py`` holds the OpenAPI document to it).
 
-Jobs, schedules, browser sessions (a browser session is a job: its id is the job's), a
-session's channel and audit records are ULIDs as ``new_ulid`` mints them: 26 characters,
+Jobs, schedules, browser sessions (a browser session is a job: its id is the job's) and
+audit records are ULIDs as ``new_ulid`` mints them: 26 characters,
 lower case. Tenants, commands, saved logins and workflows are named by their clients,
 within the characters given.
 """
@@ -19,7 +19,6 @@ ULID = f"^{ULID_CHARS}$"
 JOB_ID = ULID
 SCHEDULE_ID = ULID
 BROWSER_SESSION_ID = ULID
-CHANNEL_ID = ULID
 AUDIT_ID = ULID
 
 TENANT_ID_CHARS = "[A-Za-z0-9_-]{1,128}"
@@ -44,7 +43,7 @@ _ULID = re.compile(ULID)
 
 
 def is_ulid(text: str) -> bool:
-    """True for a job, schedule, browser session, channel or audit id's format."""
+    """True for a job, schedule, browser session or audit id's format."""
     return _ULID.match(text) is not None
 
 

@@ -189,7 +189,12 @@ def probes(stack: LocalStack) -> list[Probe]:
     assert stack.worker_settings is not None
     worker = stack.iam.clients(f"worker/{stack.worker_settings.pool}")
     found = cross_tenant_probes(
-        stack.worker_settings, worker("sts"), RUNTIME.client, tenant=PROBING, other="probe-b"
+        stack.worker_settings,
+        worker("sts"),
+        RUNTIME.client,
+        tenant=PROBING,
+        other="probe-b",
+        worker_client=worker,
     )
     for probe in found:
         mark = "ok  " if probe.as_expected else "FAIL"

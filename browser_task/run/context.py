@@ -12,6 +12,7 @@ from browser_task.browser.pool import JobBrowser
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
+from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import SecretStore
 from pagefleet.workflow import Goto, Step, WaitFor
 from pagefleet.workflow.masking import Masker
@@ -42,6 +43,8 @@ class RunContext:
     # Where a browser session resolves its commands' secrets as they come (a job's are in
     # its plan already).
     secrets: SecretStore | None = None
+    # A browser session's commands, reached as its tenant (None: a job, or no job role).
+    commands: CommandLedger | None = None
     trace: TraceRecorder | None = None
     # The egress proxy's refusals since this job started (to explain a refused redirect).
     egress_refusals: Callable[[], list[Decision]] | None = None

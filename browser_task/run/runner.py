@@ -40,6 +40,7 @@ from browser_task.run.executor import (
     scheme_guard,
     step_text,
 )
+from browser_task.run.inbox import WorkerInbox
 from browser_task.run.monitoring import Baselines, stored_result
 from browser_task.run.prepare import TenantPolicies, prepare_run
 from browser_task.run.recordings import drop_recordings, keep_recordings
@@ -48,7 +49,6 @@ from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
-from pagefleet.browsing.channel import SessionChannel
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobRecord
@@ -71,16 +71,16 @@ class JobRunner:
         abort: asyncio.Event,
         egress_log: EgressLog | None = None,
         schedules: ScheduleStore | None = None,
-        session_channel: SessionChannel | None = None,
+        session_inbox: WorkerInbox | None = None,
         session_commands: CommandLedger | None = None,
         frames: ConnectionPoster | None = None,
     ) -> None:
         self.settings = settings
         # Where a watched job's live view frames are posted (None: no live view).
         self._frames = frames
-        # Where browser sessions' commands come from and are recorded (None: this worker
-        # runs none).
-        self._session_channel = session_channel
+        # Where browser sessions' commands are woken and recorded (None: this worker runs
+        # none).
+        self._session_inbox = session_inbox
         self._session_commands = session_commands
         self.lifecycle = lifecycle
         self.browsers = browsers
@@ -238,6 +238,7 @@ class JobRunner:
             artifacts=collector,
             sessions=data.sessions,
             secrets=data.secrets if request.session is not None else None,
+            commands=data.commands if request.session is not None else None,
             trace=trace if trace is not None and trace.started else None,
             egress_refusals=(
                 (lambda: job_egress.refusals)
@@ -410,7 +411,9 @@ class JobRunner:
         """The job's workflow, or a browser session's commands as they come."""
         if job.request.session is None:
             return await run_workflow(ctx)
-        return await run_session(ctx, self._session_channel, self._session_commands, self._policies)
+        # The tenant's own ledger (the job role's credentials) where the worker has one.
+        commands = ctx.commands or self._session_commands
+        return await run_session(ctx, self._session_inbox, commands, self._policies)
 
     def guard(self, log: JobLog) -> EgressGuard:
         """A job's own scheme and address checks (its refusals go to ``log``)."""

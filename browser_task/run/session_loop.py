@@ -1,16 +1,21 @@
-"""A browser session's run: commands one at a time from its channel, in the job's context.
+"""A browser session's run: commands one at a time from the ledger, in the job's context.
 
 The runner calls ``run_session`` where a job would run its workflow: the claim, lease,
 heartbeat, cancel watch, watchdog (the session's max duration) and outcome are the job's.
 Each command's steps are planned as a job's are (``prepare.render_command``: templating,
 secrets) and run through the executor's ``run_steps`` (the egress guard, timeouts, failure
 classification); a step that fails is answered, not fatal, unless
-the browser went with it. The session ends on a close command, after ``idle_timeout_s``
-without one, or when its channel is gone. Each command runs only once its claim in the
-command ledger wins (a duplicate delivery or a retry is answered from the record, a command
-past its deadline is answered ``expired``), and its answer and the steps that succeeded are
-recorded there before the answer is sent. The result keeps how many steps succeeded
-(``step_count``), the data they extracted (``data``) and why it ended (``closed_reason``).
+the browser went with it. The session ends on a close wake-up, or after ``idle_timeout_s``
+without a command. Commands come from the command ledger: the worker's inbox wakes the loop
+with a command's id (browser_task.run.inbox), and the loop looks at the session's pending
+commands itself when it starts and whenever it has waited ``POLL_S`` (a wake-up lost or sent
+before this worker held the session delays a command, never loses it). Each command runs
+only once its claim in the ledger wins (a duplicate wake-up or a retry finds it taken or
+answered; a command past its deadline is expired), and its answer and the steps that
+succeeded are recorded there: the record is the answer its caller reads. When the session
+ends, its commands still pending are expired: nothing waits for a worker that is gone.
+The result keeps how many steps succeeded (``step_count``), the data they extracted
+(``data``) and why it ended (``closed_reason``).
 """
 
 from __future__ import annotations
@@ -30,19 +35,21 @@ from browser_task.observe.aria import aria_snapshot
 from browser_task.observe.aria_view import shape
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
+from browser_task.run.inbox import Mailbox, WorkerInbox
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from browser_task.run.session_parts import AnswerParts
-from pagefleet.browsing.channel import ChannelGone, SessionChannel
-from pagefleet.browsing.commands import CommandLedger, CommandState, expired_answer
+from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
+from pagefleet.browsing.status import COST_CAP_KIND
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.live.events import EventType
 from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
 
-# A command long poll waits at most this (a cancelled session's thread lingers this long).
+# The loop waits this long for a wake-up before it looks at the ledger itself (and a
+# cancelled session's thread lingers this long).
 POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
@@ -58,7 +65,7 @@ class SessionLoop:
     def __init__(
         self,
         ctx: RunContext,
-        channel: SessionChannel,
+        mailbox: Mailbox,
         terms: SessionTerms,
         *,
         commands: CommandLedger,
@@ -67,7 +74,7 @@ class SessionLoop:
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.ctx = ctx
-        self.channel = channel
+        self.mailbox = mailbox
         self.terms = terms
         self.commands = commands
         self._wall = wall_clock
@@ -92,59 +99,97 @@ class SessionLoop:
         return {"step_count": len(self.recorded), "data": data, "closed_reason": reason}
 
     async def run(self) -> dict[str, Any]:
-        last = self._clock()
+        began = last = self._clock()
+        if await self._pending():  # sent while the session was starting
+            last = self._clock()
         while True:
             idle_left = self.terms.idle_timeout_s - (self._clock() - last)
             if idle_left <= 0:
                 return self._ended("idle")
-            try:
-                command = await asyncio.to_thread(
-                    self.channel.next_command,
-                    self.terms.channel,
-                    wait_s=max(1, min(POLL_S, int(idle_left))),
-                )
-            except ChannelGone:
+            cap_left = self._cap_left(began)
+            wait = max(0.05, min(POLL_S, idle_left, cap_left))
+            wakeup = await asyncio.to_thread(self.mailbox.get, wait)
+            if wakeup is None:
+                ran = await self._pending()
+            elif wakeup.op == "close":
                 return self._ended("closed")
-            if command is None:
-                continue
-            if command.op == "close":
-                await self._answer(Answer(id=command.id))
-                return self._ended("closed")
-            if await self._once(command):
+            else:
+                ran = wakeup.command_id is not None and await self._once(wakeup.command_id)
+            if ran:
                 last = self._clock()  # idle counts from the end of the last steps
 
-    async def _once(self, command: Command) -> bool:
-        """Run a command if its claim wins, else answer it from its record (a duplicate
-        delivery, a caller's retry, or expired); True when its steps ran."""
+    def _cap_left(self, began: float) -> float:
+        """Seconds of browser the session's ``max_cost_usd`` still buys; at 0 it ends with
+        ``cost_cap_reached`` (checked between commands: a command under way finishes)."""
+        cap_s = self.terms.cost_cap_s
+        if cap_s is None:
+            return float("inf")
+        left = cap_s - (self._clock() - began)
+        if left <= 0:
+            raise FailJob(
+                f"the session reached its spend cap (max_cost_usd {self.terms.max_cost_usd}): "
+                "it was closed; open another with a higher max_cost_usd to go on",
+                kind=COST_CAP_KIND,
+            )
+        return left
+
+    async def _pending(self) -> bool:
+        """Run the session's commands still pending, oldest first; True when any ran."""
         ctx = self.ctx
-        key = (ctx.tenant_id, ctx.plan.job_id, command.command_id or command.id)
+        found = await asyncio.to_thread(
+            pending_commands, self.commands, ctx.tenant_id, ctx.plan.job_id
+        )
+        ran = False
+        for record in found:
+            ran = await self._once(record.command_id) or ran
+        return ran
+
+    async def expire_pending(self) -> None:
+        """The session ended: what was sent and not taken never runs (answered expired)."""
+        ctx = self.ctx
+        found = await asyncio.to_thread(
+            pending_commands, self.commands, ctx.tenant_id, ctx.plan.job_id
+        )
+        for record in found:
+            await asyncio.to_thread(
+                self.commands.expire, ctx.tenant_id, ctx.plan.job_id, record.command_id
+            )
+            self._told(record.command_id, "expired", ok=False)
+
+    async def _once(self, command_id: str) -> bool:
+        """Run a command if its claim wins (a duplicate wake-up or a retry finds it taken or
+        answered; one past its deadline is expired by the claim); True when its steps ran."""
+        ctx = self.ctx
+        key = (ctx.tenant_id, ctx.plan.job_id, command_id)
         claim = await asyncio.to_thread(
             self.commands.claim, *key, now=self._wall(), order=new_ulid()
         )
-        if claim.verdict == "unknown" or claim.record is None:
-            return False  # never recorded, or taken by a delivery under way: not ours
-        if claim.verdict == "answered":
-            record = claim.record
-            if record.state is CommandState.EXPIRED or record.answer is None:
-                self._told(command, "expired", ok=False)
-                await self._answer(expired_answer(command.id))
-            else:
-                await self._answer(record.answer.model_copy(update={"id": command.id}))
+        record = claim.record
+        if claim.verdict != "run" or record is None:
+            expired = record is not None and record.state is CommandState.EXPIRED
+            if claim.verdict == "answered" and expired:
+                self._told(command_id, "expired", ok=False)
             return False
+        command = Command(
+            id=new_ulid(),
+            command_id=command_id,
+            steps=record.body.steps,
+            observe=record.body.observe,
+        )
         before = len(self.recorded)
         answer = await self._steps(command)
-        # Durable before it is answered: a killed worker's session keeps the step.
+        # Durable before anyone is told: the record is the answer (a killed worker's
+        # session keeps the step).
         await asyncio.to_thread(self.commands.finish, *key, answer, self.recorded[before:])
-        self._told(command, "done", ok=answer.ok)
-        await self._answer(answer)
+        self._told(command_id, "done", ok=answer.ok)
         return True
 
-    def _told(self, command: Command, state: str, *, ok: bool) -> None:
+    def _told(self, command_id: str, state: str, *, ok: bool) -> None:
         """Followers (the live WebSocket) learn that a command has its answer."""
         if self.ctx.events is not None:
             self.ctx.events.emit(
                 EventType.COMMAND,
-                command_id=command.command_id or command.id,
+                command_id=command_id,
                 state=state,
                 outcome="ok" if ok else "failed",
             )
@@ -152,14 +197,6 @@ class SessionLoop:
     def _ended(self, reason: str) -> dict[str, Any]:
         self.ctx.result = self._result(reason)
         return self.ctx.result
-
-    async def _answer(self, answer: Answer) -> None:
-        try:
-            await asyncio.to_thread(self.channel.send_answer, self.terms.channel, answer)
-        except ChannelGone:  # its caller is gone with it
-            pass
-        except Exception as exc:  # the session goes on: its caller reads the answer's record
-            log.warning("sending a session's answer failed: %s", first_line(str(exc)))
 
     async def _steps(self, command: Command) -> Answer:
         ctx = self.ctx
@@ -293,27 +330,29 @@ class SessionLoop:
 
 async def run_session(
     ctx: RunContext,
-    channel: SessionChannel | None,
+    inbox: WorkerInbox | None,
     commands: CommandLedger | None,
     policies: TenantPolicies | None,
 ) -> dict[str, Any]:
     """The runner's entry: the session job's commands until it ends."""
     terms = ctx.plan.request.session
     assert terms is not None
-    if channel is None or commands is None:
+    if inbox is None or commands is None:
         raise FailJob("this worker takes no browser sessions", kind="not_configured")
 
     async def allowed() -> bool:
         return await evaluate_allowed(policies, ctx.tenant_id)
 
+    mailbox = inbox.open(ctx.tenant_id, ctx.plan.job_id)
+    loop = SessionLoop(ctx, mailbox, terms, commands=commands, evaluate_allowed=allowed)
     try:
-        loop = SessionLoop(ctx, channel, terms, commands=commands, evaluate_allowed=allowed)
         return await loop.run()
     finally:
-        # Its queues go with it, whatever ended it: a caller's next step finds them gone
-        # and reads the session's end from its record.
+        # Whatever ended it: no more wake-ups are routed to it, and what was sent and not
+        # taken is answered expired (its caller reads that, never waits on).
+        inbox.close(ctx.plan.job_id)
         with contextlib.suppress(Exception):
-            await asyncio.to_thread(channel.close, terms.channel)
+            await loop.expire_pending()
 
 
 async def lasting_refs(step: Step, page: Any) -> Step:

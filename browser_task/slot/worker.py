@@ -33,6 +33,7 @@ from browser_task.observe.task_protection import TaskProtection
 from browser_task.observe.telemetry import JobLog, WorkerMetrics, noted
 from browser_task.observe.usage import AttemptMeter
 from browser_task.run.early import EarlyContext
+from browser_task.run.inbox import WorkerInbox
 from browser_task.run.runner import JobRunner
 from browser_task.run.signals import SlotSignals
 from browser_task.slot.completion import Completion
@@ -83,6 +84,9 @@ class WorkerParts:
     stop_flag: threading.Event
     # Set when the drain period is over: the running jobs are handed back.
     abort: asyncio.Event
+    # Browser sessions' wake-ups to this worker (None: it takes no sessions); also the
+    # runner's, which routes them to the sessions it runs.
+    inbox: WorkerInbox | None = None
 
 
 class Worker:
@@ -107,6 +111,7 @@ class Worker:
         self._clock = parts.clock
         self._stop_flag = parts.stop_flag
         self._abort = parts.abort
+        self.inbox = parts.inbox
         self._running = 0
         self.ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -133,8 +138,14 @@ class Worker:
         )
         if self._stop_flag.is_set():
             self._stopping.set()
-        # Launch before polling: the first job should not pay for the browser start.
-        await self.browsers.start()
+        # Launch before polling: the first job should not pay for the browser start. The
+        # inbox is made meanwhile, and usable (AWS: 1 s after CreateQueue) before any
+        # session is claimed.
+        inbox = self.inbox
+        if inbox is not None:
+            await asyncio.gather(self.browsers.start(), asyncio.to_thread(inbox.start))
+        else:
+            await self.browsers.start()
         flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
         breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
         watch = asyncio.create_task(self.lease_watch.run(self._stopping), name="lease-watch")
@@ -152,6 +163,8 @@ class Worker:
                 task.cancel()
             await asyncio.to_thread(self.receiver.hand_back)
             await self.browsers.close()
+            if inbox is not None:  # after the slots: no session of this worker is left
+                await asyncio.to_thread(inbox.stop)
             flusher.cancel()
             breaker_flusher.cancel()
             watch.cancel()

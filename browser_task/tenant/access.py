@@ -28,9 +28,11 @@ from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
+from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.secrets import SecretsManagerResolver
+from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import ArtifactStore, SecretStore
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import UsageStore
@@ -67,6 +69,9 @@ class TenantData:
     usage: UsageStore | None
     # The identity these stores act as (an assumed-role ARN), for logs and tests.
     identity: str | None = None
+    # Its browser sessions' commands (steps, extracted data, snapshots): reached only as
+    # the tenant, as its artifacts are (None: this worker takes no sessions).
+    commands: CommandLedger | None = None
 
 
 TenantDataSource = Callable[[str], TenantData]
@@ -81,11 +86,13 @@ class SharedTenantData:
         secrets: SecretStore,
         sessions: SessionStore | None,
         usage: UsageStore | None,
+        commands: CommandLedger | None = None,
     ) -> None:
         self._parts = (artifacts, secrets, sessions, usage)
+        self._commands = commands
 
     def __call__(self, tenant_id: str) -> TenantData:
-        return TenantData(tenant_id, *self._parts)
+        return TenantData(tenant_id, *self._parts, commands=self._commands)
 
 
 def session_name(tenant_id: str) -> str:
@@ -231,11 +238,8 @@ class TenantAccess:
             return made
 
         s3 = client("s3", _S3_CONFIG)
-        usage = (
-            DynamoUsageStore(client("dynamodb"), settings.usage_table)
-            if settings.usage_table
-            else None
-        )
+        dynamodb = client("dynamodb")
+        usage = DynamoUsageStore(dynamodb, settings.usage_table) if settings.usage_table else None
         return TenantData(
             tenant_id=tenant_id,
             artifacts=S3ArtifactStore(s3, settings.artifacts_bucket),
@@ -243,6 +247,7 @@ class TenantAccess:
             sessions=S3SessionStore(s3, settings.artifacts_bucket, ttl_s=self._session_ttl_s),
             usage=usage,
             identity=refresher.identity,
+            commands=DynamoCommandLedger(dynamodb, settings.jobs_table),
         )
 
 
@@ -281,4 +286,5 @@ def tenant_data_source(
         or SecretsManagerResolver(cast("SecretsManagerClient", secrets_client), settings.stage),
         sessions or S3SessionStore(client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
         usage,
+        DynamoCommandLedger(client("dynamodb"), settings.jobs_table),
     )

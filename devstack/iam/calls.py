@@ -240,6 +240,10 @@ def _sqs(wire: Wire, account: Account) -> list[Request]:
     fields: Mapping[str, Any] = _json(wire) if wire.header("x-amz-target") else _form(wire)
     url = str(fields.get("QueueUrl") or "")
     name = url.rstrip("/").rpartition("/")[2] if url else str(fields.get("QueueName") or "")
+    if operation == "ListQueues":
+        # AWS's SQS permissions reference: ListQueues is authorized on the account's queues
+        # as a whole, arn:aws:sqs:region:account_id:* (whatever QueueNamePrefix is given).
+        name = "*"
     resource = account.arn("sqs", name) if name else "*"
     return [Request(f"sqs:{_SQS_BATCH.get(operation, operation)}", resource)]
 

@@ -22,6 +22,7 @@ from typing import Any
 from browser_task.tenant.access import TenantAccess, TenantData
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.adapters.secrets import secret_id
+from pagefleet.browsing.commands import CommandRecord
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.usage import AttemptUsage
 
@@ -82,8 +83,17 @@ def _usage(tenant: str) -> AttemptUsage:
 def _calls(data: TenantData, settings: WorkerSettings, tenant: str, key: str) -> dict[str, Any]:
     """The calls the worker's stores make for ``tenant``'s data, by probe name."""
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    usage, sessions = data.usage, data.sessions
-    assert usage is not None and sessions is not None
+    usage, sessions, commands = data.usage, data.sessions, data.commands
+    assert usage is not None and sessions is not None and commands is not None
+    command = CommandRecord(
+        tenant_id=tenant,
+        session_id="01probesession00000000000",
+        command_id="probe",
+        fingerprint="probe",
+        deadline=0,
+        created_at="",
+        expires_at=int(datetime.now(UTC).timestamp()) + 3600,
+    )
     return {
         "artifacts: write": lambda: data.artifacts.put(
             tenant_id=tenant,
@@ -100,6 +110,10 @@ def _calls(data: TenantData, settings: WorkerSettings, tenant: str, key: str) ->
         "usage: days": lambda: usage.days(tenant, day, day),
         "usage: attempts": lambda: usage.attempts(tenant, "01PROBEJOB"),
         "secrets: resolve": lambda: asyncio.run(data.secrets.resolve(tenant, "password")),
+        # A browser session's commands: its steps, extracted data, page snapshots.
+        "session commands: record": lambda: commands.record(command),
+        "session commands: read": lambda: commands.get(tenant, command.session_id, "probe"),
+        "session commands: list": lambda: commands.session_commands(tenant, command.session_id),
     }
 
 
@@ -110,9 +124,11 @@ def cross_tenant_probes(
     *,
     tenant: str = "probe-a",
     other: str = "probe-b",
+    worker_client: Callable[[str], Any] | None = None,
 ) -> list[Probe]:
     """Every probe, own tenant's twin first. ``worker_sts`` is an STS client with the worker
-    task role's credentials (the worker's own path assumes the job role with it)."""
+    task role's credentials (the worker's own path assumes the job role with it);
+    ``worker_client(service)`` makes other clients with them (the task role's own reach)."""
     own_key = seed(operator, settings, tenant)
     other_key = seed(operator, settings, other)
     access = TenantAccess(settings, session_ttl_s=lambda _: 3600, sts=worker_sts)
@@ -137,6 +153,20 @@ def cross_tenant_probes(
     assert usage is not None
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     probes.append(_attempt("usage: every tenant's day", False, lambda: usage.every_tenant(today)))
+    # The worker's own role (the task role, not the job role) reaches no session command,
+    # not even the tenant's it holds jobs of: they are the job role's alone.
+    if worker_client is not None:
+        from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
+
+        own_role = DynamoCommandLedger(worker_client("dynamodb"), settings.jobs_table)
+        session = "01probesession00000000000"
+        probes.append(
+            _attempt(
+                f"session commands: task role ({tenant})",
+                False,
+                lambda: own_role.session_commands(tenant, session),
+            )
+        )
     return probes
 
 

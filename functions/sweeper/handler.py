@@ -1,5 +1,5 @@
 """Every minute (EventBridge): re-enqueue lost jobs, take back dead leases (the backstop of
-the workers' own lease watch), expire deadlines."""
+the workers' own lease watch), expire deadlines, delete killed workers' command inboxes."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ with collector_paused():
 
     from functions.lambda_context import lambda_entry
     from functions.xray import function_tracer
+    from pagefleet.browsing.leftovers import sweep_inboxes
     from pagefleet.jobs.service import JobServices
     from pagefleet.jobs.sweeper import sweep
     from pagefleet.runtime import RUNTIME
     from pagefleet.schedules import service as schedules
     from pagefleet.specs import metrics_names
+    from pagefleet.specs.resources import inbox_queue_prefix
     from pagefleet.specs.settings import CoreSettings
 
 SERVICE = metrics_names.SWEEPER_SERVICE
@@ -50,13 +52,27 @@ def services() -> JobServices:
     return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
 
 
+def dead_inboxes(now: float) -> dict[str, int]:
+    """Killed workers' command inboxes, deleted (browser sessions leave nothing else)."""
+    settings = RUNTIME.settings(CoreSettings)
+    swept = sweep_inboxes(
+        RUNTIME.session_inbox(settings),
+        RUNTIME.inbox_registry(settings),
+        inbox_queue_prefix(settings.stage),
+        now=now,
+    )
+    return {"inboxes": swept.inboxes, "inboxes_removed": swept.removed}
+
+
 @lambda_entry(SERVICE)
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.EVENT_BRIDGE)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    report = dataclasses.asdict(sweep(services()))
+    svc = services()
+    report: dict[str, Any] = dataclasses.asdict(sweep(svc))
     report["schedules_resynced"] = resync_schedules()
+    report["leftovers"] = dead_inboxes(svc.clock.now())
     logger.info("sweep", extra=report)
     # Every minute, 0 included (a sweeper that stops has its own alarm).
     metrics.add_metric(

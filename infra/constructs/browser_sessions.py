@@ -1,8 +1,13 @@
-"""Browser sessions' queues: IAM for the API and the workers on them, and the lost alarm.
+"""Browser sessions' transport: IAM on the workers' command inboxes, and the lost alarm.
 
-Each session gets a command and an answer queue, made by the API when it opens and deleted
-when it ends (docs/decisions.md, 2026-12-01): they are not stack resources, so the grants
-name them by their prefix, ``pagefleet-<stage>-session-``, and nothing else.
+No queue per session (docs/decisions.md, 2026-12-05). Each worker process makes one inbox
+queue when it starts and deletes it when it stops; the API sends it wake-ups (ids only:
+the commands and their answers are in the tenant's partition of the command ledger); the
+sweeper deletes the inbox of a worker that was killed. Inboxes are not stack resources (a
+task's life is shorter than a deploy's), so the grants name them by their prefix,
+``pagefleet-<stage>-inbox-``, and nothing else; ListQueues takes no queue ARN (AWS's SQS
+permissions reference names ``arn:aws:sqs:region:account_id:*`` as its resource), and the
+sweeper lists with that prefix only.
 """
 
 from __future__ import annotations
@@ -14,21 +19,21 @@ from constructs import Construct
 
 from infra.nag import acknowledge, resource_text
 from pagefleet.specs.metrics_names import SESSIONS_LOST, SESSIONS_SERVICE, stage_namespace
-from pagefleet.specs.resources import session_queue_prefix
+from pagefleet.specs.resources import inbox_queue_prefix
 
 from .alerts import Alerts
 
-# The API opens, commands, waits for answers and deletes the queues of a session it finds
-# ended; a worker takes commands, answers and deletes the queues when the session ends.
-API_ACTIONS = (
+# The API wakes a session's worker; a worker makes its inbox at start (and checks it is
+# usable), takes its wake-ups, and deletes it at stop; the sweeper deletes a dead worker's.
+API_ACTIONS = ("sqs:SendMessage",)
+WORKER_ACTIONS = (
     "sqs:CreateQueue",
-    "sqs:SendMessage",
+    "sqs:GetQueueAttributes",
     "sqs:ReceiveMessage",
     "sqs:DeleteMessage",
-    "sqs:ChangeMessageVisibility",
     "sqs:DeleteQueue",
 )
-WORKER_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:SendMessage", "sqs:DeleteQueue")
+SWEEPER_ACTIONS = ("sqs:GetQueueAttributes", "sqs:DeleteQueue")
 
 
 class BrowserSessions(Construct):
@@ -40,16 +45,28 @@ class BrowserSessions(Construct):
         stage: str,
         api_role: iam.IGrantable,
         worker_roles: list[iam.IGrantable],
+        sweeper_role: iam.IGrantable,
         alerts: Alerts,
         lost_alarm_count: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.queues_arn = Stack.of(self).format_arn(
-            service="sqs", resource=f"{session_queue_prefix(stage)}*"
-        )
+        stack = Stack.of(self)
+        self.queues_arn = stack.format_arn(service="sqs", resource=f"{inbox_queue_prefix(stage)}*")
         self._grant(api_role, API_ACTIONS)
         for role in worker_roles:
             self._grant(role, WORKER_ACTIONS)
+        self._grant(sweeper_role, SWEEPER_ACTIONS)
+        listing = stack.format_arn(service="sqs", resource="*")
+        sweeper_role.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sqs:ListQueues"], resources=[listing])
+        )
+        if isinstance(sweeper_role.grant_principal, Construct):
+            acknowledge(
+                sweeper_role.grant_principal,
+                f"IAM5[Resource::{resource_text(self, listing)}]",
+                "ListQueues has no queue-level resource (AWS's SQS permissions reference: "
+                "arn:aws:sqs:region:account_id:*); the sweeper lists the inbox prefix only.",
+            )
         self.lost_alarm = alerts.notify(
             cw.Alarm(
                 self,
@@ -83,6 +100,6 @@ class BrowserSessions(Construct):
             acknowledge(
                 role,
                 f"IAM5[Resource::{resource_text(self, self.queues_arn)}]",
-                "Browser sessions' queues are made per session at run time: the wildcard is "
-                "the stage's session queue prefix, no other queue.",
+                "Workers' command inboxes are made per worker process at run time: the "
+                "wildcard is the stage's inbox prefix, no other queue.",
             )

@@ -8,7 +8,10 @@ The worker assumes the job role for each job with the session tag ``tenant=<id>`
   never saved) 403 AccessDenied instead of 404,
 - the usage table only on items whose partition key is ``TENANT#<tenant>``
   (``dynamodb:LeadingKeys``),
-- Secrets Manager only under ``pagefleet/<stage>/<tenant>/``.
+- Secrets Manager only under ``pagefleet/<stage>/<tenant>/``,
+- the jobs table only on the tenant's browser-session commands (partition
+  ``SCMD#<tenant>``: steps, extracted data, page snapshots), which the task roles are
+  explicitly denied (they reach the tenant's job items in the same table).
 
 The role trusts only the worker task roles, and only with that one tag set; the task roles
 themselves can read no artifact, session or secret at all. So a bug in the worker cannot
@@ -29,7 +32,7 @@ from constructs import Construct
 from infra import grants
 from infra.nag import acknowledge, resource_text
 from pagefleet.specs.metrics_names import API_SERVICE, TENANT_REFUSALS, stage_namespace
-from pagefleet.specs.resources import TENANT_SESSION_TAG
+from pagefleet.specs.resources import SESSION_LEDGER_PK_PREFIX, TENANT_SESSION_TAG
 
 from .alerts import Alerts
 from .artifacts import ArtifactsBucket
@@ -39,6 +42,20 @@ from .job_store import JobStore
 TENANT = f"${{aws:PrincipalTag/{TENANT_SESSION_TAG}}}"
 NAG_TENANT = f"<aws:PrincipalTag/{TENANT_SESSION_TAG}>"
 USAGE_WRITE = ("GetItem", "PutItem", "UpdateItem", "ConditionCheckItem", "Query")
+# A session's command ledger, as the worker uses it (claim, finish, expire, the pending ones).
+LEDGER_ITEMS = ("GetItem", "PutItem", "UpdateItem", "Query")
+# Every item action a task role's jobs-table grant could reach a ledger item with.
+ITEM_ACTIONS = (
+    "GetItem",
+    "BatchGetItem",
+    "PutItem",
+    "UpdateItem",
+    "DeleteItem",
+    "Query",
+    "Scan",
+    "BatchWriteItem",
+    "ConditionCheckItem",
+)
 # Limits, counters and audit records in the tenants table, by runtime.
 TENANTS_API = ("GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem")
 TENANTS_MOVES = ("GetItem", "UpdateItem")
@@ -118,6 +135,18 @@ class TenantIsolation(Construct):
                 },
             )
         )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TenantSessionCommands",
+                actions=[f"dynamodb:{a}" for a in LEDGER_ITEMS],
+                resources=[store.jobs.table_arn],
+                conditions={
+                    "ForAllValues:StringEquals": {
+                        "dynamodb:LeadingKeys": [f"{SESSION_LEDGER_PK_PREFIX}{TENANT}"]
+                    }
+                },
+            )
+        )
         secrets = stack.format_arn(
             service="secretsmanager",
             resource="secret",
@@ -164,6 +193,21 @@ class TenantIsolation(Construct):
     def trust(self, task_role: iam.Role) -> None:
         """Let a worker task role assume the job role (tagged) — and nothing else do so."""
         self._trusted.append(task_role)
+        # The tenant's session commands are the job role's alone: the task role's grant on
+        # the jobs table (its jobs' items) never reaches them, whatever it asks.
+        task_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="NoSessionCommands",
+                effect=iam.Effect.DENY,
+                actions=[f"dynamodb:{a}" for a in ITEM_ACTIONS],
+                resources=[self._store.jobs.table_arn, f"{self._store.jobs.table_arn}/index/*"],
+                conditions={
+                    "ForAnyValue:StringLike": {
+                        "dynamodb:LeadingKeys": [f"{SESSION_LEDGER_PK_PREFIX}*"]
+                    }
+                },
+            )
+        )
         # A tenant's counters in one read (the deferral of a backlog spreads by its size).
         grants.table(task_role, self._store.tenants, ("BatchGetItem",))
         task_role.add_to_policy(

@@ -198,6 +198,7 @@ class PagefleetStack(Stack):
             stage=config.stage,
             api_role=self.api.handler,
             worker_roles=[p.task_definition.task_role for p in self.workers.pools.values()],
+            sweeper_role=self.sweeper.function,
             alerts=self.alerts,
         )
         self.alarms = Alarms(

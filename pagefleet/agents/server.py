@@ -56,10 +56,14 @@ def _refused(refusal: ToolRefusal) -> types.CallToolResult:
     )
 
 
-def build_server(client: PagefleetClient, *, wait_s: int | None = None) -> Server[Any]:
+def build_server(
+    client: PagefleetClient, *, wait_s: int | None = None, agent: AgentTools | None = None
+) -> Server[Any]:
     """``wait_s``: the longest a tool waits for a job or a step (remote MCP: under the
-    API's timeout); None: as long as the tool allows."""
-    agent = AgentTools(client, wait_s=wait_s)
+    API's timeout); None: as long as the tool allows. ``agent``: the tools to serve (made
+    here when not given: a caller that keeps it can close the sessions it opened when the
+    connection ends)."""
+    agent = agent or AgentTools(client, wait_s=wait_s)
     listed = listed_tools()
 
     async def list_tools(

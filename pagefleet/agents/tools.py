@@ -8,6 +8,7 @@ the API (a 404 session, a full slot, a bad key).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,11 +147,14 @@ class AgentTools:
     def __init__(self, client: PagefleetClient, *, wait_s: int | None = None) -> None:
         self.client = client
         self._wait_s = wait_s  # the longest a call waits (None: each tool's own bound)
+        # The sessions opened through these tools and not closed through them: closed when
+        # the agent's connection ends (close_opened), never left open and billing.
+        self.opened: set[str] = set()
         self._calls: dict[str, Callable[[Any, dict[str, Any]], ToolAnswer]] = {
             "open_session": self.open_session,
             "run_step": self.run_step,
             "observe": self.observe,
-            "close_session": lambda a, _: self._plain(self.client.close_session(a.session_id)),
+            "close_session": self.close_session,
             "save_as_workflow": lambda a, _: self._plain(
                 self.client.save_as_workflow(a.session_id, a.name, a.inputs, a.description)
             ),
@@ -178,14 +182,30 @@ class AgentTools:
         return ToolAnswer(dict(_dump(value)))
 
     def open_session(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
-        return self._plain(
-            self.client.open_session(
-                options=raw.get("options"),
-                use_session=a.use_session,
-                idle_timeout_s=a.idle_timeout_s,
-                max_duration_s=a.max_duration_s,
-            )
+        view = self.client.open_session(
+            options=raw.get("options"),
+            use_session=a.use_session,
+            idle_timeout_s=a.idle_timeout_s,
+            max_duration_s=a.max_duration_s,
         )
+        self.opened.add(view.session_id)
+        return self._plain(view)
+
+    def close_session(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
+        closed = self._plain(self.client.close_session(a.session_id))
+        self.opened.discard(a.session_id)
+        return closed
+
+    def close_opened(self) -> list[str]:
+        """Close every session these tools opened and did not close (the agent went away):
+        what was closed. A failure is left to the session's idle timeout."""
+        closed = []
+        for session_id in sorted(self.opened):
+            with contextlib.suppress(ApiError, httpx.HTTPError):
+                self.client.close_session(session_id)
+                closed.append(session_id)
+        self.opened.clear()
+        return closed
 
     def run_step(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
         # The raw steps go on: the API parses them as it stores them ({{inputs.x}} and all).

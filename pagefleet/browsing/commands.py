@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.browsing.models import Answer
+from pagefleet.browsing.models import Answer, Observe
 
 
 class CommandState(StrEnum):
@@ -41,6 +41,16 @@ TRANSITIONS: dict[CommandState, frozenset[CommandState]] = {
 }
 
 
+class CommandBody(BaseModel):
+    """What a command asks of the worker: kept in the record, never in a queue message (an
+    inbox carries ids only: pagefleet.browsing.inbox)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    steps: list[dict[str, Any]] = Field(default_factory=list)
+    observe: Observe = Field(default_factory=Observe)
+
+
 class CommandRecord(BaseModel):
     """One command of a session as the ledger keeps it (built whole, never changed)."""
 
@@ -54,6 +64,7 @@ class CommandRecord(BaseModel):
     deadline: float = Field(description="epoch seconds: not started after this")
     created_at: str
     expires_at: int = Field(description="epoch seconds: the record's TTL")
+    body: CommandBody = Field(default_factory=CommandBody)
     # Set when taken: orders the session's steps (a ULID made at the claim).
     order: str | None = None
     answer: Answer | None = None
@@ -117,6 +128,15 @@ class CommandLedger(Protocol):
 
     def session_commands(self, tenant_id: str, session_id: str) -> list[CommandRecord]:
         """Every command recorded for the session (any order)."""
+
+
+def pending_commands(ledger: CommandLedger, tenant_id: str, session_id: str) -> list[CommandRecord]:
+    """The session's commands not yet taken, oldest first: what its worker runs when a
+    wake-up was lost, or came before the worker held the session."""
+    found = [
+        c for c in ledger.session_commands(tenant_id, session_id) if c.state is CommandState.PENDING
+    ]
+    return sorted(found, key=lambda c: (c.created_at, c.command_id))
 
 
 def session_steps(ledger: CommandLedger, tenant_id: str, session_id: str) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.session_terms import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_DURATION_S,
+    MAX_COST_USD,
     MAX_DURATION_S,
     MAX_IDLE_S,
 )
@@ -29,7 +30,8 @@ MAX_WAIT_S = 25
 COMMAND_ID_PATTERN = ids.COMMAND_ID
 # A command not started this long after it was sent is answered ``expired`` and never runs.
 DEFAULT_DEADLINE_S = 60
-# The session's command queue keeps a message this long: a later deadline could not be kept.
+# A command waits for its worker at most this long (the ledger keeps it; a longer wait
+# would hold a caller's retry in doubt for no use).
 MAX_DEADLINE_S = 900
 # The ARIA snapshot an observation carries, at most (a long page's tree is cut, and says so).
 ARIA_MAX_CHARS = 20_000
@@ -63,6 +65,13 @@ class OpenSession(BaseModel):
     )
     pool: str = "standard"
     name: str | None = Field(default=None, max_length=200)
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_COST_USD,
+        description="closed (error.kind cost_cap_reached) once it has cost this much, "
+        "priced as GET /v1/usage prices a job",
+    )
 
 
 class AriaView(BaseModel):
@@ -142,16 +151,15 @@ class StepsRequest(BaseModel):
 
 
 class Command(BaseModel):
-    """What the API sends a session's worker: run steps, list the steps so far, or close."""
+    """A command as the session's worker runs it, read from its ledger record."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str  # this delivery's (a ULID: answers are matched and ordered by it)
-    op: Literal["steps", "close"] = "steps"
+    id: str  # this run's (a ULID): its answer's id
     steps: list[dict[str, Any]] = Field(default_factory=list)
     observe: Observe = Field(default_factory=Observe)
-    # The ledger's record it runs under (pagefleet.browsing.commands); None for a close.
-    command_id: str | None = None
+    # The ledger's record it runs under (pagefleet.browsing.commands).
+    command_id: str
 
 
 class Observation(BaseModel):
@@ -232,6 +240,36 @@ class SessionView(BaseModel):
         default=None, description="the steps that succeeded so far, in order"
     )
     error: dict[str, Any] | None = None
+
+
+class OpenSessionView(BaseModel):
+    """One of ``GET /v1/browser-sessions``: a session still open, what it cost so far."""
+
+    session_id: str
+    name: str | None = None
+    status: SessionStatus
+    created_at: str
+    started_at: str | None = None
+    last_activity_at: str | None = Field(
+        default=None, description="its last command (sent), else when it started"
+    )
+    idle_timeout_s: int
+    max_duration_s: int
+    max_cost_usd: float | None = None
+    cost_usd: float = Field(
+        description="so far: its browser-seconds and the platform's share per job, priced "
+        "in us-east-1 as GET /v1/usage prices a job"
+    )
+
+
+# GET /v1/browser-sessions?status=: open (starting and ready), starting or ready.
+OpenStatus = Literal["open", "starting", "ready"]
+
+
+class OpenSessions(BaseModel):
+    """``GET /v1/browser-sessions``."""
+
+    sessions: list[OpenSessionView]
 
 
 CommandStatus = Literal["pending", "running", "done", "expired", "lost"]

@@ -2,53 +2,57 @@
 
 A session is a job (docs/decisions.md, 2026-12-01): opened through the tenant's admission
 like any submission, claimed, leased and heartbeated by a worker, ended through the
-lifecycle. Each command is recorded in the session's command ledger before it is sent
-(pagefleet.browsing.commands: run once or answered ``expired``), reaches the worker over
-the session's channel, and a call waits at most ``wait_s`` for its answer, then answers 202
-with the command's id. A worker that stopped heartbeating is found out here (its lease
-taken back at once) and reported as ``lost``.
+lifecycle. Each command is recorded, body and all, in the session's command ledger before
+anything is sent (pagefleet.browsing.commands: run once or answered ``expired``); its
+worker is woken through its inbox (pagefleet.browsing.inbox: ids only) and answers in the
+record. A call reads the record while the command runs, for at most ``wait_s``, and answers
+202 with the command's id as soon as the command is not running: a session still starting,
+or a worker busy with another command, holds no API execution (docs/api.md, "Browser
+sessions"). A worker that stopped heartbeating is found out here (its lease taken back at
+once) and reported as ``lost``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from pagefleet.browsing.answers import answered, steps_answer
-from pagefleet.browsing.channel import ChannelGone, SessionChannel
+from pagefleet.browsing import spend
+from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
+    CommandBody,
     CommandLedger,
     CommandRecord,
     CommandState,
     fingerprint,
     session_steps,
 )
+from pagefleet.browsing.inbox import SessionInbox, Wakeup
 from pagefleet.browsing.models import (
     MAX_WAIT_S,
-    Answer,
-    Command,
     CommandStatus,
     CommandView,
     OpenSession,
     SaveAsWorkflow,
     SavedWorkflow,
-    SessionStatus,
     SessionView,
     StepsAnswer,
     StepsRequest,
 )
 from pagefleet.browsing.recording import parametrize
+from pagefleet.browsing.status import refuse_ended, status_of
 from pagefleet.errors import (
     IdempotencyKeyReused,
     InvalidField,
     JobNotCancellable,
     NotConfigured,
     NotFound,
-    SessionEnded,
     TooManyRequests,
 )
 from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
@@ -56,6 +60,8 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
+from pagefleet.pricing import Worker
+from pagefleet.specs.resources import inbox_name
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
@@ -65,7 +71,22 @@ from pagefleet.workflow.versions import WorkflowDefinition, put_version
 COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
-STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
+# A command its worker has not taken this long after it was sent is not waited for: the
+# worker is busy with another command (or gone), and the call answers 202 at once.
+CLAIM_GRACE_S = 1.0
+# How often a call reads the record while it waits: often at first (most steps take tens of
+# milliseconds), less and less after.
+FIRST_READ_S = 0.005
+LAST_READ_S = 0.05
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What the API keeps of an open session: its request, and its worker's inbox once a
+    worker holds it (neither changes: a session has one attempt)."""
+
+    request: JobRequest
+    inbox: str | None
 
 
 class SavedSessions(Protocol):
@@ -78,9 +99,13 @@ class SavedSessions(Protocol):
 class Sessions:
     jobs: JobServices
     quotas: Quotas
-    channel: SessionChannel | None
+    # Wakes the worker holding a session (None: no sessions in this deployment).
+    inbox: SessionInbox | None
     # Each command's record: run once or expired, its answer, its steps (None: no sessions).
     commands: CommandLedger | None = None
+    stage: str = "dev"  # names the workers' inboxes
+    # The worker shape a session's browser-seconds are priced on (its cost so far, its cap).
+    pricing: Worker = field(default_factory=Worker)
     presign_ttl_s: int = 300
     # A call waits at most this for its answer, whatever its wait_s (tests shorten it).
     max_wait_s: float = float(MAX_WAIT_S)
@@ -88,23 +113,34 @@ class Sessions:
     on_lost: Callable[[JobRecord], None] = lambda job: None
     # Where a session's use_session is looked up at open (None: left to its worker).
     saved: SavedSessions | None = None
-    # Open sessions' requests this process has read, by (tenant, session): see open_request.
-    _open: dict[tuple[str, str], JobRequest] = field(default_factory=dict, repr=False)
+    # How a call waiting for an answer reads the time and waits (tests pass their own).
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    # Open sessions this process has read, by (tenant, session): see opened.
+    _open: dict[tuple[str, str], Opened] = field(default_factory=dict, repr=False)
 
-    def open_request(self, tenant_id: str, session_id: str) -> JobRequest:
-        """An open session's request (its channel, options): read once, then kept by this
-        process while the session is open (it never changes). A session that ended is
-        found out by its channel being gone, or by its silence (``run_steps``)."""
+    def opened(self, tenant_id: str, session_id: str) -> Opened:
+        """An open session's request and its worker's inbox: read until a worker holds it,
+        then kept by this process while the session is open (neither changes). A session
+        that ended is found out by its record after a call (``run_steps``)."""
         key = (tenant_id, session_id)
         known = self._open.get(key)
-        if known is not None:
+        if known is not None and known.inbox is not None:
             return known
         job = get_session(self, tenant_id, session_id)
         refuse_ended(job)
+        found = Opened(job.request, self.inbox_of(job))
+        self._open.pop(key, None)
         while len(self._open) >= MAX_KEPT_SESSIONS:
             self._open.pop(next(iter(self._open)))
-        self._open[key] = job.request
-        return job.request
+        self._open[key] = found
+        return found
+
+    def inbox_of(self, job: JobRecord) -> str | None:
+        """The inbox of the worker holding the session (its lease owner, set at claim)."""
+        if job.status is not JobStatus.RUNNING or not job.lease_owner:
+            return None
+        return inbox_name(self.stage, job.lease_owner)
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
@@ -118,49 +154,19 @@ class Sessions:
             raise NotConfigured("browser sessions are not configured in this deployment")
         return self.commands
 
-    def require_channel(self) -> SessionChannel:
-        """The channel, or 501 where this deployment has none."""
-        if self.channel is None:
+    def require_inbox(self) -> SessionInbox:
+        """The workers' inboxes, or 501 where this deployment has none."""
+        if self.inbox is None:
             raise NotConfigured("browser sessions are not configured in this deployment")
-        return self.channel
-
-
-def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
-    """A session's status and why it closed, read from its job."""
-    status = job.status
-    if status in STARTING:
-        return "starting", None
-    if status is JobStatus.RUNNING:
-        return "ready", None
-    if status is JobStatus.DEAD_LETTERED or (
-        status is JobStatus.FAILED and job.error is not None and job.error.kind == "lease_expired"
-    ):
-        return "lost", None
-    if status is JobStatus.SUCCEEDED:
-        return "closed", str((job.result or {}).get("closed_reason") or "closed")
-    reasons = {
-        JobStatus.CANCELLED: "closed",
-        JobStatus.TIMED_OUT: "max_duration",
-        JobStatus.EXPIRED: "expired",
-    }
-    return "closed", reasons.get(status, "failed")
-
-
-def refuse_ended(job: JobRecord) -> None:
-    """409 for a session that is closed or lost, or closing: deleted while it ran (its
-    worker is winding it down and answers no step)."""
-    status, _ = status_of(job)
-    if status not in ("closed", "lost") and job.cancel_requested_at is not None:
-        status = "closed"
-    if status in ("closed", "lost"):
-        raise SessionEnded(f"browser session {job.job_id} is {status}", status=status)
+        return self.inbox
 
 
 def open_session(
     sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
 ) -> JobRecord:
-    """Record and queue the session's job; 429 when the tenant's running slots are taken."""
-    channel = sessions.require_channel()
+    """Record and queue the session's job; 429 when the tenant's running slots are taken.
+    Nothing else is made: an open that fails half way leaves only what ``submit`` undoes."""
+    sessions.require_inbox()
     quotas = sessions.quotas
     limit = quotas.limits(tenant_id).max_running
     if len(quotas.view(tenant_id).running) >= limit:
@@ -171,10 +177,14 @@ def open_session(
             limit="max_running",
             max_running=limit,
         )
+    cap_s = None
+    if body.max_cost_usd is not None:
+        cap_s = spend.cost_cap_s(body.max_cost_usd, sessions.pricing)
     terms = SessionTerms(
-        channel=new_ulid(),
         idle_timeout_s=body.idle_timeout_s,
         max_duration_s=body.max_duration_s,
+        max_cost_usd=body.max_cost_usd,
+        cost_cap_s=cap_s,
     )
     steps: list[dict[str, Any]] = []
     if body.use_session is not None:
@@ -194,12 +204,7 @@ def open_session(
         )
     except ValidationError as exc:
         raise InvalidField.from_errors(exc.errors()) from None
-    channel.open(terms.channel)
-    try:
-        admitted = submit(sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id)
-    except BaseException:
-        channel.close(terms.channel)
-        raise
+    admitted = submit(sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id)
     return admitted.submitted.job
 
 
@@ -237,8 +242,6 @@ def _settled(sessions: Sessions, job: JobRecord) -> JobRecord:
         job = sessions.jobs.store.get(job.tenant_id, job.job_id)
         if lost:
             sessions.on_lost(job)
-    if job.status.is_final and sessions.channel is not None and job.request.session is not None:
-        sessions.channel.close(job.request.session.channel)
     return job
 
 
@@ -292,19 +295,19 @@ def run_steps(
     *,
     command_id: str | None = None,
 ) -> StepsAnswer | CommandView:
-    """Record the command, send it to the session's worker and wait up to ``wait_s`` for
-    its answer: the answer, or (still to run) the command as it stands, for a 202. A
-    command id already recorded is answered from its record, never run again."""
-    channel = sessions.require_channel()
+    """Record the command, wake the session's worker and read the record while the command
+    runs, up to ``wait_s``: the answer, or (not answered yet) the command as it stands, for
+    a 202. A command id already recorded is answered from its record, never run again."""
+    inbox = sessions.require_inbox()
     ledger = sessions.require_commands()
-    request = sessions.open_request(tenant_id, session_id)
+    opened = sessions.opened(tenant_id, session_id)
     steps = body.all_steps()
     if any(isinstance(s, UseSession) for s in steps):
         raise InvalidField(
             "use_session applies when a session opens (POST /v1/browser-sessions use_session)",
             field="step",
         )
-    dumped = check_steps(request, steps)
+    dumped = check_steps(opened.request, steps)
     if command_id is not None and body.command_id is not None and command_id != body.command_id:
         raise InvalidField(
             "the Idempotency-Key header and command_id differ; give one, or the same",
@@ -318,8 +321,9 @@ def run_steps(
         command_id=given,
         fingerprint=fingerprint({"steps": dumped, "observe": body.observe.model_dump()}),
         deadline=now + body.deadline_s,
-        created_at=iso(utcnow()),
+        created_at=iso(datetime.fromtimestamp(now, UTC)),  # the lifecycle's clock
         expires_at=int(now) + COMMAND_RETENTION_S,
+        body=CommandBody(steps=dumped, observe=body.observe),
     )
     record = ledger.record(wanted)
     if record.fingerprint != wanted.fingerprint:
@@ -329,21 +333,20 @@ def run_steps(
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
         return answered(sessions.presign, record, "ready")
-    # New, or a retry whose first delivery may never have arrived: sent (again). The
-    # worker's claim on the record runs it once whatever number of copies reach it.
-    delivery = Command(id=new_ulid(), command_id=given, steps=dumped, observe=body.observe)
-    terms = request.session
-    assert terms is not None
-    answer: Answer | None = None
-    try:
-        channel.send_command(terms.channel, delivery)
-        wait_s = min(float(body.wait_s), sessions.max_wait_s)
-        if wait_s > 0:
-            answer = channel.await_answer(terms.channel, delivery.id, timeout_s=wait_s)
-    except ChannelGone:
-        answer = None
-    if answer is not None:
-        return steps_answer(sessions.presign, session_id, given, answer, "ready")
+    if opened.inbox is None:
+        # Read after the record was written: a worker that took the session since either
+        # is seen here, or finds the command when it looks at the ledger as it starts.
+        opened = sessions.opened(tenant_id, session_id)
+    woken = False
+    if opened.inbox is not None and record.state is CommandState.PENDING:
+        # New, or a retry whose first wake-up may never have arrived: woken (again). The
+        # worker's claim on the record runs it once whatever number of wake-ups reach it.
+        wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
+        woken = inbox.send(opened.inbox, wakeup)
+    if woken or record.state is CommandState.RUNNING:
+        record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
+    if record.state is CommandState.DONE and record.answer is not None:
+        return answered(sessions.presign, record, "ready")
     view = read_command(sessions, tenant_id, session_id, given)
     if view.state == "done" and view.answer is not None:
         return view.answer
@@ -352,6 +355,26 @@ def run_steps(
         sessions.forget(tenant_id, session_id)
         refuse_ended(job)
     return view.answer or view
+
+
+def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> CommandRecord:
+    """The command's record once answered, or as it stands when waiting is over: after
+    ``wait_s``, or at once when its worker has not taken it ``CLAIM_GRACE_S`` after it was
+    sent. A call is held while the steps run, never while they wait (finding 8 of issue 32:
+    no API execution waits for a browser that is starting, busy or gone)."""
+    ledger = sessions.require_commands()
+    begin = sessions.clock()
+    pause = FIRST_READ_S
+    while True:
+        waited = sessions.clock() - begin
+        if record.state in (CommandState.DONE, CommandState.EXPIRED) or waited >= wait_s:
+            return record
+        if record.state is CommandState.PENDING and waited >= CLAIM_GRACE_S:
+            return record
+        sessions.sleep(min(pause, wait_s - waited))
+        pause = min(LAST_READ_S, pause * 1.5)
+        found = ledger.get(record.tenant_id, record.session_id, record.command_id)
+        record = found or record
 
 
 def read_command(
@@ -383,15 +406,13 @@ def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRec
     job = get_session(sessions, tenant_id, session_id)
     if job.status.is_final:
         return job
-    terms = job.request.session
-    assert terms is not None
-    if job.status is JobStatus.RUNNING:
-        # The close command is taken at once; the cancel flag is the fallback the runner
+    inbox = sessions.inbox_of(job)
+    if inbox is not None:
+        # The close wake-up is taken at once; the cancel flag is the fallback the runner
         # watches whatever the session is doing.
-        close = Command(id=new_ulid(), op="close")
-        with contextlib.suppress(ChannelGone):
-            sessions.require_channel().send_command(terms.channel, close)
-    # The worker may end it first, on the close command: a close is idempotent.
+        close = Wakeup(id=new_ulid(), op="close", tenant_id=tenant_id, session_id=session_id)
+        sessions.require_inbox().send(inbox, close)
+    # The worker may end it first, on the close wake-up: a close is idempotent.
     with contextlib.suppress(JobNotCancellable):
         sessions.jobs.lifecycle.cancel(tenant_id, session_id)
     return get_session(sessions, tenant_id, session_id)

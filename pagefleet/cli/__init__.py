@@ -19,7 +19,18 @@ import typer
 from botocore.exceptions import BotoCoreError, ClientError
 
 import pagefleet
-from pagefleet.cli import admin, dispatch, fleet, follow, jobs, local, monitors, notify, tenancy
+from pagefleet.cli import (
+    admin,
+    browser_sessions,
+    dispatch,
+    fleet,
+    follow,
+    jobs,
+    local,
+    monitors,
+    notify,
+    tenancy,
+)
 from pagefleet.cli.common import (
     EXIT_FAILED,
     EXIT_SERVICE,
@@ -83,6 +94,7 @@ app.command()(tenancy.usage)
 app.command()(tenancy.tenant)
 app.command()(tenancy.delete)
 app.add_typer(tenancy.sessions_app, name="sessions")
+app.add_typer(browser_sessions.browser_sessions_app, name="browser-sessions")
 admin.admin_app.command("set-limits")(tenancy.set_limits)
 admin.admin_app.command("limits")(tenancy.limits)
 admin.admin_app.command("usage")(tenancy.every_tenant_usage)

@@ -10,13 +10,22 @@ from typing import Any, Protocol
 
 import httpx
 
-from pagefleet.browsing.models import CommandView, SavedWorkflow, SessionView, StepsAnswer
+from pagefleet.browsing.models import (
+    CommandView,
+    OpenSessions,
+    OpenSessionView,
+    SavedWorkflow,
+    SessionView,
+    StepsAnswer,
+)
 from pagefleet.jobs.models import new_ulid
 
 # How long session_steps reads a command that answered 202 before it gives up, and how
-# often (doubling from the first pause to the longest).
+# often: every POLL_FIRST_S for the first FAST_FOR_S (a session starting takes about that,
+# and its first step should not wait for a slow read), then doubling to the longest.
 DEFAULT_GIVE_UP_S = 300.0
 POLL_FIRST_S = 0.05
+FAST_FOR_S = 3.0
 POLL_MAX_S = 0.5
 
 
@@ -105,7 +114,8 @@ class BrowsingCalls:
         )
         if isinstance(sent, StepsAnswer):
             return sent
-        give_up = time.monotonic() + give_up_s
+        sent_at = time.monotonic()
+        give_up = sent_at + give_up_s
         pause = POLL_FIRST_S
         while time.monotonic() < give_up:
             time.sleep(pause)
@@ -114,7 +124,8 @@ class BrowsingCalls:
                 return view.answer
             if view.state == "lost":
                 raise CommandPending(view)
-            pause = min(POLL_MAX_S, pause * 2)
+            if time.monotonic() - sent_at >= FAST_FOR_S:
+                pause = min(POLL_MAX_S, pause * 2)
         raise CommandPending(sent)
 
     def send_steps(
@@ -154,6 +165,12 @@ class BrowsingCalls:
         if digest != part.sha256:
             raise ValueError(f"answer part {name}: sha256 {digest} differs from {part.sha256}")
         return data
+
+    def open_sessions(self: _Requests, status: str = "open") -> list[OpenSessionView]:
+        """The tenant's sessions still open (``starting``, ``ready``, or ``open``: both),
+        newest first, each with its cost so far and its last activity."""
+        got = self._request("GET", "/v1/browser-sessions", params={"status": status})
+        return OpenSessions.model_validate(got.json()).sessions
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
         """A browser session: its state, its steps so far and their answers."""

@@ -65,6 +65,11 @@ def iso(ts: datetime) -> str:
     return ts.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def epoch_of_iso(stamp: str) -> float:
+    """Epoch seconds of a time written by ``iso``."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 def new_job_id() -> str:
     # ULIDs sort by creation time, so listing by sort key descending is newest first.
     return new_ulid()

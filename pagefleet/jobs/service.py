@@ -21,7 +21,7 @@ from pagefleet.errors import (
 from pagefleet.jobs import stats
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.models import JobRecord, JobRequest, iso
+from pagefleet.jobs.models import JobRecord, JobRequest, epoch_of_iso, iso
 from pagefleet.jobs.planning import Problems, plan_job
 from pagefleet.jobs.ports import (
     NO_FILTER,
@@ -307,4 +307,4 @@ def oldest_waiting_since(svc: JobServices, tenant_id: str, now: float) -> float 
 
 
 def _epoch(stamp: str) -> float:
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    return epoch_of_iso(stamp)

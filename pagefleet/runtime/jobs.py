@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pagefleet.adapters.dynamodb.events import DynamoEventStore
+    from pagefleet.adapters.dynamodb.inboxes import DynamoInboxRegistry
     from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
     from pagefleet.adapters.job_data import AwsJobData
-    from pagefleet.adapters.session_channel import SqsSessionChannel
+    from pagefleet.adapters.session_inbox import SqsSessionInbox
     from pagefleet.browsing.service import Sessions
     from pagefleet.jobs.models import JobRecord
     from pagefleet.jobs.service import JobServices
@@ -58,20 +59,29 @@ class JobBuilders(TenantBuilders):
 
         return self._per("jobs", settings, build)
 
-    def session_channel(self, settings: CoreSettings) -> SqsSessionChannel:
-        """Browser sessions' command and answer queues (the API and the workers)."""
+    def session_inbox(self, settings: CoreSettings) -> SqsSessionInbox:
+        """The workers' command inboxes (the API wakes, the workers make and read them)."""
         # imported when first built: a cold start imports only what it builds
-        from pagefleet.adapters.session_channel import SqsSessionChannel
-        from pagefleet.specs.resources import session_queue_prefix
+        from pagefleet.adapters.session_inbox import SqsSessionInbox
 
-        def build() -> SqsSessionChannel:
-            return SqsSessionChannel.beside(
-                self.client("sqs"),
-                prefix=session_queue_prefix(settings.stage),
-                any_queue_url=next(iter(settings.queue_urls.values())),
-            )
+        return self._per(
+            "session_inbox",
+            settings,
+            lambda: SqsSessionInbox.beside(
+                self.client("sqs"), any_queue_url=next(iter(settings.queue_urls.values()))
+            ),
+        )
 
-        return self._per("session_channel", settings, build)
+    def inbox_registry(self, settings: CoreSettings) -> DynamoInboxRegistry:
+        """Which inboxes have a live worker (the workers renew, the sweeper reads)."""
+        # imported when first built: a cold start imports only what it builds
+        from pagefleet.adapters.dynamodb.inboxes import DynamoInboxRegistry
+
+        return self._per(
+            "inbox_registry",
+            settings,
+            lambda: DynamoInboxRegistry(self.client("dynamodb"), settings.jobs_table),
+        )
 
     def session_commands(self, settings: CoreSettings) -> DynamoCommandLedger:
         """Browser sessions' command records (run once or expired; their steps)."""
@@ -98,8 +108,10 @@ class JobBuilders(TenantBuilders):
             lambda: Sessions(
                 self.job_services(settings),
                 self.tenancy(settings).quotas,
-                self.session_channel(settings),
+                self.session_inbox(settings),
                 commands=self.session_commands(settings),
+                stage=settings.stage,
+                pricing=settings.pricing_worker,
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
                 saved=self.session_archive(settings),

@@ -243,10 +243,22 @@ def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
     return found
 
 
-# Browser sessions: a command and an answer queue per session, made when it opens and
-# deleted when it ends, named under this prefix so that IAM can reach exactly these.
-def session_queue_prefix(stage: str) -> str:
-    return f"pagefleet-{stage}-session-"
+# A browser session's commands (its steps, extracted data, page snapshots) sit in the jobs
+# table under this partition per tenant, apart from the tenant's job items: the job role
+# reaches only its tag's partition, the worker task roles none (infra/constructs).
+SESSION_LEDGER_PK_PREFIX = "SCMD#"
 
 
-SESSION_QUEUE_SUFFIXES = ("-cmd", "-ans")
+# Browser sessions' command inboxes: one SQS queue per worker process, made when it starts
+# and deleted when it stops (docs/decisions.md, 2026-12-05), named under this prefix so that
+# IAM can reach exactly these. A session's worker is its job's lease owner, and its inbox's
+# name is made from that owner: nothing else needs recording at claim.
+def inbox_queue_prefix(stage: str) -> str:
+    return f"pagefleet-{stage}-inbox-"
+
+
+def inbox_name(stage: str, worker_id: str) -> str:
+    """The inbox of worker ``worker_id`` (SQS: at most 80 of [A-Za-z0-9_-])."""
+    import hashlib
+
+    return inbox_queue_prefix(stage) + hashlib.sha256(worker_id.encode()).hexdigest()[:32]

@@ -143,6 +143,26 @@ def test_another_tenants_session_is_not_found_through_mcp(stack: LocalStack) -> 
             owner.close_session(sid)
 
 
+def test_the_sessions_an_agent_left_open_are_closed_when_it_disconnects(stack: LocalStack) -> None:
+    """An agent that goes away (its MCP client disconnects) without close_session: the
+    sessions it opened through ``pagefleet mcp`` are closed, not left holding a running slot
+    and billing until their idle timeout; one it closed itself is not touched again."""
+
+    async def agent() -> tuple[str, str]:
+        async with connected(server(stack)) as session:
+            left = await call(session, "open_session", idle_timeout_s=600)
+            done = await call(session, "open_session", idle_timeout_s=600)
+            await call(session, "close_session", session_id=done["session_id"])
+            return left["session_id"], done["session_id"]
+
+    left, done = anyio.run(agent)
+    with stack.client() as owner:
+        view = owner.get_session(left)
+        assert (view.status, view.closed_reason) == ("closed", "closed"), view
+        assert owner.get_session(done).status == "closed"
+        assert [s.session_id for s in owner.open_sessions()] == []
+
+
 def test_an_agent_reaches_into_an_iframe_by_ref_sees_a_new_tab_and_reads_within_a_budget(
     stack: LocalStack,
 ) -> None:

@@ -40,6 +40,7 @@ def test_the_job_role_reaches_only_the_tagged_tenants_data(stage_synth) -> None:
     role = stack.tenants.role
     bucket = logical_id(stack.artifacts.bucket)
     usage = logical_id(stack.store.usage)
+    jobs = logical_id(stack.store.jobs)
     granted = [s for p in _policies_of(stage_synth, role) for s in statements(p)]
     services = {a.split(":")[0] for s in granted for a in as_list(s["Action"])}
     assert services == {"s3", "dynamodb", "secretsmanager"}
@@ -58,8 +59,15 @@ def test_the_job_role_reaches_only_the_tagged_tenants_data(stage_synth) -> None:
             # Objects under the tenant's own prefix only: artifacts and saved sessions.
             assert resources == [f"<{bucket}.Arn>/{TAGGED}/*"]
             assert set(actions) <= {"s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"}
+        elif actions[0].startswith("dynamodb:") and resources == [f"<{jobs}.Arn>"]:
+            # The tenant's browser-session commands: their own partition of the jobs table
+            # (never its job items, whose partition is TENANT#<tenant>).
+            assert statement["Condition"] == {
+                "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [f"SCMD#{TAGGED}"]}
+            }
+            assert not {"dynamodb:Scan", "dynamodb:BatchGetItem"} & set(actions)
         elif actions[0].startswith("dynamodb:"):
-            # Items whose partition key is the tenant's, in the usage table only.
+            # Items whose partition key is the tenant's, in the usage table.
             assert resources == [f"<{usage}.Arn>"]
             assert statement["Condition"] == {
                 "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [f"TENANT#{TAGGED}"]}

@@ -96,6 +96,7 @@ def test_tenant_a_reaches_none_of_tenant_bs_data(
         worker_settings,
         as_principal(endpoint, "worker/standard", "sts"),
         lambda service: boto3.client(service),
+        worker_client=lambda service: as_principal(endpoint, "worker/standard", service),
     )
     wrong = [p for p in probes if not p.as_expected]
     assert not wrong, "\n".join(f"{p.name}: {p.detail}" for p in wrong)
@@ -110,6 +111,10 @@ def test_tenant_a_reaches_none_of_tenant_bs_data(
         "dynamodb:PutItem",
     ) in denied  # the usage transaction's first item
     assert ("job-role (tenant=probe-a)", "secretsmanager:GetSecretValue") in denied
+    # A session's commands: another tenant's refused to the job role, the tenant's own to
+    # the task role (issue 32 finding 9: they were every tenant's to both).
+    assert [p.name for p in probes if "session commands" in p.name and not p.as_expected] == []
+    assert ("worker/standard", "dynamodb:Query") in denied
 
 
 def test_a_session_never_saved_is_missing_not_refused(

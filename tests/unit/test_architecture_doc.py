@@ -12,7 +12,8 @@ ARCHITECTURE = (REPO_ROOT / "docs" / "architecture.md").read_text()
 # Ports that live beside their service rather than in a ports.py (AWS adapters implement them).
 PORTS_ELSEWHERE = (
     "Breakers",
-    "SessionChannel",
+    "SessionInbox",
+    "InboxRegistry",
     "ScheduleStore",
     "SchedulerMirror",
     "WorkflowStore",
@@ -49,4 +50,4 @@ def test_priorities_and_the_lease_are_described_as_the_code_has_them() -> None:
     assert "two priorities" not in ARCHITECTURE and "a high and a normal queue" not in ARCHITECTURE
     # The claim deletes the message: no visibility timeout is part of the lease.
     assert not re.search(r"visibility timeout is the queue's side of the lease", ARCHITECTURE)
-    assert "functions/live" in ARCHITECTURE and "SessionChannel" in ARCHITECTURE
+    assert "functions/live" in ARCHITECTURE and "SessionInbox" in ARCHITECTURE

@@ -1,25 +1,29 @@
 """Browser sessions on the fakes: a session is a job (admission, slots, lease, lifecycle),
-its steps go over its channel, a dead worker makes it `lost`, never a hang."""
+its commands are recorded in the ledger and its worker woken through its inbox, a dead
+worker makes it `lost`, never a hang."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from browser_task.run.inbox import WorkerInbox
 from browser_task.run.session_loop import SessionLoop
 from devstack.fakes import FakeClock
-from devstack.fakes.session_channel import FakeSessionChannel
 from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.fakes.tenancy import fake_tenancy
 from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.browsing import service
-from pagefleet.browsing.channel import answer_fate
+from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import (
     Answer,
     Command,
@@ -42,6 +46,8 @@ from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.pricing import Worker
+from pagefleet.specs.resources import inbox_name
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
@@ -54,29 +60,34 @@ LEASE = 60
 @dataclasses.dataclass
 class World:
     sessions: service.Sessions
-    channel: FakeSessionChannel
+    inbox: FakeSessionInbox
+    worker: WorkerInbox  # the inbox of worker "w1", which claims the sessions here
     commands: FakeCommandLedger
     clock: FakeClock
     lost: list[str]
 
 
 @pytest.fixture
-def world() -> World:
+def world() -> Iterator[World]:
     clock = FakeClock()
     svc, tenancy = fake_tenancy(clock)
     svc = dataclasses.replace(svc, workflows=FakeWorkflowStore())
-    channel = FakeSessionChannel()
+    inbox = FakeSessionInbox()
     commands = FakeCommandLedger()
     lost: list[str] = []
     sessions = service.Sessions(
         svc,
         tenancy.quotas,
-        channel,
+        inbox,
         commands=commands,
+        stage="dev",
         max_wait_s=2.0,
         on_lost=lambda job: lost.append(job.job_id),
     )
-    return World(sessions, channel, commands, clock, lost)
+    worker = WorkerInbox(inbox, FakeInboxRegistry(), inbox_name("dev", "w1"), poll_s=1)
+    worker.start()
+    yield World(sessions, inbox, worker, commands, clock, lost)
+    worker.stop()
 
 
 def steps_request(*steps: dict[str, object], **fields: object) -> StepsRequest:
@@ -115,7 +126,7 @@ class ScriptedLoop(SessionLoop):
 
         super().__init__(
             ctx,
-            world.channel,
+            world.worker.open(job.tenant_id, job.job_id),
             job.request.session,
             commands=world.commands,
             evaluate_allowed=no_evaluate,
@@ -133,22 +144,22 @@ class ScriptedLoop(SessionLoop):
 @pytest.fixture
 def answering(world: World) -> Iterator[Callable[[JobRecord, Callable[[Command], Answer]], None]]:
     """A worker's session loop in a thread, answering commands with ``reply``."""
-    threads: list[tuple[threading.Thread, str]] = []
+    threads: list[tuple[threading.Thread, JobRecord]] = []
 
     def start(job: JobRecord, reply: Callable[[Command], Answer]) -> None:
-        assert job.request.session is not None
         loop = ScriptedLoop(world, job, reply)
         thread = threading.Thread(target=asyncio.run, args=(loop.run(),), daemon=True)
         thread.start()
-        threads.append((thread, job.request.session.channel))
+        threads.append((thread, job))
 
     yield start
-    for thread, channel in threads:
-        world.channel.close(channel)  # the loop ends: its channel is gone
+    for thread, job in threads:
+        close = Wakeup(id="close", op="close", tenant_id=job.tenant_id, session_id=job.job_id)
+        world.worker.route(close)  # the loop ends
         thread.join(timeout=15)
 
 
-def test_a_session_opens_as_a_job_with_its_terms_and_its_channel(world: World) -> None:
+def test_a_session_opens_as_a_job_with_its_terms_and_makes_nothing_else(world: World) -> None:
     body = OpenSession(idle_timeout_s=60, max_duration_s=600, use_session="shop-login")
     job = service.open_session(world.sessions, TENANT, body)
 
@@ -158,7 +169,8 @@ def test_a_session_opens_as_a_job_with_its_terms_and_its_channel(world: World) -
     assert job.request.max_attempts == 1  # a browser's state cannot be retried
     assert job.request.options.job_timeout_s == 600  # the watchdog is the max duration
     assert [s.action for s in job.request.steps] == ["use_session"]
-    assert world.channel.exists(terms.channel)
+    assert world.inbox.listed("") == world.worker.inbox.listed("")  # no queue made
+    assert [i.name for i in world.inbox.listed("")] == [world.worker.name]
     view = service.view(world.sessions, job)
     assert (view.status, view.steps) == ("starting", [])
 
@@ -274,13 +286,7 @@ def test_a_duplicate_delivery_of_a_command_runs_it_once(
 ) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
-    real_send = world.channel.send_command
-
-    def twice(name: str, command: Command) -> None:  # SQS: at-least-once delivery
-        real_send(name, command)
-        real_send(name, command)
-
-    world.channel.send_command = twice  # type: ignore[method-assign]
+    world.inbox.copies = 2  # SQS: at-least-once delivery
     ran: list[Command] = []
     answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
     for n in range(3):
@@ -357,7 +363,6 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     found = service.get_session(world.sessions, TENANT, job.job_id)
     assert service.view(world.sessions, found).status == "lost"
     assert world.lost == [job.job_id]
-    assert not world.channel.exists(job.request.session.channel)  # its queues deleted
     assert world.sessions.quotas.view(TENANT).running == frozenset()  # its slot given back
     with pytest.raises(SessionEnded) as ended:
         service.run_steps(
@@ -366,29 +371,29 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     assert ended.value.details["status"] == "lost"
 
 
-def test_closing_a_session_not_started_cancels_it_and_deletes_its_queues(world: World) -> None:
+def test_closing_a_session_not_started_cancels_it(world: World) -> None:
     job = service.open_session(world.sessions, TENANT, OpenSession())
     closed = service.close_session(world.sessions, TENANT, job.job_id)
     assert service.status_of(closed) == ("closed", "closed")
-    assert job.request.session is not None
-    assert not world.channel.exists(job.request.session.channel)
+    assert world.inbox.sent == []  # no worker holds it: nobody to wake
     assert service.close_session(world.sessions, TENANT, job.job_id).status is closed.status
 
 
 def test_a_session_its_worker_ends_while_it_is_closed_answers_closed_not_409(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The worker takes the close command at once and ends the job before the API's own
+    # The worker takes the close wake-up at once and ends the job before the API's own
     # cancel: the close is idempotent, so the caller gets the ended session. (Seen under
     # load in the e2e suite as a 409 "already ended as succeeded".)
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     lifecycle = world.sessions.jobs.lifecycle
 
-    def worker_ends_it(channel: str, command: Command) -> None:
+    def worker_ends_it(name: str, wakeup: Wakeup) -> bool:
         lifecycle.finish(job, Outcome(JobStatus.SUCCEEDED), "w1")
+        return True
 
-    monkeypatch.setattr(world.channel, "send_command", worker_ends_it)
+    monkeypatch.setattr(world.inbox, "send", worker_ends_it)
     closed = service.close_session(world.sessions, TENANT, job.job_id)
     assert closed.status is JobStatus.SUCCEEDED
     assert service.view(world.sessions, closed).status == "closed"
@@ -452,7 +457,137 @@ def test_a_named_literal_that_occurs_nowhere_is_a_422_naming_the_input() -> None
     assert parametrize(steps, {"query": "pagefleet"})[0]["value"] == "{{inputs.query}}"
 
 
-def test_an_answer_goes_to_its_caller_and_a_stale_one_is_dropped() -> None:
-    assert answer_fate("01b", "01b") == "take"
-    assert answer_fate("01a", "01b") == "drop"  # its caller stopped waiting
-    assert answer_fate("01c", "01b") == "release"  # a newer caller's: handed back
+def test_no_call_is_held_while_its_command_waits_for_a_browser(world: World) -> None:
+    """Issue 32 finding 8: a step held its API execution for up to ``wait_s`` (10 s by
+    default, 25 at most) whatever the worker was doing, so 1,000 agents held 1,000 Lambda
+    executions. Now a call is held only while its command runs: a session still starting,
+    or a worker busy (or gone) that does not take the command within CLAIM_GRACE_S, is a
+    202 at once. Time here is virtual: what the call slept is what it held."""
+    held = [0.0]
+
+    def sleep(seconds: float) -> None:
+        held[0] += seconds
+
+    sessions = dataclasses.replace(
+        world.sessions, max_wait_s=25.0, clock=lambda: held[0], sleep=sleep
+    )
+    body = steps_request({"action": "click", "selector": "#go"}, wait_s=25)
+    job = service.open_session(sessions, TENANT, OpenSession())
+    starting = service.run_steps(sessions, TENANT, job.job_id, body)
+    assert isinstance(starting, CommandView) and starting.state == "pending"
+    assert held[0] == 0  # starting: nothing to wait for
+
+    claimed(world)  # its worker holds it, but runs another command and takes none
+    busy = service.run_steps(
+        sessions, TENANT, job.job_id, body.model_copy(update={"command_id": "b"})
+    )
+    assert isinstance(busy, CommandView) and busy.state == "pending"
+    assert held[0] <= service.CLAIM_GRACE_S + service.LAST_READ_S
+
+
+def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is_dropped(
+    world: World,
+) -> None:
+    mailbox = world.worker.open(TENANT, "s1")
+    for wakeup in (
+        Wakeup(id="1", tenant_id=TENANT, session_id="s2", command_id="c"),  # not held here
+        Wakeup(id="2", tenant_id="other", session_id="s1", command_id="c"),  # forged tenant
+    ):
+        world.worker.route(wakeup)
+    assert mailbox.get(0) is None and world.worker.dropped == 2
+    world.worker.route(Wakeup(id="3", tenant_id=TENANT, session_id="s1", command_id="c"))
+    assert mailbox.get(0) is not None
+
+
+def test_a_command_sent_while_the_session_starts_runs_when_its_worker_takes_it(
+    world: World,
+) -> None:
+    """The worker looks at the ledger when it takes the session: what was sent before (no
+    inbox to wake yet) runs first, once."""
+    job = service.open_session(world.sessions, TENANT, OpenSession())
+    body = steps_request({"action": "click", "selector": "#early"}, command_id="early")
+    assert isinstance(service.run_steps(world.sessions, TENANT, job.job_id, body), CommandView)
+    job, _ = claimed(world)
+    ran: list[str] = []
+    loop = ScriptedLoop(world, job, lambda c: ran.append(c.command_id) or Answer(id=c.id, ran=1))
+    world.worker.route(Wakeup(id="x", op="close", tenant_id=TENANT, session_id=job.job_id))
+    asyncio.run(loop.run())
+    assert ran == ["early"]
+    read = service.read_command(world.sessions, TENANT, job.job_id, "early")
+    assert read.state == "done"
+
+
+def test_a_killed_workers_inbox_is_swept_and_a_live_ones_kept(world: World) -> None:
+    from pagefleet.browsing.leftovers import INBOX_GRACE_S, sweep_inboxes
+    from pagefleet.specs.resources import inbox_queue_prefix
+
+    registry = FakeInboxRegistry()
+    dead = WorkerInbox(world.inbox, registry, inbox_name("dev", "killed"), clock=lambda: 0.0)
+    dead.start()  # registered until ALIVE_FOR_S, then never renewed: it was killed
+    later = time.time() + 10_000
+    registry.renew(world.worker.name, until=later + 60)
+    swept = sweep_inboxes(world.inbox, registry, inbox_queue_prefix("dev"), now=later)
+    assert swept.removed == 1 and not world.inbox.exists(dead.name)
+    assert world.inbox.exists(world.worker.name)
+    young = sweep_inboxes(
+        world.inbox, FakeInboxRegistry(), inbox_queue_prefix("dev"), now=time.time()
+    )
+    assert young.removed == 0 and INBOX_GRACE_S > 0  # too young to judge, even unregistered
+
+
+def test_open_sessions_are_listed_with_their_cost_so_far_and_last_activity(world: World) -> None:
+    from pagefleet.browsing import spend
+
+    def listed(tenant: str, status: spend.Listed) -> list[str]:
+        found = spend.open_sessions(
+            world.sessions.jobs, world.sessions.quotas, world.commands, Worker(), tenant, status
+        )
+        return [v.session_id for v in found]
+
+    ready = service.open_session(world.sessions, TENANT, OpenSession(name="agent"))
+    claimed(world)
+    starting = service.open_session(world.sessions, TENANT, OpenSession())
+    body = steps_request({"action": "click", "selector": "#go"}, wait_s=0, command_id="c")
+    service.run_steps(world.sessions, TENANT, ready.job_id, body)
+    world.clock.advance(600)  # ten minutes of browser
+
+    found = spend.open_sessions(
+        world.sessions.jobs, world.sessions.quotas, world.commands, Worker(), TENANT, "ready"
+    )
+    [view] = found
+    assert (view.session_id, view.status, view.name) == (ready.job_id, "ready", "agent")
+    assert view.cost_usd == round(spend.cost_usd(600, Worker()), 6) > spend.cost_usd(0, Worker())
+    assert view.last_activity_at is not None and view.last_activity_at >= (view.started_at or "")
+    assert listed(TENANT, "starting") == [starting.job_id]
+    assert listed(TENANT, "open") == [starting.job_id, ready.job_id]  # newest first
+    assert listed("other", "open") == []  # the tenant's own only
+    service.close_session(world.sessions, TENANT, starting.job_id)
+    assert listed(TENANT, "starting") == []
+
+
+def test_a_spend_cap_that_cannot_cover_a_start_is_a_422_and_one_that_can_is_kept(
+    world: World,
+) -> None:
+    from pagefleet.browsing import spend
+
+    floor = spend.cost_usd(0, world.sessions.pricing)
+    with pytest.raises(InvalidField) as refused:
+        service.open_session(world.sessions, TENANT, OpenSession(max_cost_usd=floor / 2))
+    assert refused.value.details["field"] == "max_cost_usd"
+    for bad in (0, -1, 101):
+        with pytest.raises(ValidationError):
+            OpenSession.model_validate({"max_cost_usd": bad})
+    job = service.open_session(world.sessions, TENANT, OpenSession(max_cost_usd=0.05))
+    terms = job.request.session
+    assert terms is not None and terms.max_cost_usd == 0.05 and terms.cost_cap_s is not None
+    spent = spend.cost_usd(terms.cost_cap_s, world.sessions.pricing)
+    assert abs(spent - 0.05) < 1e-6  # the seconds it buys cost the cap (to rounding)
+
+
+def test_a_session_ended_by_its_cap_reads_closed_for_cost_cap() -> None:
+    record = SimpleNamespace(
+        status=JobStatus.FAILED,
+        error=SimpleNamespace(kind="cost_cap_reached"),
+        result=None,
+    )
+    assert service.status_of(record) == ("closed", "cost_cap")  # type: ignore[arg-type]

@@ -161,6 +161,11 @@ def test_sqs_batches_ask_the_single_calls_action_on_the_queue() -> None:
     ]
 
 
+def test_listing_queues_is_asked_on_the_accounts_queues_whatever_the_prefix() -> None:
+    got = asks("sqs", lambda c: c.list_queues(QueueNamePrefix="pagefleet-dev-inbox-"))
+    assert got == [("sqs:ListQueues", "arn:aws:sqs:us-east-1:123456789012:*", {})]
+
+
 def test_s3_listing_is_list_bucket_with_its_prefix() -> None:
     got = asks(
         "s3",

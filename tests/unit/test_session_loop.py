@@ -1,6 +1,6 @@
-"""The worker's side of a browser session without a browser: how it ends (idle, close, a
-gone channel) and what it answers to duplicate deliveries, on a scripted channel and a
-moved clock."""
+"""The worker's side of a browser session without a browser: how it ends (idle, close), what
+it does with duplicate and lost wake-ups, and what it leaves when it ends, on a scripted
+mailbox and a moved clock."""
 
 from __future__ import annotations
 
@@ -10,40 +10,63 @@ from typing import Any
 
 from browser_task.run.session_loop import SessionLoop
 from devstack.fakes.session_commands import FakeCommandLedger
-from pagefleet.browsing.channel import ChannelGone
-from pagefleet.browsing.commands import CommandRecord
+from pagefleet.browsing.commands import CommandBody, CommandRecord, CommandState
+from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.workflow.masking import Masker
 
-CHANNEL = "0" * 26
+CLICK = {"action": "click", "selector": "a"}
 
 
-class ScriptedChannel:
-    """Hands out the scripted commands; each wait for one moves the clock by ``wait_s``."""
+class ScriptedMailbox:
+    """Hands out the scripted wake-ups; a None is a wait for nothing, moving the clock."""
 
-    def __init__(self, script: list[Command | None], clock: list[float]) -> None:
+    def __init__(self, script: list[Wakeup | None], clock: list[float]) -> None:
         self.script = script
         self.clock = clock
-        self.answers: list[Answer] = []
 
-    def next_command(self, channel: str, *, wait_s: int) -> Command | None:
-        if not self.script:
-            raise ChannelGone(channel)
-        command = self.script.pop(0)
-        if command is None:
-            self.clock[0] += wait_s
-        return command
-
-    def send_answer(self, channel: str, answer: Answer) -> None:
-        self.answers.append(answer)
+    def get(self, timeout_s: float) -> Wakeup | None:
+        wakeup = self.script.pop(0) if self.script else None
+        if wakeup is None:
+            self.clock[0] += timeout_s
+        return wakeup
 
 
-def run(
-    script: list[Command | None], idle_s: int = 30, ledger: FakeCommandLedger | None = None
-) -> tuple[dict[str, Any], ScriptedChannel]:
+class Loop(SessionLoop):
+    """The session loop with each command's steps answered instead of run in a browser."""
+
+    ran: list[str]
+
+    async def _steps(self, command: Command) -> Answer:
+        self.ran.append(command.command_id)
+        self.recorded.extend(command.steps)
+        return Answer(id=command.id, ran=len(command.steps))
+
+
+def wake(command_id: str | None = None, op: str = "command") -> Wakeup:
+    return Wakeup.model_validate(
+        {"id": "w", "op": op, "tenant_id": "t", "session_id": "s", "command_id": command_id}
+    )
+
+
+def record(ledger: FakeCommandLedger, command_id: str, *, created: str = "1") -> CommandRecord:
+    return ledger.record(
+        CommandRecord(
+            tenant_id="t",
+            session_id="s",
+            command_id=command_id,
+            fingerprint="f",
+            deadline=10**10,
+            created_at=created,
+            expires_at=0,
+            body=CommandBody(steps=[CLICK]),
+        )
+    )
+
+
+def loop_over(script: list[Wakeup | None], ledger: FakeCommandLedger, idle_s: int = 30) -> Loop:
     clock = [0.0]
-    channel = ScriptedChannel(script, clock)
     ctx: Any = SimpleNamespace(
         result={}, tenant_id="t", plan=SimpleNamespace(job_id="s"), events=None, masker=Masker()
     )
@@ -51,50 +74,84 @@ def run(
     async def no_evaluate() -> bool:
         return False
 
-    loop = SessionLoop(
+    loop = Loop(
         ctx,
-        channel,  # type: ignore[arg-type]  # the loop takes and answers commands only
-        SessionTerms(channel=CHANNEL, idle_timeout_s=idle_s),
-        commands=ledger or FakeCommandLedger(),
+        ScriptedMailbox(script, clock),  # type: ignore[arg-type]  # get() only
+        SessionTerms(idle_timeout_s=idle_s),
+        commands=ledger,
         evaluate_allowed=no_evaluate,
         clock=lambda: clock[0],
+        wall_clock=lambda: 1.0,
     )
-    return asyncio.run(loop.run()), channel
+    loop.ran = []
+    return loop
 
 
-def test_duplicate_deliveries_do_not_keep_an_idle_session_open() -> None:
-    # A command already answered, delivered again and again: answered from its record,
-    # never run, and the session still closes when idle.
+def test_duplicate_wakeups_run_a_command_once_and_do_not_keep_an_idle_session_open() -> None:
     ledger = FakeCommandLedger()
-    record = ledger.record(
-        CommandRecord(
-            tenant_id="t",
-            session_id="s",
-            command_id="c",
-            fingerprint="f",
-            deadline=10**10,
-            created_at="",
-            expires_at=0,
-        )
-    )
-    ledger.claim("t", "s", record.command_id, now=0, order="1")
-    ledger.finish("t", "s", "c", Answer(id="x", ran=1), [{"action": "click", "selector": "a"}])
-    copies = [Command(id=f"{n:026d}", command_id="c") for n in range(5)]
-    script: list[Command | None] = []
-    for copy in copies:
-        script += [copy, None]  # a copy every 10 s (the poll's wait)
-    result, channel = run(script, idle_s=30, ledger=ledger)
-    assert result["closed_reason"] == "idle" and result["step_count"] == 0
-    assert [(a.id, a.ran) for a in channel.answers][:3] == [(c.id, 1) for c in copies[:3]]
-    assert len(channel.answers) < len(copies)  # closed before the last copies came
+    record(ledger, "c")
+    script: list[Wakeup | None] = []
+    for _ in range(5):
+        script += [wake("c"), None]  # a copy every 10 s (the wait's length)
+    loop = loop_over(script, ledger, idle_s=30)
+    result = asyncio.run(loop.run())
+    # Run when the loop started (it was pending), never again for its wake-ups.
+    assert loop.ran == ["c"]
+    assert result["closed_reason"] == "idle" and result["step_count"] == 1
+    assert len(loop.mailbox.script) > 0  # type: ignore[attr-defined]  # closed before the end
 
 
-def test_a_close_command_is_answered_and_ends_the_session() -> None:
-    result, channel = run([None, Command(id="1" * 26, op="close")])
+def test_a_close_wakeup_ends_the_session() -> None:
+    loop = loop_over([None, wake(op="close")], FakeCommandLedger())
+    result = asyncio.run(loop.run())
     assert result == {"step_count": 0, "data": {}, "closed_reason": "closed"}
-    assert [a.id for a in channel.answers] == ["1" * 26]
 
 
-def test_a_deleted_channel_ends_the_session_as_closed() -> None:
-    result, _ = run([None])
-    assert result["closed_reason"] == "closed"
+def test_commands_sent_before_the_worker_held_the_session_run_first_in_order() -> None:
+    ledger = FakeCommandLedger()
+    record(ledger, "second", created="2")
+    record(ledger, "first", created="1")
+    loop = loop_over([wake(op="close")], ledger)
+    asyncio.run(loop.run())
+    assert loop.ran == ["first", "second"]
+
+
+def test_a_lost_wakeup_delays_a_command_until_the_next_look_never_loses_it() -> None:
+    ledger = FakeCommandLedger()
+    loop = loop_over([None, None, wake(op="close")], ledger, idle_s=300)
+
+    real_get = loop.mailbox.get
+
+    def get(timeout_s: float) -> Wakeup | None:
+        if not ledger.session_commands("t", "s"):
+            record(ledger, "late")  # recorded, its wake-up never arrived
+        return real_get(timeout_s)
+
+    loop.mailbox.get = get  # type: ignore[method-assign]
+    asyncio.run(loop.run())
+    assert loop.ran == ["late"]
+
+
+def test_what_is_pending_when_a_session_ends_is_expired_never_left_waiting() -> None:
+    ledger = FakeCommandLedger()
+    loop = loop_over([wake(op="close")], ledger)
+    asyncio.run(loop.run())
+    record(ledger, "after-close")
+    asyncio.run(loop.expire_pending())
+    found = ledger.get("t", "s", "after-close")
+    assert found is not None and found.state is CommandState.EXPIRED
+
+
+def test_a_session_past_its_spend_cap_ends_with_cost_cap_reached() -> None:
+    import pytest
+
+    from browser_task.errors import JobFailure
+
+    ledger = FakeCommandLedger()
+    loop = loop_over([None] * 10, ledger, idle_s=600)
+    capped = SessionTerms(idle_timeout_s=600, max_cost_usd=0.01, cost_cap_s=25.0)
+    loop.terms = capped
+    with pytest.raises(JobFailure) as ended:
+        asyncio.run(loop.run())
+    assert ended.value.kind == "cost_cap_reached"
+    assert "max_cost_usd 0.01" in str(ended.value)

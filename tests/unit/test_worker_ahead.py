@@ -15,8 +15,8 @@ from browser_task.tenant.access import SharedTenantData
 from devstack.fakes import FakeClock, FakeSecrets, FakeTenantStore, fake_services
 from devstack.fakes.live import FakeEventStore
 from devstack.fakes.schedules import FakeScheduleStore
-from devstack.fakes.session_channel import FakeSessionChannel
 from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
 from pagefleet.jobs.models import JobMessage, JobRecord
@@ -109,7 +109,8 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         breakers=BreakerGate(cast(Breakers, object()), name),  # never asked: no job runs
         events=FakeEventStore(),
         schedules=FakeScheduleStore(),
-        session_channel=FakeSessionChannel(),
+        session_inbox=FakeSessionInbox(),
+        inbox_registry=FakeInboxRegistry(),
         # Every port a fake: run alone, a default would look for AWS credentials (the
         # instance metadata address, refused here like any address but loopback).
         session_commands=FakeCommandLedger(),

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 
 from functions.api.context import (
     actor,
@@ -24,6 +24,8 @@ from pagefleet.browsing.models import (
     COMMAND_ID_PATTERN,
     CommandView,
     OpenSession,
+    OpenSessions,
+    OpenStatus,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionView,
@@ -66,6 +68,38 @@ def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
     return respond(201, service.view(browser_sessions(), job, with_steps=False), headers)
 
 
+@router.get(
+    "/browser-sessions",
+    summary="The tenant's open browser sessions, with their cost so far",
+    description=(
+        "Sessions still `starting` or `ready` (`status` picks one), newest first, each "
+        "with its cost so far (its browser-seconds and the platform's share, priced as "
+        "`GET /v1/usage` prices a job) and its last activity: the sessions an agent or a "
+        "person opened and forgot are found here, and closed with `DELETE`."
+    ),
+    responses=documented({200: ("the open sessions", OpenSessions)}),
+    tags=["browser sessions"],
+)
+def list_sessions(
+    status: Annotated[
+        OpenStatus, Query(description="open (starting and ready), starting or ready")
+    ] = "open",
+) -> Response[str]:
+    from pagefleet.browsing import spend  # first call: cold start
+
+    listed = status
+    sessions = browser_sessions()
+    found = spend.open_sessions(
+        sessions.jobs,
+        sessions.quotas,
+        sessions.require_commands(),
+        sessions.pricing,
+        tenant_id(router),
+        listed,
+    )
+    return respond(200, OpenSessions(sessions=found))
+
+
 @router.post(
     "/browser-sessions/<session_id>/steps",
     summary="Run one step, or a list, in the session",
@@ -76,9 +110,11 @@ def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
         "(URL, title, ARIA snapshot; a screenshot link with `observe.screenshot`). Each "
         "call is a command with an id (`command_id` or the `Idempotency-Key` header; one "
         "is made up otherwise) run exactly once: a retry with the same id is answered from "
-        "the first, never run again. The call waits up to `wait_s` (default 10, at most "
-        "25) for the answer, then answers 202 with the command's id and a `Location` to "
-        "read it from; steps not started within `deadline_s` never run and are answered "
+        "the first, never run again. The call waits for the answer while the steps run, "
+        "for at most `wait_s` (default 10, at most 25), then answers 202 with the "
+        "command's id and a `Location` to read it from (at once while the session is "
+        "starting, and after a second when its worker has not taken the command); steps "
+        "not started within `deadline_s` never run and are answered "
         "`state: expired`. A closed or lost session is a 409."
     ),
     responses=documented(

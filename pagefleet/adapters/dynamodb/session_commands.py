@@ -1,9 +1,11 @@
 """A session's command ledger in the jobs table (pagefleet.browsing.commands).
 
-Items (``pk = TENANT#<tenant>``, so the tenant's partition holds its sessions' commands as it
-holds its jobs): ``sk = SCMD#<session>#<sha256 of the command id>`` (any caller-chosen id
-fits and sorts harmlessly). Every move is a conditional write on the state before it; the
-jobs stream passes these items by (it reads ``JOB#`` items only).
+Items (``pk = SCMD#<tenant>``: each tenant's sessions' commands in a partition of their own,
+apart from its jobs, so that IAM can give them to the tenant-tagged job role alone with
+``dynamodb:LeadingKeys``, and deny them to the worker task roles that reach the tenant's job
+items; ``sk = <session>#<sha256 of the command id>``: any caller-chosen id fits and sorts
+harmlessly). Every move is a conditional write on the state before it; the jobs stream
+passes these items by (it reads ``JOB#`` items only).
 """
 
 from __future__ import annotations
@@ -19,22 +21,26 @@ from pagefleet.adapters.dynamodb.codec import (
     condition_failed,
     deserialize,
     serialize,
-    tenant_pk,
     to_json,
 )
-from pagefleet.browsing.commands import Claim, CommandRecord, CommandState
+from pagefleet.browsing.commands import Claim, CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.models import Answer
+from pagefleet.specs.resources import SESSION_LEDGER_PK_PREFIX
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-PREFIX = "SCMD#"
+
+def ledger_pk(tenant_id: str) -> str:
+    return f"{SESSION_LEDGER_PK_PREFIX}{tenant_id}"
+
+
 # Reserved words of DynamoDB's expressions, named; each move names only those it uses.
 NAMES = {"#state": "state", "#order": "order"}
 
 
 def command_sk(session_id: str, command_id: str) -> str:
-    return f"{PREFIX}{session_id}#{hashlib.sha256(command_id.encode()).hexdigest()}"
+    return f"{session_id}#{hashlib.sha256(command_id.encode()).hexdigest()}"
 
 
 class DynamoCommandLedger:
@@ -43,11 +49,11 @@ class DynamoCommandLedger:
         self._table = table
 
     def _key(self, tenant_id: str, session_id: str, command_id: str) -> dict[str, Any]:
-        return serialize({"pk": tenant_pk(tenant_id), "sk": command_sk(session_id, command_id)})
+        return serialize({"pk": ledger_pk(tenant_id), "sk": command_sk(session_id, command_id)})
 
     def record(self, command: CommandRecord) -> CommandRecord:
         item = {
-            "pk": tenant_pk(command.tenant_id),
+            "pk": ledger_pk(command.tenant_id),
             "sk": command_sk(command.session_id, command.command_id),
             "session_id": command.session_id,
             "command_id": command.command_id,
@@ -56,6 +62,7 @@ class DynamoCommandLedger:
             "deadline": command.deadline,
             "created_at": command.created_at,
             "expires_at": command.expires_at,
+            "body": command.body.model_dump_json(),
         }
         try:
             self._db.put_item(
@@ -178,7 +185,7 @@ class DynamoCommandLedger:
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
             "ExpressionAttributeValues": serialize(
-                {":pk": tenant_pk(tenant_id), ":prefix": f"{PREFIX}{session_id}#"}
+                {":pk": ledger_pk(tenant_id), ":prefix": f"{session_id}#"}
             ),
             "ConsistentRead": True,
         }
@@ -213,4 +220,5 @@ def _record(tenant_id: str, item: Mapping[str, Any]) -> CommandRecord:
         order=data.get("order"),
         answer=Answer.model_validate_json(answer) if answer else None,
         steps=json.loads(data["steps"]) if data.get("steps") else [],
+        body=CommandBody.model_validate_json(data["body"]) if data.get("body") else CommandBody(),
     )

@@ -1,0 +1,70 @@
+"""How a command reaches the worker holding its session: the port, and what it carries.
+
+No queue per session (docs/decisions.md, 2026-12-05). Each worker process has one inbox (an
+SQS queue it makes when it starts, usable before it claims any session, deleted when it
+stops); a session's worker is its job's lease owner, so the API finds the inbox from the
+job (``pagefleet.specs.resources.inbox_name``). What goes through an inbox is a wake-up
+naming a command by its ids, never its steps: the command itself (steps, observe, deadline)
+and its answer are in the command ledger, in the tenant's partition
+(``pagefleet.browsing.commands``). A lost wake-up delays a command until the worker's next
+look at the ledger; a duplicate meets the ledger's claim and runs nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# A worker's inbox keeps a wake-up this long (SQS's minimum is 60 s): one older than any
+# deadline's rescan is of no use (the worker looks at the ledger itself every POLL_S).
+INBOX_RETENTION_S = 300
+
+
+class Wakeup(BaseModel):
+    """One message to a worker's inbox: look at this session's command, or close it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(description="this delivery's id (a ULID)")
+    op: Literal["command", "close"] = "command"
+    tenant_id: str
+    session_id: str
+    command_id: str | None = None  # the ledger's record to run (op command)
+
+
+class InboxInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    created_at: float  # epoch seconds
+
+
+class SessionInbox(Protocol):
+    def make(self, name: str) -> None:
+        """Create the inbox and return once it is usable (AWS: 1 s after CreateQueue)."""
+
+    def remove(self, name: str) -> None:
+        """Delete the inbox (a missing one is not an error)."""
+
+    def send(self, name: str, wakeup: Wakeup) -> bool:
+        """Send a wake-up; False when the inbox is not there (its worker is gone, or not
+        ready yet): the command waits in the ledger for its worker's next look."""
+
+    def receive(self, name: str, *, wait_s: int) -> list[Wakeup]:
+        """The next wake-ups, deleted from the inbox before they are returned; [] after
+        ``wait_s`` without one."""
+
+    def listed(self, prefix: str) -> list[InboxInfo]:
+        """Every inbox whose name starts with ``prefix`` (the sweeper's look for leftovers)."""
+
+
+class InboxRegistry(Protocol):
+    """Which inboxes have a live worker: each worker renews its inbox's entry while it runs
+    and removes it when it stops; an inbox without a live entry is a dead worker's."""
+
+    def renew(self, name: str, *, until: float) -> None: ...
+
+    def drop(self, name: str) -> None: ...
+
+    def alive(self, name: str, *, now: float) -> bool: ...
