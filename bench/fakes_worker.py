@@ -31,8 +31,8 @@ from devstack.fakes import (
 from devstack.fakes.breakers import FakeBreakers
 from devstack.fakes.live import FakeEventStore
 from devstack.fakes.schedules import FakeScheduleStore
-from devstack.fakes.session_channel import FakeSessionChannel
 from devstack.fakes.session_commands import FakeCommandLedger
+from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.fakes.tenancy import FakeTenantCounters, FakeUsageStore
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.models import JobRequest
@@ -154,7 +154,8 @@ class FakesWorker:
             breakers=BreakerGate(delayed(FakeBreakers()), "bench-fakes"),
             events=delayed(FakeEventStore()),
             schedules=FakeScheduleStore(),
-            session_channel=FakeSessionChannel(),
+            session_inbox=FakeSessionInbox(),
+            inbox_registry=FakeInboxRegistry(),
             session_commands=FakeCommandLedger(),
         )
         self._error: BaseException | None = None

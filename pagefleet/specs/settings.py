@@ -163,10 +163,10 @@ def to_env(settings: BaseSettings) -> dict[str, str]:
     """Render settings back into environment variables (for child processes, CDK)."""
     prefix = type(settings).model_config.get("env_prefix", "")
     out: dict[str, str] = {}
-    for name, value in settings.model_dump().items():
+    for name, value in settings.model_dump(mode="json").items():
         if value is None:
             continue
-        text: Any = json.dumps(value) if isinstance(value, dict | list) else value
+        text: Any = json.dumps(value) if isinstance(value, dict | list | tuple) else value
         if isinstance(value, bool):
             text = "true" if value else "false"
         out[f"{prefix}{name}".upper()] = str(text)
