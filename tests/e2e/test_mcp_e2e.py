@@ -8,7 +8,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +21,9 @@ import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from devstack.chaos import wait_until
 from devstack.stack import REPO_ROOT, LocalStack
+from pagefleet.browsing.models import SessionView
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
 
@@ -44,6 +49,17 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
     result = await session.call_tool(tool, arguments)
     assert not getattr(result, "is_error", False), result
     return dict(json.loads(result.content[0].text))  # type: ignore[union-attr]
+
+
+def ended(stack: LocalStack, session_id: str) -> SessionView:
+    """The session once it has ended: closing a running session asks its worker to end it,
+    so the close an agent's going away triggers lands a moment after the disconnect."""
+    with stack.client() as owner:
+        return wait_until(
+            lambda: (s := owner.get_session(session_id)).status == "closed" and s,
+            60,
+            what=f"session {session_id} closed",
+        )
 
 
 async def refused(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -156,11 +172,60 @@ def test_the_sessions_an_agent_left_open_are_closed_when_it_disconnects(stack: L
             return left["session_id"], done["session_id"]
 
     left, done = anyio.run(agent)
+    view = ended(stack, left)
+    assert view.closed_reason == "closed", view
     with stack.client() as owner:
-        view = owner.get_session(left)
-        assert (view.status, view.closed_reason) == ("closed", "closed"), view
-        assert owner.get_session(done).status == "closed"
+        assert ended(stack, done).closed_reason == "closed"
         assert [s.session_id for s in owner.open_sessions()] == []
+
+
+def test_a_terminated_server_closes_the_sessions_its_agent_left_open(stack: LocalStack) -> None:
+    """An MCP client that ends ``pagefleet mcp`` with SIGTERM (what the spec has it send when
+    the server is still there after its stdin closed; or an operator's kill) while a session
+    it opened is open: the session is closed before the server dies, not left billing."""
+    params = server(stack)
+    lines = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": types.LATEST_PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "e2e", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "open_session", "arguments": {"idle_timeout_s": 600}},
+        },
+    ]
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, **(params.env or {})},
+        cwd=params.cwd,
+        text=True,
+    )
+    try:
+        assert proc.stdin and proc.stdout
+        for line in lines:
+            proc.stdin.write(json.dumps(line) + "\n")
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        opened = json.loads(answers[1]["result"]["content"][0]["text"])
+        # Its stdin stays open: only the signal tells it to go.
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait() == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
+    view = ended(stack, opened["session_id"])
+    assert view.closed_reason == "closed", view
 
 
 def test_an_agent_reaches_into_an_iframe_by_ref_sees_a_new_tab_and_reads_within_a_budget(
