@@ -24,11 +24,11 @@ from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.browsing.models import Answer
 from pagefleet.jobs.human import HumanWait
+from pagefleet.jobs.models import Artifact, iso, utcnow
 from pagefleet.jobs.moves import Outcome
 from pagefleet.jobs.replay import HAR_ARTIFACT
-from pagefleet.jobs.states import JobStatus
-from pagefleet.jobs.models import Artifact, iso, utcnow
 from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.targets.breakers import BreakerPolicy
 from pagefleet.tenancy.api_keys import create_api_key
