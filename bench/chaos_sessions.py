@@ -16,7 +16,8 @@ What the checks read, once every session has ended:
 - **steps lost**: a step answered ``ok`` that the session's record does not hold, or a
   step answered ``expired`` whose page was served all the same;
 - **leftovers**: a session not ended, a tenant slot still held by an ended job, a queue
-  the stack did not provision.
+  the stack did not provision that is not a live worker's command inbox (a killed worker's
+  inbox older than the sweeper's grace was the sweeper's to delete).
 """
 
 from __future__ import annotations
@@ -265,12 +266,37 @@ class SessionTraffic:
         return out
 
     def _leftover_queues(self) -> list[str]:
-        from devstack.chaos import sqs_client
+        """Queues the stack did not provision and a sweeper pass would not have left: a
+        killed worker's command inbox past the sweeper's grace, or any other queue (a
+        session makes none). A live worker's inbox, or one too young to judge, is not one."""
+        from devstack.chaos import dynamodb_client, sqs_client
+        from pagefleet.adapters.dynamodb.inboxes import DynamoInboxRegistry
+        from pagefleet.browsing.leftovers import INBOX_GRACE_S
+        from pagefleet.specs.resources import inbox_queue_prefix
 
         assert self.stack.provisioned is not None
+        sqs = sqs_client(self.stack)
         own = set(self.stack.provisioned.queue_list())
-        urls = sqs_client(self.stack).list_queues().get("QueueUrls", [])
-        return [f"queue {url.rsplit('/', 1)[-1]}" for url in urls if url not in own]
+        registry = DynamoInboxRegistry(
+            dynamodb_client(self.stack), self.stack.provisioned.jobs_table
+        )
+        prefix = inbox_queue_prefix("local")
+        now = time.time()
+        out = []
+        for url in sqs.list_queues().get("QueueUrls", []):
+            name = url.rsplit("/", 1)[-1]
+            if url in own:
+                continue
+            if name.startswith(prefix):
+                created = float(
+                    sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["CreatedTimestamp"])[
+                        "Attributes"
+                    ]["CreatedTimestamp"]
+                )
+                if now - created < INBOX_GRACE_S or registry.alive(name, now=now):
+                    continue
+            out.append(f"queue {name}")
+        return out
 
 
 def _patient(call: Any) -> Any:

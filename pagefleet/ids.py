@@ -52,3 +52,15 @@ def new_ulid(when: datetime | None = None) -> str:
     from ulid import ULID as Ulid  # on first call: 6 ms of a cold start compiled from source
 
     return str(Ulid() if when is None else Ulid.from_datetime(when)).lower()
+
+
+def ulid_time(text: str) -> datetime | None:
+    """When the ULID ``text`` was minted; None when it only looks like one (``ULID`` admits
+    letters Crockford's base32 leaves out, a first character past 7 overflows, and times
+    past the year 9999 are no datetime)."""
+    from ulid import ULID as Ulid
+
+    try:
+        return Ulid.from_str(text.upper()).datetime
+    except (ValueError, OverflowError):
+        return None

@@ -69,6 +69,7 @@ RESOURCE_ENV = (
     "PAGEFLEET_QUEUE_URLS",
     "PAGEFLEET_USAGE_TABLE",
     "PAGEFLEET_JOB_ROLE_ARN",
+    "PAGEFLEET_LIVE_ENDPOINT",
 )
 
 
@@ -111,6 +112,9 @@ def worker_env(task: TaskSpec, image: ImageSpec, aws: dict[str, str], local: Any
         "PAGEFLEET_USAGE_TABLE": local.usage_table,
         # The job role the worker assumes per tenant, on the embedded AWS.
         "PAGEFLEET_JOB_ROLE_ARN": create_job_role(boto3.client("iam"), prefix=SMOKE_PREFIX),
+        # The WebSocket stage's @connections endpoint: nobody watches the smoke job, so the
+        # worker posts no frame; the embedded AWS stands in for the stage's URL.
+        "PAGEFLEET_LIVE_ENDPOINT": f"{aws['AWS_ENDPOINT_URL']}/live",
     }
     for name, value in task.env.items():
         if name in replaced:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pagefleet.errors import InvalidRequest, NotFound
+from pagefleet import ids
+from pagefleet.errors import InvalidField, InvalidRequest, NotFound
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, TenantStore
 from pagefleet.pricing import Worker, price_table
@@ -125,6 +126,10 @@ def record(
 
 
 def audit_page(t: Tenancy, *, limit: int, before: str | None) -> AuditPage:
+    """``before``: the last audit id of the previous page. Any well-formed id is a position
+    in time order (the record it named may have expired since), one that is not is refused."""
+    if before is not None and ids.ulid_time(before) is None:
+        raise InvalidField("before: not an audit id (a ULID)", field="before")
     records = t.audit.recent(limit=limit, before=before)
     more = records[-1].audit_id if len(records) == limit else None
     return AuditPage(records=records, next_before=more)

@@ -142,8 +142,11 @@ def test_cli_submit_wait_status_and_jobs_talk_to_the_api(stack: LocalStack) -> N
     assert status.returncode == 0 and "succeeded" in status.stdout
     listed = _cli("jobs", "--status", "succeeded", "--json", env=env)
     assert job["job_id"] in {j["job_id"] for j in json.loads(listed.stdout)["jobs"]}
-    missing = _cli("status", "0000000000notajob", env=env)
+    # A well-formed id nobody has: not found; a malformed one: refused naming the field.
+    missing = _cli("status", "0" * 26, env=env)
     assert missing.returncode == 2 and "404" in missing.stderr
+    malformed = _cli("status", "0000000000notajob", env=env)
+    assert malformed.returncode == 2 and "422" in malformed.stderr and "job_id" in malformed.stderr
 
 
 @pytest.mark.xdist_group(DEMO_COMMAND)  # its own stack: runs beside the module's

@@ -107,7 +107,7 @@ def test_seccomp_filter_is_a_whole_program() -> None:
 @pytest.mark.infra
 @pytest.mark.slow
 @pytest.mark.e2e
-def test_worker_runs_a_job_under_the_task_definitions_constraints(synths, tmp_path) -> None:
+def test_worker_runs_a_job_under_the_task_definitions_constraints(synths, tmp_path, capsys) -> None:
     """scripts/worker_smoke.py against prod's task definition and IAM policies (what make
     deploy-check runs)."""
     if os.geteuid() != 0 or shutil.which("bwrap") is None:
@@ -118,4 +118,6 @@ def test_worker_runs_a_job_under_the_task_definitions_constraints(synths, tmp_pa
     principals = tmp_path / "iam-synth.json"
     principals.write_text(json.dumps(record(prod.stack, prod.raw)))
     argv = ["--template", str(prod.template_path), "--timeout", "120"]
-    assert worker_smoke.main([*argv, "--iam-synth", str(principals)]) == 0
+    code = worker_smoke.main([*argv, "--iam-synth", str(principals)])
+    # The smoke run's reason (and the worker's last log lines) in the failure itself.
+    assert code == 0, capsys.readouterr().err[-6000:]

@@ -73,7 +73,12 @@ def test_a_reused_idempotency_key_leaves_no_second_job(
     assert _item(table, tenant_pk("t"), job_sk(record.job_id)) is None
     key = _item(table, tenant_pk("t"), idempotency_sk("k-1"))
     assert key is not None and key["job_id"] == {"S": first.job_id}
-    assert svc.store.get("t", first.job_id).request == REQUEST
+    # Submit stores the request with its defaults settled (the tenant's trace mode), so the
+    # stored job is compared with what submit stored, and the key still answers a resubmission
+    # of the same body (fingerprinted as sent) with that job.
+    assert svc.store.get("t", first.job_id).request == first.request
+    again = submit_job(svc, "t", REQUEST, idempotency_key="k-1")
+    assert (again.job.job_id, again.created) == (first.job_id, False)
 
 
 def test_a_query_reads_its_partition_in_order_and_pages_through_it(

@@ -66,5 +66,6 @@ def test_sweeper_timer_runs_the_real_handler(api_env: Provisioned) -> None:
         "schedules_resynced",
         "sessions_lost",
         "oldest_expired_lease_s",
+        "leftovers",  # killed workers' command inboxes, seen and removed
     }
     assert json.dumps(report)

@@ -24,8 +24,11 @@ from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.browsing.models import Answer
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.models import Artifact, iso, utcnow
+from pagefleet.jobs.moves import Outcome
+from pagefleet.jobs.replay import HAR_ARTIFACT
 from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.targets.breakers import BreakerPolicy
 from pagefleet.tenancy.api_keys import create_api_key
@@ -90,9 +93,19 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     def submit() -> str:
         return str(call("POST", "/v1/jobs", 202, json=JOB)["job_id"])
 
-    # Jobs: one queued, one in review, one waiting for a person, one running, one to delete.
-    queued, review, waiting, running, deleted = (submit() for _ in range(5))
+    # Jobs: one queued, one in review, one waiting for a person, one running, one to delete,
+    # one failed with its recorded traffic (to replay).
+    queued, review, waiting, running, deleted, recorded = (submit() for _ in range(6))
     _drain_queue(api_env)
+    har = Artifact(
+        name=HAR_ARTIFACT,
+        key=f"{TENANT}/{recorded}/har.zip",
+        size=1,
+        content_type="x",
+        sha256="0" * 64,
+    )
+    failed = Outcome(JobStatus.FAILED, artifacts=[har])
+    svc.lifecycle.finish(_claim(svc, recorded), failed, OWNER)
     stop_in_review(svc.store, TENANT, review, step=0, label="Pay", owner=OWNER)
     parked = _claim(svc, waiting)
     wait = HumanWait(prompt="solve it", step_index=0, asked_at=iso(utcnow()), timeout_at=2**31)
@@ -118,6 +131,7 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     call("POST", f"/v1/jobs/{waiting}/continue", 200, json={"note": "solved"})
     call("POST", f"/v1/jobs/{running}/cancel", 202)  # running: it stops within seconds
     call("POST", f"/v1/jobs/{queued}/cancel", 200)
+    call("POST", f"/v1/jobs/{recorded}/replay", 202, json={"offline": True})
     call("DELETE", f"/v1/jobs/{deleted}", 200)
     again = {"json": JOB, "headers": {"Idempotency-Key": "same"}}
     call("POST", "/v1/jobs", 202, **again)
@@ -151,6 +165,7 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     call("GET", f"{base}/commands/go-1", 200)
     call("POST", f"{base}/steps", 200, json=step)  # sent again: the first answer
     call("GET", base, 200)
+    call("GET", "/v1/browser-sessions", 200)
     call("POST", f"{base}/save-as-workflow", 201, json={"name": "from-session"})
     call("DELETE", base, 200)
 
@@ -168,6 +183,9 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     call("GET", "/v1/tenant", 200)
     call("GET", "/v1/usage", 200)
     call("GET", "/v1/stats", 200)
+    mcp = {"Accept": "application/json, text/event-stream"}
+    listed = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    call("POST", "/v1/mcp", 200, json=listed, headers=mcp)
     call("GET", "/v1/health", 200)
     call("GET", "/v1/openapi.json", 200)
     call("GET", "/v1/workflow.schema.json", 200)

@@ -59,6 +59,7 @@ CALLS: dict[str, Call] = {
     "resolve": lambda c, ids: c.resolve(ids["job"], "done"),
     "continue_job": lambda c, ids: c.continue_job(ids["job"], note="done"),
     "cancel": lambda c, ids: c.cancel(ids["job"]),
+    "replay": lambda c, ids: c.replay(ids["job"]),  # refused (no HAR): the route is made
     "follow": lambda c, ids: list(c.follow(ids["job"], timeout=30, poll_s=0.01)),
     "follow_async": lambda c, ids: _drain(c.follow_async(ids["job"], timeout=30, poll_s=0.01)),
     "delete": lambda c, ids: c.delete(ids["other"]),
@@ -82,6 +83,7 @@ CALLS: dict[str, Call] = {
     "delete_schedule": lambda c, ids: c.delete_schedule(ids["schedule"]),
     "open_session": lambda c, ids: ids.update(session=c.open_session().session_id),
     "get_session": lambda c, ids: c.get_session(ids["session"]),
+    "open_sessions": lambda c, ids: c.open_sessions(),
     "send_steps": lambda c, ids: ids.update(
         command=c.send_steps(ids["session"], {"action": "goto", "url": "about:blank"}, wait_s=0)
         .model_dump()

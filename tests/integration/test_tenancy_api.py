@@ -12,6 +12,7 @@ import pytest
 
 from devstack.event_sources import stream_event
 from devstack.provision import Provisioned
+from pagefleet import ids
 from pagefleet.adapters.dynamodb.codec import deserialize
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.adapters.dynamodb.stream import job_changes
@@ -142,6 +143,17 @@ def test_limits_are_an_admins_and_leave_an_audit_record(admin: ApiCaller, alice:
     assert alice.call("GET", "/v1/admin/audit").status == 403
     view = admin.call("GET", "/v1/admin/tenants/alice")
     assert view.status == 200 and view.body["tenant_id"] == "alice"
+
+
+def test_an_audit_listing_refuses_a_before_that_is_no_audit_id(admin: ApiCaller) -> None:
+    set_limits(admin, "alice", max_running=4)
+    # Shaped like an id but not one: letters base32 leaves out (i, l, o, u), or past 7zzz....
+    for before in ("ykf1v1iw94xheha86ad58ks8oa", "8" + "z" * 25):
+        bad = admin.call("GET", "/v1/admin/audit", query=f"before={before}&limit=41")
+        assert bad.status == 422 and bad.error["field"] == "before", (before, bad.body)
+    # A well-formed id no record holds is still a place in time order: older records follow.
+    later = admin.call("GET", "/v1/admin/audit", query=f"before={ids.new_ulid()}").body
+    assert later["records"] and later["records"][0]["action"] == "limits.changed"
 
 
 # --- batches ------------------------------------------------------------------------------------

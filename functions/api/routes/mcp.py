@@ -75,7 +75,13 @@ def _answer(method: str) -> Response[bytes]:
         "again."
     ),
     responses=documented(
-        {200: ("the JSON-RPC answer", McpAnswer), 202: "a notification, accepted"}, 406
+        {
+            200: ("the JSON-RPC answer", McpAnswer),
+            202: "a notification, accepted",
+            # The SDK's transport answers a body that is not JSON-RPC with its own error.
+            400: ("a message that is not valid JSON-RPC: its JSON-RPC error", McpAnswer),
+        },
+        406,
     ),
 )
 def post_mcp() -> Response[bytes]:

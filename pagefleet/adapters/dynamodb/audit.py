@@ -8,8 +8,7 @@ import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ulid import ULID
-
+from pagefleet import ids
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize
 from pagefleet.tenancy.audit import AuditRecord
 
@@ -43,8 +42,9 @@ class DynamoAuditLog:
     def recent(
         self, *, limit: int, before: str | None = None, months: int = 13
     ) -> list[AuditRecord]:
-        """Newest first; ``before`` (an audit id) continues a listing after that record."""
-        start = ULID.from_str(before.upper()).datetime if before else datetime.now(UTC)
+        """Newest first; ``before`` (an audit id, checked by the caller) continues a listing
+        after that record."""
+        start = (ids.ulid_time(before) if before else None) or datetime.now(UTC)
         month = start.strftime("%Y-%m")
         out: list[AuditRecord] = []
         for _ in range(months):
