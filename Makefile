@@ -26,7 +26,7 @@ XDIST := -n 2 --dist loadgroup
 ## The full truth: lint, type check, every test suite (unit, contract, integration, e2e,
 ## worker, infra, chaos).
 test: deps chromium ffmpeg bwrap ensure-node lint typecheck audit
-	.venv/bin/pytest $(XDIST)
+	.venv/bin/pytest $(XDIST) --durations=25
 
 ## The quick loop: unit and contract tests, and a slice of the others (tests/support/suites.py).
 test-fast: deps ensure-node lint

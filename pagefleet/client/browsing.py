@@ -178,7 +178,9 @@ class BrowsingCalls:
         return SessionView.model_validate(self._request("GET", path).json())
 
     def close_session(self: _Requests, session_id: str) -> SessionView:
-        """Close a browser session (idempotent): its slot is released at once."""
+        """Close a browser session (idempotent). One not started yet is closed at once; a
+        running one is ended by its worker, so the answer may still read ``ready``: read
+        the session again for ``closed``."""
         path = f"/v1/browser-sessions/{session_id}"
         return SessionView.model_validate(self._request("DELETE", path).json())
 
