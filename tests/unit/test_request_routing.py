@@ -203,7 +203,8 @@ def test_a_jobs_routes_are_in_place_before_its_page_opens() -> None:
     log = _open(setup)
     assert log.index("route **/ads/*") < log.index("page opening"), log
     # Starting a trace beside it keeps it first.
-    assert isinstance(with_trace(setup, TraceRecorder(None, TracePlan("on", True, True))), RoutesFirst)
+    trace = TraceRecorder(None, TracePlan("on", True, True))
+    assert isinstance(with_trace(setup, trace), RoutesFirst)
     # A job without routes opens its page beside its setup (a round trip saved).
     plain = with_routes(scheme_guard(router._guard), _router()[0])
     assert not isinstance(plain, RoutesFirst) and "page open" in _open(plain)
