@@ -56,9 +56,7 @@ def test_list_sessions_shows_this_keys_open_sessions_only(
     assert all("cost_usd" in s and s["idle_timeout_s"] == 60 for s in listed)
     assert agent.call("list_sessions", {"status": "ready"}).body == {"sessions": []}
     agent.call("close_session", {"session_id": mine[0]})
-    assert [s["session_id"] for s in agent.call("list_sessions", {}).body["sessions"]] == [
-        mine[1]
-    ]
+    assert [s["session_id"] for s in agent.call("list_sessions", {}).body["sessions"]] == [mine[1]]
     assert theirs not in str(agent.call("list_sessions", {}).body)
 
 
