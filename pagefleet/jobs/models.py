@@ -91,24 +91,52 @@ class JobSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    name: str | None = Field(default=None, max_length=200)
-    inputs: dict[str, InputValue] = Field(default_factory=dict, max_length=200)
-    pool: str = "standard"
+    name: str | None = Field(
+        default=None, max_length=200, description="a label for people: lists and the console"
+    )
+    inputs: dict[str, InputValue] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="values the steps read as {{inputs.NAME}}",
+    )
+    pool: str = Field(default="standard", description="the worker pool that runs it")
     # What the job needs from its pool (memory, region, egress, isolation, no Spot): the API
     # routes it to the smallest pool that has it all, or refuses it naming every pool
     # (pagefleet.specs.pools). With ``pool`` also given, that pool must have it.
-    requires: Requirements | None = None
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    # Latest start: a job not started by then becomes `expired` and never runs.
-    deadline: datetime | None = None
-    retry: RetryPolicy = Field(default_factory=lambda: RetryPolicy())
-    # Completion notification; None: the tenant's default (if any).
-    notify: Notify | None = None
+    requires: Requirements | None = Field(
+        default=None,
+        description="what the job needs from its pool: it runs on the smallest pool that has it",
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, le=10, description="attempts in all, the first included"
+    )
+    deadline: datetime | None = Field(
+        default=None, description="latest start: a job not started by then ends expired"
+    )
+    retry: RetryPolicy = Field(
+        default_factory=lambda: RetryPolicy(), description="the backoff between attempts"
+    )
+    notify: Notify | None = Field(
+        default=None, description="where its end is told (unset: the tenant's default, if any)"
+    )
     # Dispatch: which of the pool's queues, when, and after which jobs.
-    priority: Priority = "normal"
-    delay_seconds: int | None = Field(default=None, ge=0, le=MAX_DELAY_SECONDS)
-    run_at: datetime | None = None
-    depends_on: list[str] = Field(default_factory=list, max_length=MAX_DEPENDENCIES)
+    priority: Priority = Field(
+        default="normal", description="which of the pool's queues: high goes first"
+    )
+    delay_seconds: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_DELAY_SECONDS,
+        description="start this many seconds from now, up to 7 days",
+    )
+    run_at: datetime | None = Field(
+        default=None, description="start at this time, up to 7 days ahead"
+    )
+    depends_on: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_DEPENDENCIES,
+        description="job ids that must succeed first; {{parents.ID.NAME}} reads their results",
+    )
     # What undoes the job's irreversible effect when it fails after one took effect
     # (docs/irreversible-steps.md); a named workflow's, unless the job gives its own.
     compensate: list[Step] | None = Field(
@@ -128,8 +156,12 @@ class JobSettings(BaseModel):
         return refuse_deep_blocks(steps)
 
     # What a good result looks like, and what to compare with the baseline run.
-    expect: Expect | None = None
-    monitor: Monitor | None = None
+    expect: Expect | None = Field(
+        default=None, description="what a good result looks like: a result that differs fails"
+    )
+    monitor: Monitor | None = Field(
+        default=None, description="compare each run with a baseline run and report changes"
+    )
 
     @field_validator("deadline", "run_at")
     @classmethod
@@ -199,8 +231,15 @@ class JobRequest(JobSettings):
     # An offline replay (POST /v1/jobs/{id}/replay): its steps answered from this HAR only.
     # Set only by the replay service, never by a job's client (not in the job schema).
     replay: SkipJsonSchema[ReplayOf | None] = Field(default=None, exclude_if=lambda v: v is None)
-    steps: list[Step] = Field(max_length=500, json_schema_extra={"minItems": 1})
-    options: JobOptions = JobOptions.model_construct()  # as Viewport's, above
+    steps: list[Step] = Field(
+        max_length=500,
+        json_schema_extra={"minItems": 1},
+        description="what the browser does, in order (docs/reference/steps.md)",
+    )
+    options: JobOptions = Field(
+        default=JobOptions.model_construct(),  # as Viewport's, above
+        description="how the browser is set up and how long things may take",
+    )
 
     @field_validator("steps", mode="before")
     @classmethod

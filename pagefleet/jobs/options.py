@@ -93,17 +93,38 @@ class JobOptions(BaseModel):
 
     # model_construct: a default instance without building the model's validator at
     # import (cold start); the same value as Viewport().
-    viewport: Viewport = Viewport.model_construct()
-    navigation_timeout_ms: int = Field(default=30_000, ge=100, le=300_000)
-    action_timeout_ms: int = Field(default=10_000, ge=100, le=300_000)
-    job_timeout_s: int = Field(default=300, ge=1, le=3600)
-    user_agent: str | None = Field(default=None, max_length=1000)
-    locale: str | None = Field(
-        default=None, max_length=35, pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"
+    viewport: Viewport = Field(
+        default=Viewport.model_construct(), description="the page's size in CSS pixels"
     )
-    timezone_id: str | None = Field(default=None, max_length=64)
-    extra_headers: dict[str, str] = Field(default_factory=dict, max_length=50)
-    proxy: ProxyOptions | None = None
+    navigation_timeout_ms: int = Field(
+        default=30_000, ge=100, le=300_000, description="a goto's (or a step's) page load"
+    )
+    action_timeout_ms: int = Field(
+        default=10_000, ge=100, le=300_000, description="a step's wait for its element"
+    )
+    job_timeout_s: int = Field(
+        default=300, ge=1, le=3600, description="an attempt's whole run, every step included"
+    )
+    user_agent: str | None = Field(
+        default=None, max_length=1000, description="the browser's User-Agent (unset: Chromium's)"
+    )
+    locale: str | None = Field(
+        default=None,
+        max_length=35,
+        pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$",
+        description="a BCP 47 tag (en-GB): navigator.language and Accept-Language",
+    )
+    timezone_id: str | None = Field(
+        default=None, max_length=64, description="an IANA time zone (Europe/Paris)"
+    )
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        max_length=50,
+        description="headers sent with every request (may use {{secrets.NAME}})",
+    )
+    proxy: ProxyOptions | None = Field(
+        default=None, description="an upstream proxy, behind the worker's egress checks"
+    )
     # When attempts record a Playwright trace (pagefleet.specs.traces); None: the tenant's
     # default (on-first-retry unless an admin set another), resolved when the job is made.
     trace: TraceMode | None = Field(
@@ -119,13 +140,18 @@ class JobOptions(BaseModel):
         default=False, description='keep the traffic as har.zip: true, or "on_failure"'
     )
     # Record the run as video.webm (Playwright's video recording; kept like a trace).
-    video: bool = False
-    # Keep the page's console messages and page errors as run events (masked, bounded).
-    capture_console: bool = False
+    video: bool = Field(default=False, description="record the run as video.webm")
+    capture_console: bool = Field(
+        default=False,
+        description="keep the page's console messages and errors as run events (masked)",
+    )
     # "job": a fresh browser context per job. "tenant": the worker may run this job in a
     # warm context left by an earlier successful job of the same tenant, pool and options
     # (cookies, storage and HTTP cache carry over; see README, "Warm contexts").
-    isolation: Literal["job", "tenant"] = "job"
+    isolation: Literal["job", "tenant"] = Field(
+        default="job",
+        description="job: a fresh context; tenant: may reuse a warm one of the same tenant",
+    )
     # What the page's dialogs (alert, confirm, prompt, beforeunload) get when no ``dialog``
     # step expects them: each is a run event either way.
     dialogs: Literal["accept", "dismiss"] = Field(

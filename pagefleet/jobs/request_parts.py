@@ -25,8 +25,12 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    base_seconds: float = Field(default=2.0, gt=0, le=300)
-    cap_seconds: float = Field(default=300.0, gt=0, le=900)  # SQS delays stop at 15 minutes
+    base_seconds: float = Field(
+        default=2.0, gt=0, le=300, description="the first retry's longest wait"
+    )
+    cap_seconds: float = Field(  # SQS delays stop at 15 minutes
+        default=300.0, gt=0, le=900, description="no wait is longer"
+    )
 
     @model_validator(mode="after")
     def _base_below_cap(self) -> RetryPolicy:

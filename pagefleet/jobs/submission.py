@@ -33,9 +33,16 @@ class JobSubmission(JobSettings):
         description="a named workflow: NAME@VERSION, or NAME for its latest version",
     )
     steps: list[Step] | None = Field(
-        default=None, min_length=1, max_length=500, validate_default=True
+        default=None,
+        min_length=1,
+        max_length=500,
+        validate_default=True,
+        description="what the browser does, in order; or give a workflow",
     )
-    options: JobOptions | None = None
+    options: JobOptions | None = Field(
+        default=None,
+        description="how the browser is set up (over a workflow's, key by key)",
+    )
 
     @field_validator("steps", mode="before")
     @classmethod
