@@ -15,9 +15,11 @@ from browser_task.errors import JobFailure
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.irreversible import compensate
+from browser_task.run.spend import cap_message
 from pagefleet.jobs.checkpoints import for_review
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.jobs.states import JobStatus
 
 
@@ -83,6 +85,21 @@ def interrupted(
     return Outcome(
         JobStatus.RETRY_SCHEDULED, error=error, artifacts=artifacts, release_message=True
     )
+
+
+def spend_cap_reached(
+    lifecycle: Lifecycle, job: JobRecord, ctx: RunContext, artifacts: list[Any]
+) -> Outcome:
+    """The run spent what its ``max_cost_usd`` bought (browser_task.run.spend): failed,
+    never retried (with an irreversible step at stake, as its checkpoints say)."""
+    step = ctx.step_index
+    error = JobError(
+        kind=COST_CAP_KIND,
+        message=cap_message(job),
+        step_index=step,
+        step=ctx.plan.labels[step] if step is not None and step < len(ctx.plan.labels) else None,
+    )
+    return failed_at(lifecycle, job, error, ctx, artifacts)
 
 
 def timed_out(

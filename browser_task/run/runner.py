@@ -47,6 +47,7 @@ from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
+from browser_task.run.spend import nothing_left, spend_left_s
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
@@ -109,6 +110,10 @@ class JobRunner:
         prepared run needs another."""
         signals = signals or SlotSignals()
         try:
+            if spend_left_s(job) <= 0:  # before any browser work (browser_task.run.spend)
+                if early is not None:
+                    await early.discard()
+                return self._failed(job, nothing_left(job), {}, [])
             return await self._attempt(job, log, events, meter, signals, early, lease.lost)
         finally:
             signals.released.set()
@@ -283,9 +288,11 @@ class JobRunner:
             # job_timeout_s is the run's own time: a wait for a person (await_human, bounded
             # by its timeout_s) does not count.
             began = time.monotonic()
+            spend_s = spend_left_s(job)  # max_cost_usd's share: waits for a person count
             while True:
                 now = time.monotonic()
                 left = request.options.job_timeout_s + ctx.paused_s(now) - (now - began)
+                left = min(left, spend_s - (now - began))
                 if left <= 0:
                     break
                 done, _ = await asyncio.wait(
@@ -334,6 +341,8 @@ class JobRunner:
         await self._kill(work, session)
         await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
+        if time.monotonic() - began >= spend_s:
+            return endings.spend_cap_reached(self.lifecycle, job, ctx, artifacts)
         return endings.timed_out(self.lifecycle, job, ctx, artifacts)
 
     async def _ended(

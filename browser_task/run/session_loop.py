@@ -41,9 +41,9 @@ from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_co
 from browser_task.run.session_parts import AnswerParts
 from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
-from pagefleet.browsing.status import COST_CAP_KIND
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.live.events import EventType
 from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps

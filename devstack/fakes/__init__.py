@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from functools import partial
 
 from devstack.fakes.job_store import FakeJobStore
 from devstack.fakes.queue import FakeQueue, ReceiptHandleInvalid
@@ -19,7 +20,9 @@ from pagefleet.jobs.models import Artifact, TenantPolicy
 from pagefleet.jobs.ports import ApiKeyRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.submit_policy import SubmitPolicy
+from pagefleet.pricing import Worker
 from pagefleet.specs.resources import ROUTINE
+from pagefleet.tenancy.spend import job_cost_cap
 
 
 class FakeClock:
@@ -117,7 +120,8 @@ def no_lookups(host: str) -> list[str]:
     raise OSError(-2, "Name or service not known (tests resolve nothing)")
 
 
-FAKE_POLICY = SubmitPolicy(resolver=no_lookups)
+# Priced on the default worker shape, as a stage that sets none.
+FAKE_POLICY = SubmitPolicy(resolver=no_lookups, price_cap=partial(job_cost_cap, worker=Worker()))
 
 
 def fake_services(

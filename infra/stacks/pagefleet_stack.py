@@ -18,6 +18,7 @@ Console: CloudFront ─┬─ /console/* ─> S3 (the web console's files, confi
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import Aspects, CfnOutput, Stack, Tags
@@ -28,7 +29,7 @@ from infra.config import StageConfig
 from infra.constructs import dead_letters
 from infra.constructs.alarms import Alarms
 from infra.constructs.alerts import Alerts
-from infra.constructs.api import Api
+from infra.constructs.api import Api, pricing_worker
 from infra.constructs.api_account import ApiGatewayAccount
 from infra.constructs.artifacts import ArtifactsBucket
 from infra.constructs.backups import Backups
@@ -89,6 +90,8 @@ class PagefleetStack(Stack):
             "usage_table": self.store.usage.table_name,
             "tenant_defaults": config.tenant_defaults.model_dump_json(),
             "pools": config.pool_offers(),
+            # Every runtime that makes jobs prices a max_cost_usd alike (jobs.spend).
+            "pricing_worker": json.dumps(pricing_worker(config)),
         }
         self.tenants = TenantIsolation(
             self,

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from pagefleet.browsing import spend
 from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
     CommandBody,
@@ -64,6 +63,7 @@ from pagefleet.pricing import Worker
 from pagefleet.specs.resources import inbox_name
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
+from pagefleet.tenancy.spend import cost_cap_s
 from pagefleet.workflow import Step, UseSession
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
@@ -179,7 +179,7 @@ def open_session(
         )
     cap_s = None
     if body.max_cost_usd is not None:
-        cap_s = spend.cost_cap_s(body.max_cost_usd, sessions.pricing)
+        cap_s = cost_cap_s(body.max_cost_usd, sessions.pricing)
     terms = SessionTerms(
         idle_timeout_s=body.idle_timeout_s,
         max_duration_s=body.max_duration_s,

@@ -1,9 +1,7 @@
 """What a browser session has cost so far, and the tenant's open sessions with it.
 
-A session is priced as ``bench/cost.py`` and ``GET /v1/usage`` price a job: its browser-
-seconds on the stage's worker shape (``ApiSettings.pricing_worker``) plus the platform's
-share per job (``pagefleet.tenancy.usage.as_priced``), in the first of the price table's
-regions (us-east-1): the same figure a session's ``max_cost_usd`` is held to.
+A session is priced as a job is (``pagefleet.tenancy.spend``): the same figure a session's
+``max_cost_usd`` is held to.
 """
 
 from __future__ import annotations
@@ -11,38 +9,17 @@ from __future__ import annotations
 from pagefleet.browsing.commands import CommandLedger, CommandState
 from pagefleet.browsing.models import OpenSessionView, OpenStatus
 from pagefleet.browsing.status import status_of
-from pagefleet.errors import InvalidField, NotFound
+from pagefleet.errors import NotFound
 from pagefleet.jobs.models import JobRecord, epoch_of_iso
 from pagefleet.jobs.service import JobServices, list_jobs
 from pagefleet.jobs.states import JobStatus
-from pagefleet.pricing import REGIONS, Worker, cost
+from pagefleet.pricing import Worker
 from pagefleet.tenancy.admission import Quotas
-from pagefleet.tenancy.usage import UsageRow, as_priced
+from pagefleet.tenancy.spend import cost_usd
 
-PRICED_IN = REGIONS[0]
 Listed = OpenStatus
 # Sessions still starting that a listing reads at most (a tenant queues few: max_queued).
 MAX_STARTING = 100
-
-
-def cost_usd(browser_seconds: float, worker: Worker) -> float:
-    """A session (one job, one attempt) that held a browser this long, priced."""
-    row = UsageRow(tenant_id="", day="", jobs=1, attempts=1, browser_seconds=browser_seconds)
-    return cost(as_priced(row), PRICED_IN, worker).total
-
-
-def cost_cap_s(max_cost_usd: float, worker: Worker) -> float:
-    """The browser-seconds ``max_cost_usd`` buys a session (its cost is its fixed share plus
-    a rate per second); 422 naming ``max_cost_usd`` when it does not cover the start."""
-    floor = cost_usd(0.0, worker)
-    if max_cost_usd <= floor:
-        raise InvalidField(
-            f"max_cost_usd {max_cost_usd} does not cover opening a session "
-            f"(${floor:.6f} before its first second); give more, or leave it out",
-            field="max_cost_usd",
-        )
-    per_second = (cost_usd(3600.0, worker) - floor) / 3600.0
-    return (max_cost_usd - floor) / per_second
 
 
 def browser_seconds(job: JobRecord, now: float) -> float:

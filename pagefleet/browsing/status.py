@@ -6,11 +6,10 @@ from __future__ import annotations
 from pagefleet.browsing.models import SessionStatus
 from pagefleet.errors import SessionEnded
 from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.jobs.states import JobStatus
 
 STARTING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.RETRY_SCHEDULED})
-# The error a session (or a job) ends with once it has cost its max_cost_usd.
-COST_CAP_KIND = "cost_cap_reached"
 
 
 def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:

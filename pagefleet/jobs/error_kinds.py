@@ -220,9 +220,9 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "cost_cap_reached",
-        "a browser session reached its `max_cost_usd` (checked between its commands): it was "
-        "closed",
-        "open another session with a higher `max_cost_usd`, or leave it out",
+        "a job's attempts, or a browser session, spent what its `max_cost_usd` buys (a job "
+        "is stopped mid-run and not retried; a session is closed between its commands)",
+        "resubmit the job (open another session) with a higher `max_cost_usd`, or leave it out",
     ),
     ErrorKind(
         "expired",

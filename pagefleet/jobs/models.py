@@ -32,7 +32,8 @@ from pagefleet.jobs.request_parts import (
     Notify,
     RetryPolicy,
 )
-from pagefleet.jobs.session_terms import SessionTerms
+from pagefleet.jobs.session_terms import MAX_COST_USD, SessionTerms
+from pagefleet.jobs.spend import CostCap
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
@@ -109,6 +110,13 @@ class JobSettings(BaseModel):
     )
     max_attempts: int = Field(
         default=3, ge=1, le=10, description="attempts in all, the first included"
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_COST_USD,
+        description="stop the job (cost_cap_reached, never retried) once its attempts' "
+        "browser time has cost this much",
     )
     deadline: datetime | None = Field(
         default=None, description="latest start: a job not started by then ends expired"
@@ -231,6 +239,8 @@ class JobRequest(JobSettings):
     # An offline replay (POST /v1/jobs/{id}/replay): its steps answered from this HAR only.
     # Set only by the replay service, never by a job's client (not in the job schema).
     replay: SkipJsonSchema[ReplayOf | None] = Field(default=None, exclude_if=lambda v: v is None)
+    # ``max_cost_usd`` in browser-seconds, worked out where the job is made (jobs.spend).
+    cost_cap: SkipJsonSchema[CostCap | None] = Field(default=None, exclude_if=lambda v: v is None)
     steps: list[Step] = Field(
         max_length=500,
         json_schema_extra={"minItems": 1},

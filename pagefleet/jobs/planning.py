@@ -212,12 +212,12 @@ def _allowed(
     problems: Problems,
 ) -> JobRequest | None:
     """The submission policy applied (each problem told to ``problems``), then the request
-    routed to its pool: the request to record, or None."""
+    routed to its pool with its spend cap priced: the request to record, or None."""
     _apply_policy(
         policy, tenant_id, resolved.request, problems, named=resolved.workflow is not None
     )
     try:
-        return _routed(policy, resolved.request, submission)
+        return policy.with_cost_cap(_routed(policy, resolved.request, submission))
     except InvalidRequest as error:
         problems.add(error)
         return None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.spend import CostCap
 from pagefleet.specs.pools import NoPoolFits, PoolOffer, Requirements, route
 from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.targets import egress_policy
@@ -56,6 +57,8 @@ class SubmitPolicy:
     ``trace_default``: the trace mode of a tenant's jobs that do not set ``options.trace``
     (its limits', cached as admission reads them: no request a job).
     ``pools``: what each worker pool offers, where a job's ``requires`` routes it.
+    ``price_cap``: a ``max_cost_usd`` as the browser-seconds it buys on this deployment's
+    worker shape (``pagefleet.tenancy.spend.job_cost_cap``; None: no job may set one).
     """
 
     allow_loopback: bool = False
@@ -63,6 +66,23 @@ class SubmitPolicy:
     evaluate_allowed: Callable[[str], bool] = _nobody
     trace_default: Callable[[str], TraceMode] = _stage_default_trace
     pools: tuple[PoolOffer, ...] = ()
+    price_cap: Callable[[float], CostCap] | None = None
+
+    def with_cost_cap(self, request: JobRequest) -> JobRequest:
+        """``request`` with its ``max_cost_usd`` as browser-seconds (``InvalidField`` when it
+        does not cover a first attempt)."""
+        if request.max_cost_usd is None:  # a cap comes from max_cost_usd only
+            return (
+                request
+                if request.cost_cap is None
+                else request.model_copy(update={"cost_cap": None})
+            )
+        if self.price_cap is None:
+            raise InvalidField(
+                "this deployment prices no jobs: max_cost_usd cannot be held; leave it out",
+                field="max_cost_usd",
+            )
+        return request.model_copy(update={"cost_cap": self.price_cap(request.max_cost_usd)})
 
     def with_trace(self, tenant_id: str, request: JobRequest) -> JobRequest:
         """``request`` with its trace mode settled: the job's own, else its tenant's."""

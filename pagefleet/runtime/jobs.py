@@ -4,6 +4,7 @@ breakers, run events, job data, saved logins and schedules."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class JobBuilders(TenantBuilders):
         from pagefleet.adapters.sqs import SqsJobQueue
         from pagefleet.jobs.service import JobServices
         from pagefleet.jobs.submit_policy import SubmitPolicy
+        from pagefleet.tenancy.spend import job_cost_cap
 
         if settings.aws_fault_rate > 0 and self._faults is None:
             self.inject_faults(settings.aws_fault_rate)
@@ -54,6 +56,7 @@ class JobBuilders(TenantBuilders):
                     evaluate_allowed=tenancy.evaluate_allowed,
                     trace_default=tenancy.trace_default,
                     pools=settings.pools,
+                    price_cap=partial(job_cost_cap, worker=settings.pricing_worker),
                 ),
             )
 

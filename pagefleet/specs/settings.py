@@ -55,6 +55,9 @@ class CoreSettings(_Base):
     # What each worker pool offers, as JSON (pagefleet.specs.pools.PoolOffer): where a job's
     # ``requires`` routes it. Empty: the deployment publishes none, and ``requires`` is refused.
     pools: tuple[PoolOffer, ...] = ()
+    # The Fargate task a slot lives in, to price browser-seconds (the standard pool's): usage
+    # costs, and the browser time a job's or a session's max_cost_usd buys (jobs.spend).
+    pricing_worker: WorkerShape = Field(default_factory=WorkerShape)
     # Local development only: webhooks may target loopback (the tests' receivers) and the
     # browser may reach 127.0.0.0/8 and ::1 (the demo site). Every runtime that makes or runs
     # jobs reads it, so each judges a job's addresses alike (``jobs.submit_policy``).
@@ -69,8 +72,6 @@ class ApiSettings(CoreSettings):
     max_request_bytes: int = Field(default=256 * 1024, ge=1024)
     default_pool: str = DEFAULT_POOL
     page_size_max: int = Field(default=100, ge=1, le=1000)
-    # The Fargate task a slot lives in, to price browser-seconds (the standard pool's).
-    pricing_worker: WorkerShape = Field(default_factory=WorkerShape)
     # Live runs (None: no WebSocket API in this deployment; the ticket route says so).
     connections_table: str | None = None
     live_url: str | None = None  # wss://.../<stage>, what clients connect to

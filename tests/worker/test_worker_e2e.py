@@ -10,6 +10,7 @@ import pytest
 
 from pagefleet.jobs.models import JobMessage
 from pagefleet.jobs.states import JobStatus
+from pagefleet.tenancy.spend import cost_usd
 from tests.worker.conftest import (
     TENANT,
     queue_counts,
@@ -365,3 +366,31 @@ def test_a_running_job_leaves_nothing_in_its_queues_and_its_lease_holds_it(
             break  # it has outlived the lease it was claimed with
         assert time.monotonic() < deadline, "the lease was not kept"
         time.sleep(0.2)
+
+
+def test_a_job_is_stopped_when_its_max_cost_usd_is_spent_and_not_retried(
+    site, services, settings, run_worker
+):
+    url = site.add("/slow-shop", "<h1>waiting forever</h1>")
+    # What 1.5 s of browser costs one attempt on this stage's worker shape.
+    cap = cost_usd(1.5, settings.pricing_worker)
+    job = submit(
+        services,
+        {
+            "max_cost_usd": cap,
+            "max_attempts": 3,
+            "options": {"job_timeout_s": 120},
+            "steps": [
+                {"action": "goto", "url": url},
+                {"action": "wait_for", "selector": "#never", "timeout_ms": 120_000},
+            ],
+        },
+    )
+    assert job.request.cost_cap is not None and 1.4 < job.request.cost_cap.seconds < 1.6
+    run_worker()
+    done = wait_for_job(services, job.job_id)
+
+    assert done.status is JobStatus.FAILED, done.error
+    assert done.error is not None and done.error.kind == "cost_cap_reached"
+    assert done.error.step_index == 1 and "max_cost_usd" in done.error.message
+    assert [a.attempt for a in done.attempts] == [1]  # never retried

@@ -1,0 +1,43 @@
+"""A job's ``max_cost_usd`` on the worker: what this attempt may still spend.
+
+The cap comes priced in browser-seconds (``pagefleet.jobs.spend.CostCap``, worked out where
+the job was made). Browser-seconds are counted as usage counts them (observe.usage): an
+attempt's time from its start to its end, a wait for a person included (the context is
+kept). An attempt that starts with nothing left fails at once, before any browser work;
+one that spends the rest is stopped as the watchdog stops a run (runner, endings).
+"""
+
+from __future__ import annotations
+
+import math
+
+from browser_task.errors import FailJob
+from pagefleet.jobs.models import JobRecord, epoch_of_iso
+from pagefleet.jobs.spend import COST_CAP_KIND
+
+
+def spend_left_s(job: JobRecord) -> float:
+    """The browser-seconds this attempt may spend (inf: the job set no cap)."""
+    cap = job.request.cost_cap
+    if cap is None:
+        return math.inf
+    earlier = [a for a in job.attempts if a.attempt < job.attempt]
+    # An attempt whose worker died before it ended has no end: its time is not known.
+    seconds = sum(
+        max(0.0, epoch_of_iso(a.finished_at) - epoch_of_iso(a.started_at))
+        for a in earlier
+        if a.finished_at is not None
+    )
+    return cap.left_s(len(earlier), seconds)
+
+
+def cap_message(job: JobRecord) -> str:
+    return (
+        f"the job reached its spend cap (max_cost_usd {job.request.max_cost_usd}) and was "
+        "stopped; resubmit it with a higher max_cost_usd to go on"
+    )
+
+
+def nothing_left(job: JobRecord) -> FailJob:
+    """The failure of an attempt that starts with the cap already spent."""
+    return FailJob(cap_message(job), kind=COST_CAP_KIND)
