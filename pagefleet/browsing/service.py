@@ -63,7 +63,7 @@ from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
 from pagefleet.pricing import Worker
-from pagefleet.specs.resources import inbox_name
+from pagefleet.specs.resources import inbox_name, owner_worker
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
@@ -139,10 +139,10 @@ class Sessions:
         return found
 
     def inbox_of(self, job: JobRecord) -> str | None:
-        """The inbox of the worker holding the session (its lease owner, set at claim)."""
+        """The inbox of the worker holding the session (its lease owner's, set at claim)."""
         if job.status is not JobStatus.RUNNING or not job.lease_owner:
             return None
-        return inbox_name(self.stage, job.lease_owner)
+        return inbox_name(self.stage, owner_worker(job.lease_owner))
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
