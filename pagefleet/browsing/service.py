@@ -15,6 +15,7 @@ once) and reported as ``lost``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
 from pagefleet.pricing import Worker
-from pagefleet.specs.resources import inbox_name
+from pagefleet.specs.resources import inbox_name, owner_worker
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.tenancy.spend import cost_cap_s
@@ -71,6 +72,7 @@ from pagefleet.workflow.versions import WorkflowDefinition, put_version
 COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
+log = logging.getLogger("pagefleet.browsing")
 # A command its worker has not taken this long after it was sent is not waited for: the
 # worker is busy with another command (or gone), and the call answers 202 at once.
 CLAIM_GRACE_S = 1.0
@@ -137,10 +139,10 @@ class Sessions:
         return found
 
     def inbox_of(self, job: JobRecord) -> str | None:
-        """The inbox of the worker holding the session (its lease owner, set at claim)."""
+        """The inbox of the worker holding the session (its lease owner's, set at claim)."""
         if job.status is not JobStatus.RUNNING or not job.lease_owner:
             return None
-        return inbox_name(self.stage, job.lease_owner)
+        return inbox_name(self.stage, owner_worker(job.lease_owner))
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
@@ -343,6 +345,12 @@ def run_steps(
         # worker's claim on the record runs it once whatever number of wake-ups reach it.
         wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
         woken = inbox.send(opened.inbox, wakeup)
+        if not woken:
+            # Its worker's inbox is gone (the worker died, or is named otherwise): the
+            # command waits for the worker's own look at the ledger, or for the sweeper.
+            log.warning(
+                "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
+            )
     if woken or record.state is CommandState.RUNNING:
         record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
     if record.state is CommandState.DONE and record.answer is not None:

@@ -257,6 +257,18 @@ def inbox_queue_prefix(stage: str) -> str:
     return f"pagefleet-{stage}-inbox-"
 
 
+def claim_owner(worker_id: str, token: str) -> str:
+    """A claim's lease owner: its worker, and a token of its own (another slot of the same
+    worker never mistakes the job for its own)."""
+    return f"{worker_id}/{token}"
+
+
+def owner_worker(owner: str) -> str:
+    """The worker of a lease owner (``claim_owner``'s; an owner without a token is one)."""
+    worker, slash, _token = owner.rpartition("/")
+    return worker if slash else owner
+
+
 def inbox_name(stage: str, worker_id: str) -> str:
     """The inbox of worker ``worker_id`` (SQS: at most 80 of [A-Za-z0-9_-])."""
     import hashlib
