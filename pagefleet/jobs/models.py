@@ -93,57 +93,48 @@ class JobSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     name: str | None = Field(
-        default=None, max_length=200, description="a label for people: lists and the console"
+        default=None, max_length=200, description="a label for lists and the console"
     )
     inputs: dict[str, InputValue] = Field(
         default_factory=dict,
         max_length=200,
         description="values the steps read as {{inputs.NAME}}",
     )
-    pool: str = Field(default="standard", description="the worker pool that runs it")
+    pool: str = Field(default="standard", description="the worker pool")
     # What the job needs from its pool (memory, region, egress, isolation, no Spot): the API
     # routes it to the smallest pool that has it all, or refuses it naming every pool
     # (pagefleet.specs.pools). With ``pool`` also given, that pool must have it.
     requires: Requirements | None = Field(
         default=None,
-        description="what the job needs from its pool: it runs on the smallest pool that has it",
+        description="what it needs of a pool: the smallest that has it runs it",
     )
-    max_attempts: int = Field(
-        default=3, ge=1, le=10, description="attempts in all, the first included"
-    )
+    max_attempts: int = Field(default=3, ge=1, le=10, description="attempts in all")
     max_cost_usd: float | None = Field(
         default=None,
         gt=0,
         le=MAX_COST_USD,
-        description="stop the job (cost_cap_reached, never retried) once its attempts' "
-        "browser time has cost this much",
+        description="stop it (cost_cap_reached) when its browser time cost this much",
     )
-    deadline: datetime | None = Field(
-        default=None, description="latest start: a job not started by then ends expired"
-    )
+    deadline: datetime | None = Field(default=None, description="start by then, or it ends expired")
     retry: RetryPolicy = Field(
         default_factory=lambda: RetryPolicy(), description="the backoff between attempts"
     )
-    notify: Notify | None = Field(
-        default=None, description="where its end is told (unset: the tenant's default, if any)"
-    )
+    notify: Notify | None = Field(default=None, description="where its end is told")
     # Dispatch: which of the pool's queues, when, and after which jobs.
-    priority: Priority = Field(
-        default="normal", description="which of the pool's queues: high goes first"
-    )
+    priority: Priority = Field(default="normal", description="high goes first")
     delay_seconds: int | None = Field(
         default=None,
         ge=0,
         le=MAX_DELAY_SECONDS,
-        description="start this many seconds from now, up to 7 days",
+        description="start this many seconds from now",
     )
     run_at: datetime | None = Field(
-        default=None, description="start at this time, up to 7 days ahead"
+        default=None, description="start at this time (7 days ahead at most)"
     )
     depends_on: list[str] = Field(
         default_factory=list,
         max_length=MAX_DEPENDENCIES,
-        description="job ids that must succeed first; {{parents.ID.NAME}} reads their results",
+        description="jobs that must succeed first ({{parents.ID.NAME}})",
     )
     # What undoes the job's irreversible effect when it fails after one took effect
     # (docs/irreversible-steps.md); a named workflow's, unless the job gives its own.
@@ -152,9 +143,8 @@ class JobSettings(BaseModel):
         min_length=1,
         max_length=100,
         description=(
-            "steps run once when the job ends failed after an irreversible step took effect "
-            "(cancel the order, delete the draft); a failed compensation puts the job in "
-            "needs_review"
+            "steps run once if the job fails after an irreversible step took effect (cancel "
+            "the order); if they fail, the job needs review"
         ),
     )
 
@@ -164,12 +154,8 @@ class JobSettings(BaseModel):
         return refuse_deep_blocks(steps)
 
     # What a good result looks like, and what to compare with the baseline run.
-    expect: Expect | None = Field(
-        default=None, description="what a good result looks like: a result that differs fails"
-    )
-    monitor: Monitor | None = Field(
-        default=None, description="compare each run with a baseline run and report changes"
-    )
+    expect: Expect | None = Field(default=None, description="what a good result looks like")
+    monitor: Monitor | None = Field(default=None, description="compare each run with a baseline")
 
     @field_validator("deadline", "run_at")
     @classmethod

@@ -30,18 +30,18 @@ class JobSubmission(JobSettings):
         default=None,
         min_length=1,
         max_length=120,
-        description="a named workflow: NAME@VERSION, or NAME for its latest version",
+        description="a named workflow: NAME@VERSION, or NAME (the latest)",
     )
     steps: list[Step] | None = Field(
         default=None,
         min_length=1,
         max_length=500,
         validate_default=True,
-        description="what the browser does, in order; or give a workflow",
+        description="what the browser does, in order (or a workflow)",
     )
     options: JobOptions | None = Field(
         default=None,
-        description="how the browser is set up (over a workflow's, key by key)",
+        description="the browser's setup (over a workflow's, key by key)",
     )
 
     @field_validator("steps", mode="before")
