@@ -23,7 +23,7 @@ import os
 import secrets
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
@@ -42,6 +42,7 @@ from browser_task.browser.generation import (
 )
 from browser_task.browser.har import har_file
 from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
+from browser_task.browser.setup import ContextSetup, RoutesFirst
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
 from browser_task.egress.guard import EgressPolicy, Resolver
@@ -50,9 +51,6 @@ from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.settings import WorkerSettings
 
 log = logging.getLogger("pagefleet.browser")
-
-# Prepares a job's context (its routes) before the page's first request.
-ContextSetup = Callable[[BrowserContext], Awaitable[None]]
 
 CONTEXT_OPEN_TIMEOUT_S = 20.0
 BROWSER_CLOSE_TIMEOUT_S = 10.0
@@ -182,10 +180,11 @@ class BrowserPool:
         egress: EgressProxy | None = None,
         warm_key: str | None = None,
     ) -> JobBrowser:
-        """A fresh context and page; ``setup`` is applied before the page's first request,
-        concurrently with opening the page. ``egress`` (see ``job_egress``) becomes the
-        context's proxy and is closed with the session. With ``warm_key`` (a job that
-        allows it, see browser_task.browser.warm) a parked context of that key is used if any."""
+        """A fresh context and page; ``setup`` is applied before the page's first request
+        (beside opening the page, or before it for one that routes: see
+        browser_task.browser.setup). ``egress`` (see ``job_egress``) becomes the context's
+        proxy and is closed with the session. With ``warm_key`` (a job that allows it, see
+        browser_task.browser.warm) a parked context of that key is used if any."""
         await self._check_memory()
         if warm_key is not None and egress is None and storage_state is None:
             reused = await self._reuse(warm_key, options, setup)
@@ -376,7 +375,11 @@ class BrowserPool:
                 # Both are round trips to the browser; neither needs the other. What setup
                 # registers is noted, so a warm context can drop it before the next job.
                 recording = RecordingContext(context, listeners if listeners is not None else [])
-                page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
+                if isinstance(setup, RoutesFirst):  # browser_task.browser.setup says why
+                    await setup(recording)  # type: ignore[arg-type]
+                    page = await context.new_page()
+                else:
+                    page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
         except BaseException:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)

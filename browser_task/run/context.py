@@ -15,7 +15,7 @@ from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import SecretStore
-from pagefleet.workflow import Goto, Step, WaitFor
+from pagefleet.workflow import Back, Forward, Goto, Step, WaitFor
 from pagefleet.workflow.masking import Masker
 
 if TYPE_CHECKING:
@@ -138,4 +138,6 @@ class RunContext:
 
 def is_navigation(step: Step) -> bool:
     """Steps whose timeout is a navigation timeout (the page loading), not an action one."""
-    return isinstance(step, Goto) or (isinstance(step, WaitFor) and step.selector is None)
+    return isinstance(step, Goto | Back | Forward) or (
+        isinstance(step, WaitFor) and step.selector is None
+    )

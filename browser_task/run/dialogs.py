@@ -5,12 +5,15 @@ Without a listener Playwright dismisses every dialog silently (``confirm()`` is 
 run listens instead: a dialog a ``dialog`` step expects gets that step's answer, any other
 the job's ``options.dialogs``; each is a run event. The page is frozen while a dialog is
 open (the step that opened it waits too), so the answer is given as the dialog opens, and
-a mismatch (message, kind) is found then and raised at the next step boundary.
+a mismatch (message, kind) is found then and raised at the next step boundary. A browser
+session's observation says which dialogs came since the last one, what they said and how
+they were answered (``drain``): an agent cannot see a dialog any other way.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,10 @@ from browser_task.observe.run_events import RunEvents
 from pagefleet.jobs.options import JobOptions
 from pagefleet.live.events import EventType
 from pagefleet.workflow import Dialog
+
+# The dialogs an observation reports at most (the latest; a page that loops on alert()
+# must not grow the answer).
+MAX_REPORTED = 10
 
 
 @dataclass(frozen=True)
@@ -45,11 +52,26 @@ class DialogWatch:
         # Why the last expected dialog was not the one expected (raised by the step loop).
         self._problem: str | None = None
         self.seen = 0
+        self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_REPORTED)
+        self._pages: set[Any] = set()
 
     def install(self, page: Any, listeners: list[tuple[str, Callable[..., Any]]]) -> None:
         """Listen on the page (noted in ``listeners``: a warm context's page outlives the job)."""
-        page.on("dialog", self.on_dialog)
+        self.watch(page)
         listeners.append(("page:dialog", self.on_dialog))
+
+    def watch(self, page: Any) -> None:
+        """Listen on another tab too (switch_tab): its dialogs are answered the same way.
+        Not noted as a listener: a parked context's other tabs are closed."""
+        if page not in self._pages:
+            self._pages.add(page)
+            page.on("dialog", self.on_dialog)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """The dialogs that came since the last drain (kind, message masked, answer)."""
+        out = list(self._recent)
+        self._recent.clear()
+        return out
 
     def expect(self, step: Dialog, index: int | None) -> None:
         """A ``dialog`` step: the next dialog is this step's."""
@@ -85,6 +107,10 @@ class DialogWatch:
             accept, text = step.accept and why is None, step.prompt_text
             if why is not None:
                 self._problem = f"{self._name(expected)}: {why}"
+        said = {"type": kind, "message": self._mask(message)}
+        if kind == "prompt" and accept:
+            said["prompt_text"] = self._mask(text if text is not None else dialog.default_value)
+        self._recent.append({**said, "answer": "accepted" if accept else "dismissed"})
         if self._events is not None:
             self._events.emit(
                 EventType.DIALOG,

@@ -22,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass
+from functools import partial
 
 from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.pool import BrowserPool, ContextSetup, JobBrowser
+from browser_task.browser.pool import BrowserPool, JobBrowser
+from browser_task.browser.setup import ContextSetup, together
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
@@ -41,11 +43,7 @@ def with_trace(setup: ContextSetup, trace: TraceRecorder | None) -> ContextSetup
     """``setup`` plus starting ``trace`` on the new context, side by side."""
     if trace is None:
         return setup
-
-    async def install(context: BrowserContext) -> None:
-        await asyncio.gather(setup(context), _start(trace, context))
-
-    return install
+    return together(setup, partial(_start, trace))
 
 
 async def _start(trace: TraceRecorder, context: BrowserContext) -> None:

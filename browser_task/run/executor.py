@@ -20,7 +20,8 @@ from typing import Any
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.pool import ContextSetup, JobBrowser
+from browser_task.browser.pool import JobBrowser
+from browser_task.browser.setup import ContextSetup
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.errors import (

@@ -15,7 +15,6 @@ URL is aborted, logged as an egress refusal and counted, never answered.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -27,7 +26,7 @@ from playwright.async_api import BrowserContext
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Route as PageRoute
 
-from browser_task.browser.pool import ContextSetup
+from browser_task.browser.setup import ContextSetup, RoutesFirst, together
 from browser_task.egress.guard import EgressGuard
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import RunMetrics
@@ -138,14 +137,11 @@ class RequestRouter:
 
 
 def with_routes(setup: ContextSetup, router: RequestRouter) -> ContextSetup:
-    """``setup`` plus the job's routes, side by side (nothing to add without any)."""
+    """``setup`` plus the job's routes, in place before the page opens (nothing to add
+    without any)."""
     if router.block is None and router.replay_har is None:
         return setup
-
-    async def install(context: BrowserContext) -> None:
-        await asyncio.gather(setup(context), router.install(context))
-
-    return install
+    return together(setup, RoutesFirst(router.install))
 
 
 async def _quietly(call: Any) -> None:

@@ -277,10 +277,15 @@ class SessionLoop:
         """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked; what
         is too large for the answer kept apart (session_parts)."""
         ctx = self.ctx
+        if ctx.page.is_closed() and not ctx.session.page.is_closed():
+            ctx.page = ctx.session.page  # the tab switched to closed itself: back to the first
         page = ctx.page
         if ctx.session.closed or page.is_closed():
             return await self._parts.bounded(answer, None)
         seen: dict[str, Any] = {"url": ctx.mask(page.url)}
+        dialogs = ctx.dialogs.drain() if ctx.dialogs is not None else []
+        if dialogs:
+            seen["dialogs"] = dialogs
         key: str | None = None
         tree: str | None = None
         with contextlib.suppress(PlaywrightError, TimeoutError):

@@ -20,6 +20,7 @@ from pagefleet.browsing.models import (
     ARIA_MAX_CHARS,
     MAX_STEPS_PER_CALL,
     OpenSession,
+    OpenStatus,
     SaveAsWorkflow,
 )
 from pagefleet.jobs.submission import JobSubmission
@@ -88,6 +89,10 @@ class SaveArgs(SessionArgs, SaveAsWorkflow):
     pass
 
 
+class ListSessionsArgs(Args):
+    status: OpenStatus = Field(default="open", description="open: starting and ready")
+
+
 class GetJobArgs(Args):
     job_id: str = Field(pattern=ids.JOB_ID)
     wait_s: int = Field(
@@ -132,8 +137,11 @@ TOOLS = (
         '"value": ...}, {"action": "extract", "name": ..., "selector": ...}. Selectors are '
         'Playwright selectors (CSS, text=..., role=button[name="Send"]) or `aria-ref=REF`, '
         "a ref of the last observation's snapshot (iframes' elements too; kept as a lasting "
-        "selector when saved). Answers `ok`, `ran` (how many ran: the one "
-        "after them failed, with `error`), `result` (what extract read) and `observation` "
+        'selector when saved). Go back: {"action": "back"} (forward too); another tab: '
+        '{"action": "switch_tab", "index": N}; a dialog: a dialog step (accept, '
+        "prompt_text) before the step that opens it (unexpected ones are dismissed; the "
+        "observation's `dialogs` says what each said). Answers `ok`, `ran` (how many ran: "
+        "the one after them failed, with `error`), `result` (what extract read) and `observation` "
         "(URL, title, ARIA snapshot of the page after them). A failed step is an error "
         "result: read its observation, fix the step, run it again." + _ERRORS,
         RunStepArgs,
@@ -149,6 +157,13 @@ TOOLS = (
         "shows iframes' content and each element's [ref=REF]; `tabs` lists the tabs once "
         "a popup or new tab opened (steps act on the `current` one).",
         ObserveArgs,
+    ),
+    ToolSpec(
+        "list_sessions",
+        "Your sessions still open (`status`: open, starting or ready), newest first: each "
+        "one's `session_id`, last activity and cost so far. Use it to find a session again "
+        "or one left open; close_session what you no longer use.",
+        ListSessionsArgs,
     ),
     ToolSpec(
         "close_session",

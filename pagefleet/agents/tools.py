@@ -155,6 +155,9 @@ class AgentTools:
             "run_step": self.run_step,
             "observe": self.observe,
             "close_session": self.close_session,
+            "list_sessions": lambda a, _: ToolAnswer(
+                {"sessions": _dump(self.client.open_sessions(a.status))}
+            ),
             "save_as_workflow": lambda a, _: self._plain(
                 self.client.save_as_workflow(a.session_id, a.name, a.inputs, a.description)
             ),

@@ -180,6 +180,11 @@ class Observation(BaseModel):
         description="every tab of the session's browser when a popup or new tab opened "
         "(index, url, title; `current` the one steps act on)",
     )
+    dialogs: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="the dialogs (alert, confirm, prompt) that came since the last "
+        "observation: type, message, answer (accepted or dismissed), prompt_text",
+    )
     screenshot: str | None = Field(default=None, description="the screenshot artifact's name")
     screenshot_url: str | None = Field(default=None, description="a short presigned link")
 

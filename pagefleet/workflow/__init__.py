@@ -34,7 +34,7 @@ from pagefleet.workflow.steps.interaction import (
     Upload,
     UploadFile,
 )
-from pagefleet.workflow.steps.navigation import Goto, Sleep, WaitFor
+from pagefleet.workflow.steps.navigation import Back, Forward, Goto, Sleep, SwitchTab, WaitFor
 from pagefleet.workflow.steps.network import Fulfill, Route
 from pagefleet.workflow.steps.session import SaveSession, UseSession
 
@@ -42,6 +42,9 @@ Step = Annotated[
     Goto
     | WaitFor
     | Sleep
+    | Back
+    | Forward
+    | SwitchTab
     | Click
     | Fill
     | Type
@@ -120,6 +123,7 @@ __all__ = [
     "STEP_ADAPTER",
     "Assert",
     "AwaitHuman",
+    "Back",
     "Check",
     "CheckStep",
     "Click",
@@ -130,6 +134,7 @@ __all__ = [
     "Extract",
     "FieldSpec",
     "Fill",
+    "Forward",
     "Fulfill",
     "Goto",
     "Hover",
@@ -143,6 +148,7 @@ __all__ = [
     "Select",
     "Sleep",
     "Step",
+    "SwitchTab",
     "Type",
     "Uncheck",
     "Upload",

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from browser_task.browser.generation import BrowserGeneration
+from browser_task.browser.pool import BrowserPool
+from browser_task.browser.setup import ContextSetup, RoutesFirst
+from browser_task.browser.tracing import TracePlan, TraceRecorder
 from browser_task.egress.guard import EgressGuard
-from browser_task.run.routing import ABORTED, RequestRouter
-from pagefleet.jobs.options import BlockOptions
+from browser_task.run.early import with_trace
+from browser_task.run.executor import scheme_guard
+from browser_task.run.routing import ABORTED, RequestRouter, with_routes
+from pagefleet.jobs.options import BlockOptions, JobOptions
+from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Route
 
 ADDRESSES = {"shop.test": ["93.184.216.34"], "intranet.test": ["10.0.0.7"]}
@@ -145,3 +152,59 @@ def test_a_route_step_wins_over_the_block_list_for_what_it_matches() -> None:
 def test_a_job_without_routes_keeps_no_metrics() -> None:
     router, _ = _router()
     assert not router.used
+
+
+class OpeningContext:
+    """A context as the pool opens one: it notes when its page opens and when a route is
+    set, and its page takes a while to open (as under load), so what runs beside opening
+    the page gets there first."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def set_default_timeout(self, timeout: float) -> None: ...
+
+    def set_default_navigation_timeout(self, timeout: float) -> None: ...
+
+    def on(self, event: str, handler: Any) -> None: ...
+
+    async def route(self, glob: str, handler: Any) -> None:
+        await asyncio.sleep(0)
+        self.log.append(f"route {glob}")
+
+    async def new_page(self) -> str:
+        self.log.append("page opening")
+        await asyncio.sleep(0)
+        self.log.append("page open")
+        return "page"
+
+
+def _open(setup: ContextSetup) -> list[str]:
+    log: list[str] = []
+
+    class Browser:
+        async def new_context(self, **_options: Any) -> OpeningContext:
+            return OpeningContext(log)
+
+    settings = WorkerSettings(
+        jobs_table="j", tenants_table="t", artifacts_bucket="a", queue_urls={"standard": "q"}
+    )
+    pool = BrowserPool(settings)
+    generation = BrowserGeneration(browser=cast(Any, Browser()), number=1)
+    asyncio.run(pool._open_context(generation, JobOptions(), setup=setup))
+    return log
+
+
+def test_a_jobs_routes_are_in_place_before_its_page_opens() -> None:
+    # Playwright gives a context's routes to the pages it has when they are set: a page
+    # opening beside them can miss them (an offline replay then asked the live site).
+    router, _ = _router(BlockOptions(urls=["**/ads/*"]))
+    setup = with_routes(scheme_guard(router._guard), router)
+    log = _open(setup)
+    assert log.index("route **/ads/*") < log.index("page opening"), log
+    # Starting a trace beside it keeps it first.
+    trace = TraceRecorder(None, TracePlan("on", True, True))
+    assert isinstance(with_trace(setup, trace), RoutesFirst)
+    # A job without routes opens its page beside its setup (a round trip saved).
+    plain = with_routes(scheme_guard(router._guard), _router()[0])
+    assert not isinstance(plain, RoutesFirst) and "page open" in _open(plain)

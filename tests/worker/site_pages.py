@@ -30,6 +30,8 @@ class StepSite:
     base_url: str
     resources: dict[str, Resource]
     seen_headers: dict[str, dict[str, str]]
+    # Every path asked for, in order (seen_headers keeps only the last ask of each).
+    asked: list[str] = field(default_factory=list)
 
     def url(self, path: str) -> str:
         return f"{self.base_url}{path}"
@@ -38,11 +40,13 @@ class StepSite:
 @contextmanager
 def serve(resources: dict[str, Resource]) -> Iterator[StepSite]:
     seen: dict[str, dict[str, str]] = {}
+    asked: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             seen[path] = {k.lower(): v for k, v in self.headers.items()}
+            asked.append(path)
             resource = resources.get(path)
             if resource is None:
                 resource = Resource(b"<h1>not found</h1>")
@@ -62,7 +66,7 @@ def serve(resources: dict[str, Resource]) -> Iterator[StepSite]:
 
     server = serve_on_loopback(Handler, "step-site")
     try:
-        yield StepSite(server.url, resources, seen)
+        yield StepSite(server.url, resources, seen, asked)
     finally:
         server.stop()
 

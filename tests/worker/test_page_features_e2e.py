@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (page markup and scripts read better unwrapped)
 """What real automations ask of a job (issue 38), end to end: moto, a real worker and
 Chromium, pages on 127.0.0.1. Dialogs answered and reported; drag and drop; several files
-in one upload."""
+in one upload; back and forward in a tab's history; a popup's tab switched to."""
 
 from __future__ import annotations
 
@@ -60,9 +60,29 @@ FILES = html(
 </body>"""
 )
 
+FIRST = html("""<body><h1 id="where">first</h1><a id="next" href="/second">next</a></body>""")
+SECOND = html(
+    """<body><h1 id="where">second</h1>
+  <a id="popup" href="/third" target="_blank">open in a new tab</a>
+  <button id="ask" onclick="document.getElementById('where').textContent = String(confirm('Leave the second page?'))">ask</button>
+</body>"""
+)
+THIRD = html(
+    """<body><h1 id="where">third</h1>
+  <button id="ask" onclick="document.getElementById('where').textContent = prompt('Your name?')">ask</button>
+</body>"""
+)
+
 
 def pages() -> dict[str, Resource]:
-    return {"/dialogs": DIALOGS, "/drag": DRAG, "/files": FILES}
+    return {
+        "/dialogs": DIALOGS,
+        "/drag": DRAG,
+        "/files": FILES,
+        "/first": FIRST,
+        "/second": SECOND,
+        "/third": THIRD,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +249,63 @@ def test_the_dialog_drag_and_upload_examples_succeed_on_the_demo_site(stack: Sta
         "done": ["Write report"],
         "attached": ["minutes.txt (30 bytes)", "logo.png (8 bytes)"],
     }
+
+
+def test_back_forward_and_a_new_tab_switched_to_and_from(stack: Stack) -> None:
+    where = {"action": "extract", "selector": "#where", "many": True}
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/first")},
+                {"action": "click", "selector": "#next"},
+                {"action": "wait_for", "url": "**/second"},
+                {"action": "back"},
+                {**where, "name": "after_back"},
+                {"action": "forward"},
+                {**where, "name": "after_forward"},
+                {"action": "click", "selector": "#popup"},
+                # The new tab opens on its own time: switch_tab waits for it.
+                {"action": "switch_tab", "url_contains": "/third"},
+                {"action": "wait_for", "selector": "#where"},
+                # A dialog on the switched-to tab is answered as the first tab's are.
+                {"action": "dialog", "accept": True, "prompt_text": "Ada"},
+                {"action": "click", "selector": "#ask"},
+                {**where, "name": "in_new_tab"},
+                {"action": "switch_tab", "index": 0},
+                {"action": "dialog", "accept": False, "type": "confirm"},
+                {"action": "click", "selector": "#ask"},
+                {**where, "name": "back_in_first_tab"},
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {
+        "after_back": ["first"],
+        "after_forward": ["second"],
+        "in_new_tab": ["Ada"],
+        "back_in_first_tab": ["false"],
+    }
+    seen = [(e["dialog"], e["outcome"]) for e in _dialog_events(stack, done)]
+    assert seen == [("prompt", "accepted"), ("confirm", "dismissed")]
+
+
+def test_forward_with_nothing_ahead_and_a_tab_that_never_opens_fail_at_their_step(
+    stack: Stack,
+) -> None:
+    ahead = stack.run(
+        {"steps": [{"action": "goto", "url": stack.site.url("/first")}, {"action": "forward"}]}
+    )
+    assert ahead.status is JobStatus.FAILED
+    assert ahead.error is not None and ahead.error.step_index == 1, ahead.error
+    assert "no page to go forward to" in ahead.error.message
+    never = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/first")},
+                {"action": "switch_tab", "index": 1, "timeout_ms": 300},
+            ]
+        }
+    )
+    assert never.status is JobStatus.FAILED
+    assert never.error is not None and never.error.step_index == 1, never.error
+    assert "no tab with index 1" in never.error.message and "/first" in never.error.message

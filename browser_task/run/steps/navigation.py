@@ -1,9 +1,14 @@
-"""goto, wait_for and sleep."""
+"""goto, wait_for, sleep, back, forward and switch_tab."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from urllib.parse import urlsplit
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Page
 
 from browser_task.egress.guard import ALLOWED_SCHEMES
 from browser_task.egress.http import (
@@ -12,7 +17,7 @@ from browser_task.egress.http import (
 )
 from browser_task.errors import FailJob, egress_failure, refused_navigation, target_unavailable
 from browser_task.run.context import RunContext
-from pagefleet.workflow import Goto, Sleep, WaitFor
+from pagefleet.workflow import Back, Forward, Goto, Sleep, SwitchTab, WaitFor
 
 
 async def goto(step: Goto, ctx: RunContext) -> None:
@@ -57,3 +62,63 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
 async def sleep(step: Sleep, ctx: RunContext) -> None:
     # Bounded by the model (MAX_SLEEP_MS) and, like every step, by the job watchdog.
     await asyncio.sleep(step.ms / 1000)
+
+
+async def back(step: Back, ctx: RunContext) -> None:
+    await _history(ctx, step, forward=False)
+
+
+async def forward(step: Forward, ctx: RunContext) -> None:
+    await _history(ctx, step, forward=True)
+
+
+async def _history(ctx: RunContext, step: Back | Forward, *, forward: bool) -> None:
+    page = ctx.page
+    before = page.url
+    move = page.go_forward if forward else page.go_back
+    response = await move(wait_until=step.wait_until, timeout=ctx.timeout_ms(step))
+    # No response: nothing to go to, or a move within the document (a #hash, pushState),
+    # which changes the URL; an unchanged URL means the history had no such page.
+    if response is None and page.url == before:
+        where = "forward to (no back came before)" if forward else "back to"
+        raise FailJob(f"the tab has no page to go {where}", kind="step_failed")
+
+
+# How often switch_tab looks for the tab it waits for (a popup opens on its own time).
+TAB_POLL_S = 0.05
+
+
+async def switch_tab(step: SwitchTab, ctx: RunContext) -> None:
+    """Later steps act on the tab named; the dialogs it opens are answered as the first
+    tab's are."""
+    deadline = time.monotonic() + ctx.timeout_ms(step) / 1000
+    while (page := _tab(ctx, step)) is None:
+        if time.monotonic() >= deadline:
+            tabs = ", ".join(f"{i}: {ctx.mask(p.url)}" for i, p in enumerate(_open(ctx)))
+            wanted = (
+                f"index {step.index}"
+                if step.index is not None
+                else f"a URL with {step.url_contains!r}"
+            )
+            raise FailJob(
+                f"no tab with {wanted} opened within {ctx.timeout_ms(step)} ms (tabs: {tabs})",
+                kind="step_failed",
+            )
+        await asyncio.sleep(TAB_POLL_S)
+    if ctx.dialogs is not None:
+        ctx.dialogs.watch(page)
+    with contextlib.suppress(PlaywrightError):
+        await page.bring_to_front()
+    ctx.page = page
+
+
+def _open(ctx: RunContext) -> list[Page]:
+    return [p for p in ctx.session.context.pages if not p.is_closed()]
+
+
+def _tab(ctx: RunContext, step: SwitchTab) -> Page | None:
+    tabs = _open(ctx)
+    if step.index is not None:
+        return tabs[step.index] if -len(tabs) <= step.index < len(tabs) else None
+    assert step.url_contains is not None
+    return next((p for p in tabs if step.url_contains in p.url), None)

@@ -1,4 +1,4 @@
-"""Steps that move the page or wait: goto, wait_for, sleep."""
+"""Steps that move the page or wait: goto, wait_for, sleep, back, forward, switch_tab."""
 
 from __future__ import annotations
 
@@ -43,3 +43,38 @@ class Sleep(StepBase):
 
     action: Literal["sleep"] = "sleep"
     ms: int = Field(ge=0, le=MAX_SLEEP_MS)
+
+
+class Back(StepBase):
+    """Go back one page in the tab's history (the browser's Back button) and wait for the
+    load state; fails when there is no page to go back to."""
+
+    action: Literal["back"] = "back"
+    wait_until: LoadState = "load"
+
+
+class Forward(StepBase):
+    """Go forward one page in the tab's history (after a back); fails when there is none."""
+
+    action: Literal["forward"] = "forward"
+    wait_until: LoadState = "load"
+
+
+# A tab a switch_tab step names by index: 0 the first, -1 the newest.
+MAX_TABS = 100
+
+
+class SwitchTab(StepBase):
+    """Make another tab of the browser (a popup, a link's new tab) the one later steps act
+    on: by ``index`` (the observation's ``tabs``; -1 the newest) or by ``url_contains``;
+    waits, up to the step's timeout, for such a tab to open."""
+
+    action: Literal["switch_tab"] = "switch_tab"
+    index: int | None = Field(default=None, ge=-1, le=MAX_TABS, description="-1: the newest")
+    url_contains: str | None = Field(default=None, min_length=1, max_length=2000)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> SwitchTab:
+        if (self.index is None) == (self.url_contains is None):
+            raise ValueError("switch_tab needs exactly one of index or url_contains")
+        return self
