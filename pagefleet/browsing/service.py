@@ -62,7 +62,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
 from pagefleet.jobs.takeover import shown
 from pagefleet.pricing import Worker
-from pagefleet.specs.resources import inbox_name
+from pagefleet.specs.resources import owner_inbox
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
@@ -141,7 +141,7 @@ class Sessions:
         """The inbox of the worker holding the session (its lease owner, set at claim)."""
         if job.status is not JobStatus.RUNNING or not job.lease_owner:
             return None
-        return inbox_name(self.stage, job.lease_owner)
+        return owner_inbox(self.stage, job.lease_owner)
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)

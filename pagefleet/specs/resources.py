@@ -270,3 +270,9 @@ def inbox_name(stage: str, worker_id: str) -> str:
     import hashlib
 
     return inbox_queue_prefix(stage) + hashlib.sha256(worker_id.encode()).hexdigest()[:32]
+
+
+def owner_inbox(stage: str, lease_owner: str) -> str:
+    """The inbox of the worker holding a lease: a claim's owner is ``<worker id>/<token>``
+    (a fresh token per claim, browser_task.slot.worker), the inbox is the worker's."""
+    return inbox_name(stage, lease_owner.split("/", 1)[0])

@@ -22,6 +22,8 @@ from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import ApiCaller
 
 WORKER = "w-takeover-1"
+# A claim's owner is the worker's id and a token of the claim (browser_task.slot.worker).
+OWNER = f"{WORKER}/ab12cd34"
 FRAME = {"width": 960, "height": 640}
 SECRET_TEXT = "my one-time code 424242"
 
@@ -54,7 +56,7 @@ def _running_session(owner: ApiCaller, tenant: str) -> str:
     )
     now = int(utcnow().timestamp())
     api_app.services().store.claim(
-        tenant, sid, owner=WORKER, lease_until=now + 300, now=now, started_at=iso(utcnow())
+        tenant, sid, owner=OWNER, lease_until=now + 300, now=now, started_at=iso(utcnow())
     )
     return sid
 
@@ -123,6 +125,8 @@ def test_the_owner_takes_over_types_and_hands_back_and_others_are_refused(
         waiting = owner.call("POST", f"/v1/browser-sessions/{sid}/steps", body=step)
         assert waiting.status == 202 and waiting.body["state"] == "pending", waiting.body
         assert waiting.body["takeover"]["takeover_id"] == tid
+        # Its worker (the owner's worker, whatever the claim's token) is woken for it.
+        assert [w["op"] for w in _received(inbox)] == ["command"]
 
         handed = owner.call("DELETE", base)
         assert handed.status == 200 and handed.body["handed_back"] is True
