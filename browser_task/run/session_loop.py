@@ -219,6 +219,7 @@ class SessionLoop:
             return Answer(id=command.id, ok=False, error=_error(refusal))
         ran, failure = 0, None
         extracted: dict[str, Any] = {}
+        made_before = set(ctx.artifacts.names)
         for given in steps:
             ctx.result = {}  # this step's extracts
             label = describe(given, ctx.masker)
@@ -255,6 +256,7 @@ class SessionLoop:
             ran=ran,
             result=ctx.masker.value(extracted),
             error=_error(failure) if failure is not None else None,
+            files=await self._parts.made(made_before),
         )
         return await self._observed(answer, command.observe)
 

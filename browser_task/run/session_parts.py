@@ -4,14 +4,17 @@ An answer travels on an SQS message (256 KiB at most) and is kept in its command
 record (400 KB at most). Extracted data over ``RESULT_INLINE_MAX_BYTES`` and a whole ARIA
 snapshot longer than the inline one (``ARIA_MAX_CHARS``, cut and flagged ``aria_truncated``)
 are uploaded as the job's artifacts (masked as the inline answer is) and referenced by key,
-size and sha256; the API answers each with a short presigned link.
+size and sha256; the API answers each with a short presigned link. So are the files a
+command's steps made (a download, a named screenshot): the agent reaches them by link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 
+from browser_task.errors import JobFailure
 from browser_task.run.context import RunContext
 from pagefleet.browsing.models import ARIA_MAX_CHARS, RESULT_INLINE_MAX_BYTES, Answer, PartRef
 from pagefleet.jobs.record_size import json_bytes
@@ -36,6 +39,23 @@ class AnswerParts:
             bytes=len(data),
             content_type=content_type,
         )
+
+    async def made(self, before: set[str]) -> dict[str, PartRef]:
+        """The artifacts added since ``before`` (the names there were), once uploaded; one
+        whose upload failed is left out (the job's end reports that failure)."""
+        out: dict[str, PartRef] = {}
+        for name in self._ctx.artifacts.names:
+            if name in before:
+                continue
+            with contextlib.suppress(JobFailure):
+                artifact = await self._ctx.artifacts.uploaded(name)
+                out[name] = PartRef(
+                    key=artifact.key,
+                    sha256=artifact.sha256,
+                    bytes=artifact.size,
+                    content_type=artifact.content_type,
+                )
+        return out
 
     async def bounded(self, answer: Answer, whole_tree: str | None) -> Answer:
         """``answer`` with its large parts moved out; ``whole_tree``: the masked ARIA

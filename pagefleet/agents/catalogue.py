@@ -9,8 +9,9 @@ a model that reads it once. The input schemas are compact (``pagefleet.agents.sc
 from __future__ import annotations
 
 import functools
+import mimetypes
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -25,7 +26,16 @@ from pagefleet.browsing.models import (
 )
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.workflow import Step
+from pagefleet.workflow.steps.control import (
+    DEFAULT_HUMAN_WAIT_S,
+    MAX_HUMAN_WAIT_S,
+    PROMPT_MAX_CHARS,
+)
+from pagefleet.workflow.steps.interaction import MAX_INLINE_FILE_CHARS
 
+# A file get_file answers inline: text up to this many bytes, an image up to IMAGE_MAX_BYTES.
+TEXT_INLINE_MAX_BYTES = 20_000
+IMAGE_MAX_BYTES = 2_000_000
 # The longest a get_job call waits for a job to end before answering with it as it is.
 MAX_JOB_WAIT_S = 120
 # submit_job's steps are checked whole by the server, against the one step definition that
@@ -83,6 +93,40 @@ class RunStepArgs(ObserveArgs):
             also = ", not both" if steps is not None else ""
             raise ValueError(f"give `step` (one step) or `steps` (a list){also}")
         return steps
+
+
+class UploadArgs(SessionArgs):
+    selector: str = Field(min_length=1, max_length=2000, description="the file input")
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[^/\\]+$", description="file name")
+    content: str = Field(
+        min_length=1, max_length=MAX_INLINE_FILE_CHARS, description="the file: text or base64"
+    )
+    encoding: Literal["text", "base64"] = "text"
+    content_type: str | None = Field(default=None, max_length=200, description="default: by name")
+
+    def step(self) -> dict[str, Any]:
+        kind = self.content_type or mimetypes.guess_type(self.name)[0]
+        given = {
+            "action": "upload",
+            "selector": self.selector,
+            "filename": self.name,
+            "content": self.content,
+            "encoding": self.encoding,
+            "content_type": kind,
+        }
+        return {k: v for k, v in given.items() if v is not None}
+
+
+class GetFileArgs(SessionArgs):
+    name: str | None = Field(default=None, min_length=1, max_length=200, description="omit: all")
+
+
+class AwaitHumanArgs(SessionArgs):
+    prompt: str = Field(min_length=1, max_length=PROMPT_MAX_CHARS)
+    timeout_s: int = Field(default=DEFAULT_HUMAN_WAIT_S, ge=1, le=MAX_HUMAN_WAIT_S)
+
+    def step(self) -> dict[str, Any]:
+        return {"action": "await_human", "prompt": self.prompt, "timeout_s": self.timeout_s}
 
 
 class SaveArgs(SessionArgs, SaveAsWorkflow):
@@ -157,6 +201,29 @@ TOOLS = (
         "shows iframes' content and each element's [ref=REF]; `tabs` lists the tabs once "
         "a popup or new tab opened (steps act on the `current` one).",
         ObserveArgs,
+    ),
+    ToolSpec(
+        "upload_file",
+        "Set a file input (`selector`, e.g. input[type=file]) to a file you give: its "
+        f"`name` and `content` (text, or base64 with `encoding`; {MAX_INLINE_FILE_CHARS:,} "
+        "characters at most). Answers as run_step (the upload is a step save_as_workflow "
+        "keeps).",
+        UploadArgs,
+    ),
+    ToolSpec(
+        "get_file",
+        "A file the session's steps made (download, screenshot, pdf step): its `url` (a "
+        f"short link), its text (`content`) up to {TEXT_INLINE_MAX_BYTES:,} bytes, an image "
+        "you can see. Without `name`: the list of them.",
+        GetFileArgs,
+    ),
+    ToolSpec(
+        "await_human",
+        "Ask a person to act in the session's browser (a CAPTCHA, a code, a judgement): "
+        "`prompt` says what. Returns once they continue it (console, or POST "
+        "/v1/jobs/{session_id}/continue; their note in `result.human_note`), else fails "
+        "after `timeout_s`.",
+        AwaitHumanArgs,
     ),
     ToolSpec(
         "list_sessions",

@@ -8,6 +8,8 @@ the API (a 404 session, a full slot, a bad key).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping
@@ -18,12 +20,24 @@ import httpx
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from pagefleet.agents.catalogue import BY_NAME, MAX_JOB_WAIT_S, TOOLS
+from pagefleet.agents.catalogue import (
+    BY_NAME,
+    IMAGE_MAX_BYTES,
+    MAX_JOB_WAIT_S,
+    TEXT_INLINE_MAX_BYTES,
+    TOOLS,
+)
+from pagefleet.browsing.models import MAX_DEADLINE_S
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.client.browsing import CommandPending
+from pagefleet.client.browsing import DEFAULT_GIVE_UP_S, CommandPending
 from pagefleet.errors import field_path
 
 IMAGE_TIMEOUT_S = 30
+# await_human is read this long past its timeout_s (the worker notices within a second or
+# two; the command may wait for the session's steps before it).
+HUMAN_MARGIN_S = 60
+# Files get_file answers as text (besides text/*).
+_TEXT_KINDS = {"application/json", "application/xml", "application/javascript", "text/csv"}
 
 
 @dataclass  # not frozen: raising sets an exception's __traceback__ and __cause__
@@ -154,6 +168,9 @@ class AgentTools:
             "open_session": self.open_session,
             "run_step": self.run_step,
             "observe": self.observe,
+            "upload_file": self.upload_file,
+            "get_file": self.get_file,
+            "await_human": self.await_human,
             "close_session": self.close_session,
             "list_sessions": lambda a, _: ToolAnswer(
                 {"sessions": _dump(self.client.open_sessions(a.status))}
@@ -215,16 +232,73 @@ class AgentTools:
         given = raw["step"] if a.step is not None else raw["steps"]
         return self._observed(_dump(self._steps(a.session_id, given, a.screenshot, a.aria())))
 
+    def upload_file(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
+        if a.encoding == "base64":
+            try:
+                base64.b64decode(a.content, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ToolRefusal(
+                    f"content: not valid base64 ({exc})",
+                    next="give the file's bytes as base64, or encoding text for a text file",
+                    field="content",
+                    status=422,
+                    code="invalid_argument",
+                ) from None
+        return self._observed(_dump(self._steps(a.session_id, a.step(), False, True)))
+
+    def get_file(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
+        files = self.client.session_files(a.session_id)
+        if a.name is None:
+            return ToolAnswer({"files": _dump(files)})
+        found = next((f for f in reversed(files) if f.name == a.name), None)
+        if found is None:
+            made = ", ".join(f.name for f in files) or "none yet"
+            raise ToolRefusal(
+                f"name: the session made no file {a.name!r} (it made: {made})",
+                next="call get_file with one of those names; a download or a screenshot "
+                "step with `name` makes one",
+                field="name",
+                status=404,
+                code="not_found",
+            )
+        body: dict[str, Any] = _dump(found)
+        kind = found.content_type.split(";")[0].strip()
+        textual = kind.startswith("text/") or kind in _TEXT_KINDS
+        image = kind.startswith("image/") and found.bytes <= IMAGE_MAX_BYTES
+        if not (image or (textual and found.bytes <= TEXT_INLINE_MAX_BYTES)):
+            return ToolAnswer(body)
+        data = self.client.download(found.url)
+        if image:
+            return ToolAnswer(body, screenshot=Screenshot(data, kind))
+        body["content"] = data.decode("utf-8", errors="replace")
+        return ToolAnswer(body)
+
+    def await_human(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
+        # Read as long as the person may take (remote: cut to its wait, then still_running).
+        waited = self._steps(
+            a.session_id, a.step(), False, True, give_up_s=a.timeout_s + HUMAN_MARGIN_S
+        )
+        return self._observed(_dump(waited))
+
     def observe(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
         return self._observed(_dump(self._steps(a.session_id, [], a.screenshot, a.aria())))
 
-    def _steps(self, session_id: str, steps: Any, screenshot: bool, aria: Any) -> Any:
+    def _steps(
+        self,
+        session_id: str,
+        steps: Any,
+        screenshot: bool,
+        aria: Any,
+        *,
+        give_up_s: float = DEFAULT_GIVE_UP_S,
+    ) -> Any:
         # The path that holds nothing: the call answers 202 at once (wait_s=0) and the
         # command is read until its answer, so no API execution waits for a browser.
-        if self._wait_s is None:
-            return self.client.session_steps(
-                session_id, steps, screenshot=screenshot, aria=aria, wait_s=0
-            )
+        # An observation only looks: it may wait its turn behind long steps (an
+        # await_human) instead of expiring after the default deadline.
+        deadline = MAX_DEADLINE_S if steps == [] else None
+        # Remote: no longer than the API's request may last.
+        give_up = give_up_s if self._wait_s is None else self._wait_s
         try:
             return self.client.session_steps(
                 session_id,
@@ -232,11 +306,12 @@ class AgentTools:
                 screenshot=screenshot,
                 aria=aria,
                 wait_s=0,
-                give_up_s=self._wait_s,
+                deadline_s=deadline,
+                give_up_s=give_up,
             )
         except CommandPending:
             raise ToolRefusal(
-                f"the steps are still running after {self._wait_s} s",
+                f"the steps are still running after {give_up:g} s",
                 next="call observe in a few seconds: it answers once they are done",
                 code="still_running",
             ) from None

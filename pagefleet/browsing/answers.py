@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pagefleet.browsing.commands import EXPIRED_KIND, CommandRecord, CommandState, expired_answer
-from pagefleet.browsing.models import Answer, PartLink, SessionStatus, StepsAnswer
+from pagefleet.browsing.commands import (
+    EXPIRED_KIND,
+    CommandLedger,
+    CommandRecord,
+    CommandState,
+    expired_answer,
+)
+from pagefleet.browsing.models import (
+    Answer,
+    PartLink,
+    PartRef,
+    SessionFile,
+    SessionStatus,
+    StepsAnswer,
+)
 
 # A key in the artifacts bucket -> a link that lasts as long as the platform's links do.
 Presign = Callable[[str], str]
@@ -27,10 +40,7 @@ def steps_answer(
         observation = observation.model_copy(
             update={"screenshot_url": presign(answer.screenshot_key)}
         )
-    parts = {
-        name: PartLink(url=presign(part.key), **part.model_dump(exclude={"key"}))
-        for name, part in answer.parts.items()
-    }
+    parts = {name: _link(presign, part) for name, part in answer.parts.items()}
     expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
     return StepsAnswer(
         session_id=session_id,
@@ -43,4 +53,26 @@ def steps_answer(
         error=answer.error,
         observation=observation,
         parts=parts,
+        files={name: _link(presign, part) for name, part in answer.files.items()},
     )
+
+
+def _link(presign: Presign, part: PartRef) -> PartLink:
+    return PartLink(url=presign(part.key), **part.model_dump(exclude={"key"}))
+
+
+def files_made(
+    presign: Presign, ledger: CommandLedger, tenant_id: str, session_id: str
+) -> list[SessionFile]:
+    """Every file the session's steps made, in the order they ran, each with a link."""
+    done = [
+        c
+        for c in ledger.session_commands(tenant_id, session_id)
+        if c.answer is not None and c.answer.files
+    ]
+    done.sort(key=lambda c: c.order or "")
+    return [
+        SessionFile(name=name, **_link(presign, part).model_dump())
+        for c in done
+        for name, part in (c.answer.files.items() if c.answer is not None else [])
+    ]

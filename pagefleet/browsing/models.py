@@ -34,9 +34,14 @@ DEFAULT_DEADLINE_S = 60
 # A command waits for its worker at most this long (the ledger keeps it; a longer wait
 # would hold a caller's retry in doubt for no use).
 MAX_DEADLINE_S = 900
+# The steps of one command, as JSON, at most: the command's DynamoDB record (400 KB) keeps
+# them as sent and again as they succeeded, with the answer (a file an upload step carries
+# is the only large part a step has).
+MAX_COMMAND_STEPS_BYTES = 120_000
 # The ARIA snapshot an observation carries, at most (a long page's tree is cut, and says so).
 ARIA_MAX_CHARS = 20_000
-SessionStatus = Literal["starting", "ready", "closed", "lost"]
+# waiting_for_human: an await_human step waits for a person (POST /v1/jobs/{id}/continue).
+SessionStatus = Literal["starting", "ready", "waiting_for_human", "closed", "lost"]
 
 
 class OpenSession(BaseModel):
@@ -228,6 +233,8 @@ class Answer(BaseModel):
     observation: Observation | None = None
     screenshot_key: str | None = None
     parts: dict[str, PartRef] = Field(default_factory=dict)
+    # The files the command's steps made (download, screenshot, pdf), by artifact name.
+    files: dict[str, PartRef] = Field(default_factory=dict)
 
 
 class SessionView(BaseModel):
@@ -304,6 +311,22 @@ class StepsAnswer(BaseModel):
         "`result` (the extracted data, then `{}` inline), `aria_snapshot` (the whole tree "
         "when the inline one is cut: `aria_truncated`)",
     )
+    files: dict[str, PartLink] = Field(
+        default_factory=dict,
+        description="the files these steps made (a download, a screenshot or pdf step's), "
+        "by name, each by a link and its sha256 (all of the session's: GET .../files)",
+    )
+
+
+class SessionFile(PartLink):
+    name: str
+
+
+class SessionFiles(BaseModel):
+    """``GET /v1/browser-sessions/{id}/files``: the files its steps made, oldest first."""
+
+    session_id: str
+    files: list[SessionFile]
 
 
 class CommandView(BaseModel):

@@ -35,6 +35,7 @@ from pagefleet.browsing.commands import (
 )
 from pagefleet.browsing.inbox import SessionInbox, Wakeup
 from pagefleet.browsing.models import (
+    MAX_COMMAND_STEPS_BYTES,
     MAX_WAIT_S,
     CommandStatus,
     CommandView,
@@ -56,6 +57,7 @@ from pagefleet.errors import (
     TooManyRequests,
 )
 from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.record_size import json_bytes
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
@@ -310,6 +312,12 @@ def run_steps(
             field="step",
         )
     dumped = check_steps(opened.request, steps)
+    if json_bytes(dumped) > MAX_COMMAND_STEPS_BYTES:
+        raise InvalidField(
+            f"the steps of one call are at most {MAX_COMMAND_STEPS_BYTES} bytes as JSON "
+            "(a file an upload carries counts): send fewer, or a smaller file",
+            field="step" if body.step is not None else "steps",
+        )
     if command_id is not None and body.command_id is not None and command_id != body.command_id:
         raise InvalidField(
             "the Idempotency-Key header and command_id differ; give one, or the same",

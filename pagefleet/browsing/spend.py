@@ -79,7 +79,9 @@ def open_sessions(
     out = []
     for job in found:
         shown, _ = status_of(job)
-        if shown not in ("starting", "ready") or (status != "open" and shown != status):
+        if shown not in ("starting", "ready", "waiting_for_human") or (
+            status != "open" and shown != status
+        ):
             continue
         terms = job.request.session
         assert terms is not None

@@ -20,6 +20,8 @@ def status_of(job: JobRecord) -> tuple[SessionStatus, str | None]:
         return "starting", None
     if status is JobStatus.RUNNING:
         return "ready", None
+    if status is JobStatus.WAITING_FOR_HUMAN:
+        return "waiting_for_human", None
     if status is JobStatus.DEAD_LETTERED or (
         status is JobStatus.FAILED and job.error is not None and job.error.kind == "lease_expired"
     ):

@@ -15,6 +15,8 @@ from pagefleet.browsing.models import (
     OpenSessions,
     OpenSessionView,
     SavedWorkflow,
+    SessionFile,
+    SessionFiles,
     SessionView,
     StepsAnswer,
 )
@@ -171,6 +173,12 @@ class BrowsingCalls:
         newest first, each with its cost so far and its last activity."""
         got = self._request("GET", "/v1/browser-sessions", params={"status": status})
         return OpenSessions.model_validate(got.json()).sessions
+
+    def session_files(self: _Requests, session_id: str) -> list[SessionFile]:
+        """The files the session's steps made (downloads, named screenshots, pdfs), oldest
+        first, each with a short presigned link (:meth:`download` reads it)."""
+        path = f"/v1/browser-sessions/{session_id}/files"
+        return SessionFiles.model_validate(self._request("GET", path).json()).files
 
     def get_session(self: _Requests, session_id: str) -> SessionView:
         """A browser session: its state, its steps so far and their answers."""

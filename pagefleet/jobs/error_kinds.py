@@ -215,8 +215,14 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "timeout",
-        "the job ran past its `timeout_s`",
-        "raise `timeout_s` or do less in one job",
+        "the job ran past its `options.job_timeout_s`",
+        "raise `options.job_timeout_s` or do less in one job",
+    ),
+    ErrorKind(
+        "cost_cap_reached",
+        "a browser session reached its `max_cost_usd` (checked between its commands): it was "
+        "closed",
+        "open another session with a higher `max_cost_usd`, or leave it out",
     ),
     ErrorKind(
         "expired",

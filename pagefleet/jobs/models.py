@@ -280,7 +280,9 @@ def _missing_upload(step: Step, inputs: dict[str, Any]) -> str | None:
     """The first input an upload step names that the job does not carry."""
     if not isinstance(step, Upload):
         return None
-    return next((f.input for f in step.uploads() if f.input not in inputs), None)
+    return next(
+        (f.input for f in step.uploads() if f.input is not None and f.input not in inputs), None
+    )
 
 
 class Artifact(BaseModel):

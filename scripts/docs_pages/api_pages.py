@@ -108,25 +108,45 @@ _FAILS = {"FailJob": "no", "RetryJob": "yes", "RotateBrowser": "yes, on a fresh 
 def raised_kinds() -> dict[str, set[str]]:
     """Every error kind the code ends an attempt with, and whether each is retried."""
     found: dict[str, set[str]] = defaultdict(set)
-    for package in ("pagefleet", "browser_task", "functions"):
-        for source in sorted((REPO_ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(source.read_text())):
-                if isinstance(node, ast.ClassDef):
-                    _class_kind(node, found)
-                if not isinstance(node, ast.Call):
-                    continue
-                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                words = {k.arg: k.value for k in node.keywords}
-                kind = words.get("kind")
-                if not isinstance(kind, ast.Constant):
-                    continue
-                if name in _FAILS:
-                    found[str(kind.value)].add(_FAILS[name])
-                elif name == "JobError":
-                    flag = words.get("retryable")
-                    retried = isinstance(flag, ast.Constant) and flag.value is True
-                    found[str(kind.value)].add("yes" if retried else "no")
+    trees = [
+        ast.parse(source.read_text())
+        for package in ("pagefleet", "browser_task", "functions")
+        for source in sorted((REPO_ROOT / package).rglob("*.py"))
+    ]
+    named = _string_constants(trees)
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                _class_kind(node, found)
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            words = {k.arg: k.value for k in node.keywords}
+            kind = words.get("kind")
+            if isinstance(kind, ast.Name) and kind.id in named:
+                kind = ast.Constant(named[kind.id])  # kind=COST_CAP_KIND
+            if not isinstance(kind, ast.Constant):
+                continue
+            if name in _FAILS:
+                found[str(kind.value)].add(_FAILS[name])
+            elif name == "JobError":
+                flag = words.get("retryable")
+                retried = isinstance(flag, ast.Constant) and flag.value is True
+                found[str(kind.value)].add("yes" if retried else "no")
     return dict(found)
+
+
+def _string_constants(trees: list[ast.Module]) -> dict[str, str]:
+    """Module-level ``NAME = "text"`` of every module, for a kind given by its constant's
+    name; a name two modules give different texts is left out (it cannot be read)."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for tree in trees:
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Constant):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name) and isinstance(statement.value.value, str):
+                        seen[target.id].add(statement.value.value)
+    return {name: next(iter(texts)) for name, texts in seen.items() if len(texts) == 1}
 
 
 def _class_kind(node: ast.ClassDef, found: dict[str, set[str]]) -> None:

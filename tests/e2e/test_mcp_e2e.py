@@ -314,3 +314,126 @@ def test_an_agent_reaches_into_an_iframe_by_ref_sees_a_new_tab_and_reads_within_
     assert done["status"] == "succeeded", done
     assert done["result"] == {"answer": "Thanks, we will answer: Where is it?"}
     assert saved["steps"] == 5
+
+
+def continue_when_asked(stack: LocalStack, sid: str) -> None:
+    """The person: once the session waits for them (listed so, its slot kept), continue it."""
+    with stack.client() as owner:
+        wait_until(
+            lambda: owner.get_session(sid).status == "waiting_for_human",
+            120,
+            what=f"session {sid} waiting for a person",
+        )
+        listed = {s.session_id: s.status for s in owner.open_sessions()}
+        assert listed.get(sid) == "waiting_for_human", listed
+        owner.continue_job(sid, note="signed")
+
+
+def test_an_agent_uploads_answers_a_dialog_switches_tab_goes_back_and_gets_its_files(
+    stack: LocalStack,
+) -> None:
+    """Issue 34's missing tools in one session: list_sessions, upload_file, a dialog step
+    and what the dialog said, a new tab and switch_tab, back, await_human (continued by a
+    person, and timed out), and get_file for the files its steps made (a download's text, a
+    screenshot as an image the model sees)."""
+    site = stack.site_url
+
+    async def agent() -> None:
+        async with connected(server(stack)) as session:
+            sid = (await call(session, "open_session", idle_timeout_s=120))["session_id"]
+            listed = await call(session, "list_sessions")
+            assert sid in [s["session_id"] for s in listed["sessions"]], listed
+            got = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                steps=[
+                    {"action": "goto", "url": f"{site}/table/1.html"},
+                    {"action": "download", "selector": "#download-csv", "name": "prices.csv"},
+                    {"action": "goto", "url": f"{site}/help.html"},
+                    {"action": "click", "selector": "text=about us"},
+                    # The new tab opens on its own time: switch_tab waits for it.
+                    {"action": "switch_tab", "url_contains": "about.html"},
+                ],
+            )
+            assert got["ok"], got
+            assert set(got["files"]) == {"prices.csv"}, got
+            seen = got["observation"]
+            assert seen["url"] == f"{site}/about.html", seen
+            current = [t["url"] for t in seen["tabs"] if t.get("current")]
+            assert current == [f"{site}/about.html"], seen["tabs"]
+            back = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                steps=[
+                    {"action": "switch_tab", "index": 0},
+                    {"action": "goto", "url": f"{site}/board.html"},
+                    {"action": "back"},
+                ],
+            )
+            assert back["observation"]["url"] == f"{site}/help.html", back
+            went = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                step={"action": "goto", "url": f"{site}/board.html"},
+            )
+            assert went["ok"], went
+            uploaded = await call(
+                session,
+                "upload_file",
+                session_id=sid,
+                selector="#attachments",
+                name="notes.txt",
+                content=base64.b64encode(b"hello, board").decode(),
+                encoding="base64",
+            )
+            assert uploaded["ok"], uploaded
+            assert "notes.txt (12 bytes)" in uploaded["observation"]["aria_snapshot"]
+            answered = await call(
+                session,
+                "run_step",
+                session_id=sid,
+                steps=[
+                    {"action": "dialog", "accept": True},
+                    {"action": "click", "selector": "#delete-old"},
+                    {"action": "click", "selector": "#rename"},  # no dialog step: dismissed
+                    {"action": "screenshot", "name": "board"},
+                ],
+            )
+            assert answered["ok"], answered
+            assert answered["observation"]["dialogs"] == [
+                {"type": "confirm", "message": 'Delete task "Old draft"?', "answer": "accepted"},
+                {
+                    "type": "prompt",
+                    "message": 'New name for "Write report"?',
+                    "answer": "dismissed",
+                },
+            ]
+            assert "deleted Old draft" in answered["observation"]["aria_snapshot"]
+            # A person is asked and continues the session; the agent's call returns then.
+            async with anyio.create_task_group() as people:
+                people.start_soon(anyio.to_thread.run_sync, continue_when_asked, stack, sid)
+                asked = await call(
+                    session, "await_human", session_id=sid, prompt="Sign the form", timeout_s=300
+                )
+            assert asked["ok"] and asked["result"] == {"human_note": "signed"}, asked
+            unanswered = await refused(
+                session, "await_human", session_id=sid, prompt="Anyone?", timeout_s=1
+            )
+            assert unanswered["error"]["kind"] == "human_timeout", unanswered
+            listing = await call(session, "get_file", session_id=sid)
+            assert [f["name"] for f in listing["files"]] == ["prices.csv", "board.png"]
+            csv = await call(session, "get_file", session_id=sid, name="prices.csv")
+            assert csv["content"].startswith("sku,name,price_eur"), csv
+            assert csv["content_type"] == "text/csv" and csv["url"].startswith("http")
+            shot = await session.call_tool("get_file", {"session_id": sid, "name": "board.png"})
+            images = [c for c in shot.content if isinstance(c, types.ImageContent)]
+            assert len(images) == 1 and images[0].mime_type == "image/png", shot.content
+            assert base64.b64decode(images[0].data).startswith(b"\x89PNG\r\n\x1a\n")
+            saved = await call(session, "save_as_workflow", session_id=sid, name="agent-board")
+            assert saved["steps"] == 15, saved  # the timed-out await_human is not kept
+            await call(session, "close_session", session_id=sid)
+
+    anyio.run(agent)

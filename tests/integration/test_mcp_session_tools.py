@@ -66,3 +66,53 @@ def test_list_sessions_refuses_a_status_it_does_not_list(agent: AgentTools) -> N
     assert "'open'" in wrong.message and "list_sessions again" in wrong.next
     unknown = refused(agent, "list_sessions", limit=5)
     assert unknown.field == "limit" and "list_sessions takes status" in unknown.message
+
+
+def test_upload_file_refuses_a_file_too_large_or_not_base64_naming_content(
+    agent: AgentTools,
+) -> None:
+    sid = agent.call("open_session", {}).body["session_id"]
+    given = {"session_id": sid, "selector": "#f", "name": "a.bin"}
+    large = refused(agent, "upload_file", **given, content="x" * 100_001)
+    assert (large.field, large.status) == ("content", 422)
+    assert "at most 100000" in large.message
+    wrong = refused(agent, "upload_file", **given, content="not base64!", encoding="base64")
+    assert wrong.field == "content" and "base64" in wrong.message
+    assert "encoding text" in wrong.next
+    missing = refused(agent, "upload_file", session_id=sid, name="a.txt", content="hi")
+    assert missing.field == "selector" and "required" in missing.message
+
+
+def test_one_call_carrying_files_past_the_commands_bound_is_a_422_naming_steps(
+    agent: AgentTools,
+) -> None:
+    """Each file of an upload step may be 100,000 characters; a command's steps are kept
+    twice in its DynamoDB record (400 KB an item), so one call's steps are bounded too."""
+    sid = agent.call("open_session", {}).body["session_id"]
+    upload = {"action": "upload", "selector": "#f", "filename": "a.txt", "content": "x" * 99_000}
+    too_many = refused(agent, "run_step", session_id=sid, steps=[upload, upload])
+    assert (too_many.status, too_many.field) == (422, "steps")
+    assert "at most 120000 bytes" in too_many.message and "run_step again" in too_many.next
+
+
+def test_get_file_lists_none_before_a_step_made_one_and_names_what_it_lacks(
+    agent: AgentTools, other: AgentTools
+) -> None:
+    sid = agent.call("open_session", {}).body["session_id"]
+    assert agent.call("get_file", {"session_id": sid}).body == {"files": []}
+    absent = refused(agent, "get_file", session_id=sid, name="prices.csv")
+    assert (absent.field, absent.status) == ("name", 404)
+    assert "it made: none yet" in absent.message and "download" in absent.next
+    stranger = refused(other, "get_file", session_id=sid)
+    assert stranger.status == 404 and "open_session" in stranger.next
+
+
+def test_await_human_is_bounded_like_the_step_and_names_a_wrong_argument(
+    agent: AgentTools,
+) -> None:
+    sid = agent.call("open_session", {}).body["session_id"]
+    long = refused(agent, "await_human", session_id=sid, prompt="Solve it", timeout_s=3601)
+    assert (long.field, long.status) == ("timeout_s", 422)
+    assert "less than or equal to 3600" in long.message
+    silent = refused(agent, "await_human", session_id=sid)
+    assert silent.field == "prompt" and "await_human again" in silent.next

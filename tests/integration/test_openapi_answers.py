@@ -22,7 +22,7 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
-from pagefleet.browsing.models import Answer
+from pagefleet.browsing.models import Answer, PartRef
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import Artifact, iso, utcnow
 from pagefleet.jobs.moves import Outcome
@@ -161,8 +161,13 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     call("POST", f"{base}/steps", 202, json=step)  # not answered yet: the command to read
     ledger = DynamoCommandLedger(RUNTIME.client("dynamodb"), api_env.jobs_table)
     assert ledger.claim(TENANT, session, "go-1", now=time.time(), order="1").verdict == "run"
-    ledger.finish(TENANT, session, "go-1", Answer(id="go-1", ran=1), [step["step"]])
+    made = PartRef(
+        key=f"{TENANT}/{session}/1/a.csv", sha256="0" * 64, bytes=3, content_type="text/csv"
+    )
+    answer = Answer(id="go-1", ran=1, files={"a.csv": made})
+    ledger.finish(TENANT, session, "go-1", answer, [step["step"]])
     call("GET", f"{base}/commands/go-1", 200)
+    assert call("GET", f"{base}/files", 200)["files"][0]["name"] == "a.csv"
     call("POST", f"{base}/steps", 200, json=step)  # sent again: the first answer
     call("GET", base, 200)
     call("GET", "/v1/browser-sessions", 200)

@@ -70,6 +70,44 @@ def job(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
             "not both",
         ),
         (
+            job(
+                {
+                    "action": "upload",
+                    "selector": "#f",
+                    "filename": "a.txt",
+                    "content": "x" * 100_001,
+                }
+            ),
+            "steps[1].upload.content",
+            "at most 100000",
+        ),
+        (
+            job(
+                {
+                    "action": "upload",
+                    "selector": "#f",
+                    "input": "a",
+                    "content": "x",
+                    "filename": "a",
+                },
+                inputs={"a": "x"},
+            ),
+            "steps[1].upload",
+            "input (a job input) or content (the file): not both",
+        ),
+        (
+            job(
+                {
+                    "action": "upload",
+                    "selector": "#f",
+                    "files": [{"filename": "b", "content": "x", "input": "a"}],
+                },
+                inputs={"a": "x"},
+            ),
+            "steps[1].upload.files[0]",
+            "exactly one",
+        ),
+        (
             job({"action": "upload", "selector": "#f", "files": []}),
             "steps[1].upload.files",
             "at least 1",

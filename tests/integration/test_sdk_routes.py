@@ -83,6 +83,7 @@ CALLS: dict[str, Call] = {
     "delete_schedule": lambda c, ids: c.delete_schedule(ids["schedule"]),
     "open_session": lambda c, ids: ids.update(session=c.open_session().session_id),
     "get_session": lambda c, ids: c.get_session(ids["session"]),
+    "session_files": lambda c, ids: c.session_files(ids["session"]),
     "open_sessions": lambda c, ids: c.open_sessions(),
     "send_steps": lambda c, ids: ids.update(
         command=c.send_steps(ids["session"], {"action": "goto", "url": "about:blank"}, wait_s=0)

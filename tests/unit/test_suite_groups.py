@@ -41,7 +41,7 @@ def test_a_test_that_names_its_group_is_in_that_group_only(tmp_path: Path) -> No
     assert "PASSED tests/e2e/test_grouped.py::test_in_its_own_group" in out, out
 
 
-def test_every_module_on_the_default_stack_is_in_the_shared_stacks_group(tmp_path: Path) -> None:
+def test_every_module_on_the_default_stack_is_in_a_shared_stacks_group(tmp_path: Path) -> None:
     """tests/e2e/conftest.py's ``stack`` comes from ``shared_stack``; a module that
     overrides ``stack`` keeps its module's group, and so its own stack."""
     (tmp_path / "tests" / "e2e").mkdir(parents=True)
@@ -64,18 +64,19 @@ def test_every_module_on_the_default_stack_is_in_the_shared_stacks_group(tmp_pat
             """
         )
     )
-    for name in ("first", "second"):
+    # A module suites.ON_SECOND_STACK names shares the second stack; any other the first.
+    for name, group in (("first", "shared-stack"), ("console", "shared-stack-2")):
         (tmp_path / "tests" / "e2e" / f"test_{name}.py").write_text(
             textwrap.dedent(
                 """
                 def test_on_the_shared_stack(stack, groups):
                     assert stack == "shared"
-                    assert groups == ["e2e/shared-stack"]
+                    assert groups == ["e2e/GROUP"]
 
                 def test_without_a_stack(groups):
                     assert groups == ["e2e/" + __file__.rsplit("/", 1)[1]]
                 """
-            )
+            ).replace("GROUP", group)
         )
     (tmp_path / "tests" / "e2e" / "test_own.py").write_text(
         textwrap.dedent(

@@ -214,10 +214,10 @@ def test_drag_moves_a_pointer_driven_knob_and_fires_html5_drop(stack: Stack) -> 
     assert done.result == {"pointer": "in slot", "html5": "dropped card-1"}
 
 
-def test_one_upload_sets_several_files(stack: Stack) -> None:
+def test_one_upload_sets_several_files_from_inputs_or_the_step(stack: Stack) -> None:
     done = stack.run(
         {
-            "inputs": {"notes": "hello", "blob": base64.b64encode(b"\x00\x01\x02\x03").decode()},
+            "inputs": {"notes": "hello"},
             "steps": [
                 {"action": "goto", "url": stack.site.url("/files")},
                 {
@@ -225,7 +225,12 @@ def test_one_upload_sets_several_files(stack: Stack) -> None:
                     "selector": "#many",
                     "files": [
                         {"input": "notes", "filename": "notes.txt", "content_type": "text/plain"},
-                        {"input": "blob", "filename": "blob.bin", "encoding": "base64"},
+                        # carried in the step itself, as a browser session's upload is
+                        {
+                            "content": base64.b64encode(b"\x00\x01\x02\x03").decode(),
+                            "filename": "blob.bin",
+                            "encoding": "base64",
+                        },
                     ],
                 },
                 {"action": "wait_for", "selector": "#chosen:not(:empty)"},

@@ -5,6 +5,10 @@ tenant's running slot goes back while the job waits (pagefleet.jobs.lifecycle.hu
 record is read every ``POLL_S``: the owner's answer (``human.continued_at``) resumes the
 job, taking a slot again; ``timeout_s`` unanswered fails it (``human_timeout``). A worker
 that dies meanwhile leaves the job to the sweeper, which sends it to review.
+
+In a browser session (an agent's ``await_human`` tool) the session keeps its slot while it
+waits, the person's note is the step's result (``human_note``), and the timeout fails the
+step, not the session: the agent reads it and goes on.
 """
 
 from __future__ import annotations
@@ -27,12 +31,9 @@ log = logging.getLogger("browser_task.run.steps.human")
 
 async def await_human(step: AwaitHuman, ctx: RunContext) -> None:
     progress = ctx.progress
-    if progress is None or ctx.plan.request.session is not None:
-        raise FailJob(
-            "await_human parks a job; a browser session has its person at the other end "
-            "already: leave the step out",
-            kind="invalid_workflow",
-        )
+    if progress is None:
+        raise FailJob("await_human is not supported here", kind="invalid_workflow")
+    in_session = ctx.plan.request.session is not None
     lifecycle, job = progress.lifecycle, progress.job
     prompt = ctx.mask(step.prompt)
     ctx.human_wait_started = time.monotonic()
@@ -44,19 +45,24 @@ async def await_human(step: AwaitHuman, ctx: RunContext) -> None:
                 prompt=prompt,
                 step_index=ctx.step_index or 0,
                 timeout_s=step.timeout_s,
+                keep_slot=in_session,
             )
         except LeaseLost:
             await _until_stopped()  # cancelled or taken back: the runner ends the run
         _emit(ctx, JobStatus.WAITING_FOR_HUMAN, prompt)
-        note = await _answer(ctx, job, step)
+        note = await _answer(ctx, job, step, in_session=in_session)
         _emit(ctx, JobStatus.RUNNING, note or "continued by a person")
+        if in_session:
+            ctx.result = {**ctx.result, "human_note": ctx.mask(note or "")}
     finally:
         started, ctx.human_wait_started = ctx.human_wait_started, None
         if started is not None:
             ctx.human_waited_s += time.monotonic() - started
 
 
-async def _answer(ctx: RunContext, job: JobRecord, step: AwaitHuman) -> str | None:
+async def _answer(
+    ctx: RunContext, job: JobRecord, step: AwaitHuman, *, in_session: bool
+) -> str | None:
     """Wait for the owner's answer and resume; the person's note."""
     assert ctx.progress is not None
     lifecycle = ctx.progress.lifecycle
@@ -72,14 +78,15 @@ async def _answer(ctx: RunContext, job: JobRecord, step: AwaitHuman) -> str | No
         assert now.human is not None
         try:
             if now.human.continued_at is not None:
-                resumed = await asyncio.to_thread(lifecycle.resume, job)
+                resumed = await asyncio.to_thread(lifecycle.resume, job, with_slot=not in_session)
                 if resumed is None:
                     continue  # the tenant is at its running cap: go on when a slot frees
                 return now.human.note
             if lifecycle.clock.now() >= now.human.timeout_at:
                 await asyncio.to_thread(lifecycle.resume, job, with_slot=False)
+                what = "session" if in_session else "job"
                 raise FailJob(
-                    f"nobody continued the job within the await_human step's timeout_s "
+                    f"nobody continued the {what} within the await_human step's timeout_s "
                     f"({step.timeout_s} s): {now.human.prompt}",
                     kind="human_timeout",
                 )

@@ -112,17 +112,16 @@ async def upload(step: Upload, ctx: RunContext) -> None:
 
 
 def _file_bytes(file: UploadFile, ctx: RunContext) -> bytes:
-    raw = ctx.plan.request.inputs.get(file.input)
+    raw = file.content if file.input is None else ctx.plan.request.inputs.get(file.input)
+    what = f"upload input {file.input!r}" if file.input is not None else "the upload's content"
     if raw is None:  # the request validator already refuses this; keep the worker honest
-        raise FailJob(f"upload input {file.input!r} is missing", kind="invalid_workflow")
+        raise FailJob(f"{what} is missing", kind="invalid_workflow")
     if file.encoding == "text":
         return str(raw).encode()
     try:
         return base64.b64decode(str(raw), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise FailJob(
-            f"upload input {file.input!r} is not valid base64: {exc}", kind="invalid_input"
-        ) from None
+        raise FailJob(f"{what} is not valid base64: {exc}", kind="invalid_input") from None
 
 
 async def drag(step: Drag, ctx: RunContext) -> None:

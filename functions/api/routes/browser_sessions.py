@@ -28,6 +28,7 @@ from pagefleet.browsing.models import (
     OpenStatus,
     SaveAsWorkflow,
     SavedWorkflow,
+    SessionFiles,
     SessionView,
     StepsAnswer,
     StepsRequest,
@@ -175,6 +176,27 @@ def get_session(session_id: SESSION_ID) -> Response[str]:
 
     job = service.get_session(browser_sessions(), tenant_id(router), session_id)
     return respond(200, service.view(browser_sessions(), job))
+
+
+@router.get(
+    "/browser-sessions/<session_id>/files",
+    summary="The files the session's steps made, with presigned links",
+    description=(
+        "What its `download`, `screenshot` and `pdf` steps kept, oldest first, each with a "
+        "short presigned link and its sha256, open or closed, as long as its command "
+        "records are kept (each steps answer's `files` names the ones its steps made)."
+    ),
+    responses=documented({200: ("the files", SessionFiles)}, 404),
+    tags=["browser sessions"],
+)
+def session_files(session_id: SESSION_ID) -> Response[str]:
+    from pagefleet.browsing import answers, service  # first call: cold start
+
+    tenant = tenant_id(router)
+    sessions = browser_sessions()
+    service.get_session(sessions, tenant, session_id)  # 404 for another tenant's
+    made = answers.files_made(sessions.presign, sessions.require_commands(), tenant, session_id)
+    return respond(200, SessionFiles(session_id=session_id, files=made))
 
 
 @router.delete(

@@ -4,7 +4,9 @@ whose worker died to review.
 
 Parking gives the tenant's running slot back (the hooks hear of the move) while the worker
 keeps the attempt, its lease and its browser context; resuming takes a slot again the way
-a claim does, so a tenant at its cap waits for one before the job goes on.
+a claim does, so a tenant at its cap waits for one before the job goes on. A browser
+session keeps its slot while it waits (``keep_slot``): it holds its browser for its agent
+either way, its slot is how it is listed as open, and it must not wait for a slot to go on.
 """
 
 from __future__ import annotations
@@ -19,8 +21,17 @@ _WAITING = JobStatus.WAITING_FOR_HUMAN
 
 
 class HumanMoves(LifecycleBase):
-    def park(self, job: JobRecord, *, prompt: str, step_index: int, timeout_s: int) -> JobRecord:
-        """running -> waiting_for_human (raises ``LeaseLost``): the slot goes back."""
+    def park(
+        self,
+        job: JobRecord,
+        *,
+        prompt: str,
+        step_index: int,
+        timeout_s: int,
+        keep_slot: bool = False,
+    ) -> JobRecord:
+        """running -> waiting_for_human (raises ``LeaseLost``): the slot goes back, unless
+        ``keep_slot`` (a browser session: resume it ``with_slot=False``)."""
         now, at = self.instant()
         wait = HumanWait(
             prompt=prompt, step_index=step_index, asked_at=at, timeout_at=now + timeout_s
@@ -33,7 +44,8 @@ class HumanMoves(LifecycleBase):
             wait=wait,
             at=at,
         )
-        self.hooks.after_move(parked)
+        if not keep_slot:
+            self.hooks.after_move(parked)
         return parked
 
     def resume(self, job: JobRecord, *, with_slot: bool = True) -> JobRecord | None:

@@ -60,7 +60,8 @@ class AwaitHuman(StepBase):
 
     The job is ``waiting_for_human`` meanwhile: its running slot is given back, its browser
     context kept. Unanswered after ``timeout_s`` it fails with ``error.kind``
-    ``human_timeout``.
+    ``human_timeout``. In a browser session the session waits (keeping its slot), the
+    person's note is the step's ``human_note``, and a timeout fails the step, not the session.
     """
 
     action: Literal["await_human"] = "await_human"

@@ -109,29 +109,50 @@ class Scroll(FrameStep):
 _INPUT_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _FILE_NAME = r"^[^/\\]+$"
 MAX_UPLOAD_FILES = 20
+# A file carried in the step itself (a browser session has no job inputs): small, as it
+# travels in the command's record (DynamoDB, 400 KB an item) twice, as sent and as kept.
+MAX_INLINE_FILE_CHARS = 100_000
+_CONTENT = Field(
+    default=None,
+    min_length=1,
+    max_length=MAX_INLINE_FILE_CHARS,
+    description="the file, instead of input",
+)
 
 
 class UploadFile(BaseModel):
-    """One file of an ``upload``: a job input (text or base64) given a name and a type."""
+    """One file of an ``upload``: a job input, or ``content`` given in the step (text or
+    base64), given a name and a type."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
-    input: str = Field(pattern=_INPUT_NAME, description="name of the job input")
+    input: str | None = Field(
+        default=None, pattern=_INPUT_NAME, description="name of the job input"
+    )
+    content: str | None = _CONTENT
     filename: str = Field(min_length=1, max_length=200, pattern=_FILE_NAME)
     content_type: str = Field(default="application/octet-stream", max_length=200)
     encoding: Literal["text", "base64"] = "text"
 
+    @model_validator(mode="after")
+    def _one_source(self) -> UploadFile:
+        if (self.input is None) == (self.content is None):
+            raise ValueError("a file comes from input (a job input) or content: exactly one")
+        return self
+
 
 class Upload(FrameStep):
-    """Set a file input to files carried in the job's inputs (text or base64): one file
-    (``input``, ``filename``) or several at once (``files``, for an ``<input multiple>``);
-    the input's files are replaced by these, as a person choosing them would."""
+    """Set a file input to files carried in the job's inputs, or in the step (``content``,
+    up to 100,000 characters: a browser session's way), as text or base64: one file
+    (``input`` or ``content``, ``filename``) or several at once (``files``, for an ``<input
+    multiple>``); the input's files are replaced by these, as a person choosing them would."""
 
     action: Literal["upload"] = "upload"
     selector: str = SELECTOR
     input: str | None = Field(
         default=None, pattern=_INPUT_NAME, description="name of the job input (one file)"
     )
+    content: str | None = _CONTENT
     filename: str | None = Field(default=None, min_length=1, max_length=200, pattern=_FILE_NAME)
     content_type: str = Field(default="application/octet-stream", max_length=200)
     encoding: Literal["text", "base64"] = "text"
@@ -144,21 +165,28 @@ class Upload(FrameStep):
 
     @model_validator(mode="after")
     def _one_or_several(self) -> Upload:
+        one = self.input is not None or self.content is not None
         if self.files is not None:
-            if self.input is not None or self.filename is not None:
-                raise ValueError("upload takes input and filename, or files: not both")
-        elif self.input is None or self.filename is None:
-            raise ValueError("upload needs input and filename (one file) or files (several)")
+            if one or self.filename is not None:
+                raise ValueError("upload takes input (or content) and filename, or files: not both")
+        elif self.input is not None and self.content is not None:
+            raise ValueError("upload takes input (a job input) or content (the file): not both")
+        elif self.filename is None or not one:
+            raise ValueError(
+                "upload needs input and filename (one file; content instead of input carries "
+                "the file in the step) or files (several)"
+            )
         return self
 
     def uploads(self) -> list[UploadFile]:
         """The files this step sets, one or several."""
         if self.files is not None:
             return list(self.files)
-        assert self.input is not None and self.filename is not None
+        assert self.filename is not None
         return [
             UploadFile(
                 input=self.input,
+                content=self.content,
                 filename=self.filename,
                 content_type=self.content_type,
                 encoding=self.encoding,
