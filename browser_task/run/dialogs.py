@@ -56,13 +56,17 @@ class DialogWatch:
         self._pages: set[Any] = set()
 
     def install(self, page: Any, listeners: list[tuple[str, Callable[..., Any]]]) -> None:
-        """Listen on the page (noted in ``listeners``: a warm context's page outlives the job)."""
+        """Listen on the page, and on every tab the context opens (a popup's dialogs are
+        answered and reported too, not dismissed unseen); both noted in ``listeners``: a
+        warm context and its page outlive the job."""
         self.watch(page)
         listeners.append(("page:dialog", self.on_dialog))
+        page.context.on("page", self.watch)
+        listeners.append(("page", self.watch))
 
     def watch(self, page: Any) -> None:
-        """Listen on another tab too (switch_tab): its dialogs are answered the same way.
-        Not noted as a listener: a parked context's other tabs are closed."""
+        """Listen on a tab: its dialogs are answered the same way. A tab's own listener is
+        not noted: a parked context's other tabs are closed."""
         if page not in self._pages:
             self._pages.add(page)
             page.on("dialog", self.on_dialog)

@@ -43,6 +43,7 @@ from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome
 from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.live.ports import EventStore
+from pagefleet.specs.resources import claim_owner
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import TENANT
 
@@ -316,7 +317,7 @@ class Worker:
                 self.lifecycle.claim,
                 received,
                 pool,
-                owner=f"{self.worker_id}/{secrets.token_hex(4)}",
+                owner=claim_owner(self.worker_id, secrets.token_hex(4)),
                 lease_seconds=self.settings.lease_seconds,
                 worker=self.worker_id,
             )

@@ -62,9 +62,8 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
-from pagefleet.jobs.takeover import shown
 from pagefleet.pricing import Worker
-from pagefleet.specs.resources import owner_inbox
+from pagefleet.specs.resources import inbox_name, owner_worker
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.workflow import Step, UseSession
@@ -140,10 +139,10 @@ class Sessions:
         return found
 
     def inbox_of(self, job: JobRecord) -> str | None:
-        """The inbox of the worker holding the session (its lease owner, set at claim)."""
+        """The inbox of the worker holding the session (its lease owner's, set at claim)."""
         if job.status is not JobStatus.RUNNING or not job.lease_owner:
             return None
-        return owner_inbox(self.stage, job.lease_owner)
+        return inbox_name(self.stage, owner_worker(job.lease_owner))
 
     def forget(self, tenant_id: str, session_id: str) -> None:
         self._open.pop((tenant_id, session_id), None)
@@ -267,7 +266,6 @@ def view(sessions: Sessions, job: JobRecord, *, with_steps: bool = True) -> Sess
         max_duration_s=terms.max_duration_s,
         steps=steps,
         error=job.error.model_dump(exclude_none=True) if job.error is not None else None,
-        takeover=shown(job.takeover, final=job.status.is_final),
     )
 
 
@@ -407,15 +405,7 @@ def read_command(
     answer = None
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
         answer = answered(sessions.presign, record, status)
-    # A pending command says so plainly when it waits for the person holding the page.
-    takeover = shown(job.takeover, final=job.status.is_final) if state == "pending" else None
-    return CommandView(
-        session_id=session_id,
-        command_id=command_id,
-        state=state,
-        answer=answer,
-        takeover=takeover,
-    )
+    return CommandView(session_id=session_id, command_id=command_id, state=state, answer=answer)
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:

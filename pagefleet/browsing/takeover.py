@@ -29,7 +29,7 @@ from pagefleet.jobs.takeover import Takeover, held
 from pagefleet.live.events import EventType
 from pagefleet.live.history import append_event
 from pagefleet.live.ports import EventStore
-from pagefleet.specs.resources import TAKEOVER_IDLE_S, owner_inbox
+from pagefleet.specs.resources import TAKEOVER_IDLE_S, inbox_name, owner_worker
 
 
 @dataclass(frozen=True)
@@ -155,4 +155,4 @@ def _wake(t: Takeovers, job: JobRecord, op: Literal["takeover", "input"], takeov
         session_id=job.job_id,
         takeover_id=takeover_id,
     )
-    inbox.send(owner_inbox(t.sessions.stage, job.lease_owner), wakeup)
+    inbox.send(inbox_name(t.sessions.stage, owner_worker(job.lease_owner)), wakeup)

@@ -265,14 +265,20 @@ def inbox_queue_prefix(stage: str) -> str:
     return f"pagefleet-{stage}-inbox-"
 
 
+def claim_owner(worker_id: str, token: str) -> str:
+    """A claim's lease owner: its worker, and a token of its own (another slot of the same
+    worker never mistakes the job for its own)."""
+    return f"{worker_id}/{token}"
+
+
+def owner_worker(owner: str) -> str:
+    """The worker of a lease owner (``claim_owner``'s; an owner without a token is one)."""
+    worker, slash, _token = owner.rpartition("/")
+    return worker if slash else owner
+
+
 def inbox_name(stage: str, worker_id: str) -> str:
     """The inbox of worker ``worker_id`` (SQS: at most 80 of [A-Za-z0-9_-])."""
     import hashlib
 
     return inbox_queue_prefix(stage) + hashlib.sha256(worker_id.encode()).hexdigest()[:32]
-
-
-def owner_inbox(stage: str, lease_owner: str) -> str:
-    """The inbox of the worker holding a lease: a claim's owner is ``<worker id>/<token>``
-    (a fresh token per claim, browser_task.slot.worker), the inbox is the worker's."""
-    return inbox_name(stage, lease_owner.split("/", 1)[0])

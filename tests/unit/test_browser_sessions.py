@@ -47,7 +47,7 @@ from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.pricing import Worker
-from pagefleet.specs.resources import inbox_name
+from pagefleet.specs.resources import claim_owner, inbox_name
 from pagefleet.workflow import STEP_ADAPTER, Step
 from pagefleet.workflow.masking import Masker
 from pagefleet.workflow.versions import resolve
@@ -102,7 +102,9 @@ def claimed(world: World) -> tuple[JobRecord, ReceivedMessage]:
     """Play a worker slot: the session's message is received and its job claimed."""
     svc = world.sessions.jobs
     [received] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
-    taken = svc.lifecycle.claim(received, POOL, owner="w1", lease_seconds=LEASE, worker="w1")
+    # The owner as a worker's slot makes it: the worker and a token of this claim.
+    owner = claim_owner("w1", "c0ffee01")
+    taken = svc.lifecycle.claim(received, POOL, owner=owner, lease_seconds=LEASE, worker="w1")
     assert taken.job is not None, taken.reason
     return taken.job, received
 
