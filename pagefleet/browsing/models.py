@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pagefleet import ids
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.record_size import json_bytes
 from pagefleet.jobs.session_terms import (
     DEFAULT_IDLE_S,
     DEFAULT_MAX_DURATION_S,
@@ -149,6 +150,18 @@ class StepsRequest(BaseModel):
         le=MAX_DEADLINE_S,
         description="the steps start within this many seconds or never (answered expired)",
     )
+
+    @field_validator("step", "steps")
+    @classmethod
+    def _bounded(cls, given: Step | list[Step] | None) -> Step | list[Step] | None:
+        steps = given if isinstance(given, list) else [given] if given is not None else []
+        dumped = [s.model_dump(mode="json", exclude_unset=True, exclude_none=True) for s in steps]
+        if json_bytes(dumped) > MAX_COMMAND_STEPS_BYTES:
+            raise ValueError(
+                f"the steps of one call are at most {MAX_COMMAND_STEPS_BYTES} bytes as JSON "
+                "(a file an upload carries counts): send fewer, or a smaller file"
+            )
+        return given
 
     def all_steps(self) -> list[Step]:
         if (self.step is None) == (self.steps is None):

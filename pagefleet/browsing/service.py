@@ -15,6 +15,7 @@ once) and reported as ``lost``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,7 +36,6 @@ from pagefleet.browsing.commands import (
 )
 from pagefleet.browsing.inbox import SessionInbox, Wakeup
 from pagefleet.browsing.models import (
-    MAX_COMMAND_STEPS_BYTES,
     MAX_WAIT_S,
     CommandStatus,
     CommandView,
@@ -57,7 +57,6 @@ from pagefleet.errors import (
     TooManyRequests,
 )
 from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
-from pagefleet.jobs.record_size import json_bytes
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
@@ -74,6 +73,7 @@ from pagefleet.workflow.versions import WorkflowDefinition, put_version
 COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
+log = logging.getLogger("pagefleet.browsing")
 # A command its worker has not taken this long after it was sent is not waited for: the
 # worker is busy with another command (or gone), and the call answers 202 at once.
 CLAIM_GRACE_S = 1.0
@@ -312,12 +312,6 @@ def run_steps(
             field="step",
         )
     dumped = check_steps(opened.request, steps)
-    if json_bytes(dumped) > MAX_COMMAND_STEPS_BYTES:
-        raise InvalidField(
-            f"the steps of one call are at most {MAX_COMMAND_STEPS_BYTES} bytes as JSON "
-            "(a file an upload carries counts): send fewer, or a smaller file",
-            field="step" if body.step is not None else "steps",
-        )
     if command_id is not None and body.command_id is not None and command_id != body.command_id:
         raise InvalidField(
             "the Idempotency-Key header and command_id differ; give one, or the same",
@@ -353,6 +347,12 @@ def run_steps(
         # worker's claim on the record runs it once whatever number of wake-ups reach it.
         wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
         woken = inbox.send(opened.inbox, wakeup)
+        if not woken:
+            # Its worker's inbox is gone (the worker died, or is named otherwise): the
+            # command waits for the worker's own look at the ledger, or for the sweeper.
+            log.warning(
+                "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
+            )
     if woken or record.state is CommandState.RUNNING:
         record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
     if record.state is CommandState.DONE and record.answer is not None:

@@ -98,13 +98,13 @@ def step(raw: dict[str, object]) -> Step:
     return STEP_ADAPTER.validate_python(raw)
 
 
-def claimed(world: World) -> tuple[JobRecord, ReceivedMessage]:
+def claimed(world: World, worker: str = "w1") -> tuple[JobRecord, ReceivedMessage]:
     """Play a worker slot: the session's message is received and its job claimed."""
     svc = world.sessions.jobs
     [received] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
     # The owner as a worker's slot makes it: the worker and a token of this claim.
-    owner = claim_owner("w1", "c0ffee01")
-    taken = svc.lifecycle.claim(received, POOL, owner=owner, lease_seconds=LEASE, worker="w1")
+    owner = claim_owner(worker, "c0ffee01")
+    taken = svc.lifecycle.claim(received, POOL, owner=owner, lease_seconds=LEASE, worker=worker)
     assert taken.job is not None, taken.reason
     return taken.job, received
 
@@ -216,6 +216,22 @@ def test_a_step_reaches_the_worker_and_its_answer_comes_back_with_a_link(
     assert answer.observation is not None and answer.observation.title == "Demo"
     assert answer.observation.screenshot_url is not None
     assert seen[0].steps == [{"action": "goto", "url": "http://127.0.0.1:8000/"}]
+
+
+def test_a_wake_up_whose_inbox_is_gone_is_said_not_silently_dropped(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session whose worker's inbox does not exist (the worker died; or the inbox named
+    otherwise, as the API once did): its commands wait for the worker's own look at the
+    ledger, and the API says so instead of nothing."""
+    service.open_session(world.sessions, TENANT, OpenSession())
+    job, _ = claimed(world, worker="gone")
+    answer = service.run_steps(
+        world.sessions, TENANT, job.job_id, steps_request(wait_s=0), command_id="c1"
+    )
+    assert isinstance(answer, CommandView) and answer.state == "pending"
+    gone = [r for r in caplog.records if "is gone" in r.getMessage()]
+    assert gone and inbox_name("dev", "gone") in gone[0].getMessage()
 
 
 def test_a_step_using_an_input_the_session_lacks_is_a_422_naming_the_field(world: World) -> None:
