@@ -33,7 +33,7 @@ from devstack.fakes.live import FakeEventStore
 from devstack.fakes.schedules import FakeScheduleStore
 from devstack.fakes.session_commands import FakeCommandLedger
 from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
-from devstack.fakes.tenancy import FakeTenantCounters, FakeUsageStore
+from devstack.fakes.tenancy import FakeAuditLog, FakeTenantCounters, FakeUsageStore
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import SYSTEM_CLOCK, JobQueue, ReceivedMessage
@@ -157,6 +157,7 @@ class FakesWorker:
             session_inbox=FakeSessionInbox(),
             inbox_registry=FakeInboxRegistry(),
             session_commands=FakeCommandLedger(),
+            audit=FakeAuditLog(),
         )
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._main, name="fakes-worker", daemon=True)

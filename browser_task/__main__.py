@@ -42,6 +42,7 @@ from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.resources import inbox_name
 from pagefleet.specs.settings import WorkerSettings
+from pagefleet.tenancy.ports import AuditLog
 
 
 def build_worker(
@@ -59,6 +60,7 @@ def build_worker(
     session_inbox: SessionInbox | None = None,
     inbox_registry: InboxRegistry | None = None,
     session_commands: CommandLedger | None = None,
+    audit: AuditLog | None = None,
     resolver: Resolver | None = None,
     connect: Connector | None = None,
     protection: TaskProtection | None = None,
@@ -137,6 +139,7 @@ def build_worker(
             session_inbox=inbox,
             session_commands=session_commands or RUNTIME.session_commands(settings),
             frames=RUNTIME.connection_poster(settings.live_endpoint),
+            audit=audit or RUNTIME.audit_log(settings.tenants_table),
         ),
         completion=Completion(
             lifecycle,

@@ -204,3 +204,24 @@ class JobNotWaiting(PagefleetError):
     """Only a job in waiting_for_human can be continued; the message names its state."""
 
     code = "conflict"
+
+
+class TakenOver(PagefleetError):
+    """Another person holds the job's page: wait for them to hand it back (or for its
+    ``until``), then take it over (409; ``holder`` and ``until`` say who and how long)."""
+
+    code = "taken_over"
+
+
+class TakeoverNotHeld(PagefleetError):
+    """The caller does not hold this takeover (handed back, returned after its idle time, or
+    the job moved on): take the page over again (409)."""
+
+    code = "takeover_not_held"
+
+
+class JobNotRunning(PagefleetError):
+    """Only a running job (or one waiting for a person) has a page to take over (409;
+    ``status`` names its state)."""
+
+    code = "conflict"

@@ -1,5 +1,6 @@
 """Watching a running job's signals: its cancel flag, for the runner to stop the attempt on,
-and its watchers, for the live view (``browser_task.observe.screencast``)."""
+its watchers, for the live view (``browser_task.observe.screencast``), and the person
+holding its page, for its steps to wait (``browser_task.run.takeover``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 from browser_task.errors import first_line
 from browser_task.observe.screencast import LiveView
 from browser_task.observe.telemetry import JobLog
+from browser_task.run.takeover import PageTakeover
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.models import JobRecord
 
@@ -18,10 +20,15 @@ CANCEL_POLL_S = 1.0
 
 
 async def watch_cancel(
-    lifecycle: Lifecycle, job: JobRecord, log: JobLog, view: LiveView | None = None
+    lifecycle: Lifecycle,
+    job: JobRecord,
+    log: JobLog,
+    view: LiveView | None = None,
+    takeover: PageTakeover | None = None,
 ) -> bool:
-    """Poll the job's signals (one small read a second, which the live view shares); True
-    once a client asked to cancel it. ``view`` is given the job's watchers each time."""
+    """Poll the job's signals (one small read a second, which the live view and the takeover
+    share); True once a client asked to cancel it. ``view`` is given the job's watchers
+    each time, ``takeover`` its lock."""
     if job.cancel_requested_at is not None:
         return True
     while True:
@@ -38,3 +45,8 @@ async def watch_cancel(
                 await view.update(signals.watchers)
             except Exception as exc:  # the live view never stops the run
                 log.warning("live view failed", error=first_line(str(exc)))
+        if takeover is not None:
+            try:
+                await takeover.seen(signals.takeover)
+            except Exception as exc:  # nor does a takeover: its next second tells
+                log.warning("takeover failed", error=first_line(str(exc)))

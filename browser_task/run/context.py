@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from browser_task.run.checkpointing import Progress
     from browser_task.run.dialogs import DialogWatch
     from browser_task.run.routing import RequestRouter
+    from browser_task.run.takeover import PageTakeover
     from browser_task.tenant.logins import SessionStore
 
 # Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
@@ -56,6 +58,8 @@ class RunContext:
     dialogs: DialogWatch | None = None
     # The job's own routes (options.block, route steps) and what they did.
     router: RequestRouter | None = None
+    # A person holding the page (a takeover): no step starts meanwhile.
+    takeover: PageTakeover | None = None
     # --- what the run has come to ---------------------------------------------------------
     result: dict[str, Any] = field(default_factory=dict)
     step_index: int | None = None
@@ -92,6 +96,20 @@ class RunContext:
         for inner in path[1:]:
             scope = scope.frame_locator(inner)
         return scope
+
+    async def hold_for_person(self) -> None:
+        """Before a step: wait while a person holds the page; the time waited is not the
+        run's own (job_timeout_s does not count it)."""
+        takeover = self.takeover
+        if takeover is None or takeover.free:
+            return
+        self.human_wait_started = time.monotonic()
+        try:
+            await takeover.hold()
+        finally:
+            started, self.human_wait_started = self.human_wait_started, None
+            if started is not None:
+                self.human_waited_s += time.monotonic() - started
 
     def paused_s(self, now: float) -> float:
         """How long the run has waited for a person so far (``now``: time.monotonic())."""

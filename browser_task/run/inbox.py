@@ -1,5 +1,6 @@
 """This worker's command inbox: made at start, polled by one thread, wake-ups routed to the
-session each names, removed at stop (pagefleet.browsing.inbox).
+session each names, removed at stop (pagefleet.browsing.inbox); a taken-over job's takeover
+and input wake-ups go to its run's takeover (browser_task.run.takeover), session or not.
 
 The inbox is usable before ``start`` returns, and the worker claims no session before: a
 session's job names its worker (the claim's lease owner), the API sends wake-ups to that
@@ -73,6 +74,8 @@ class WorkerInbox:
         self._clock = clock
         self._poll_s = poll_s
         self._mailboxes: dict[str, Mailbox] = {}
+        # Each running job's takeover (any job, a session or not): told of its wake-ups.
+        self._takeovers: dict[str, tuple[str, Callable[[Wakeup], None]]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -105,6 +108,16 @@ class WorkerInbox:
         with self._lock:
             self._mailboxes.pop(session_id, None)
 
+    def on_takeover(self, tenant_id: str, job_id: str, told: Callable[[Wakeup], None]) -> None:
+        """From now on, the job's takeover and input wake-ups go to ``told`` (called on the
+        inbox's thread: it must only hand them over)."""
+        with self._lock:
+            self._takeovers[job_id] = (tenant_id, told)
+
+    def off_takeover(self, job_id: str) -> None:
+        with self._lock:
+            self._takeovers.pop(job_id, None)
+
     def holding(self) -> int:
         with self._lock:
             return len(self._mailboxes)
@@ -128,6 +141,14 @@ class WorkerInbox:
                 self.route(wakeup)
 
     def route(self, wakeup: Wakeup) -> None:
+        if wakeup.op in ("takeover", "input"):
+            with self._lock:
+                tenant_id, told = self._takeovers.get(wakeup.session_id, ("", None))
+            if told is None or tenant_id != wakeup.tenant_id:
+                self.dropped += 1
+                return
+            told(wakeup)
+            return
         with self._lock:
             mailbox = self._mailboxes.get(wakeup.session_id)
         if mailbox is None or mailbox.tenant_id != wakeup.tenant_id:

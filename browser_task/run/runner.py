@@ -48,6 +48,7 @@ from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.run.spend import nothing_left, spend_left_s
+from browser_task.run.takeover import PageTakeover
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
@@ -57,6 +58,7 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.live.ports import ConnectionPoster
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
+from pagefleet.tenancy.ports import AuditLog
 
 
 class JobRunner:
@@ -75,8 +77,11 @@ class JobRunner:
         session_inbox: WorkerInbox | None = None,
         session_commands: CommandLedger | None = None,
         frames: ConnectionPoster | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.settings = settings
+        # Where a takeover returned after its idle time is recorded (None: not audited).
+        self._audit = audit
         # Where a watched job's live view frames are posted (None: no live view).
         self._frames = frames
         # Where browser sessions' commands are woken and recorded (None: this worker runs
@@ -256,6 +261,15 @@ class JobRunner:
         )
         ctx.dialogs = DialogWatch(options, events, ctx.mask)
         ctx.dialogs.install(session.page, session.listeners)  # dropped when parked
+        ctx.takeover = PageTakeover(
+            session.page,
+            job,
+            self.lifecycle.store,
+            data.inputs,
+            events=events,
+            audit=self._audit,
+            log=log,
+        )
         if events is not None:
             events.mask_with(ctx.mask)  # the job's secret values never reach an event
             watch_page(
@@ -283,7 +297,10 @@ class JobRunner:
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
         view = live_view(session.page, job, self._frames, self.settings, log)
-        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log, view))
+        inbox, takeover = self._session_inbox, ctx.takeover
+        if inbox is not None and takeover is not None:
+            inbox.on_takeover(job.tenant_id, job.job_id, takeover.told)
+        cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log, view, takeover))
         try:
             # job_timeout_s is the run's own time: a wait for a person (await_human, bounded
             # by its timeout_s) does not count.
@@ -305,6 +322,10 @@ class JobRunner:
             abort.cancel()
             cancel.cancel()
             await view.stop()  # before the context closes or is parked for another job
+            if inbox is not None:
+                inbox.off_takeover(job.job_id)
+            if takeover is not None:
+                await takeover.close()
 
         if not work.done() and not lease_lost.is_set() and self._stopping(cancel):
             # An irreversible step under way finishes (or times out) and is checkpointed

@@ -39,6 +39,7 @@ from browser_task.run.inbox import Mailbox, WorkerInbox
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from browser_task.run.session_parts import AnswerParts
+from browser_task.run.takeover import PageTakeover
 from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.models import new_ulid
@@ -72,8 +73,10 @@ class SessionLoop:
         evaluate_allowed: EvaluateAllowed,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        takeover: PageTakeover | None = None,
     ) -> None:
         self.ctx = ctx
+        self.takeover = takeover  # a person holding the page: no command is taken meanwhile
         self.mailbox = mailbox
         self.terms = terms
         self.commands = commands
@@ -103,6 +106,8 @@ class SessionLoop:
         if await self._pending():  # sent while the session was starting
             last = self._clock()
         while True:
+            if self.takeover is not None:  # a person holding the page is activity
+                last = max(last, self.takeover.last_held)
             idle_left = self.terms.idle_timeout_s - (self._clock() - last)
             if idle_left <= 0:
                 return self._ended("idle")
@@ -160,6 +165,10 @@ class SessionLoop:
         """Run a command if its claim wins (a duplicate wake-up or a retry finds it taken or
         answered; one past its deadline is expired by the claim); True when its steps ran."""
         ctx = self.ctx
+        if self.takeover is not None:
+            # Not taken while a person holds the page: it stays pending (its caller reads
+            # why). The time counts towards the session's max duration: it is its browser's.
+            await self.takeover.hold(look=True)
         key = (ctx.tenant_id, ctx.plan.job_id, command_id)
         claim = await asyncio.to_thread(
             self.commands.claim, *key, now=self._wall(), order=new_ulid()
@@ -351,7 +360,9 @@ async def run_session(
         return await evaluate_allowed(policies, ctx.tenant_id)
 
     mailbox = inbox.open(ctx.tenant_id, ctx.plan.job_id)
-    loop = SessionLoop(ctx, mailbox, terms, commands=commands, evaluate_allowed=allowed)
+    loop = SessionLoop(
+        ctx, mailbox, terms, commands=commands, evaluate_allowed=allowed, takeover=ctx.takeover
+    )
     try:
         return await loop.run()
     finally:

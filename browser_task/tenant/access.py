@@ -29,10 +29,12 @@ from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
+from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.secrets import SecretsManagerResolver
 from pagefleet.browsing.commands import CommandLedger
+from pagefleet.browsing.input_events import TakeoverInputs
 from pagefleet.jobs.ports import ArtifactStore, SecretStore
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import UsageStore
@@ -72,6 +74,8 @@ class TenantData:
     # Its browser sessions' commands (steps, extracted data, snapshots): reached only as
     # the tenant, as its artifacts are (None: this worker takes no sessions).
     commands: CommandLedger | None = None
+    # What a person does on a taken-over page, in the same partition (None: not read).
+    inputs: TakeoverInputs | None = None
 
 
 TenantDataSource = Callable[[str], TenantData]
@@ -87,12 +91,14 @@ class SharedTenantData:
         sessions: SessionStore | None,
         usage: UsageStore | None,
         commands: CommandLedger | None = None,
+        inputs: TakeoverInputs | None = None,
     ) -> None:
         self._parts = (artifacts, secrets, sessions, usage)
         self._commands = commands
+        self._inputs = inputs
 
     def __call__(self, tenant_id: str) -> TenantData:
-        return TenantData(tenant_id, *self._parts, commands=self._commands)
+        return TenantData(tenant_id, *self._parts, commands=self._commands, inputs=self._inputs)
 
 
 def session_name(tenant_id: str) -> str:
@@ -248,6 +254,7 @@ class TenantAccess:
             usage=usage,
             identity=refresher.identity,
             commands=DynamoCommandLedger(dynamodb, settings.jobs_table),
+            inputs=DynamoTakeoverInputs(dynamodb, settings.jobs_table),
         )
 
 
@@ -287,4 +294,5 @@ def tenant_data_source(
         sessions or S3SessionStore(client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
         usage,
         DynamoCommandLedger(client("dynamodb"), settings.jobs_table),
+        DynamoTakeoverInputs(client("dynamodb"), settings.jobs_table),
     )

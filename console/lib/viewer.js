@@ -5,6 +5,7 @@
 
 import { h } from "./dom.js";
 import { live } from "./live.js";
+import { takeoverControls } from "./takeover.js";
 
 export function liveViewer(jobId) {
   const image = h("img", { id: "live-frame", alt: "The job's page, live", hidden: "" });
@@ -12,6 +13,7 @@ export function liveViewer(jobId) {
   let stopWatching = null;
   let shown = 0;
   const parts = new Map(); // seq -> {parts, got: []}
+  const takeover = takeoverControls(jobId, image); // "Take over" once a frame is shown
 
   function onMessage(message) {
     if (message.type === "watching") {
@@ -34,9 +36,11 @@ export function liveViewer(jobId) {
     image.dataset.seq = String(message.seq);
     image.hidden = false;
     state.textContent = "Watching.";
+    takeover.watching(true);
   }
 
   function stop() {
+    takeover.watching(false); // a page held from here is handed back
     if (stopWatching) stopWatching();
     stopWatching = null;
     button.textContent = "Watch live";
@@ -60,6 +64,6 @@ export function liveViewer(jobId) {
 
   const element = h("section", { id: "live-view", "aria-labelledby": "live-view-title" },
     h("h2", { id: "live-view-title" }, "Live view"),
-    h("div", { class: "actions" }, button), state, image);
+    h("div", { class: "actions" }, button), state, takeover.element, image);
   return { element, stop };
 }

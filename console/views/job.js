@@ -30,6 +30,10 @@ function summary(job) {
   if (job.schedule_id) items.push(["Schedule", h("a", { href: `#/schedules/${job.schedule_id}`, class: "mono" }, job.schedule_id)]);
   if (job.run_at) items.push(["Runs at", when(new Date(job.run_at * 1000).toISOString())]);
   if (job.deferred_reason) items.push(["Waiting because", job.deferred_reason]);
+  if (job.takeover) {
+    const t = job.takeover;
+    items.push(["Taken over", `by ${t.holder} until ${when(new Date(t.until * 1000).toISOString())}: its steps wait`]);
+  }
   if (job.compensation) {
     const c = job.compensation;
     items.push(["Compensation", `${c.state}${c.error ? `: ${c.error}` : ""}`]);
@@ -166,6 +170,7 @@ export function jobView(main, { match, navigate }) {
       if (seen.has(event.seq)) continue;
       seen.add(event.seq);
       log.append(logLine(event));
+      if (event.type === "takeover") refresh(); // who holds the page shows on both sides
       if (event.type === "step_started" || event.type === "step_finished") {
         const key = `${event.attempt}:${event.path || event.index}`;
         steps.set(key, { ...(steps.get(key) || {}), ...event, at: (steps.get(key) || event).at });

@@ -154,7 +154,15 @@ export function sessionView(main) {
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, pause));
       const read = await api(`/browser-sessions/${id}/commands/${command_id}`);
-      if (read.answer) return read.answer;
+      if (read.answer) {
+        messages.replaceChildren();
+        return read.answer;
+      }
+      if (read.takeover) {
+        // Said on the agent's side too: the step waits for the person holding the page.
+        const until = new Date(read.takeover.until * 1000).toLocaleTimeString();
+        say("info", `The step waits: ${read.takeover.holder} holds the page until ${until}.`);
+      }
       if (read.state === "lost") throw new Error("the session's worker went while the step ran");
       pause = Math.min(500, pause * 2);
     }

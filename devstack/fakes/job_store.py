@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.fakes.human_waits import FakeHumanWaits
+from devstack.fakes.takeovers import FakeTakeovers
 from devstack.fakes.watchers import FakeWatchers
 from pagefleet.adapters.dynamodb.codec import (
     epoch_of,
@@ -48,7 +49,7 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore(FakeHumanWaits, FakeWatchers):
+class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}

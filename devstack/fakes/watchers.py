@@ -23,6 +23,7 @@ class FakeWatchers:
             return RunSignals(
                 cancel_requested=row is not None and row.job.cancel_requested_at is not None,
                 watchers=frozenset(c for c, until in watchers.items() if until >= now),
+                takeover=row.job.takeover if row is not None else None,
             )
 
     def watch(

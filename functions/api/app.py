@@ -22,6 +22,7 @@ from functions.api.routes import (
     schedules,
     sessions,
     stats,
+    takeover,
     tenant,
     workflows,
 )
@@ -30,7 +31,7 @@ from pagefleet.specs.metrics_names import TENANT_REFUSALS
 
 app = APIGatewayRestResolver(enable_validation=True)
 _AREAS = (jobs, batches, workflows, schedules, stats, admin, domains, meta, live, notifications)
-for _area in (*_AREAS, tenant, sessions, browser_sessions, admin_tenants, mcp):
+for _area in (*_AREAS, tenant, sessions, browser_sessions, takeover, admin_tenants, mcp):
     app.include_router(_area.router)
 
 # Re-exported: tests and the local stack reach the API's services through this module.

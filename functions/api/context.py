@@ -30,6 +30,7 @@ from pagefleet.specs import metrics_names
 if TYPE_CHECKING:
     from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.browsing.service import Sessions
+    from pagefleet.browsing.takeover import Takeovers
     from pagefleet.jobs.models import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.runtime import LiveApi
@@ -71,6 +72,10 @@ def _session_lost(job: JobRecord) -> None:
     logger.warning("browser session lost", extra={"job_id": job.job_id, "tenant_id": job.tenant_id})
     lost_sessions.add_metric(name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=1)
     lost_sessions.flush_metrics()
+
+
+def takeovers() -> Takeovers:
+    return RUNTIME.takeovers(api_settings())
 
 
 def breakers() -> Breakers:

@@ -41,6 +41,7 @@ from infra.config import PoolConfig, StageConfig
 from infra.nag import acknowledge, resource_text
 from infra.runtime_env import settings_env
 from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_namespace
+from pagefleet.specs.resources import AUDIT_PK_PREFIX
 from pagefleet.specs.settings import WorkerSettings
 
 from .artifacts import ArtifactsBucket
@@ -251,6 +252,18 @@ class BrowserWorkers(Construct):
         log_group.grant_write(task_role)
         grants.table(task_role, store.jobs, grants.JOBS_WORKER)
         grants.table(task_role, store.tenants, grants.TENANTS_QUOTA)
+        # One audit record of its own: a takeover that returned after its idle time
+        # (browser_task.run.takeover), in the audit partitions only.
+        task_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="AuditTakeoverReturns",
+                actions=["dynamodb:PutItem"],
+                resources=[store.tenants.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{AUDIT_PK_PREFIX}*"]}
+                },
+            )
+        )
         for pool_queue in queue.queues:
             grants.queue(task_role, pool_queue, grants.QUEUE_CONSUME)
         # Artifacts, sessions and secrets only through the job role (tagged per tenant).

@@ -17,6 +17,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import Artifact, JobError, JobRecord, RunMetrics
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
+from pagefleet.jobs.takeover import TakeoverView, shown
 from pagefleet.live.events import RunEvent
 from pagefleet.monitors.changes import Changes
 from pagefleet.notify.ports import DeliveryAttempt
@@ -121,6 +122,11 @@ class JobView(_View):
         default=None,
         description="what a waiting_for_human job asks, and the person's answer once given",
     )
+    takeover: TakeoverView | None = Field(
+        default=None,
+        description="the person holding the job's page (POST .../takeover): its steps wait "
+        "until it is handed back or `until` passes without their input",
+    )
     replay_of: str | None = Field(
         default=None, description="the job this offline replay replays (POST .../replay)"
     )
@@ -147,11 +153,12 @@ class JobView(_View):
     @classmethod
     def of(cls, record: JobRecord) -> JobView:
         data = record.model_dump(
-            mode="json", include=set(cls.model_fields) - {"artifacts", "attempts"}
+            mode="json", include=set(cls.model_fields) - {"artifacts", "attempts", "takeover"}
         )
         return cls.model_validate(
             {
                 **data,
+                "takeover": shown(record.takeover, final=record.status.is_final),
                 "artifacts": [ArtifactInfo.of(a) for a in record.artifacts],
                 "attempts": [a.model_dump(mode="json") for a in record.attempts],
                 "replay_of": record.request.replay.job_id if record.request.replay else None,

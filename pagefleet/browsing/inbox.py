@@ -22,15 +22,18 @@ INBOX_RETENTION_S = 300
 
 
 class Wakeup(BaseModel):
-    """One message to a worker's inbox: look at this session's command, or close it."""
+    """One message to a worker's inbox: look at this session's command, or close it; or,
+    for any job the worker runs (a session is one), look at its takeover (op takeover: it
+    was taken or handed back) and its input batches (op input; pagefleet.browsing.takeover)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(description="this delivery's id (a ULID)")
-    op: Literal["command", "close"] = "command"
+    op: Literal["command", "close", "takeover", "input"] = "command"
     tenant_id: str
-    session_id: str
+    session_id: str  # the session's (or the taken-over job's) id
     command_id: str | None = None  # the ledger's record to run (op command)
+    takeover_id: str | None = None  # whose input batches to read (op input)
 
 
 class InboxInfo(BaseModel):

@@ -17,6 +17,7 @@ from pagefleet.jobs.session_terms import (
     MAX_DURATION_S,
     MAX_IDLE_S,
 )
+from pagefleet.jobs.takeover import TakeoverView
 from pagefleet.workflow import Step
 from pagefleet.workflow.versions import NAME_PATTERN, InputValue
 
@@ -265,6 +266,11 @@ class SessionView(BaseModel):
         default=None, description="the steps that succeeded so far, in order"
     )
     error: dict[str, Any] | None = None
+    takeover: TakeoverView | None = Field(
+        default=None,
+        description="the person holding the session's page: its commands wait until it is "
+        "handed back (POST /v1/jobs/{id}/takeover; a session's id is its job's)",
+    )
 
 
 class OpenSessionView(BaseModel):
@@ -346,6 +352,11 @@ class CommandView(BaseModel):
         "lost (its worker went while it ran)"
     )
     answer: StepsAnswer | None = Field(default=None, description="once done or expired")
+    takeover: TakeoverView | None = Field(
+        default=None,
+        description="pending because a person holds the session's page: the command runs "
+        "once they hand it back (or `until` passes), unless its deadline passes first",
+    )
 
 
 class SaveAsWorkflow(BaseModel):

@@ -60,6 +60,7 @@ from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
+from pagefleet.jobs.takeover import shown
 from pagefleet.pricing import Worker
 from pagefleet.specs.resources import inbox_name, owner_worker
 from pagefleet.tenancy.admission import Quotas, submit
@@ -266,6 +267,7 @@ def view(sessions: Sessions, job: JobRecord, *, with_steps: bool = True) -> Sess
         max_duration_s=terms.max_duration_s,
         steps=steps,
         error=job.error.model_dump(exclude_none=True) if job.error is not None else None,
+        takeover=shown(job.takeover, final=job.status.is_final),
     )
 
 
@@ -405,7 +407,15 @@ def read_command(
     answer = None
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
         answer = answered(sessions.presign, record, status)
-    return CommandView(session_id=session_id, command_id=command_id, state=state, answer=answer)
+    # A pending command says so plainly when it waits for the person holding the page.
+    takeover = shown(job.takeover, final=job.status.is_final) if state == "pending" else None
+    return CommandView(
+        session_id=session_id,
+        command_id=command_id,
+        state=state,
+        answer=answer,
+        takeover=takeover,
+    )
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:

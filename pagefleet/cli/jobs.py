@@ -240,6 +240,24 @@ def continue_(
         render.print_job(job)
 
 
+def hand_back(
+    job_id: Annotated[str, typer.Argument(help="Job or browser session id (taken over).")],
+    api_url: ApiUrl = None,
+    api_key: ApiKey = None,
+    as_json: AsJson = False,
+) -> None:
+    """Hand a taken-over page back (the console's "Hand back"): the job's steps go on. Any
+    key of the owning tenant may; a page no one holds any more is said so."""
+    with api_client(api_url, api_key) as client:
+        answer = client.hand_back(job_id)
+    if as_json:
+        console.print_json(answer.model_dump_json())
+    elif answer.handed_back and answer.takeover is not None:
+        console.print(f"Handed back: {answer.takeover.holder} no longer holds job {job_id}.")
+    else:
+        console.print(f"No one held job {job_id}'s page any more.")
+
+
 def replay(
     job_id: Annotated[str, typer.Argument(help="Job id (ended, with a har.zip).")],
     offline: Annotated[

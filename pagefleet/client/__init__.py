@@ -40,6 +40,7 @@ from pagefleet.api.contract import (
 )
 from pagefleet.client.browsing import BrowsingCalls
 from pagefleet.client.dispatch import DispatchCalls
+from pagefleet.client.takeover import TakeoverCalls
 from pagefleet.client.tenancy import TenancyCalls
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.states import JobStatus
@@ -134,7 +135,7 @@ __all__ = [
 ]
 
 
-class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls):
+class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls, TakeoverCalls):
     def __init__(
         self,
         base_url: str,

@@ -35,6 +35,7 @@ from pagefleet.jobs.request_parts import (
 from pagefleet.jobs.session_terms import MAX_COST_USD, SessionTerms
 from pagefleet.jobs.spend import CostCap
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.takeover import Takeover
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
@@ -425,6 +426,8 @@ class JobRecord(BaseModel):
     human: HumanWait | None = None
     # The offline replays of this job (their ids, oldest first; request.replay links back).
     replays: list[str] = Field(default_factory=list)
+    # A person holding its page (pagefleet.jobs.takeover); past its until, held by no one.
+    takeover: Takeover | None = None
 
     @property
     def attempts_used(self) -> int:

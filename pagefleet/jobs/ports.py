@@ -26,15 +26,18 @@ from pagefleet.jobs.models import (
     TenantPolicy,
 )
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.takeover import Takeover
 
 
 @dataclass(frozen=True)
 class RunSignals:
     """What the worker running a job reads of its record every second: whether a cancel was
-    asked for, and the live connections watching its page (``pagefleet.live.watch``)."""
+    asked for, the live connections watching its page (``pagefleet.live.watch``) and the
+    person holding it (``pagefleet.jobs.takeover``; as stored, its time run out or not)."""
 
     cancel_requested: bool = False
     watchers: frozenset[str] = frozenset()
+    takeover: Takeover | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,38 @@ class JobStore(Protocol):
 
     def unwatch(self, tenant_id: str, job_id: str, connection_id: str) -> None:
         """Forget ``connection_id``'s watch (idempotent)."""
+
+    def take_over(self, tenant_id: str, job_id: str, takeover: Takeover, *, now: int) -> JobRecord:
+        """Hold the job's page: when no one does, its holder's ``until`` is before ``now``,
+        or by its holder again (then its takeover is kept, ``until`` renewed). Raises
+        ``NotFound``, ``JobNotRunning`` (not running nor waiting for a person) and
+        ``TakenOver`` (another holds it)."""
+        ...
+
+    def touch_takeover(
+        self,
+        tenant_id: str,
+        job_id: str,
+        takeover_id: str,
+        *,
+        holder: str,
+        until: int,
+        now: int,
+        count_input: bool = False,
+    ) -> Takeover:
+        """Push the held takeover's ``until`` (``count_input``: and number an input batch,
+        ``seq`` + 1), while it is ``takeover_id`` held by ``holder``, lasts past ``now`` and
+        the job still runs;
+        the takeover after the write. Raises ``TakeoverNotHeld``, ``NotFound``."""
+        ...
+
+    def release_takeover(
+        self, tenant_id: str, job_id: str, takeover_id: str, *, expired_before: int | None = None
+    ) -> Takeover | None:
+        """Remove the takeover if it is ``takeover_id`` (``expired_before``: and only if its
+        ``until`` is before it, the idle return); the one removed, None when the condition
+        did not hold (another move won). Raises ``NotFound``."""
+        ...
 
     def list_page(
         self,

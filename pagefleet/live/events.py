@@ -38,6 +38,8 @@ class EventType(StrEnum):
     COMMAND = "command"
     # A page's dialog (alert, confirm, prompt, beforeunload) and how it was answered.
     DIALOG = "dialog"
+    # A person took the page over, handed it back, or it returned after their idle time.
+    TAKEOVER = "takeover"
 
 
 # Kinds every job keeps whatever the bound: a follower must always see how an attempt ended.
@@ -49,6 +51,7 @@ UNBOUNDED_TYPES = frozenset(
         EventType.CHECKPOINT,
         EventType.COMPENSATION,
         EventType.COMMAND,
+        EventType.TAKEOVER,
     }
 )
 
@@ -101,11 +104,15 @@ class RunEvent(BaseModel):
     state: str | None = Field(
         default=None,
         description="checkpoint: started | done | not_done | unknown; "
-        "compensation: started | done | failed; command: done | expired",
+        "compensation: started | done | failed; command: done | expired; "
+        "takeover: taken | handed_back | returned",
     )
     how: str | None = Field(default=None, description="checkpoint: ran | checked | resolved")
     # command (state: done | expired; outcome: ok | failed)
     command_id: str | None = Field(default=None, description="command: the session's command")
+    # takeover (state: taken | handed_back | returned; until: when it returns unless used)
+    holder: str | None = Field(default=None, description="takeover: tenant:key_id holding it")
+    until: int | None = Field(default=None, description="takeover: taken until (epoch s)")
 
     def wire(self) -> dict[str, Any]:
         """The compact JSON form (stored, served and sent): unset fields left out."""

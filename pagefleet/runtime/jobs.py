@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.adapters.session_inbox import SqsSessionInbox
     from pagefleet.browsing.service import Sessions
+    from pagefleet.browsing.takeover import Takeovers
     from pagefleet.jobs.models import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
@@ -118,6 +119,23 @@ class JobBuilders(TenantBuilders):
                 presign_ttl_s=settings.presign_ttl_seconds,
                 on_lost=on_lost or (lambda job: None),
                 saved=self.session_archive(settings),
+            ),
+        )
+
+    def takeovers(self, settings: ApiSettings) -> Takeovers:
+        """What the API does when a person takes over a running job's page."""
+        # imported when first built: a cold start imports only what it builds
+        from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
+        from pagefleet.browsing.takeover import Takeovers
+
+        return self._per(
+            "takeovers",
+            settings,
+            lambda: Takeovers(
+                self.sessions(settings),
+                DynamoTakeoverInputs(self.client("dynamodb"), settings.jobs_table),
+                self.event_store(settings.jobs_table),
+                idle_s=settings.takeover_idle_s,
             ),
         )
 

@@ -246,6 +246,14 @@ def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
 # A browser session's commands (its steps, extracted data, page snapshots) sit in the jobs
 # table under this partition per tenant, apart from the tenant's job items: the job role
 # reaches only its tag's partition, the worker task roles none (infra/constructs).
+# Audit records' partitions in the tenants table (AUDIT#<yyyy-mm>): workers may add a record
+# there (a takeover returned after its idle time) and write nothing else of the table's.
+AUDIT_PK_PREFIX = "AUDIT#"
+# A person holding a job's page (pagefleet.jobs.takeover) who does nothing on it for this
+# long gives it back: ApiSettings.takeover_idle_s, between these bounds.
+TAKEOVER_IDLE_S = 60
+TAKEOVER_IDLE_MIN_S = 10
+TAKEOVER_IDLE_MAX_S = 600
 SESSION_LEDGER_PK_PREFIX = "SCMD#"
 
 

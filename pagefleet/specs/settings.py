@@ -15,7 +15,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pagefleet.pricing import Worker as WorkerShape
 from pagefleet.specs.pools import PoolOffer
-from pagefleet.specs.resources import DEFAULT_POOL, LEASE_SECONDS
+from pagefleet.specs.resources import (
+    DEFAULT_POOL,
+    LEASE_SECONDS,
+    TAKEOVER_IDLE_MAX_S,
+    TAKEOVER_IDLE_MIN_S,
+    TAKEOVER_IDLE_S,
+)
 from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.targets.breakers import BreakerPolicy
 
@@ -75,6 +81,11 @@ class ApiSettings(CoreSettings):
     # Live runs (None: no WebSocket API in this deployment; the ticket route says so).
     connections_table: str | None = None
     live_url: str | None = None  # wss://.../<stage>, what clients connect to
+    # A person holding a job's page gives it back after this long without input
+    # (pagefleet.jobs.takeover; docs/api.md, "Take over a page").
+    takeover_idle_s: int = Field(
+        default=TAKEOVER_IDLE_S, ge=TAKEOVER_IDLE_MIN_S, le=TAKEOVER_IDLE_MAX_S
+    )
 
 
 class AuthorizerSettings(_Base):

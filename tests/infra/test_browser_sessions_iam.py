@@ -83,3 +83,24 @@ def test_session_commands_are_the_tagged_tenants_alone(stage_synth: Any) -> None
             as_list(deny["Action"])
         )
         assert deny["Condition"] == {"ForAnyValue:StringLike": {"dynamodb:LeadingKeys": ["SCMD#*"]}}
+
+
+def test_workers_may_add_audit_records_and_nothing_else_of_the_tenants_table(
+    stage_synth: Any,
+) -> None:
+    """A takeover returned after its idle time is audited by the worker that returned it
+    (browser_task.run.takeover): PutItem, in the AUDIT# partitions only."""
+    stack = stage_synth.stack
+    tenants = logical_id(stack.store.tenants)
+    for pool in stack.workers.pools.values():
+        task = _granted(stage_synth, pool.task_definition.task_role)
+        [audit] = [s for s in task if s.get("Sid") == "AuditTakeoverReturns"]
+        assert audit["Effect"] == "Allow" and as_list(audit["Action"]) == ["dynamodb:PutItem"]
+        assert tenants in json.dumps(audit["Resource"])
+        assert audit["Condition"] == {
+            "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["AUDIT#*"]}
+        }
+        puts = [s for s in task if "dynamodb:PutItem" in as_list(s["Action"])]
+        assert all(s is audit or tenants not in json.dumps(s["Resource"]) for s in puts), (
+            "another PutItem on the tenants table"
+        )

@@ -120,6 +120,7 @@ def test_a_step_not_answered_in_time_is_a_202_with_its_command_read_by_its_id(
             "command_id": "press-tab-1",
             "state": "pending",
             "answer": None,
+            "takeover": None,  # no person holds the page (docs/api.md, "Take over a page")
         }
         assert sent.headers["Location"].endswith(f"{base}/commands/press-tab-1")
         again = owner.call("POST", f"{base}/steps", body=body, headers=key)

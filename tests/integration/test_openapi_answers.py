@@ -129,6 +129,14 @@ def test_every_routes_success_answer_matches_the_openapi_document(
         call("GET", f"/v1/jobs/{queued}{route}", 200)
     call("POST", f"/v1/jobs/{review}/resolve", 200, json={"outcome": "done"})
     call("POST", f"/v1/jobs/{waiting}/continue", 200, json={"note": "solved"})
+    held = call("POST", f"/v1/jobs/{running}/takeover", 200)["takeover"]["takeover_id"]
+    typed = {
+        "takeover_id": held,
+        "frame": {"width": 96, "height": 64},
+        "events": [{"type": "click", "x": 10, "y": 10}, {"type": "text", "text": "hi"}],
+    }
+    call("POST", f"/v1/jobs/{running}/takeover/input", 202, json=typed)
+    call("DELETE", f"/v1/jobs/{running}/takeover", 200)
     call("POST", f"/v1/jobs/{running}/cancel", 202)  # running: it stops within seconds
     call("POST", f"/v1/jobs/{queued}/cancel", 200)
     call("POST", f"/v1/jobs/{recorded}/replay", 202, json={"offline": True})

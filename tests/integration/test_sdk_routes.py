@@ -96,6 +96,12 @@ CALLS: dict[str, Call] = {
     "get_command": lambda c, ids: c.get_command(ids["session"], ids["command"]),
     "save_as_workflow": lambda c, ids: c.save_as_workflow(ids["session"], "from-session"),
     "save_session": lambda c, ids: _deprecated(lambda: c.save_session(ids["session"], "again")),
+    # Refused (the session never started): the routes are made all the same.
+    "take_over": lambda c, ids: c.take_over(ids["session"]),
+    "send_input": lambda c, ids: c.send_input(
+        ids["session"], "0" * 26, [{"type": "text", "text": "x"}], frame=(10, 10)
+    ),
+    "hand_back": lambda c, ids: c.hand_back(ids["session"]),
     "close_session": lambda c, ids: c.close_session(ids["session"]),
     "answer_part": lambda c, ids: c.answer_part(_answer(ids["session"]), "result"),
     "saved_logins": lambda c, ids: c.saved_logins(),

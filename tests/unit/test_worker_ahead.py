@@ -17,6 +17,7 @@ from devstack.fakes.live import FakeEventStore
 from devstack.fakes.schedules import FakeScheduleStore
 from devstack.fakes.session_commands import FakeCommandLedger
 from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
+from devstack.fakes.tenancy import FakeAuditLog
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
 from pagefleet.jobs.models import JobMessage, JobRecord
@@ -114,6 +115,7 @@ def worker_over(svc: JobServices, name: str) -> Worker:
         # Every port a fake: run alone, a default would look for AWS credentials (the
         # instance metadata address, refused here like any address but loopback).
         session_commands=FakeCommandLedger(),
+        audit=FakeAuditLog(),
     )
 
 

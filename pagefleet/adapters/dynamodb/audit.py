@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pagefleet import ids
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize
+from pagefleet.specs.resources import AUDIT_PK_PREFIX
 from pagefleet.tenancy.audit import AuditRecord
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class DynamoAuditLog:
         item = record.model_dump(mode="json", exclude={"details"})
         item.update(
             {
-                "pk": f"AUDIT#{record.month}",
+                "pk": f"{AUDIT_PK_PREFIX}{record.month}",
                 "sk": record.audit_id,
                 # Free-form: kept as JSON text so any value (floats included) fits.
                 "details": json.dumps(record.details, separators=(",", ":")),
@@ -51,7 +52,7 @@ class DynamoAuditLog:
             kwargs: dict[str, Any] = {
                 "TableName": self._table,
                 "KeyConditionExpression": "pk = :pk",
-                "ExpressionAttributeValues": {":pk": {"S": f"AUDIT#{month}"}},
+                "ExpressionAttributeValues": {":pk": {"S": f"{AUDIT_PK_PREFIX}{month}"}},
                 "ScanIndexForward": False,
                 "Limit": limit - len(out),
             }

@@ -82,7 +82,14 @@ _JSON_FIELDS = (
     "resolution",
 )
 # Left out of an item while empty: most jobs have no irreversible step.
-_OMITTED_WHEN_EMPTY = ("checkpoints", "compensation", "resolution", "human", "replays")
+_OMITTED_WHEN_EMPTY = (
+    "checkpoints",
+    "compensation",
+    "resolution",
+    "human",
+    "replays",
+    "takeover",
+)
 
 
 def to_json(value: Any) -> str:

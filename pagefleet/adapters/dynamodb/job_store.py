@@ -33,6 +33,7 @@ from pagefleet.adapters.dynamodb.dispatch import DispatchQueries, edge_puts, pla
 from pagefleet.adapters.dynamodb.human_waits import HumanWaitWrites
 from pagefleet.adapters.dynamodb.listing import JobListing
 from pagefleet.adapters.dynamodb.review import ReviewWrites
+from pagefleet.adapters.dynamodb.takeovers import TakeoverWrites
 from pagefleet.adapters.dynamodb.updates import (
     HELD_FENCE,
     Update,
@@ -64,7 +65,9 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-class DynamoJobStore(HumanWaitWrites, WatcherWrites, ReviewWrites, DispatchQueries, JobListing):
+class DynamoJobStore(
+    HumanWaitWrites, WatcherWrites, TakeoverWrites, ReviewWrites, DispatchQueries, JobListing
+):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
     def __init__(self, client: DynamoDBClient, table_name: str) -> None:

@@ -1,6 +1,7 @@
 """The job store's watch marks (``pagefleet.live.watch``): which live connections watch a
 job's page, and until when, in a ``watchers`` map on the job's record (connection id ->
-epoch second). The worker running the job reads it with the cancel flag, in the one small
+epoch second). The worker running the job reads it with the cancel flag (and the
+takeover lock, pagefleet.adapters.dynamodb.takeovers), in the one small
 read it makes every second, so a job nobody watches costs nothing more; an entry past its
 time is ignored, and dropped by the next watch of the job."""
 
@@ -19,6 +20,7 @@ from pagefleet.adapters.dynamodb.codec import (
 )
 from pagefleet.errors import NotFound
 from pagefleet.jobs.ports import RunSignals
+from pagefleet.jobs.takeover import Takeover
 
 
 class WatcherWrites:
@@ -34,13 +36,15 @@ class WatcherWrites:
         resp = self._db.get_item(
             TableName=self._table,
             Key=self._key(tenant_id, job_id),
-            ProjectionExpression="cancel_requested_at, watchers",
+            ProjectionExpression="cancel_requested_at, watchers, takeover",
         )
         item = deserialize(resp.get("Item") or {})
         watchers = item.get("watchers") or {}
+        takeover = item.get("takeover")
         return RunSignals(
             cancel_requested="cancel_requested_at" in item,
             watchers=frozenset(c for c, until in watchers.items() if int(until) >= now),
+            takeover=Takeover.model_validate(takeover) if isinstance(takeover, dict) else None,
         )
 
     def watch(
