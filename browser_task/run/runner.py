@@ -47,7 +47,7 @@ from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import RequestRouter, with_metrics, with_routes
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
-from browser_task.run.spend import nothing_left, spend_left_s
+from browser_task.run.spend import nothing_left, spend_left_s, within_budgets
 from browser_task.run.takeover import PageTakeover
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
@@ -291,7 +291,6 @@ class JobRunner:
     ) -> Outcome | None:
         """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
         watchdog; each ending has its own outcome."""
-        request = job.request
         session = ctx.session
         work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
@@ -302,21 +301,7 @@ class JobRunner:
             inbox.on_takeover(job.tenant_id, job.job_id, takeover.told)
         cancel = asyncio.create_task(watch_cancel(self.lifecycle, job, log, view, takeover))
         try:
-            # job_timeout_s is the run's own time: a wait for a person (await_human, bounded
-            # by its timeout_s) does not count.
-            began = time.monotonic()
-            spend_s = spend_left_s(job)  # max_cost_usd's share: waits for a person count
-            while True:
-                now = time.monotonic()
-                left = request.options.job_timeout_s + ctx.paused_s(now) - (now - began)
-                left = min(left, spend_s - (now - began))
-                if left <= 0:
-                    break
-                done, _ = await asyncio.wait(
-                    {work, lost, abort, cancel}, timeout=left, return_when=asyncio.FIRST_COMPLETED
-                )
-                if done:
-                    break
+            spent = await within_budgets(job, ctx, {work, lost, abort, cancel})
         finally:
             lost.cancel()
             abort.cancel()
@@ -356,13 +341,13 @@ class JobRunner:
             artifacts, _ = await collector.settle()
             return endings.interrupted(self.lifecycle, job, ctx, artifacts)
 
-        # The watchdog: the run outlived job_timeout_s. Snapshot, then close the context
-        # from outside the page, which ends whatever the step was waiting on.
+        # The watchdog: the run outlived job_timeout_s or its max_cost_usd. Snapshot, then
+        # close the context from outside the page, which ends whatever the step waited on.
         await capture_failure_artifacts(ctx)
         await self._kill(work, session)
         await keep_recordings(ctx, collector, failed=True)
         artifacts, _ = await collector.settle()
-        if time.monotonic() - began >= spend_s:
+        if spent:
             return endings.spend_cap_reached(self.lifecycle, job, ctx, artifacts)
         return endings.timed_out(self.lifecycle, job, ctx, artifacts)
 

@@ -9,9 +9,13 @@ one that spends the rest is stopped as the watchdog stops a run (runner, endings
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
+from typing import Any
 
 from browser_task.errors import FailJob
+from browser_task.run.context import RunContext
 from pagefleet.jobs.models import JobRecord, epoch_of_iso
 from pagefleet.jobs.spend import COST_CAP_KIND
 
@@ -41,3 +45,20 @@ def cap_message(job: JobRecord) -> str:
 def nothing_left(job: JobRecord) -> FailJob:
     """The failure of an attempt that starts with the cap already spent."""
     return FailJob(cap_message(job), kind=COST_CAP_KIND)
+
+
+async def within_budgets(job: JobRecord, ctx: RunContext, ends: set[asyncio.Task[Any]]) -> bool:
+    """Wait for the first of ``ends``, within the run's two budgets: ``job_timeout_s`` (the
+    run's own time: a wait for a person, bounded by its timeout_s, does not count) and what
+    ``max_cost_usd`` buys (a wait for a person counts). True when the spend cap ran out."""
+    began = time.monotonic()
+    spend_s = spend_left_s(job)
+    timeout_s = job.request.options.job_timeout_s
+    while True:
+        now = time.monotonic()
+        left = min(timeout_s + ctx.paused_s(now) - (now - began), spend_s - (now - began))
+        if left <= 0:
+            return now - began >= spend_s
+        done, _ = await asyncio.wait(ends, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        if done:
+            return False
