@@ -137,7 +137,12 @@ export function takeoverControls(jobId, image) {
   back.addEventListener("click", async () => {
     if (!held) return;
     const id = held.takeover_id;
-    await flush();
+    // What the person did lands before the page goes back: every batch sent, in order.
+    while (held && (queue.length || sending)) {
+      if (!sending) await flush();
+      else await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (!held) return;
     try {
       await api(`/jobs/${jobId}/takeover`, { method: "DELETE", query: { takeover_id: id } });
       released("Handed back: the job goes on.");

@@ -255,3 +255,62 @@ def test_input_events_become_the_cdp_calls_that_play_them(
     for params, (kind, expected) in zip(played, calls, strict=True):
         assert params.get("type") == kind
         assert expected.items() <= params.items(), params
+
+
+def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own() -> None:
+    """A job (not a session): the executor asks before each top-level step; the step starts
+    once the page is handed back, and the time waited is set apart from job_timeout_s."""
+    from types import SimpleNamespace
+
+    from browser_task.run.context import RunContext
+    from browser_task.run.executor import run_steps
+    from browser_task.run.plan import RunPlan
+    from pagefleet.workflow import STEP_ADAPTER
+    from pagefleet.workflow.masking import Masker
+
+    async def scenario() -> None:
+        parts = Parts()
+        step = STEP_ADAPTER.validate_python({"action": "sleep", "ms": 0})
+        request = JobRequest(steps=[step])
+        plan = RunPlan(
+            tenant_id="t",
+            job_id=parts.job.job_id,
+            attempt=1,
+            tries=1,
+            request=request,
+            options=request.options,
+            steps=(step,),
+            compensate=(),
+            labels=("sleep",),
+            masker=Masker(),
+        )
+        ctx = RunContext(
+            plan=plan,
+            session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
+            guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
+            artifacts=None,  # type: ignore[arg-type]
+        )
+        ctx.takeover = parts.takeover()
+        lock = _take(parts.svc, parts.job, parts.clock)
+        await ctx.takeover.look()
+        running = asyncio.create_task(run_steps([step], ctx))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not running.done() and ctx.step_index is None  # the step has not started
+        assert ctx.human_wait_started is not None  # the watchdog does not count the wait
+        parts.svc.store.release_takeover("t", parts.job.job_id, lock.takeover_id)
+        ctx.takeover.told(
+            Wakeup(
+                id="w",
+                op="takeover",
+                tenant_id="t",
+                session_id=parts.job.job_id,
+                takeover_id=lock.takeover_id,
+            )
+        )
+        await asyncio.wait_for(running, 5)
+        assert ctx.step_index == 0 and ctx.human_wait_started is None
+        assert ctx.human_waited_s > 0
+        await ctx.takeover.close()
+
+    asyncio.run(scenario())
