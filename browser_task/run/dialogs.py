@@ -53,23 +53,14 @@ class DialogWatch:
         self._problem: str | None = None
         self.seen = 0
         self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_REPORTED)
-        self._pages: set[Any] = set()
 
     def install(self, page: Any, listeners: list[tuple[str, Callable[..., Any]]]) -> None:
-        """Listen on the page, and on every tab the context opens (a popup's dialogs are
-        answered and reported too, not dismissed unseen); both noted in ``listeners``: a
-        warm context and its page outlive the job."""
-        self.watch(page)
-        listeners.append(("page:dialog", self.on_dialog))
-        page.context.on("page", self.watch)
-        listeners.append(("page", self.watch))
-
-    def watch(self, page: Any) -> None:
-        """Listen on a tab: its dialogs are answered the same way. A tab's own listener is
-        not noted: a parked context's other tabs are closed."""
-        if page not in self._pages:
-            self._pages.add(page)
-            page.on("dialog", self.on_dialog)
+        """Listen on the context: every tab's dialogs are answered and reported, a popup's
+        that opens with an alert too (a listener added on the new tab would come after it:
+        Playwright dismisses a dialog nobody listens for, unseen). Noted in ``listeners``:
+        a warm context outlives the job."""
+        page.context.on("dialog", self.on_dialog)
+        listeners.append(("dialog", self.on_dialog))
 
     def drain(self) -> list[dict[str, Any]]:
         """The dialogs that came since the last drain (kind, message masked, answer)."""

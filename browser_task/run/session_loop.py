@@ -290,8 +290,9 @@ class SessionLoop:
             seen["dialogs"] = dialogs
         key: str | None = None
         tree: str | None = None
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            seen["title"] = ctx.mask(await page.title())
+        title = await _title(page)
+        if title is not None:
+            seen["title"] = ctx.mask(title)
         view = observe.aria_view()
         if view is not None:
             aria, tree = await self._aria(page, view)
@@ -415,3 +416,15 @@ async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
 
 def _error(failure: JobFailure) -> dict[str, Any]:
     return failure.to_job_error().model_dump(exclude_none=True)
+
+
+async def _title(page: Any) -> str | None:
+    """The page's title. A step may have started a navigation it did not wait for (a click
+    that submits a form): the old document is gone, so the title is read again once the new
+    one is in (the snapshot and screenshot that follow then see it too)."""
+    for _ in range(2):
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            return str(await page.title())
+        with contextlib.suppress(PlaywrightError, TimeoutError):
+            await page.wait_for_load_state("domcontentloaded", timeout=OBSERVE_TIMEOUT_MS)
+    return None

@@ -73,13 +73,15 @@ def test_a_failed_session_that_used_a_secret_keeps_no_trace(
     put_secret("traced", "Trace-Me-Not-77")
     # Both ask for a trace kept on failure; the one that uses a secret still keeps none.
     keep = {"trace": "retain-on-failure"}
+    # Each session runs its steps as soon as it opens: its max duration counts from its start,
+    # and on a loaded machine one session's steps could take the other's 30 s.
     plain = client.open_session(options=keep, idle_timeout_s=300, max_duration_s=30).session_id
-    secret = client.open_session(options=keep, idle_timeout_s=300, max_duration_s=30).session_id
-    steps = uses_secret(stack.site_url, "traced")
-    assert client.session_steps(secret, steps, aria=False).ok
     goto = {"action": "goto", "url": f"{stack.site_url}/login.html"}
     typed = {"action": "fill", "selector": "#user", "value": "no secret"}
     assert client.session_steps(plain, [goto, typed], aria=False).ok
+    secret = client.open_session(options=keep, idle_timeout_s=300, max_duration_s=30).session_id
+    steps = uses_secret(stack.site_url, "traced")
+    assert client.session_steps(secret, steps, aria=False).ok
     for sid in (plain, secret):
         ended = wait_until(lambda sid=sid: (j := client.get(sid)).is_final and j, 180, what=sid)
         assert ended.status.value == "timed_out", ended.error

@@ -105,8 +105,6 @@ async def switch_tab(step: SwitchTab, ctx: RunContext) -> None:
                 kind="step_failed",
             )
         await asyncio.sleep(TAB_POLL_S)
-    if ctx.dialogs is not None:
-        ctx.dialogs.watch(page)
     with contextlib.suppress(PlaywrightError):
         await page.bring_to_front()
     ctx.page = page
