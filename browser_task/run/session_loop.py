@@ -418,13 +418,19 @@ def _error(failure: JobFailure) -> dict[str, Any]:
     return failure.to_job_error().model_dump(exclude_none=True)
 
 
+TITLE_RETRY_S = 0.05
+
+
 async def _title(page: Any) -> str | None:
     """The page's title. A step may have started a navigation it did not wait for (a click
     that submits a form): the old document is gone, so the title is read again once the new
     one is in (the snapshot and screenshot that follow then see it too)."""
-    for _ in range(2):
+    deadline = time.monotonic() + OBSERVE_TIMEOUT_MS / 1000
+    while True:
         with contextlib.suppress(PlaywrightError, TimeoutError):
             return str(await page.title())
+        if time.monotonic() > deadline:
+            return None
         with contextlib.suppress(PlaywrightError, TimeoutError):
             await page.wait_for_load_state("domcontentloaded", timeout=OBSERVE_TIMEOUT_MS)
-    return None
+        await asyncio.sleep(TITLE_RETRY_S)  # the new document's context may not be made yet
