@@ -423,8 +423,12 @@ TITLE_RETRY_S = 0.05
 
 async def _title(page: Any) -> str | None:
     """The page's title. A step may have started a navigation it did not wait for (a click
-    that submits a form): the old document is gone, so the title is read again once the new
-    one is in (the snapshot and screenshot that follow then see it too)."""
+    that submits a form): the title is read once the new document is in (the snapshot and
+    screenshot that follow then see it too)."""
+    # A document just committed has no <title> parsed yet (its title reads ""): wait for its
+    # DOMContentLoaded (at once for a page already loaded).
+    with contextlib.suppress(PlaywrightError, TimeoutError):
+        await page.wait_for_load_state("domcontentloaded", timeout=OBSERVE_TIMEOUT_MS)
     deadline = time.monotonic() + OBSERVE_TIMEOUT_MS / 1000
     while True:
         with contextlib.suppress(PlaywrightError, TimeoutError):
