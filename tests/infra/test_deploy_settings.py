@@ -36,8 +36,8 @@ def test_the_deploy_file_is_read_on_every_synth_and_a_one_off_override_keeps_it(
     base = {"pagefleet:stage": "prod", "pagefleet:deployFile": str(deploy_file)}
     config = config_of(base)
     assert config.alarm_email == "ops@example.com"
-    assert config.pools["heavy"].max_tasks == 4
-    assert config.pools["heavy"].cpu == STAGES["prod"].pools["heavy"].cpu  # merged, not replaced
+    assert config.pool("heavy").max_tasks == 4
+    assert config.pool("heavy").cpu == STAGES["prod"].pool("heavy").cpu  # merged, not replaced
     # The restore runbook's switch, as a later command: the e-mail is still there.
     restored = config_of(
         {**base, "pagefleet:overrides": '{"restored_tables": {"JobsTable": "jobs-restored"}}'}

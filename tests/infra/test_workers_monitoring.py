@@ -54,7 +54,7 @@ def test_scaling_on_queue_age_and_backlog(synth) -> None:
     assert sorted((t["MinCapacity"], t["MaxCapacity"]) for t in targets) == sorted(
         (p.min_tasks, p.max_tasks) for p in config.pools.values()
     )
-    assert config.pools["standard"].min_tasks >= 1  # warm minimum for the interactive pool
+    assert config.pool("standard").min_tasks >= 1  # warm minimum for the interactive pool
     policies = synth.props("AWS::ApplicationAutoScaling::ScalingPolicy")
     steps = [p for p in policies if p["PolicyType"] == "StepScaling"]
     tracking = [p for p in policies if p["PolicyType"] == "TargetTrackingScaling"]
