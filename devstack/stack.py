@@ -55,7 +55,7 @@ from pagefleet.runtime import RUNTIME
 from pagefleet.specs.console_site import CONSOLE_PATH
 from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import DEFAULT_POOL
-from pagefleet.specs.settings import ApiSettings, WorkerSettings, to_env
+from pagefleet.specs.settings import ApiSettings, WorkerSettings, env_name, to_env
 from pagefleet.tenancy.api_keys import create_api_key
 
 log = logging.getLogger("devstack")
@@ -140,6 +140,8 @@ class LocalStack:
 
         self.moto: ManagedProcess | None = None
         self.worker_processes: list[ManagedProcess] = []
+        # Each worker's id -> the pool it serves.
+        self.worker_pools: dict[str, str] = {}
         self.gateway: LocalGateway | None = None
         self.rest_api: RestApi | None = None
         self.functions: dict[str, LambdaFunction] = {}
@@ -418,7 +420,9 @@ class LocalStack:
         """
         index = len(self.worker_processes)
         env = {**self.worker_env_for(index), **(extra_env or {})}
-        env.update(self.iam.env(f"worker/{env.get('PAGEFLEET_POOL', 'standard')}"))
+        pool = env[env_name(WorkerSettings, "pool")]
+        self.worker_pools[env[env_name(WorkerSettings, "worker_id")]] = pool
+        env.update(self.iam.env(f"worker/{pool}"))
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],

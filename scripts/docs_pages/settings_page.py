@@ -46,6 +46,8 @@ def _value(value: Any) -> str:
     nested = value.values() if isinstance(value, dict) else [value]
     if any(hasattr(v, "model_dump") for v in nested) and not isinstance(value, tuple):
         return "below"  # a model of its own, with its own table
+    if isinstance(value, tuple) and value and all(hasattr(v, "name") for v in value):
+        return "below"  # named models (the pools), each in the table below
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, tuple):

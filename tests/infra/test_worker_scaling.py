@@ -105,9 +105,9 @@ def test_a_pool_at_zero_starts_a_task_on_its_first_waiting_job(stage_synth) -> N
         c
         for c in _step_policies(stage_synth)
         if c["AdjustmentType"] == "ChangeInCapacity"
-        and c["Cooldown"] in {config.pools[n].from_zero_cooldown_seconds for n in at_zero}
+        and c["Cooldown"] in {config.pool(n).from_zero_cooldown_seconds for n in at_zero}
     ]
     assert len(starts) == len(at_zero)
     for policy in starts:
         adds = [a["ScalingAdjustment"] for a in policy["StepAdjustments"]]
-        assert max(adds) in {config.pools[n].from_zero_tasks for n in at_zero}
+        assert max(adds) in {config.pool(n).from_zero_tasks for n in at_zero}
