@@ -94,6 +94,12 @@ def test_a_tenant_limited_to_some_pools_is_routed_among_them_or_told_which_it_ma
     )
     assert batch.status == 200  # a batch answers per item
     assert "not allowed for this tenant" in json.dumps(batch.body["results"][0])
+    # A browser session is a job too: its pool is checked the same way.
+    session = alice.call("POST", "/v1/browser-sessions", {"pool": "standard"})
+    assert session.status == 422 and session.error["field"] == "pool"
+    opened = alice.call("POST", "/v1/browser-sessions", {})
+    assert opened.status == 201, opened.body
+    assert _pool_of(opened.body["session_id"], "alice") == "heavy"
     # Back to the stage default (every pool): standard again.
     reset = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"reset": ["pools"]})
     assert reset.status == 200 and reset.body["limits"]["pools"] is None
