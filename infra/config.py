@@ -349,6 +349,11 @@ class StageConfig(_Model):
         names = self.pool_names
         if len(set(names)) != len(names):
             raise ValueError(f"pools must have names of their own: {sorted(names)}")
+        unknown_default = sorted(set(self.tenant_defaults.pools or ()) - set(names))
+        if unknown_default:
+            raise ValueError(
+                f"tenant_defaults.pools names pools the stage lacks: {unknown_default}"
+            )
         if DEFAULT_POOL not in names:
             raise ValueError(
                 f'the pools must include "{DEFAULT_POOL}", where a job that names no pool runs'

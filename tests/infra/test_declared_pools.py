@@ -176,5 +176,7 @@ def test_egress_and_isolation_a_stage_cannot_give_are_refused_at_synth(tmp_path:
             max_tasks=1,
             egress="proxy",
         )
+    with pytest.raises(ValueError, match=r"tenant_defaults.pools names pools the stage lacks"):
+        StageConfig.model_validate({**dev, "tenant_defaults": {"pools": ["gpu"]}})
     with pytest.raises(ValueError, match="names of their own"):
         StageConfig.model_validate({**dev, "pools": [*dev["pools"], dev["pools"][0]]})
