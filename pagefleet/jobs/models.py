@@ -35,6 +35,7 @@ from pagefleet.jobs.request_parts import (
 from pagefleet.jobs.session_terms import MAX_COST_USD, SessionTerms
 from pagefleet.jobs.spend import CostCap
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import Takeover
 from pagefleet.monitors.changes import Changes
 from pagefleet.monitors.expect import Expect
@@ -369,6 +370,8 @@ class AttemptRecord(BaseModel):
     error: JobError | None = None
     # Kept for a job that routes or blocks requests (options.block, route steps).
     metrics: RunMetrics | None = None
+    # Its top-level steps' times and costs: the latest attempt's only (jobs.step_times).
+    steps: list[StepTime] = Field(default_factory=list)
 
 
 class JobRecord(BaseModel):
