@@ -42,7 +42,7 @@ from rich.table import Table
 from bench.common import Measured, bare_loop, workflow
 from devstack.call_counter import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 
 TARGET_RATIO = 0.95

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.moves import Outcome
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.step_times import STEP_TIMES_MAX, StepTime
 from pagefleet.live.events import (

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pagefleet.jobs.checkpoints import CHECKPOINT_LABEL_MAX
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.moves import Outcome
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.step_times import STEP_TIMES_MAX, StepTime
 from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
