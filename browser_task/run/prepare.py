@@ -22,9 +22,10 @@ from browser_task.run.plan import RunPlan, describe, step_label
 from browser_task.run.steps import session
 from browser_task.tenant.logins import SessionStore, StorageState
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.ports import ArtifactStore, SecretStore
+from pagefleet.jobs.record import JobRecord
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Paginate, Step, UseSession, iter_steps
 from pagefleet.workflow.masking import MASK, Masker
 from pagefleet.workflow.templating import job_fields, referenced, references, render
@@ -289,7 +290,7 @@ async def _leading_sessions(
             raise _failure_at(failure, index, str(index), step, Masker()) from None
         applied.add(index)
         if state is not None:
-            storage_state = _merge_states(storage_state, state)
+            storage_state = session.merge_states(storage_state, state)
     return storage_state, frozenset(applied)
 
 
@@ -346,19 +347,3 @@ def _failure_at(failure: JobFailure, top: int, path: str, step: Step, masker: Ma
 
 def _own_args(step: Step) -> dict[str, Any]:
     return step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
-
-
-def _merge_states(base: StorageState | None, extra: StorageState) -> StorageState:
-    """Several leading use_session steps: later sessions win for the same cookie / origin."""
-    if base is None:
-        return {
-            "cookies": list(extra.get("cookies") or []),
-            "origins": list(extra.get("origins") or []),
-        }
-    cookies = {(c.get("name"), c.get("domain"), c.get("path")): c for c in base["cookies"]}
-    cookies.update(
-        {(c.get("name"), c.get("domain"), c.get("path")): c for c in extra.get("cookies") or []}
-    )
-    origins = {o.get("origin"): o for o in base["origins"]}
-    origins.update({o.get("origin"): o for o in extra.get("origins") or []})
-    return {"cookies": list(cookies.values()), "origins": list(origins.values())}

@@ -25,6 +25,7 @@ and the VPC endpoints (ECR, Logs, S3...) its tasks pull and log through.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, Stack
@@ -45,6 +46,7 @@ from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_n
 from pagefleet.specs.resources import AUDIT_PK_PREFIX
 from pagefleet.specs.settings import WorkerSettings, env_name
 
+from .api import pricing_worker
 from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
@@ -235,6 +237,8 @@ class BrowserWorkers(Construct):
                     tenant_defaults=config.tenant_defaults.model_dump_json(),
                     job_role_arn=self._tenants.role.role_arn,
                     isolation=pool.isolation,
+                    # Each step's share of the job's price, priced as usage is (run events).
+                    pricing_worker=json.dumps(pricing_worker(config)),
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 NAMESPACE_ENV: stage_namespace(config.stage),
