@@ -6,7 +6,7 @@ tasks are private."""
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -102,7 +102,7 @@ def fixed_ip_subnets(
             f"{pool_id}DynamoDb", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB, subnets=mine
         )
         CfnOutput(
-            scope,
+            Stack.of(scope),  # at the stack's top: the output is named PoolEgressIp<Pool>
             f"PoolEgressIp{pool_id}",
             value=address.ref,
             description=f"The one address pool {name}'s tasks reach sites from (fixed_ip)",

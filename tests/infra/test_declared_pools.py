@@ -180,10 +180,7 @@ def test_a_fixed_ip_pool_reaches_sites_from_its_own_elastic_ip(declared: Synth) 
     }
     assert mine == tables
     outputs = declared.raw["Outputs"]
-    assert any(
-        k.startswith("PoolEgressIpPartner") and v["Value"] == {"Ref": address_id}
-        for k, v in outputs.items()
-    )
+    assert outputs["PoolEgressIpPartner"]["Value"] == {"Ref": address_id}
     offers = json.loads(
         raw[logical_id(declared.stack.api.handler)]["Properties"]["Environment"]["Variables"][
             "PAGEFLEET_POOLS"
@@ -196,7 +193,7 @@ def test_the_api_offers_and_queues_every_declared_pool(declared: Synth) -> None:
     api = declared.raw["Resources"][logical_id(declared.stack.api.handler)]
     env = api["Properties"]["Environment"]["Variables"]
     offers = {o["name"]: o for o in json.loads(env["PAGEFLEET_POOLS"])}
-    assert set(offers) == {"standard", "heavy", "pdf", "edge"}
+    assert set(offers) == {"standard", "heavy", "pdf", "edge", "partner"}
     assert (offers["pdf"]["egress"], offers["pdf"]["isolation"]) == ("proxy", "task")
     assert offers["edge"]["egress"] == "public" and offers["standard"]["egress"] == "nat"
     assert '\\"pdf-high\\"' in json.dumps(env["PAGEFLEET_QUEUE_URLS"])
