@@ -78,7 +78,7 @@ def read_log(log_dir: Path) -> list[Request]:
     requests = []
     for path in log_dir.glob("*.tsv"):
         for line in path.read_text().splitlines():
-            at, runtime, operation, items, target, caller = line.split("\t")
+            at, runtime, operation, items, target, caller = line.split("\t")[:6]
             requests.append(Request((float(at), runtime, operation, int(items), target, caller)))
     return sorted(requests)
 

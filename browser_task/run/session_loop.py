@@ -40,7 +40,7 @@ from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from browser_task.run.session_parts import AnswerParts
 from browser_task.run.takeover import PageTakeover
-from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
+from pagefleet.browsing.commands import Claim, CommandLedger, CommandState, pending_commands
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
@@ -165,14 +165,8 @@ class SessionLoop:
         """Run a command if its claim wins (a duplicate wake-up or a retry finds it taken or
         answered; one past its deadline is expired by the claim); True when its steps ran."""
         ctx = self.ctx
-        if self.takeover is not None:
-            # Not taken while a person holds the page: it stays pending (its caller reads
-            # why). The time counts towards the session's max duration: it is its browser's.
-            await self.takeover.hold(look=True)
         key = (ctx.tenant_id, ctx.plan.job_id, command_id)
-        claim = await asyncio.to_thread(
-            self.commands.claim, *key, now=self._wall(), order=new_ulid()
-        )
+        claim = await self._claim(key)
         record = claim.record
         if claim.verdict != "run" or record is None:
             expired = record is not None and record.state is CommandState.EXPIRED
@@ -192,6 +186,25 @@ class SessionLoop:
         await asyncio.to_thread(self.commands.finish, *key, answer, self.recorded[before:])
         self._told(command_id, "done", ok=answer.ok)
         return True
+
+    async def _claim(self, key: tuple[str, str, str]) -> Claim:
+        """The ledger's claim, made while no person holds the page: a command is not taken
+        meanwhile, it stays pending (its caller reads why), and the time counts towards the
+        session's max duration (it is its browser's). The lock is read alongside the claim,
+        not before it (one round trip less on each command's path); a claim that finds the
+        page held once both are in is given back (``running -> pending``) before any step."""
+        while True:
+            if self.takeover is not None:
+                await self.takeover.wait_free()  # held as last read: not taken meanwhile
+            order = new_ulid()
+            claiming = asyncio.to_thread(self.commands.claim, *key, now=self._wall(), order=order)
+            if self.takeover is None:
+                return await claiming
+            claim, _ = await asyncio.gather(claiming, self.takeover.look())
+            if claim.verdict != "run" or self.takeover.free:
+                return claim
+            await asyncio.to_thread(self.commands.release, *key, order=order)
+            # Given back: taken again (by this loop, or another delivery's) once it is free.
 
     def _told(self, command_id: str, state: str, *, ok: bool) -> None:
         """Followers (the live WebSocket) learn that a command has its answer."""
