@@ -39,6 +39,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from bench.common import Measured  # noqa: E402
 
 if TYPE_CHECKING:
+    from bench.aws_requests import Call
     from pagefleet.specs.settings import WorkerSettings
 
 FILL = {"action": "fill", "selector": "#name", "value": "Ada Lovelace"}
@@ -119,10 +120,9 @@ def main(argv: list[str] | None = None) -> int:
 def count(steps: int) -> int:
     """Each step's AWS requests and Playwright calls, per runtime, by operation and caller."""
     import collections
-    import os
     import tempfile
 
-    from bench.aws_requests import hook_env
+    from bench.aws_requests import calls_between, hook_env
     from devstack.stack import LocalStack
 
     log_dir = Path(tempfile.mkdtemp(prefix="pagefleet-session-calls-"))
@@ -151,20 +151,13 @@ def count(steps: int) -> int:
             assert client.session_steps(sid, FILL, aria=False).ok
         end = time.time()
         client.close_session(sid)
+    found = calls_between(log_dir, start, end)
     calls: collections.Counter[tuple[str, str, str]] = collections.Counter()
     spent: dict[tuple[str, str, str], float] = collections.defaultdict(float)
-    timeline: list[tuple[float, float, str, str]] = []  # (began, took ms, who, operation)
-    for name in os.listdir(log_dir):
-        for line in (log_dir / name).read_text().splitlines():
-            at, runtime, operation, _items, _target, caller, took = line.split("\t")
-            if not start <= float(at) <= end or operation.endswith("(empty)"):
-                continue
-            who = "worker" if runtime.startswith("local-worker") else runtime
-            calls[(who, operation, caller)] += 1
-            ms = float(took or 0)
-            spent[(who, operation, caller)] += ms
-            timeline.append((float(at) - ms / 1000, ms, who, operation))
-    _print_path(sorted(timeline))
+    for _began, ms, who, operation, caller in found:
+        calls[(who, operation, caller)] += 1
+        spent[(who, operation, caller)] += ms
+    _print_path(found)
     print(f"per step ({steps} steps through the platform): calls, ms spent in them")
     for who in sorted({k[0] for k in calls}):
         mine = {k: n for k, n in calls.items() if k[0] == who}
@@ -175,24 +168,23 @@ def count(steps: int) -> int:
     return 0
 
 
-def _print_path(timeline: list[tuple[float, float, str, str]]) -> None:
-    """The step of median length, call by call (when each began after the step's first
-    request, and how long it took): what runs one after the other on a step's path."""
-    firsts = [i for i, c in enumerate(timeline) if c[3] == "dynamodb.PutItem" and "api" in c[2]]
-    steps = [timeline[a:b] for a, b in itertools.pairwise(firsts)]
+def _print_path(found: list[Call]) -> None:
+    """The step of median length, call by call: what runs one after the other on its path
+    (a step: from the API's record of it to the last read of its answer)."""
+    from bench.aws_requests import print_calls
+
+    firsts = [i for i, c in enumerate(found) if c[3] == "dynamodb.PutItem" and "api" in c[2]]
+    steps = [found[a:b] for a, b in itertools.pairwise(firsts)]
     if not steps:
         return
 
-    def length(step: list[tuple[float, float, str, str]]) -> float:
+    def length(step: list[Call]) -> float:
         api = [c for c in step if "api" in c[2]]
         return api[-1][0] + api[-1][1] / 1000 - step[0][0]
 
     step = sorted(steps, key=length)[len(steps) // 2]
     print(f"the median step's calls ({length(step) * 1000:.1f} ms, first request to last read):")
-    for began, took, who, operation in step:
-        if "ReceiveMessage" in operation:
-            continue  # the worker's long poll: it waits for the wake-up, it is not a step
-        print(f"  +{(began - step[0][0]) * 1000:6.1f} ms {took:6.1f} ms  {who:<14} {operation}")
+    print_calls(step, step[0].began)
 
 
 if __name__ == "__main__":
