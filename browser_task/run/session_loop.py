@@ -55,6 +55,9 @@ POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
+# A wake-up may come before its command's record (the API sends it while it writes the
+# record): the claim looks again after each of these pauses (0.3 s in all), then drops it.
+RECORD_WAITS_S = (0.01, 0.02, 0.04, 0.08, 0.15)
 # The selector of an element by its ref in an "ai" ARIA snapshot.
 ARIA_REF = "aria-ref="
 
@@ -192,16 +195,27 @@ class SessionLoop:
         meanwhile, it stays pending (its caller reads why), and the time counts towards the
         session's max duration (it is its browser's). The lock is read alongside the claim,
         not before it (one round trip less on each command's path); a claim that finds the
-        page held once both are in is given back (``running -> pending``) before any step."""
+        page held once both are in is given back (``running -> pending``) before any step.
+        A command not recorded yet is looked for again a few times (its wake-up was sent
+        while the API wrote it: ``RECORD_WAITS_S``)."""
+        waits = iter(RECORD_WAITS_S)
         while True:
             if self.takeover is not None:
                 await self.takeover.wait_free()  # held as last read: not taken meanwhile
             order = new_ulid()
             claiming = asyncio.to_thread(self.commands.claim, *key, now=self._wall(), order=order)
             if self.takeover is None:
-                return await claiming
-            claim, _ = await asyncio.gather(claiming, self.takeover.look())
-            if claim.verdict != "run" or self.takeover.free:
+                claim = await claiming
+            else:
+                claim, _ = await asyncio.gather(claiming, self.takeover.look())
+            if claim.verdict == "unknown" and claim.record is None:
+                # The API wakes the worker while it writes the record: it may be on its way.
+                pause = next(waits, None)
+                if pause is None:
+                    return claim  # never recorded (its call failed): nothing to run
+                await asyncio.sleep(pause)
+                continue
+            if claim.verdict != "run" or self.takeover is None or self.takeover.free:
                 return claim
             await asyncio.to_thread(self.commands.release, *key, order=order)
             # Given back: taken again (by this loop, or another delivery's) once it is free.

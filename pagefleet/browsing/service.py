@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -332,7 +333,14 @@ def run_steps(
         expires_at=int(now) + COMMAND_RETENTION_S,
         body=CommandBody(steps=dumped, observe=body.observe),
     )
+    wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
+    # The worker holding the session known: it is woken while the record is written, not
+    # after (one round trip less on each step's path). Its claim waits a moment for a record
+    # on its way (browser_task.run.session_loop, RECORD_WAIT_S); a wake-up for a command
+    # that is not to run (answered already, or refused below) meets the claim and runs none.
+    early = _Background(inbox.send, opened.inbox, wakeup) if opened.inbox is not None else None
     record = ledger.record(wanted)
+    woke = early.result() if early is not None else None
     if record.fingerprint != wanted.fingerprint:
         raise IdempotencyKeyReused(
             f"command {given} was sent with other steps; use a new command_id for these",
@@ -340,22 +348,21 @@ def run_steps(
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
         return answered(sessions.presign, record, "ready")
-    if opened.inbox is None:
+    if woke is None:
         # Read after the record was written: a worker that took the session since either
         # is seen here, or finds the command when it looks at the ledger as it starts.
         opened = sessions.opened(tenant_id, session_id)
-    woken = False
-    if opened.inbox is not None and record.state is CommandState.PENDING:
-        # New, or a retry whose first wake-up may never have arrived: woken (again). The
-        # worker's claim on the record runs it once whatever number of wake-ups reach it.
-        wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
-        woken = inbox.send(opened.inbox, wakeup)
-        if not woken:
-            # Its worker's inbox is gone (the worker died, or is named otherwise): the
-            # command waits for the worker's own look at the ledger, or for the sweeper.
-            log.warning(
-                "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
-            )
+        if opened.inbox is not None and record.state is CommandState.PENDING:
+            # New, or a retry whose first wake-up may never have arrived: woken (again). The
+            # worker's claim on the record runs it once whatever number of wake-ups reach it.
+            woke = inbox.send(opened.inbox, wakeup)
+    if woke is False:
+        # Its worker's inbox is gone (the worker died, or is named otherwise): the command
+        # waits for the worker's own look at the ledger, or for the sweeper.
+        log.warning(
+            "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
+        )
+    woken = bool(woke)
     if woken or record.state is CommandState.RUNNING:
         record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
     if record.state is CommandState.DONE and record.answer is not None:
@@ -368,6 +375,30 @@ def run_steps(
         sessions.forget(tenant_id, session_id)
         refuse_ended(job)
     return view.answer or view
+
+
+class _Background(threading.Thread):
+    """``call(*args)`` on a thread of its own, started at once; ``result()`` waits for it
+    (and raises what it raised)."""
+
+    def __init__(self, call: Callable[..., bool], *args: Any) -> None:
+        super().__init__(daemon=True)
+        self._call, self._args = call, args
+        self._out: bool | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._out = self._call(*self._args)
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+
+    def result(self) -> bool | None:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
 
 
 def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> CommandRecord:

@@ -8,7 +8,7 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from browser_task.run.session_loop import SessionLoop
+from browser_task.run.session_loop import RECORD_WAITS_S, SessionLoop
 from devstack.fakes.session_commands import FakeCommandLedger
 from pagefleet.browsing.commands import CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.inbox import Wakeup
@@ -201,3 +201,26 @@ def test_a_command_claimed_as_a_person_takes_the_page_waits_pending_and_then_run
     assert loop.ran == ["c"]
     found = ledger.get("t", "s", "c")
     assert found is not None and found.state is CommandState.DONE
+
+
+class RecordedLate(FakeCommandLedger):
+    """The API sends the wake-up while it writes the record: the first claim finds none."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims = 0
+
+    def claim(self, tenant_id: str, session_id: str, command_id: str, **kw: Any) -> Any:
+        self.claims += 1
+        found = super().claim(tenant_id, session_id, command_id, **kw)
+        if self.claims == 1 and command_id == "c":
+            record(self, "c")  # the API's write lands just after the first look
+        return found
+
+
+def test_a_wakeup_that_comes_before_its_record_runs_the_command_once_it_is_written() -> None:
+    ledger = RecordedLate()
+    loop = loop_over([wake("c"), wake("never"), wake(op="close")], ledger)
+    asyncio.run(loop.run())
+    assert loop.ran == ["c"]  # and "never", never recorded, was dropped after a few looks
+    assert ledger.claims == 2 + 1 + len(RECORD_WAITS_S)
