@@ -108,10 +108,11 @@ def calls_between(log_dir: Path, start: float, end: float) -> list[Call]:
 
 def print_calls(calls: list[Call], since: float) -> None:
     """Call by call: when each began after ``since``, how long it took, who made it."""
-    for began, took, who, operation, _caller in calls:
+    for began, took, who, operation, caller in calls:
         if "ReceiveMessage" in operation:
             continue  # a long poll: it waits for work, it is not on a path
-        print(f"  +{(began - since) * 1000:6.1f} ms {took:6.1f} ms  {who:<22} {operation}")
+        at = (began - since) * 1000
+        print(f"  +{at:6.1f} ms {took:6.1f} ms  {who:<22} {operation:<40} <- {caller}")
 
 
 def hook_env(log_dir: Path) -> dict[str, str]:
