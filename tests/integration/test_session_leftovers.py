@@ -19,7 +19,7 @@ from devstack.pollers import scheduled_event, sweeper_timer
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.tenant_counters import DynamoTenantCounters
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
