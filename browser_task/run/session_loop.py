@@ -40,7 +40,13 @@ from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from browser_task.run.session_parts import AnswerParts
 from browser_task.run.takeover import PageTakeover
-from pagefleet.browsing.commands import Claim, CommandLedger, CommandState, pending_commands
+from pagefleet.browsing.commands import (
+    Claim,
+    CommandLedger,
+    CommandRecord,
+    CommandState,
+    pending_commands,
+)
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
@@ -208,8 +214,9 @@ class SessionLoop:
                 claim = await claiming
             else:
                 claim, _ = await asyncio.gather(claiming, self.takeover.look())
-            if claim.verdict == "unknown" and claim.record is None:
-                # The API wakes the worker while it writes the record: it may be on its way.
+            if claim.verdict == "unknown" and _on_its_way(claim.record):
+                # The API wakes the worker while it writes the record: it may be on its way,
+                # or have landed between the claim's conditional write and its read.
                 pause = next(waits, None)
                 if pause is None:
                     return claim  # never recorded (its call failed): nothing to run
@@ -439,6 +446,12 @@ async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
         tab = {"index": index, "url": mask(other.url), "title": mask(title)}
         out.append({**tab, "current": True} if other is page else tab)
     return out
+
+
+def _on_its_way(record: CommandRecord | None) -> bool:
+    """A claim found nothing to take, and no one else holds it: not recorded yet, or
+    recorded just after the claim's write (found pending by its read)."""
+    return record is None or record.state is CommandState.PENDING
 
 
 def _error(failure: JobFailure) -> dict[str, Any]:

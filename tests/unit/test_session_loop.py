@@ -10,7 +10,7 @@ from typing import Any
 
 from browser_task.run.session_loop import RECORD_WAITS_S, SessionLoop
 from devstack.fakes.session_commands import FakeCommandLedger
-from pagefleet.browsing.commands import CommandBody, CommandRecord, CommandState
+from pagefleet.browsing.commands import Claim, CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
@@ -204,7 +204,9 @@ def test_a_command_claimed_as_a_person_takes_the_page_waits_pending_and_then_run
 
 
 class RecordedLate(FakeCommandLedger):
-    """The API sends the wake-up while it writes the record: the first claim finds none."""
+    """The API sends the wake-up while it writes the record: the first claim of "c" finds
+    none, and that of "mid" finds it pending (written between the claim's write and read,
+    as DynamoDB's claim can: pagefleet.adapters.dynamodb.session_commands)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -215,12 +217,14 @@ class RecordedLate(FakeCommandLedger):
         found = super().claim(tenant_id, session_id, command_id, **kw)
         if self.claims == 1 and command_id == "c":
             record(self, "c")  # the API's write lands just after the first look
+        if command_id == "mid" and found.record is None:
+            return Claim(verdict="unknown", record=record(self, "mid"))
         return found
 
 
 def test_a_wakeup_that_comes_before_its_record_runs_the_command_once_it_is_written() -> None:
     ledger = RecordedLate()
-    loop = loop_over([wake("c"), wake("never"), wake(op="close")], ledger)
+    loop = loop_over([wake("c"), wake("mid"), wake("never"), wake(op="close")], ledger)
     asyncio.run(loop.run())
-    assert loop.ran == ["c"]  # and "never", never recorded, was dropped after a few looks
-    assert ledger.claims == 2 + 1 + len(RECORD_WAITS_S)
+    assert loop.ran == ["c", "mid"]  # and "never", never recorded, dropped after a few looks
+    assert ledger.claims == 2 + 2 + 1 + len(RECORD_WAITS_S)
