@@ -7,9 +7,9 @@ one worker in Chromium, the demo site on 127.0.0.1) and opens a browser session 
 demo's contact form. Round by round, interleaved:
 
 - *through the platform*: ``POST /v1/browser-sessions/{id}/steps`` with one ``fill`` step
-  and no ARIA snapshot, timed at the client (the API records the command and wakes the
-  worker through its inbox, the worker claims it, runs the step with its URL and title and
-  records the answer, the API reads it, back);
+  and no ARIA snapshot, timed at the client (the API records the command while it wakes
+  the worker through its inbox, the worker claims it while it reads the takeover lock, runs
+  the step with its URL and title and records the answer, the API reads it, back);
 - *alone*: the same ``fill`` on the same page in a Chromium this process drives directly.
 
 Prints the p50 (and p90) of each side by side, their difference (what the platform adds;
