@@ -50,7 +50,10 @@ def _event_line(event: RunEvent) -> str | None:
     if kind is EventType.STEP_STARTED:
         return f"{where} [cyan]{escape(event.label or event.action or '')}[/]"
     if kind is EventType.STEP_FINISHED:
-        took = f" ({event.duration_ms} ms)" if event.duration_ms is not None else ""
+        spent = [f"{event.duration_ms} ms"] if event.duration_ms is not None else []
+        if event.cost_usd is not None:
+            spent.append(f"${event.cost_usd:.7f}")  # its share of the job's price
+        took = f" ({', '.join(spent)})" if spent else ""
         if event.outcome == "ok":
             return f"  [green]✓[/] {where} {escape(event.action or '')}{took}"
         return (
