@@ -35,12 +35,18 @@ class LocalSettings:
 
 
 def local_settings(
-    provisioned: Provisioned, live: LiveParts, *, concurrency: int, job_role_arn: str
+    provisioned: Provisioned,
+    live: LiveParts,
+    *,
+    concurrency: int,
+    job_role_arn: str,
+    console_url: str,
 ) -> LocalSettings:
     core: dict[str, Any] = {
         **provisioned.store_settings(),
         "stage": "local",
         "pools": LOCAL_POOLS,
+        "console_url": console_url,  # the stream reader's notifications link to it
         **live.settings(provisioned),
         **provisioned.scheduler_settings(),
     }

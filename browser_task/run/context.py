@@ -15,6 +15,7 @@ from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import SecretStore
+from pagefleet.live.events import EventType
 from pagefleet.workflow import Back, Forward, Goto, Step, WaitFor
 from pagefleet.workflow.masking import Masker
 
@@ -97,12 +98,20 @@ class RunContext:
             scope = scope.frame_locator(inner)
         return scope
 
-    async def hold_for_person(self) -> None:
-        """Before a step: wait while a person holds the page; the time waited is not the
-        run's own (job_timeout_s does not count it)."""
+    async def hold_for_person(self, step: int | None = None) -> None:
+        """Before a step (``step``: its index): wait while a person holds the page; the time
+        waited is not the run's own (job_timeout_s does not count it)."""
         takeover = self.takeover
         if takeover is None or takeover.free:
             return
+        if self.events is not None and takeover.held is not None:
+            # Said once per wait, before it: a follower sees why the next step has not begun.
+            self.events.emit(
+                EventType.LOG,
+                level="info",
+                message=f"{'the next step' if step is None else f'step {step}'} waits: "
+                f"{takeover.held.holder} holds the page",
+            )
         self.human_wait_started = time.monotonic()
         try:
             await takeover.hold()

@@ -136,6 +136,9 @@ class ChangesSettings(CoreSettings):
     webhook_queue_url: str | None = None
     # EventBridge bus for "Job Finished" events ("default"); None: none are sent.
     event_bus_name: str | None = None
+    # The web console's base URL (https://<domain>/console/): a notification that asks for a
+    # person links to the job's live view with it; None: no console, no link.
+    console_url: str | None = None
 
 
 class LiveSettings(_Base):
