@@ -81,7 +81,7 @@ from devstack.processes import ManagedProcess
 from devstack.stack import DEV_TENANT, LocalStack
 from devstack.strict_aws import at_least_once
 from pagefleet.client import ApiError, PagefleetClient
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 console = Console()

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from bench.common import load_average as load
 from devstack.chaos import Audit, ChaosSite
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 console = Console()

@@ -23,6 +23,7 @@ from browser_task.observe.health import Liveness
 from browser_task.observe.task_protection import TaskProtection
 from browser_task.observe.telemetry import JobLog, WorkerMetrics, logger
 from browser_task.run.inbox import WorkerInbox
+from browser_task.run.opening import RunOpener
 from browser_task.run.prepare import SecretsResolver, TenantPolicies
 from browser_task.run.runner import JobRunner
 from browser_task.slot.ahead import LaterHooks
@@ -129,17 +130,24 @@ def build_worker(
         runner=JobRunner(
             settings,
             lifecycle,
-            browsers,
+            RunOpener(
+                settings,
+                lifecycle,
+                browsers,
+                tenant_data=tenant_data,
+                policies=policies,
+                resolver=resolver,
+                egress_log=egress_log,
+                audit=audit or RUNTIME.audit_log(settings.tenants_table),
+            ),
             tenant_data=tenant_data,
             policies=policies,
-            resolver=resolver,
             abort=abort,
             egress_log=egress_log,
             schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
             session_inbox=inbox,
             session_commands=session_commands or RUNTIME.session_commands(settings),
             frames=RUNTIME.connection_poster(settings.live_endpoint),
-            audit=audit or RUNTIME.audit_log(settings.tenants_table),
         ),
         completion=Completion(
             lifecycle,

@@ -20,7 +20,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
 from browser_task.egress.guard import UNRESOLVED_PREFIX
 from browser_task.egress.http import POLICY, UNREACHABLE, UNRESOLVED, UPSTREAM_AUTH, Refused
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.targets.breakers import origin_of
 from pagefleet.workflow import Goto, Step
 

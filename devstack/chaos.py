@@ -31,7 +31,7 @@ from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.faults import INJECTED
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 # Final for the purpose of "lost": nothing more happens to the job without an operator.

@@ -32,7 +32,7 @@ from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 PLACE_ORDER = EXAMPLES_DIR / "place-order.json"

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.observe.telemetry import logger
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.targets.breakers import Admission, Breakers, BreakerState, origin_of
 from pagefleet.workflow import Goto, iter_steps
 from pagefleet.workflow.templating import render

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import (
     LABEL_MAX_CHARS,

@@ -23,8 +23,8 @@ from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
 
 from browser_task.observe.telemetry import JobLog
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.moves import headline
+from pagefleet.jobs.record import JobRecord
 from pagefleet.live.ports import ConnectionPoster
 from pagefleet.live.watch import FRAME_MAX_HEIGHT, FRAME_MAX_WIDTH, frame_messages
 from pagefleet.specs.settings import WorkerSettings

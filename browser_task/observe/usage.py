@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobRecord, iso
+from pagefleet.jobs.models import iso
+from pagefleet.jobs.record import JobRecord
 from pagefleet.tenancy.usage import UNNAMED, AttemptUsage, day_of
 
 

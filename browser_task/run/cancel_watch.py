@@ -11,7 +11,7 @@ from browser_task.observe.screencast import LiveView
 from browser_task.observe.telemetry import JobLog
 from browser_task.run.takeover import PageTakeover
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 
 # How often a running job's signals are read: a cancel takes effect within this, plus
 # the time to close the context (the promise is "within 3 seconds"); a watcher's first

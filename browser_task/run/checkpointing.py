@@ -36,7 +36,7 @@ from pagefleet.live.events import EventType
 if TYPE_CHECKING:
     from browser_task.observe.run_events import RunEvents
     from pagefleet.jobs.lifecycle import Lifecycle
-    from pagefleet.jobs.models import JobRecord
+    from pagefleet.jobs.record import JobRecord
 
 log = logging.getLogger("browser_task.run.checkpointing")
 

@@ -18,9 +18,25 @@ from browser_task.run.irreversible import compensate
 from browser_task.run.spend import cap_message
 from pagefleet.jobs.checkpoints import for_review
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.jobs.states import JobStatus
+
+
+def refused(
+    lifecycle: Lifecycle,
+    job: JobRecord,
+    failure: JobFailure,
+    result: dict[str, Any] | None = None,
+    artifacts: list[Any] | None = None,
+) -> Outcome:
+    """A failure outside the workflow (before its first step, or in the uploads after it):
+    retry or fail, with no checkpoints to weigh."""
+    outcome = lifecycle.after_failure(
+        job, failure.to_job_error(), result=result or {}, artifacts=artifacts or []
+    )
+    # The breakers charge the origin that failed, not the one the job was admitted on.
+    return replace(outcome, failed_origin=failure.origin)
 
 
 def failed_at(

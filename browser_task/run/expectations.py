@@ -12,7 +12,7 @@ from typing import Any
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.monitors.expect import Breach, breaches, summary
 
 

@@ -22,8 +22,8 @@ from browser_task.run.visual import pixel_diff
 from browser_task.tenant.access import TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import Artifact, JobRecord
 from pagefleet.jobs.ports import ArtifactStore, JobStore
+from pagefleet.jobs.record import Artifact, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import (
     CHANGES_ARTIFACT,

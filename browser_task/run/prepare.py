@@ -22,9 +22,10 @@ from browser_task.run.plan import RunPlan, describe, step_label
 from browser_task.run.steps import session
 from browser_task.tenant.logins import SessionStore, StorageState
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.ports import ArtifactStore, SecretStore
+from pagefleet.jobs.record import JobRecord
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Paginate, Step, UseSession, iter_steps
 from pagefleet.workflow.masking import MASK, Masker
 from pagefleet.workflow.templating import job_fields, referenced, references, render

@@ -29,8 +29,8 @@ from playwright.async_api import Route as PageRoute
 from browser_task.browser.setup import ContextSetup, RoutesFirst, together
 from browser_task.egress.guard import EgressGuard
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import RunMetrics
 from pagefleet.jobs.options import BlockOptions
+from pagefleet.jobs.record import RunMetrics
 from pagefleet.workflow import Route
 
 if TYPE_CHECKING:

@@ -11,54 +11,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from browser_task.browser.pool import BrowserPool, JobBrowser
-from browser_task.browser.tracing import TraceRecorder, trace_plan
-from browser_task.browser.warm import allows_warm, warm_key
-from browser_task.egress.guard import EgressGuard, Resolver
-from browser_task.egress.http import Refused
+from browser_task.browser.pool import JobBrowser
 from browser_task.egress.log import EgressLog, TrackedJob
-from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
-from browser_task.errors import JobFailure, RetryJob, RotateBrowser, first_line, proxy_refused
-from browser_task.observe.run_events import RunEvents, watch_page
+from browser_task.errors import JobFailure, RetryJob, first_line
+from browser_task.observe.run_events import RunEvents
 from browser_task.observe.screencast import live_view
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter
 from browser_task.run import endings
 from browser_task.run.cancel_watch import watch_cancel
-from browser_task.run.checkpointing import AttemptLost, Progress
+from browser_task.run.checkpointing import AttemptLost
 from browser_task.run.context import RunContext
-from browser_task.run.dialogs import DialogWatch
-from browser_task.run.early import EarlyContext, open_early, with_trace
+from browser_task.run.early import EarlyContext
 from browser_task.run.executor import (
     capture_failure_artifacts,
     run_workflow,
-    scheme_guard,
     step_text,
 )
 from browser_task.run.inbox import WorkerInbox
-from browser_task.run.monitoring import Baselines, stored_result
-from browser_task.run.prepare import TenantPolicies, prepare_run
+from browser_task.run.monitoring import Baselines
+from browser_task.run.opening import RunOpener
+from browser_task.run.prepare import TenantPolicies
 from browser_task.run.recordings import drop_recordings, keep_recordings
-from browser_task.run.routing import RequestRouter, with_metrics, with_routes
+from browser_task.run.routing import with_metrics
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.run.spend import nothing_left, spend_left_s, within_budgets
-from browser_task.run.takeover import PageTakeover
-from browser_task.tenant.access import TenantData, TenantDataSource
+from browser_task.tenant.access import TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.ports import ConnectionPoster
 from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
-from pagefleet.tenancy.ports import AuditLog
 
 
 class JobRunner:
@@ -66,36 +56,32 @@ class JobRunner:
         self,
         settings: WorkerSettings,
         lifecycle: Lifecycle,
-        browsers: BrowserPool,
+        opener: RunOpener,
         *,
         tenant_data: TenantDataSource,
         policies: TenantPolicies | None,
-        resolver: Resolver,
         abort: asyncio.Event,
-        egress_log: EgressLog | None = None,
+        egress_log: EgressLog,
         schedules: ScheduleStore | None = None,
         session_inbox: WorkerInbox | None = None,
         session_commands: CommandLedger | None = None,
         frames: ConnectionPoster | None = None,
-        audit: AuditLog | None = None,
     ) -> None:
         self.settings = settings
-        # Where a takeover returned after its idle time is recorded (None: not audited).
-        self._audit = audit
+        self.lifecycle = lifecycle
+        # Everything before the first step (browser_task.run.opening).
+        self._opener = opener
         # Where a watched job's live view frames are posted (None: no live view).
         self._frames = frames
         # Where browser sessions' commands are woken and recorded (None: this worker runs
         # none).
         self._session_inbox = session_inbox
         self._session_commands = session_commands
-        self.lifecycle = lifecycle
-        self.browsers = browsers
         # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
         self._tenant_data = tenant_data
         self._policies = policies
-        self._resolver = resolver
         self._abort = abort
-        self._egress_log = egress_log or EgressLog()
+        self._egress_log = egress_log
         # Where a monitor's baseline is found (a schedule's pin or its last good run).
         self._baselines = Baselines(lifecycle.store, schedules, tenant_data)
 
@@ -118,7 +104,7 @@ class JobRunner:
             if spend_left_s(job) <= 0:  # before any browser work (browser_task.run.spend)
                 if early is not None:
                     await early.discard()
-                return self._failed(job, nothing_left(job), {}, [])
+                return endings.refused(self.lifecycle, job, nothing_left(job))
             return await self._attempt(job, log, events, meter, signals, early, lease.lost)
         finally:
             signals.released.set()
@@ -142,7 +128,7 @@ class JobRunner:
                 f"the tenant's credentials are unavailable: {first_line(str(exc))}",
                 kind="tenant_access_failed",
             )
-            return self._failed(job, failure, {}, [])
+            return endings.refused(self.lifecycle, job, failure)
         collector = ArtifactCollector(
             data.artifacts,
             tenant_id=job.tenant_id,
@@ -154,7 +140,7 @@ class JobRunner:
         session: JobBrowser | None = None
         tracked: TrackedJob | None = None
         try:
-            opened = await self._open(job, collector, data, events, meter, early, log)
+            opened = await self._opener.open(job, collector, data, events, meter, early, log)
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened
@@ -168,117 +154,6 @@ class JobRunner:
             if session is not None:
                 await session.close()
                 drop_recordings(session)  # not kept by now: the run was abandoned
-
-    async def _open(
-        self,
-        job: JobRecord,
-        collector: ArtifactCollector,
-        data: TenantData,
-        events: RunEvents | None,
-        meter: AttemptMeter | None,
-        early: EarlyContext | None,
-        log: JobLog,
-    ) -> RunContext | Outcome:
-        """Everything before the first step; a failure here is the job's outcome."""
-        try:
-            # Everything a run needs, settled before any browser work (run.plan).
-            plan = await prepare_run(
-                job,
-                secrets=data.secrets,
-                sessions=data.sessions,
-                policies=self._policies,
-                parents=self.parent_result,
-                artifacts=data.artifacts,
-            )
-        except JobFailure as refused:
-            if early is not None:
-                await early.discard()
-            return self._failed(job, refused, {}, [])
-        options = plan.options
-        if early is not None and not early.fits(options, storage_state=plan.storage_state):
-            await early.discard()
-            early = None
-        guard = early.guard if early is not None else self.guard(log)
-        router = (
-            early.router
-            if early is not None
-            else RequestRouter(guard, options.block, plan.replay_har)
-        )
-        job_egress: EgressProxy | None = None
-        if options.proxy is not None:
-            try:
-                job_egress = await self.browsers.job_egress(
-                    UpstreamProxy.of(options.proxy), on_refusal=self._egress_log.decisions(log)
-                )
-            except Refused as refused:
-                report = self._egress_log.sink(log)
-                report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
-                return self._failed(job, proxy_refused(refused), {}, [])
-        request = job.request
-        warm = allows_warm(request, options, storage_state=plan.storage_state)
-        trace: TraceRecorder | None = None
-        try:
-            if early is not None:
-                session, trace = await early.opening, early.trace
-            else:
-                # The trace starts with the context (a warm one is traced as the workflow
-                # starts: executor.start_tracing).
-                wanted = trace_plan(request.options.trace, plan.tries, secrets=bool(plan.masker))
-                if not warm and wanted is not None:
-                    trace = TraceRecorder(None, wanted)
-                session = await self.browsers.new_session(
-                    options,
-                    storage_state=plan.storage_state,
-                    setup=with_trace(with_routes(scheme_guard(guard), router), trace),
-                    egress=job_egress,
-                    warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
-                )
-        except Exception as launch_error:
-            failure = RotateBrowser(
-                f"could not open a browser context: {first_line(str(launch_error))}"
-            )
-            return self._failed(job, failure, {}, [])
-        if meter is not None:
-            session.context.on("request", meter.on_request)
-            session.listeners.append(("request", meter.on_request))  # dropped when parked
-        ctx = RunContext(
-            plan=plan,
-            session=session,
-            guard=guard,
-            artifacts=collector,
-            sessions=data.sessions,
-            secrets=data.secrets if request.session is not None else None,
-            commands=data.commands if request.session is not None else None,
-            trace=trace if trace is not None and trace.started else None,
-            egress_refusals=(
-                (lambda: job_egress.refusals)
-                if job_egress is not None
-                else self._refusals_since(time.time())
-            ),
-            events=events,
-            progress=Progress(self.lifecycle, job, events),
-            router=router,
-        )
-        ctx.dialogs = DialogWatch(options, events, ctx.mask)
-        ctx.dialogs.install(session.page, session.listeners)  # dropped when parked
-        ctx.takeover = PageTakeover(
-            session.page,
-            job,
-            self.lifecycle.store,
-            data.inputs,
-            events=events,
-            audit=self._audit,
-            log=log,
-        )
-        if events is not None:
-            events.mask_with(ctx.mask)  # the job's secret values never reach an event
-            watch_page(
-                events,
-                session.page,
-                capture_console=options.capture_console,
-                listeners=session.listeners,  # removed when a warm context is parked
-            )
-        return ctx
 
     async def _watch(
         self,
@@ -385,7 +260,7 @@ class JobRunner:
             except JobFailure as after_run:
                 await ctx.session.close()
                 artifacts, _ = await collector.settle()
-                return self._failed(job, after_run, ctx.result, artifacts)
+                return endings.refused(self.lifecycle, job, after_run, ctx.result, artifacts)
             # Only a job that succeeded, uploads included, leaves its context warm.
             ctx.session.reusable = warm and ctx.guard.stopped is None
             await ctx.session.close()
@@ -430,46 +305,14 @@ class JobRunner:
         commands = ctx.commands or self._session_commands
         return await run_session(ctx, self._session_inbox, commands, self._policies)
 
-    def guard(self, log: JobLog) -> EgressGuard:
-        """A job's own scheme and address checks (its refusals go to ``log``)."""
-        return EgressGuard(
-            allow_loopback=self.settings.allow_loopback,
-            resolver=self._resolver,
-            on_refusal=self._egress_log.sink(log),
-        )
-
     def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
         """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
-        # The claim about to be written makes this the job's next attempt.
-        return open_early(
-            self.browsers, job.request, self.guard(log), attempt=job.attempts_used + 1
-        )
-
-    def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
-        """A parent's result: inline in its record, or in its ``data.json`` when too big
-        (read through the tenant's own credentials, as every artifact of its jobs)."""
-        parent = self.lifecycle.store.get(tenant_id, job_id, consistent=False)
-        return stored_result(parent, self._tenant_data(tenant_id).artifacts)
-
-    def _failed(
-        self, job: JobRecord, failure: JobFailure, result: dict[str, Any], artifacts: list[Any]
-    ) -> Outcome:
-        outcome = self.lifecycle.after_failure(
-            job, failure.to_job_error(), result=result, artifacts=artifacts
-        )
-        return replace(outcome, failed_origin=failure.origin)
+        return self._opener.open_early(job, log)
 
     def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
         """A cancel or a drain asked the run to stop."""
         cancelled = cancel.done() and not cancel.cancelled() and cancel.result()
         return bool(cancelled) or self._abort.is_set()
-
-    def _refusals_since(self, since: float) -> Callable[[], list[Decision]]:
-        # The proxy serves both slots; a refusal after this job started is the likely cause.
-        def refusals() -> list[Decision]:
-            return [d for d in self.browsers.egress.refusals if d.at >= since]
-
-        return refusals
 
     async def _kill(self, work: asyncio.Task[Any], session: JobBrowser) -> None:
         await session.close()

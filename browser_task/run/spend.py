@@ -16,7 +16,8 @@ from typing import Any
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
-from pagefleet.jobs.models import JobRecord, epoch_of_iso
+from pagefleet.jobs.models import epoch_of_iso
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.spend import COST_CAP_KIND
 
 

@@ -37,8 +37,8 @@ from pagefleet.browsing.input_events import (
     TakeoverInputs,
     TextInput,
 )
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import JobStore
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.takeover import Takeover
 from pagefleet.live.events import EventType
 from pagefleet.tenancy.audit import audit_record

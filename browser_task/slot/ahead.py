@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from pagefleet.jobs.hooks import Deferral, JobHooks
-from pagefleet.jobs.models import JobMessage, JobRecord
+from pagefleet.jobs.record import JobMessage, JobRecord
 
 
 class LaterHooks:

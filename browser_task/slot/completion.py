@@ -22,7 +22,7 @@ from browser_task.observe.usage import AttemptMeter, attempt_usage
 from browser_task.slot.leases import LeaseKeeper
 from browser_task.tenant.access import TenantDataSource
 from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome, Then
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names as metric
 

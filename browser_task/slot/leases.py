@@ -27,7 +27,7 @@ from browser_task.errors import first_line
 from browser_task.observe.telemetry import JobLog
 from pagefleet.errors import LeaseLost
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASE_MARGIN_S, lease_ended_before
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.sweeper import TakeBacks, take_back_expired

@@ -40,8 +40,8 @@ from browser_task.slot.completion import Completion
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
 from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobRecord
 from pagefleet.live.ports import EventStore
 from pagefleet.specs.resources import claim_owner
 from pagefleet.specs.settings import WorkerSettings

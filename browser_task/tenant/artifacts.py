@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 
 from browser_task.errors import FailJob, JobFailure, RetryJob, first_line
-from pagefleet.jobs.models import Artifact
 from pagefleet.jobs.ports import ArtifactStore
+from pagefleet.jobs.record import Artifact
 from pagefleet.specs.resources import ROUTINE
 
 

@@ -16,8 +16,9 @@ from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.adapters.dynamodb import CursorCodec
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
-from pagefleet.jobs.models import Artifact, TenantPolicy
+from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.ports import ApiKeyRecord
+from pagefleet.jobs.record import Artifact
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.submit_policy import SubmitPolicy
 from pagefleet.pricing import Worker

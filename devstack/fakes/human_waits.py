@@ -7,7 +7,7 @@ from typing import Any
 
 from pagefleet.errors import IllegalTransition
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 _WAITING = frozenset({JobStatus.WAITING_FOR_HUMAN})

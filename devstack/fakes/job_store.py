@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.fakes.human_waits import FakeHumanWaits
+from devstack.fakes.review import FakeReview, irreversible
 from devstack.fakes.takeovers import FakeTakeovers
 from devstack.fakes.watchers import FakeWatchers
 from pagefleet.adapters.dynamodb.codec import (
@@ -26,16 +27,11 @@ from pagefleet.errors import (
     LeaseLost,
     NotFound,
 )
-from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.listing import fill_page
-from pagefleet.jobs.models import (
-    MAX_REPLAYS_LISTED,
-    Artifact,
-    AttemptRecord,
-    JobError,
-    JobRecord,
-)
+from pagefleet.jobs.models import MAX_REPLAYS_LISTED
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.monitors.changes import Changes
@@ -49,7 +45,7 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers):
+class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
@@ -289,57 +285,8 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers):
                 row.ops = (ops_key("retry", job_id), due)
             elif status is JobStatus.NEEDS_REVIEW:
                 row.ops = None
-            _irreversible(update, checkpoints=checkpoints, compensation=compensation)
+            irreversible(update, checkpoints=checkpoints, compensation=compensation)
             row.job = row.job.model_copy(update=update, deep=True)
-            return row.job.model_copy(deep=True)
-
-    def record_progress(
-        self,
-        tenant_id: str,
-        job_id: str,
-        *,
-        attempt: int,
-        owner: str,
-        checkpoints: list[Checkpoint],
-        result: dict[str, Any] | None = None,
-        compensation: Compensation | None = None,
-    ) -> JobRecord:
-        with self._lock:
-            row = self._fenced(tenant_id, job_id, attempt, owner, "no longer holds the lease")
-            update: dict[str, Any] = {}
-            _irreversible(update, checkpoints=checkpoints, compensation=compensation)
-            if result is not None:
-                update["result"] = result
-            row.job = row.job.model_copy(update=update, deep=True)
-            return row.job.model_copy(deep=True)
-
-    def resolve_review(
-        self,
-        tenant_id: str,
-        job_id: str,
-        *,
-        to: JobStatus,
-        at: str,
-        checkpoints: list[Checkpoint],
-        resolution: Resolution,
-    ) -> JobRecord:
-        with self._lock:
-            row = self._row(tenant_id, job_id)
-            job = row.job
-            if job.status is not JobStatus.NEEDS_REVIEW:
-                raise IllegalTransition(
-                    f"job {job_id} is {job.status.value}, not needs_review",
-                    status=job.status.value,
-                )
-            update: dict[str, Any] = {"status": to, "updated_at": at, "error": None}
-            update.update(checkpoints=list(checkpoints), resolution=resolution, retry_at=None)
-            if to.is_final:
-                update["finished_at"] = at
-                row.ops, row.unqueued = None, False
-            else:  # queued again, as a redrive
-                update.update(attempt_base=job.attempt, enqueued_at=None)
-                row.ops, row.unqueued = None, True
-            row.job = job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)
 
     def transition(
@@ -395,7 +342,7 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers):
                 row.ops, row.unqueued = None, True
             if error is not None:
                 update["error"] = error
-            _irreversible(update, checkpoints=checkpoints)
+            irreversible(update, checkpoints=checkpoints)
             row.job = job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)
 
@@ -496,16 +443,3 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers):
                 status=job.status.value,
             )
         return row
-
-
-def _irreversible(
-    update: dict[str, Any],
-    *,
-    checkpoints: list[Checkpoint] | None = None,
-    compensation: Compensation | None = None,
-) -> None:
-    """As the DynamoDB store's ``set_irreversible``: what is given replaces what was."""
-    if checkpoints is not None:
-        update["checkpoints"] = list(checkpoints)
-    if compensation is not None:
-        update["compensation"] = compensation

@@ -12,8 +12,8 @@ import threading
 from dataclasses import dataclass, field
 
 from pagefleet.adapters.sqs import parse_message
-from pagefleet.jobs.models import JobMessage
 from pagefleet.jobs.ports import Clock, ReceivedMessage
+from pagefleet.jobs.record import JobMessage
 from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 
 

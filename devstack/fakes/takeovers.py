@@ -8,7 +8,7 @@ from typing import Any
 
 from pagefleet.adapters.dynamodb.takeovers import TAKEABLE
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.takeover import Takeover, not_held, not_running, taken_over
 
 

@@ -20,7 +20,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEvent
 from pydantic import BaseModel
 
 from functions.xray import function_tracer
-from pagefleet.api.contract import ErrorBody
+from pagefleet.api.errors import ErrorBody
 from pagefleet.errors import Forbidden, Unauthorized
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.job_data import AwsJobData
     from pagefleet.browsing.service import Sessions
     from pagefleet.browsing.takeover import Takeovers
-    from pagefleet.jobs.models import JobRecord
+    from pagefleet.jobs.record import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.runtime import LiveApi
     from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
@@ -145,7 +145,7 @@ def request_id(router: Router) -> str:
 def respond(
     status: int, model: BaseModel, headers: Mapping[str, str] | None = None
 ) -> Response[str]:
-    """A JSON response serialized through its contract model (``pagefleet.api.contract``)."""
+    """A JSON response serialized through its contract model (``pagefleet.api``)."""
     return Response(
         status_code=status,
         content_type="application/json",

@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pagefleet.api.contract import ErrorBody, ErrorDetail
+from pagefleet.api.errors import ErrorBody, ErrorDetail
 from pagefleet.errors import (
     EnqueueFailed,
     Forbidden,

@@ -7,7 +7,7 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from pagefleet.jobs.models import Artifact
+from pagefleet.jobs.record import Artifact
 from pagefleet.specs.resources import ARTIFACTS_BUCKET, ROUTINE
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pagefleet.jobs.models import JobMessage
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobMessage
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient

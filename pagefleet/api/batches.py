@@ -1,7 +1,7 @@
 """``POST /v1/batches``: up to 100 jobs in one request, each answered on its own.
 
-The results carry the job views of the API's contract (``pagefleet.api.contract``), which is
-why these bodies live beside it and not with the tenancy views.
+The results carry the job views of the API's contract (``pagefleet.api.jobs``), which is
+why these bodies live beside them and not with the tenancy views.
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.api.contract import JobView
+from pagefleet.api.jobs import JobView
 from pagefleet.jobs.submission import JobSubmission
+from pagefleet.view import View
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class BatchItemResult(_View):
+class BatchItemResult(View):
     index: int
     status: int = Field(description="as the job alone would have been answered: 202, 409, 429...")
     job_id: str | None = None
@@ -27,7 +24,7 @@ class BatchItemResult(_View):
     error: dict[str, Any] | None = None
 
 
-class BatchResponse(_View):
+class BatchResponse(View):
     accepted: int
     results: list[BatchItemResult]
 

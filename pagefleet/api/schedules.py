@@ -1,5 +1,5 @@
 """The REST API's contract for schedules: a schedule, its runs and its monitor's baseline
-(the rest of the contract is ``pagefleet.api.contract``)."""
+(the rest of the contract is ``pagefleet.api``)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pagefleet.api.contract import JobView, _View
+from pagefleet.api.jobs import JobView
 from pagefleet.monitors.changes import ChangeSummary
 from pagefleet.schedules.service import Schedule
+from pagefleet.view import View
 
 
-class ScheduleRunView(_View):
+class ScheduleRunView(View):
     scheduled_time: str
     job_id: str | None = None
     skipped: str | None = Field(default=None, description="why no job was made")
@@ -20,13 +21,13 @@ class ScheduleRunView(_View):
     manual: bool = Field(default=False, description="started by POST .../run")
 
 
-class LastChangeView(_View):
+class LastChangeView(View):
     job_id: str
     at: str
     summary: ChangeSummary
 
 
-class ScheduleView(_View):
+class ScheduleView(View):
     """A schedule: its expression, its job, when it fires next, and how its runs went."""
 
     schedule_id: str
@@ -82,7 +83,7 @@ class BaselineRequest(BaseModel):
     job_id: str | None = Field(description="a succeeded run of this schedule; null: unpin")
 
 
-class ScheduleList(_View):
+class ScheduleList(View):
     schedules: list[ScheduleView]
 
 
@@ -90,7 +91,7 @@ class ScheduleRunJob(JobView):
     """A job a schedule made, with the time it was scheduled for."""
 
 
-class ScheduleRuns(_View):
+class ScheduleRuns(View):
     """A schedule's jobs, newest first; skipped fires are listed in ``skipped``."""
 
     jobs: list[ScheduleRunJob]

@@ -18,6 +18,7 @@ from pagefleet.jobs.session_terms import (
     MAX_IDLE_S,
 )
 from pagefleet.jobs.takeover import TakeoverView
+from pagefleet.view import View
 from pagefleet.workflow import Step
 from pagefleet.workflow.versions import NAME_PATTERN, InputValue
 
@@ -250,7 +251,7 @@ class Answer(BaseModel):
     files: dict[str, PartRef] = Field(default_factory=dict)
 
 
-class SessionView(BaseModel):
+class SessionView(View):
     """``GET /v1/browser-sessions/{id}``."""
 
     session_id: str
@@ -273,7 +274,7 @@ class SessionView(BaseModel):
     )
 
 
-class OpenSessionView(BaseModel):
+class OpenSessionView(View):
     """One of ``GET /v1/browser-sessions``: a session still open, what it cost so far."""
 
     session_id: str
@@ -297,7 +298,7 @@ class OpenSessionView(BaseModel):
 OpenStatus = Literal["open", "starting", "ready"]
 
 
-class OpenSessions(BaseModel):
+class OpenSessions(View):
     """``GET /v1/browser-sessions``."""
 
     sessions: list[OpenSessionView]
@@ -306,7 +307,7 @@ class OpenSessions(BaseModel):
 CommandStatus = Literal["pending", "running", "done", "expired", "lost"]
 
 
-class StepsAnswer(BaseModel):
+class StepsAnswer(View):
     session_id: str
     command_id: str
     state: CommandStatus = Field(
@@ -335,14 +336,14 @@ class SessionFile(PartLink):
     name: str
 
 
-class SessionFiles(BaseModel):
+class SessionFiles(View):
     """``GET /v1/browser-sessions/{id}/files``: the files its steps made, oldest first."""
 
     session_id: str
     files: list[SessionFile]
 
 
-class CommandView(BaseModel):
+class CommandView(View):
     """A command of a session (202 of ``POST .../steps``, ``GET .../commands/{id}``)."""
 
     session_id: str
@@ -383,7 +384,7 @@ class SaveAsWorkflow(BaseModel):
         return inputs
 
 
-class SavedWorkflow(BaseModel):
+class SavedWorkflow(View):
     name: str
     version: int
     steps: int

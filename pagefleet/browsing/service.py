@@ -1,14 +1,9 @@
-"""What the API does with browser sessions: open, step, read, close, save as a workflow.
+"""What the API does with browser sessions: open, read, close, save as a workflow (the
+steps are ``pagefleet.browsing.stepping``).
 
 A session is a job (docs/decisions.md, 2026-12-01): opened through the tenant's admission
 like any submission, claimed, leased and heartbeated by a worker, ended through the
-lifecycle. Each command is recorded, body and all, in the session's command ledger before
-anything is sent (pagefleet.browsing.commands: run once or answered ``expired``); its
-worker is woken through its inbox (pagefleet.browsing.inbox: ids only) and answers in the
-record. A call reads the record while the command runs, for at most ``wait_s``, and answers
-202 with the command's id as soon as the command is not running: a session still starting,
-or a worker busy with another command, holds no API execution (docs/api.md, "Browser
-sessions"). A worker that stopped heartbeating is found out here (its lease taken back at
+lifecycle. A worker that stopped heartbeating is found out here (its lease taken back at
 once) and reported as ``lost``.
 """
 
@@ -19,43 +14,33 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
-    CommandBody,
     CommandLedger,
-    CommandRecord,
-    CommandState,
-    fingerprint,
     session_steps,
 )
 from pagefleet.browsing.inbox import SessionInbox, Wakeup
 from pagefleet.browsing.models import (
     MAX_WAIT_S,
-    CommandStatus,
-    CommandView,
     OpenSession,
     SaveAsWorkflow,
     SavedWorkflow,
     SessionView,
-    StepsAnswer,
-    StepsRequest,
 )
 from pagefleet.browsing.recording import parametrize
 from pagefleet.browsing.status import refuse_ended, status_of
 from pagefleet.errors import (
-    IdempotencyKeyReused,
     InvalidField,
     JobNotCancellable,
     NotConfigured,
     NotFound,
     TooManyRequests,
 )
-from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.models import JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
@@ -66,21 +51,12 @@ from pagefleet.specs.resources import inbox_name, owner_worker
 from pagefleet.tenancy.admission import Quotas, submit
 from pagefleet.tenancy.sessions import SessionInfo
 from pagefleet.tenancy.spend import cost_cap_s
-from pagefleet.workflow import Step, UseSession
+from pagefleet.workflow import UseSession
 from pagefleet.workflow.versions import WorkflowDefinition, put_version
 
-# A session's commands (and so its steps) are kept this long: save-as-workflow after it ended.
-COMMAND_RETENTION_S = 30 * 24 * 3600
 # Open sessions whose request a process keeps (the oldest read is dropped first).
 MAX_KEPT_SESSIONS = 1000
 log = logging.getLogger("pagefleet.browsing")
-# A command its worker has not taken this long after it was sent is not waited for: the
-# worker is busy with another command (or gone), and the call answers 202 at once.
-CLAIM_GRACE_S = 1.0
-# How often a call reads the record while it waits: often at first (most steps take tens of
-# milliseconds), less and less after.
-FIRST_READ_S = 0.005
-LAST_READ_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -275,147 +251,6 @@ def recorded_steps(sessions: Sessions, job: JobRecord) -> list[dict[str, Any]]:
     """The steps that succeeded, in order: from the command ledger, where each was made
     durable as it was answered (however the session ended, however many there were)."""
     return session_steps(sessions.require_commands(), job.tenant_id, job.job_id)
-
-
-def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
-    """A job's checks on the steps (references, blocks, sizes): 422 naming the field."""
-    dumped = [s.model_dump(mode="json", exclude_unset=True, exclude_none=True) for s in steps]
-    if not dumped:
-        return dumped  # an observation alone
-    try:
-        JobRequest.model_validate(
-            {"steps": dumped, "options": request.options.model_dump(mode="json")}
-        )
-    except ValidationError as exc:
-        raise InvalidField.from_errors(exc.errors()) from None
-    return dumped
-
-
-def run_steps(
-    sessions: Sessions,
-    tenant_id: str,
-    session_id: str,
-    body: StepsRequest,
-    *,
-    command_id: str | None = None,
-) -> StepsAnswer | CommandView:
-    """Record the command, wake the session's worker and read the record while the command
-    runs, up to ``wait_s``: the answer, or (not answered yet) the command as it stands, for
-    a 202. A command id already recorded is answered from its record, never run again."""
-    inbox = sessions.require_inbox()
-    ledger = sessions.require_commands()
-    opened = sessions.opened(tenant_id, session_id)
-    steps = body.all_steps()
-    if any(isinstance(s, UseSession) for s in steps):
-        raise InvalidField(
-            "use_session applies when a session opens (POST /v1/browser-sessions use_session)",
-            field="step",
-        )
-    dumped = check_steps(opened.request, steps)
-    if command_id is not None and body.command_id is not None and command_id != body.command_id:
-        raise InvalidField(
-            "the Idempotency-Key header and command_id differ; give one, or the same",
-            field="command_id",
-        )
-    now = sessions.jobs.lifecycle.now()
-    given = command_id or body.command_id or new_ulid()
-    wanted = CommandRecord(
-        tenant_id=tenant_id,
-        session_id=session_id,
-        command_id=given,
-        fingerprint=fingerprint({"steps": dumped, "observe": body.observe.model_dump()}),
-        deadline=now + body.deadline_s,
-        created_at=iso(datetime.fromtimestamp(now, UTC)),  # the lifecycle's clock
-        expires_at=int(now) + COMMAND_RETENTION_S,
-        body=CommandBody(steps=dumped, observe=body.observe),
-    )
-    record = ledger.record(wanted)
-    if record.fingerprint != wanted.fingerprint:
-        raise IdempotencyKeyReused(
-            f"command {given} was sent with other steps; use a new command_id for these",
-            field="command_id",
-        )
-    if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        return answered(sessions.presign, record, "ready")
-    if opened.inbox is None:
-        # Read after the record was written: a worker that took the session since either
-        # is seen here, or finds the command when it looks at the ledger as it starts.
-        opened = sessions.opened(tenant_id, session_id)
-    woken = False
-    if opened.inbox is not None and record.state is CommandState.PENDING:
-        # New, or a retry whose first wake-up may never have arrived: woken (again). The
-        # worker's claim on the record runs it once whatever number of wake-ups reach it.
-        wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
-        woken = inbox.send(opened.inbox, wakeup)
-        if not woken:
-            # Its worker's inbox is gone (the worker died, or is named otherwise): the
-            # command waits for the worker's own look at the ledger, or for the sweeper.
-            log.warning(
-                "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
-            )
-    if woken or record.state is CommandState.RUNNING:
-        record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
-    if record.state is CommandState.DONE and record.answer is not None:
-        return answered(sessions.presign, record, "ready")
-    view = read_command(sessions, tenant_id, session_id, given)
-    if view.state == "done" and view.answer is not None:
-        return view.answer
-    job = get_session(sessions, tenant_id, session_id)
-    if job.status.is_final or job.cancel_requested_at is not None:
-        sessions.forget(tenant_id, session_id)
-        refuse_ended(job)
-    return view.answer or view
-
-
-def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> CommandRecord:
-    """The command's record once answered, or as it stands when waiting is over: after
-    ``wait_s``, or at once when its worker has not taken it ``CLAIM_GRACE_S`` after it was
-    sent. A call is held while the steps run, never while they wait (finding 8 of issue 32:
-    no API execution waits for a browser that is starting, busy or gone)."""
-    ledger = sessions.require_commands()
-    begin = sessions.clock()
-    pause = FIRST_READ_S
-    while True:
-        waited = sessions.clock() - begin
-        if record.state in (CommandState.DONE, CommandState.EXPIRED) or waited >= wait_s:
-            return record
-        if record.state is CommandState.PENDING and waited >= CLAIM_GRACE_S:
-            return record
-        sessions.sleep(min(pause, wait_s - waited))
-        pause = min(LAST_READ_S, pause * 1.5)
-        found = ledger.get(record.tenant_id, record.session_id, record.command_id)
-        record = found or record
-
-
-def read_command(
-    sessions: Sessions, tenant_id: str, session_id: str, command_id: str
-) -> CommandView:
-    """A command as it stands: pending, running, or its answer (done, expired); one whose
-    deadline passed unstarted, or whose session ended before it started, is expired here."""
-    ledger = sessions.require_commands()
-    job = get_session(sessions, tenant_id, session_id)
-    record = ledger.get(tenant_id, session_id, command_id)
-    if record is None:
-        raise NotFound(f"command {command_id} of browser session {session_id} not found")
-    status, _ = status_of(job)
-    past = sessions.jobs.lifecycle.now() >= record.deadline
-    if record.state is CommandState.PENDING and (past or job.status.is_final):
-        record = ledger.expire(tenant_id, session_id, command_id) or record
-    state: CommandStatus = record.state.value
-    if record.state is CommandState.RUNNING and job.status.is_final:
-        state = "lost"  # its worker went while it ran: whether its steps ran is unknown
-    answer = None
-    if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        answer = answered(sessions.presign, record, status)
-    # A pending command says so plainly when it waits for the person holding the page.
-    takeover = shown(job.takeover, final=job.status.is_final) if state == "pending" else None
-    return CommandView(
-        session_id=session_id,
-        command_id=command_id,
-        state=state,
-        answer=answer,
-        takeover=takeover,
-    )
 
 
 def close_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:

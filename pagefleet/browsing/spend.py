@@ -10,7 +10,8 @@ from pagefleet.browsing.commands import CommandLedger, CommandState
 from pagefleet.browsing.models import OpenSessionView, OpenStatus
 from pagefleet.browsing.status import status_of
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord, epoch_of_iso
+from pagefleet.jobs.models import epoch_of_iso
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices, list_jobs
 from pagefleet.jobs.states import JobStatus
 from pagefleet.pricing import Worker

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pagefleet.browsing.models import SessionStatus
 from pagefleet.errors import SessionEnded
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.jobs.states import JobStatus
 

@@ -24,7 +24,8 @@ from pagefleet.browsing.input_events import (
 )
 from pagefleet.browsing.service import Sessions
 from pagefleet.errors import NotConfigured, TakeoverNotHeld
-from pagefleet.jobs.models import JobRecord, iso, new_ulid
+from pagefleet.jobs.models import iso, new_ulid
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.takeover import Takeover, held
 from pagefleet.live.events import EventType
 from pagefleet.live.history import append_event

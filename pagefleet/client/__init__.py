@@ -20,24 +20,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from pagefleet.api.contract import (
+from pagefleet.api.jobs import (
     ArtifactInfo,
     ArtifactLink,
     ArtifactList,
     DeadLetters,
-    DeliveryList,
     EventPage,
-    HealthView,
     JobPage,
     JobView,
-    LiveInfo,
-    LiveTicket,
-    NotifySettings,
     RedriveResponse,
-    SigningSecret,
     SubmitResponse,
     ValidationResult,
 )
+from pagefleet.api.live import LiveInfo, LiveTicket
+from pagefleet.api.meta import HealthView
+from pagefleet.api.notify import DeliveryList, NotifySettings, SigningSecret
 from pagefleet.client.browsing import BrowsingCalls
 from pagefleet.client.dispatch import DispatchCalls
 from pagefleet.client.takeover import TakeoverCalls

@@ -8,15 +8,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from pagefleet.api.contract import (
-    FleetStatsView,
-    SubmitResponse,
-    WorkflowDiff,
-    WorkflowList,
-    WorkflowStored,
-    WorkflowVersionView,
-)
+from pagefleet.api.jobs import SubmitResponse
+from pagefleet.api.meta import FleetStatsView
 from pagefleet.api.schedules import ScheduleList, ScheduleRuns, ScheduleView
+from pagefleet.api.workflows import WorkflowDiff, WorkflowList, WorkflowStored, WorkflowVersionView
 
 
 class _Requests(Protocol):

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import RunEvent, ended
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 
-from pagefleet.api.contract import EventPage, JobView, LiveInfo
+from pagefleet.api.jobs import EventPage, JobView
+from pagefleet.api.live import LiveInfo
 from pagefleet.client.follow import (
     PING_EVERY_S,
     RECONNECTS_MAX,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from pagefleet.jobs.models import JobMessage, JobRecord
+from pagefleet.jobs.record import JobMessage, JobRecord
 
 
 @dataclass(frozen=True)

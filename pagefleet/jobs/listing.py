@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 
 # A filtered read evaluates at least this many items (a read of `limit` items would take
 # many reads to fill a page where one job in ten matches), at most MAX_READS reads a page.

@@ -7,8 +7,8 @@ from enum import StrEnum
 from typing import Any
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord, RunMetrics
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord, RunMetrics
 from pagefleet.jobs.rules import Resume, ResumePlan
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes

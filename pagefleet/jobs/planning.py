@@ -18,15 +18,9 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound, RequestTooLarge, field_path
-from pagefleet.jobs.models import (
-    MAX_DELAY_SECONDS,
-    JobRecord,
-    JobRequest,
-    JobSettings,
-    iso,
-    new_job_id,
-)
+from pagefleet.jobs.models import MAX_DELAY_SECONDS, JobRequest, JobSettings, iso, new_job_id
 from pagefleet.jobs.ports import Clock, JobStore
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.record_size import (
     SUBMIT_RECORD_MAX_BYTES,
     irreversible_reserve_bytes,

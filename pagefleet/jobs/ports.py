@@ -17,14 +17,8 @@ from typing import Any, Protocol
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import (
-    Artifact,
-    AttemptRecord,
-    JobError,
-    JobMessage,
-    JobRecord,
-    TenantPolicy,
-)
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobMessage, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.takeover import Takeover
 

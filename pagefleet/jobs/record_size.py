@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pagefleet.jobs.checkpoints import CHECKPOINT_LABEL_MAX
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.moves import Outcome
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
 ITEM_MAX_BYTES = 400 * 1024

@@ -15,7 +15,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidField, JobNotEnded
-from pagefleet.jobs.models import JobRecord, JobRequest, ReplayOf
+from pagefleet.jobs.models import JobRequest, ReplayOf
+from pagefleet.jobs.record import JobRecord
 
 HAR_ARTIFACT = "har.zip"
 

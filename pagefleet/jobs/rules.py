@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pagefleet.errors import DeadlinePassed, IllegalTransition, RetryNotDue
 from pagefleet.jobs.checkpoints import Checkpoint, pending
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import HELD_STATES, JobStatus
 from pagefleet.specs.resources import MAX_RECEIVE_COUNT
 

@@ -21,7 +21,7 @@ from pagefleet.errors import (
 from pagefleet.jobs import stats
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
 from pagefleet.jobs.lifecycle import Lifecycle
-from pagefleet.jobs.models import JobRecord, JobRequest, epoch_of_iso, iso
+from pagefleet.jobs.models import JobRequest, epoch_of_iso, iso
 from pagefleet.jobs.planning import Problems, plan_job
 from pagefleet.jobs.ports import (
     NO_FILTER,
@@ -33,6 +33,7 @@ from pagefleet.jobs.ports import (
     JobQueue,
     JobStore,
 )
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import MAX_DELAY_S
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission

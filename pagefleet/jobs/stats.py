@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 LIVE_STATES = (

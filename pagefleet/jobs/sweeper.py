@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import (
     RETRY_GRACE_S,
     WAITING_RECHECK_S,

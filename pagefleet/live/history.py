@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import JobStore
+from pagefleet.jobs.record import JobRecord
 from pagefleet.live.events import UNBOUNDED_TYPES, EventType, events_expire_at, now_iso
 from pagefleet.live.ports import EventStore
 

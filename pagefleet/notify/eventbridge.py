@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, EventBus
 from pagefleet.notify.routing import (

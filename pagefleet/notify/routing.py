@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.request_parts import DEFAULT_TOPICS, NotifyTopic
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import ended

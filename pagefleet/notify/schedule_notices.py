@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.notify.eventbridge import EventOnce, detail
 from pagefleet.notify.routing import ALERTING, FAILED, RECOVERED
 from pagefleet.notify.webhooks import Outbox

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.record_size import bounded_changes
 from pagefleet.jobs.request_parts import NotifyTopic
 from pagefleet.live.events import events_expire_at

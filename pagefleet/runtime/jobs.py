@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pagefleet.adapters.session_inbox import SqsSessionInbox
     from pagefleet.browsing.service import Sessions
     from pagefleet.browsing.takeover import Takeovers
-    from pagefleet.jobs.models import JobRecord
+    from pagefleet.jobs.record import JobRecord
     from pagefleet.jobs.service import JobServices
     from pagefleet.schedules.service import SchedulerMirror, ScheduleStore
     from pagefleet.specs.settings import (

@@ -19,8 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pagefleet.errors import InvalidField, InvalidRequest, NotFound
 from pagefleet.ids import is_ulid
-from pagefleet.jobs.models import JobRecord, new_ulid
+from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.schedules.expressions import InvalidExpression, check_new, parse
 from pagefleet.schedules.health import ScheduleHealth

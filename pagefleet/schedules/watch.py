@@ -18,8 +18,8 @@ from typing import Protocol
 
 from pagefleet.errors import NotFound
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.jobs.record import JobRecord
 from pagefleet.schedules.health import Turn, after_run, run_outcome
 from pagefleet.schedules.service import Schedule, ScheduleStore
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import NotFound
 from pagefleet.jobs.hooks import Deferral
-from pagefleet.jobs.models import JobMessage, JobRecord
 from pagefleet.jobs.ports import JobStore
+from pagefleet.jobs.record import JobMessage, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.limits import BACKLOG_JOB_S, TenantLimits
 from pagefleet.tenancy.ports import TenantCounters

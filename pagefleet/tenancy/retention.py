@@ -24,7 +24,7 @@ from typing import Protocol
 
 from pagefleet.errors import JobNotCancellable, NotFound
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import AWAITING_A_PERSON, JobStatus
 from pagefleet.tenancy.limits import TenantLimits

@@ -1,23 +1,20 @@
 """The tenancy routes' response bodies (the API, the OpenAPI document and the client share
-them, as they share ``pagefleet.api.contract``)."""
+them, as they share ``pagefleet.api``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.limits import TenantLimits
 from pagefleet.tenancy.usage import UsageRow
+from pagefleet.view import View
 
 
-class _View(BaseModel):
-    model_config = ConfigDict(extra="ignore", defer_build=True)
-
-
-class LimitsView(_View):
+class LimitsView(View):
     submits_per_minute: int
     burst: int = Field(description="submissions allowed at once before the rate applies")
     max_queued: int = Field(description="jobs waiting to start, at most")
@@ -34,7 +31,7 @@ class LimitsView(_View):
         return cls.model_validate(limits.model_dump())
 
 
-class CurrentUsage(_View):
+class CurrentUsage(View):
     running: int
     queued: int = Field(description="submitted and not started yet")
     submissions_this_minute: int
@@ -42,7 +39,7 @@ class CurrentUsage(_View):
     rate_resets_in_s: int = Field(description="seconds until the full burst is available")
 
 
-class TenantView(_View):
+class TenantView(View):
     """A tenant's limits (and which of them an admin set) and what it uses right now."""
 
     tenant_id: str
@@ -53,14 +50,14 @@ class TenantView(_View):
     usage: CurrentUsage
 
 
-class RegionCost(_View):
+class RegionCost(View):
     region: str
     total_usd: float
     by_service_usd: dict[str, float]
     prices_as_of: str
 
 
-class UsageLine(_View):
+class UsageLine(View):
     """Usage summed over a day, a workflow or a period, with its estimated cost."""
 
     day: str | None = None
@@ -82,13 +79,13 @@ class UsageLine(_View):
         return cls.model_validate({**counts, **labels, "cost": cost})
 
 
-class PriceSource(_View):
+class PriceSource(View):
     as_of: str
     source: str
     currency: str
 
 
-class UsageReport(_View):
+class UsageReport(View):
     tenant_id: str
     first_day: str
     last_day: str
@@ -98,7 +95,7 @@ class UsageReport(_View):
     prices: PriceSource
 
 
-class AttemptUsageView(_View):
+class AttemptUsageView(View):
     attempt: int
     day: str
     browser_seconds: float
@@ -109,14 +106,14 @@ class AttemptUsageView(_View):
     ended_at: str | None = None
 
 
-class JobUsage(_View):
+class JobUsage(View):
     job_id: str
     attempts: list[AttemptUsageView]
     total: UsageLine
     prices: PriceSource
 
 
-class TenantsUsage(_View):
+class TenantsUsage(View):
     """Every tenant's usage over a period (admin view)."""
 
     first_day: str
@@ -126,14 +123,14 @@ class TenantsUsage(_View):
     prices: PriceSource
 
 
-class AuditPage(_View):
+class AuditPage(View):
     records: list[AuditRecord]
     next_before: str | None = Field(
         default=None, description="pass as ?before= to read older records"
     )
 
 
-class SessionInfoView(_View):
+class SessionInfoView(View):
     name: str
     saved_at: str | None = None
     expires_at: str | None = None
@@ -141,11 +138,11 @@ class SessionInfoView(_View):
     size: int = 0
 
 
-class SessionList(_View):
+class SessionList(View):
     sessions: list[SessionInfoView]
 
 
-class Deleted(_View):
+class Deleted(View):
     """``DELETE /v1/jobs/{id}``: ``deleted`` (record, events and artifacts gone) or
     ``deleting`` (the job was running: cancelled, and deleted once it has stopped)."""
 

@@ -323,7 +323,7 @@ def sdk() -> str:
     return (
         "# Python SDK\n\n`from pagefleet.client import PagefleetClient` (exported: "
         f"{exported}). Each call answers a typed model of the API's contract "
-        "(`pagefleet.api.contract`) and raises `ApiError` (with `status`, `code`, `field`) "
+        "(`pagefleet.api`) and raises `ApiError` (with `status`, `code`, `field`) "
         "for an error answer; [routes](routes.md) lists what each route does.\n\n"
         "The client is synchronous (httpx). There is no async client: for asyncio, only "
         "`follow_async` (a job's events as they happen, as `follow` gives them) is async; "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
-from pagefleet.jobs.models import AttemptRecord, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.record import AttemptRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 
@@ -130,7 +131,7 @@ def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
 
 def test_a_retry_cannot_start_before_its_backoff(svc: JobServices) -> None:
     from pagefleet.errors import RetryNotDue
-    from pagefleet.jobs.models import JobError
+    from pagefleet.jobs.record import JobError
 
     job = submit_job(svc, "t", REQUEST).job
     _claim(svc, job.job_id, "w1")
@@ -158,7 +159,7 @@ def test_a_retry_cannot_start_before_its_backoff(svc: JobServices) -> None:
 
 
 def test_a_runs_changes_and_error_details_are_kept_with_its_outcome(svc: JobServices) -> None:
-    from pagefleet.jobs.models import JobError
+    from pagefleet.jobs.record import JobError
     from pagefleet.monitors.changes import Changes, ChangeSummary
 
     changes = Changes(changed=True, summary=ChangeSummary(added=2), baseline_job_id="b" * 26)

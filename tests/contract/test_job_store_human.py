@@ -10,7 +10,8 @@ import time
 import pytest
 
 from pagefleet.errors import IllegalTransition, JobNotWaiting, LeaseLost, NotFound
-from pagefleet.jobs.models import AttemptRecord, JobRecord, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.record import AttemptRecord, JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pagefleet.errors import IdempotencyConflict, IllegalTransition, NotFound
-from pagefleet.jobs.models import AttemptRecord, JobError, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.record import AttemptRecord, JobError
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 

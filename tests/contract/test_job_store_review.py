@@ -7,7 +7,8 @@ import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
-from pagefleet.jobs.models import JobError, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.record import JobError
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from tests.support.review import stop_in_review

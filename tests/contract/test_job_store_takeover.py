@@ -11,7 +11,8 @@ import time
 import pytest
 
 from pagefleet.errors import JobNotRunning, NotFound, TakenOver, TakeoverNotHeld
-from pagefleet.jobs.models import JobRecord, JobRequest, iso, utcnow
+from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.takeover import Takeover
 

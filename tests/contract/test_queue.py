@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pagefleet.jobs.models import JobMessage
+from pagefleet.jobs.record import JobMessage
 from pagefleet.jobs.service import JobServices
 
 MESSAGE = JobMessage(tenant_id="t", job_id="j1", attempt=0, correlation_id="c-1", pool="standard")

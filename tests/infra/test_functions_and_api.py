@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from aws_cdk.assertions import Match
 
-from pagefleet.api.contract import ErrorBody
+from pagefleet.api.errors import ErrorBody
 from pagefleet.specs.gateway import GATEWAY_RESPONSES, PUBLIC_ROUTES
 from pagefleet.specs.settings import (
     ApiSettings,

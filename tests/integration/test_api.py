@@ -342,7 +342,8 @@ def test_artifacts_listing_gives_presigned_urls(tenant_a: ApiCaller, api_env: Pr
     import urllib.request
 
     from functions.api import app as api_app
-    from pagefleet.jobs.models import AttemptRecord, iso, utcnow
+    from pagefleet.jobs.models import iso, utcnow
+    from pagefleet.jobs.record import AttemptRecord
     from pagefleet.jobs.states import JobStatus
 
     svc = api_app.services()

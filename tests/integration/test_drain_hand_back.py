@@ -7,7 +7,7 @@ import boto3
 from browser_task.slot.receiver import give_back
 from devstack.provision import Provisioned
 from pagefleet.adapters.sqs import SqsJobQueue
-from pagefleet.jobs.models import JobMessage
+from pagefleet.jobs.record import JobMessage
 from pagefleet.specs.resources import QUEUES, queue_key
 
 

@@ -11,7 +11,8 @@ from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.dynamodb.schedules import DynamoScheduleStore
 from pagefleet.adapters.faults import FaultInjector
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from pagefleet.schedules.service import Schedule

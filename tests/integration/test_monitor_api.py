@@ -11,7 +11,7 @@ import pytest
 from devstack.provision import Provisioned
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.lifecycle import Outcome, Then
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes, ChangeSummary

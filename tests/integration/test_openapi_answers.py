@@ -24,8 +24,9 @@ from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.browsing.models import Answer, PartRef
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import Artifact, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.moves import Outcome
+from pagefleet.jobs.record import Artifact
 from pagefleet.jobs.replay import HAR_ARTIFACT
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus

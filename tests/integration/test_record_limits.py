@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from pagefleet.api.contract import JobView
+from pagefleet.api.jobs import JobView
 from pagefleet.jobs import record_size
 from pagefleet.jobs.lifecycle import Outcome, Then
-from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 

@@ -11,7 +11,8 @@ import pytest
 from devstack.pollers import scheduled_event
 from devstack.provision import Provisioned
 from pagefleet.errors import DeadlinePassed
-from pagefleet.jobs.models import AttemptRecord, JobError, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.record import AttemptRecord, JobError
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import RETRY_GRACE_S, sweep

@@ -15,7 +15,8 @@ from browser_task.observe.telemetry import JobLog, WorkerMetrics
 from browser_task.slot.leases import LeaseWatch
 from devstack.pollers import sweeper_timer
 from devstack.provision import Provisioned
-from pagefleet.jobs.models import JobRecord, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.record import JobRecord
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs import metrics_names
 from pagefleet.tenancy.api_keys import create_api_key

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from pagefleet.jobs.checkpoints import Checkpoint
-from pagefleet.jobs.models import AttemptRecord, JobError, JobRecord, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.ports import JobStore
+from pagefleet.jobs.record import AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 
 

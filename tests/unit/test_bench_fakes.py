@@ -7,8 +7,8 @@ import threading
 
 from bench.fakes_worker import Delayed, LongPollQueue
 from devstack.fakes import FakeQueue
-from pagefleet.jobs.models import JobMessage
 from pagefleet.jobs.ports import SYSTEM_CLOCK
+from pagefleet.jobs.record import JobMessage
 
 
 def message(job_id: str) -> JobMessage:

@@ -8,7 +8,7 @@ import asyncio
 
 from browser_task.egress.breakers import BreakerGate
 from devstack.fakes.breakers import FakeBreakers
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.targets.breakers import SHARED, BreakerPolicy, BreakerState
 
 B_SITE = "http://127.0.0.1:8081"

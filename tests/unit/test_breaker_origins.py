@@ -5,7 +5,8 @@ from __future__ import annotations
 from browser_task.egress.breakers import counts_against_target, target_origin
 from browser_task.egress.http import UNREACHABLE, UNRESOLVED
 from browser_task.errors import classify_navigation_error, egress_failure
-from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 
 

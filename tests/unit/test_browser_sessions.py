@@ -22,7 +22,7 @@ from devstack.fakes.session_commands import FakeCommandLedger
 from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.fakes.tenancy import fake_tenancy
 from devstack.fakes.workflows import FakeWorkflowStore
-from pagefleet.browsing import service
+from pagefleet.browsing import service, stepping
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import (
     Answer,
@@ -43,8 +43,8 @@ from pagefleet.errors import (
     TooManyRequests,
 )
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.pricing import Worker
 from pagefleet.specs.resources import claim_owner, inbox_name
@@ -202,7 +202,7 @@ def test_a_step_reaches_the_worker_and_its_answer_comes_back_with_a_link(
         return Answer(id=command.id, ran=1, observation=page, screenshot_key=key)
 
     answering(job, reply)
-    answer = service.run_steps(
+    answer = stepping.run_steps(
         world.sessions,
         TENANT,
         job.job_id,
@@ -226,7 +226,7 @@ def test_a_wake_up_whose_inbox_is_gone_is_said_not_silently_dropped(
     ledger, and the API says so instead of nothing."""
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world, worker="gone")
-    answer = service.run_steps(
+    answer = stepping.run_steps(
         world.sessions, TENANT, job.job_id, steps_request(wait_s=0), command_id="c1"
     )
     assert isinstance(answer, CommandView) and answer.state == "pending"
@@ -237,7 +237,7 @@ def test_a_wake_up_whose_inbox_is_gone_is_said_not_silently_dropped(
 def test_a_step_using_an_input_the_session_lacks_is_a_422_naming_the_field(world: World) -> None:
     job = service.open_session(world.sessions, TENANT, OpenSession())
     with pytest.raises(InvalidField) as refused:
-        service.run_steps(
+        stepping.run_steps(
             world.sessions,
             TENANT,
             job.job_id,
@@ -252,20 +252,20 @@ def test_another_tenants_session_is_not_found(world: World) -> None:
     with pytest.raises(NotFound):
         service.get_session(world.sessions, "other", job.job_id)
     with pytest.raises(NotFound):
-        service.run_steps(world.sessions, "other", job.job_id, steps_request())
+        stepping.run_steps(world.sessions, "other", job.job_id, steps_request())
 
 
 def test_a_silent_worker_is_a_202_with_the_command_never_a_504(world: World) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
-    sent = service.run_steps(
+    sent = stepping.run_steps(
         world.sessions,
         TENANT,
         job.job_id,
         steps_request({"action": "click", "selector": "#go"}, wait_s=1, command_id="c-1"),
     )
     assert isinstance(sent, CommandView) and (sent.command_id, sent.state) == ("c-1", "pending")
-    assert service.read_command(world.sessions, TENANT, job.job_id, "c-1").state == "pending"
+    assert stepping.read_command(world.sessions, TENANT, job.job_id, "c-1").state == "pending"
 
 
 def test_a_step_answered_after_the_call_gave_up_is_read_by_its_id_and_never_run_twice(
@@ -274,7 +274,7 @@ def test_a_step_answered_after_the_call_gave_up_is_read_by_its_id_and_never_run_
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     body = steps_request({"action": "click", "selector": "#go"}, wait_s=0, command_id="buy-1")
-    sent = service.run_steps(world.sessions, TENANT, job.job_id, body)
+    sent = stepping.run_steps(world.sessions, TENANT, job.job_id, body)
     assert isinstance(sent, CommandView)  # wait_s=0: the call held nothing
     ran: list[Command] = []
 
@@ -283,13 +283,13 @@ def test_a_step_answered_after_the_call_gave_up_is_read_by_its_id_and_never_run_
         return Answer(id=command.id, ran=1, result={"clicked": len(ran)})
 
     answering(job, reply)
-    first = service.run_steps(
+    first = stepping.run_steps(
         world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
     )
-    again = service.run_steps(
+    again = stepping.run_steps(
         world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
     )
-    read = service.read_command(world.sessions, TENANT, job.job_id, "buy-1")
+    read = stepping.read_command(world.sessions, TENANT, job.job_id, "buy-1")
 
     assert isinstance(first, StepsAnswer) and first.result == {"clicked": 1}
     assert again == first  # the retry is answered from the first run
@@ -309,7 +309,7 @@ def test_a_duplicate_delivery_of_a_command_runs_it_once(
     answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
     for n in range(3):
         body = steps_request({"action": "click", "selector": f"#b{n}"}, wait_s=10)
-        answer = service.run_steps(world.sessions, TENANT, job.job_id, body)
+        answer = stepping.run_steps(world.sessions, TENANT, job.job_id, body)
         assert isinstance(answer, StepsAnswer) and answer.ok
     service.close_session(world.sessions, TENANT, job.job_id)
     assert [c.steps[0]["selector"] for c in ran] == ["#b0", "#b1", "#b2"]
@@ -321,17 +321,17 @@ def test_a_command_past_its_deadline_is_answered_expired_and_never_runs(
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     body = steps_request({"action": "click", "selector": "#late"}, wait_s=0, deadline_s=5)
-    sent = service.run_steps(
+    sent = stepping.run_steps(
         world.sessions, TENANT, job.job_id, body.model_copy(update={"command_id": "late"})
     )
     assert isinstance(sent, CommandView)
     world.clock.advance(6)  # the worker was busy past the command's deadline
     ran: list[Command] = []
     answering(job, lambda c: ran.append(c) or Answer(id=c.id, ran=1))
-    fresh = service.run_steps(
+    fresh = stepping.run_steps(
         world.sessions, TENANT, job.job_id, body.model_copy(update={"wait_s": 10})
     )
-    read = service.read_command(world.sessions, TENANT, job.job_id, "late")
+    read = stepping.read_command(world.sessions, TENANT, job.job_id, "late")
 
     assert read.state == "expired" and read.answer is not None
     assert read.answer.ok is False and read.answer.error is not None
@@ -344,13 +344,13 @@ def test_a_reused_command_id_with_other_steps_is_a_409(world: World) -> None:
     service.open_session(world.sessions, TENANT, OpenSession())
     job, _ = claimed(world)
     first = steps_request({"action": "click", "selector": "#a"}, wait_s=0, command_id="k")
-    service.run_steps(world.sessions, TENANT, job.job_id, first)
+    stepping.run_steps(world.sessions, TENANT, job.job_id, first)
     other = steps_request({"action": "click", "selector": "#b"}, wait_s=0, command_id="k")
     with pytest.raises(IdempotencyKeyReused) as refused:
-        service.run_steps(world.sessions, TENANT, job.job_id, other)
+        stepping.run_steps(world.sessions, TENANT, job.job_id, other)
     assert refused.value.details["field"] == "command_id"
     with pytest.raises(InvalidField) as differ:
-        service.run_steps(world.sessions, TENANT, job.job_id, first, command_id="other")
+        stepping.run_steps(world.sessions, TENANT, job.job_id, first, command_id="other")
     assert differ.value.details["field"] == "command_id"
 
 
@@ -361,15 +361,15 @@ def test_a_command_pending_when_its_session_ended_is_expired_and_one_running_los
     job, _ = claimed(world)
     for cid in ("queued", "taken"):
         body = steps_request({"action": "click", "selector": "#x"}, wait_s=0, command_id=cid)
-        service.run_steps(world.sessions, TENANT, job.job_id, body)
+        stepping.run_steps(world.sessions, TENANT, job.job_id, body)
     claim = world.commands.claim(TENANT, job.job_id, "taken", now=world.clock.now(), order="1")
     assert claim.verdict == "run"
     world.clock.advance(LEASE + 1)  # the worker died
 
-    assert service.read_command(world.sessions, TENANT, job.job_id, "queued").state == "expired"
-    assert service.read_command(world.sessions, TENANT, job.job_id, "taken").state == "lost"
+    assert stepping.read_command(world.sessions, TENANT, job.job_id, "queued").state == "expired"
+    assert stepping.read_command(world.sessions, TENANT, job.job_id, "taken").state == "lost"
     with pytest.raises(NotFound):
-        service.read_command(world.sessions, TENANT, job.job_id, "never-sent")
+        stepping.read_command(world.sessions, TENANT, job.job_id, "never-sent")
 
 
 def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -> None:
@@ -383,7 +383,7 @@ def test_a_killed_worker_makes_the_session_lost_for_every_caller(world: World) -
     assert world.lost == [job.job_id]
     assert world.sessions.quotas.view(TENANT).running == frozenset()  # its slot given back
     with pytest.raises(SessionEnded) as ended:
-        service.run_steps(
+        stepping.run_steps(
             world.sessions, TENANT, job.job_id, steps_request({"action": "click", "selector": "a"})
         )
     assert ended.value.details["status"] == "lost"
@@ -430,7 +430,7 @@ def test_an_ended_session_saves_its_steps_as_the_next_workflow_version(
     answering(job, lambda c: Answer(id=c.id, ran=len(c.steps)))
     for one in steps:
         assert isinstance(
-            service.run_steps(world.sessions, TENANT, job.job_id, steps_request(one)), StepsAnswer
+            stepping.run_steps(world.sessions, TENANT, job.job_id, steps_request(one)), StepsAnswer
         )
     # Its worker is killed: nothing of the steps was written in its outcome.
     world.clock.advance(LEASE + 1)
@@ -459,7 +459,7 @@ def test_a_long_session_keeps_every_step_past_the_outcome_bound(
     sent = [{"action": "fill", "selector": f"#f{n}", "value": text} for n in range(40)]
     for batch in range(0, 40, 10):  # 80 KB of steps: more than a job record keeps
         body = StepsRequest.model_validate({"steps": sent[batch : batch + 10]})
-        assert isinstance(service.run_steps(world.sessions, TENANT, job.job_id, body), StepsAnswer)
+        assert isinstance(stepping.run_steps(world.sessions, TENANT, job.job_id, body), StepsAnswer)
     service.close_session(world.sessions, TENANT, job.job_id)
     saved = service.save_as_workflow(
         world.sessions, TENANT, job.job_id, SaveAsWorkflow(name="long")
@@ -491,16 +491,16 @@ def test_no_call_is_held_while_its_command_waits_for_a_browser(world: World) -> 
     )
     body = steps_request({"action": "click", "selector": "#go"}, wait_s=25)
     job = service.open_session(sessions, TENANT, OpenSession())
-    starting = service.run_steps(sessions, TENANT, job.job_id, body)
+    starting = stepping.run_steps(sessions, TENANT, job.job_id, body)
     assert isinstance(starting, CommandView) and starting.state == "pending"
     assert held[0] == 0  # starting: nothing to wait for
 
     claimed(world)  # its worker holds it, but runs another command and takes none
-    busy = service.run_steps(
+    busy = stepping.run_steps(
         sessions, TENANT, job.job_id, body.model_copy(update={"command_id": "b"})
     )
     assert isinstance(busy, CommandView) and busy.state == "pending"
-    assert held[0] <= service.CLAIM_GRACE_S + service.LAST_READ_S
+    assert held[0] <= stepping.CLAIM_GRACE_S + stepping.LAST_READ_S
 
 
 def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is_dropped(
@@ -524,14 +524,14 @@ def test_a_command_sent_while_the_session_starts_runs_when_its_worker_takes_it(
     inbox to wake yet) runs first, once."""
     job = service.open_session(world.sessions, TENANT, OpenSession())
     body = steps_request({"action": "click", "selector": "#early"}, command_id="early")
-    assert isinstance(service.run_steps(world.sessions, TENANT, job.job_id, body), CommandView)
+    assert isinstance(stepping.run_steps(world.sessions, TENANT, job.job_id, body), CommandView)
     job, _ = claimed(world)
     ran: list[str] = []
     loop = ScriptedLoop(world, job, lambda c: ran.append(c.command_id) or Answer(id=c.id, ran=1))
     world.worker.route(Wakeup(id="x", op="close", tenant_id=TENANT, session_id=job.job_id))
     asyncio.run(loop.run())
     assert ran == ["early"]
-    read = service.read_command(world.sessions, TENANT, job.job_id, "early")
+    read = stepping.read_command(world.sessions, TENANT, job.job_id, "early")
     assert read.state == "done"
 
 
@@ -566,7 +566,7 @@ def test_open_sessions_are_listed_with_their_cost_so_far_and_last_activity(world
     claimed(world)
     starting = service.open_session(world.sessions, TENANT, OpenSession())
     body = steps_request({"action": "click", "selector": "#go"}, wait_s=0, command_id="c")
-    service.run_steps(world.sessions, TENANT, ready.job_id, body)
+    stepping.run_steps(world.sessions, TENANT, ready.job_id, body)
     world.clock.advance(600)  # ten minutes of browser
 
     found = spend.open_sessions(

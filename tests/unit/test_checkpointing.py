@@ -12,7 +12,8 @@ from browser_task.errors import RetryJob
 from browser_task.run.checkpointing import AttemptLost, Progress
 from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.backoff import Backoff, Jitter
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.sweeper import take_back_expired

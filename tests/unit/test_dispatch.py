@@ -12,7 +12,7 @@ from pagefleet.jobs import sweeper
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.dependencies import DependencyRelease
 from pagefleet.jobs.lifecycle import Outcome, Then
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission

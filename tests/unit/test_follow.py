@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pagefleet.api.contract import EventPage, JobView, LiveInfo
+from pagefleet.api.jobs import EventPage, JobView
+from pagefleet.api.live import LiveInfo
 from pagefleet.cli.follow import EXIT_BY_STATUS, describe
 from pagefleet.client.follow import Follower, FollowNotFound, StatusUpdate, _fill, follow
 from pagefleet.jobs.states import JobStatus

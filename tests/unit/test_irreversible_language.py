@@ -15,8 +15,9 @@ from devstack.fakes.workflows import FakeWorkflowStore
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.checkpoints import Checkpoint
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.planning import Problems, plan_job
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission, resolve_submission, submission_schema

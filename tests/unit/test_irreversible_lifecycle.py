@@ -12,8 +12,9 @@ from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import JobNotInReview, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.lifecycle import Outcome, Then
-from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S, Resume, resume_plan
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus

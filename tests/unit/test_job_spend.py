@@ -11,7 +11,8 @@ from browser_task.errors import FailJob
 from browser_task.run.spend import nothing_left, spend_left_s
 from devstack.fakes import fake_services
 from pagefleet.errors import InvalidField
-from pagefleet.jobs.models import AttemptRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import AttemptRecord
 from pagefleet.jobs.service import submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission

@@ -16,7 +16,8 @@ from browser_task.slot.leases import MIN_WAIT_S, LeaseKeeper, LeaseWatch
 from devstack.fakes import FakeClock
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASE_MARGIN_S, LEASES_LOST_LIMIT
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus

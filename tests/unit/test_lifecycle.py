@@ -14,8 +14,9 @@ from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.errors import EnqueueFailed, JobNotCancellable
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome, Then
-from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT, RETRY_GRACE_S
 from pagefleet.jobs.service import JobServices, requeue_unqueued, submit_job
 from pagefleet.jobs.states import JobStatus

@@ -13,7 +13,8 @@ import pytest
 from devstack.fakes import FakeClock
 from devstack.fakes.live import FakeConnections, FakePoster
 from pagefleet.jobs.changes import EventsWritten, JobChange
-from pagefleet.jobs.models import JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.delivery import LiveDelivery, compose
 from pagefleet.live.messages import MESSAGE_MAX_BYTES, dumps

@@ -7,7 +7,8 @@ import random
 
 from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import Artifact, JobError, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import Artifact, JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.notify import signing
 from pagefleet.notify.eventbridge import DETAIL_TYPE, SOURCE, JobFinishedEvents

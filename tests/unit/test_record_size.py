@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pagefleet.jobs import record_size
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobRecord
 from pagefleet.jobs.states import JobStatus
 
 
@@ -71,7 +72,7 @@ def test_the_submit_budget_leaves_room_for_every_outcome() -> None:
 
 
 def test_changes_and_error_details_share_the_results_inline_budget() -> None:
-    from pagefleet.jobs.models import JobError
+    from pagefleet.jobs.record import JobError
     from pagefleet.monitors.changes import compare
     from pagefleet.monitors.spec import Monitor
 

@@ -12,7 +12,8 @@ from pagefleet.adapters.dynamodb.stream import job_changes
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.hooks import NoHooks
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobError, JobRecord, TenantPolicy
+from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.tenant_defaults import LimitDefaults

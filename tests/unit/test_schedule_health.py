@@ -10,7 +10,8 @@ from devstack.fakes import FakeClock
 from devstack.fakes.notify import FakeDeliveries, FakeEventBus, FakeNotifyDefaults, FakeWebhookQueue
 from devstack.fakes.schedules import FakeMirror, FakeScheduleStore
 from pagefleet.jobs.changes import JobChange
-from pagefleet.jobs.models import JobRecord, JobRequest, new_ulid
+from pagefleet.jobs.models import JobRequest, new_ulid
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import Changes, ChangeSummary
 from pagefleet.notify.eventbridge import CHANGED_DETAIL_TYPE, EventOnce, JobFinishedEvents

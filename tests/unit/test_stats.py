@@ -5,7 +5,7 @@ from __future__ import annotations
 from devstack.fakes import FakeClock
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import Outcome
-from pagefleet.jobs.models import JobError
+from pagefleet.jobs.record import JobError
 from pagefleet.jobs.rules import LEASE_GRACE_S
 from pagefleet.jobs.service import JobServices, fleet_stats, submit_job
 from pagefleet.jobs.states import JobStatus

@@ -18,7 +18,8 @@ from devstack.fakes.takeover_inputs import FakeTakeoverInputs
 from devstack.fakes.tenancy import FakeAuditLog
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.input_events import InputBatch, InputRecord
-from pagefleet.jobs.models import JobRecord, JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.models import JobRequest, iso, new_ulid, utcnow
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.takeover import Takeover
 

@@ -20,7 +20,7 @@ from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.fakes.tenancy import FakeAuditLog
 from pagefleet.jobs.hooks import Deferral, NoHooks
 from pagefleet.jobs.lifecycle import Then
-from pagefleet.jobs.models import JobMessage, JobRecord
+from pagefleet.jobs.record import JobMessage, JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import Breakers

@@ -23,7 +23,8 @@ from browser_task.__main__ import build_worker
 from browser_task.slot.worker import Worker
 from devstack.loopback import serve_on_loopback
 from devstack.provision import Provisioned, create_all
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME

@@ -16,7 +16,7 @@ import pytest
 from browser_task.__main__ import build_worker
 from devstack.provision import create_all
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import WorkerSettings

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost
-from pagefleet.jobs.models import AttemptRecord, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
+from pagefleet.jobs.record import AttemptRecord
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit
 

@@ -23,7 +23,7 @@ from browser_task.__main__ import build_worker
 from devstack.demo_site import DemoSite
 from devstack.demo_watch import START
 from devstack.provision import create_all
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import JobServices
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME

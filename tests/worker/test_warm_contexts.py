@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagefleet.jobs.models import JobRecord, JobRequest
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.service import submit_job
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import TENANT, submit, wait_for_job

@@ -8,7 +8,7 @@ import time
 import boto3
 import pytest
 
-from pagefleet.jobs.models import JobMessage
+from pagefleet.jobs.record import JobMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.spend import cost_usd
 from tests.worker.conftest import (

@@ -20,7 +20,7 @@ import time
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
 from pagefleet.errors import LeaseLost
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.workflow import AwaitHuman

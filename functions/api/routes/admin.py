@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from functions.api.context import actor, documented, require_admin, respond, services, tenancy
 from pagefleet import ids
-from pagefleet.api.contract import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
+from pagefleet.api.jobs import DeadLetter, DeadLetters, RedriveRequest, RedriveResponse
 from pagefleet.errors import InvalidRequest
 
 # The services are imported by the routes that call them, on first call: a cold start

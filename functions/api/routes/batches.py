@@ -20,7 +20,7 @@ from functions.api.context import (
 )
 from functions.api.routes.jobs import CORRELATION_PATTERN
 from pagefleet.api.batches import BatchItemResult, BatchRequest, BatchResponse
-from pagefleet.api.contract import JobView
+from pagefleet.api.jobs import JobView
 from pagefleet.errors import TooManyRequests
 
 # The services are imported by the route on its first call: a cold start imports only what

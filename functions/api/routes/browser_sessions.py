@@ -136,9 +136,9 @@ def run_steps(
         Header(alias="Idempotency-Key", pattern=COMMAND_ID_PATTERN),
     ] = None,
 ) -> Response[str]:
-    from pagefleet.browsing import service  # first call: cold start
+    from pagefleet.browsing import stepping  # first call: cold start
 
-    answer = service.run_steps(
+    answer = stepping.run_steps(
         browser_sessions(), tenant_id(router), session_id, body, command_id=idempotency_key
     )
     if isinstance(answer, CommandView):
@@ -159,9 +159,9 @@ def run_steps(
     tags=["browser sessions"],
 )
 def get_command(session_id: SESSION_ID, command_id: COMMAND_ID) -> Response[str]:
-    from pagefleet.browsing import service  # first call: cold start
+    from pagefleet.browsing import stepping  # first call: cold start
 
-    view = service.read_command(browser_sessions(), tenant_id(router), session_id, command_id)
+    view = stepping.read_command(browser_sessions(), tenant_id(router), session_id, command_id)
     return respond(200, view)
 
 

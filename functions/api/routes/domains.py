@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from functions.api.context import breakers, documented, event_of, require_admin, respond, tenant_id
-from pagefleet.api.contract import DomainList, DomainView, OriginView
+from pagefleet.api.domains import DomainList, DomainView, OriginView
 from pagefleet.errors import NotFound
 from pagefleet.targets.breakers import split_origin
 

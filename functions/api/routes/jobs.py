@@ -23,7 +23,7 @@ from functions.api.context import (
     tenant_id,
 )
 from pagefleet import ids
-from pagefleet.api.contract import (
+from pagefleet.api.jobs import (
     ArtifactLink,
     ArtifactList,
     CancelResponse,

@@ -20,7 +20,8 @@ from functions.api.context import (
     tenant_id,
 )
 from functions.api.routes.jobs import JOB_ID
-from pagefleet.api.contract import EventPage, LiveInfo, LiveTicket
+from pagefleet.api.jobs import EventPage
+from pagefleet.api.live import LiveInfo, LiveTicket
 from pagefleet.errors import NotFound, Unauthorized
 from pagefleet.live import history
 from pagefleet.live.events import RunEvent

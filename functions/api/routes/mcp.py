@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from functions.api import errors
 from functions.api.context import documented, event_of, tenant_id
 from pagefleet.agents import REMOTE_WAIT_S
-from pagefleet.api.contract import McpAnswer
+from pagefleet.api.meta import McpAnswer
 from pagefleet.client import PagefleetClient
 from pagefleet.errors import Unauthorized
 

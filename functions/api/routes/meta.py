@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 import pagefleet
 from functions.api.context import api_settings, documented, json_document, respond
 from functions.api.openapi import openapi_schema
-from pagefleet.api.contract import HealthView
+from pagefleet.api.meta import HealthView
 from pagefleet.jobs.submission import submission_schema
 
 SCHEMA_MEDIA_TYPE = "application/schema+json"

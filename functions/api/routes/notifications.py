@@ -11,12 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from functions.api.context import documented, live, respond, services, tenant_id
 from functions.api.routes.jobs import JOB_ID
-from pagefleet.api.contract import (
-    DeliveryList,
-    NotifySettings,
-    NotifySettingsRequest,
-    SigningSecret,
-)
+from pagefleet.api.notify import DeliveryList, NotifySettings, NotifySettingsRequest, SigningSecret
 
 router = Router()
 

@@ -19,7 +19,7 @@ from functions.api.context import (
     tenant_id,
 )
 from pagefleet import ids
-from pagefleet.api.contract import JobView, SubmitResponse
+from pagefleet.api.jobs import JobView, SubmitResponse
 from pagefleet.api.schedules import (
     BaselineRequest,
     ScheduleList,
@@ -29,7 +29,7 @@ from pagefleet.api.schedules import (
     ScheduleView,
 )
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.schedules import runs
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from functions.api.context import documented, respond, services, tenant_id
-from pagefleet.api.contract import FleetStatsView
+from pagefleet.api.meta import FleetStatsView
 
 # The services are imported by the routes that call them, on first call: a cold start
 # imports only what registering the routes needs (docs/performance.md, cold import).

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from pydantic import ValidationError
 
 from functions.api.context import base_path, documented, respond, services, tenant_id
-from pagefleet.api.contract import (
+from pagefleet.api.workflows import (
     WorkflowDiff,
     WorkflowList,
     WorkflowStored,

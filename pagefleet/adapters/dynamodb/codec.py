@@ -15,8 +15,8 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import JobFilter
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 _ser = TypeSerializer()

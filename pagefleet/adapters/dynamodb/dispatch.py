@@ -33,7 +33,7 @@ from pagefleet.adapters.dynamodb.codec import (
     update_job_if,
 )
 from pagefleet.errors import NotFound
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import WAITING_FIRST_LOOK_S
 from pagefleet.jobs.states import JobStatus
 

@@ -10,7 +10,7 @@ from pagefleet.adapters.dynamodb.codec import status_pk, to_json
 from pagefleet.adapters.dynamodb.updates import FENCE, Update
 from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 _WAITING = JobStatus.WAITING_FOR_HUMAN

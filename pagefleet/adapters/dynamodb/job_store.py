@@ -49,14 +49,9 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.models import (
-    MAX_REPLAYS_LISTED,
-    Artifact,
-    AttemptRecord,
-    JobError,
-    JobRecord,
-)
+from pagefleet.jobs.models import MAX_REPLAYS_LISTED
 from pagefleet.jobs.ports import IdempotencyRecord
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.rules import claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S

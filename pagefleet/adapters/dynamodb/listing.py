@@ -14,8 +14,8 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.jobs.listing import fill_page
-from pagefleet.jobs.models import JobRecord
 from pagefleet.jobs.ports import NO_FILTER, JobFilter
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from pagefleet.adapters.dynamodb.codec import item_to_record
 from pagefleet.adapters.dynamodb.dispatch import HAS_DEPENDANTS
 from pagefleet.adapters.dynamodb.events import events_item
 from pagefleet.jobs.changes import EventsWritten, JobChange, StreamRecord
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 
 
 def read_records(records: Iterable[Mapping[str, Any]]) -> list[StreamRecord]:

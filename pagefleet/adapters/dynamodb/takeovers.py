@@ -17,7 +17,7 @@ from pagefleet.adapters.dynamodb.codec import (
     serialize,
     tenant_pk,
 )
-from pagefleet.jobs.models import JobRecord
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.takeover import Takeover, not_held, not_running, taken_over
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pagefleet.adapters.dynamodb.codec import UNQUEUED, epoch_of, ops_key, ops_time, to_json
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
-from pagefleet.jobs.models import Artifact, AttemptRecord, JobError
+from pagefleet.jobs.record import Artifact, AttemptRecord, JobError
 from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 

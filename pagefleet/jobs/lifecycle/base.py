@@ -11,9 +11,10 @@ from typing import Any
 
 from pagefleet.errors import EnqueueFailed, IllegalTransition, NotFound
 from pagefleet.jobs.hooks import NO_HOOKS, JobHooks
-from pagefleet.jobs.models import JobMessage, JobRecord, iso
+from pagefleet.jobs.models import iso
 from pagefleet.jobs.moves import MessageAnswer, Then, expired_error
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobQueue, JobStore, ReceivedMessage
+from pagefleet.jobs.record import JobMessage, JobRecord
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
     MAX_VISIBILITY_S,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pagefleet.errors import IllegalTransition, NotFound
 from pagefleet.jobs.lifecycle.base import LifecycleBase
-from pagefleet.jobs.models import JobError, JobRecord
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 
 

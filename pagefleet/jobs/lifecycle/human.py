@@ -14,7 +14,7 @@ from __future__ import annotations
 from pagefleet.errors import IllegalTransition, JobNotWaiting, LeaseLost
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.lifecycle.base import LifecycleBase
-from pagefleet.jobs.models import JobError, JobMessage, JobRecord
+from pagefleet.jobs.record import JobError, JobMessage, JobRecord
 from pagefleet.jobs.states import JobStatus
 
 _WAITING = JobStatus.WAITING_FOR_HUMAN

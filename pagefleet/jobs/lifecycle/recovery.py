@@ -13,9 +13,9 @@ from pagefleet.errors import (
 )
 from pagefleet.jobs.checkpoints import Resolution, for_review, pending, restate
 from pagefleet.jobs.lifecycle.human import HumanMoves
-from pagefleet.jobs.models import JobError, JobRecord
 from pagefleet.jobs.moves import review_error
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.rules import (
     LEASES_LOST_LIMIT,
     after_lost_run,

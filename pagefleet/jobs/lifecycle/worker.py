@@ -15,9 +15,9 @@ from pagefleet.errors import (
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
-from pagefleet.jobs.models import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, headline, job_message, review_error
 from pagefleet.jobs.ports import ReceivedMessage, RunSignals
+from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,

@@ -1,0 +1,171 @@
+"""A job's record as it runs (attempts, result, artifacts, error) and its queue message.
+
+The request it was submitted with is ``pagefleet.jobs.models.JobRequest``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
+from pagefleet.jobs.human import HumanWait
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.takeover import Takeover
+from pagefleet.monitors.changes import Changes
+from pagefleet.specs.resources import Priority, queue_key
+
+
+class Artifact(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    name: str
+    key: str
+    size: int
+    content_type: str
+    sha256: str
+    retention: str = "routine"
+    attempt: int = 1
+
+
+class JobError(BaseModel):
+    """Why an attempt failed, in words a user can act on."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    kind: str  # e.g. step_failed, timeout, browser_crashed, lease_lost
+    message: str
+    retryable: bool = False
+    step_index: int | None = None
+    step: str | None = None
+    timeout: str | None = None  # navigation | action | job | lease | deadline
+    # Each problem by itself, e.g. a data_quality failure's {"path": "result.products",
+    # "reason": "has 0 items, expected at least 1"}.
+    details: list[dict[str, Any]] | None = None
+
+
+class RunMetrics(BaseModel):
+    """What an attempt's page asked of the network, and what the job's routes did with it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+    requests: int | None = Field(default=None, description="requests the page made")
+    blocked: int = Field(default=0, description="aborted by options.block")
+    routed: int = Field(default=0, description="aborted or answered by a route step")
+    route_refused: int = Field(
+        default=0, description="matched a route step, refused by the egress policy"
+    )
+
+
+class AttemptRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    attempt: int
+    worker: str
+    started_at: str
+    finished_at: str | None = None
+    status: JobStatus | None = None
+    error: JobError | None = None
+    # Kept for a job that routes or blocks requests (options.block, route steps).
+    metrics: RunMetrics | None = None
+
+
+class JobRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    tenant_id: str
+    job_id: str
+    status: JobStatus
+    request: JobRequest
+    created_at: str
+    updated_at: str
+    correlation_id: str
+    pool: str
+    attempt: int = 0
+    lease_owner: str | None = None
+    lease_expires_at: int | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    enqueued_at: str | None = None
+    result: dict[str, Any] | None = None
+    # A result too large to keep in the record lives only in this artifact (data.json).
+    result_artifact: str | None = None
+    result_bytes: int | None = None
+    artifacts: list[Artifact] = Field(default_factory=list)
+    error: JobError | None = None
+    attempts: list[AttemptRecord] = Field(default_factory=list)
+    idempotency_key: str | None = None
+    # Epoch seconds of request.deadline, kept flat so conditions can compare it.
+    deadline_at: int | None = None
+    cancel_requested_at: str | None = None
+    retry_at: int | None = None
+    # Attempts spent before the last redrive; a redriven job gets its full retry budget back.
+    attempt_base: int = 0
+    # Times a worker stopped heartbeating this job since its last redrive (its lease taken
+    # back): at rules.LEASES_LOST_LIMIT it is dead-lettered, a job that may kill its worker.
+    leases_lost: int = 0
+    # Why a queued job is waiting (e.g. its target's circuit is open).
+    deferred_reason: str | None = None
+    # Set by DELETE /v1/jobs/{id} on a running job: deleted once it has stopped.
+    delete_requested_at: str | None = None
+    # Epoch seconds a scheduled job may start (from delay_seconds / run_at).
+    run_at: int | None = None
+    # The named workflow version the steps came from, and the schedule that made the job.
+    workflow: str | None = None
+    workflow_version: int | None = None
+    schedule_id: str | None = None
+    scheduled_time: str | None = None
+    # Irreversible steps (docs/irreversible-steps.md): the word on each, the compensation
+    # and a person's resolution of a job in review.
+    checkpoints: list[Checkpoint] = Field(default_factory=list)
+    compensation: Compensation | None = None
+    resolution: Resolution | None = None
+    # A monitor's run compared with its baseline (pagefleet.monitors.changes).
+    changes: Changes | None = None
+    # The person a waiting_for_human job asks (pagefleet.jobs.human); kept after it goes on.
+    human: HumanWait | None = None
+    # The offline replays of this job (their ids, oldest first; request.replay links back).
+    replays: list[str] = Field(default_factory=list)
+    # A person holding its page (pagefleet.jobs.takeover); past its until, held by no one.
+    takeover: Takeover | None = None
+
+    @property
+    def attempts_used(self) -> int:
+        return self.attempt - self.attempt_base
+
+
+class JobMessage(BaseModel):
+    """The queue message: ids only. The workflow stays in the job record."""
+
+    model_config = ConfigDict(extra="ignore", defer_build=True)
+
+    tenant_id: str
+    job_id: str
+    attempt: int
+    correlation_id: str
+    pool: str
+    priority: Priority = "normal"
+    # How often this job was deferred in a row (its tenant at its running limit): the next
+    # deferral waits longer, so a deep backlog does not spin through the queue.
+    deferrals: int = 0
+
+    @model_serializer(mode="wrap")
+    def _ids_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if not data.get("deferrals"):
+            data.pop("deferrals", None)  # a message that was never deferred stays ids only
+        return data
+
+    @property
+    def queue(self) -> str:
+        """The queue this message goes to: the pool's queue of its priority."""
+        return queue_key(self.pool, self.priority)
+
+    @classmethod
+    def for_job(cls, job: JobRecord) -> JobMessage:
+        return cls(
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            attempt=job.attempt,
+            correlation_id=job.correlation_id,
+            pool=job.pool,
+            priority=job.request.priority,
+        )
