@@ -61,6 +61,9 @@ class RunContext:
     router: RequestRouter | None = None
     # A person holding the page (a takeover): no step starts meanwhile.
     takeover: PageTakeover | None = None
+    # Asks the worker to let this run's slot go while it waits for a person (await_human):
+    # True when it did (browser_task.run.signals.SlotSignals.leave_slot).
+    leave_slot: Callable[[], bool] = lambda: False
     # --- what the run has come to ---------------------------------------------------------
     result: dict[str, Any] = field(default_factory=dict)
     step_index: int | None = None

@@ -123,6 +123,10 @@ class WorkerSettings(CoreSettings):
     # (pagefleet.live.watch); None: this worker sends no live view.
     live_endpoint: str | None = None
     live_frames_per_s: int = Field(default=2, ge=1, le=5)
+    # Jobs waiting for a person (await_human) whose slot went to other jobs while their
+    # context stays open, at most this many a worker (memory: docs/decisions.md,
+    # 2026-12-05); past it a waiting job keeps its slot. 0: every waiting job keeps its slot.
+    max_waiting_contexts: int = Field(default=2, ge=0, le=32)
 
 
 class ChangesSettings(CoreSettings):
