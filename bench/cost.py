@@ -252,7 +252,8 @@ def slots_report(
         f"{footprint.cpu_per_slot_s * 1000:.1f} ms CPU per slot-second"
     )
     real = dataclasses.replace(footprint, per_slot_mb=max(footprint.per_slot_mb, REAL_PAGE_SLOT_MB))
-    for name, pool in STAGES[stage].pools.items():
+    for pool in STAGES[stage].pools:
+        name = pool.name
         by_memory, by_cpu = recommended_slots(pool.memory_mib, pool.cpu, footprint)
         real_memory, _ = recommended_slots(pool.memory_mib, pool.cpu, real)
         fits = min(by_memory, by_cpu)

@@ -42,6 +42,7 @@ from rich.table import Table
 from bench.common import Measured, bare_loop, workflow
 from devstack.call_counter import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
 
 TARGET_RATIO = 0.95
@@ -74,11 +75,23 @@ async def _bare(site: str, jobs: int, warmup: int, concurrency: int) -> Run:
 def wait_final(
     stack: LocalStack, job_ids: list[str], timeout_s: float
 ) -> tuple[dict[JobStatus, int], float | None]:
-    """Final status of every job, and the epoch time the last one finished.
+    """Final status of every job, and the epoch time the last one finished (the finish
+    time comes from the records: ``finished_at``, written by the worker)."""
+    counts: dict[JobStatus, int] = {}
+    last_finish: float | None = None
+    for record in final_records(stack, job_ids, timeout_s):
+        counts[record.status] = counts.get(record.status, 0) + 1
+        if record.finished_at is not None:
+            finished = datetime.fromisoformat(record.finished_at.replace("Z", "+00:00"))
+            last_finish = max(last_finish or 0.0, finished.timestamp())
+    return counts, last_finish
 
-    Jobs are read by key, in submission order, every two seconds: the finish time comes
-    from the records (``finished_at``, written by the worker), so the polling can be slow
-    and cost the system being measured next to nothing.
+
+def final_records(stack: LocalStack, job_ids: list[str], timeout_s: float) -> list[JobRecord]:
+    """Each job's record once it is final (or as it is at the deadline).
+
+    Jobs are read by key, in submission order, every two seconds, so the polling can be
+    slow and cost the system being measured next to nothing.
     """
     from devstack.stack import DEV_TENANT
     from pagefleet.runtime import RUNTIME
@@ -86,19 +99,15 @@ def wait_final(
     assert stack.worker_settings is not None
     store = RUNTIME.job_services(stack.worker_settings).store
     deadline = time.monotonic() + timeout_s
-    counts: dict[JobStatus, int] = {}
-    last_finish: float | None = None
+    records = []
     for job_id in job_ids:
         while True:
             record = store.get(DEV_TENANT, job_id, consistent=False)
             if record.status in FINAL_STATES or time.monotonic() > deadline:
                 break
             time.sleep(2.0)
-        counts[record.status] = counts.get(record.status, 0) + 1
-        if record.finished_at is not None:
-            finished = datetime.fromisoformat(record.finished_at.replace("Z", "+00:00"))
-            last_finish = max(last_finish or 0.0, finished.timestamp())
-    return counts, last_finish
+        records.append(record)
+    return records
 
 
 class Platform:

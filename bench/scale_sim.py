@@ -404,7 +404,8 @@ def first_jobs(args: argparse.Namespace) -> None:
     )
     rows: list[tuple[str, ...]] = [("stage / pool", "tasks", BEFORE.name, NOW.name)]
     for stage, config in STAGES.items():
-        for name, pool in config.pools.items():
+        for pool in config.pools:
+            name = pool.name
             cells = []
             for signal in (BEFORE, NOW):
                 waits = [
@@ -438,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--metric-lag-s", type=float, default=60)
     args = parser.parse_args(argv)
     config = STAGES[args.stage]
-    default = config.pools[args.pool]
+    default = config.pool(args.pool)
     burst(args, default)
     for n in (args.long_jobs, args.few_long_jobs):
         long_jobs(args, default, config.oldest_age_alarm_seconds, n)

@@ -186,10 +186,13 @@ def egress_failure(url: str, ended_at: str, reason: str, kind: str | None) -> Jo
     if kind == UNRESOLVED:  # not the site's failure: the circuit breakers do not count it
         return RetryJob(f"navigation to {where} failed: {reason}", kind="host_unresolved")
     if kind == UPSTREAM_AUTH:
-        return FailJob(
-            f"navigation to {where} failed: {reason}; check options.proxy username and password",
-            kind="proxy_auth_failed",
+        # A pool's proxy is the operator's to fix (its secret), a job's own its submitter's.
+        fix = (
+            "the pool's proxy secret needs fixing by an operator"
+            if "the pool's proxy" in reason
+            else "check options.proxy username and password"
         )
+        return FailJob(f"navigation to {where} failed: {reason}; {fix}", kind="proxy_auth_failed")
     if kind not in (None, POLICY):
         # The job's own upstream proxy said no (or failed): it may well answer next time.
         return RetryJob(f"navigation to {where} failed: {reason}", kind="proxy_failed")

@@ -8,7 +8,7 @@ from typing import Any
 from devstack.live_parts import LiveParts
 from devstack.provision import Provisioned
 from pagefleet.specs.pools import PoolOffer
-from pagefleet.specs.settings import ApiSettings, WorkerSettings
+from pagefleet.specs.settings import ApiSettings, WorkerSettings, env_name
 
 # A short long-poll keeps Ctrl-C snappy: a worker drains after its current receive.
 LOCAL_POLL_WAIT_S = 2
@@ -27,6 +27,15 @@ LOCAL_POOLS = (
 )
 
 
+def pool_worker_env(offer: PoolOffer) -> dict[str, str]:
+    """What makes a local worker ``offer``'s: its pool, one slot, its isolation."""
+    return {
+        env_name(WorkerSettings, "pool"): offer.name,
+        env_name(WorkerSettings, "concurrency"): "1",
+        env_name(WorkerSettings, "isolation"): offer.isolation,
+    }
+
+
 @dataclass(frozen=True)
 class LocalSettings:
     core: dict[str, Any]  # what every function and worker shares (devstack.functions)
@@ -41,11 +50,12 @@ def local_settings(
     concurrency: int,
     job_role_arn: str,
     console_url: str,
+    pools: tuple[PoolOffer, ...] = LOCAL_POOLS,
 ) -> LocalSettings:
     core: dict[str, Any] = {
         **provisioned.store_settings(),
         "stage": "local",
-        "pools": LOCAL_POOLS,
+        "pools": pools,
         "console_url": console_url,  # the stream reader's notifications link to it
         **live.settings(provisioned),
         **provisioned.scheduler_settings(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,12 +15,13 @@ from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
 from devstack.strict_aws import await_settled
 from pagefleet.specs.resources import (
     ARTIFACTS_BUCKET,
-    QUEUES,
+    DEFAULT_POOLS,
     SCHEDULER,
     TABLES,
     WEBHOOK_QUEUE,
     QueueSpec,
     TableSpec,
+    queues_of,
 )
 
 
@@ -156,9 +158,11 @@ def create_all(
     prefix: str = "",
     scheduler: Any | None = None,
     settle_timeout_s: float | None = 30,
+    pools: Iterable[str] = DEFAULT_POOLS,
 ) -> Provisioned:
     """Idempotent: running it twice leaves one set of resources. With a ``scheduler``
-    client, EventBridge Scheduler's schedule group and its target's DLQ too.
+    client, EventBridge Scheduler's schedule group and its target's DLQ too. ``pools``: the
+    worker pools whose queues to make (each its three priorities and their DLQs).
 
     Returns once every queue is usable, as a deployed stack's are long before a job uses
     them (AWS: a new queue may not be usable for a second; the strict embedded AWS refuses
@@ -174,7 +178,7 @@ def create_all(
         usage_table=names["UsageTable"],
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
-    for queue in QUEUES:
+    for queue in queues_of(pools):
         out.queue_urls[queue.key], out.dlq_urls[queue.key] = create_queue(sqs, queue, prefix)
     out.connections_table = names["ConnectionsTable"]
     out.webhook_queue_url, out.webhook_dlq_url = create_queue(sqs, WEBHOOK_QUEUE, prefix)

@@ -41,7 +41,7 @@ from devstack.iam.local import LocalIam, enabled_by_default
 from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
-from devstack.local_settings import local_settings
+from devstack.local_settings import LOCAL_POOLS, local_settings, pool_worker_env
 from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.process_env import EnvOverlay
@@ -53,7 +53,9 @@ from devstack.tenant_role import create_job_role
 from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.console_site import CONSOLE_PATH
-from pagefleet.specs.settings import ApiSettings, WorkerSettings, to_env
+from pagefleet.specs.pools import PoolOffer
+from pagefleet.specs.resources import DEFAULT_POOL
+from pagefleet.specs.settings import ApiSettings, WorkerSettings, env_name, to_env
 from pagefleet.tenancy.api_keys import create_api_key
 
 log = logging.getLogger("devstack")
@@ -97,6 +99,8 @@ class LocalStack:
         iam: bool | None = None,
         strict: StrictRules | None = None,
         sts_lifetime_s: float | None = None,
+        pools: tuple[PoolOffer, ...] = LOCAL_POOLS,
+        every_pool: bool = False,
     ) -> None:
         """``worker_env`` goes over the workers' environment, ``lambda_env`` over every
         Lambda function's (e.g. ``PAGEFLEET_AWS_FAULT_RATE`` for chaos runs). ``iam``
@@ -104,7 +108,10 @@ class LocalStack:
         AWS refusals its embedded AWS makes (``devstack.strict_aws``; default: all on, as
         ``PAGEFLEET_STRICT_AWS_*`` in the environment set them). ``sts_lifetime_s``: how
         long an AssumeRole session lasts (``devstack.sts_lifetime``; default
-        ``PAGEFLEET_LOCAL_STS_LIFETIME_S`` or five minutes)."""
+        ``PAGEFLEET_LOCAL_STS_LIFETIME_S`` or five minutes). ``pools``: the worker pools
+        declared (their queues made, their offers published); ``workers`` run the standard
+        pool, and ``every_pool`` adds one small worker (one slot) for each other pool, with
+        that pool's isolation, so jobs routed anywhere run."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
         # The API's port is known before anything starts (held like moto's): the stream
@@ -117,6 +124,8 @@ class LocalStack:
         self.moto_port = moto_port or int(self._moto_sock.getsockname()[1])  # type: ignore[union-attr]
         self.site_port = site_port
         self.workers = workers
+        self.pools = pools
+        self.every_pool = every_pool
         self.concurrency = concurrency
         self.authorizer_ttl_s = authorizer_ttl_s
         self.sweeper_interval_s = sweeper_interval_s
@@ -134,6 +143,8 @@ class LocalStack:
 
         self.moto: ManagedProcess | None = None
         self.worker_processes: list[ManagedProcess] = []
+        # Each worker's id -> the pool it serves.
+        self.worker_pools: dict[str, str] = {}
         self.gateway: LocalGateway | None = None
         self.rest_api: RestApi | None = None
         self.functions: dict[str, LambdaFunction] = {}
@@ -312,6 +323,7 @@ class LocalStack:
             RUNTIME.client("s3"),
             scheduler=RUNTIME.client("scheduler"),
             settle_timeout_s=None,  # waited for later, while the site and functions start
+            pools=[offer.name for offer in self.pools],
         )
         settings = local_settings(
             self.provisioned,
@@ -319,6 +331,7 @@ class LocalStack:
             concurrency=self.concurrency,
             job_role_arn=create_job_role(RUNTIME.client("iam")),
             console_url=self._console_base(),
+            pools=self.pools,
         )
         self.core_settings = settings.core
         self.api_settings, self.worker_settings = settings.api, settings.worker
@@ -402,6 +415,9 @@ class LocalStack:
             raise StackError("the worker (browser_task/__main__.py) is not in this checkout")
         for _ in range(self.workers):
             self.start_worker()
+        for offer in self.pools if self.every_pool else ():
+            if offer.name != DEFAULT_POOL:
+                self.start_worker(pool_worker_env(offer))
         time.sleep(0.5)
         for proc in self.worker_processes:
             if not proc.alive():
@@ -416,7 +432,9 @@ class LocalStack:
         """
         index = len(self.worker_processes)
         env = {**self.worker_env_for(index), **(extra_env or {})}
-        env.update(self.iam.env(f"worker/{env.get('PAGEFLEET_POOL', 'standard')}"))
+        pool = env[env_name(WorkerSettings, "pool")]
+        self.worker_pools[env[env_name(WorkerSettings, "worker_id")]] = pool
+        env.update(self.iam.env(f"worker/{pool}"))
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],

@@ -20,8 +20,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from pagefleet.specs.pools import PoolOffer
-from pagefleet.specs.resources import QUEUES, TABLES
+from pagefleet.specs.pools import POOL_NAME_PATTERN, Egress, Isolation, PoolOffer
+from pagefleet.specs.resources import DEFAULT_POOL, TABLES
 from pagefleet.specs.tenant_defaults import LimitDefaults
 
 STAGE_CONTEXT_KEY = "pagefleet:stage"
@@ -49,7 +49,15 @@ class AgeStep(_Model):
     add_tasks: int = Field(ge=1)
 
 
+# A Secrets Manager secret by name or complete ARN (the pool's proxy).
+ARN_OF_SECRETS = r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:"
+SECRET_NAME_OR_ARN = rf"^({ARN_OF_SECRETS})?[A-Za-z0-9/_+=.@-]+$"
+
+
 class PoolConfig(_Model):
+    # The pool's own name: its queues' keys ("<name>", "<name>-high"...), its resources' ids
+    # and what a job's ``pool`` names. Renaming a pool replaces its queues and service.
+    name: str = Field(pattern=POOL_NAME_PATTERN)
     cpu: int = Field(description="Fargate CPU units per task (1024 = 1 vCPU)")
     # Fargate memory per task, MiB (a size Fargate allows with ``cpu``).
     memory_mib: int
@@ -92,11 +100,30 @@ class PoolConfig(_Model):
     # This pool's CPU architecture; null: the stage's worker_architecture. A Spot pool on a
     # Graviton stage sets "x86_64" here and the others keep Graviton's price.
     architecture: Literal["x86_64", "arm64"] | None = None
+    # How this pool's tasks reach sites; null: the stage's egress. "nat": the stage's NAT
+    # gateways (a stage whose egress is "nat"); "public": a public IP per task; "proxy":
+    # the HTTP proxy in proxy_secret, from the stage's subnets.
+    egress: Egress | None = None
+    # For egress "proxy": a Secrets Manager secret (name or ARN) holding
+    # {"host", "port", "username", "password"}; read when a task starts.
+    proxy_secret: str | None = Field(default=None, pattern=SECRET_NAME_OR_ARN, max_length=2048)
+    # "task": one job per task (concurrency 1) and a fresh browser for each job; "shared":
+    # the task's slots share one browser, each job in its own context.
+    isolation: Isolation = "shared"
 
     @model_validator(mode="after")
     def _check(self) -> PoolConfig:
         if self.min_tasks > self.max_tasks:
             raise ValueError("min_tasks > max_tasks")
+        if self.isolation == "task" and self.concurrency != 1:
+            raise ValueError(
+                f"pool {self.name}: isolation task runs one job per task: set concurrency 1"
+            )
+        if (self.egress == "proxy") != (self.proxy_secret is not None):
+            raise ValueError(
+                f'pool {self.name}: egress "proxy" and proxy_secret go together (the secret '
+                "holds the proxy's host, port, username and password)"
+            )
         ages = [s.age_seconds for s in self.age_steps]
         if ages != sorted(set(ages)) or not ages:
             raise ValueError("age_steps must be non-empty and strictly increasing in age")
@@ -188,8 +215,9 @@ class StageConfig(_Model):
     retain_data: bool
     # Days every log group keeps its events (one of CloudWatch Logs' retention periods).
     log_retention_days: int
-    # The worker pools by name, each its own queues, Fargate service, scaling and alarms.
-    pools: dict[str, PoolConfig]
+    # The worker pools, each with its own name, queues, Fargate service, scaling and alarms.
+    # A deploy file's pools merge by name over the stage's: one with a new name is added.
+    pools: tuple[PoolConfig, ...] = Field(min_length=1)
     # Worker egress to target sites: "nat" = private subnets behind NAT gateways,
     # "public" = public subnets with a public IP (no NAT cost, tasks still accept no inbound).
     egress: Literal["nat", "public"]
@@ -270,22 +298,45 @@ class StageConfig(_Model):
         """What each pool offers the jobs routed by ``requires`` (PAGEFLEET_POOLS)."""
         offers = [
             PoolOffer(
-                name=name,
+                name=pool.name,
                 memory_mib=pool.memory_mib,
                 slots=pool.concurrency,
-                architecture=self.architecture_of(name),
+                architecture=self.architecture_of(pool.name),
                 spot=pool.spot,
-                egress=self.egress,
+                egress=self.egress_of(pool.name),
                 region=self.region,
-                isolation="task" if pool.concurrency == 1 else "shared",
+                isolation=pool.isolation,
             ).model_dump(mode="json")
-            for name, pool in self.pools.items()
+            for pool in self.pools
         ]
         return json.dumps(offers, separators=(",", ":"))
 
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        return tuple(pool.name for pool in self.pools)
+
+    def pool(self, name: str) -> PoolConfig:
+        """The pool called ``name`` (KeyError when the stage has none)."""
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
+
     def architecture_of(self, pool: str) -> Literal["x86_64", "arm64"]:
         """The CPU architecture ``pool``'s tasks run on: its own, else the stage's."""
-        return self.pools[pool].architecture or self.worker_architecture
+        return self.pool(pool).architecture or self.worker_architecture
+
+    def egress_of(self, pool: str) -> Egress:
+        """How ``pool``'s tasks reach sites: its own egress, else the stage's."""
+        return self.pool(pool).egress or self.egress
+
+    def subnets_of(self, pool: str) -> Literal["private", "public"]:
+        """Where ``pool``'s tasks run: the stage's private (NAT) subnets or its public
+        ones. A proxy pool runs where the stage's egress puts tasks."""
+        egress = self.egress_of(pool)
+        if egress == "proxy":
+            egress = self.egress
+        return "private" if egress == "nat" else "public"
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -295,13 +346,22 @@ class StageConfig(_Model):
     def _pools_match_queues(self) -> StageConfig:
         if self.log_retention_days not in _RETENTION:
             raise ValueError(f"log_retention_days must be one of {sorted(_RETENTION)}")
-        expected = {q.pool for q in QUEUES}
-        if set(self.pools) != expected:
-            raise ValueError(f"pools {sorted(self.pools)} != queue pools {sorted(expected)}")
+        names = self.pool_names
+        if len(set(names)) != len(names):
+            raise ValueError(f"pools must have names of their own: {sorted(names)}")
+        unknown_default = sorted(set(self.tenant_defaults.pools or ()) - set(names))
+        if unknown_default:
+            raise ValueError(
+                f"tenant_defaults.pools names pools the stage lacks: {unknown_default}"
+            )
+        if DEFAULT_POOL not in names:
+            raise ValueError(
+                f'the pools must include "{DEFAULT_POOL}", where a job that names no pool runs'
+            )
         spot_pools = sorted(
-            name
-            for name, pool in self.pools.items()
-            if pool.spot and self.architecture_of(name) == "arm64"
+            pool.name
+            for pool in self.pools
+            if pool.spot and self.architecture_of(pool.name) == "arm64"
         )
         if spot_pools:
             # AWS: "Linux tasks with the ARM64 architecture don't support the Fargate Spot
@@ -311,6 +371,15 @@ class StageConfig(_Model):
                 'their architecture is arm64: give each "architecture": "x86_64" (or the '
                 'stage worker_architecture "x86_64") for Spot\'s discount, or "spot": false '
                 "to keep Graviton's"
+            )
+        behind_nat = [p for p in self.pool_names if self.subnets_of(p) == "private"]
+        if behind_nat and self.egress != "nat":
+            # The stage's VPC has no private subnets; adding them would re-cut the public
+            # subnets' address ranges, which CloudFormation cannot replace in place.
+            raise ValueError(
+                f'pools {behind_nat} ask for egress "nat", which needs the stage egress "nat" '
+                '(its NAT gateways and private subnets): set the stage\'s "egress": "nat", or '
+                'give those pools "public" or "proxy"'
             )
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")
@@ -336,12 +405,21 @@ STAGES: dict[str, StageConfig] = {
         log_retention_days=14,
         egress="public",
         nat_gateways=0,
-        pools={
-            "standard": PoolConfig(
-                cpu=1024, memory_mib=2048, concurrency=2, min_tasks=1, max_tasks=4
+        pools=(
+            PoolConfig(
+                name="standard", cpu=1024, memory_mib=2048, concurrency=2, min_tasks=1, max_tasks=4
             ),
-            "heavy": PoolConfig(cpu=2048, memory_mib=4096, concurrency=1, min_tasks=0, max_tasks=2),
-        },
+            PoolConfig(
+                name="heavy",
+                cpu=2048,
+                memory_mib=4096,
+                concurrency=1,
+                min_tasks=0,
+                max_tasks=2,
+                # One job per task and a fresh browser for each (what isolation "task" asks).
+                isolation="task",
+            ),
+        ),
         waf=False,
         # A new account's concurrency limit may be 10: reserving would fail the deploy.
         reserved_concurrency={},
@@ -352,13 +430,15 @@ STAGES: dict[str, StageConfig] = {
         log_retention_days=90,
         egress="nat",
         nat_gateways=2,
-        pools={
+        pools=(
             # 6 slots: docs/decisions.md, "Worker sizing from the memory figures".
-            "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=2, max_tasks=20
+            PoolConfig(
+                name="standard", cpu=2048, memory_mib=4096, concurrency=6, min_tasks=2, max_tasks=20
             ),
-            "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=8),
-        },
+            PoolConfig(
+                name="heavy", cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=8
+            ),
+        ),
         api_throttle_rate=200,
         api_throttle_burst=400,
         # One sweeper at a time (dead letters are paced by each DLQ mapping's maximum
@@ -379,12 +459,14 @@ STAGES: dict[str, StageConfig] = {
         log_retention_days=30,
         egress="nat",
         nat_gateways=1,
-        pools={
-            "standard": PoolConfig(
-                cpu=2048, memory_mib=4096, concurrency=6, min_tasks=1, max_tasks=8
+        pools=(
+            PoolConfig(
+                name="standard", cpu=2048, memory_mib=4096, concurrency=6, min_tasks=1, max_tasks=8
             ),
-            "heavy": PoolConfig(cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4),
-        },
+            PoolConfig(
+                name="heavy", cpu=4096, memory_mib=8192, concurrency=2, min_tasks=0, max_tasks=4
+            ),
+        ),
         backup_retention_days=35,
         alarm_subscriber_required=True,
     ),
@@ -397,8 +479,37 @@ def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
         # An empty object replaces: `{"reserved_concurrency": {}}` reserves nothing.
         if value and isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _deep_merge(out[key], value)
+        elif key == "pools" and isinstance(value, list | dict):
+            out[key] = _merge_pools(list(out.get(key) or ()), _pool_list(value))
         else:
             out[key] = value
+    return out
+
+
+def _pool_list(pools: list[Any] | dict[str, Any]) -> list[Any]:
+    """The deploy file's pools as a list: the older spelling, an object by name
+    (``{"heavy": {"max_tasks": 4}}``), still reads."""
+    if isinstance(pools, dict):
+        return [
+            {**(pool if isinstance(pool, dict) else {}), "name": name}
+            for name, pool in pools.items()
+        ]
+    return pools
+
+
+def _merge_pools(base: list[dict[str, Any]], extra: list[Any]) -> list[dict[str, Any]]:
+    """Pools merged by name: a pool named like one of the stage's changes the fields it
+    gives, a new name adds a pool. None is dropped by leaving it out: that would delete its
+    queues with the jobs waiting in them."""
+    out = [dict(pool) for pool in base]
+    for pool in extra:
+        if not isinstance(pool, dict) or not isinstance(pool.get("name"), str):
+            raise ValueError(f'each of "pools" needs a "name": {pool!r}')
+        same = next((i for i, known in enumerate(out) if known.get("name") == pool["name"]), None)
+        if same is None:
+            out.append(pool)
+        else:
+            out[same] = _deep_merge(out[same], pool)
     return out
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from infra.config import LAMBDA_UNRESERVED_MINIMUM, StageConfig
 from infra.constructs.dead_letters import MAX_CONCURRENCY_PER_DLQ
 from infra.constructs.notifications import WEBHOOK_MAX_CONCURRENCY
-from pagefleet.specs.resources import QUEUES
+from pagefleet.specs.resources import queues_of
 
 # Service Quotas codes (`aws service-quotas list-service-quotas --service-code ...`).
 FARGATE_ON_DEMAND_VCPU = ("fargate", "L-3032A538")
@@ -72,7 +72,7 @@ class Verdict:
 def needs(config: StageConfig) -> list[Need]:
     out: list[Need] = []
     for spot, (service, code) in ((False, FARGATE_ON_DEMAND_VCPU), (True, FARGATE_SPOT_VCPU)):
-        pools = {n: p for n, p in config.pools.items() if p.spot is spot}
+        pools = {p.name: p for p in config.pools if p.spot is spot}
         if not pools:
             continue
         at_max = sum(p.max_tasks * p.cpu / 1024 for p in pools.values())
@@ -88,7 +88,7 @@ def needs(config: StageConfig) -> list[Need]:
             )
         )
     reserved = sum(config.reserved_concurrency.values())
-    mappings = len(QUEUES) * MAX_CONCURRENCY_PER_DLQ + WEBHOOK_MAX_CONCURRENCY
+    mappings = len(queues_of(config.pool_names)) * MAX_CONCURRENCY_PER_DLQ + WEBHOOK_MAX_CONCURRENCY
     api = math.ceil(config.api_throttle_rate * API_INVOCATION_S)
     running = reserved + mappings + api
     floor = reserved + LAMBDA_UNRESERVED_MINIMUM

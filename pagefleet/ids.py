@@ -37,7 +37,11 @@ SAVED_LOGIN_NAME = NAME
 WORKFLOW_NAME = NAME
 
 # Every id format, for the checks that nothing else defines one.
-PATTERNS = frozenset({ULID, TENANT_ID, JOB_REF, COMMAND_ID, CORRELATION_ID, NAME})
+# A worker pool's name: part of its queues' keys ("<pool>-high") and its resources' ids in
+# the stack, so lower case letters and digits only (pagefleet.specs.pools).
+POOL_NAME = r"^[a-z][a-z0-9]{1,19}$"
+
+PATTERNS = frozenset({ULID, TENANT_ID, JOB_REF, COMMAND_ID, CORRELATION_ID, NAME, POOL_NAME})
 
 _ULID = re.compile(ULID)
 

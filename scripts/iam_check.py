@@ -177,8 +177,7 @@ def tour(stack: LocalStack) -> list[str]:
 
     step("an order in review, resolved", review)
 
-    def heavy() -> None:
-        stack.start_worker({"PAGEFLEET_POOL": "heavy"})
+    def heavy() -> None:  # the heavy pool's worker runs from the start (every_pool)
         _succeeds(client, {**_page(stack), "pool": "heavy"})
 
     step("a job on the heavy pool", heavy)
@@ -207,8 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--merge", type=Path, action="append", default=[])
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
+    # Every pool's worker runs, each as its own task role.
     local = LocalStack(
-        api_port=0, workers=args.workers, concurrency=2, iam=True, sweeper_interval_s=SWEEP_S
+        api_port=0,
+        workers=args.workers,
+        concurrency=2,
+        iam=True,
+        sweeper_interval_s=SWEEP_S,
+        every_pool=True,
     )
     with local as stack:
         print(f"local stack up, IAM from the synthesized template ({stack.iam.book_path})")

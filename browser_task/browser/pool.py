@@ -4,7 +4,8 @@ The browser is launched at start (before polling) and kept warm, with all its tr
 through the worker's egress proxy (``browser_task.egress.proxy``). It is replaced:
 - after a crash (``disconnected``): the next job launches a new one; what is left of the
   dead browser's process tree is killed;
-- after ``max_jobs_per_browser`` jobs, when the RSS of its process tree passes
+- after ``max_jobs_per_browser`` jobs (after each job in a pool whose isolation is "task":
+  a fresh browser per job), when the RSS of its process tree passes
   ``max_browser_rss_mb``, or when it stops answering (a context that will not open or
   close): new jobs go to a new browser while jobs still running on the old one finish
   there; the old one closes when its last context closes.
@@ -84,10 +85,13 @@ class BrowserPool:
         self.warm = WarmContexts(settings.concurrency)
         self._resolver = resolver
         self._connect = connect
+        pool_proxy = settings.egress_proxy
         self.egress = EgressProxy(
             policy or EgressPolicy(allow_loopback=settings.allow_loopback),
             resolver,
             connect=connect,
+            # A pool whose egress is a proxy: every checked target is tunnelled through it.
+            upstream=None if pool_proxy is None else UpstreamProxy.of_pool(pool_proxy),
             on_refusal=on_refusal,  # the worker's egress log: a refusal put down to its job
         )
 
@@ -111,6 +115,7 @@ class BrowserPool:
         return proxy
 
     async def start(self) -> None:
+        await self.egress.check_upstream()  # a pool proxy the policy refuses stops the start
         await self.egress.start()
         with environment(driver_env()):
             self._playwright = await async_playwright().start()
@@ -218,7 +223,7 @@ class BrowserPool:
         generation = await self._browser()
         generation.jobs_started += 1
         generation.active += 1
-        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+        if generation.jobs_started >= self._settings.jobs_per_browser:
             # This is the last job for this browser; the next one launches a fresh browser.
             self._retire(generation, "jobs")
         listeners: list[tuple[str, Callable[..., Any]]] = []
@@ -292,7 +297,7 @@ class BrowserPool:
         generation = parked.generation
         generation.jobs_started += 1
         generation.active += 1
-        if generation.jobs_started >= self._settings.max_jobs_per_browser:
+        if generation.jobs_started >= self._settings.jobs_per_browser:
             self._retire(generation, "jobs")
         session = JobBrowser(
             context=parked.context,

@@ -54,6 +54,7 @@ from browser_task.egress.http import (
     split_authority,
 )
 from pagefleet.jobs.options import ProxyOptions
+from pagefleet.specs.pools import PoolProxy
 
 log = logging.getLogger("pagefleet.egress")
 
@@ -95,11 +96,18 @@ class UpstreamProxy:
     port: int
     username: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    # Whose proxy it is, in messages: a job's own, or its pool's (WorkerSettings.egress_proxy).
+    label: str = "the job's proxy"
 
     @classmethod
     def of(cls, proxy: ProxyOptions) -> UpstreamProxy:
         """A job's ``options.proxy`` (rendered: its credentials may be secrets)."""
         return cls(proxy.host, proxy.port, proxy.username, proxy.password)
+
+    @classmethod
+    def of_pool(cls, proxy: PoolProxy) -> UpstreamProxy:
+        """The pool's egress proxy (its Secrets Manager secret)."""
+        return cls(proxy.host, proxy.port, proxy.username, proxy.password, "the pool's proxy")
 
     def authorization(self) -> str | None:
         if self.username is None and self.password is None:
@@ -261,7 +269,7 @@ class EgressProxy:
                 )
             raise
         except (OSError, TimeoutError) as exc:
-            via = " through the job's proxy" if self._upstream is not None else ""
+            via = f" through {self._upstream.label}" if self._upstream is not None else ""
             reason = f"could not connect to {host}:{port}{via}: {type(exc).__name__}"
             self._record(method, shown, port, False, address, reason, UNREACHABLE)
             raise Refused(502, reason, UNREACHABLE) from None
@@ -307,7 +315,7 @@ class EgressProxy:
             except Refused as refused:
                 raise Refused(
                     refused.status,
-                    f"the job's proxy {upstream.host}:{upstream.port}: {refused.reason}",
+                    f"{upstream.label} {upstream.host}:{upstream.port}: {refused.reason}",
                     refused.kind,
                 ) from None
         return self._upstream_address
@@ -331,7 +339,7 @@ class EgressProxy:
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             close_writer(writer)
             raise Refused(
-                502, "the job's proxy closed the connection without answering", UNREACHABLE
+                502, f"{upstream.label} closed the connection without answering", UNREACHABLE
             ) from None
         status = answer.split(b" ", 2)[1:2]
         if status == [b"200"]:
@@ -339,10 +347,12 @@ class EgressProxy:
         close_writer(writer)
         code = status[0].decode("latin-1", "replace") if status else "?"
         if code == "407":
-            raise Refused(502, "the job's proxy rejected its credentials (HTTP 407)", UPSTREAM_AUTH)
+            raise Refused(
+                502, f"{upstream.label} rejected its credentials (HTTP 407)", UPSTREAM_AUTH
+            )
         raise Refused(
             502,
-            f"the job's proxy refused the tunnel to {target} (HTTP {code[:3]})",
+            f"{upstream.label} refused the tunnel to {target} (HTTP {code[:3]})",
             UPSTREAM_REFUSED,
         )
 

@@ -22,10 +22,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from pagefleet.jobs.moves import Outcome
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.step_times import STEP_TIMES_MAX, StepTime
 from pagefleet.live.events import (
     LABEL_MAX_CHARS,
     TEXT_MAX_CHARS,
@@ -37,7 +40,9 @@ from pagefleet.live.events import (
     now_iso,
 )
 from pagefleet.live.ports import EventStore
+from pagefleet.pricing import Worker
 from pagefleet.specs.settings import WorkerSettings
+from pagefleet.tenancy.spend import step_cost_usd
 
 log = logging.getLogger("browser_task.observe.run_events")
 
@@ -57,6 +62,7 @@ class RunEvents:
         retention_s: int = 30 * 24 * 3600,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        pricing: Worker | None = None,
     ) -> None:
         self.store = store
         self.tenant_id = job.tenant_id
@@ -82,6 +88,10 @@ class RunEvents:
         self.writes = 0
         # When each batch left (monotonic): what "at most once per flush_s" is checked on.
         self.write_times: list[float] = []
+        # The worker shape a step's browser time is priced on (None: steps are not priced).
+        self.pricing = pricing
+        # The attempt's top-level steps as they ran, kept with its outcome (jobs.step_times).
+        self.step_times: list[StepTime] = []
 
     # --- collecting ------------------------------------------------------------------------
     def mask_with(self, mask: Callable[[str], str]) -> None:
@@ -132,6 +142,15 @@ class RunEvents:
                 del self._pending[index]
                 self._dropped += 1
                 return
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def step_ran(self, step: StepTime) -> None:
+        """Keep a top-level step's time and cost for the attempt's outcome (the first
+        ``STEP_TIMES_MAX``; its events have them all)."""
+        if len(self.step_times) < STEP_TIMES_MAX:
+            self.step_times.append(step)
 
     # --- writing ---------------------------------------------------------------------------
     async def run(self) -> None:
@@ -300,6 +319,7 @@ def step_events(
         return
     where = {"index": index, "of": of, "path": path, "action": action, "label": label}
     events.emit(EventType.STEP_STARTED, **where)
+    started_at = now_iso(events.clock())
     started = time.monotonic()
     outcome, reason = "ok", None
     try:
@@ -311,10 +331,34 @@ def step_events(
         outcome, reason = "failed", str(getattr(exc, "message", None) or exc)
         raise
     finally:
-        duration = round((time.monotonic() - started) * 1000)
+        seconds = time.monotonic() - started
+        cost = step_cost_usd(seconds, events.pricing) if events.pricing is not None else None
         events.emit(
-            EventType.STEP_FINISHED, **where, duration_ms=duration, outcome=outcome, message=reason
+            EventType.STEP_FINISHED,
+            **where,
+            duration_ms=round(seconds * 1000),
+            outcome=outcome,
+            message=reason,
+            cost_usd=cost,
         )
+        if index is not None and path == str(index) and cost is not None:
+            events.step_ran(
+                StepTime(
+                    index=index,
+                    action=action,
+                    started_at=started_at,
+                    duration_ms=round(seconds * 1000),
+                    outcome=outcome,
+                    cost_usd=cost,
+                )
+            )
+
+
+def with_step_times(outcome: Outcome | None, events: RunEvents | None) -> Outcome | None:
+    """The outcome with the attempt's top-level steps' times and costs (kept with it)."""
+    if outcome is None or events is None or not events.step_times:
+        return outcome
+    return replace(outcome, steps=list(events.step_times))
 
 
 def attempt_ended(
@@ -343,6 +387,7 @@ def attempt_events(
         max_events=settings.events_max_per_job,
         retention_s=settings.events_retention_s,
         clock=clock,
+        pricing=settings.pricing_worker,
     )
     events.emit(EventType.STATE, status=JobStatus.RUNNING.value)
     return events

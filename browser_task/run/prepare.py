@@ -290,7 +290,7 @@ async def _leading_sessions(
             raise _failure_at(failure, index, str(index), step, Masker()) from None
         applied.add(index)
         if state is not None:
-            storage_state = _merge_states(storage_state, state)
+            storage_state = session.merge_states(storage_state, state)
     return storage_state, frozenset(applied)
 
 
@@ -347,19 +347,3 @@ def _failure_at(failure: JobFailure, top: int, path: str, step: Step, masker: Ma
 
 def _own_args(step: Step) -> dict[str, Any]:
     return step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
-
-
-def _merge_states(base: StorageState | None, extra: StorageState) -> StorageState:
-    """Several leading use_session steps: later sessions win for the same cookie / origin."""
-    if base is None:
-        return {
-            "cookies": list(extra.get("cookies") or []),
-            "origins": list(extra.get("origins") or []),
-        }
-    cookies = {(c.get("name"), c.get("domain"), c.get("path")): c for c in base["cookies"]}
-    cookies.update(
-        {(c.get("name"), c.get("domain"), c.get("path")): c for c in extra.get("cookies") or []}
-    )
-    origins = {o.get("origin"): o for o in base["origins"]}
-    origins.update({o.get("origin"): o for o in extra.get("origins") or []})
-    return {"cookies": list(cookies.values()), "origins": list(origins.values())}

@@ -17,7 +17,7 @@ from typing import Any
 from browser_task.browser.pool import JobBrowser
 from browser_task.egress.log import EgressLog, TrackedJob
 from browser_task.errors import JobFailure, RetryJob, first_line
-from browser_task.observe.run_events import RunEvents
+from browser_task.observe.run_events import RunEvents, with_step_times
 from browser_task.observe.screencast import live_view
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter
@@ -149,7 +149,7 @@ class JobRunner:
             session = ctx.session
             tracked = self._egress_log.follow(log, session)
             outcome = await self._watch(job, ctx, collector, lease_lost, log, signals)
-            return with_metrics(outcome, ctx.router, meter)
+            return with_step_times(with_metrics(outcome, ctx.router, meter), events)
         finally:
             if tracked is not None:
                 self._egress_log.done(tracked)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from pagefleet.jobs.ports import JobQueue, ReceivedMessage
-from pagefleet.specs.resources import queues_of_pool
+from pagefleet.specs.resources import pool_queues
 
 # The normal queue is looked at first after NORMAL_FIRST - 1 jobs taken without looking at
 # it, the low queue after LOW_FIRST - 1.
@@ -66,7 +66,7 @@ class Receiver:
         stopping: Callable[[], bool],
     ) -> None:
         self._queue = queue
-        self._keys = [spec.key for spec in queues_of_pool(pool)]  # high, normal, low
+        self._keys = [spec.key for spec in pool_queues(pool)]  # high, normal, low
         self._visibility = visibility
         self._wait = wait_seconds
         self._stopping = stopping

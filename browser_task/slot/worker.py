@@ -114,7 +114,9 @@ class Worker:
         self._stop_flag = parts.stop_flag
         self._abort = parts.abort
         self.inbox = parts.inbox
-        self.outside = OutsideSlots(settings.max_waiting_contexts)
+        # A task-isolated pool runs one job a task: nobody else's job runs beside a wait.
+        isolated = settings.isolation == "task"
+        self.outside = OutsideSlots(0 if isolated else settings.max_waiting_contexts)
         self._running = 0
         self.ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -99,12 +99,14 @@ function logLine(event) {
 
 function stepsTable(steps) {
   if (!steps.size) return h("p", {}, "No steps have run yet.");
-  return table(["Step", "Action", "Started", "Took", "Outcome"], [...steps.values()].map((s) =>
+  // Cost: the step's share of the job's price (its browser time at the rate usage prices).
+  return table(["Step", "Action", "Started", "Took", "Cost", "Outcome"], [...steps.values()].map((s) =>
     h("tr", {},
       h("td", { class: "mono" }, s.path || String(s.index)),
       h("td", {}, s.label || s.action || ""),
       h("td", {}, s.at ? new Date(s.at).toLocaleTimeString() : "—"),
       h("td", {}, s.duration_ms !== undefined ? `${s.duration_ms} ms` : "…"),
+      h("td", { class: "num step-cost" }, s.cost_usd !== undefined ? `$${s.cost_usd.toFixed(7)}` : "—"),
       h("td", {}, s.outcome || "running"))));
 }
 

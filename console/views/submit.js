@@ -91,7 +91,7 @@ export function submitView(main, { params, navigate }) {
   const form = h("form", { class: "submit", novalidate: true, onsubmit: submit },
     h("h1", {}, "Submit a job"), source, stepsField, namedField,
     field("Inputs (JSON object)", inputs, { hint: "Values for {{inputs.name}} in the steps." }),
-    field("Options (JSON object)", options, { hint: "e.g. {\"trace\": true, \"capture_console\": true}" }),
+    field("Options (JSON object)", options, { hint: "e.g. {\"trace\": true, \"har\": \"on_failure\", \"block\": {\"resource_types\": [\"image\", \"font\"]}, \"dialogs\": \"accept\"}" }),
     h("div", { class: "row" }, field("Priority", priority), field("Delay (seconds)", delay), field("Name", name)),
     field("Idempotency-Key (optional)", idempotencyKey, {
       hint: "The same key returns the same job; steps may use it as {{job.idempotency_key}}.",

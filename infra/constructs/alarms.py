@@ -30,7 +30,7 @@ from constructs import Construct
 
 from infra.config import StageConfig
 from pagefleet.specs import metrics_names as m
-from pagefleet.specs.resources import QUEUES
+from pagefleet.specs.resources import LEASE_SECONDS
 
 from .alerts import Alerts
 from .browser_workers import BrowserWorkers
@@ -328,7 +328,7 @@ class Alarms(Construct):
         # A lease is the job queues' visibility timeout (the workers renew it); the sweeper
         # takes a job back within a minute of its end, so twice a lease is a take-back that
         # keeps failing, with the job `running` and no message anywhere to show it.
-        lease_s = max(q.visibility_timeout_s for q in QUEUES)
+        lease_s = LEASE_SECONDS
         self._alarm(
             "ExpiredLeaseAlarm",
             "expired-lease",

@@ -58,7 +58,7 @@ ACCESS_LOG_FORMAT = {
 
 def pricing_worker(config: StageConfig) -> dict[str, object]:
     """The standard pool's task, as the price table's ``Worker`` (for usage costs)."""
-    pool = config.pools[DEFAULT_POOL]
+    pool = config.pool(DEFAULT_POOL)
     return {
         "vcpu": pool.cpu / 1024,
         "memory_gb": pool.memory_mib / 1024,

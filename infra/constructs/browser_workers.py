@@ -25,6 +25,7 @@ and the VPC endpoints (ECR, Logs, S3...) its tasks pull and log through.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, Stack
@@ -34,6 +35,7 @@ from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct, IDependable
 
 from infra import grants
@@ -42,8 +44,9 @@ from infra.nag import acknowledge, resource_text
 from infra.runtime_env import settings_env
 from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_namespace
 from pagefleet.specs.resources import AUDIT_PK_PREFIX
-from pagefleet.specs.settings import WorkerSettings
+from pagefleet.specs.settings import WorkerSettings, env_name
 
+from .api import pricing_worker
 from .artifacts import ArtifactsBucket
 from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
@@ -90,11 +93,6 @@ class BrowserWorkers(Construct):
         self._config = config
         self._tenants = tenants
         self.vpc = worker_vpc(self, config)
-        self.subnets = ec2.SubnetSelection(
-            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
-            if config.egress == "nat"
-            else ec2.SubnetType.PUBLIC
-        )
         self.security_group = ec2.SecurityGroup(
             self,
             "WorkerSecurityGroup",
@@ -123,7 +121,7 @@ class BrowserWorkers(Construct):
         # One image per architecture the pools run on (the stage's keeps the id "Image").
         self.images: dict[str, ecr_assets.DockerImageAsset] = {}
         for arch in sorted(
-            {config.architecture_of(name) for name in config.pools},
+            {config.architecture_of(name) for name in config.pool_names},
             key=lambda a: a != config.worker_architecture,
         ):
             self.images[arch] = ecr_assets.DockerImageAsset(
@@ -136,7 +134,8 @@ class BrowserWorkers(Construct):
                 else ecr_assets.Platform.LINUX_AMD64,
             )
         self.pools: dict[str, WorkerPool] = {}
-        for name, pool_config in config.pools.items():
+        for pool_config in config.pools:
+            name = pool_config.name
             self.pools[name] = self._pool(
                 name,
                 pool_config,
@@ -158,6 +157,7 @@ class BrowserWorkers(Construct):
     ) -> WorkerPool:
         config = self._config
         pool_id = name.capitalize()
+        subnets = self._subnets(name)
         log_group = logs.LogGroup(self, f"{pool_id}Logs", retention=config.log_retention)
         task_role = iam.Role(
             self,
@@ -236,10 +236,14 @@ class BrowserWorkers(Construct):
                     usage_table=store.usage.table_name,
                     tenant_defaults=config.tenant_defaults.model_dump_json(),
                     job_role_arn=self._tenants.role.role_arn,
+                    isolation=pool.isolation,
+                    # Each step's share of the job's price, priced as usage is (run events).
+                    pricing_worker=json.dumps(pricing_worker(config)),
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 NAMESPACE_ENV: stage_namespace(config.stage),
             },
+            secrets=self._proxy_secret(pool),
         )
         for volume, path in WRITABLE_PATHS.items():
             task_definition.add_volume(name=volume)
@@ -309,9 +313,9 @@ class BrowserWorkers(Construct):
             min_healthy_percent=100,
             max_healthy_percent=200,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
-            vpc_subnets=self.subnets,
+            vpc_subnets=subnets,
             security_groups=[self.security_group],
-            assign_public_ip=config.egress == "public",
+            assign_public_ip=config.subnets_of(name) == "public",
             capacity_provider_strategies=[
                 ecs.CapacityProviderStrategy(
                     capacity_provider="FARGATE_SPOT" if pool.spot else "FARGATE", weight=1
@@ -321,7 +325,7 @@ class BrowserWorkers(Construct):
             propagate_tags=ecs.PropagatedTagSource.SERVICE,
             enable_ecs_managed_tags=True,
         )
-        service.node.add_dependency(*self._ready_for_tasks())
+        service.node.add_dependency(*self._ready_for_tasks(subnets))
         scaling = autoscale(
             self,
             self.cluster,
@@ -333,11 +337,36 @@ class BrowserWorkers(Construct):
         )
         return WorkerPool(name, pool, queue, service, task_definition, scaling, worker)
 
-    def _ready_for_tasks(self) -> list[IDependable]:
+    def _subnets(self, pool: str) -> ec2.SubnetSelection:
+        """Where ``pool``'s tasks run: the stage's private (NAT) or public subnets."""
+        where = self._config.subnets_of(pool)
+        return ec2.SubnetSelection(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+            if where == "private"
+            else ec2.SubnetType.PUBLIC
+        )
+
+    def _proxy_secret(self, pool: PoolConfig) -> dict[str, ecs.Secret]:
+        """A proxy pool's secret, put into its worker's settings when a task starts."""
+        if pool.proxy_secret is None:
+            return {}
+        ref = pool.proxy_secret
+        secret = (
+            secretsmanager.Secret.from_secret_complete_arn(
+                self, f"{pool.name.capitalize()}Proxy", ref
+            )
+            if ref.startswith("arn:")
+            else secretsmanager.Secret.from_secret_name_v2(
+                self, f"{pool.name.capitalize()}Proxy", ref
+            )
+        )
+        return {env_name(WorkerSettings, "egress_proxy"): ecs.Secret.from_secrets_manager(secret)}
+
+    def _ready_for_tasks(self, subnets: ec2.SubnetSelection) -> list[IDependable]:
         """What a task needs before it can start: capacity providers, routes, endpoints."""
         routes = [
             subnet.internet_connectivity_established
-            for subnet in self.vpc.select_subnets(subnet_type=self.subnets.subnet_type).subnets
+            for subnet in self.vpc.select_subnets(subnet_type=subnets.subnet_type).subnets
         ]
         endpoints = [c for c in self.vpc.node.find_all() if isinstance(c, ec2.CfnVPCEndpoint)]
         return [self.capacity_providers, *routes, *endpoints]

@@ -1,14 +1,16 @@
 """Job queues: per worker pool one SQS queue per priority, each with its DLQ and an age alarm.
 
-Built from ``pagefleet.specs.resources.QUEUES``: the visibility timeout (how long a
-received message waits for its claim), the redrive's maxReceiveCount and the retention
-periods come from the same spec the local stack uses. A job's message is deleted once it is
-claimed, so a queue holds only jobs that wait: its age alarm never fires for a long job that
-runs. The DLQs' alarms are the alarms construct's, like every other DLQ's.
+Built for the stage's pools from ``pagefleet.specs.resources.pool_queues``: the visibility
+timeout (how long a received message waits for its claim), the redrive's maxReceiveCount
+and the retention periods come from the same spec the local stack uses. A job's message is
+deleted once it is claimed, so a queue holds only jobs that wait: its age alarm never fires
+for a long job that runs. The DLQs' alarms are the alarms construct's, like every other
+DLQ's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from aws_cdk import Duration
@@ -16,7 +18,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from pagefleet.specs.resources import QUEUES, QueueSpec
+from pagefleet.specs.resources import QueueSpec, queues_of
 
 from .alerts import Alerts
 
@@ -54,6 +56,7 @@ class JobQueues(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        pools: Iterable[str],
         alerts: Alerts,
         oldest_age_alarm_seconds: int,
         dlq_visibility_timeout_s: int,
@@ -61,8 +64,9 @@ class JobQueues(Construct):
         super().__init__(scope, construct_id)
         self.all: list[PriorityQueue] = []
         self.alarms: list[cloudwatch.Alarm] = []
-        for spec in QUEUES:
-            # The normal queue keeps the pool's original ids (deployed stacks keep it).
+        for spec in queues_of(pools):
+            # The normal queue keeps the pool's original ids (deployed stacks keep it); the
+            # ids come from the pool's name only, so adding a pool leaves the others' alone.
             pool_id = "".join(p.capitalize() for p in spec.key.split("-"))
             if spec.priority != "normal":
                 pool_id = spec.pool.capitalize() + spec.priority.capitalize()

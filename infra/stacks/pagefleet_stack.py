@@ -74,6 +74,7 @@ class PagefleetStack(Stack):
         self.queues = JobQueues(
             self,
             "JobQueues",
+            pools=config.pool_names,
             alerts=self.alerts,
             oldest_age_alarm_seconds=config.oldest_age_alarm_seconds,
             dlq_visibility_timeout_s=dead_letters.DLQ_VISIBILITY_S,

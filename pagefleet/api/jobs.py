@@ -12,6 +12,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.record import Artifact, JobError, JobRecord, RunMetrics
 from pagefleet.jobs.states import FINAL_STATES, JobStatus
+from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import TakeoverView, shown
 from pagefleet.live.events import RunEvent
 from pagefleet.monitors.changes import Changes
@@ -51,6 +52,12 @@ class AttemptView(View):
     error: JobError | None = None
     metrics: RunMetrics | None = Field(
         default=None, description="its page's requests, and what the job's routes did to them"
+    )
+    steps: list[StepTime] = Field(
+        default_factory=list,
+        description="each top-level step as it ran: start, duration, outcome and its share of "
+        "the job's price (the latest attempt's, its first 100 steps; the run events have "
+        "every step of every attempt)",
     )
 
 

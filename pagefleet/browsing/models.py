@@ -18,6 +18,8 @@ from pagefleet.jobs.session_terms import (
     MAX_IDLE_S,
 )
 from pagefleet.jobs.takeover import TakeoverView
+from pagefleet.specs.pools import POOL_NAME_PATTERN
+from pagefleet.specs.resources import DEFAULT_POOL
 from pagefleet.view import View
 from pagefleet.workflow import Step
 from pagefleet.workflow.versions import NAME_PATTERN, InputValue
@@ -71,7 +73,9 @@ class OpenSession(BaseModel):
         le=MAX_DURATION_S,
         description="closed this long after it started, whatever happens",
     )
-    pool: str = "standard"
+    pool: str = Field(
+        default=DEFAULT_POOL, pattern=POOL_NAME_PATTERN, description="the worker pool"
+    )
     name: str | None = Field(default=None, max_length=200)
     max_cost_usd: float | None = Field(
         default=None,

@@ -170,11 +170,14 @@ def open_session(
         check_saved(sessions, tenant_id, body.use_session)
         steps.append({"action": "use_session", "name": body.use_session})
     options = body.options.model_dump(mode="json", exclude_unset=True)
+    # The deployment's and the tenant's pools, as for a job (422 on pool naming them).
+    named = body.pool if "pool" in body.model_fields_set else None
+    pool = sessions.jobs.policy.pool_for(tenant_id, None, named, body.pool)
     try:
         request = JobRequest.model_validate(
             {
                 "name": body.name or "browser session",
-                "pool": body.pool,
+                "pool": pool,
                 "max_attempts": 1,  # a browser's state cannot be retried: a lost one is lost
                 "steps": steps,
                 "options": {**options, "job_timeout_s": body.max_duration_s},

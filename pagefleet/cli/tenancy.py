@@ -156,6 +156,12 @@ def set_limits(
             "retain-on-failure, on-first-retry, on-all-retries, retain-on-first-failure."
         ),
     ] = None,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pool", help="A worker pool its jobs may run in (repeatable; the others refused)."
+        ),
+    ] = None,
     reset: Annotated[
         list[str] | None, typer.Option("--reset", help="Back to the stage default (repeatable).")
     ] = None,
@@ -175,6 +181,7 @@ def set_limits(
             "retention_days": retention_days,
             "session_days": session_days,
             "trace": trace,
+            "pools": pool or None,
         }.items()
         if value is not None
     }

@@ -33,8 +33,9 @@ from pagefleet.jobs.session_terms import MAX_COST_USD, SessionTerms
 from pagefleet.jobs.spend import CostCap
 from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
-from pagefleet.specs.pools import Requirements
-from pagefleet.specs.resources import POOLS, Priority
+from pagefleet.specs.pools import POOL_NAME_PATTERN, Requirements
+from pagefleet.specs.resources import DEFAULT_POOL, Priority
+from pagefleet.specs.tenant_defaults import PoolNames
 from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
@@ -95,7 +96,11 @@ class JobSettings(BaseModel):
         max_length=200,
         description="values the steps read as {{inputs.NAME}}",
     )
-    pool: str = Field(default="standard", description="the worker pool")
+    # Which of the deployment's pools is checked where the job is planned (its pools are
+    # settings: CoreSettings.pools), so a pool declared in the deploy file needs no code.
+    pool: str = Field(
+        default=DEFAULT_POOL, pattern=POOL_NAME_PATTERN, description="the worker pool"
+    )
     # What the job needs from its pool (memory, region, egress, isolation, no Spot): the API
     # routes it to the smallest pool that has it all, or refuses it naming every pool
     # (pagefleet.specs.pools). With ``pool`` also given, that pool must have it.
@@ -168,13 +173,6 @@ class JobSettings(BaseModel):
         if len(set(parents)) != len(parents):
             raise ValueError("depends_on names a job twice")
         return parents
-
-    @field_validator("pool")
-    @classmethod
-    def _known_pool(cls, pool: str) -> str:
-        if pool not in POOLS:
-            raise ValueError(f"unknown pool {pool!r}; one of {', '.join(POOLS)}")
-        return pool
 
     @field_validator("inputs")
     @classmethod
@@ -334,3 +332,6 @@ class TenantPolicy(BaseModel):
     session_days: int | None = Field(default=None, ge=1, le=365)
     # The trace mode of this tenant's jobs that do not set ``options.trace``.
     trace: TraceMode | None = None
+    # The worker pools this tenant's jobs may run in (a job routed or naming another is
+    # refused with a 422 naming these).
+    pools: PoolNames | None = Field(default=None, min_length=1, max_length=50)

@@ -11,6 +11,7 @@ from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord, RunMetrics
 from pagefleet.jobs.rules import Resume, ResumePlan
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.step_times import StepTime
 from pagefleet.monitors.changes import Changes
 
 
@@ -55,6 +56,8 @@ class Outcome:
     changes: Changes | None = None
     # What the page's requests came to (options.block, route steps), kept with the attempt.
     metrics: RunMetrics | None = None
+    # Each top-level step's time and cost, kept with the attempt (bounded: record_size).
+    steps: list[StepTime] = field(default_factory=list)
 
 
 def expired_error() -> JobError:

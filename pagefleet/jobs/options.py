@@ -179,6 +179,14 @@ class JobOptions(BaseModel):
             return "on" if value else "off"
         return value
 
+    @field_validator("har", mode="before")
+    @classmethod
+    def _har_value(cls, value: object) -> object:
+        # One error naming options.har, not one per member of the union.
+        if isinstance(value, bool) or value == "on_failure":
+            return value
+        raise ValueError('har is true, false or "on_failure"')
+
     @field_validator("timezone_id")
     @classmethod
     def _known_timezone(cls, tz: str | None) -> str | None:

@@ -195,7 +195,7 @@ def check_job(svc: Sources, tenant_id: str, submission: JobSubmission) -> None:
     resolved = resolve_submission(submission, tenant_id, svc.workflows)
     named = resolved.workflow is not None
     _apply_policy(svc.policy, tenant_id, resolved.request, Problems(collect=False), named=named)
-    _routed(svc.policy, resolved.request, submission)
+    _routed(svc.policy, tenant_id, resolved.request, submission)
 
 
 def _allowed(
@@ -211,21 +211,22 @@ def _allowed(
         policy, tenant_id, resolved.request, problems, named=resolved.workflow is not None
     )
     try:
-        return policy.with_cost_cap(_routed(policy, resolved.request, submission))
+        return policy.with_cost_cap(_routed(policy, tenant_id, resolved.request, submission))
     except InvalidRequest as error:
         problems.add(error)
         return None
 
 
 def _routed(
-    policy: SubmitPolicy, request: JobRequest, submission: JobSubmission | JobRequest
+    policy: SubmitPolicy,
+    tenant_id: str,
+    request: JobRequest,
+    submission: JobSubmission | JobRequest,
 ) -> JobRequest:
-    """The request with the pool its ``requires`` routes it to (a pool the submission named
-    must have them); unchanged without ``requires``. Raises ``InvalidField`` on requires."""
-    if request.requires is None:
-        return request
+    """The request with the pool it runs in (``SubmitPolicy.pool_for``: the one it named,
+    or its ``requires`` routed among its tenant's pools). Raises ``InvalidField``."""
     named = request.pool if "pool" in submission.model_fields_set else None
-    pool = policy.pool_for(request.requires, named)
+    pool = policy.pool_for(tenant_id, request.requires, named, request.pool)
     return request if pool == request.pool else request.model_copy(update={"pool": pool})
 
 

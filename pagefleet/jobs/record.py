@@ -13,6 +13,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import Takeover
 from pagefleet.monitors.changes import Changes
 from pagefleet.specs.resources import Priority, queue_key
@@ -67,6 +68,8 @@ class AttemptRecord(BaseModel):
     error: JobError | None = None
     # Kept for a job that routes or blocks requests (options.block, route steps).
     metrics: RunMetrics | None = None
+    # Its top-level steps' times and costs: the latest attempt's only (jobs.step_times).
+    steps: list[StepTime] = Field(default_factory=list)
 
 
 class JobRecord(BaseModel):

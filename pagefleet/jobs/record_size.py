@@ -18,6 +18,10 @@ outcome write can be refused for its size and no record can outgrow an item:
   ``CHANGES_INLINE_MAX_BYTES`` (``changes.json`` has them all);
 - the job's error keeps ``ERROR_DETAILS_MAX`` of its ``details`` (at most
   ``ERROR_DETAIL_MAX_BYTES`` each); the attempt log keeps none (its message names the first).
+- the latest attempt keeps its first steps' times (``jobs.step_times``), as many as fit the
+  room its request left of ``SUBMIT_RECORD_MAX_BYTES`` (at most ``STEP_TIMES_MAX``); an
+  earlier attempt's are dropped from the log when a later one ends. They take nothing
+  from the reserve: a request of the largest size keeps none.
 
 ``SUBMIT_RECORD_MAX_BYTES`` is what the request's part of a record may take at submit: the
 item limit less the most all of the above can add.
@@ -33,6 +37,7 @@ from pagefleet.jobs.checkpoints import CHECKPOINT_LABEL_MAX
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.moves import Outcome
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.step_times import STEP_TIMES_MAX, StepTime
 from pagefleet.monitors.changes import INLINE_RECORDS, Changes
 
 ITEM_MAX_BYTES = 400 * 1024
@@ -63,6 +68,8 @@ OUTCOME_RESERVE_BYTES = (
     + 4 * 1024  # timestamps, lease, index keys and other bookkeeping attributes
 )
 SUBMIT_RECORD_MAX_BYTES = ITEM_MAX_BYTES - OUTCOME_RESERVE_BYTES
+# What a record holds at submit besides its request (ids, times, keys), generously.
+_RECORD_FIELDS_BYTES = 8 * 1024
 
 
 def irreversible_reserve_bytes(request: JobRequest) -> int:
@@ -72,6 +79,23 @@ def irreversible_reserve_bytes(request: JobRequest) -> int:
         return 0
     compensation = _COMPENSATION_BYTES if request.compensate else 0
     return marked * _CHECKPOINT_BYTES + compensation + _RESOLUTION_BYTES
+
+
+def bounded_steps(request: JobRequest, steps: list[StepTime]) -> list[StepTime]:
+    """The first of an attempt's step times that fit the room ``request`` left."""
+    room = (
+        SUBMIT_RECORD_MAX_BYTES
+        - irreversible_reserve_bytes(request)
+        - json_bytes(request.model_dump(mode="json"))
+        - _RECORD_FIELDS_BYTES
+    )
+    kept: list[StepTime] = []
+    for step in steps[:STEP_TIMES_MAX]:
+        room -= json_bytes(step.model_dump(mode="json")) + 1
+        if room < 0:
+            break
+        kept.append(step)
+    return kept
 
 
 def clip(text: str, max_bytes: int) -> str:
@@ -172,10 +196,13 @@ def bound_outcome(job: JobRecord, outcome: Outcome, *, worker: str, at: str) -> 
         status=outcome.status,
         error=_without_details(error),
         metrics=outcome.metrics,
+        steps=bounded_steps(job.request, outcome.steps),
     )
     log = None
-    if len(job.attempts) + 1 > ATTEMPT_LOG_MAX:
-        log = [*job.attempts[-(ATTEMPT_LOG_MAX - 1) :], history]
+    if len(job.attempts) + 1 > ATTEMPT_LOG_MAX or any(a.steps for a in job.attempts):
+        # Whole: at its bound, or to drop an earlier attempt's step times.
+        kept = job.attempts[-(ATTEMPT_LOG_MAX - 1) :]
+        log = [*(a.model_copy(update={"steps": []}) for a in kept), history]
     return BoundedOutcome(
         result=result,
         result_artifact=pointer,

@@ -10,7 +10,8 @@ same way (422 naming the field). Two rules:
 - an ``evaluate`` step (arbitrary JavaScript in the page) only for a tenant whose limits allow
   it, as the worker checks again when it runs (a limit may change between the two);
 - a job's ``requires`` routes it to a pool that has them, or refuses it naming every pool
-  and what each lacks (``pagefleet.specs.pools``).
+  and what each lacks (``pagefleet.specs.pools``); a pool it names must be one of the
+  deployment's, and either must be one its tenant's limits allow (``pools``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ def _stage_default_trace(tenant_id: str) -> TraceMode:
     return DEFAULT_TRACE
 
 
+def _every_pool(tenant_id: str) -> frozenset[str] | None:
+    return None
+
+
 def _system_lookup(host: str) -> list[str]:
     # Looked up at call time, so tests replace the system resolver in one place.
     return egress_policy.system_lookup(host)
@@ -57,6 +62,8 @@ class SubmitPolicy:
     ``trace_default``: the trace mode of a tenant's jobs that do not set ``options.trace``
     (its limits', cached as admission reads them: no request a job).
     ``pools``: what each worker pool offers, where a job's ``requires`` routes it.
+    ``pools_allowed``: the pools a tenant's jobs may run in (its limits'; None: every pool).
+    ``pool_names``: the deployment's pools (``CoreSettings.pool_names``; empty: any name).
     ``price_cap``: a ``max_cost_usd`` as the browser-seconds it buys on this deployment's
     worker shape (``pagefleet.tenancy.spend.job_cost_cap``; None: no job may set one).
     """
@@ -66,6 +73,8 @@ class SubmitPolicy:
     evaluate_allowed: Callable[[str], bool] = _nobody
     trace_default: Callable[[str], TraceMode] = _stage_default_trace
     pools: tuple[PoolOffer, ...] = ()
+    pools_allowed: Callable[[str], frozenset[str] | None] = _every_pool
+    pool_names: tuple[str, ...] = ()
     price_cap: Callable[[float], CostCap] | None = None
 
     def with_cost_cap(self, request: JobRequest) -> JobRequest:
@@ -91,19 +100,42 @@ class SubmitPolicy:
         options = request.options.model_copy(update={"trace": self.trace_default(tenant_id)})
         return request.model_copy(update={"options": options})
 
-    def pool_for(self, requires: Requirements, named: str | None) -> str:
-        """The pool a job requiring ``requires`` runs in (``named``: the one it asked for,
-        which must have it); ``InvalidField`` on ``requires`` naming each pool and what it
-        lacks when none has it."""
+    def pool_for(
+        self, tenant_id: str, requires: Requirements | None, named: str | None, default: str
+    ) -> str:
+        """The pool a job runs in: ``named`` (the one it asked for, which must exist, be
+        allowed and have what it ``requires``), else the smallest allowed pool with what it
+        requires, else ``default`` when its tenant may use it (else its smallest allowed
+        pool). ``InvalidField`` on ``pool`` or ``requires`` naming the pools it may use."""
+        names = self.pool_names or tuple(offer.name for offer in self.pools)
+        if named is not None and names and named not in names:
+            raise InvalidField(
+                f"unknown pool {named!r}; this deployment's pools: {', '.join(names)}",
+                field="pool",
+            )
+        allowed = self.pools_allowed(tenant_id)
+        if allowed is not None and named is not None and named not in allowed:
+            raise InvalidField(
+                f"pool {named!r} is not allowed for this tenant; its pools: "
+                f"{', '.join(sorted(allowed))}",
+                field="pool",
+            )
+        if requires is None and (named is not None or allowed is None or default in allowed):
+            return named or default
         if not self.pools:
             raise InvalidField(
                 "this deployment publishes no pool capabilities to route by; name a pool",
-                field="requires",
+                field="requires" if requires is not None else "pool",
             )
         try:
-            return route(requires, self.pools, named=named)
+            return route(requires or Requirements(), self.pools, named=named, allowed=allowed)
         except NoPoolFits as none:
-            raise InvalidField(str(none), field="requires") from None
+            field = "requires" if requires is not None else "pool"
+            if allowed is not None:
+                raise InvalidField(
+                    f"{none} (this tenant's pools: {', '.join(sorted(allowed))})", field=field
+                ) from None
+            raise InvalidField(str(none), field=field) from None
 
     def check_webhook(self, url: str, *, field: str = WEBHOOK_FIELD) -> None:
         """Raise ``InvalidField`` on ``field`` when pagefleet may not POST to ``url``."""

@@ -82,6 +82,11 @@ class RunEvent(BaseModel):
     action: str | None = None
     label: str | None = Field(default=None, description="step: the step as the user reads it")
     duration_ms: int | None = None
+    cost_usd: float | None = Field(
+        default=None,
+        description="step_finished: the step's share of the job's price (its browser time "
+        "at the rate GET /v1/usage prices, us-east-1)",
+    )
     outcome: str | None = Field(
         default=None, description="step_finished: ok | failed; dialog: accepted | dismissed"
     )

@@ -57,6 +57,8 @@ class JobBuilders(TenantBuilders):
                     evaluate_allowed=tenancy.evaluate_allowed,
                     trace_default=tenancy.trace_default,
                     pools=settings.pools,
+                    pools_allowed=tenancy.pools_allowed,
+                    pool_names=settings.pool_names,
                     price_cap=partial(job_cost_cap, worker=settings.pricing_worker),
                 ),
             )

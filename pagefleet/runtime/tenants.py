@@ -62,6 +62,7 @@ class TenantBuilders(RuntimeBase):
                 gate=TenantGate(counters, limits, DynamoJobStore(db, settings.jobs_table)),
                 audit=self.audit_log(settings.tenants_table),
                 usage=DynamoUsageStore(db, settings.usage_table) if settings.usage_table else None,
+                pool_names=settings.pool_names,
             )
 
         return self._per("tenancy", settings, build)

@@ -14,8 +14,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Egress = Literal["nat", "public"]
+from pagefleet.ids import POOL_NAME
+
+# nat: the stage's NAT gateways (their fixed addresses, shared by the stage's NAT pools);
+# public: the task's own public IP (changes with every task); proxy: through the HTTP proxy
+# in the pool's Secrets Manager secret (the proxy's addresses are the ones sites see).
+Egress = Literal["nat", "public", "proxy"]
+# task: one job per task (one slot) and a fresh browser for each job, so no other job shares
+# its memory, processes or browser profile.
 Isolation = Literal["shared", "task"]
+POOL_NAME_PATTERN = POOL_NAME  # part of its queues' keys and its resources' ids
 
 
 class PoolOffer(BaseModel):
@@ -23,15 +31,26 @@ class PoolOffer(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str
+    name: str = Field(pattern=POOL_NAME_PATTERN)
     memory_mib: int = Field(description="memory of a task")
     slots: int = Field(description="jobs a task runs at once")
     architecture: Literal["x86_64", "arm64"]
     spot: bool = False
-    egress: Egress = Field(description="how its tasks reach sites: NAT gateways or public IPs")
+    egress: Egress = Field(description="how its tasks reach sites (see Egress)")
     region: str | None = Field(default=None, description="None: the deployment's region")
-    # "task": one job per task (slots 1), so no other job shares its memory or processes.
     isolation: Isolation = "shared"
+
+
+class PoolProxy(BaseModel):
+    """A pool's egress proxy, the JSON its Secrets Manager secret holds: every browser of
+    the pool reaches sites through it (after the worker's own egress checks)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field(min_length=1, max_length=253)
+    port: int = Field(ge=1, le=65535)
+    username: str | None = Field(default=None, repr=False)
+    password: str | None = Field(default=None, repr=False)
 
 
 class Requirements(BaseModel):
@@ -48,10 +67,15 @@ class Requirements(BaseModel):
         description="the AWS region the browser runs in, e.g. ap-south-1",
     )
     egress: Egress | None = Field(
-        default=None, description="nat: the stage's NAT gateways' fixed addresses; public"
+        default=None,
+        description=(
+            "nat: the stage's NAT gateways' fixed addresses; public: the task's own; "
+            "proxy: the pool's HTTP proxy"
+        ),
     )
     isolation: Isolation | None = Field(
-        default=None, description="task: no other job in the same task (one slot)"
+        default=None,
+        description="task: no other job in the same task, and a fresh browser for this job",
     )
     spot: bool | None = Field(
         default=None, description="false: never on Fargate Spot (may be stopped at 2 minutes)"

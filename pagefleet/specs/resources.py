@@ -7,6 +7,7 @@ the local resources agree, so the two cannot drift.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -163,18 +164,30 @@ JOBS_STREAM_FILTERS: tuple[dict[str, Any], ...] = (
 LEASE_SECONDS = 60
 MAX_RECEIVE_COUNT = 5
 
-POOLS: tuple[str, ...] = ("standard", "heavy")
-QUEUES: tuple[QueueSpec, ...] = tuple(
-    QueueSpec(
-        pool,
-        f"pagefleet-jobs-{queue_key(pool, priority)}",
-        LEASE_SECONDS,
-        MAX_RECEIVE_COUNT,
-        priority=priority,
+# Every deployment has these pools unless it declares otherwise (infra/config.py, the
+# deploy file's "pools"); a deployment's own pools are its settings' (CoreSettings.pools).
+DEFAULT_POOLS: tuple[str, ...] = ("standard", "heavy")
+
+
+def pool_queues(pool: str) -> tuple[QueueSpec, ...]:
+    """A pool's queues, highest priority first: the same for every pool, whatever its name."""
+    return tuple(
+        QueueSpec(
+            pool,
+            f"pagefleet-jobs-{queue_key(pool, priority)}",
+            LEASE_SECONDS,
+            MAX_RECEIVE_COUNT,
+            priority=priority,
+        )
+        for priority in PRIORITIES
     )
-    for pool in POOLS
-    for priority in PRIORITIES
-)
+
+
+def queues_of(pools: Iterable[str]) -> tuple[QueueSpec, ...]:
+    """Every queue of ``pools``, pool by pool."""
+    return tuple(spec for pool in pools for spec in pool_queues(pool))
+
+
 DEFAULT_POOL = "standard"
 
 # Completion webhooks: each delivery is a message; a failed POST is retried with backoff by
@@ -233,14 +246,6 @@ ARTIFACTS_BUCKET = BucketSpec(
 # job's tenant; the role's policies allow only what carries the tag's value.
 TENANT_SESSION_TAG = "tenant"
 JOB_ROLE_LOCAL_NAME = "pagefleet-job"
-
-
-def queues_of_pool(pool: str) -> tuple[QueueSpec, ...]:
-    """A pool's queues, highest priority first."""
-    found = tuple(q for q in QUEUES if q.pool == pool)
-    if not found:
-        raise KeyError(pool)
-    return found
 
 
 # A browser session's commands (its steps, extracted data, page snapshots) sit in the jobs

@@ -10,17 +10,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pagefleet.pricing import Worker as WorkerShape
-from pagefleet.specs.pools import PoolOffer
+from pagefleet.specs.pools import Isolation, PoolOffer, PoolProxy
 from pagefleet.specs.resources import (
     DEFAULT_POOL,
     LEASE_SECONDS,
     TAKEOVER_IDLE_MAX_S,
     TAKEOVER_IDLE_MIN_S,
     TAKEOVER_IDLE_S,
+    pool_queues,
 )
 from pagefleet.specs.tenant_defaults import LimitDefaults
 from pagefleet.targets.breakers import BreakerPolicy
@@ -71,6 +72,24 @@ class CoreSettings(_Base):
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]
+
+    @property
+    def pool_names(self) -> tuple[str, ...]:
+        """The deployment's worker pools: those its queues serve (a pool's normal-priority
+        queue goes by the pool's name, which holds no "-")."""
+        return tuple(key for key in self.queue_urls if "-" not in key)
+
+    @model_validator(mode="after")
+    def _offers_have_queues(self) -> CoreSettings:
+        missing = sorted(
+            spec.key
+            for offer in self.pools
+            for spec in pool_queues(offer.name)
+            if spec.key not in self.queue_urls
+        )
+        if missing:
+            raise ValueError(f"pools offered without their queues in queue_urls: {missing}")
+        return self
 
 
 class ApiSettings(CoreSettings):
@@ -125,8 +144,27 @@ class WorkerSettings(CoreSettings):
     live_frames_per_s: int = Field(default=2, ge=1, le=5)
     # Jobs waiting for a person (await_human) whose slot went to other jobs while their
     # context stays open, at most this many a worker (memory: docs/decisions.md,
-    # 2026-12-05); past it a waiting job keeps its slot. 0: every waiting job keeps its slot.
+    # 2026-12-05); past it a waiting job keeps its slot. 0, or an isolation "task" pool:
+    # every waiting job keeps its slot.
     max_waiting_contexts: int = Field(default=2, ge=0, le=32)
+    # The pool's isolation: "task" runs one job at a time (concurrency 1) and gives each job
+    # a browser of its own, launched for it and closed after it (pagefleet.specs.pools).
+    isolation: Isolation = "shared"
+    # The pool's egress proxy, as JSON (PoolProxy: ECS puts the pool's Secrets Manager
+    # secret here when the task starts): the worker's egress filter checks every target,
+    # then tunnels through it. None: straight out (NAT or a public IP).
+    egress_proxy: PoolProxy | None = None
+
+    @model_validator(mode="after")
+    def _one_job_when_isolated(self) -> WorkerSettings:
+        if self.isolation == "task" and self.concurrency != 1:
+            raise ValueError("isolation task runs one job at a time: concurrency must be 1")
+        return self
+
+    @property
+    def jobs_per_browser(self) -> int:
+        """Jobs a browser runs before a fresh one is launched (1: a browser per job)."""
+        return 1 if self.isolation == "task" else self.max_jobs_per_browser
 
 
 class ChangesSettings(CoreSettings):
@@ -176,6 +214,13 @@ def env_names(settings_cls: type[BaseSettings]) -> set[str]:
     """The environment variable names a settings model reads."""
     prefix = settings_cls.model_config.get("env_prefix", "")
     return {f"{prefix}{name}".upper() for name in settings_cls.model_fields}
+
+
+def env_name(settings_cls: type[BaseSettings], field: str) -> str:
+    """The environment variable one field of ``settings_cls`` is read from."""
+    if field not in settings_cls.model_fields:
+        raise ValueError(f"{settings_cls.__name__} has no setting {field!r}")
+    return f"{settings_cls.model_config.get('env_prefix', '')}{field}".upper()
 
 
 def to_env(settings: BaseSettings) -> dict[str, str]:

@@ -3,9 +3,16 @@ anything but pydantic (infra/ reads the settings models)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
 
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from pagefleet.specs.pools import POOL_NAME_PATTERN
 from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
+
+PoolName = Annotated[str, StringConstraints(pattern=POOL_NAME_PATTERN)]
+# The pools a tenant's jobs may run in (None: every pool of the deployment).
+PoolNames = tuple[PoolName, ...]
 
 
 class LimitDefaults(BaseModel):
@@ -23,3 +30,5 @@ class LimitDefaults(BaseModel):
     session_days: int = Field(default=30, ge=1, le=365)
     # When a job that does not say records a trace (pagefleet.specs.traces).
     trace: TraceMode = DEFAULT_TRACE
+    # The worker pools a tenant's jobs may run in; None: every pool of the deployment.
+    pools: PoolNames | None = Field(default=None, min_length=1, max_length=50)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.jobs.models import TenantPolicy
-from pagefleet.specs.tenant_defaults import LimitDefaults
+from pagefleet.specs.tenant_defaults import LimitDefaults, PoolNames
 from pagefleet.specs.traces import DEFAULT_TRACE, TraceMode
 
 DAY_S = 86_400
@@ -41,6 +41,7 @@ class TenantLimits(BaseModel):
     retention_days: int
     session_days: int
     trace: TraceMode = DEFAULT_TRACE
+    pools: PoolNames | None = None  # None: every pool
 
     @property
     def retention_s(self) -> int:
@@ -73,6 +74,7 @@ def effective_limits(policy: TenantPolicy, defaults: LimitDefaults) -> TenantLim
         retention_days=int(pick("retention_days")),
         session_days=int(pick("session_days")),
         trace=pick("trace"),
+        pools=pick("pools"),
     )
 
 
@@ -90,6 +92,9 @@ class LimitsChange(BaseModel):
     retention_days: int | None = Field(default=None, ge=1, le=3650)
     session_days: int | None = Field(default=None, ge=1, le=365)
     trace: TraceMode | None = None
+    pools: PoolNames | None = Field(
+        default=None, min_length=1, max_length=50, description="the pools its jobs may run in"
+    )
     reset: list[str] = Field(
         default_factory=list, max_length=10, description="fields back to the stage default"
     )

@@ -49,12 +49,19 @@ class Tenancy:
     audit: AuditLog
     usage: UsageStore | None
     clock: Clock = SYSTEM_CLOCK
+    # The deployment's worker pools, which a tenant's ``pools`` limit must name.
+    pool_names: tuple[str, ...] = ()
 
     def evaluate_allowed(self, tenant_id: str) -> bool:
         """Whether the tenant may run ``evaluate`` steps, read now (``LimitsCache.get_policy``,
         as the worker reads it for the run): one read, for jobs with an evaluate step only,
         so a right an admin grants or takes holds for the next submission."""
         return self.limits.get_policy(tenant_id).allow_evaluate
+
+    def pools_allowed(self, tenant_id: str) -> frozenset[str] | None:
+        """The pools the tenant's jobs may run in (cached limits; None: every pool)."""
+        pools = self.limits(tenant_id).pools
+        return None if pools is None else frozenset(pools)
 
     def trace_default(self, tenant_id: str) -> TraceMode:
         """The trace mode of the tenant's jobs that do not set one (cached limits: the
@@ -87,6 +94,12 @@ def tenant_view(t: Tenancy, tenant_id: str) -> TenantView:
 def set_limits(t: Tenancy, tenant_id: str, change: LimitsChange, *, actor: str) -> TenantView:
     if change.is_empty():
         raise InvalidRequest("name at least one limit to change", field="body")
+    unknown = [p for p in change.pools or () if t.pool_names and p not in t.pool_names]
+    if unknown:
+        raise InvalidField(
+            f"unknown pools {unknown}; this deployment's pools: {', '.join(t.pool_names)}",
+            field="pools",
+        )
     before = t.policies.get_policy(tenant_id)
     after = change.apply(before)
     # Validate the result as a whole (e.g. a burst that makes no sense for the new rate).

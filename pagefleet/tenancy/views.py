@@ -25,6 +25,9 @@ class LimitsView(View):
     trace: TraceMode = Field(
         default=DEFAULT_TRACE, description="when jobs that do not set options.trace record one"
     )
+    pools: list[str] | None = Field(
+        default=None, description="the worker pools its jobs may run in (null: every pool)"
+    )
 
     @classmethod
     def of(cls, limits: TenantLimits) -> LimitsView:

@@ -146,7 +146,7 @@ def _standing(stage: str) -> dict[str, tuple[str, float]]:
     config = STAGES[stage]
     p = price_table()["standing"]
     month = HOURS_PER_MONTH
-    pools = [(name, pool) for name, pool in config.pools.items() if pool.min_tasks]
+    pools = [(pool.name, pool) for pool in config.pools if pool.min_tasks]
     tasks = sum(pool.min_tasks for _, pool in pools)
     workers = sum(
         pool.min_tasks

@@ -46,6 +46,8 @@ def _value(value: Any) -> str:
     nested = value.values() if isinstance(value, dict) else [value]
     if any(hasattr(v, "model_dump") for v in nested) and not isinstance(value, tuple):
         return "below"  # a model of its own, with its own table
+    if isinstance(value, tuple) and value and all(hasattr(v, "name") for v in value):
+        return "below"  # named models (the pools), each in the table below
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, tuple):
@@ -80,9 +82,9 @@ def settings() -> str:
     stages = list(STAGES)
     heads = ("field", "type", "bounds")
     per_stage = (*heads, *(f"`{s}`" for s in stages), "meaning")
-    pools = {f"{s}: {name}": pool for s in stages for name, pool in STAGES[s].pools.items()}
+    pools = {f"{s}: {pool.name}": pool for s in stages for pool in STAGES[s].pools}
     pool_defaults = table(
-        ("pool", "cpu", "memory_mib", "concurrency", "min_tasks", "max_tasks", "spot"),
+        ("pool", "cpu", "memory_mib", "concurrency", "min_tasks", "max_tasks", "spot", "isolation"),
         [
             (
                 code(key),
@@ -92,6 +94,7 @@ def settings() -> str:
                 p.min_tasks,
                 p.max_tasks,
                 code(json.dumps(p.spot)),
+                code(p.isolation),
             )
             for key, p in pools.items()
         ],
@@ -106,13 +109,17 @@ def settings() -> str:
         "fails the synth, naming it.\n\n"
         "## A stage\n\n"
         + table(per_stage, field_rows(StageConfig, {s: STAGES[s] for s in stages}))
-        + "\n## A pool (`pools.<name>`)\n\n"
-        "Each stage's pools and their sizes:\n\n"
+        + "\n## A pool (`pools[]`)\n\n"
+        "`pools` is a list; each pool has a `name` of its own. A deploy file's pools merge "
+        "by name into the stage's: a pool named like one of the stage's changes the fields "
+        'it gives (`{"name": "heavy", "max_tasks": 10}`), a new name adds a pool with '
+        "its own queues, service, scaling and alarms. A pool left out is kept (dropping one "
+        "would delete its queues with the jobs waiting in them). Each stage's pools:\n\n"
         + pool_defaults
         + "\nEvery field of a pool (the defaults are the fields' own where the table above "
         "does not set them):\n\n"
         + table((*heads, "default", "meaning"), field_rows(PoolConfig))
-        + "\n### A scaling step (`pools.<name>.age_steps[]`)\n\n"
+        + "\n### A scaling step (`pools[].age_steps[]`)\n\n"
         + table((*heads, "default", "meaning"), field_rows(AgeStep))
         + "\n## The web console (`console`)\n\n"
         + table(per_stage, field_rows(ConsoleConfig, {s: STAGES[s].console for s in stages}))

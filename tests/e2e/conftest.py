@@ -54,7 +54,9 @@ class _Shared:
     def get(cls) -> LocalStack:
         if cls.local is None:
             os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-            cls.local = LocalStack(api_port=0, workers=1, concurrency=2).start()
+            # Every declared pool runs (one small worker for each beyond the standard
+            # pool's): a job routed to any pool runs on that pool's worker.
+            cls.local = LocalStack(api_port=0, workers=1, concurrency=2, every_pool=True).start()
         return cls.local
 
     @classmethod

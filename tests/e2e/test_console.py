@@ -248,6 +248,8 @@ def test_a_failed_jobs_page_shows_its_failure_screenshot_trace_and_har_and_repla
     expect(signed_in.get_by_role("cell", name=re.compile(r"trace\.zip$")).first).to_be_visible()
     expect(signed_in.locator(".trace-help")).to_contain_text("playwright show-trace")
     expect(signed_in.locator("#har-link")).to_have_attribute("href", re.compile(r"har\.zip"))
+    # Each step's share of the job's price, next to its time.
+    expect(signed_in.locator(".step-cost").first).to_have_text(re.compile(r"^\$0\.\d{7}$"))
     assert serious_violations(signed_in) == []
     # Replayed offline from its page: the replay's page links back to it.
     signed_in.get_by_role("button", name="Replay offline").click()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import zipfile
 from collections.abc import Iterator
 
@@ -19,6 +20,8 @@ from devstack.examples import EXAMPLES_DIR, load_example
 from devstack.stack import LocalStack
 from pagefleet.client import ApiError, Job, PagefleetClient
 from pagefleet.jobs.states import JobStatus
+from pagefleet.pricing import Worker
+from pagefleet.tenancy.spend import per_second_usd
 from pagefleet.workflow.masking import encoded_forms
 from tests.e2e.test_session_secrets_e2e import put_secret, stored_texts
 from tests.worker.site_pages import Resource, StepSite, html, serve
@@ -323,7 +326,7 @@ IDB = html(
 )
 
 
-def test_a_login_kept_in_indexeddb_is_saved_and_a_later_job_stays_signed_in(
+def test_a_login_kept_in_indexeddb_is_saved_and_restored_at_a_jobs_start_and_mid_job(
     client: PagefleetClient, site: StepSite
 ) -> None:
     site.resources["/idb"] = IDB
@@ -348,3 +351,60 @@ def test_a_login_kept_in_indexeddb_is_saved_and_a_later_job_stays_signed_in(
     assert later.result == {"who": "signed in as ada"}
     fresh = _run(client, {"steps": check})
     assert fresh.result == {"who": "signed out"}
+    # Mid-job, with the page holding the site's database open: restored all the same, and
+    # the page is loaded again to read it.
+    mid = _run(
+        client,
+        {
+            "steps": [
+                *check,
+                {"action": "use_session", "name": "idb-login"},
+                {"action": "wait_for", "selector": "#who:not(:text-is('pending'))"},
+                {"action": "extract", "name": "after", "selector": "#who"},
+            ]
+        },
+    )
+    assert mid.status is JobStatus.SUCCEEDED, mid.error
+    assert mid.result == {"who": "signed out", "after": "signed in as ada"}
+
+
+def test_each_step_shows_its_time_and_share_of_the_price_and_usage_sums_it_by_workflow(
+    client: PagefleetClient, site: StepSite
+) -> None:
+    job = _run(
+        client,
+        {
+            "name": "priced-steps",
+            "steps": [
+                {"action": "goto", "url": site.url("/assets")},
+                {"action": "wait_for", "load_state": "load"},
+                {"action": "extract", "name": "nothing", "selector": "#missing", "timeout_ms": 500},
+            ],
+        },
+    )
+    assert job.status is JobStatus.FAILED and job.error is not None
+    steps = job.attempts[-1].steps
+    assert [(s.index, s.action, s.outcome) for s in steps] == [
+        (0, "goto", "ok"),
+        (1, "wait_for", "ok"),
+        (2, "extract", "failed"),
+    ]
+    # The price of its browser time at the deployment's rate (the local stack's shape).
+    rate = per_second_usd(Worker())
+    for step in steps:
+        assert step.cost_usd == pytest.approx(step.duration_ms / 1000 * rate, abs=rate / 1000)
+    finished = [e for e in client.events(job.job_id).events if e.type == "step_finished"]
+    assert [(e.index, e.cost_usd) for e in finished] == [(s.index, s.cost_usd) for s in steps]
+    # Usage is recorded once the outcome is written: wait for the attempt to be counted.
+    usage = client.job_usage(job.job_id)
+    for _ in range(300):
+        if usage.attempts:
+            break
+        time.sleep(0.1)
+        usage = client.job_usage(job.job_id)
+    spent = sum(s.cost_usd for s in steps)
+    assert usage.total.cost["us-east-1"].total_usd >= round(spent, 6) > 0
+    lines = {w.workflow: w for w in client.usage().workflows}
+    assert (
+        lines["priced-steps"].cost["us-east-1"].total_usd >= usage.total.cost["us-east-1"].total_usd
+    )

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from aws_cdk.assertions import Match
 
-from pagefleet.specs.resources import ARTIFACTS_BUCKET, QUEUES, TABLES
+from pagefleet.specs.resources import ARTIFACTS_BUCKET, DEFAULT_POOLS, TABLES, queues_of
 
 from .helpers import logical_id
+
+QUEUES = queues_of(DEFAULT_POOLS)  # the stages' pools
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
 

@@ -36,8 +36,8 @@ def test_the_deploy_file_is_read_on_every_synth_and_a_one_off_override_keeps_it(
     base = {"pagefleet:stage": "prod", "pagefleet:deployFile": str(deploy_file)}
     config = config_of(base)
     assert config.alarm_email == "ops@example.com"
-    assert config.pools["heavy"].max_tasks == 4
-    assert config.pools["heavy"].cpu == STAGES["prod"].pools["heavy"].cpu  # merged, not replaced
+    assert config.pool("heavy").max_tasks == 4
+    assert config.pool("heavy").cpu == STAGES["prod"].pool("heavy").cpu  # merged, not replaced
     # The restore runbook's switch, as a later command: the e-mail is still there.
     restored = config_of(
         {**base, "pagefleet:overrides": '{"restored_tables": {"JobsTable": "jobs-restored"}}'}
@@ -48,6 +48,26 @@ def test_the_deploy_file_is_read_on_every_synth_and_a_one_off_override_keeps_it(
     assert config_of({**base, "pagefleet:stage": "dev"}).alarm_email is None
     missing = {**base, "pagefleet:deployFile": str(tmp_path / "none.json")}
     assert config_of(missing) == STAGES["prod"]
+
+
+def test_pools_are_a_list_merged_by_name_and_a_new_name_is_a_new_pool(tmp_path: Path) -> None:
+    deploy_file = tmp_path / "pagefleet.deploy.json"
+    pdf = {"name": "pdf", "cpu": 1024, "memory_mib": 3072, "concurrency": 1}
+    pdf |= {"min_tasks": 0, "max_tasks": 3, "isolation": "task"}
+    deploy_file.write_text(
+        json.dumps({"prod": {"pools": [{"name": "heavy", "max_tasks": 6}, pdf]}})
+    )
+    config = config_of({"pagefleet:stage": "prod", "pagefleet:deployFile": str(deploy_file)})
+    # The stage's pools first, kept (none is dropped by leaving it out), then the new one.
+    assert config.pool_names == ("standard", "heavy", "pdf")
+    assert config.pool("heavy").max_tasks == 6
+    assert config.pool("heavy").memory_mib == STAGES["prod"].pool("heavy").memory_mib
+    assert config.pool("standard") == STAGES["prod"].pool("standard")
+    offers = {o["name"]: o for o in json.loads(config.pool_offers())}
+    assert offers["pdf"]["isolation"] == "task" and offers["pdf"]["slots"] == 1
+    deploy_file.write_text(json.dumps({"prod": {"pools": [{"max_tasks": 6}]}}))
+    with pytest.raises(ValueError, match='each of "pools" needs a "name"'):
+        config_of({"pagefleet:stage": "prod", "pagefleet:deployFile": str(deploy_file)})
 
 
 @pytest.mark.parametrize(

@@ -59,8 +59,10 @@ def test_every_worker_task_sets_exactly_its_settings(synth) -> None:
     for task in synth.props("AWS::ECS::TaskDefinition"):
         worker = next(c for c in task["ContainerDefinitions"] if c["Name"] == "Worker")
         env = {e["Name"]: e["Value"] for e in worker["Environment"]}
+        # ECS puts a secret's value (a proxy pool's proxy) into a setting when a task starts.
+        env.update({e["Name"]: e["ValueFrom"] for e in worker.get("Secrets", [])})
         _check_env(env, WorkerSettings)
-        assert env["PAGEFLEET_POOL"] in synth.stack.config.pools
+        assert env["PAGEFLEET_POOL"] in synth.stack.config.pool_names
 
 
 def test_queue_urls_are_json_by_queue_key(synth) -> None:

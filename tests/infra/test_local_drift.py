@@ -13,9 +13,11 @@ import pytest
 from moto import mock_aws
 
 from devstack.provision import create_all
-from pagefleet.specs.resources import QUEUES, WEBHOOK_QUEUE
+from pagefleet.specs.resources import DEFAULT_POOLS, WEBHOOK_QUEUE, queues_of
 
 from .helpers import logical_id
+
+QUEUES = queues_of(DEFAULT_POOLS)  # the stages' pools
 
 pytestmark = [pytest.mark.infra, pytest.mark.slow]
 

@@ -24,7 +24,7 @@ def test_spot_on_graviton_is_refused_at_synth_saying_what_to_choose() -> None:
     assert 'worker_architecture "x86_64"' in says and '"spot": false' in says
     x86 = json.dumps({"worker_architecture": "x86_64", "pools": {"standard": {"spot": True}}})
     config = load_config(App(context={"pagefleet:stage": "prod", "pagefleet:overrides": x86}).node)
-    assert config.pools["standard"].spot and config.worker_architecture == "x86_64"
+    assert config.pool("standard").spot and config.worker_architecture == "x86_64"
 
 
 def test_spot_is_judged_per_pool_by_the_architecture_it_runs_on() -> None:
@@ -34,7 +34,7 @@ def test_spot_is_judged_per_pool_by_the_architecture_it_runs_on() -> None:
     config = load_config(
         App(context={"pagefleet:stage": "prod", "pagefleet:overrides": mixed}).node
     )
-    assert config.architecture_of("heavy") == "x86_64" and config.pools["heavy"].spot
+    assert config.architecture_of("heavy") == "x86_64" and config.pool("heavy").spot
     assert config.architecture_of("standard") == "arm64"  # the stage's, at Graviton's price
     arm_pool = json.dumps(
         {

@@ -54,7 +54,7 @@ def stubbed(answers: list[tuple[str, tuple[str, str], Any]]) -> tuple[Any, Stubb
 def test_prods_needs_count_every_pool_at_max_twice_and_every_lambda_consumer() -> None:
     prod = STAGES["prod"]
     fargate, lam = (n for n in needs(prod) if "Spot" not in n.name)
-    at_max = sum(p.max_tasks * p.cpu / 1024 for p in prod.pools.values() if not p.spot)
+    at_max = sum(p.max_tasks * p.cpu / 1024 for p in prod.pools if not p.spot)
     assert fargate.amount == 2 * at_max and (fargate.service_code, fargate.quota_code) == (
         FARGATE_ON_DEMAND_VCPU
     )

@@ -437,7 +437,7 @@ def test_a_lease_over_for_twice_a_lease_pages_with_a_runbook(stage_synth) -> Non
     in the sweeper's OldestExpiredLeaseAge: its alarm fires above twice the job queues'
     visibility timeout (the lease) and links the expired-lease runbook."""
     from pagefleet.specs import metrics_names as m
-    from pagefleet.specs.resources import QUEUES
+    from pagefleet.specs.resources import LEASE_SECONDS
 
     raw = stage_synth.raw
     alarms = [
@@ -449,7 +449,7 @@ def test_a_lease_over_for_twice_a_lease_pages_with_a_runbook(stage_synth) -> Non
     (alarm,) = alarms
     assert alarm["Namespace"] == m.stage_namespace(stage_synth.stage)
     assert alarm["Dimensions"] == [{"Name": "service", "Value": m.SWEEPER_SERVICE}]
-    lease = max(q.visibility_timeout_s for q in QUEUES)
+    lease = LEASE_SECONDS
     assert alarm["Threshold"] == 2 * lease
     assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
     assert "expired-lease" in json.dumps(alarm.get("AlarmDescription", ""))

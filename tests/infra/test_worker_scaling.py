@@ -39,7 +39,7 @@ def _scaling_alarms(synth: Any) -> list[dict[str, Any]]:
 def test_an_idle_pool_is_halved_each_minute_counting_running_jobs_from_the_workers(
     synth,
 ) -> None:
-    pools = synth.stack.config.pools.values()
+    pools = synth.stack.config.pools
     idle = [c for c in _step_policies(synth) if c["AdjustmentType"] == "PercentChangeInCapacity"]
     assert len(idle) == sum(1 for p in pools if p.idle_scale_in_percent is not None)
     for config in idle:
@@ -59,11 +59,11 @@ def test_an_idle_pool_is_halved_each_minute_counting_running_jobs_from_the_worke
         assert stat["Stat"] == "Average"
         dims = {d["Name"]: d["Value"] for d in stat["Metric"]["Dimensions"]}
         assert dims[m.DIM_SERVICE] == m.WORKER_SERVICE
-        assert dims[m.DIM_POOL] in synth.stack.config.pools
+        assert dims[m.DIM_POOL] in synth.stack.config.pool_names
 
 
 def test_the_age_steps_add_the_configured_tasks(synth) -> None:
-    pools = list(synth.stack.config.pools.values())
+    pools = list(synth.stack.config.pools)
     age = [
         c
         for c in _step_policies(synth)
@@ -79,7 +79,7 @@ def test_the_age_steps_add_the_configured_tasks(synth) -> None:
 
 def test_a_pool_at_zero_starts_a_task_on_its_first_waiting_job(stage_synth) -> None:
     config = stage_synth.stack.config
-    at_zero = [name for name, pool in config.pools.items() if pool.min_tasks == 0]
+    at_zero = [pool.name for pool in config.pools if pool.min_tasks == 0]
     alarms = [
         a
         for a in _scaling_alarms(stage_synth)
@@ -105,9 +105,9 @@ def test_a_pool_at_zero_starts_a_task_on_its_first_waiting_job(stage_synth) -> N
         c
         for c in _step_policies(stage_synth)
         if c["AdjustmentType"] == "ChangeInCapacity"
-        and c["Cooldown"] in {config.pools[n].from_zero_cooldown_seconds for n in at_zero}
+        and c["Cooldown"] in {config.pool(n).from_zero_cooldown_seconds for n in at_zero}
     ]
     assert len(starts) == len(at_zero)
     for policy in starts:
         adds = [a["ScalingAdjustment"] for a in policy["StepAdjustments"]]
-        assert max(adds) in {config.pools[n].from_zero_tasks for n in at_zero}
+        assert max(adds) in {config.pool(n).from_zero_tasks for n in at_zero}

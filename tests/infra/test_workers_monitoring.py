@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from infra.constructs.api import pricing_worker
 from pagefleet.specs import metrics_names as m
 
 from .helpers import logical_id
@@ -17,8 +18,8 @@ def test_fargate_service_per_pool_sized_from_config(synth) -> None:
     config = synth.stack.config
     for name, pool in synth.stack.workers.pools.items():
         task = synth.raw["Resources"][logical_id(pool.task_definition)]["Properties"]
-        assert task["Cpu"] == str(config.pools[name].cpu)
-        assert task["Memory"] == str(config.pools[name].memory_mib)
+        assert task["Cpu"] == str(config.pool(name).cpu)
+        assert task["Memory"] == str(config.pool(name).memory_mib)
         assert task["RequiresCompatibilities"] == ["FARGATE"]
         worker = next(c for c in task["ContainerDefinitions"] if c["Name"] == "Worker")
         assert worker["StopTimeout"] == config.worker_stop_timeout_seconds
@@ -29,7 +30,9 @@ def test_fargate_service_per_pool_sized_from_config(synth) -> None:
         assert worker["LogConfiguration"]["Options"]["log_format"] == "json/emf"
         assert {m["ContainerPath"] for m in worker["MountPoints"]} == {"/tmp", "/home/pwuser"}
         env = {e["Name"]: e["Value"] for e in worker["Environment"]}
-        assert env["PAGEFLEET_CONCURRENCY"] == str(config.pools[name].concurrency)
+        assert env["PAGEFLEET_CONCURRENCY"] == str(config.pool(name).concurrency)
+        # Steps are priced as usage is: on the stage's pricing shape, whatever the pool.
+        assert json.loads(env["PAGEFLEET_PRICING_WORKER"]) == pricing_worker(config)
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.stage_namespace(config.stage)
         assert env["POWERTOOLS_SERVICE_NAME"] == m.WORKER_SERVICE
         service = synth.raw["Resources"][logical_id(pool.service)]["Properties"]
@@ -52,9 +55,9 @@ def test_scaling_on_queue_age_and_backlog(synth) -> None:
     config = synth.stack.config
     targets = synth.props("AWS::ApplicationAutoScaling::ScalableTarget")
     assert sorted((t["MinCapacity"], t["MaxCapacity"]) for t in targets) == sorted(
-        (p.min_tasks, p.max_tasks) for p in config.pools.values()
+        (p.min_tasks, p.max_tasks) for p in config.pools
     )
-    assert config.pools["standard"].min_tasks >= 1  # warm minimum for the interactive pool
+    assert config.pool("standard").min_tasks >= 1  # warm minimum for the interactive pool
     policies = synth.props("AWS::ApplicationAutoScaling::ScalingPolicy")
     steps = [p for p in policies if p["PolicyType"] == "StepScaling"]
     tracking = [p for p in policies if p["PolicyType"] == "TargetTrackingScaling"]
@@ -66,7 +69,7 @@ def test_scaling_on_queue_age_and_backlog(synth) -> None:
         for a in synth.props("AWS::CloudWatch::Alarm")
         if any("ScalingPolicy" in json.dumps(x) or "Ref" in x for x in a.get("AlarmActions", []))
         and "Threshold" in a
-        and a["Threshold"] in {p.age_steps[0].age_seconds for p in config.pools.values()}
+        and a["Threshold"] in {p.age_steps[0].age_seconds for p in config.pools}
         and "MAX(" in json.dumps(a.get("Metrics", []))
     ]
     assert len(age_alarms) == len(config.pools)

@@ -60,6 +60,8 @@ def test_a_session_opens_as_a_queued_job_and_makes_no_queue(owner: ApiCaller) ->
         ({"max_duration_s": 5}, "max_duration_s"),
         ({"options": {"viewport": {"width": 1}}}, "options.viewport.width"),
         ({"use_session": "../x"}, "use_session"),
+        ({"pool": "gpu"}, "pool"),  # not one of the deployment's pools
+        ({"pool": "Heavy-1"}, "pool"),
     ],
 )
 def test_bad_options_are_a_422_naming_the_field(owner: ApiCaller, body: dict, field: str) -> None:

@@ -8,7 +8,7 @@ from browser_task.slot.receiver import give_back
 from devstack.provision import Provisioned
 from pagefleet.adapters.sqs import SqsJobQueue
 from pagefleet.jobs.record import JobMessage
-from pagefleet.specs.resources import QUEUES, queue_key
+from pagefleet.specs.resources import DEFAULT_POOLS, queue_key, queues_of
 
 
 def test_a_job_handed_back_at_every_drain_never_reaches_its_dlq(
@@ -17,7 +17,7 @@ def test_a_job_handed_back_at_every_drain_never_reaches_its_dlq(
     """Visibility 0 would leave each receive counted: after maxReceiveCount deploys a job
     that never ran would be dead-lettered. A re-sent copy starts again at zero receives."""
     key = queue_key("standard", "normal")
-    spec = next(q for q in QUEUES if q.key == key)
+    spec = next(q for q in queues_of(DEFAULT_POOLS) if q.key == key)
     queue = SqsJobQueue(boto3.client("sqs"), provisioned.queue_urls)
     job = JobMessage(tenant_id="t", job_id="j-1", attempt=1, correlation_id="c", pool="standard")
     queue.send(job)

@@ -30,6 +30,13 @@ def job(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
     ("body", "field", "reason_part"),
     [
         (job(options={"dialogs": "maybe"}), "options.dialogs", "'accept' or 'dismiss'"),
+        (job(options={"har": "sometimes"}), "options.har", "on_failure"),
+        (
+            job({"action": "save_session", "name": "my login"}),
+            "steps[1].save_session.name",
+            "should match pattern",
+        ),
+        (job({"action": "use_session", "name": ""}), "steps[1].use_session.name", "at least 1"),
         (job(options={"prompt_text": "x" * 10_001}), "options.prompt_text", "at most 10000"),
         (job({"action": "dialog", "type": "popup"}), "steps[1].dialog.type", "'alert'"),
         (
@@ -193,5 +200,6 @@ def test_the_new_shapes_are_valid_and_in_the_json_schema(caller: ApiCaller) -> N
     schema = JobRequest.model_json_schema()
     defs = schema["$defs"]
     assert {"Dialog", "Drag", "UploadFile", "Route", "Fulfill", "BlockOptions"} <= set(defs)
-    assert set(defs["JobOptions"]["properties"]) >= {"dialogs", "prompt_text", "block"}
+    assert set(defs["JobOptions"]["properties"]) >= {"dialogs", "prompt_text", "block", "har"}
+    assert {"SaveSession", "UseSession"} <= set(defs)
     assert "files" in defs["Upload"]["properties"]

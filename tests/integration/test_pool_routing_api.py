@@ -12,7 +12,7 @@ from devstack.local_settings import LOCAL_POOLS
 from devstack.provision import Provisioned
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.settings import CoreSettings
-from tests.support.api import ApiCaller
+from tests.support.api import ApiCaller, caller
 
 PAGE = {"action": "goto", "url": "https://shop.example.com/"}
 
@@ -66,3 +66,65 @@ def test_without_published_pools_requires_is_refused_saying_so(
     refused = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {"memory_mib": 1}})
     assert refused.status == 422 and refused.error["field"] == "requires"
     assert "publishes no pool capabilities" in refused.error["message"]
+
+
+def test_a_tenant_limited_to_some_pools_is_routed_among_them_or_told_which_it_may_use(
+    alice: ApiCaller, pools: Provisioned
+) -> None:
+    admin = caller(pools, "ops", admin=True)
+    limited = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"pools": ["heavy"]})
+    assert limited.status == 200, limited.body
+    assert limited.body["limits"]["pools"] == ["heavy"] and "pools" in limited.body["overrides"]
+    # Named no pool: the smallest of its own, not the stage's default "standard".
+    plain = alice.call("POST", "/v1/jobs", {"steps": [PAGE]})
+    assert plain.status == 202, plain.body
+    assert _pool_of(plain.body["job_id"], "alice") == "heavy"
+    named = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "pool": "standard"})
+    assert named.status == 422 and named.error["field"] == "pool"
+    assert named.error["message"] == (
+        "pool 'standard' is not allowed for this tenant; its pools: heavy"
+    )
+    routed = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "requires": {"memory_mib": 8000}})
+    assert routed.status == 422 and routed.error["field"] == "requires"
+    assert "standard: not allowed for this tenant" in routed.error["message"]
+    assert "(this tenant's pools: heavy)" in routed.error["message"]
+    # A batch's items go the same way (one planning path).
+    batch = alice.call(
+        "POST", "/v1/batches", {"jobs": [{"job": {"steps": [PAGE], "pool": "standard"}}]}
+    )
+    assert batch.status == 200  # a batch answers per item
+    assert "not allowed for this tenant" in json.dumps(batch.body["results"][0])
+    # A browser session is a job too: its pool is checked the same way.
+    session = alice.call("POST", "/v1/browser-sessions", {"pool": "standard"})
+    assert session.status == 422 and session.error["field"] == "pool"
+    opened = alice.call("POST", "/v1/browser-sessions", {})
+    assert opened.status == 201, opened.body
+    assert _pool_of(opened.body["session_id"], "alice") == "heavy"
+    # Back to the stage default (every pool): standard again.
+    reset = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"reset": ["pools"]})
+    assert reset.status == 200 and reset.body["limits"]["pools"] is None
+    again = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "pool": "standard"})
+    assert again.status == 202, again.body
+
+
+def test_a_limit_naming_a_pool_the_deployment_lacks_is_a_422_naming_its_pools(
+    pools: Provisioned,
+) -> None:
+    admin = caller(pools, "ops", admin=True)
+    refused = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"pools": ["gpu"]})
+    assert refused.status == 422 and refused.error["field"] == "pools"
+    assert refused.error["message"] == (
+        "unknown pools ['gpu']; this deployment's pools: standard, heavy"
+    )
+    malformed = admin.call("PATCH", "/v1/admin/tenants/alice/limits", {"pools": ["Big-One"]})
+    assert malformed.status == 422
+
+
+def test_a_named_pool_the_deployment_lacks_is_a_422_naming_its_pools(
+    alice: ApiCaller, pools: Provisioned
+) -> None:
+    refused = alice.call("POST", "/v1/jobs", {"steps": [PAGE], "pool": "gpu"})
+    assert refused.status == 422 and refused.error["field"] == "pool"
+    assert (
+        refused.error["message"] == "unknown pool 'gpu'; this deployment's pools: standard, heavy"
+    )

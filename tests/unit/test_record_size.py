@@ -7,6 +7,7 @@ from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.jobs.step_times import STEP_TIMES_MAX, StepTime
 
 
 def record(attempt: int, attempts: int = 0, artifacts: int = 0) -> JobRecord:
@@ -108,3 +109,47 @@ def test_changes_and_error_details_share_the_results_inline_budget() -> None:
     assert all(len(d["reason"].encode()) <= 150 for d in failed.error.details)
     assert failed.result is None and failed.result_bytes is not None
     assert failed.history.error is not None and failed.history.error.details is None
+
+
+def _times(count: int) -> list[StepTime]:
+    return [
+        StepTime(
+            index=n,
+            action="wait_for",
+            started_at="2026-12-05T07:00:00.000Z",
+            duration_ms=123456,
+            outcome="ok",
+            cost_usd=0.000123456,
+        )
+        for n in range(count)
+    ]
+
+
+def test_the_latest_attempt_keeps_its_step_times_and_an_earlier_ones_are_dropped() -> None:
+    first = record(attempt=1)
+    outcome = Outcome(JobStatus.RETRY_SCHEDULED, steps=_times(3))
+    bounded = record_size.bound_outcome(first, outcome, worker="w", at="now")
+    assert bounded.history.steps == _times(3) and bounded.attempt_log is None
+    # The second attempt rewrites the log with the first's times dropped.
+    second = record(attempt=2).model_copy(update={"attempts": [bounded.history]})
+    again = record_size.bound_outcome(
+        second, Outcome(JobStatus.SUCCEEDED, steps=_times(2)), worker="w", at="n"
+    )
+    assert again.attempt_log is not None
+    assert [(a.attempt, len(a.steps)) for a in again.attempt_log] == [(1, 0), (2, 2)]
+
+
+def test_step_times_take_only_the_room_the_request_left() -> None:
+    many = _times(STEP_TIMES_MAX + 20)
+    small = record_size.bounded_steps(record(1).request, many)
+    assert len(small) == STEP_TIMES_MAX  # the first of them
+    assert small[0].index == 0
+    # A request of (nearly) the largest size a record may hold keeps none, so the record
+    # still fits one item with every other part at its bound.
+    big = JobRequest.model_validate(
+        {
+            "steps": [{"action": "goto", "url": "http://h/"}],
+            "inputs": {"blob": "x" * (record_size.SUBMIT_RECORD_MAX_BYTES - 8 * 1024)},
+        }
+    )
+    assert record_size.bounded_steps(big, many) == []

@@ -6,6 +6,8 @@ import asyncio
 import math
 from typing import Any
 
+import pytest
+
 from browser_task.observe.run_events import (
     RunEvents,
     attempt_ended,
@@ -19,6 +21,8 @@ from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType, epoch_of_iso
+from pagefleet.pricing import Worker
+from pagefleet.tenancy.spend import per_second_usd
 
 NOW = 1_800_000_000
 
@@ -209,3 +213,40 @@ def test_two_writers_of_one_job_never_share_a_number() -> None:
     stored = _stored(store)
     assert len(stored) == 40
     assert [e["message"] for e in stored if e["attempt"] == 2] == [f"fresh {n}" for n in range(20)]
+
+
+def test_each_step_is_priced_and_the_top_level_ones_are_kept_for_the_outcome() -> None:
+    store = FakeEventStore()
+    shape = Worker(vcpu=2.0, memory_gb=4.0, slots=2)
+    rate = per_second_usd(shape)
+
+    async def scenario() -> RunEvents:
+        events = RunEvents(store, _job(), flush_s=0.05, pricing=shape)
+        async with recording(events):
+            with (
+                step_events(events, 0, 2, "0", "if", "if #banner"),
+                step_events(events, 0, 2, "steps[0].then[0]", "click", "click #close"),
+            ):
+                await asyncio.sleep(0.01)
+            try:
+                with step_events(events, 1, 2, "1", "click", "click #buy"):
+                    raise ValueError("no element #buy")
+            except ValueError:
+                pass
+        await events.close()
+        return events
+
+    events = asyncio.run(scenario())
+    finished = [e for e in _stored(store) if e["type"] == "step_finished"]
+    assert [e["path"] for e in finished] == ["steps[0].then[0]", "0", "1"]
+    for event in finished:  # its browser time at the job's rate (to a millisecond's worth)
+        assert event["cost_usd"] == pytest.approx(
+            event["duration_ms"] / 1000 * rate, abs=rate / 1000 + 1e-9
+        )
+    kept = events.step_times
+    assert [(s.index, s.action, s.outcome) for s in kept] == [
+        (0, "if", "ok"),
+        (1, "click", "failed"),
+    ]
+    assert [s.cost_usd for s in kept] == [e["cost_usd"] for e in finished[1:]]
+    assert kept[0].started_at <= kept[1].started_at

@@ -6,13 +6,16 @@ from __future__ import annotations
 import pytest
 
 from devstack.local_settings import LOCAL_POOLS
+from pagefleet.specs.resources import queues_of
 from pagefleet.specs.settings import ApiSettings, CoreSettings, WorkerSettings, to_env
 
 STORES = {
     "jobs_table": "jobs",
     "tenants_table": "tenants",
     "artifacts_bucket": "artifacts",
-    "queue_urls": {"standard": "http://127.0.0.1:9/q", "heavy": "http://127.0.0.1:9/h"},
+    "queue_urls": {
+        spec.key: f"http://127.0.0.1:9/{spec.key}" for spec in queues_of(("standard", "heavy"))
+    },
 }
 
 

@@ -60,6 +60,17 @@ FILES = html(
 </body>"""
 )
 
+# A form that asks before it is left with unsaved text (the usual "Leave site?" guard).
+LEAVE = html(
+    """<body><h1 id="where">editing</h1><input id="note"><a id="away" href="/first">away</a>
+  <script>
+    window.addEventListener('beforeunload', e => {
+      if (document.getElementById('note').value) { e.preventDefault(); e.returnValue = ''; }
+    });
+  </script>
+</body>"""
+)
+
 FIRST = html("""<body><h1 id="where">first</h1><a id="next" href="/second">next</a></body>""")
 SECOND = html(
     """<body><h1 id="where">second</h1>
@@ -79,6 +90,7 @@ def pages() -> dict[str, Resource]:
         "/dialogs": DIALOGS,
         "/drag": DRAG,
         "/files": FILES,
+        "/leave": LEAVE,
         "/first": FIRST,
         "/second": SECOND,
         "/third": THIRD,
@@ -192,6 +204,58 @@ def test_a_dialog_step_whose_dialog_never_comes_fails_at_that_step(stack: Stack)
     assert done.status is JobStatus.FAILED
     assert done.error is not None and done.error.kind == "assertion_failed"
     assert done.error.step_index == 1 and "none came" in done.error.message
+
+
+def _leave_with_unsaved_text() -> list[dict[str, Any]]:
+    return [
+        {"action": "click", "selector": "#note"},
+        {"action": "type", "selector": "#note", "text": "draft"},
+        {"action": "click", "selector": "#away"},
+    ]
+
+
+def test_a_beforeunload_is_dismissed_by_default_and_a_dialog_step_leaves_the_page(
+    stack: Stack,
+) -> None:
+    done = stack.run(
+        {
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/leave")},
+                *_leave_with_unsaved_text(),  # dismissed: the page stays
+                {"action": "extract", "name": "stayed", "selector": "#where"},
+                {"action": "dialog", "accept": True, "type": "beforeunload"},
+                {"action": "click", "selector": "#away"},
+                {"action": "wait_for", "selector": "#next"},  # the page it went to
+                {"action": "extract", "name": "left", "selector": "#where"},
+            ]
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"stayed": "editing", "left": "first"}
+    events = _dialog_events(stack, done)
+    assert [(e["dialog"], e["outcome"], e.get("index")) for e in events] == [
+        ("beforeunload", "dismissed", None),
+        ("beforeunload", "accepted", 5),
+    ]
+
+
+def test_options_dialogs_accept_lets_a_beforeunload_page_be_left(stack: Stack) -> None:
+    done = stack.run(
+        {
+            "options": {"dialogs": "accept"},
+            "steps": [
+                {"action": "goto", "url": stack.site.url("/leave")},
+                *_leave_with_unsaved_text(),
+                {"action": "wait_for", "selector": "#next"},
+                {"action": "extract", "name": "left", "selector": "#where"},
+            ],
+        }
+    )
+    assert done.status is JobStatus.SUCCEEDED, done.error
+    assert done.result == {"left": "first"}
+    assert [(e["dialog"], e["outcome"]) for e in _dialog_events(stack, done)] == [
+        ("beforeunload", "accepted")
+    ]
 
 
 def test_drag_moves_a_pointer_driven_knob_and_fires_html5_drop(stack: Stack) -> None:

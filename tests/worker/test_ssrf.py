@@ -37,6 +37,7 @@ from browser_task.run.executor import run_steps, scheme_guard
 from browser_task.run.plan import RunPlan
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
+from pagefleet.specs.pools import PoolProxy
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Extract
 from pagefleet.workflow.masking import Masker
@@ -669,4 +670,59 @@ def test_behind_a_jobs_proxy_targets_are_checked_and_tunnelled_by_checked_addres
         wrong, _ = asyncio.run(go(upstream.url, "nope"))
         assert wrong.startswith(b"HTTP/1.1 502")
         assert b"X-Pagefleet-Egress-Kind: upstream_auth" in wrong
+    assert all(ipaddress.ip_address(host).is_loopback for host, _ in connector.dialled)
+
+
+# --- a pool's own proxy and isolation (WorkerSettings.egress_proxy, isolation "task") ---------
+def test_an_isolated_proxy_pool_gives_each_job_a_fresh_browser_and_tunnels_through_its_proxy(
+    sites,
+):
+    """A pool whose egress is a proxy sends every checked target through it (by the checked
+    address; a forbidden one never reaches it), and a pool isolated per task launches a
+    browser for each job and closes the one before."""
+    resolver = TableResolver()
+    resolver.set("shop.example", [ALLOWED])
+    resolver.set("rebind.example", ["127.0.0.1"])
+    connector = LoopbackOnlyConnector()
+
+    async def go(port: int) -> tuple[list[tuple[int, int, bool]], int]:
+        settings = WorkerSettings(
+            jobs_table="t",
+            tenants_table="t",
+            artifacts_bucket="b",
+            queue_urls={},
+            concurrency=1,
+            isolation="task",
+            egress_proxy=PoolProxy(host=ALLOWED, port=port, username="pool", password="pw"),
+        )
+        pool = BrowserPool(settings, resolver=resolver, policy=POLICY, connect=connector)
+        await pool.start()
+        seen = []
+        try:
+            for target in ("shop.example", "rebind.example"):
+                session = await pool.new_session(JobOptions())
+                generation = session.generation
+                try:
+                    response = await session.page.goto(f"http://{target}:{sites.port}/")
+                    status = response.status if response is not None else 0
+                finally:
+                    await session.close()
+                # The job's browser closes with its job: nothing of it is left for the next.
+                for _ in range(100):
+                    if not generation.browser.is_connected():
+                        break
+                    await asyncio.sleep(0.1)
+                seen.append((status, generation.number, generation.browser.is_connected()))
+            return seen, pool.launches
+        finally:
+            await pool.close()
+
+    with upstream_proxy("pool", "pw", host=ALLOWED) as upstream:
+        seen, launches = asyncio.run(go(int(upstream.url.rsplit(":", 1)[1])))
+        targets = upstream.targets()
+    assert [status for status, _, _ in seen] == [200, 403]
+    assert [number for _, number, _ in seen] == [1, 2] and launches == 2
+    assert not any(connected for _, _, connected in seen)
+    # Through the pool's proxy, by checked address; the rebound name never reached it.
+    assert targets and set(targets) == {f"{ALLOWED}:{sites.port}"}
     assert all(ipaddress.ip_address(host).is_loopback for host, _ in connector.dialled)

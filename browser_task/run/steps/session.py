@@ -1,17 +1,18 @@
 """save_session and use_session: Playwright storage state kept per tenant (see sessions.py).
 
-A leading use_session is applied when the context is created (``storage_state``), which is
-the only way Playwright restores local storage for every origin before the first page
-loads. A use_session later in the workflow adds the cookies to the live context and
-restores local storage with an init script (on the next navigation) and, for the page
-already open at that origin, right away. save_session keeps IndexedDB too (sites that keep
-their login there); only a leading use_session restores it (Playwright does, with the
-context's storage state): a later one restores cookies and local storage only.
+A session holds cookies, local storage and IndexedDB (sites that keep their login there). A
+leading use_session is applied when the context is created (``storage_state``), which is
+the only way Playwright restores storage for every origin before the first page loads. A
+use_session later in the workflow (or in a browser session) restores it into the live
+context: the saved state merged over the context's own (later wins for the same cookie or
+origin, as for several leading ones) is set with Playwright's ``set_storage_state``. That
+rewrites each origin's IndexedDB, which a page holding one of its databases open would block
+(a database is only deleted once every connection to it closes): such a page is parked on
+about:blank meanwhile and then loaded again, so it reads the restored login.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,15 +20,6 @@ from browser_task.errors import FailJob, RetryJob, first_line
 from browser_task.run.context import RunContext
 from browser_task.tenant.logins import StorageState
 from pagefleet.workflow import SaveSession, UseSession
-
-# Our fixed script: restore saved local storage for the document's origin.
-_RESTORE_STORAGE = """origins => {
-  const saved = origins[location.origin];
-  if (!saved) return;
-  for (const item of saved) {
-    try { localStorage.setItem(item.name, item.value); } catch (e) {}
-  }
-}"""
 
 
 def _no_store() -> FailJob:
@@ -55,8 +47,7 @@ async def load_state(ctx_tenant: str, step: UseSession, store: Any) -> StorageSt
 async def save_session(step: SaveSession, ctx: RunContext) -> None:
     if ctx.sessions is None:
         raise _no_store()
-    # IndexedDB too: sites that keep their login there (Playwright restores it with the
-    # storage state when a later job's context opens with it).
+    # IndexedDB too: sites that keep their login there.
     state = await ctx.session.context.storage_state(indexed_db=True)
     try:
         await ctx.sessions.save(ctx.tenant_id, step.name, dict(state))
@@ -77,18 +68,40 @@ async def use_session(step: UseSession, ctx: RunContext, index: int | None = Non
     state = await load_state(ctx.tenant_id, step, ctx.sessions)
     if state is None:
         return
-    context = ctx.session.context
-    cookies = state.get("cookies") or []
-    if cookies:
-        await context.add_cookies(cookies)
-    origins = {
-        o["origin"]: o.get("localStorage") or []
-        for o in state.get("origins") or []
-        if isinstance(o, dict) and "origin" in o
-    }
-    if not origins:
-        return
-    await context.add_init_script(script=f"({_RESTORE_STORAGE})({json.dumps(origins)})")
-    current = urlsplit(ctx.page.url)
-    if f"{current.scheme}://{current.netloc}" in origins:
-        await ctx.page.evaluate(_RESTORE_STORAGE, origins)
+    await restore_live(ctx.session.context, state)
+
+
+async def restore_live(context: Any, saved: StorageState) -> None:
+    """``saved`` merged into a live context: cookies, local storage and IndexedDB."""
+    merged = merge_states(await context.storage_state(indexed_db=True), saved)
+    databases = {o.get("origin") for o in merged["origins"] if o.get("indexedDB")}
+    parked = [(page, page.url) for page in context.pages if _origin(page.url) in databases]
+    for page, _ in parked:
+        await page.goto("about:blank")
+    try:
+        await context.set_storage_state(merged)
+    finally:
+        for page, url in parked:
+            await page.goto(url)
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def merge_states(base: StorageState | None, extra: StorageState) -> StorageState:
+    """Several sessions in one context: later ones win for the same cookie / origin (an
+    origin whole: its local storage and IndexedDB go together)."""
+    if base is None:
+        return {
+            "cookies": list(extra.get("cookies") or []),
+            "origins": list(extra.get("origins") or []),
+        }
+    cookies = {(c.get("name"), c.get("domain"), c.get("path")): c for c in base["cookies"]}
+    cookies.update(
+        {(c.get("name"), c.get("domain"), c.get("path")): c for c in extra.get("cookies") or []}
+    )
+    origins = {o.get("origin"): o for o in base["origins"]}
+    origins.update({o.get("origin"): o for o in extra.get("origins") or []})
+    return {"cookies": list(cookies.values()), "origins": list(origins.values())}
