@@ -208,8 +208,7 @@ TOOLS = (
         "upload_file",
         "Set a file input (`selector`, e.g. input[type=file]) to a file you give: its "
         f"`name` and `content` (text, or base64 with `encoding`; {MAX_INLINE_FILE_CHARS:,} "
-        "characters at most). Answers as run_step (the upload is a step save_as_workflow "
-        "keeps).",
+        "characters at most). Answers as run_step (save_as_workflow keeps the step).",
         UploadArgs,
     ),
     ToolSpec(
@@ -223,8 +222,8 @@ TOOLS = (
         "await_human",
         "Ask a person to act in the session's browser (a CAPTCHA, a code, a judgement): "
         "`prompt` says what. Returns once they continue (their note: `result.human_note`), "
-        "or fails after `timeout_s`. Answered `state: waiting_for_human`: not yet; call "
-        "again adding its `command_id`.",
+        "or fails after `timeout_s`. `state: waiting_for_human`: not yet; call again with "
+        "its `command_id`.",
         AwaitHumanArgs,
     ),
     ToolSpec(

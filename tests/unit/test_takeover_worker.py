@@ -52,11 +52,16 @@ class Page:
 
 
 class Events:
+    pricing = None  # a step's cost is not priced here
+
     def __init__(self) -> None:
         self.emitted: list[dict[str, Any]] = []
 
     def emit(self, event_type: Any, /, **fields: Any) -> None:
         self.emitted.append({"type": event_type.value, **fields})
+
+    def clock(self) -> float:
+        return 1_800_000_000.0
 
 
 def _running(svc: JobServices, clock: FakeClock) -> JobRecord:
