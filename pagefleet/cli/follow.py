@@ -44,13 +44,21 @@ def describe(item: FollowItem) -> str | None:
     return _event_line(item)
 
 
+def _took(event: RunEvent) -> str:
+    """A finished step's time and its share of the job's price, when known."""
+    spent = [f"{event.duration_ms} ms"] if event.duration_ms is not None else []
+    if event.cost_usd is not None:
+        spent.append(f"${event.cost_usd:.7f}")
+    return f" ({', '.join(spent)})" if spent else ""
+
+
 def _event_line(event: RunEvent) -> str | None:
     kind = event.type
     where = f"step {event.index + 1}/{event.of}" if event.index is not None and event.of else "step"
     if kind is EventType.STEP_STARTED:
         return f"{where} [cyan]{escape(event.label or event.action or '')}[/]"
     if kind is EventType.STEP_FINISHED:
-        took = f" ({event.duration_ms} ms)" if event.duration_ms is not None else ""
+        took = _took(event)
         if event.outcome == "ok":
             return f"  [green]✓[/] {where} {escape(event.action or '')}{took}"
         return (

@@ -147,11 +147,13 @@ def test_the_cli_lines_and_exit_codes() -> None:
             duration_ms=500,
             outcome="failed",
             message="no [b]#buy",
+            cost_usd=0.0000034,
         )
     )
     assert describe(started) == "step 1/3 [cyan]goto https://x[/]"
     line = describe(failed)
-    assert line is not None and "step 3/3" in line and "500 ms" in line and "\\[b]" in line
+    assert line is not None and "step 3/3" in line and "(500 ms, $0.0000034)" in line
+    assert "\\[b]" in line
     retry = RunEvent.model_validate(ev(3, "retry", reason="503 from target", delay_s=4))
     assert describe(retry) == "[yellow]retry in 4 s[/]: 503 from target"
     update = StatusUpdate(job_id="j1", status=JobStatus.RUNNING, final=False, attempt=2)

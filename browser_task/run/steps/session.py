@@ -8,13 +8,17 @@ context: the saved state merged over the context's own (later wins for the same 
 origin, as for several leading ones) is set with Playwright's ``set_storage_state``. That
 rewrites each origin's IndexedDB, which a page holding one of its databases open would block
 (a database is only deleted once every connection to it closes): such a page is parked on
-about:blank meanwhile and then loaded again, so it reads the restored login.
+about:blank meanwhile and then loaded again, so it reads the restored login; a page that
+asks before it is left (beforeunload) is answered as any dialog is (a dialog step, else
+options.dialogs), and dismissed it fails the step, saying so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 from urllib.parse import urlsplit
+
+from playwright.async_api import Error as PlaywrightError
 
 from browser_task.errors import FailJob, RetryJob, first_line
 from browser_task.run.context import RunContext
@@ -75,10 +79,23 @@ async def restore_live(context: Any, saved: StorageState) -> None:
     """``saved`` merged into a live context: cookies, local storage and IndexedDB."""
     merged = merge_states(await context.storage_state(indexed_db=True), saved)
     databases = {o.get("origin") for o in merged["origins"] if o.get("indexedDB")}
-    parked = [(page, page.url) for page in context.pages if _origin(page.url) in databases]
-    for page, _ in parked:
-        await page.goto("about:blank")
+    parked: list[tuple[Any, str]] = []
     try:
+        for page in context.pages:
+            url = page.url
+            if _origin(url) not in databases:
+                continue
+            try:
+                await page.goto("about:blank")
+            except PlaywrightError:
+                raise FailJob(
+                    f"use_session loads {url} again to restore its IndexedDB, and the page "
+                    "would not be left (its beforeunload dialog was dismissed): put a dialog "
+                    'step with "type": "beforeunload" before use_session, or set '
+                    "options.dialogs to accept",
+                    kind="step_failed",
+                ) from None
+            parked.append((page, url))
         await context.set_storage_state(merged)
     finally:
         for page, url in parked:
