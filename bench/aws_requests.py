@@ -78,9 +78,41 @@ def read_log(log_dir: Path) -> list[Request]:
     requests = []
     for path in log_dir.glob("*.tsv"):
         for line in path.read_text().splitlines():
-            at, runtime, operation, items, target, caller = line.split("\t")
+            at, runtime, operation, items, target, caller = line.split("\t")[:6]
             requests.append(Request((float(at), runtime, operation, int(items), target, caller)))
     return sorted(requests)
+
+
+class Call(tuple[float, float, str, str, str]):
+    """One logged call: (began, ms it took, runtime, operation, caller)."""
+
+    @property
+    def began(self) -> float:
+        return self[0]
+
+
+def calls_between(log_dir: Path, start: float, end: float) -> list[Call]:
+    """The calls that ended between ``start`` and ``end`` (epoch s), empty long polls aside,
+    in the order they began; the workers' runtimes named ``worker``."""
+    out: list[Call] = []
+    for path in log_dir.glob("*.tsv"):
+        for line in path.read_text().splitlines():
+            at, runtime, operation, _items, _target, caller, *took = line.split("\t")
+            if not start <= float(at) <= end or operation.endswith("(empty)"):
+                continue
+            ms = float(took[0]) if took and took[0] else 0.0
+            who = "worker" if runtime.startswith("local-worker") else runtime
+            out.append(Call((float(at) - ms / 1000, ms, who, operation, caller)))
+    return sorted(out)
+
+
+def print_calls(calls: list[Call], since: float) -> None:
+    """Call by call: when each began after ``since``, how long it took, who made it."""
+    for began, took, who, operation, caller in calls:
+        if "ReceiveMessage" in operation:
+            continue  # a long poll: it waits for work, it is not on a path
+        at = (began - since) * 1000
+        print(f"  +{at:6.1f} ms {took:6.1f} ms  {who:<22} {operation:<40} <- {caller}")
 
 
 def hook_env(log_dir: Path) -> dict[str, str]:

@@ -222,6 +222,10 @@ def walked(event: dict[str, Any]) -> int:
     return report(walk, status)
 
 
+# Issue 31: a plain job walks at most this many stops from the runner's entry to its first step.
+GOAL_STOPS = 30
+
+
 def report(walk: Walk, status: str) -> int:
     upto = walk.at_first_step if walk.at_first_step is not None else len(walk.walk)
     before = walk.walk[: upto + 1]
@@ -240,7 +244,9 @@ def report(walk: Walk, status: str) -> int:
     )
     print(f"moves between any two of our modules (values and rules too): {walk.every_module}")
     downhill = not climbs and walk.templating_after_plan == walk.prepare_after_plan == 0
-    return 0 if status == "succeeded" and downhill else 1
+    short = stops <= GOAL_STOPS
+    print(f"goal: at most {GOAL_STOPS} stops: {'met' if short else 'NOT met'}")
+    return 0 if status == "succeeded" and downhill and short else 1
 
 
 def climbs_to_first_step(walk: Walk) -> list[tuple[str, str]]:

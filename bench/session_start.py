@@ -16,6 +16,10 @@ Between sessions (not timed) it waits until the closed one has given its running
 Target (issue 32): open -> first goto p50 <= 300 ms on a warm local stack (the anchors'
 published lifecycle figures: Kernel 365 ms, Browserbase 578 ms, Steel 972 ms). Prints, last:
 ``session open -> first goto p50 <A> ms; open -> goto -> close p50 <B> ms``.
+
+``--count``: the runtimes (API, authorizer, worker) log every AWS request and Playwright
+call (``bench/request_hook``), and the session of median open -> first goto is printed
+call by call: what runs one after the other on that path.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,15 +40,18 @@ from bench.common import Measured  # noqa: E402
 SLOT_BACK_S = 60.0
 
 
-def one(client: object, site: str) -> tuple[float, float]:
-    """(open -> first goto answered, open -> goto -> close) of one session, in ms."""
+def one(client: object, site: str, windows: list[tuple[float, float]]) -> tuple[float, float]:
+    """(open -> first goto answered, open -> goto -> close) of one session, in ms; its
+    open -> first goto window (epoch s) is added to ``windows``."""
     from pagefleet.client import PagefleetClient
 
     assert isinstance(client, PagefleetClient)
+    began = time.time()
     started = time.perf_counter()
     sid = client.open_session(idle_timeout_s=60).session_id
     answer = client.session_steps(sid, {"action": "goto", "url": f"{site}/"}, aria=False)
     first = (time.perf_counter() - started) * 1000
+    windows.append((began, time.time()))
     assert answer.ok, answer.error
     client.close_session(sid)
     whole = (time.perf_counter() - started) * 1000
@@ -58,20 +66,35 @@ def one(client: object, site: str) -> tuple[float, float]:
 def main(argv: list[str] | None = None, measured: Measured | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=10, help="sessions timed, in a row")
+    parser.add_argument(
+        "--count", action="store_true", help="print the median session's calls, one by one"
+    )
     args = parser.parse_args(argv)
 
+    from bench.aws_requests import calls_between, hook_env, print_calls
     from devstack.stack import LocalStack
 
     firsts: list[float] = []
     wholes: list[float] = []
-    with LocalStack(api_port=0, workers=1, concurrency=2) as stack, stack.client() as client:
-        one(client, stack.site_url)  # warm
+    windows: list[tuple[float, float]] = []
+    log_dir = Path(tempfile.mkdtemp(prefix="pagefleet-session-start-"))
+    env = {**hook_env(log_dir), "PAGEFLEET_BENCH_PLAYWRIGHT": "1"} if args.count else {}
+    with (
+        LocalStack(api_port=0, workers=1, concurrency=2, worker_env=env, lambda_env=env) as stack,
+        stack.client() as client,
+    ):
+        one(client, stack.site_url, [])  # warm
         for _ in range(args.sessions):
-            first, whole = one(client, stack.site_url)
+            first, whole = one(client, stack.site_url, windows)
             firsts.append(first)
             wholes.append(whole)
     if measured is not None:
         measured.end()
+    if args.count:
+        median = sorted(range(len(firsts)), key=firsts.__getitem__)[len(firsts) // 2]
+        start, end = windows[median]
+        print(f"the median session's open -> first goto ({firsts[median]:.0f} ms), call by call:")
+        print_calls(calls_between(log_dir, start, end), start)
     print(
         f"session open -> first goto p50 {statistics.median(firsts):.0f} ms; "
         f"open -> goto -> close p50 {statistics.median(wholes):.0f} ms"

@@ -101,8 +101,10 @@ class PoolConfig(_Model):
     # Graviton stage sets "x86_64" here and the others keep Graviton's price.
     architecture: Literal["x86_64", "arm64"] | None = None
     # How this pool's tasks reach sites; null: the stage's egress. "nat": the stage's NAT
-    # gateways (a stage whose egress is "nat"); "public": a public IP per task; "proxy":
-    # the HTTP proxy in proxy_secret, from the stage's subnets.
+    # gateways (a stage whose egress is "nat"); "public": a public IP per task; "fixed_ip":
+    # subnets of the pool's own behind its own NAT gateway and Elastic IP (one address, the
+    # stack output PoolEgressIp<Name>); "proxy": the HTTP proxy in proxy_secret, from the
+    # stage's subnets.
     egress: Egress | None = None
     # For egress "proxy": a Secrets Manager secret (name or ARN) holding
     # {"host", "port", "username", "password"}; read when a task starts.
@@ -199,6 +201,10 @@ _RETENTION = {
     365: logs.RetentionDays.ONE_YEAR,
 }
 
+
+# Pools with their own egress address each get a /20 of the VPC's second CIDR block (a /24
+# per availability zone): 16 of them fill it.
+MAX_FIXED_IP_POOLS = 16
 
 # Lambda keeps this much of an account's concurrency unreserved: a reservation that would
 # leave less fails the deploy (a new account's limit may be as low as 10).
@@ -330,10 +336,13 @@ class StageConfig(_Model):
         """How ``pool``'s tasks reach sites: its own egress, else the stage's."""
         return self.pool(pool).egress or self.egress
 
-    def subnets_of(self, pool: str) -> Literal["private", "public"]:
-        """Where ``pool``'s tasks run: the stage's private (NAT) subnets or its public
-        ones. A proxy pool runs where the stage's egress puts tasks."""
+    def subnets_of(self, pool: str) -> Literal["private", "public", "own"]:
+        """Where ``pool``'s tasks run: the stage's private (NAT) subnets, its public ones,
+        or the pool's own behind its own NAT gateway (fixed_ip). A proxy pool runs where the
+        stage's egress puts tasks."""
         egress = self.egress_of(pool)
+        if egress == "fixed_ip":
+            return "own"
         if egress == "proxy":
             egress = self.egress
         return "private" if egress == "nat" else "public"
@@ -383,6 +392,11 @@ class StageConfig(_Model):
             )
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")
+        own = [p for p in self.pool_names if self.subnets_of(p) == "own"]
+        if len(own) > MAX_FIXED_IP_POOLS:
+            raise ValueError(
+                f"at most {MAX_FIXED_IP_POOLS} pools may have a fixed_ip egress, not {len(own)}"
+            )
         reserved = sum(self.reserved_concurrency.values())
         if reserved and reserved > self.min_account_concurrency - LAMBDA_UNRESERVED_MINIMUM:
             raise ValueError(

@@ -73,6 +73,7 @@ def _install(log_dir: str) -> None:
     def before(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["bench_items"] = _items(params)
         context["bench_target"] = _target(params)
+        context["bench_began"] = time.time()
 
     def after(model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         operation = f"{model.service_model.service_id.hyphenize()}.{model.name}"
@@ -81,7 +82,12 @@ def _install(log_dir: str) -> None:
         if "Error" in parsed:
             operation += f"!{parsed['Error'].get('Code', '?')}"
         items, target = context.get("bench_items", 1), context.get("bench_target", "")
-        fields = (f"{time.time():.6f}", runtime, operation, str(items), target, _caller())
+        write(operation, items, target, context.get("bench_began"), _caller())
+
+    def write(operation: str, items: int, target: str, began: float | None, caller: str) -> None:
+        now = time.time()
+        took = f"{(now - began) * 1000:.3f}" if began is not None else ""
+        fields = (f"{now:.6f}", runtime, operation, str(items), target, caller, took)
         line = "\t".join(fields) + "\n"
         with lock, open(path, "a") as out:
             out.write(line)
@@ -94,6 +100,31 @@ def _install(log_dir: str) -> None:
         self.register("after-call", after)
 
     botocore.session.Session.__init__ = session_init  # type: ignore[method-assign]
+    if os.environ.get("PAGEFLEET_BENCH_PLAYWRIGHT"):
+        _count_playwright(write)
+
+
+def _count_playwright(write: Any) -> None:
+    """Each call the Playwright client sends its driver (a round trip to Chromium's side),
+    logged as ``playwright.<Type>.<method>`` with the time until its reply; fire-and-forget
+    messages (``__waitInfo__``) too, with no time."""
+    try:
+        from playwright._impl.connection import Connection
+    except ImportError:  # a runtime without Playwright (the Lambda functions)
+        return
+    sent = Connection.send_message_to_server
+
+    def send(self: Any, obj: Any, method: str, params: Any, options: Any) -> Any:
+        began = time.time()
+        future = sent(self, obj, method, params, options)
+        name, caller = f"playwright.{obj._type}.{method}", _caller()
+        if future.done():
+            write(name, 1, "", None, caller)
+        else:
+            future.add_done_callback(lambda _: write(name, 1, "", began, caller))
+        return future
+
+    Connection.send_message_to_server = send  # type: ignore[method-assign,assignment]
 
 
 if LOG_DIR:

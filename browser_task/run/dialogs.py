@@ -54,6 +54,20 @@ class DialogWatch:
         self.seen = 0
         self._recent: deque[dict[str, Any]] = deque(maxlen=MAX_REPORTED)
 
+    @classmethod
+    def listening(
+        cls,
+        options: JobOptions,
+        events: RunEvents | None,
+        mask: Callable[[str], str],
+        page: Any,
+        listeners: list[tuple[str, Callable[..., Any]]],
+    ) -> DialogWatch:
+        """A watch already listening on ``page``'s context."""
+        watch = cls(options, events, mask)
+        watch.install(page, listeners)
+        return watch
+
     def install(self, page: Any, listeners: list[tuple[str, Callable[..., Any]]]) -> None:
         """Listen on the context: every tab's dialogs are answered and reported, a popup's
         that opens with an alert too (a listener added on the new tab would come after it:

@@ -132,13 +132,15 @@ class WorkerInbox:
             try:
                 if self._clock() - self._renewed >= RENEW_EVERY_S:
                     self._renew()
-                wakeups = self.inbox.receive(self.name, wait_s=self._poll_s)
+                # Routed as received, before their deletes (pagefleet.browsing.inbox).
+                self.inbox.receive(self.name, wait_s=self._poll_s, taken=self._route_all)
             except Exception as exc:
                 log.warning("reading the inbox failed: %s", first_line(str(exc)))
                 self._stop.wait(RETRY_AFTER_S)
-                continue
-            for wakeup in wakeups:
-                self.route(wakeup)
+
+    def _route_all(self, wakeups: list[Wakeup]) -> None:
+        for wakeup in wakeups:
+            self.route(wakeup)
 
     def route(self, wakeup: Wakeup) -> None:
         if wakeup.op in ("takeover", "input"):

@@ -111,12 +111,12 @@ class RunOpener:
                 report(options.proxy.host, options.proxy.port, refused.kind, refused.reason)
                 return endings.refused(self.lifecycle, job, proxy_refused(refused))
         request = job.request
-        warm = allows_warm(request, options, storage_state=plan.storage_state)
         trace: TraceRecorder | None = None
         try:
             if early is not None:
                 session, trace = await early.opening, early.trace
             else:
+                warm = allows_warm(request, options, storage_state=plan.storage_state)
                 # The trace starts with the context (a warm one is traced as the workflow
                 # starts: executor.start_tracing).
                 wanted = trace_plan(request.options.trace, plan.tries, secrets=bool(plan.masker))
@@ -155,8 +155,10 @@ class RunOpener:
             progress=Progress(self.lifecycle, job, events),
             router=router,
         )
-        ctx.dialogs = DialogWatch(options, events, ctx.mask)
-        ctx.dialogs.install(session.page, session.listeners)  # dropped when parked
+        # Its listener is dropped when a warm context is parked.
+        ctx.dialogs = DialogWatch.listening(
+            options, events, ctx.mask, session.page, session.listeners
+        )
         ctx.takeover = PageTakeover(
             session.page,
             job,

@@ -10,6 +10,7 @@ the browser work has begun.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,11 @@ class RunPlan:
     applied_sessions: frozenset[int] = frozenset()
     # An offline replay: the replayed job's har.zip, which alone answers the page.
     replay_har: bytes | None = None
+
+
+def labels(steps: Sequence[Step], masker: Masker) -> tuple[str, ...]:
+    """Every step of a workflow as errors and events name it (one call for the plan)."""
+    return tuple(describe(step, masker) for step in steps)
 
 
 def describe(step: Step, masker: Masker) -> str:

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from browser_task.browser.video import video_problem, video_unavailable
 from browser_task.errors import FailJob, JobFailure, RetryJob, first_line
-from browser_task.run.plan import RunPlan, describe, step_label
+from browser_task.run.plan import RunPlan, describe, labels, step_label
 from browser_task.run.steps import session
 from browser_task.tenant.logins import SessionStore, StorageState
 from pagefleet.errors import SecretsUnavailable, SecretUnreadable
@@ -74,7 +74,8 @@ async def prepare_run(
         request.inputs,
         resolved,
         await _parent_results(parent_ids, tenant_id, parents),
-        job_fields(job.job_id, job.idempotency_key),
+        # Built only for a job that references them (most do not).
+        job_fields(job.job_id, job.idempotency_key) if _wants_job(refs) else {},
     )
     steps = _render_all(request.steps, raw_steps, refs[: len(raw_steps)], values, masker)
     compensate = _render_all(
@@ -96,7 +97,7 @@ async def prepare_run(
         options=options,
         steps=steps,
         compensate=compensate,
-        labels=tuple(describe(step, masker) for step in request.steps),
+        labels=labels(request.steps, masker),
         masker=masker,
         idempotency_key=job.idempotency_key,
         storage_state=storage_state,
@@ -148,6 +149,10 @@ async def _replayed_har(request: JobRequest, artifacts: ArtifactStore | None) ->
             "it may have expired",
             kind="replay_unavailable",
         ) from None
+
+
+def _wants_job(refs: Sequence[set[tuple[str, str]]]) -> bool:
+    return any(ns == "job" for part in refs for ns, _ in part)
 
 
 class _Values:

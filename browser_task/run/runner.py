@@ -39,7 +39,7 @@ from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import with_metrics
 from browser_task.run.session_loop import run_session
 from browser_task.run.signals import HeldLease, SlotSignals
-from browser_task.run.spend import nothing_left, spend_left_s, within_budgets
+from browser_task.run.spend import nothing_left, within_budgets
 from browser_task.tenant.access import TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
@@ -101,7 +101,7 @@ class JobRunner:
         prepared run needs another."""
         signals = signals or SlotSignals()
         try:
-            if spend_left_s(job) <= 0:  # before any browser work (browser_task.run.spend)
+            if job.spend_left_s() <= 0:  # before any browser work
                 if early is not None:
                     await early.discard()
                 return endings.refused(self.lifecycle, job, nothing_left(job))
@@ -167,7 +167,9 @@ class JobRunner:
         """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
         watchdog; each ending has its own outcome."""
         session = ctx.session
-        work = asyncio.create_task(self._work(job, ctx), name=f"job {job.job_id}")
+        # A job's workflow, or a browser session's commands as they come.
+        steps = run_workflow(ctx) if job.request.session is None else self._session(ctx)
+        work = asyncio.create_task(steps, name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
         view = live_view(session.page, job, self._frames, self.settings, log)
@@ -297,10 +299,7 @@ class JobRunner:
         artifacts, _ = await collector.settle()
         return replace(outcome, artifacts=artifacts)
 
-    async def _work(self, job: JobRecord, ctx: RunContext) -> dict[str, Any]:
-        """The job's workflow, or a browser session's commands as they come."""
-        if job.request.session is None:
-            return await run_workflow(ctx)
+    async def _session(self, ctx: RunContext) -> dict[str, Any]:
         # The tenant's own ledger (the job role's credentials) where the worker has one.
         commands = ctx.commands or self._session_commands
         return await run_session(ctx, self._session_inbox, commands, self._policies)

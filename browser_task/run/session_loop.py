@@ -40,7 +40,13 @@ from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
 from browser_task.run.session_parts import AnswerParts
 from browser_task.run.takeover import PageTakeover
-from pagefleet.browsing.commands import CommandLedger, CommandState, pending_commands
+from pagefleet.browsing.commands import (
+    Claim,
+    CommandLedger,
+    CommandRecord,
+    CommandState,
+    pending_commands,
+)
 from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
@@ -55,6 +61,9 @@ POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
 OBSERVE_TIMEOUT_MS = 5_000
+# A wake-up may come before its command's record (the API sends it while it writes the
+# record): the claim looks again after each of these pauses (0.3 s in all), then drops it.
+RECORD_WAITS_S = (0.01, 0.02, 0.04, 0.08, 0.15)
 # The selector of an element by its ref in an "ai" ARIA snapshot.
 ARIA_REF = "aria-ref="
 
@@ -165,14 +174,8 @@ class SessionLoop:
         """Run a command if its claim wins (a duplicate wake-up or a retry finds it taken or
         answered; one past its deadline is expired by the claim); True when its steps ran."""
         ctx = self.ctx
-        if self.takeover is not None:
-            # Not taken while a person holds the page: it stays pending (its caller reads
-            # why). The time counts towards the session's max duration: it is its browser's.
-            await self.takeover.hold(look=True)
         key = (ctx.tenant_id, ctx.plan.job_id, command_id)
-        claim = await asyncio.to_thread(
-            self.commands.claim, *key, now=self._wall(), order=new_ulid()
-        )
+        claim = await self._claim(key)
         record = claim.record
         if claim.verdict != "run" or record is None:
             expired = record is not None and record.state is CommandState.EXPIRED
@@ -192,6 +195,37 @@ class SessionLoop:
         await asyncio.to_thread(self.commands.finish, *key, answer, self.recorded[before:])
         self._told(command_id, "done", ok=answer.ok)
         return True
+
+    async def _claim(self, key: tuple[str, str, str]) -> Claim:
+        """The ledger's claim, made while no person holds the page: a command is not taken
+        meanwhile, it stays pending (its caller reads why), and the time counts towards the
+        session's max duration (it is its browser's). The lock is read alongside the claim,
+        not before it (one round trip less on each command's path); a claim that finds the
+        page held once both are in is given back (``running -> pending``) before any step.
+        A command not recorded yet is looked for again a few times (its wake-up was sent
+        while the API wrote it: ``RECORD_WAITS_S``)."""
+        waits = iter(RECORD_WAITS_S)
+        while True:
+            if self.takeover is not None:
+                await self.takeover.wait_free()  # held as last read: not taken meanwhile
+            order = new_ulid()
+            claiming = asyncio.to_thread(self.commands.claim, *key, now=self._wall(), order=order)
+            if self.takeover is None:
+                claim = await claiming
+            else:
+                claim, _ = await asyncio.gather(claiming, self.takeover.look())
+            if claim.verdict == "unknown" and _on_its_way(claim.record):
+                # The API wakes the worker while it writes the record: it may be on its way,
+                # or have landed between the claim's conditional write and its read.
+                pause = next(waits, None)
+                if pause is None:
+                    return claim  # never recorded (its call failed): nothing to run
+                await asyncio.sleep(pause)
+                continue
+            if claim.verdict != "run" or self.takeover is None or self.takeover.free:
+                return claim
+            await asyncio.to_thread(self.commands.release, *key, order=order)
+            # Given back: taken again (by this loop, or another delivery's) once it is free.
 
     def _told(self, command_id: str, state: str, *, ok: bool) -> None:
         """Followers (the live WebSocket) learn that a command has its answer."""
@@ -412,6 +446,12 @@ async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
         tab = {"index": index, "url": mask(other.url), "title": mask(title)}
         out.append({**tab, "current": True} if other is page else tab)
     return out
+
+
+def _on_its_way(record: CommandRecord | None) -> bool:
+    """A claim found nothing to take, and no one else holds it: not recorded yet, or
+    recorded just after the claim's write (found pending by its read)."""
+    return record is None or record.state is CommandState.PENDING
 
 
 def _error(failure: JobFailure) -> dict[str, Any]:

@@ -1,39 +1,23 @@
 """A job's ``max_cost_usd`` on the worker: what this attempt may still spend.
 
 The cap comes priced in browser-seconds (``pagefleet.jobs.spend.CostCap``, worked out where
-the job was made). Browser-seconds are counted as usage counts them (observe.usage): an
-attempt's time from its start to its end, a wait for a person included (the context is
-kept). An attempt that starts with nothing left fails at once, before any browser work;
-one that spends the rest is stopped as the watchdog stops a run (runner, endings).
+the job was made); what an attempt has left is its record's ``spend_left_s``. Browser-seconds
+are counted as usage counts them (observe.usage): an attempt's time from its start to its
+end, a wait for a person included (the context is kept). An attempt that starts with nothing
+left fails at once, before any browser work; one that spends the rest is stopped as the
+watchdog stops a run (runner, endings).
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from typing import Any
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
-from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.spend import COST_CAP_KIND
-
-
-def spend_left_s(job: JobRecord) -> float:
-    """The browser-seconds this attempt may spend (inf: the job set no cap)."""
-    cap = job.request.cost_cap
-    if cap is None:
-        return math.inf
-    earlier = [a for a in job.attempts if a.attempt < job.attempt]
-    # An attempt whose worker died before it ended has no end: its time is not known.
-    seconds = sum(
-        max(0.0, epoch_of_iso(a.finished_at) - epoch_of_iso(a.started_at))
-        for a in earlier
-        if a.finished_at is not None
-    )
-    return cap.left_s(len(earlier), seconds)
 
 
 def cap_message(job: JobRecord) -> str:
@@ -53,13 +37,16 @@ async def within_budgets(job: JobRecord, ctx: RunContext, ends: set[asyncio.Task
     run's own time: a wait for a person, bounded by its timeout_s, does not count) and what
     ``max_cost_usd`` buys (a wait for a person counts). True when the spend cap ran out."""
     began = time.monotonic()
-    spend_s = spend_left_s(job)
+    spend_s = job.spend_left_s()
     timeout_s = job.request.options.job_timeout_s
+    waited = False  # until the first wait, nobody can hold the page: nothing was paused
     while True:
         now = time.monotonic()
-        left = min(timeout_s + ctx.paused_s(now) - (now - began), spend_s - (now - began))
+        paused = ctx.paused_s(now) if waited else 0.0
+        left = min(timeout_s + paused - (now - began), spend_s - (now - began))
         if left <= 0:
             return now - began >= spend_s
         done, _ = await asyncio.wait(ends, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         if done:
             return False
+        waited = True

@@ -116,6 +116,10 @@ class FakeConnections:
             found = [c for c, since in self.idle_since.items() if since < since_before]
             return sorted(found, key=lambda c: self.idle_since[c])[:limit]
 
+    def following(self) -> list[Connection]:
+        with self._lock:
+            return [c for c in self.meta.values() if c.rooms]
+
     def reserve(self, seen: Connection, *, window: int, count: int, jobs: frozenset[str]) -> bool:
         with self._lock:
             current = self.meta.get(seen.connection_id)

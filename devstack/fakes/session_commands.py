@@ -55,6 +55,15 @@ class FakeCommandLedger:
             self._move(key, CommandState.PENDING, state=CommandState.EXPIRED)
             return self._records.get(key)
 
+    def release(self, tenant_id: str, session_id: str, command_id: str, *, order: str) -> bool:
+        key = (tenant_id, session_id, command_id)
+        with self._lock:
+            found = self._records.get(key)
+            if found is None or found.order != order:
+                return False
+            back = self._move(key, CommandState.RUNNING, state=CommandState.PENDING, order=None)
+            return back is not None
+
     def finish(
         self,
         tenant_id: str,

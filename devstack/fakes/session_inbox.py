@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 
 from pagefleet.browsing.inbox import InboxInfo, Wakeup
 
@@ -43,7 +44,15 @@ class FakeSessionInbox:
             self._changed.notify_all()
             return True
 
-    def receive(self, name: str, *, wait_s: int) -> list[Wakeup]:
+    def receive(
+        self, name: str, *, wait_s: int, taken: Callable[[list[Wakeup]], None] | None = None
+    ) -> list[Wakeup]:
+        got = self._take(name, wait_s)
+        if taken is not None and got:
+            taken(got)
+        return got
+
+    def _take(self, name: str, wait_s: int) -> list[Wakeup]:
         deadline = time.monotonic() + wait_s
         with self._changed:
             while True:

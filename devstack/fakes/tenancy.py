@@ -101,6 +101,17 @@ class FakeTenantCounters:
                 return SlotTake(True, frozenset(t.running))
             return SlotTake(False, frozenset(t.running))
 
+    def give_back_held(self, tenant_id: str, job_id: str) -> bool:
+        with self._lock:
+            running = self._t(tenant_id).running
+            held = job_id in running
+            running.discard(job_id)
+            return held
+
+    def slot_holders(self) -> dict[str, frozenset[str]]:
+        with self._lock:
+            return {tenant: frozenset(t.running) for tenant, t in self.tenants.items() if t.running}
+
     def give_back(self, tenant_id: str, job_id: str) -> None:
         with self._lock:
             self._t(tenant_id).running.discard(job_id)

@@ -1,6 +1,7 @@
 """The WebSocket API's routes ($connect, $disconnect, subscribe, unsubscribe, watch, unwatch,
-ping, $default) and, on an EventBridge schedule, the reaper of connections that follow
-nothing.
+ping, $default) and, on an EventBridge schedule, the reaper: followers of browser sessions
+that ended are removed (counted as ``LeftoversRemoved``, 0 included), then connections that
+follow nothing are closed.
 
 Parse API Gateway's WebSocket event, call one function of ``pagefleet.live.service`` (or
 ``.watch``),
@@ -31,6 +32,10 @@ with collector_paused():
 SERVICE = "pagefleet-live"
 logger = Logger(service=SERVICE)
 metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=SERVICE)
+# Leftovers removed here are counted where every pass's are (docs/runbooks.md "Leftovers").
+leftovers = EphemeralMetrics(
+    namespace=metrics_names.runtime_namespace(), service=metrics_names.SESSIONS_SERVICE
+)
 tracer = function_tracer(SERVICE)
 CORRELATION_ID_PATH = "requestContext.requestId"
 
@@ -88,18 +93,31 @@ def on_message(route: str, event: dict[str, Any], connection_id: str) -> dict[st
     )
 
 
+def reap() -> dict[str, Any]:
+    """The minute's pass: followers of ended sessions out, then idle connections closed."""
+    svc = services()
+    unfollowed = service.unfollow_ended(svc)
+    if unfollowed:
+        logger.warning("followers of ended sessions removed", extra={"followers": unfollowed})
+    leftovers.add_metric(
+        name=metrics_names.LEFTOVERS_REMOVED, unit=MetricUnit.Count, value=unfollowed
+    )
+    leftovers.flush_metrics()
+    closed = service.reap_idle(svc)
+    count = len(closed)
+    if count:
+        metrics.add_metric(name=metrics_names.LIVE_REAPED, unit=MetricUnit.Count, value=count)
+    logger.info("idle connections closed", extra={"closed": count})
+    return {"closed": count, "followers_removed": unfollowed}
+
+
 @lambda_entry(SERVICE)
 @logger.inject_lambda_context(correlation_id_path=CORRELATION_ID_PATH)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("source") == "aws.events":
-        closed = service.reap_idle(services())
-        count = len(closed)
-        if count:
-            metrics.add_metric(name=metrics_names.LIVE_REAPED, unit=MetricUnit.Count, value=count)
-        logger.info("idle connections closed", extra={"closed": len(closed)})
-        return {"closed": len(closed)}
+        return reap()
     context_ = event.get("requestContext") or {}
     route = str(context_.get("routeKey", ""))
     connection_id = str(context_.get("connectionId", ""))

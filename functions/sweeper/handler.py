@@ -1,5 +1,7 @@
 """Every minute (EventBridge): re-enqueue lost jobs, take back dead leases (the backstop of
-the workers' own lease watch), expire deadlines, delete killed workers' command inboxes."""
+the workers' own lease watch), expire deadlines, and remove what ended jobs and sessions
+left behind: killed workers' command inboxes, the running slots of ended jobs (counted as
+``LeftoversRemoved``, 0 included: a pass that removed nothing proved nothing was left)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ with collector_paused():
     from pagefleet.specs import metrics_names
     from pagefleet.specs.resources import inbox_queue_prefix
     from pagefleet.specs.settings import CoreSettings
+    from pagefleet.tenancy.gate import give_back_ended
 
 SERVICE = metrics_names.SWEEPER_SERVICE
 logger = Logger(service=SERVICE)
@@ -31,8 +34,8 @@ metrics = EphemeralMetrics(namespace=metrics_names.runtime_namespace(), service=
 dead_letters = EphemeralMetrics(
     namespace=metrics_names.runtime_namespace(), service=metrics_names.DEAD_LETTERS_SERVICE
 )
-# Sessions lost here (their lease taken back) are counted where the lost-sessions alarm
-# reads every runtime's count.
+# Sessions lost here (their lease taken back), and leftovers removed, are counted where the
+# lost-sessions alarm and the leftovers' runbook read every runtime's count.
 lost_sessions = EphemeralMetrics(
     namespace=metrics_names.runtime_namespace(), service=metrics_names.SESSIONS_SERVICE
 )
@@ -52,8 +55,10 @@ def services() -> JobServices:
     return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
 
 
-def dead_inboxes(now: float) -> dict[str, int]:
-    """Killed workers' command inboxes, deleted (browser sessions leave nothing else)."""
+def leftovers(svc: JobServices, now: float) -> dict[str, int]:
+    """What ended jobs and sessions left behind, found and removed: killed workers' command
+    inboxes, and running slots their job no longer holds (the final move's give-back lost
+    to a crash). Followers of ended sessions are the live reaper's (functions/live)."""
     settings = RUNTIME.settings(CoreSettings)
     swept = sweep_inboxes(
         RUNTIME.session_inbox(settings),
@@ -61,7 +66,13 @@ def dead_inboxes(now: float) -> dict[str, int]:
         inbox_queue_prefix(settings.stage),
         now=now,
     )
-    return {"inboxes": swept.inboxes, "inboxes_removed": swept.removed}
+    slots, slots_removed = give_back_ended(RUNTIME.tenancy(settings).gate.counters, svc.store)
+    return {
+        "inboxes": swept.inboxes,
+        "inboxes_removed": swept.removed,
+        "slots": slots,
+        "slots_removed": slots_removed,
+    }
 
 
 @lambda_entry(SERVICE)
@@ -72,8 +83,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     svc = services()
     report: dict[str, Any] = dataclasses.asdict(sweep(svc))
     report["schedules_resynced"] = resync_schedules()
-    report["leftovers"] = dead_inboxes(svc.clock.now())
+    report["leftovers"] = found = leftovers(svc, svc.clock.now())
     logger.info("sweep", extra=report)
+    removed = found["inboxes_removed"] + found["slots_removed"]
+    if removed:
+        logger.warning("leftovers removed", extra=found)
     # Every minute, 0 included (a sweeper that stops has its own alarm).
     metrics.add_metric(
         name=metrics_names.OLDEST_EXPIRED_LEASE,
@@ -92,5 +106,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         lost_sessions.add_metric(
             name=metrics_names.SESSIONS_LOST, unit=MetricUnit.Count, value=report["sessions_lost"]
         )
-        lost_sessions.flush_metrics()
+    lost_sessions.add_metric(
+        name=metrics_names.LEFTOVERS_REMOVED, unit=MetricUnit.Count, value=removed
+    )
+    lost_sessions.flush_metrics()
     return report

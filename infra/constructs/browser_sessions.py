@@ -1,4 +1,6 @@
-"""Browser sessions' transport: IAM on the workers' command inboxes, and the lost alarm.
+"""Browser sessions' transport: IAM on the workers' command inboxes; the lost alarm, and the
+alarm on leftovers that keep coming (what ended sessions left behind, removed by the
+sweeper and the live reaper).
 
 No queue per session (docs/decisions.md, 2026-12-05). Each worker process makes one inbox
 queue when it starts and deletes it when it stops; the API sends it wake-ups (ids only:
@@ -18,7 +20,12 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.nag import acknowledge, resource_text
-from pagefleet.specs.metrics_names import SESSIONS_LOST, SESSIONS_SERVICE, stage_namespace
+from pagefleet.specs.metrics_names import (
+    LEFTOVERS_REMOVED,
+    SESSIONS_LOST,
+    SESSIONS_SERVICE,
+    stage_namespace,
+)
 from pagefleet.specs.resources import inbox_queue_prefix
 
 from .alerts import Alerts
@@ -34,6 +41,8 @@ WORKER_ACTIONS = (
     "sqs:DeleteQueue",
 )
 SWEEPER_ACTIONS = ("sqs:GetQueueAttributes", "sqs:DeleteQueue")
+# A leftover is repaired by the next pass; this many in an hour is a crash loop or a bug.
+LEFTOVERS_ALARM_COUNT = 10
 
 
 class BrowserSessions(Construct):
@@ -50,6 +59,7 @@ class BrowserSessions(Construct):
         lost_alarm_count: int = 3,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._namespace_stage = stage  # the metrics' namespace is the stage's
         stack = Stack.of(self)
         self.queues_arn = stack.format_arn(service="sqs", resource=f"{inbox_queue_prefix(stage)}*")
         self._grant(api_role, API_ACTIONS)
@@ -68,27 +78,56 @@ class BrowserSessions(Construct):
                 "arn:aws:sqs:region:account_id:*); the sweeper lists the inbox prefix only.",
             )
         self.lost_alarm = alerts.notify(
-            cw.Alarm(
-                self,
+            self._sum_alarm(
                 "SessionsLostAlarm",
-                alarm_description=(
-                    f"{lost_alarm_count} or more browser sessions lost in 5 minutes: their "
-                    "workers stopped heartbeating (crashed, killed, out of memory); counted by "
-                    "the API, the workers' lease watch and the sweeper"
-                ),
-                metric=cw.Metric(
-                    namespace=stage_namespace(stage),
-                    metric_name=SESSIONS_LOST,
-                    dimensions_map={"service": SESSIONS_SERVICE},
-                    statistic="Sum",
-                    period=Duration.minutes(5),
-                ),
+                f"{lost_alarm_count} or more browser sessions lost in 5 minutes: their "
+                "workers stopped heartbeating (crashed, killed, out of memory); counted by "
+                "the API, the workers' lease watch and the sweeper",
+                metric_name=SESSIONS_LOST,
+                period=Duration.minutes(5),
                 threshold=lost_alarm_count,
-                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                evaluation_periods=1,
-                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             ),
             runbook="browser-sessions-lost",
+        )
+        self.leftovers_alarm = alerts.notify(
+            self._sum_alarm(
+                "LeftoversAlarm",
+                f"{LEFTOVERS_ALARM_COUNT} or more leftovers of ended jobs and sessions "
+                "removed in an hour (running slots, killed workers' inboxes, followers of "
+                "ended sessions): each was repaired, but something keeps leaving them",
+                metric_name=LEFTOVERS_REMOVED,
+                period=Duration.hours(1),
+                threshold=LEFTOVERS_ALARM_COUNT,
+            ),
+            runbook="leftovers-removed",
+        )
+
+    def _sum_alarm(
+        self,
+        construct_id: str,
+        description: str,
+        *,
+        metric_name: str,
+        period: Duration,
+        threshold: int,
+    ) -> cw.Alarm:
+        """At ``threshold`` or more in ``period``, of a count every runtime publishes under
+        the sessions' one service."""
+        return cw.Alarm(
+            self,
+            construct_id,
+            alarm_description=description,
+            metric=cw.Metric(
+                namespace=stage_namespace(self._namespace_stage),
+                metric_name=metric_name,
+                dimensions_map={"service": SESSIONS_SERVICE},
+                statistic="Sum",
+                period=period,
+            ),
+            threshold=threshold,
+            comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
         )
 
     def _grant(self, principal: iam.IGrantable, actions: tuple[str, ...]) -> None:

@@ -52,7 +52,7 @@ from .job_queues import JobQueues, PoolQueue
 from .job_store import JobStore
 from .lambda_factory import REPO_ROOT
 from .tenant_isolation import TenantIsolation
-from .worker_network import interface_endpoints, worker_vpc
+from .worker_network import fixed_ip_subnets, interface_endpoints, worker_vpc
 from .worker_scaling import autoscale, running_tasks
 
 DOCKERFILE = "browser_task/Dockerfile"
@@ -93,6 +93,7 @@ class BrowserWorkers(Construct):
         self._config = config
         self._tenants = tenants
         self.vpc = worker_vpc(self, config)
+        self.own_subnets = fixed_ip_subnets(self, self.vpc, config)
         self.security_group = ec2.SecurityGroup(
             self,
             "WorkerSecurityGroup",
@@ -340,6 +341,8 @@ class BrowserWorkers(Construct):
     def _subnets(self, pool: str) -> ec2.SubnetSelection:
         """Where ``pool``'s tasks run: the stage's private (NAT) or public subnets."""
         where = self._config.subnets_of(pool)
+        if where == "own":
+            return ec2.SubnetSelection(subnets=self.own_subnets[pool])
         return ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
             if where == "private"
@@ -366,7 +369,9 @@ class BrowserWorkers(Construct):
         """What a task needs before it can start: capacity providers, routes, endpoints."""
         routes = [
             subnet.internet_connectivity_established
-            for subnet in self.vpc.select_subnets(subnet_type=subnets.subnet_type).subnets
+            for subnet in self.vpc.select_subnets(
+                subnet_type=subnets.subnet_type, subnets=subnets.subnets
+            ).subnets
         ]
         endpoints = [c for c in self.vpc.node.find_all() if isinstance(c, ec2.CfnVPCEndpoint)]
         return [self.capacity_providers, *routes, *endpoints]

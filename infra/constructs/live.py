@@ -46,7 +46,10 @@ STAGE_NAME = "live"
 TIMEOUT_S = 10
 # Client actions with an answer (the route response carries the function's ``body``).
 MESSAGE_ROUTES = ("subscribe", "unsubscribe", "watch", "unwatch", "ping", "$default")
+# Scan: the reaper's minute reads the connections that follow any room (the table holds live
+# connections only), to remove the followers of browser sessions that ended.
 CONNECTIONS_RW = (
+    "Scan",
     "GetItem",
     "PutItem",
     "UpdateItem",

@@ -59,6 +59,8 @@ ITEM_ACTIONS = (
 # Limits, counters and audit records in the tenants table, by runtime.
 TENANTS_API = ("GetItem", "PutItem", "UpdateItem", "Query", "BatchGetItem")
 TENANTS_MOVES = ("GetItem", "UpdateItem")
+# The sweeper also reads every tenant's running set (a Scan) for slots ended jobs left behind.
+TENANTS_SWEEP = (*TENANTS_MOVES, "Scan")
 USAGE_READ = ("GetItem", "Query")
 # Deleting a job's record and what is kept under it (and expiring it).
 JOBS_ERASE = ("DeleteItem", "BatchWriteItem", "UpdateItem", "Query")
@@ -225,7 +227,9 @@ class TenantIsolation(Construct):
             if name == "api":
                 grants.table(function, store.tenants, TENANTS_API)
                 grants.table(function, store.usage, USAGE_READ)
-            elif name in ("sweeper", "dead_letters", "job_changes", "scheduler"):
+            elif name == "sweeper":
+                grants.table(function, store.tenants, TENANTS_SWEEP)
+            elif name in ("dead_letters", "job_changes", "scheduler"):
                 grants.table(function, store.tenants, TENANTS_MOVES)
             if name in ("api", "job_changes"):
                 grants.table(function, store.jobs, JOBS_ERASE)

@@ -6,6 +6,7 @@ tasks are private."""
 
 from __future__ import annotations
 
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -41,6 +42,73 @@ def worker_vpc(scope: Construct, config: StageConfig) -> ec2.Vpc:
         },
     )
     return vpc
+
+
+# A second CIDR block for the subnets of pools with their own egress address (fixed_ip):
+# apart from the stage's own ranges (10.0.0.0/16, which its subnets fill), so adding such a
+# pool leaves every existing subnet as it is.
+POOL_CIDR = "10.1.0.0/16"
+
+
+def fixed_ip_subnets(
+    scope: Construct, vpc: ec2.Vpc, config: StageConfig
+) -> dict[str, list[ec2.ISubnet]]:
+    """Each fixed_ip pool's own private subnets (one per AZ), whose default route is the
+    pool's own NAT gateway with its own Elastic IP: every task of the pool reaches sites
+    from that one address (the stack output ``PoolEgressIp<Pool>``). The NAT gateway is in
+    the first AZ's public subnet (one address means one gateway), as are S3 and DynamoDB's
+    gateway endpoints for the pool's route tables. A pool keeps its range by its place
+    among the fixed_ip pools (new ones are added after the stage's: merge by name)."""
+    pools = [name for name in config.pool_names if config.subnets_of(name) == "own"]
+    if not pools:
+        return {}
+    block = ec2.CfnVPCCidrBlock(scope, "PoolCidr", vpc_id=vpc.vpc_id, cidr_block=POOL_CIDR)
+    public = vpc.public_subnets[0]
+    out: dict[str, list[ec2.ISubnet]] = {}
+    for index, name in enumerate(pools):
+        pool_id = name.capitalize()
+        address = ec2.CfnEIP(scope, f"{pool_id}EgressIp", domain="vpc")
+        nat = ec2.CfnNatGateway(
+            scope,
+            f"{pool_id}Nat",
+            subnet_id=public.subnet_id,
+            allocation_id=address.attr_allocation_id,
+        )
+        nat.node.add_dependency(public.internet_connectivity_established)
+        subnets: list[ec2.ISubnet] = []
+        for zone, availability_zone in enumerate(vpc.availability_zones):
+            subnet = ec2.PrivateSubnet(
+                scope,
+                f"{pool_id}Subnet{zone + 1}",
+                vpc_id=vpc.vpc_id,
+                availability_zone=availability_zone,
+                cidr_block=f"10.1.{index * 16 + zone}.0/24",
+                map_public_ip_on_launch=False,
+            )
+            subnet.node.add_dependency(block)
+            subnet.add_route(
+                "Egress",
+                router_id=nat.ref,
+                router_type=ec2.RouterType.NAT_GATEWAY,
+                destination_cidr_block="0.0.0.0/0",
+                enables_internet_connectivity=True,
+            )
+            subnets.append(subnet)
+        mine = [ec2.SubnetSelection(subnets=subnets)]
+        vpc.add_gateway_endpoint(
+            f"{pool_id}S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=mine
+        )
+        vpc.add_gateway_endpoint(
+            f"{pool_id}DynamoDb", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB, subnets=mine
+        )
+        CfnOutput(
+            Stack.of(scope),  # at the stack's top: the output is named PoolEgressIp<Pool>
+            f"PoolEgressIp{pool_id}",
+            value=address.ref,
+            description=f"The one address pool {name}'s tasks reach sites from (fixed_ip)",
+        )
+        out[name] = subnets
+    return out
 
 
 def interface_endpoints(

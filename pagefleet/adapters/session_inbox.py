@@ -6,8 +6,8 @@ starts, and returns only after that second has passed and the queue answers: the
 claims no session before, so nothing on a request's path ever meets a queue that young.
 A queue's name is never made again after its deletion (a worker's id is its own), so
 DeleteQueue's "wait at least 60 seconds before creating a queue with the same name" never
-applies. Wake-ups are deleted as they are received: the command ledger, not the queue, is
-what runs a command once.
+applies. Wake-ups are deleted as they are received (after they are handed on: the command
+ledger, not the queue, is what runs a command once).
 """
 
 from __future__ import annotations
@@ -99,7 +99,9 @@ class SqsSessionInbox:
             raise
         return True
 
-    def receive(self, name: str, *, wait_s: int) -> list[Wakeup]:
+    def receive(
+        self, name: str, *, wait_s: int, taken: Callable[[list[Wakeup]], None] | None = None
+    ) -> list[Wakeup]:
         url = self.url(name)
         resp = self._sqs.receive_message(
             QueueUrl=url,
@@ -109,12 +111,16 @@ class SqsSessionInbox:
             VisibilityTimeout=HIDDEN_S,
         )
         out: list[Wakeup] = []
-        for message in resp.get("Messages", []):
-            self._delete(url, message["ReceiptHandle"])
+        messages = resp.get("Messages", [])
+        for message in messages:
             try:
                 out.append(Wakeup.model_validate_json(message["Body"]))
             except ValueError:
                 log.warning("dropped a message that is not a wake-up from inbox %s", name)
+        if taken is not None and out:
+            taken(out)  # before the deletes: they are off the command's path
+        for message in messages:
+            self._delete(url, message["ReceiptHandle"])
         return out
 
     def _delete(self, url: str, handle: str) -> None:

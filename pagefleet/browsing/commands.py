@@ -10,7 +10,10 @@ the session ended) and never runs. The worker records the answer and the steps t
 succeeded (``running -> done``) before it sends the answer: the record, not the answer
 queue, is what a caller's retry, ``GET .../commands/{id}`` and the session's step history
 read. A command found ``running`` in a session that ended is reported ``lost`` (its worker
-went with it; whether its steps ran is unknown).
+went with it; whether its steps ran is unknown). A claim that found a person holding the
+page once it was made (its worker reads the takeover lock alongside the claim, not before
+it: one round trip less on every command) is put back ``running -> pending`` by that claim's
+worker before any step ran (``release``, conditioned on the claim's ``order``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ class CommandState(StrEnum):
 # The only moves a record makes (each a conditional write on the state before it).
 TRANSITIONS: dict[CommandState, frozenset[CommandState]] = {
     CommandState.PENDING: frozenset({CommandState.RUNNING, CommandState.EXPIRED}),
-    CommandState.RUNNING: frozenset({CommandState.DONE}),
+    # Back to pending: its own claim, given back before any step ran (a person holds the page).
+    CommandState.RUNNING: frozenset({CommandState.DONE, CommandState.PENDING}),
     CommandState.DONE: frozenset(),
     CommandState.EXPIRED: frozenset(),
 }
@@ -115,6 +119,10 @@ class CommandLedger(Protocol):
 
     def expire(self, tenant_id: str, session_id: str, command_id: str) -> CommandRecord | None:
         """``pending -> expired`` (a session that ended will not run it); the record after."""
+
+    def release(self, tenant_id: str, session_id: str, command_id: str, *, order: str) -> bool:
+        """``running -> pending``: the claim made with ``order`` given back before any of
+        its steps ran; False when the command is not held by that claim."""
 
     def finish(
         self,

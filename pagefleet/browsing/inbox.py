@@ -12,6 +12,7 @@ look at the ledger; a duplicate meets the ledger's claim and runs nothing twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,9 +55,13 @@ class SessionInbox(Protocol):
         """Send a wake-up; False when the inbox is not there (its worker is gone, or not
         ready yet): the command waits in the ledger for its worker's next look."""
 
-    def receive(self, name: str, *, wait_s: int) -> list[Wakeup]:
+    def receive(
+        self, name: str, *, wait_s: int, taken: Callable[[list[Wakeup]], None] | None = None
+    ) -> list[Wakeup]:
         """The next wake-ups, deleted from the inbox before they are returned; [] after
-        ``wait_s`` without one."""
+        ``wait_s`` without one. ``taken`` is handed them as soon as they are received, before
+        their deletes: a wake-up carries ids only and a copy runs nothing twice (the ledger's
+        claim), so its command need not wait for a delete's round trip."""
 
     def listed(self, prefix: str) -> list[InboxInfo]:
         """Every inbox whose name starts with ``prefix`` (the sweeper's look for leftovers)."""

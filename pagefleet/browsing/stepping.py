@@ -12,6 +12,8 @@ starting, or a worker busy with another command, holds no API execution (docs/ap
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,9 +51,12 @@ COMMAND_RETENTION_S = 30 * 24 * 3600
 # A command its worker has not taken this long after it was sent is not waited for: the
 # worker is busy with another command (or gone), and the call answers 202 at once.
 CLAIM_GRACE_S = 1.0
-# How often a call reads the record while it waits: often at first (most steps take tens of
-# milliseconds), less and less after.
+# How often a call reads the record while it waits: every FIRST_READ_S at first (most steps
+# take tens of milliseconds: an answer is seen within a few ms of its record), then an eighth
+# of the time waited so far (a long step costs a read per 1/8 of its time at most), at most
+# LAST_READ_S apart. A doubling schedule saw a 50 ms step's answer ~20 ms late.
 FIRST_READ_S = 0.005
+READ_SHARE = 1 / 8
 LAST_READ_S = 0.05
 
 
@@ -107,7 +112,14 @@ def run_steps(
         expires_at=int(now) + COMMAND_RETENTION_S,
         body=CommandBody(steps=dumped, observe=body.observe),
     )
+    wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
+    # The worker holding the session known: it is woken while the record is written, not
+    # after (one round trip less on each step's path). Its claim waits a moment for a record
+    # on its way (browser_task.run.session_loop, RECORD_WAITS_S); a wake-up for a command
+    # that is not to run (answered already, or refused below) meets the claim and runs none.
+    early = _Background(inbox.send, opened.inbox, wakeup) if opened.inbox is not None else None
     record = ledger.record(wanted)
+    woke = early.result() if early is not None else None
     if record.fingerprint != wanted.fingerprint:
         raise IdempotencyKeyReused(
             f"command {given} was sent with other steps; use a new command_id for these",
@@ -115,22 +127,21 @@ def run_steps(
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
         return answered(sessions.presign, record, "ready")
-    if opened.inbox is None:
+    if woke is None:
         # Read after the record was written: a worker that took the session since either
         # is seen here, or finds the command when it looks at the ledger as it starts.
         opened = sessions.opened(tenant_id, session_id)
-    woken = False
-    if opened.inbox is not None and record.state is CommandState.PENDING:
-        # New, or a retry whose first wake-up may never have arrived: woken (again). The
-        # worker's claim on the record runs it once whatever number of wake-ups reach it.
-        wakeup = Wakeup(id=new_ulid(), tenant_id=tenant_id, session_id=session_id, command_id=given)
-        woken = inbox.send(opened.inbox, wakeup)
-        if not woken:
-            # Its worker's inbox is gone (the worker died, or is named otherwise): the
-            # command waits for the worker's own look at the ledger, or for the sweeper.
-            log.warning(
-                "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
-            )
+        if opened.inbox is not None and record.state is CommandState.PENDING:
+            # New, or a retry whose first wake-up may never have arrived: woken (again). The
+            # worker's claim on the record runs it once whatever number of wake-ups reach it.
+            woke = inbox.send(opened.inbox, wakeup)
+    if woke is False:
+        # Its worker's inbox is gone (the worker died, or is named otherwise): the command
+        # waits for the worker's own look at the ledger, or for the sweeper.
+        log.warning(
+            "the inbox of browser session %s's worker is gone: %s", session_id, opened.inbox
+        )
+    woken = bool(woke)
     if woken or record.state is CommandState.RUNNING:
         record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
     if record.state is CommandState.DONE and record.answer is not None:
@@ -145,6 +156,30 @@ def run_steps(
     return view.answer or view
 
 
+class _Background(threading.Thread):
+    """``call(*args)`` on a thread of its own, started at once; ``result()`` waits for it
+    (and raises what it raised)."""
+
+    def __init__(self, call: Callable[..., bool], *args: Any) -> None:
+        super().__init__(daemon=True)
+        self._call, self._args = call, args
+        self._out: bool | None = None
+        self._error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self._out = self._call(*self._args)
+        except BaseException as exc:  # handed to the caller in result()
+            self._error = exc
+
+    def result(self) -> bool | None:
+        self.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+
 def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> CommandRecord:
     """The command's record once answered, or as it stands when waiting is over: after
     ``wait_s``, or at once when its worker has not taken it ``CLAIM_GRACE_S`` after it was
@@ -152,15 +187,14 @@ def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> Co
     no API execution waits for a browser that is starting, busy or gone)."""
     ledger = sessions.require_commands()
     begin = sessions.clock()
-    pause = FIRST_READ_S
     while True:
         waited = sessions.clock() - begin
         if record.state in (CommandState.DONE, CommandState.EXPIRED) or waited >= wait_s:
             return record
         if record.state is CommandState.PENDING and waited >= CLAIM_GRACE_S:
             return record
+        pause = min(LAST_READ_S, max(FIRST_READ_S, waited * READ_SHARE))
         sessions.sleep(min(pause, wait_s - waited))
-        pause = min(LAST_READ_S, pause * 1.5)
         found = ledger.get(record.tenant_id, record.session_id, record.command_id)
         record = found or record
 

@@ -5,13 +5,14 @@ The request it was submitted with is ``pagefleet.jobs.models.JobRequest``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
-from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.models import JobRequest, epoch_of_iso
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import Takeover
@@ -133,6 +134,22 @@ class JobRecord(BaseModel):
     @property
     def attempts_used(self) -> int:
         return self.attempt - self.attempt_base
+
+    def spend_left_s(self) -> float:
+        """The browser-seconds this attempt may spend of its ``max_cost_usd`` (inf: the job
+        set no cap): the cap (``pagefleet.jobs.spend.CostCap``) less what the attempts
+        before it spent."""
+        cap = self.request.cost_cap
+        if cap is None:
+            return math.inf
+        earlier = [a for a in self.attempts if a.attempt < self.attempt]
+        # An attempt whose worker died before it ended has no end: its time is not known.
+        seconds = sum(
+            max(0.0, epoch_of_iso(a.finished_at) - epoch_of_iso(a.started_at))
+            for a in earlier
+            if a.finished_at is not None
+        )
+        return cap.left_s(len(earlier), seconds)
 
 
 class JobMessage(BaseModel):

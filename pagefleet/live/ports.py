@@ -104,6 +104,11 @@ class Connections(Protocol):
         """Connections that have followed nothing since before ``since_before``."""
         ...
 
+    def following(self) -> list[Connection]:
+        """Every connection that follows any room (the reaper's look for followers of
+        sessions that ended)."""
+        ...
+
     def reserve(self, seen: Connection, *, window: int, count: int, jobs: frozenset[str]) -> bool:
         """Count ``count`` messages (events of ``jobs``) in the connection's send window
         ``window``, if its window is still as ``seen`` (optimistic); False otherwise."""

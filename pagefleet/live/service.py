@@ -1,4 +1,5 @@
-"""The WebSocket API's service: connect (key or ticket), follow jobs, leave, idle reaping.
+"""The WebSocket API's service: connect (key or ticket), follow jobs, leave, idle reaping,
+and leaving the rooms of browser sessions that ended (the reaper's minute).
 
 ``functions/live`` parses API Gateway's WebSocket events and calls one function here. The
 answers to a client's action are messages (dicts) the handler returns as the route's
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pagefleet import ids
 from pagefleet.errors import NotFound, Unauthorized
+from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock, JobStore, TenantStore
 from pagefleet.live.messages import dumps, error_message, events_message, fit, status_message
 from pagefleet.live.ports import (
@@ -191,6 +193,42 @@ def unsubscribe(svc: LiveServices, connection_id: str, body: str | None) -> dict
 
 def disconnect(svc: LiveServices, connection_id: str) -> None:
     svc.connections.close(connection_id)
+
+
+def unfollow_ended(svc: LiveServices) -> int:
+    """Leave the rooms of browser sessions that ended ``ENDED_GRACE_S`` ago or more (or are
+    gone): nothing more is sent to them, and a connection that follows nothing else is idle
+    from now on (``reap_idle`` closes it after ``idle_unsubscribed_s``), instead of being
+    held open by a session that is over until API Gateway's 2 hours. Each leave is the
+    idempotent ``unsubscribe``; returns the followers removed."""
+    now = svc.clock.now()
+    by_room: dict[tuple[str, str], list[str]] = {}
+    for connection in svc.connections.following():
+        for room in connection.rooms - {ALL_JOBS}:
+            by_room.setdefault((connection.tenant_id, room), []).append(connection.connection_id)
+    removed = 0
+    for (tenant_id, job_id), followers in sorted(by_room.items()):
+        if not _ended_session(svc, tenant_id, job_id, now):
+            continue
+        for connection_id in followers:
+            removed += svc.connections.unsubscribe(connection_id, job_id, now=now)
+    return removed
+
+
+# A session's followers are left this long after it ended: its final status and last
+# events go out to them first (the jobs stream's reader sends them within seconds).
+ENDED_GRACE_S = 60
+
+
+def _ended_session(svc: LiveServices, tenant_id: str, job_id: str, now: float) -> bool:
+    try:
+        job = svc.jobs.get(tenant_id, job_id)
+    except NotFound:
+        return True  # deleted (or never there): nothing will be sent to its room
+    if job.request.session is None or not job.status.is_final:
+        return False
+    finished = epoch_of_iso(job.finished_at) if job.finished_at else now
+    return now - finished >= ENDED_GRACE_S
 
 
 def reap_idle(svc: LiveServices) -> list[str]:

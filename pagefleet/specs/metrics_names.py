@@ -81,3 +81,8 @@ WEBHOOK_OUTCOMES = {
 # lost-sessions alarm reads that one series.
 SESSIONS_LOST = "BrowserSessionsLost"
 SESSIONS_SERVICE = "pagefleet-sessions"
+# count of what ended jobs and sessions left behind and a pass removed (a running slot of an
+# ended job, a killed worker's inbox: the sweeper; a follower of an ended session: the live
+# reaper); dims: service, always SESSIONS_SERVICE (one series; docs/runbooks.md "Leftovers").
+# Published by every pass, 0 included: a pass that published 0 proved nothing was left.
+LEFTOVERS_REMOVED = "LeftoversRemoved"

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pagefleet.ids import POOL_NAME
 
 # nat: the stage's NAT gateways (their fixed addresses, shared by the stage's NAT pools);
-# public: the task's own public IP (changes with every task); proxy: through the HTTP proxy
-# in the pool's Secrets Manager secret (the proxy's addresses are the ones sites see).
-Egress = Literal["nat", "public", "proxy"]
+# public: the task's own public IP (changes with every task); fixed_ip: the pool's own NAT
+# gateway and Elastic IP (one address for that pool only, for sites that allow-list it);
+# proxy: through the HTTP proxy in the pool's Secrets Manager secret.
+Egress = Literal["nat", "public", "fixed_ip", "proxy"]
 # task: one job per task (one slot) and a fresh browser for each job, so no other job shares
 # its memory, processes or browser profile.
 Isolation = Literal["shared", "task"]
@@ -70,7 +71,7 @@ class Requirements(BaseModel):
         default=None,
         description=(
             "nat: the stage's NAT gateways' fixed addresses; public: the task's own; "
-            "proxy: the pool's HTTP proxy"
+            "fixed_ip: the pool's own Elastic IP; proxy: the pool's HTTP proxy"
         ),
     )
     isolation: Isolation | None = Field(

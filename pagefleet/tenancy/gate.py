@@ -175,18 +175,42 @@ class TenantGate:
         lettered or in review); True if any was freed. A queued or retrying holder may be a
         claim on its way, so it keeps its slot: it runs (and gives it back) or ends (and is
         freed here)."""
-        freed = False
-        for job_id in sorted(holders):
-            try:
-                status: JobStatus | None = self.store.get(tenant, job_id).status
-            except NotFound:
-                status = None
-            if status is not None and not status.is_settled:
-                continue
-            log.warning(
-                "giving back a running slot its job no longer holds",
-                extra={"tenant_id": tenant, "job_id": job_id, "status": status},
-            )
+        stale = not_holding(self.store, tenant, holders, lambda s: s.is_settled)
+        for job_id in stale:
             self.counters.give_back(tenant, job_id)
-            freed = True
-        return freed
+        return bool(stale)
+
+
+def not_holding(
+    store: JobStore, tenant: str, holders: frozenset[str], done: Callable[[JobStatus], bool]
+) -> list[str]:
+    """The ``holders`` of the tenant's running slots whose job is gone or ``done`` (read
+    from the store, one job at a time): slots a crash left behind (logged, for the record)."""
+    stale = []
+    for job_id in sorted(holders):
+        try:
+            status: JobStatus | None = store.get(tenant, job_id).status
+        except NotFound:
+            status = None
+        if status is not None and not done(status):
+            continue
+        log.warning(
+            "a running slot its job no longer holds",
+            extra={"tenant_id": tenant, "job_id": job_id, "status": status},
+        )
+        stale.append(job_id)
+    return stale
+
+
+def give_back_ended(counters: TenantCounters, store: JobStore) -> tuple[int, int]:
+    """The sweeper's look at every tenant's running slots: the slots of jobs that ended (a
+    final state, never left) or are gone are given back, each by a conditional write (two
+    passes at once count it once). A job that is dead-lettered or in review may run again
+    (a redrive, a resolution): its slot is left to the refused take's repair, which reads it
+    when it matters. Returns (slots held, slots given back)."""
+    held = removed = 0
+    for tenant, holders in counters.slot_holders().items():
+        held += len(holders)
+        for job_id in not_holding(store, tenant, holders, lambda s: s.is_final):
+            removed += counters.give_back_held(tenant, job_id)
+    return held, removed

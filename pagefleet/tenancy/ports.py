@@ -69,6 +69,16 @@ class TenantCounters(Protocol):
 
     def give_back(self, tenant_id: str, job_id: str) -> None: ...
 
+    def give_back_held(self, tenant_id: str, job_id: str) -> bool:
+        """Give back ``job_id``'s slot if it holds one (a conditional write): True when this
+        call took it out, so a repair run twice at once counts it once."""
+        ...
+
+    def slot_holders(self) -> dict[str, frozenset[str]]:
+        """Every tenant's running set that holds any slot (the sweeper's look for slots that
+        ended jobs left behind)."""
+        ...
+
     def view(self, tenant_id: str, *, now_ms: int) -> CounterView: ...
 
 

@@ -211,3 +211,17 @@ def test_a_ticket_is_taken_once_and_only_while_valid(connections: Connections) -
     assert connections.take_ticket("h1", now=NOW) is None
     assert connections.take_ticket("h2", now=NOW + 60) is None  # expired
     assert connections.take_ticket("nope", now=NOW) is None
+
+
+def test_the_connections_following_any_room_are_listed_with_their_rooms(
+    connections: Connections,
+) -> None:
+    for cid in ("a", "b", "idle"):
+        _open(connections, cid, tenant="t" if cid != "b" else "u")
+    assert connections.subscribe("a", "j1", max_rooms=5)
+    assert connections.subscribe("a", "*", max_rooms=5)
+    assert connections.subscribe("b", "j2", max_rooms=5)
+    found = {c.connection_id: (c.tenant_id, c.rooms) for c in connections.following()}
+    assert found == {"a": ("t", frozenset({"j1", "*"})), "b": ("u", frozenset({"j2"}))}
+    assert connections.unsubscribe("b", "j2", now=T)
+    assert [c.connection_id for c in connections.following()] == ["a"]

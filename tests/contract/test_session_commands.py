@@ -97,3 +97,19 @@ def test_the_steps_of_answered_commands_come_back_in_the_order_they_ran(
 
     assert [s["url"] for s in session_steps(ledger, "acme", session)] == ["zeta", "alpha", "mid"]
     assert session_steps(ledger, "acme", other) == []
+
+
+def test_a_claim_is_given_back_by_its_own_order_only_and_taken_again_after(
+    ledger: CommandLedger,
+) -> None:
+    session = new_ulid()
+    ledger.record(command(session, "c"))
+    assert ledger.claim("acme", session, "c", now=NOW, order="0001").verdict == "run"
+    # Another claim's order does not give it back; its own does, once.
+    assert not ledger.release("acme", session, "c", order="0002")
+    assert ledger.release("acme", session, "c", order="0001")
+    assert not ledger.release("acme", session, "c", order="0001")
+    back = ledger.get("acme", session, "c")
+    assert back is not None and back.state is CommandState.PENDING and back.order is None
+    again = ledger.claim("acme", session, "c", now=NOW, order="0003")
+    assert again.verdict == "run" and again.record is not None and again.record.order == "0003"

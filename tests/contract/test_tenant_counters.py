@@ -121,6 +121,21 @@ def test_a_recount_sets_the_count_unless_it_moved_or_was_just_done(stores) -> No
     assert counters.view("t", now_ms=NOW).queued == 3
 
 
+def test_the_running_sets_holding_slots_are_listed_and_a_held_slot_given_back_once(
+    stores,
+) -> None:
+    counters = stores["counters"]
+    for tenant, job in (("t", "a"), ("t", "b"), ("u", "c")):
+        assert counters.take_slot(tenant, job, limit=5).granted
+    counters.take_slot("v", "d", limit=5)
+    counters.give_back("v", "d")  # emptied: holds nothing, not listed
+    assert counters.slot_holders() == {"t": frozenset({"a", "b"}), "u": frozenset({"c"})}
+    assert counters.give_back_held("t", "a")
+    assert not counters.give_back_held("t", "a")  # a second repair counts nothing
+    assert not counters.give_back_held("w", "x")
+    assert counters.slot_holders() == {"t": frozenset({"b"}), "u": frozenset({"c"})}
+
+
 def test_running_slots_are_a_set_of_job_ids(stores) -> None:
     counters = stores["counters"]
     assert counters.take_slot("t", "a", limit=2).granted

@@ -189,3 +189,14 @@ def test_lost_sessions_alarm_on_the_series_every_runtime_counts_into(stage_synth
     assert len(alarms) == 1
     assert alarms[0]["Namespace"] == m.stage_namespace(stage_synth.stage)
     assert alarms[0]["Dimensions"] == [{"Name": "service", "Value": m.SESSIONS_SERVICE}]
+
+
+def test_leftovers_alarm_on_the_series_every_pass_counts_into(stage_synth) -> None:
+    """The sweeper (slots, inboxes) and the live reaper (followers of ended sessions) count
+    what they removed under SESSIONS_SERVICE (tests/integration/test_session_leftovers.py):
+    one alarm reads that series, and links the runbook saying what to do."""
+    alarms = [a for a in _ours(stage_synth).values() if a.get("MetricName") == m.LEFTOVERS_REMOVED]
+    assert len(alarms) == 1
+    assert alarms[0]["Dimensions"] == [{"Name": "service", "Value": m.SESSIONS_SERVICE}]
+    assert alarms[0]["Period"] == 3600 and alarms[0]["Statistic"] == "Sum"
+    assert alarms[0]["AlarmDescription"].endswith("Runbook: docs/runbooks.md#leftovers-removed")

@@ -1,8 +1,9 @@
 """A pool declared in the deploy file, with no code change: its own queues, service, scaling,
 alarms, settings and offer, per-pool egress and isolation; the stage's own pools untouched.
 
-One synth of prod with two more pools: "pdf" (one job per task, a fresh browser per job,
-egress through a proxy from Secrets Manager) and "edge" (a public IP per task on a NAT stage).
+One synth of prod with three more pools: "pdf" (one job per task, a fresh browser per job,
+egress through a proxy from Secrets Manager), "edge" (a public IP per task on a NAT stage)
+and "partner" (its own NAT gateway and Elastic IP: one fixed address).
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ POOLS = [
         "max_tasks": 2,
         "egress": "public",
     },
+    {
+        "name": "partner",
+        "cpu": 1024,
+        "memory_mib": 2048,
+        "concurrency": 2,
+        "min_tasks": 0,
+        "max_tasks": 2,
+        "egress": "fixed_ip",
+    },
 ]
 
 
@@ -73,10 +83,10 @@ def test_the_stages_own_queues_and_services_keep_their_ids_and_properties(
 ) -> None:
     """Declaring pools replaces nothing of the stage's: same logical ids, same properties."""
     before = synths.get("prod")
-    for cfn_type in ("AWS::SQS::Queue", "AWS::ECS::Service"):
+    for cfn_type in ("AWS::SQS::Queue", "AWS::ECS::Service", "AWS::EC2::Subnet"):
         old, new = before.resources(cfn_type), declared.resources(cfn_type)
         assert set(old) < set(new)
-        if cfn_type == "AWS::SQS::Queue":
+        if cfn_type != "AWS::ECS::Service":
             for resource_id, resource in old.items():
                 assert new[resource_id] == resource, resource_id
     ids = set(declared.resources("AWS::SQS::Queue"))
@@ -138,11 +148,52 @@ def test_pools_run_where_their_egress_says(declared: Synth) -> None:
     assert network["edge"]["Subnets"] != network["standard"]["Subnets"]
 
 
+def test_a_fixed_ip_pool_reaches_sites_from_its_own_elastic_ip(declared: Synth) -> None:
+    """Its own subnets (in the VPC's second CIDR block), whose default route is its own NAT
+    gateway with its own Elastic IP, given as a stack output for sites to allow-list."""
+    raw = declared.raw["Resources"]
+    (address_id,) = [k for k, v in raw.items() if v["Type"] == "AWS::EC2::EIP" and "Partner" in k]
+    (nat_id,) = [
+        k
+        for k, v in raw.items()
+        if v["Type"] == "AWS::EC2::NatGateway"
+        and v["Properties"]["AllocationId"] == {"Fn::GetAtt": [address_id, "AllocationId"]}
+    ]
+    routes = [
+        v["Properties"]
+        for v in raw.values()
+        if v["Type"] == "AWS::EC2::Route" and v["Properties"].get("NatGatewayId") == {"Ref": nat_id}
+    ]
+    tables = {json.dumps(r["RouteTableId"]) for r in routes}
+    assert len(routes) == 2 and all(r["DestinationCidrBlock"] == "0.0.0.0/0" for r in routes)
+    network = _service(declared, "partner")["NetworkConfiguration"]["AwsvpcConfiguration"]
+    assert network["AssignPublicIp"] == "DISABLED"
+    subnets = [raw[s["Ref"]]["Properties"] for s in network["Subnets"]]
+    assert sorted(s["CidrBlock"] for s in subnets) == ["10.1.0.0/24", "10.1.1.0/24"]
+    associations = [
+        v["Properties"]
+        for v in raw.values()
+        if v["Type"] == "AWS::EC2::SubnetRouteTableAssociation"
+    ]
+    mine = {
+        json.dumps(a["RouteTableId"]) for a in associations if a["SubnetId"] in network["Subnets"]
+    }
+    assert mine == tables
+    outputs = declared.raw["Outputs"]
+    assert outputs["PoolEgressIpPartner"]["Value"] == {"Ref": address_id}
+    offers = json.loads(
+        raw[logical_id(declared.stack.api.handler)]["Properties"]["Environment"]["Variables"][
+            "PAGEFLEET_POOLS"
+        ]
+    )
+    assert next(o for o in offers if o["name"] == "partner")["egress"] == "fixed_ip"
+
+
 def test_the_api_offers_and_queues_every_declared_pool(declared: Synth) -> None:
     api = declared.raw["Resources"][logical_id(declared.stack.api.handler)]
     env = api["Properties"]["Environment"]["Variables"]
     offers = {o["name"]: o for o in json.loads(env["PAGEFLEET_POOLS"])}
-    assert set(offers) == {"standard", "heavy", "pdf", "edge"}
+    assert set(offers) == {"standard", "heavy", "pdf", "edge", "partner"}
     assert (offers["pdf"]["egress"], offers["pdf"]["isolation"]) == ("proxy", "task")
     assert offers["edge"]["egress"] == "public" and offers["standard"]["egress"] == "nat"
     assert '\\"pdf-high\\"' in json.dumps(env["PAGEFLEET_QUEUE_URLS"])

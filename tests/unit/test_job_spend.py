@@ -8,7 +8,7 @@ import math
 import pytest
 
 from browser_task.errors import FailJob
-from browser_task.run.spend import nothing_left, spend_left_s
+from browser_task.run.spend import nothing_left
 from devstack.fakes import fake_services
 from pagefleet.errors import InvalidField
 from pagefleet.jobs.models import JobRequest
@@ -55,7 +55,7 @@ def test_an_attempt_gets_what_the_attempts_before_it_left() -> None:
     request = JobRequest.model_validate({"steps": STEPS, "max_cost_usd": 0.01})
     job = submit_job(svc, "t1", request).job
     cap = job.request.cost_cap
-    assert cap is not None and spend_left_s(job) == cap.seconds
+    assert cap is not None and job.spend_left_s() == cap.seconds
     ran = AttemptRecord(
         attempt=1,
         worker="w",
@@ -65,16 +65,16 @@ def test_an_attempt_gets_what_the_attempts_before_it_left() -> None:
     )
     died = ran.model_copy(update={"attempt": 2, "finished_at": None})
     second = job.model_copy(update={"attempt": 3, "attempts": [ran, died]})
-    assert spend_left_s(second) == pytest.approx(cap.seconds - 2 * cap.attempt_s - 40)
+    assert second.spend_left_s() == pytest.approx(cap.seconds - 2 * cap.attempt_s - 40)
     spent = job.model_copy(
         update={
             "attempt": 2,
             "attempts": [ran.model_copy(update={"finished_at": "2026-12-05T12:00:00.000Z"})],
         }
     )
-    assert spend_left_s(spent) < 0
+    assert spent.spend_left_s() < 0
     failure = nothing_left(spent)
     assert isinstance(failure, FailJob) and failure.kind == "cost_cap_reached"
     # A job without a cap is never stopped for its cost.
     plain = submit_job(svc, "t1", JobRequest.model_validate({"steps": STEPS})).job
-    assert spend_left_s(plain) == math.inf
+    assert plain.spend_left_s() == math.inf

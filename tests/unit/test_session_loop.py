@@ -8,9 +8,9 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from browser_task.run.session_loop import SessionLoop
+from browser_task.run.session_loop import RECORD_WAITS_S, SessionLoop
 from devstack.fakes.session_commands import FakeCommandLedger
-from pagefleet.browsing.commands import CommandBody, CommandRecord, CommandState
+from pagefleet.browsing.commands import Claim, CommandBody, CommandRecord, CommandState
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.session_terms import SessionTerms
@@ -65,7 +65,9 @@ def record(ledger: FakeCommandLedger, command_id: str, *, created: str = "1") ->
     )
 
 
-def loop_over(script: list[Wakeup | None], ledger: FakeCommandLedger, idle_s: int = 30) -> Loop:
+def loop_over(
+    script: list[Wakeup | None], ledger: FakeCommandLedger, idle_s: int = 30, takeover: Any = None
+) -> Loop:
     clock = [0.0]
     ctx: Any = SimpleNamespace(
         result={}, tenant_id="t", plan=SimpleNamespace(job_id="s"), events=None, masker=Masker()
@@ -82,6 +84,7 @@ def loop_over(script: list[Wakeup | None], ledger: FakeCommandLedger, idle_s: in
         evaluate_allowed=no_evaluate,
         clock=lambda: clock[0],
         wall_clock=lambda: 1.0,
+        takeover=takeover,
     )
     loop.ran = []
     return loop
@@ -155,3 +158,73 @@ def test_a_session_past_its_spend_cap_ends_with_cost_cap_reached() -> None:
         asyncio.run(loop.run())
     assert ended.value.kind == "cost_cap_reached"
     assert "max_cost_usd 0.01" in str(ended.value)
+
+
+class TakenAtTheClaim:
+    """A person's takeover as the worker reads it: free as last read when the command's
+    wake-up comes, held in the read made alongside the claim, handed back by the next read."""
+
+    def __init__(self, ledger: FakeCommandLedger) -> None:
+        self.ledger = ledger
+        self.reads = 0
+        self.free = True
+        self.last_held = 0.0
+        self.while_held: list[CommandState] = []
+
+    async def look(self, named: str | None = None) -> None:
+        self.reads += 1
+        self.free = self.reads > 1
+
+    async def wait_free(self) -> float:
+        while not self.free:
+            found = self.ledger.get("t", "s", "c")
+            assert found is not None
+            self.while_held.append(found.state)
+            await self.look()
+        return 0.0
+
+    async def hold(self, *, look: bool = False) -> float:
+        if look:
+            await self.look()
+        return await self.wait_free()
+
+
+def test_a_command_claimed_as_a_person_takes_the_page_waits_pending_and_then_runs_once() -> None:
+    ledger = FakeCommandLedger()
+    person = TakenAtTheClaim(ledger)
+    loop = loop_over([wake("c"), wake(op="close")], ledger, takeover=person)
+    loop.ran = []
+    record(ledger, "c")
+    asyncio.run(loop.run())
+    # Not run while held: the claim given back, the command pending (its caller reads why).
+    assert person.while_held == [CommandState.PENDING]
+    assert loop.ran == ["c"]
+    found = ledger.get("t", "s", "c")
+    assert found is not None and found.state is CommandState.DONE
+
+
+class RecordedLate(FakeCommandLedger):
+    """The API sends the wake-up while it writes the record: the first claim of "c" finds
+    none, and that of "mid" finds it pending (written between the claim's write and read,
+    as DynamoDB's claim can: pagefleet.adapters.dynamodb.session_commands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims = 0
+
+    def claim(self, tenant_id: str, session_id: str, command_id: str, **kw: Any) -> Any:
+        self.claims += 1
+        found = super().claim(tenant_id, session_id, command_id, **kw)
+        if self.claims == 1 and command_id == "c":
+            record(self, "c")  # the API's write lands just after the first look
+        if command_id == "mid" and found.record is None:
+            return Claim(verdict="unknown", record=record(self, "mid"))
+        return found
+
+
+def test_a_wakeup_that_comes_before_its_record_runs_the_command_once_it_is_written() -> None:
+    ledger = RecordedLate()
+    loop = loop_over([wake("c"), wake("mid"), wake("never"), wake(op="close")], ledger)
+    asyncio.run(loop.run())
+    assert loop.ran == ["c", "mid"]  # and "never", never recorded, dropped after a few looks
+    assert ledger.claims == 2 + 2 + 1 + len(RECORD_WAITS_S)

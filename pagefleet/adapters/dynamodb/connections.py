@@ -280,6 +280,22 @@ class DynamoConnections:
         )
         return [str(deserialize(i)["pk"]).removeprefix("CONN#") for i in resp.get("Items", [])]
 
+    def following(self) -> list[Connection]:
+        # A Scan: the table holds live connections only (each gone within API Gateway's
+        # 2 hours, by TTL at the latest), read once a minute by the reaper.
+        out: list[Connection] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "sk = :meta AND attribute_exists(rooms)",
+            "ExpressionAttributeValues": serialize({":meta": META}),
+        }
+        while True:
+            resp = self._db.scan(**kwargs)
+            out += [_connection(deserialize(i)) for i in resp.get("Items", [])]
+            if not resp.get("LastEvaluatedKey"):
+                return out
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
     def reserve(self, seen: Connection, *, window: int, count: int, jobs: frozenset[str]) -> bool:
         names = {f"#j{i}": job for i, job in enumerate(sorted(jobs))}
         values: dict[str, Any] = {":w": window, ":n": count}

@@ -157,6 +157,21 @@ class DynamoCommandLedger:
         )
         return self.get(tenant_id, session_id, command_id)
 
+    def release(self, tenant_id: str, session_id: str, command_id: str, *, order: str) -> bool:
+        given = self._move(
+            tenant_id,
+            session_id,
+            command_id,
+            update="SET #state = :pending REMOVE #order",
+            condition="#state = :running AND #order = :order",
+            values={
+                ":running": CommandState.RUNNING.value,
+                ":pending": CommandState.PENDING.value,
+                ":order": order,
+            },
+        )
+        return given is not None
+
     def finish(
         self,
         tenant_id: str,

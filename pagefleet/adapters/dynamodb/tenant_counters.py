@@ -244,6 +244,41 @@ class DynamoTenantCounters:
             ExpressionAttributeValues=serialize({":job": {job_id}}),
         )
 
+    def give_back_held(self, tenant_id: str, job_id: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self._key(tenant_id, RUNNING_SK),
+                UpdateExpression="DELETE running :job",
+                ConditionExpression="contains(running, :id)",
+                ExpressionAttributeValues=serialize({":job": {job_id}, ":id": job_id}),
+            )
+        except ClientError as exc:
+            if condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def slot_holders(self) -> dict[str, frozenset[str]]:
+        # A Scan of the tenants table for its running sets (a set emptied is removed, so an
+        # item with ``running`` holds slots). The table keeps a few small items per tenant;
+        # the sweeper reads it once a minute (docs/decisions.md, 2026-12-05).
+        out: dict[str, frozenset[str]] = {}
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "sk = :running AND attribute_exists(running)",
+            "ProjectionExpression": "pk, running",
+            "ExpressionAttributeValues": serialize({":running": RUNNING_SK}),
+        }
+        while True:
+            resp = self._db.scan(**kwargs)
+            for item in resp.get("Items", []):
+                data = deserialize(item)
+                out[str(data["pk"]).removeprefix(tenant_pk(""))] = frozenset(data["running"])
+            if not resp.get("LastEvaluatedKey"):
+                return out
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
     # --- reading ----------------------------------------------------------------------------
     def view(self, tenant_id: str, *, now_ms: int) -> CounterView:
         resp = self._db.batch_get_item(
