@@ -15,15 +15,17 @@ from browser_task.browser.chromium import SYSTEM_CHROMIUM, SYSTEM_CHROMIUM_BINAR
 VIEWPORT = {"width": 1280, "height": 860}
 
 
+def chromium_launch_options() -> dict[str, object]:
+    """The binary the worker would use, and its sandbox as the worker decides it (Chromium's
+    sandbox cannot start as root)."""
+    binary = SYSTEM_CHROMIUM_BINARY if Path(SYSTEM_CHROMIUM_BINARY).exists() else SYSTEM_CHROMIUM
+    return {"executable_path": binary, "chromium_sandbox": os.geteuid() != 0}
+
+
 @contextmanager
 def console_browser() -> Iterator[Browser]:
-    binary = SYSTEM_CHROMIUM_BINARY if Path(SYSTEM_CHROMIUM_BINARY).exists() else SYSTEM_CHROMIUM
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=binary,
-            # As the worker decides: Chromium's sandbox cannot start as root.
-            chromium_sandbox=os.geteuid() != 0,
-        )
+        browser = pw.chromium.launch(**chromium_launch_options())  # type: ignore[arg-type]
         try:
             yield browser
         finally:

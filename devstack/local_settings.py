@@ -49,12 +49,14 @@ def local_settings(
     *,
     concurrency: int,
     job_role_arn: str,
+    console_url: str,
     pools: tuple[PoolOffer, ...] = LOCAL_POOLS,
 ) -> LocalSettings:
     core: dict[str, Any] = {
         **provisioned.store_settings(),
         "stage": "local",
         "pools": pools,
+        "console_url": console_url,  # the stream reader's notifications link to it
         **live.settings(provisioned),
         **provisioned.scheduler_settings(),
     }

@@ -114,7 +114,10 @@ class LocalStack:
         that pool's isolation, so jobs routed anywhere run."""
         if workers < 0:
             raise ValueError("workers must be >= 0")
-        self.api_port = api_port
+        # The API's port is known before anything starts (held like moto's): the stream
+        # reader's settings carry the console's URL, which the notifications link to.
+        self._api_sock = None if api_port else reserve_loopback_port()
+        self.api_port = api_port or int(self._api_sock.getsockname()[1])  # type: ignore[union-attr]
         # Without a port asked for, moto serves on a socket held from now (a chosen port can
         # be taken by an outgoing connection before moto binds it).
         self._moto_sock = None if moto_port else reserve_loopback_port()
@@ -169,6 +172,10 @@ class LocalStack:
     @property
     def console_url(self) -> str:
         return f"{self.api_url}{CONSOLE_PATH}"
+
+    def _console_base(self) -> str:
+        """The console's URL as the gateway will serve it (before it does)."""
+        return f"http://127.0.0.1:{self.api_port}{CONSOLE_PATH}"
 
     @property
     def site_url(self) -> str:
@@ -261,6 +268,9 @@ class LocalStack:
         self.live.stop()
         if self._moto_sock is not None:  # never handed to moto
             self._moto_sock.close()
+        if self._api_sock is not None:  # never handed to the gateway
+            self._api_sock.close()
+            self._api_sock = None
         functions, self.functions = list(self.functions.values()), {}
         for function in functions:
             with contextlib.suppress(Exception):
@@ -320,6 +330,7 @@ class LocalStack:
             self.live,
             concurrency=self.concurrency,
             job_role_arn=create_job_role(RUNTIME.client("iam")),
+            console_url=self._console_base(),
             pools=self.pools,
         )
         self.core_settings = settings.core
@@ -381,7 +392,8 @@ class LocalStack:
         self.rest_api = pagefleet_rest_api(self.functions, authorizer_ttl_s=self.authorizer_ttl_s)
         try:
             apps: list[App] = [local_console(self.live.url, self.aws_endpoint), self.rest_api]
-            self.gateway = LocalGateway(apps, port=self.api_port).start()
+            held, self._api_sock = self._api_sock, None
+            self.gateway = LocalGateway(apps, port=self.api_port, sock=held).start()
         except OSError as exc:
             raise StackError(
                 f"cannot serve the API on 127.0.0.1:{self.api_port} ({exc.strerror}); "

@@ -65,12 +65,20 @@ def change_consumers(parts: Parts, settings: CoreSettings) -> list[ChangeConsume
             queue = SqsWebhookQueue(parts.client("sqs"), settings.webhook_queue_url)
             # Read once per tenant every few seconds, not for each job that ends.
             defaults = CachedDefaults(DynamoNotifyDefaults(db, settings.tenants_table))
-            notifier = WebhookNotifier(queue, defaults, deliveries, retention_s=DEFAULT_RETENTION_S)
+            notifier = WebhookNotifier(
+                queue,
+                defaults,
+                deliveries,
+                retention_s=DEFAULT_RETENTION_S,
+                console_url=settings.console_url,
+            )
             out.append(notifier)
             outbox = notifier.outbox  # schedules' notices go out the same way
         if settings.event_bus_name:
             bus = EventBridgeBus(parts.client("events"), settings.event_bus_name)
-            finished = JobFinishedEvents(bus, deliveries, retention_s=DEFAULT_RETENTION_S)
+            finished = JobFinishedEvents(
+                bus, deliveries, retention_s=DEFAULT_RETENTION_S, console_url=settings.console_url
+            )
             out.append(finished)
             events = finished.events
     # Schedules' health (a monitor's baseline, alerts): kept even unnotified, told as configured.

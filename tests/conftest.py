@@ -36,6 +36,25 @@ def _share_botocore_data() -> None:
 _share_botocore_data()
 
 
+def _hypothesis_for_ci() -> None:
+    """Property tests the same on every run and free of wall-clock limits: Hypothesis's
+    defaults fail an example slower than 200 ms (``deadline``) and a slow generator
+    (``too_slow``), which a loaded CI machine hits by chance: a flaky test."""
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "pagefleet",
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile("pagefleet")
+
+
+_hypothesis_for_ci()
+
+
 # First, so that pytest-xdist's own hook sees the groups when it names the tests.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

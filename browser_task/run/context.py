@@ -15,6 +15,7 @@ from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import SecretStore
+from pagefleet.live.events import EventType
 from pagefleet.workflow import Back, Forward, Goto, Step, WaitFor
 from pagefleet.workflow.masking import Masker
 
@@ -60,6 +61,9 @@ class RunContext:
     router: RequestRouter | None = None
     # A person holding the page (a takeover): no step starts meanwhile.
     takeover: PageTakeover | None = None
+    # Asks the worker to let this run's slot go while it waits for a person (await_human):
+    # True when it did (browser_task.run.signals.SlotSignals.leave_slot).
+    leave_slot: Callable[[], bool] = lambda: False
     # --- what the run has come to ---------------------------------------------------------
     result: dict[str, Any] = field(default_factory=dict)
     step_index: int | None = None
@@ -97,12 +101,20 @@ class RunContext:
             scope = scope.frame_locator(inner)
         return scope
 
-    async def hold_for_person(self) -> None:
-        """Before a step: wait while a person holds the page; the time waited is not the
-        run's own (job_timeout_s does not count it)."""
+    async def hold_for_person(self, step: int | None = None) -> None:
+        """Before a step (``step``: its index): wait while a person holds the page; the time
+        waited is not the run's own (job_timeout_s does not count it)."""
         takeover = self.takeover
         if takeover is None or takeover.free:
             return
+        if self.events is not None and takeover.held is not None:
+            # Said once per wait, before it: a follower sees why the next step has not begun.
+            self.events.emit(
+                EventType.LOG,
+                level="info",
+                message=f"{'the next step' if step is None else f'step {step}'} waits: "
+                f"{takeover.held.holder} holds the page",
+            )
         self.human_wait_started = time.monotonic()
         try:
             await takeover.hold()

@@ -165,7 +165,7 @@ async def run_steps(
         if top:
             takeover = ctx.takeover  # read in place: a job nobody takes over calls nothing
             if takeover is not None and takeover.held is not None:
-                await ctx.hold_for_person()  # a person holding the page: the step waits
+                await ctx.hold_for_person(index)  # a person holding the page: the step waits
             ctx.step_index = index
         label = labels[offset] if labels is not None else describe(step, ctx.masker)
         with step_events(ctx.events, ctx.step_index, of, path, step.action, label):

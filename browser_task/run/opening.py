@@ -74,8 +74,10 @@ class RunOpener:
         meter: AttemptMeter | None,
         early: EarlyContext | None,
         log: JobLog,
+        leave_slot: Callable[[], bool] = lambda: False,
     ) -> RunContext | Outcome:
-        """Everything before the first step; a failure here is the job's outcome."""
+        """Everything before the first step; a failure here is the job's outcome.
+        ``leave_slot``: the slot's (``SlotSignals.leave_slot``), for an await_human step."""
         try:
             # Everything a run needs, settled before any browser work (run.plan).
             plan = await prepare_run(
@@ -154,6 +156,7 @@ class RunOpener:
             events=events,
             progress=Progress(self.lifecycle, job, events),
             router=router,
+            leave_slot=leave_slot,
         )
         # Its listener is dropped when a warm context is parked.
         ctx.dialogs = DialogWatch.listening(

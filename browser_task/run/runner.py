@@ -140,7 +140,9 @@ class JobRunner:
         session: JobBrowser | None = None
         tracked: TrackedJob | None = None
         try:
-            opened = await self._opener.open(job, collector, data, events, meter, early, log)
+            opened = await self._opener.open(
+                job, collector, data, events, meter, early, log, signals.leave_slot
+            )
             if isinstance(opened, Outcome):
                 return opened
             ctx = opened

@@ -17,8 +17,12 @@ class HeldLease(Protocol):
 
 @dataclass
 class SlotSignals:
-    """What a run tells the slot it runs in: its workflow ended (the slot looks ahead), and
-    its browser work is over (``released``: the context is closed)."""
+    """What a run tells the slot it runs in: its workflow ended (the slot looks ahead), its
+    browser work is over (``released``: the context is closed), or it waits for a person
+    and asks to leave the slot meanwhile (``leave_slot``: True when the worker let it, its
+    cap of waiting contexts allowing; the slot then takes its next job while this run,
+    context open, goes on outside it)."""
 
     workflow_ended: Callable[[], None] = lambda: None
     released: asyncio.Event = field(default_factory=asyncio.Event)
+    leave_slot: Callable[[], bool] = lambda: False

@@ -28,9 +28,11 @@ from browser_task.observe.telemetry import JobLog
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.input_events import (
     MODIFIER_BITS,
-    ClickInput,
+    AnyInput,
     InputRecord,
     KeyInput,
+    MoveInput,
+    PressInput,
     ScrollInput,
     TakeoverInputs,
     TextInput,
@@ -292,10 +294,11 @@ class PageTakeover:
                 await cdp.detach()
 
 
-def cdp_events(
-    event: ClickInput | ScrollInput | KeyInput | TextInput, sx: float, sy: float
-) -> list[dict[str, Any]]:
-    """One input event as the CDP calls that play it (``method`` and its parameters)."""
+def cdp_events(event: AnyInput, sx: float, sy: float) -> list[dict[str, Any]]:
+    """One input event as the CDP calls that play it (``method`` and its parameters).
+
+    A press carries its ``clickCount``: Chromium makes a ``dblclick`` of a release whose
+    count is 2, as a real mouse's second click is (Playwright's ``dblclick`` plays the same)."""
     modifiers = sum(MODIFIER_BITS[m] for m in event.modifiers)
     if isinstance(event, TextInput):
         return [{"method": "Input.insertText", "text": event.text}]
@@ -307,6 +310,22 @@ def cdp_events(
         # Wheel deltas are CSS pixels already (the viewer's own scroll), not frame pixels.
         return [
             {"method": mouse, "type": "mouseWheel", **at, "deltaX": event.dx, "deltaY": event.dy}
+        ]
+    if isinstance(event, MoveInput):
+        down = {"button": event.buttons[0] if event.buttons else "none"}
+        bits = sum(BUTTON_BITS[b] for b in set(event.buttons))
+        return [{"method": mouse, "type": "mouseMoved", **at, **down, "buttons": bits}]
+    if isinstance(event, PressInput):
+        pressed = event.type == "down"
+        return [
+            {
+                "method": mouse,
+                "type": "mousePressed" if pressed else "mouseReleased",
+                **at,
+                "button": event.button,
+                "buttons": BUTTON_BITS[event.button] if pressed else 0,
+                "clickCount": event.count,
+            }
         ]
     out: list[dict[str, Any]] = [{"method": mouse, "type": "mouseMoved", **at}]
     held = {"button": event.button, "buttons": BUTTON_BITS[event.button]}

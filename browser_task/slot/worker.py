@@ -39,6 +39,7 @@ from browser_task.run.signals import SlotSignals
 from browser_task.slot.completion import Completion
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
+from browser_task.slot.waiting import OutsideSlots
 from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.record import JobRecord
@@ -113,6 +114,9 @@ class Worker:
         self._stop_flag = parts.stop_flag
         self._abort = parts.abort
         self.inbox = parts.inbox
+        # A task-isolated pool runs one job a task: nobody else's job runs beside a wait.
+        isolated = settings.isolation == "task"
+        self.outside = OutsideSlots(0 if isolated else settings.max_waiting_contexts)
         self._running = 0
         self.ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -180,12 +184,13 @@ class Worker:
         # A slot is free before its job's uploads are in: those finish within the period too.
         running = {*slots, *self._background}
         _done, pending = await asyncio.wait(running, timeout=self.settings.drain_seconds)
-        pending &= set(slots)
+        # A run waiting for a person outside its slot is handed back as a slot's would be.
+        pending &= {*slots, *self.outside.tasks}
         if pending:
             self._log.warning("drain period over; handing running jobs back", jobs=len(pending))
             self._abort.set()
             _done, pending = await asyncio.wait(pending, timeout=ABORT_GRACE_S)
-            for task in pending:
+            for task in pending & set(slots):  # one outside settles its outcome below
                 task.cancel()
         # Outcome writes and message deletes still in flight (they may spawn more).
         settle_by = time.monotonic() + BACKGROUND_GRACE_S
@@ -353,7 +358,11 @@ class Worker:
         await self._protection.job_started()
         self._slot_in_use(+1)
         meter = AttemptMeter()
-        signals = SlotSignals(workflow_ended=look_ahead)
+        left = asyncio.Event()  # the run waits for a person outside this slot
+        signals = SlotSignals(
+            workflow_ended=look_ahead,
+            leave_slot=lambda: self.outside.leave(left, stopping=self._stop_flag.is_set()),
+        )
         # Kept from here until the outcome is written (the completion stops it).
         lease = LeaseKeeper(
             self.lifecycle,
@@ -362,31 +371,49 @@ class Worker:
             every_s=self.settings.heartbeat_seconds,
             log=log,
         ).start()
-        run: asyncio.Future[Outcome | None] | None = None
+        run = asyncio.ensure_future(
+            self._runner.run(job, log, lease, events, meter, signals, early)
+        )
+        work = asyncio.ensure_future(self._browser_work(run, signals, events))
+        leaving = asyncio.ensure_future(left.wait())
         try:
-            async with self.liveness.busy(), recording(events):
-                run = asyncio.ensure_future(
-                    self._runner.run(job, log, lease, events, meter, signals, early)
-                )
-                released = asyncio.ensure_future(signals.released.wait())
-                try:
-                    await asyncio.wait({run, released}, return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    released.cancel()
+            await asyncio.wait({work, leaving}, return_when=asyncio.FIRST_COMPLETED)
+            if work.done():
+                work.result()  # its recording failed: the slot's failure, as it always was
         except BaseException:
-            if run is not None:
-                run.cancel()
+            run.cancel()
+            work.cancel()
             await lease.stop()
             await self._protection.job_ended()
             raise
         finally:
+            leaving.cancel()
             self._slot_in_use(-1)
         self.jobs_handled += 1
+        completion = self._completion
+        settle = completion.settle(run, job, lease, started, domain, probe, log, meter, events)
+        if not work.done():  # it waits for a person: the slot takes its next message
+            log.info("waiting for a person outside the slot", waiting=self.outside.held)
+            carried = self.outside.carry(work, settle)
+            self._background.add(carried)  # a drain waits for it as for a slot
+            carried.add_done_callback(self._background.discard)
+            return
+        self.outside.stayed(left)
         # The browser context is closed: the slot takes its next message while this job's
         # uploads finish and its outcome is written (drain waits for these).
-        self._spawn(
-            self._completion.settle(run, job, lease, started, domain, probe, log, meter, events)
-        )
+        self._spawn(settle)
+
+    async def _browser_work(
+        self, run: asyncio.Future[Outcome | None], signals: SlotSignals, events: Any
+    ) -> None:
+        """The run, recorded, until its context is closed (``released``) or it ends."""
+        async with self.liveness.busy(), recording(events):
+            released = asyncio.ensure_future(signals.released.wait())
+            either: set[asyncio.Future[Any]] = {run, released}
+            try:
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                released.cancel()
 
     def _slot_in_use(self, delta: int) -> None:
         """Slots running a job's browser work (saturation: at most ``concurrency``)."""

@@ -1,6 +1,9 @@
 // Take over the page shown in the live view: while this tab holds it, the job's steps wait,
-// and what the person does on the frame (clicks, keys, typing, scrolling) goes to the page
-// as input events, in order, one batch at a time (docs/api.md, "Take over a page"). The
+// and what the person does on the frame (pointer moves, presses, keys, typing, scrolling)
+// goes to the page as input events, in order, one batch at a time (docs/api.md, "Take over a
+// page"). Presses go as the browser saw them (down/up with the DOM's click count), so the
+// page gets a person's double click as a real one and hover menus open under the pointer;
+// moves are kept to the latest one in a batch. The
 // page goes back with "Hand back", or by itself after the takeover's idle time without
 // input (the API's takeover_idle_s). Coordinates are the frame's own pixels (the image's
 // natural size); the worker scales them to the page's viewport.
@@ -9,7 +12,11 @@ import { api } from "./api.js";
 import { h } from "./dom.js";
 
 const SEND_EVERY_MS = 100;
+// A batch of pointer moves only goes at most this often (a hover needs the last position,
+// not every pixel on the way).
+const MOVES_EVERY_MS = 300;
 const MAX_BATCH = 50;
+const BUTTONS = ["left", "middle", "right"]; // MouseEvent.button 0, 1, 2
 
 function modifiers(event) {
   const out = [];
@@ -30,6 +37,7 @@ export function takeoverControls(jobId, image) {
   let queue = [];
   let sending = false;
   let timer = null;
+  let lastSent = 0;
 
   const state = h("p", { class: "hint", id: "takeover-state", role: "status" }, "");
   const take = h("button", { type: "button", id: "takeover-take", disabled: "" }, "Take over");
@@ -56,6 +64,9 @@ export function takeoverControls(jobId, image) {
 
   async function flush() {
     if (!held || sending || !queue.length || !image.naturalWidth) return;
+    const movesOnly = queue.every((event) => event.type === "move");
+    if (movesOnly && Date.now() - lastSent < MOVES_EVERY_MS) return;
+    lastSent = Date.now();
     sending = true;
     const events = queue.slice(0, MAX_BATCH);
     queue = queue.slice(events.length);
@@ -81,6 +92,10 @@ export function takeoverControls(jobId, image) {
   function push(event) {
     if (!held) return;
     const last = queue[queue.length - 1];
+    if (event.type === "move" && last && last.type === "move") {
+      queue[queue.length - 1] = event; // only where the pointer is now
+      return;
+    }
     if (event.type === "text" && last && last.type === "text" && !last.modifiers.length) {
       last.text += event.text; // typing goes as one text event per batch
       return;
@@ -98,15 +113,28 @@ export function takeoverControls(jobId, image) {
     };
   }
 
-  image.addEventListener("click", (event) => {
+  function heldButtons(event) {
+    return BUTTONS.filter((_, i) => event.buttons & [1, 4, 2][i]); // MouseEvent.buttons bits
+  }
+  function press(type) {
+    return (event) => {
+      if (!held || !BUTTONS[event.button]) return;
+      event.preventDefault(); // no drag of the image itself, no text selection around it
+      if (type === "down") image.focus();
+      // detail: the DOM's click count (2 on a double click's second press).
+      push({ type, ...at(event), button: BUTTONS[event.button],
+        count: Math.min(3, Math.max(1, event.detail || 1)), modifiers: modifiers(event) });
+    };
+  }
+  image.addEventListener("mousedown", press("down"));
+  image.addEventListener("mouseup", press("up"));
+  image.addEventListener("mousemove", (event) => {
     if (!held) return;
-    image.focus();
-    push({ type: "click", ...at(event), button: "left", modifiers: modifiers(event) });
+    push({ type: "move", ...at(event), buttons: heldButtons(event), modifiers: modifiers(event) });
   });
+  image.addEventListener("dragstart", (event) => event.preventDefault());
   image.addEventListener("contextmenu", (event) => {
-    if (!held) return;
-    event.preventDefault();
-    push({ type: "click", ...at(event), button: "right", modifiers: modifiers(event) });
+    if (held) event.preventDefault(); // the right button went as down/up: no menu here
   });
   image.addEventListener("wheel", (event) => {
     if (!held) return;
@@ -124,6 +152,7 @@ export function takeoverControls(jobId, image) {
   });
 
   take.addEventListener("click", async () => {
+    if (held) return;
     try {
       const answer = await api(`/jobs/${jobId}/takeover`, { method: "POST" });
       held = answer.takeover;
@@ -154,6 +183,9 @@ export function takeoverControls(jobId, image) {
 
   return {
     element: h("div", { class: "takeover" }, h("div", { class: "actions" }, take, back), state),
+    take() {
+      if (!take.disabled && !held) take.click();
+    },
     // Watching: a frame to act on exists; not watching: nothing to take over from.
     watching(on) {
       take.disabled = !on;

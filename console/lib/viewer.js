@@ -2,16 +2,21 @@
 // 1-5 frames a second while this viewer watches (nothing is sent to anyone otherwise).
 // A frame comes as JPEG in base64, in up to four messages (each under API Gateway's 32 KB
 // WebSocket frame) joined here by `seq`; an older frame never replaces a newer one.
+// A notification's console link (`#/jobs/<id>?live=1&takeover=1`) opens the job watching, and
+// takes the page over at its first frame when `takeOverNow()` says so (the job waits for a
+// person: none of its steps run, so holding the page costs the job nothing); it answers
+// null until the job is read, and the next frame asks again.
 
 import { h } from "./dom.js";
 import { live } from "./live.js";
 import { takeoverControls } from "./takeover.js";
 
-export function liveViewer(jobId) {
+export function liveViewer(jobId, { watchNow = false, takeOverNow = () => false } = {}) {
   const image = h("img", { id: "live-frame", alt: "The job's page, live", hidden: "" });
   const state = h("p", { class: "hint", id: "live-state", role: "status" }, "Not watching.");
   let stopWatching = null;
   let shown = 0;
+  let pendingTake = watchNow; // the link's takeover, decided at the first frame
   const parts = new Map(); // seq -> {parts, got: []}
   const takeover = takeoverControls(jobId, image); // "Take over" once a frame is shown
 
@@ -37,6 +42,11 @@ export function liveViewer(jobId) {
     image.hidden = false;
     state.textContent = "Watching.";
     takeover.watching(true);
+    const take = pendingTake ? takeOverNow() : null; // null: the job is not read yet
+    if (take !== null) {
+      pendingTake = false;
+      if (take) takeover.take();
+    }
   }
 
   function stop() {
@@ -65,5 +75,6 @@ export function liveViewer(jobId) {
   const element = h("section", { id: "live-view", "aria-labelledby": "live-view-title" },
     h("h2", { id: "live-view-title" }, "Live view"),
     h("div", { class: "actions" }, button), state, takeover.element, image);
+  if (watchNow) button.click();
   return { element, stop };
 }

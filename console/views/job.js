@@ -141,7 +141,7 @@ function artifactsPart(job, links) {
   ];
 }
 
-export function jobView(main, { match, navigate }) {
+export function jobView(main, { match, params, navigate }) {
   const jobId = match[1];
   const head = h("div", { class: "job-head" });
   const messages = h("div", { class: "messages" });
@@ -158,7 +158,11 @@ export function jobView(main, { match, navigate }) {
   let job = null;
   let stop = () => {};
   let closed = false;
-  const viewer = liveViewer(jobId);
+  // A notification's link: watch at once, and take over if the job waits for a person.
+  const viewer = liveViewer(jobId, {
+    watchNow: params.get("live") === "1",
+    takeOverNow: () => (job ? params.get("takeover") === "1" && job.status === "waiting_for_human" : null),
+  });
 
   main.append(head, messages, viewer.element, details, changes,
     section("Steps", "steps", stepsPart),

@@ -33,7 +33,9 @@ export function signInView(main, { params, navigate }) {
         try {
           await api("/tenant", { key });
           signIn(key);
-          navigate("#/jobs");
+          // A link opened signed out (a notification's) goes on where it pointed.
+          const asked = window.location.hash;
+          navigate(asked && !asked.startsWith("#/signin") ? asked : "#/jobs");
         } catch (error) {
           const refused = error.status === 401 || error.status === 403;
           message.append(

@@ -38,12 +38,13 @@ from pagefleet.specs.console_site import (
     SiteConfig,
     content_security_policy,
 )
+from pagefleet.specs.settings import ChangesSettings
 
 from .api import STAGE_NAME as API_STAGE
 from .api import Api
 from .api_firewall import EDGE_HEADER, VIEWER_IP_HEADER, edge_secret
 from .artifacts import ArtifactsBucket
-from .live import Live
+from .live import Live, add_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The console's path, locally (<API URL>/console/) and here; also its files' key prefix.
@@ -97,6 +98,7 @@ class Console(Construct):
         api: Api,
         live: Live,
         artifacts: ArtifactsBucket,
+        changes_function: lambda_.Function,
     ) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -185,6 +187,8 @@ class Console(Construct):
         )
         self.distribution = self._distribution(config, api)
         self.url = f"https://{settings.domain_name or self.distribution.domain_name}/{PREFIX}/"
+        # A job that waits for a person is notified with a link to its live view here.
+        add_env(changes_function, ChangesSettings, console_url=self.url)
         self.deployment = self._deployment(config, live)
         self._acknowledge(config)
 

@@ -235,6 +235,7 @@ class PagefleetStack(Stack):
             api=self.api,
             live=self.live,
             artifacts=self.artifacts,
+            changes_function=self.job_changes.function,
         )
         self.monitoring = Monitoring(
             self,

@@ -124,6 +124,8 @@ class GetFileArgs(SessionArgs):
 class AwaitHumanArgs(SessionArgs):
     prompt: str = Field(min_length=1, max_length=PROMPT_MAX_CHARS)
     timeout_s: int = Field(default=DEFAULT_HUMAN_WAIT_S, ge=1, le=MAX_HUMAN_WAIT_S)
+    # A still-waiting answer's: the same ask waited on again, never a second one.
+    command_id: str | None = Field(default=None, pattern=ids.COMMAND_ID)
 
     def step(self) -> dict[str, Any]:
         return {"action": "await_human", "prompt": self.prompt, "timeout_s": self.timeout_s}
@@ -206,8 +208,7 @@ TOOLS = (
         "upload_file",
         "Set a file input (`selector`, e.g. input[type=file]) to a file you give: its "
         f"`name` and `content` (text, or base64 with `encoding`; {MAX_INLINE_FILE_CHARS:,} "
-        "characters at most). Answers as run_step (the upload is a step save_as_workflow "
-        "keeps).",
+        "characters at most). Answers as run_step (save_as_workflow keeps the step).",
         UploadArgs,
     ),
     ToolSpec(
@@ -220,22 +221,22 @@ TOOLS = (
     ToolSpec(
         "await_human",
         "Ask a person to act in the session's browser (a CAPTCHA, a code, a judgement): "
-        "`prompt` says what. Returns once they continue it (console, or POST "
-        "/v1/jobs/{session_id}/continue; their note in `result.human_note`), else fails "
-        "after `timeout_s`.",
+        "`prompt` says what. Returns once they continue (their note: `result.human_note`), "
+        "or fails after `timeout_s`. `state: waiting_for_human`: not yet; call again with "
+        "its `command_id`.",
         AwaitHumanArgs,
     ),
     ToolSpec(
         "list_sessions",
         "Your sessions still open (`status`: open, starting or ready), newest first: each "
-        "one's `session_id`, last activity and cost so far. Use it to find a session again "
-        "or one left open; close_session what you no longer use.",
+        "one's `session_id`, last activity and cost so far: find one again, or one left "
+        "open to close.",
         ListSessionsArgs,
     ),
     ToolSpec(
         "close_session",
-        "Close the session: its browser goes and its slot is freed; its successful steps "
-        "stay savable with save_as_workflow.",
+        "Close the session: its browser goes, its slot is freed; its successful steps stay "
+        "savable (save_as_workflow).",
         SessionArgs,
     ),
     ToolSpec(

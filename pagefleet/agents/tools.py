@@ -31,6 +31,7 @@ from pagefleet.browsing.models import MAX_DEADLINE_S
 from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.client.browsing import DEFAULT_GIVE_UP_S, CommandPending
 from pagefleet.errors import field_path
+from pagefleet.ids import new_ulid
 
 IMAGE_TIMEOUT_S = 30
 # await_human is read this long past its timeout_s (the worker notices within a second or
@@ -274,10 +275,35 @@ class AgentTools:
         return ToolAnswer(body)
 
     def await_human(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
-        # Read as long as the person may take (remote: cut to its wait, then still_running).
-        waited = self._steps(
-            a.session_id, a.step(), False, True, give_up_s=a.timeout_s + HUMAN_MARGIN_S
-        )
+        # Read as long as the person may take. Remote, a call may wait 20 s only: it answers
+        # that the person has not continued yet, with the command to wait on, and a call
+        # with that command_id is the same ask (the API answers a sent-again command from
+        # the first), so the person is asked once however often the agent looks.
+        command_id = a.command_id or new_ulid()
+        try:
+            waited = self._steps(
+                a.session_id,
+                a.step(),
+                False,
+                True,
+                give_up_s=a.timeout_s + HUMAN_MARGIN_S,
+                command_id=command_id,
+            )
+        except CommandPending as pending:
+            if pending.view.state == "lost":
+                raise _lost(a.session_id) from None
+            return ToolAnswer(
+                {
+                    "state": "waiting_for_human",
+                    "session_id": a.session_id,
+                    "command_id": command_id,
+                    "prompt": a.prompt,
+                    "next": "nobody has continued it yet: call await_human again with the "
+                    f"same arguments and command_id {command_id!r} to wait on (the person "
+                    "is not asked again); they continue it in the console or with POST "
+                    f"/v1/jobs/{a.session_id}/continue",
+                }
+            )
         return self._observed(_dump(waited))
 
     def observe(self, a: Any, raw: dict[str, Any]) -> ToolAnswer:
@@ -291,7 +317,9 @@ class AgentTools:
         aria: Any,
         *,
         give_up_s: float = DEFAULT_GIVE_UP_S,
+        command_id: str | None = None,
     ) -> Any:
+        """The command's answer; ``command_id`` given: ``CommandPending`` is the caller's."""
         # The path that holds nothing: the call answers 202 at once (wait_s=0) and the
         # command is read until its answer, so no API execution waits for a browser.
         # An observation only looks: it may wait its turn behind long steps (an
@@ -308,8 +336,11 @@ class AgentTools:
                 wait_s=0,
                 deadline_s=deadline,
                 give_up_s=give_up,
+                command_id=command_id,
             )
         except CommandPending:
+            if command_id is not None:
+                raise
             raise ToolRefusal(
                 f"the steps are still running after {give_up:g} s",
                 next="call observe in a few seconds: it answers once they are done",
@@ -356,3 +387,11 @@ class AgentTools:
         else:
             out["next"] = "the job has not ended: call get_job again with wait_s"
         return ToolAnswer(out)
+
+
+def _lost(session_id: str) -> ToolRefusal:
+    return ToolRefusal(
+        "the session's browser went while it waited for the person (its worker stopped)",
+        next=f"call list_sessions or observe {session_id}: open a new session if it is gone",
+        code="lost",
+    )

@@ -40,10 +40,42 @@ class _Pointed(_Event):
     y: float = Field(ge=0, le=MAX_FRAME_PX, description="in the frame's pixels")
 
 
+Button = Literal["left", "middle", "right"]
+
+
 class ClickInput(_Pointed):
+    """A whole click (press and release), for a client that sends gestures."""
+
     type: Literal["click"]
-    button: Literal["left", "middle", "right"] = "left"
-    count: int = Field(default=1, ge=1, le=3, description="2: a double click")
+    button: Button = "left"
+    count: int = Field(
+        default=1,
+        ge=1,
+        le=3,
+        description="2: a double click (two presses, the second one's clickCount 2)",
+    )
+
+
+class MoveInput(_Pointed):
+    """The pointer moved here (hover menus, tooltips; a drag while ``buttons`` are held)."""
+
+    type: Literal["move"]
+    buttons: list[Button] = Field(default_factory=list, max_length=3, description="held down")
+
+
+class PressInput(_Pointed):
+    """A button went down (``down``) or up (``up``), as the console sees them: a person's
+    double click is down/up with count 1, then down/up with count 2 (the DOM's ``detail``),
+    which the page gets as a real double click (a ``dblclick`` event)."""
+
+    type: Literal["down", "up"]
+    button: Button = "left"
+    count: int = Field(
+        default=1,
+        ge=1,
+        le=3,
+        description="the press's clickCount (2: the second of a double click)",
+    )
 
 
 class ScrollInput(_Pointed):
@@ -66,7 +98,8 @@ class TextInput(_Event):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, description="typed as is")
 
 
-InputEvent = Annotated[ClickInput | ScrollInput | KeyInput | TextInput, Field(discriminator="type")]
+AnyInput = ClickInput | MoveInput | PressInput | ScrollInput | KeyInput | TextInput
+InputEvent = Annotated[AnyInput, Field(discriminator="type")]
 
 
 class FrameSize(BaseModel):

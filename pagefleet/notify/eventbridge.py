@@ -4,7 +4,8 @@ error text, no records):
 - ``Job Finished``: every final state, with the status (``Job Needs Review`` for a job that
   waits for a person);
 - ``Job Waiting For Human``: an await_human step parked the job (its prompt is the
-  tenant's text, so only its step index and timeout go);
+  tenant's text, so only its step index, timeout and the console link to its live view
+  go);
 - ``Job Changed``: a monitor's run that changed, with its summary and baseline;
 - ``Schedule Alerting`` / ``Schedule Recovered``: a schedule's turns
   (``pagefleet.notify.schedule_notices``).
@@ -31,6 +32,7 @@ from pagefleet.notify.routing import (
     job_events,
 )
 from pagefleet.notify.webhooks import delivery_id
+from pagefleet.specs.console_site import job_live_link
 
 SOURCE = "pagefleet"
 DETAIL_TYPE = "Job Finished"
@@ -59,12 +61,14 @@ def changed_detail(job: JobRecord) -> dict[str, Any]:
     }
 
 
-def waiting_detail(job: JobRecord) -> dict[str, Any]:
+def waiting_detail(job: JobRecord, console_url: str | None = None) -> dict[str, Any]:
     human = job.human
     return {
         **detail(job),
         "step_index": human.step_index if human is not None else None,
         "timeout_at": human.timeout_at if human is not None else None,
+        # The page a person opens to act: the job's live view with takeover (None: no console).
+        "console_url": job_live_link(console_url, job.job_id) if console_url else None,
     }
 
 
@@ -91,8 +95,16 @@ class JobFinishedEvents:
 
     name = "eventbridge"
 
-    def __init__(self, bus: EventBus, deliveries: Deliveries, *, retention_s: int) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        deliveries: Deliveries,
+        *,
+        retention_s: int,
+        console_url: str | None = None,
+    ) -> None:
         self.events = EventOnce(bus, deliveries, retention_s=retention_s)
+        self.console_url = console_url
 
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:
@@ -110,7 +122,8 @@ class JobFinishedEvents:
                 self.events.put(job, mark, REVIEW_DETAIL_TYPE, detail(job))
             if WAITING_FOR_HUMAN in events:
                 mark = f"event#{delivery_id(job, WAITING_FOR_HUMAN)}"
-                self.events.put(job, mark, WAITING_DETAIL_TYPE, waiting_detail(job))
+                body = waiting_detail(job, self.console_url)
+                self.events.put(job, mark, WAITING_DETAIL_TYPE, body)
             if CHANGED in events:
                 mark = f"event#{delivery_id(job, CHANGED)}"
                 self.events.put(job, mark, CHANGED_DETAIL_TYPE, changed_detail(job))

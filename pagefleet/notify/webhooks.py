@@ -22,7 +22,14 @@ from pagefleet.jobs.record_size import bounded_changes
 from pagefleet.jobs.request_parts import NotifyTopic
 from pagefleet.live.events import events_expire_at
 from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
-from pagefleet.notify.routing import CHANGED, FINISHED, job_events, webhook_for
+from pagefleet.notify.routing import (
+    CHANGED,
+    FINISHED,
+    WAITING_FOR_HUMAN,
+    job_events,
+    webhook_for,
+)
+from pagefleet.specs.console_site import job_live_link
 
 EVENT_NAME = FINISHED
 # A changed webhook carries the first records that changed, within this many bytes.
@@ -39,9 +46,13 @@ def delivery_id(job: JobRecord, event: str = FINISHED) -> str:
     return "dlv_" + hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def payload(job: JobRecord, delivery: str, event: str = FINISHED) -> dict[str, Any]:
+def payload(
+    job: JobRecord, delivery: str, event: str = FINISHED, *, console_url: str | None = None
+) -> dict[str, Any]:
     """What the receiver gets: ids, the status, times, the error, the artifacts; for
-    ``job.changed`` the summary and the first records that changed.
+    ``job.changed`` the summary and the first records that changed; for
+    ``job.waiting_for_human`` what it asks and, with the console's base URL, the link that
+    opens its live view with takeover.
 
     No result (it may be large; read it from the API) and nothing secret."""
     body: dict[str, Any] = {
@@ -71,6 +82,8 @@ def payload(job: JobRecord, delivery: str, event: str = FINISHED) -> dict[str, A
     }
     if job.human is not None and job.status.value == "waiting_for_human":
         body["human"] = job.human.model_dump(mode="json", exclude_none=True)
+    if event == WAITING_FOR_HUMAN and console_url:
+        body["console_url"] = job_live_link(console_url, job.job_id)
     if job.checkpoints:
         body["checkpoints"] = [c.model_dump(mode="json") for c in job.checkpoints]
     if event == CHANGED:
@@ -90,11 +103,13 @@ class Outbox:
         deliveries: Deliveries,
         *,
         retention_s: int,
+        console_url: str | None = None,
     ) -> None:
         self.queue = queue
         self.defaults = defaults
         self.deliveries = deliveries
         self.retention_s = retention_s
+        self.console_url = console_url
 
     def post(
         self, job: JobRecord, topic: NotifyTopic, event: str, extra: dict[str, Any] | None = None
@@ -109,7 +124,7 @@ class Outbox:
         if self.deliveries.marked(job.tenant_id, job.job_id, mark):
             return True
         expires_at = events_expire_at(job, self.retention_s)
-        body = {**payload(job, delivery, event), **(extra or {})}
+        body = {**payload(job, delivery, event, console_url=self.console_url), **(extra or {})}
         self.queue.send(
             {
                 "tenant_id": job.tenant_id,
@@ -139,8 +154,11 @@ class WebhookNotifier:
         deliveries: Deliveries,
         *,
         retention_s: int,
+        console_url: str | None = None,
     ) -> None:
-        self.outbox = Outbox(queue, defaults, deliveries, retention_s=retention_s)
+        self.outbox = Outbox(
+            queue, defaults, deliveries, retention_s=retention_s, console_url=console_url
+        )
 
     def handle(self, changes: Sequence[JobChange]) -> None:
         for change in changes:

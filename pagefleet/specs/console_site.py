@@ -15,6 +15,18 @@ from typing import Any
 CONSOLE_DIR = "console"  # in the repository, and the key prefix in the console bucket
 CONSOLE_PATH = "/console/"  # where the console is served, next to the API's /v1/
 CONFIG_FILE = "config.json"
+# What a job's console link asks of the job page (console/views/job.js): watch its live view,
+# and take the page over at once while the job waits for a person.
+LIVE_TAKEOVER_QUERY = "live=1&takeover=1"
+
+
+def job_live_link(console_url: str, job_id: str) -> str:
+    """The console's page of ``job_id`` opened on its live view with takeover.
+
+    ``console_url``: the console's base (``https://<CloudFront or custom domain>/console/``
+    on AWS, ``http://127.0.0.1:<api port>/console/`` on the local stack). The console routes
+    on the URL's fragment, so the link works signed in or not (signing in goes on to it)."""
+    return f"{console_url.rstrip('/')}/#/jobs/{job_id}?{LIVE_TAKEOVER_QUERY}"
 
 
 @dataclass(frozen=True)

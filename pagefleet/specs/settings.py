@@ -142,6 +142,11 @@ class WorkerSettings(CoreSettings):
     # (pagefleet.live.watch); None: this worker sends no live view.
     live_endpoint: str | None = None
     live_frames_per_s: int = Field(default=2, ge=1, le=5)
+    # Jobs waiting for a person (await_human) whose slot went to other jobs while their
+    # context stays open, at most this many a worker (memory: docs/decisions.md,
+    # 2026-12-05); past it a waiting job keeps its slot. 0, or an isolation "task" pool:
+    # every waiting job keeps its slot.
+    max_waiting_contexts: int = Field(default=2, ge=0, le=32)
     # The pool's isolation: "task" runs one job at a time (concurrency 1) and gives each job
     # a browser of its own, launched for it and closed after it (pagefleet.specs.pools).
     isolation: Isolation = "shared"
@@ -173,6 +178,9 @@ class ChangesSettings(CoreSettings):
     webhook_queue_url: str | None = None
     # EventBridge bus for "Job Finished" events ("default"); None: none are sent.
     event_bus_name: str | None = None
+    # The web console's base URL (https://<domain>/console/): a notification that asks for a
+    # person links to the job's live view with it; None: no console, no link.
+    console_url: str | None = None
 
 
 class LiveSettings(_Base):

@@ -200,10 +200,18 @@ def test_deployment_role_has_named_actions_on_named_resources(synth) -> None:
 
 def test_every_stage_outputs_the_console_url(stage_synth) -> None:
     distribution = logical_id(stage_synth.stack.console.distribution)
-    assert stage_synth.raw["Outputs"]["ConsoleUrl"]["Value"] == {
+    url = {
         "Fn::Join": ["", ["https://", {"Fn::GetAtt": [distribution, "DomainName"]}, "/console/"]]
     }
+    assert stage_synth.raw["Outputs"]["ConsoleUrl"]["Value"] == url
     assert stage_synth.resources("Custom::CDKBucketDeployment")
+    # A job that waits for a person is notified with a link into this console.
+    (reader,) = (
+        f
+        for f in stage_synth.props("AWS::Lambda::Function")
+        if f.get("Handler") == "functions.job_changes.handler.handler"
+    )
+    assert reader["Environment"]["Variables"]["PAGEFLEET_CONSOLE_URL"] == url
 
 
 VIEWER_CASES = [

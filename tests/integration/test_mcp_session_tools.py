@@ -6,24 +6,27 @@ them in Chromium."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from devstack.provision import Provisioned
+from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.agents.tools import AgentTools, ToolRefusal
+from pagefleet.browsing.models import Answer
 from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
 from tests.support.api import gateway_transport
 
 
-def _tools(api_env: Provisioned, tenant: str) -> Iterator[AgentTools]:
+def _tools(api_env: Provisioned, tenant: str, *, wait_s: int | None = None) -> Iterator[AgentTools]:
     key, _ = create_api_key(RUNTIME.tenant_store(api_env.tenants_table), tenant)
     client = PagefleetClient("http://gateway.test", key, transport=gateway_transport())
     try:
-        yield AgentTools(client)
+        yield AgentTools(client, wait_s=wait_s)
     finally:
         client.close()
 
@@ -31,6 +34,12 @@ def _tools(api_env: Provisioned, tenant: str) -> Iterator[AgentTools]:
 @pytest.fixture
 def agent(api_env: Provisioned) -> Iterator[AgentTools]:
     yield from _tools(api_env, "mcp-tools-a")
+
+
+@pytest.fixture
+def remote(api_env: Provisioned) -> Iterator[AgentTools]:
+    """As ``POST /v1/mcp`` builds them: a call waits a short while only (there 20 s)."""
+    yield from _tools(api_env, "mcp-tools-a", wait_s=1)
 
 
 @pytest.fixture
@@ -116,3 +125,34 @@ def test_await_human_is_bounded_like_the_step_and_names_a_wrong_argument(
     assert "less than or equal to 3600" in long.message
     silent = refused(agent, "await_human", session_id=sid)
     assert silent.field == "prompt" and "await_human again" in silent.next
+
+
+def test_remote_await_human_says_it_still_waits_and_is_waited_on_by_its_command(
+    remote: AgentTools, api_env: Provisioned
+) -> None:
+    """A remote call cannot wait for a person: it answers ``waiting_for_human`` with the
+    command to wait on; calling again with it waits on the same ask (the person is asked
+    once, however often the agent looks), and answers the person's note once they continued."""
+    sid = remote.call("open_session", {}).body["session_id"]
+    ask = {"session_id": sid, "prompt": "Solve the CAPTCHA", "timeout_s": 600}
+    first = remote.call("await_human", ask)
+    assert not first.failed and first.body["state"] == "waiting_for_human"
+    command_id = first.body["command_id"]
+    assert command_id in first.body["next"] and "await_human again" in first.body["next"]
+    again = remote.call("await_human", {**ask, "command_id": command_id})
+    assert again.body["state"] == "waiting_for_human" and again.body["command_id"] == command_id
+    ledger = DynamoCommandLedger(RUNTIME.client("dynamodb"), api_env.jobs_table)
+    assert [c.command_id for c in ledger.session_commands("mcp-tools-a", sid)] == [command_id]
+    # Another ask under that command is refused naming it, not run as a second one.
+    other_ask = refused(
+        remote, "await_human", **{**ask, "prompt": "Other", "command_id": command_id}
+    )
+    assert other_ask.status == 409 and other_ask.field == "command_id"
+
+    # The worker ran the step and the person continued it with a note.
+    claim = ledger.claim("mcp-tools-a", sid, command_id, now=time.time(), order="1")
+    assert claim.verdict == "run"
+    note = {"human_note": "solved it"}
+    ledger.finish("mcp-tools-a", sid, command_id, Answer(id=command_id, ran=1, result=note), [])
+    done = remote.call("await_human", {**ask, "command_id": command_id})
+    assert not done.failed and done.body["ok"] and done.body["result"] == note

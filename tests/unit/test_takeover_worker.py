@@ -52,11 +52,16 @@ class Page:
 
 
 class Events:
+    pricing = None  # a step's cost is not priced here
+
     def __init__(self) -> None:
         self.emitted: list[dict[str, Any]] = []
 
     def emit(self, event_type: Any, /, **fields: Any) -> None:
         self.emitted.append({"type": event_type.value, **fields})
+
+    def clock(self) -> float:
+        return 1_800_000_000.0
 
 
 def _running(svc: JobServices, clock: FakeClock) -> JobRecord:
@@ -227,6 +232,22 @@ def test_the_idle_return_is_written_once_and_not_when_a_hand_back_won() -> None:
             ],
         ),
         (
+            {"type": "move", "x": 10, "y": 20},
+            [("mouseMoved", {"x": 20.0, "y": 40.0, "button": "none", "buttons": 0})],
+        ),
+        (  # a drag: the pointer moves with the left button held
+            {"type": "move", "x": 10, "y": 20, "buttons": ["left"]},
+            [("mouseMoved", {"button": "left", "buttons": 1})],
+        ),
+        (  # the second press of a person's double click
+            {"type": "down", "x": 10, "y": 20, "count": 2},
+            [("mousePressed", {"x": 20.0, "button": "left", "buttons": 1, "clickCount": 2})],
+        ),
+        (
+            {"type": "up", "x": 10, "y": 20, "button": "right"},
+            [("mouseReleased", {"button": "right", "buttons": 0, "clickCount": 1})],
+        ),
+        (
             {"type": "scroll", "x": 5, "y": 5, "dy": 300},
             [("mouseWheel", {"x": 10.0, "y": 10.0, "deltaX": 0, "deltaY": 300})],
         ),
@@ -290,6 +311,7 @@ def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own
             session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
             guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
             artifacts=None,  # type: ignore[arg-type]
+            events=parts.events,  # type: ignore[arg-type]
         )
         ctx.takeover = parts.takeover()
         lock = _take(parts.svc, parts.job, parts.clock)
@@ -299,6 +321,10 @@ def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own
             await asyncio.sleep(0)
         assert not running.done() and ctx.step_index is None  # the step has not started
         assert ctx.human_wait_started is not None  # the watchdog does not count the wait
+        # Followers are told why the step has not begun.
+        assert parts.events.emitted == [
+            {"type": "log", "level": "info", "message": "step 0 waits: t:k1 holds the page"}
+        ]
         parts.svc.store.release_takeover("t", parts.job.job_id, lock.takeover_id)
         ctx.takeover.told(
             Wakeup(

@@ -1,7 +1,9 @@
 """await_human: the job parks until a person continues it, in this same browser context.
 
 The worker keeps the attempt (its lease heartbeats on), the context and the page; the
-tenant's running slot goes back while the job waits (pagefleet.jobs.lifecycle.human). The
+tenant's running slot goes back while the job waits (pagefleet.jobs.lifecycle.human), and
+so does the worker's slot (its next job starts) while the worker holds fewer than
+``max_waiting_contexts`` such contexts; past that cap the job waits in its slot. The
 record is read every ``POLL_S``: the owner's answer (``human.continued_at``) resumes the
 job, taking a slot again; ``timeout_s`` unanswered fails it (``human_timeout``). A worker
 that dies meanwhile leaves the job to the sweeper, which sends it to review.
@@ -50,6 +52,9 @@ async def await_human(step: AwaitHuman, ctx: RunContext) -> None:
         except LeaseLost:
             await _until_stopped()  # cancelled or taken back: the runner ends the run
         _emit(ctx, JobStatus.WAITING_FOR_HUMAN, prompt)
+        if not in_session and not ctx.leave_slot():
+            # The worker holds as many waiting contexts as it may: this one keeps its slot.
+            _say(ctx, "the worker holds its most waiting contexts: this job waits in its slot")
         note = await _answer(ctx, job, step, in_session=in_session)
         _emit(ctx, JobStatus.RUNNING, note or "continued by a person")
         if in_session:
@@ -103,3 +108,8 @@ async def _until_stopped() -> None:
 def _emit(ctx: RunContext, status: JobStatus, message: str) -> None:
     if ctx.events is not None:
         ctx.events.emit(EventType.STATE, status=status.value, message=message)
+
+
+def _say(ctx: RunContext, message: str) -> None:
+    if ctx.events is not None:
+        ctx.events.emit(EventType.LOG, level="info", message=message)
