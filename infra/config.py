@@ -63,6 +63,10 @@ class PoolConfig(_Model):
     memory_mib: int
     # Browser slots per task: each slot runs one job in its own BrowserContext.
     concurrency: int = Field(ge=1, le=64)
+    # Contexts of jobs waiting for a person (await_human) a task keeps open outside its slots
+    # (their slots run other jobs meanwhile); past it a waiting job keeps its slot. Each is
+    # a Chromium context in the task's memory (docs/decisions.md, 2026-12-05); 0: none.
+    max_waiting_contexts: int = Field(default=2, ge=0, le=32)
     # Tasks kept running when no job waits (0: the first job waits for a task to start).
     min_tasks: int = Field(ge=0)
     # The most tasks scaling starts (the Fargate vCPU quota must hold twice this during a

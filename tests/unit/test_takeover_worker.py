@@ -341,3 +341,57 @@ def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own
         await ctx.takeover.close()
 
     asyncio.run(scenario())
+
+
+def test_a_job_continued_while_held_reads_the_lock_before_its_next_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A person takes the waiting job's page and continues it at once, before the worker's
+    next read of the lock: the resumed job reads it then, so its next step waits."""
+    from types import SimpleNamespace
+
+    from browser_task.run.checkpointing import Progress
+    from browser_task.run.context import RunContext
+    from browser_task.run.plan import RunPlan
+    from browser_task.run.steps import human
+    from pagefleet.jobs.service import continue_job
+    from pagefleet.jobs.states import JobStatus
+    from pagefleet.workflow import STEP_ADAPTER
+    from pagefleet.workflow.masking import Masker
+
+    monkeypatch.setattr(human, "POLL_S", 0.01)
+
+    async def scenario() -> None:
+        parts = Parts()
+        ask = STEP_ADAPTER.validate_python({"action": "await_human", "prompt": "a code"})
+        request = JobRequest(steps=[ask])
+        plan = RunPlan(
+            tenant_id="t",
+            job_id=parts.job.job_id,
+            attempt=parts.job.attempt,
+            tries=1,
+            request=request,
+            options=request.options,
+            steps=(ask,),
+            compensate=(),
+            labels=("await_human",),
+            masker=Masker(),
+        )
+        ctx = RunContext(
+            plan=plan,
+            session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
+            guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
+            artifacts=None,  # type: ignore[arg-type]
+            progress=Progress(parts.svc.lifecycle, parts.job),
+        )
+        ctx.takeover = parts.takeover()  # told nothing: no wake-up, no second's read yet
+        waiting = asyncio.create_task(human.await_human(ask, ctx))  # type: ignore[arg-type]
+        while parts.svc.store.get("t", parts.job.job_id).status is not JobStatus.WAITING_FOR_HUMAN:
+            await asyncio.sleep(0.01)
+        _take(parts.svc, parts.job, parts.clock)
+        continue_job(parts.svc, "t", parts.job.job_id, note=None)
+        await asyncio.wait_for(waiting, 5)
+        assert not ctx.takeover.free  # the next step waits for the hand-back
+        await ctx.takeover.close()
+
+    asyncio.run(scenario())

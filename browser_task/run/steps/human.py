@@ -56,6 +56,10 @@ async def await_human(step: AwaitHuman, ctx: RunContext) -> None:
             # The worker holds as many waiting contexts as it may: this one keeps its slot.
             _say(ctx, "the worker holds its most waiting contexts: this job waits in its slot")
         note = await _answer(ctx, job, step, in_session=in_session)
+        if ctx.takeover is not None:
+            # A person may have taken the page a moment before continuing: the next step
+            # reads the lock now, not the last second's read, so it waits for the hand-back.
+            await ctx.takeover.look()
         _emit(ctx, JobStatus.RUNNING, note or "continued by a person")
         if in_session:
             ctx.result = {**ctx.result, "human_note": ctx.mask(note or "")}
