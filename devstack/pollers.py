@@ -201,7 +201,8 @@ class DeadLetterPoller(Background):
             failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         except Exception:
             if not self._stop.is_set():
-                log.exception("dead_letters failed the whole batch; it will be retried")
+                # The function's own name: this poller also reads the webhook queue.
+                log.exception("%s failed the whole batch; it will be retried", self._function.name)
             return 0
         for m in messages:
             if m["MessageId"] not in failed:

@@ -48,7 +48,9 @@ def record_handler(record: SQSRecord) -> str:
     result = sender.send(message, attempt=attempt)
     outcome = result.attempt.status
     metrics.add_metric(name=metrics_names.WEBHOOK_OUTCOMES[outcome], unit=MetricUnit.Count, value=1)
-    # Ids, outcome and status only: the URL's query and the body may hold anything.
+    # Ids, outcome, status and what a failed attempt got (the receiver's answer, the
+    # connection's error, the egress refusal), never the URL: its query and the body may
+    # hold anything.
     logger.info(
         "webhook attempt",
         extra={
@@ -58,6 +60,7 @@ def record_handler(record: SQSRecord) -> str:
             "attempt": attempt,
             "outcome": outcome,
             "status_code": result.attempt.status_code,
+            "error": result.attempt.error,
             "retry_in_s": result.retry_in_s,
         },
     )

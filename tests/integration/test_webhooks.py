@@ -4,6 +4,7 @@ at send time (refused URLs are never connected to: no traffic leaves the machine
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from devstack.fakes.notify import FakeDeliveries, FakeSigningSecrets
 from devstack.pollers import sqs_event_records
@@ -228,3 +230,23 @@ def test_the_handler_deletes_deliveries_and_hides_failures_for_their_backoff(
         assert signing.verify(
             secret, request.headers["Pagefleet-Signature"], request.body, now=time.time()
         )
+
+
+def test_the_handler_logs_what_a_failed_attempt_got_and_never_the_url(
+    webhook_env: Provisioned, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    receiver.answers = [503]
+    body = {**message(f"{receiver.url}?token=s3cret").__dict__, "job_id": "logged"}
+    RUNTIME.client("sqs").send_message(
+        QueueUrl=webhook_env.webhook_queue_url, MessageBody=json.dumps(body)
+    )
+    messages, arn = _received(webhook_env)
+    logged = io.StringIO()  # the function's log (CloudWatch Logs on AWS)
+    monkeypatch.setattr(webhooks_handler.logger.registered_handler, "stream", logged)
+    with pytest.raises(BatchProcessingError):  # a batch of one failed: SQS offers it again
+        webhooks_handler.handler(sqs_event_records(messages, arn), None)
+    out = logged.getvalue()
+    (line,) = [json.loads(x) for x in out.splitlines() if '"webhook attempt"' in x]
+    assert (line["job_id"], line["outcome"], line["status_code"]) == ("logged", "failed", 503)
+    assert line["error"] == "the receiver answered 503"
+    assert "s3cret" not in out
