@@ -29,6 +29,11 @@ from pagefleet.tenancy.usage import AttemptUsage
 _REFUSED = ("AccessDenied", "not authorized")
 
 
+# The probe that reads a session's commands as the worker's own (task) role: refused by that
+# role's explicit deny, under the worker's principal (it carries no tenant tag).
+TASK_ROLE_PROBE = "session commands: task role"
+
+
 @dataclass(frozen=True)
 class Probe:
     name: str
@@ -162,7 +167,7 @@ def cross_tenant_probes(
         session = "01probesession00000000000"
         probes.append(
             _attempt(
-                f"session commands: task role ({tenant})",
+                f"{TASK_ROLE_PROBE} ({tenant})",
                 False,
                 lambda: own_role.session_commands(tenant, session),
             )

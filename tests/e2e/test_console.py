@@ -269,6 +269,26 @@ def test_an_invalid_workflow_shows_the_error_next_to_its_field(signed_in: Page) 
     steps.fill('[{"action": "goto", "url": "http://127.0.0.1:9/"}]')
     expect(error).to_be_empty()
     expect(page.locator("#submit-verdict")).to_have_text("Looks valid.")
+    # Issue 38's shapes: a bad option is named next to the options, the good ones are valid.
+    options = page.get_by_label("Options (JSON object)")
+    options.fill('{"har": "sometimes"}')
+    expect(page.locator("#submit-options-error")).to_contain_text("options.har")
+    options.fill(
+        '{"har": "on_failure", "dialogs": "accept", "block": {"resource_types": ["image"]}}'
+    )
+    steps.fill(
+        json.dumps(
+            [
+                {"action": "route", "url": "**/api/*", "fulfill": {"body": "{}"}},
+                {"action": "goto", "url": "http://127.0.0.1:9/"},
+                {"action": "dialog", "type": "beforeunload"},
+                {"action": "drag", "selector": "#a", "target": "#b"},
+                {"action": "use_session", "name": "acme", "required": False},
+            ]
+        )
+    )
+    expect(page.locator("#submit-options-error")).to_be_empty()
+    expect(page.locator("#submit-verdict")).to_have_text("Looks valid.")
 
 
 def test_the_editor_submits_an_irreversible_step_its_compensation_and_idempotency_key(
