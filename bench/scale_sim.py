@@ -57,7 +57,8 @@ from bench.common import Measured
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from infra.config import STAGES, PoolConfig
+from infra.config import STAGES
+from infra.pool_config import PoolConfig
 
 MINUTE = 60
 

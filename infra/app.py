@@ -19,7 +19,7 @@ from typing import Any
 from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import load_config
+from infra.deploy_file import load_config
 from infra.stacks.pagefleet_stack import PagefleetStack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

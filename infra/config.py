@@ -1,4 +1,6 @@
-"""Stage configuration (dev, prod, and an ap-south-1 example), chosen by CDK context.
+"""Stage configuration (dev, prod, and an ap-south-1 example): what each setting means and
+each stage's defaults. A worker pool's settings are ``infra.pool_config``; how a synth
+chooses its stage and merges the deploy file over it is ``infra.deploy_file``.
 
 ``cdk deploy -c pagefleet:stage=prod`` selects a stage. A deployment's own settings (its
 alarm e-mail, a restored table, who owns the API Gateway account setting) live in the
@@ -13,159 +15,18 @@ they live in ``pagefleet.specs.resources`` so the local stack builds exactly the
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from aws_cdk import aws_logs as logs
-from constructs import Node
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from pagefleet.specs.pools import POOL_NAME_PATTERN, Egress, Isolation, PoolOffer
+from infra.pool_config import DeployModel, PoolConfig
+from pagefleet.specs.pools import Egress, PoolOffer
 from pagefleet.specs.resources import DEFAULT_POOL, TABLES
 from pagefleet.specs.tenant_defaults import LimitDefaults
 
-STAGE_CONTEXT_KEY = "pagefleet:stage"
-OVERRIDES_CONTEXT_KEY = "pagefleet:overrides"
-DEPLOY_FILE_CONTEXT_KEY = "pagefleet:deployFile"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEPLOY_FILE = REPO_ROOT / "pagefleet.deploy.json"
-# Off for offline synth and tests; cdk.json turns it on so `cdk deploy` ships dependencies.
-BUNDLE_CONTEXT_KEY = "pagefleet:bundleDependencies"
-# An assembly synthesized without its Lambda dependencies is refused unless this says it is
-# for inspection (tests, make synth, the deploy check): never for `cdk deploy`.
-INSPECT_CONTEXT_KEY = "pagefleet:inspectOnly"
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AgeStep(_Model):
-    """Add ``add_tasks`` when the oldest queued job has waited at least ``age_seconds``."""
-
-    # The oldest waiting job's age, in seconds, from which this step applies.
-    age_seconds: int = Field(ge=1)
-    # Tasks this step adds (each minute the age stays at or above it).
-    add_tasks: int = Field(ge=1)
-
-
-# A Secrets Manager secret by name or complete ARN (the pool's proxy).
-ARN_OF_SECRETS = r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:"
-SECRET_NAME_OR_ARN = rf"^({ARN_OF_SECRETS})?[A-Za-z0-9/_+=.@-]+$"
-
-
-class PoolConfig(_Model):
-    # The pool's own name: its queues' keys ("<name>", "<name>-high"...), its resources' ids
-    # and what a job's ``pool`` names. Renaming a pool replaces its queues and service.
-    name: str = Field(pattern=POOL_NAME_PATTERN)
-    cpu: int = Field(description="Fargate CPU units per task (1024 = 1 vCPU)")
-    # Fargate memory per task, MiB (a size Fargate allows with ``cpu``).
-    memory_mib: int
-    # Browser slots per task: each slot runs one job in its own BrowserContext.
-    concurrency: int = Field(ge=1, le=64)
-    # Contexts of jobs waiting for a person (await_human) a task keeps open outside its slots
-    # (their slots run other jobs meanwhile); past it a waiting job keeps its slot. Each is
-    # a Chromium context in the task's memory (docs/decisions.md, 2026-12-05); 0: none.
-    max_waiting_contexts: int = Field(default=2, ge=0, le=32)
-    # Tasks kept running when no job waits (0: the first job waits for a task to start).
-    min_tasks: int = Field(ge=0)
-    # The most tasks scaling starts (the Fargate vCPU quota must hold twice this during a
-    # rolling deploy: make deploy-check).
-    max_tasks: int = Field(ge=1)
-    # Step scaling on ApproximateAgeOfOldestMessage (of waiting jobs: a claimed job's
-    # message is deleted); steps must be increasing in age.
-    age_steps: tuple[AgeStep, ...] = (
-        AgeStep(age_seconds=30, add_tasks=1),
-        AgeStep(age_seconds=120, add_tasks=2),
-        AgeStep(age_seconds=300, add_tasks=4),
-    )
-    # Target tracking on visible messages per running task; defaults to the slot count.
-    backlog_per_task: int | None = None
-    # Seconds the step policy waits after a scale-out before another.
-    step_cooldown_seconds: int = Field(default=60, ge=0)
-    # Seconds target tracking waits after a scale-out before another.
-    scale_out_cooldown_seconds: int = Field(default=60, ge=0)
-    # Seconds target tracking waits after a scale-in before another.
-    scale_in_cooldown_seconds: int = Field(default=300, ge=0)
-    # Target tracking scales in only after 15 quiet minutes. When set, a step policy also
-    # removes this share of the tasks each minute once the jobs queued and running per
-    # task have stayed under half a task's slots for ``idle_minutes`` (bench/scale_sim.py).
-    idle_scale_in_percent: int | None = Field(default=50, ge=1, le=100)
-    # Minutes a pool must stay idle (see idle_scale_in_percent) before it scales in.
-    idle_minutes: int = Field(default=3, ge=1, le=15)
-    # A pool with min_tasks 0 starts this many tasks in the minute its first job waits, and
-    # adds no more from that policy for the cooldown (the desired count's datapoint lags).
-    from_zero_tasks: int = Field(default=1, ge=1)
-    # Seconds after a start from zero before that policy starts more.
-    from_zero_cooldown_seconds: int = Field(default=180, ge=60)
-    # Fargate Spot capacity (about 70 % off, tasks stopped at two minutes' notice): x86_64
-    # workers only, AWS places no ARM64 task on Spot (refused at synth).
-    spot: bool = False
-    # This pool's CPU architecture; null: the stage's worker_architecture. A Spot pool on a
-    # Graviton stage sets "x86_64" here and the others keep Graviton's price.
-    architecture: Literal["x86_64", "arm64"] | None = None
-    # How this pool's tasks reach sites; null: the stage's egress. "nat": the stage's NAT
-    # gateways (a stage whose egress is "nat"); "public": a public IP per task; "fixed_ip":
-    # subnets of the pool's own behind its own NAT gateway and Elastic IP (one address, the
-    # stack output PoolEgressIp<Name>); "proxy": the HTTP proxy in proxy_secret, from the
-    # stage's subnets.
-    egress: Egress | None = None
-    # For egress "proxy": a Secrets Manager secret (name or ARN) holding
-    # {"host", "port", "username", "password"}; read when a task starts.
-    proxy_secret: str | None = Field(default=None, pattern=SECRET_NAME_OR_ARN, max_length=2048)
-    # "task": one job per task (concurrency 1) and a fresh browser for each job; "shared":
-    # the task's slots share one browser, each job in its own context.
-    isolation: Isolation = "shared"
-
-    @model_validator(mode="after")
-    def _check(self) -> PoolConfig:
-        if self.min_tasks > self.max_tasks:
-            raise ValueError("min_tasks > max_tasks")
-        if self.isolation == "task" and self.concurrency != 1:
-            raise ValueError(
-                f"pool {self.name}: isolation task runs one job per task: set concurrency 1"
-            )
-        if (self.egress == "proxy") != (self.proxy_secret is not None):
-            raise ValueError(
-                f'pool {self.name}: egress "proxy" and proxy_secret go together (the secret '
-                "holds the proxy's host, port, username and password)"
-            )
-        ages = [s.age_seconds for s in self.age_steps]
-        if ages != sorted(set(ages)) or not ages:
-            raise ValueError("age_steps must be non-empty and strictly increasing in age")
-        return self
-
-    @property
-    def backlog_target(self) -> int:
-        return self.backlog_per_task or self.concurrency
-
-    def age_intervals(self) -> list[tuple[int | None, int | None, int]]:
-        """The step policy on the oldest message's age: (lower s, upper s, tasks to add).
-
-        Below the first step nothing happens (scale-in is the backlog policy's, and task
-        protection guards running jobs); each step runs to the next one's age.
-        """
-        steps = self.age_steps
-        out: list[tuple[int | None, int | None, int]] = [(None, steps[0].age_seconds, 0)]
-        for index, step in enumerate(steps):
-            upper = steps[index + 1].age_seconds if index + 1 < len(steps) else None
-            out.append((step.age_seconds, upper, step.add_tasks))
-        return out
-
-    @property
-    def browser_rss_limit_mb(self) -> int:
-        """When the worker recycles its browser: summed RSS of its process tree, which
-        counts shared pages once per process and so overstates what the task uses
-        (docs/decisions.md, "Worker sizing from the memory figures")."""
-        return int(self.memory_mib * 0.8)
-
-    @property
-    def idle_load(self) -> float:
-        """Jobs queued and running per task below which the pool counts as idle."""
-        return self.concurrency / 2
-
-
-class ConsoleConfig(_Model):
+class ConsoleConfig(DeployModel):
     """The web console's CloudFront distribution (infra/constructs/console.py).
 
     A custom domain (none by default) needs an ACM certificate for it in us-east-1, given by
@@ -215,7 +76,7 @@ MAX_FIXED_IP_POOLS = 16
 LAMBDA_UNRESERVED_MINIMUM = 100
 
 
-class StageConfig(_Model):
+class StageConfig(DeployModel):
     # The stage's name: the stack is pagefleet-<stage>, and every name and metric namespace
     # carries it. Set by the stage chosen (-c pagefleet:stage=...), not in the deploy file.
     stage: str = Field(pattern=r"^[a-z][a-z0-9-]{1,30}$")
@@ -489,89 +350,3 @@ STAGES: dict[str, StageConfig] = {
         alarm_subscriber_required=True,
     ),
 }
-
-
-def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        # An empty object replaces: `{"reserved_concurrency": {}}` reserves nothing.
-        if value and isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        elif key == "pools" and isinstance(value, list | dict):
-            out[key] = _merge_pools(list(out.get(key) or ()), _pool_list(value))
-        else:
-            out[key] = value
-    return out
-
-
-def _pool_list(pools: list[Any] | dict[str, Any]) -> list[Any]:
-    """The deploy file's pools as a list: the older spelling, an object by name
-    (``{"heavy": {"max_tasks": 4}}``), still reads."""
-    if isinstance(pools, dict):
-        return [
-            {**(pool if isinstance(pool, dict) else {}), "name": name}
-            for name, pool in pools.items()
-        ]
-    return pools
-
-
-def _merge_pools(base: list[dict[str, Any]], extra: list[Any]) -> list[dict[str, Any]]:
-    """Pools merged by name: a pool named like one of the stage's changes the fields it
-    gives, a new name adds a pool. None is dropped by leaving it out: that would delete its
-    queues with the jobs waiting in them."""
-    out = [dict(pool) for pool in base]
-    for pool in extra:
-        if not isinstance(pool, dict) or not isinstance(pool.get("name"), str):
-            raise ValueError(f'each of "pools" needs a "name": {pool!r}')
-        same = next((i for i, known in enumerate(out) if known.get("name") == pool["name"]), None)
-        if same is None:
-            out.append(pool)
-        else:
-            out[same] = _deep_merge(out[same], pool)
-    return out
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
-
-
-def deploy_settings(path: Path, stage: str) -> dict[str, Any]:
-    """The deploy file's settings for ``stage`` (none if the file does not exist)."""
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON: {exc}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        raise ValueError(f'{path}: expected {{"<stage>": {{<settings>}}, ...}}')
-    unknown = sorted(set(data) - set(STAGES))
-    if unknown:
-        raise ValueError(f"{path} names unknown stages {unknown}; expected {sorted(STAGES)}")
-    return dict(data.get(stage, {}))
-
-
-def load_config(node: Node) -> StageConfig:
-    """The stage config selected by CDK context: the stage's defaults, then the deploy file's
-    settings for it, then any JSON overrides."""
-    stage = str(node.try_get_context(STAGE_CONTEXT_KEY) or "dev")
-    if stage not in STAGES:
-        raise ValueError(f"unknown stage {stage!r}; expected one of {sorted(STAGES)}")
-    data = STAGES[stage].model_dump()
-    deploy_file = node.try_get_context(DEPLOY_FILE_CONTEXT_KEY)
-    path = REPO_ROOT / deploy_file if deploy_file else DEPLOY_FILE
-    data = _deep_merge(data, deploy_settings(path, stage))
-    overrides = node.try_get_context(OVERRIDES_CONTEXT_KEY)
-    if isinstance(overrides, str):
-        overrides = json.loads(overrides)
-    if overrides:
-        data = _deep_merge(data, overrides)
-    bundle = node.try_get_context(BUNDLE_CONTEXT_KEY)
-    if bundle is not None:
-        data["bundle_dependencies"] = _as_bool(bundle)
-    inspect = node.try_get_context(INSPECT_CONTEXT_KEY)
-    if inspect is not None:
-        data["inspect_only"] = _as_bool(inspect)
-    return StageConfig.model_validate(data)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO_ROOT))
 def stage_config(stage: str) -> Any:
     from aws_cdk import App
 
-    from infra.config import load_config
+    from infra.deploy_file import load_config
 
     return load_config(App(context={"pagefleet:stage": stage}).node)
 

@@ -27,18 +27,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
 
 from browser_task.errors import FailJob, JobFailure, first_line
-from browser_task.observe.aria import aria_snapshot
-from browser_task.observe.aria_view import shape
 from browser_task.run.context import RunContext
 from browser_task.run.executor import run_steps
 from browser_task.run.inbox import Mailbox, WorkerInbox
+from browser_task.run.observation import PageObserver, lasting_refs
 from browser_task.run.plan import describe
 from browser_task.run.prepare import TenantPolicies, evaluate_allowed, render_command
-from browser_task.run.session_parts import AnswerParts
+from browser_task.run.session_parts import AnswerParts, answer_error
 from browser_task.run.takeover import PageTakeover
 from pagefleet.browsing.commands import (
     Claim,
@@ -47,12 +45,11 @@ from pagefleet.browsing.commands import (
     CommandState,
     pending_commands,
 )
-from pagefleet.browsing.models import Answer, AriaView, Command, Observation, Observe
+from pagefleet.browsing.models import Answer, Command
 from pagefleet.jobs.models import new_ulid
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.spend import COST_CAP_KIND
 from pagefleet.live.events import EventType
-from pagefleet.specs.resources import DEBUG
 from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
 
 # The loop waits this long for a wake-up before it looks at the ledger itself (and a
@@ -60,12 +57,9 @@ from pagefleet.workflow import STEP_ADAPTER, Evaluate, Step, iter_steps
 POLL_S = 10
 # A session keeps at most this many steps, a workflow's own bound.
 MAX_RECORDED = 500
-OBSERVE_TIMEOUT_MS = 5_000
 # A wake-up may come before its command's record (the API sends it while it writes the
 # record): the claim looks again after each of these pauses (0.3 s in all), then drops it.
 RECORD_WAITS_S = (0.01, 0.02, 0.04, 0.08, 0.15)
-# The selector of an element by its ref in an "ai" ARIA snapshot.
-ARIA_REF = "aria-ref="
 
 log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
@@ -94,10 +88,8 @@ class SessionLoop:
         self._clock = clock
         self.recorded: list[dict[str, Any]] = []
         self.data: dict[str, Any] = {}
-        # The last ARIA snapshot of each scope observed ("" the page's): what a diff is against.
-        self._last_aria: dict[str, str] = {}
-        self._screenshots = 0
         self._parts = AnswerParts(ctx)
+        self._observer = PageObserver(ctx, self._parts)
         # What the session ends with, kept in the context: a cancel or the watchdog write
         # the context's result, and the steps so far must survive them.
         self.ctx.result = self._result(None)
@@ -247,10 +239,10 @@ class SessionLoop:
             steps: list[Step] = [STEP_ADAPTER.validate_python(s) for s in command.steps]
         except ValidationError as exc:  # the API checked them: a version skew, at worst
             error = FailJob(f"invalid step: {first_line(str(exc))}", kind="invalid_workflow")
-            return Answer(id=command.id, ok=False, error=_error(error))
+            return Answer(id=command.id, ok=False, error=answer_error(error))
         refusal = await self._refused(steps)
         if refusal is not None:
-            return Answer(id=command.id, ok=False, error=_error(refusal))
+            return Answer(id=command.id, ok=False, error=answer_error(refusal))
         ran, failure = 0, None
         extracted: dict[str, Any] = {}
         made_before = set(ctx.artifacts.names)
@@ -289,10 +281,10 @@ class SessionLoop:
             ok=failure is None,
             ran=ran,
             result=ctx.masker.value(extracted),
-            error=_error(failure) if failure is not None else None,
+            error=answer_error(failure) if failure is not None else None,
             files=await self._parts.made(made_before),
         )
-        return await self._observed(answer, command.observe)
+        return await self._observer.observed(answer, command.observe)
 
     async def _refused(self, steps: list[Step]) -> JobFailure | None:
         if len(self.recorded) + len(steps) > MAX_RECORDED:
@@ -308,75 +300,6 @@ class SessionLoop:
                 kind="evaluate_refused",
             )
         return None
-
-    async def _observed(self, answer: Answer, observe: Observe) -> Answer:
-        """The page after the steps: URL, title, ARIA snapshot, a screenshot if asked; what
-        is too large for the answer kept apart (session_parts)."""
-        ctx = self.ctx
-        if ctx.page.is_closed() and not ctx.session.page.is_closed():
-            ctx.page = ctx.session.page  # the tab switched to closed itself: back to the first
-        page = ctx.page
-        if ctx.session.closed or page.is_closed():
-            return await self._parts.bounded(answer, None)
-        seen: dict[str, Any] = {"url": ctx.mask(page.url)}
-        dialogs = ctx.dialogs.drain() if ctx.dialogs is not None else []
-        if dialogs:
-            seen["dialogs"] = dialogs
-        key: str | None = None
-        tree: str | None = None
-        title = await _title(page)
-        if title is not None:
-            seen["title"] = ctx.mask(title)
-        view = observe.aria_view()
-        if view is not None:
-            aria, tree = await self._aria(page, view)
-            seen.update(aria)
-        tabs = await _tabs(page, ctx.mask)
-        if tabs:
-            seen["tabs"] = tabs
-        if observe.screenshot:
-            self._screenshots += 1
-            name = f"session-{self._screenshots:04d}.png"
-            try:
-                data = await page.screenshot(type="png", timeout=OBSERVE_TIMEOUT_MS)
-                ctx.artifacts.add(name, data, "image/png", retention=DEBUG)
-                key = (await ctx.artifacts.uploaded(name)).key
-                seen["screenshot"] = name
-            except (PlaywrightError, JobFailure) as exc:
-                seen["screenshot"] = None
-                if answer.error is None:
-                    problem = first_line(str(getattr(exc, "message", None) or exc))
-                    error = FailJob(f"the screenshot failed: {problem}", kind="observe_failed")
-                    answer = answer.model_copy(update={"error": _error(error)})
-        observation = Observation.model_validate(seen)
-        answer = answer.model_copy(update={"observation": observation, "screenshot_key": key})
-        return await self._parts.bounded(answer, tree)
-
-    async def _aria(self, page: Any, view: AriaView) -> tuple[dict[str, Any], str | None]:
-        """The observation's ARIA fields: the snapshot of the page (or of ``scope``), shaped;
-        and the whole masked tree (what session_parts keeps when it is longer than inline)."""
-        try:
-            # "ai" mode: iframes' content too, and each element's ref, which the selector
-            # aria-ref=REF reaches (lasting_refs makes it a lasting one in the steps kept).
-            tree = self.ctx.mask(
-                await aria_snapshot(page, timeout_ms=OBSERVE_TIMEOUT_MS, scope=view.scope)
-            )
-        except (PlaywrightError, TimeoutError) as exc:
-            problem = first_line(str(getattr(exc, "message", None) or exc))
-            if view.scope:
-                problem = f"scope {view.scope!r} matched nothing in time: {problem}"
-            return {"aria_error": problem}, None
-        key = view.scope or ""
-        shaped = shape(tree, self._last_aria.get(key), max_chars=view.max_chars, diff=view.diff)
-        self._last_aria[key] = tree
-        fields = {
-            "aria_snapshot": shaped.text,
-            "aria_truncated": shaped.truncated,
-            "aria_diff": shaped.diff if view.diff else None,
-            "aria_chars": shaped.chars,
-        }
-        # A diff is the agent's own budget: the whole tree is kept apart only for a full one.
-        return fields, None if shaped.diff else tree
 
 
 async def run_session(
@@ -408,73 +331,7 @@ async def run_session(
             await loop.expire_pending()
 
 
-async def lasting_refs(step: Step, page: Any) -> Step:
-    """``step`` with an ``aria-ref=REF`` selector (a ref of the last observation) made the
-    lasting selector of the element it names (role and name, test id...): the step runs on
-    that element, and is kept so, for a saved workflow to find it again in a later run."""
-    selector = getattr(step, "selector", None)
-    if not (isinstance(selector, str) and selector.startswith(ARIA_REF)):
-        return step
-    try:
-        normalized = await asyncio.wait_for(
-            page.locator(selector).normalize(), OBSERVE_TIMEOUT_MS / 1000
-        )
-    except (PlaywrightError, TimeoutError) as exc:
-        raise FailJob(
-            f"{selector} is not in the page's last observation "
-            f"({first_line(str(getattr(exc, 'message', None) or exc))}): observe again and "
-            "use a ref from it",
-            kind="step_failed",
-        ) from None
-    # The driver's resolved selector (Python has no locator generator of its own).
-    resolved = normalized._impl_obj._selector
-    kept = step.model_dump(mode="json", exclude_unset=True, exclude_none=True)
-    kept.pop("frame", None)  # a ref is the page's: its lasting selector enters the frames
-    return STEP_ADAPTER.validate_python({**kept, "selector": resolved})
-
-
-async def _tabs(page: Any, mask: Callable[[str], str]) -> list[dict[str, Any]]:
-    """The context's pages when a popup or a new tab opened beside the session's own."""
-    pages = [p for p in page.context.pages if not p.is_closed()]
-    if len(pages) < 2:
-        return []
-    out = []
-    for index, other in enumerate(pages):
-        title = ""
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            title = await other.title()
-        tab = {"index": index, "url": mask(other.url), "title": mask(title)}
-        out.append({**tab, "current": True} if other is page else tab)
-    return out
-
-
 def _on_its_way(record: CommandRecord | None) -> bool:
     """A claim found nothing to take, and no one else holds it: not recorded yet, or
     recorded just after the claim's write (found pending by its read)."""
     return record is None or record.state is CommandState.PENDING
-
-
-def _error(failure: JobFailure) -> dict[str, Any]:
-    return failure.to_job_error().model_dump(exclude_none=True)
-
-
-TITLE_RETRY_S = 0.05
-
-
-async def _title(page: Any) -> str | None:
-    """The page's title. A step may have started a navigation it did not wait for (a click
-    that submits a form): the title is read once the new document is in (the snapshot and
-    screenshot that follow then see it too)."""
-    # A document just committed has no <title> parsed yet (its title reads ""): wait for its
-    # DOMContentLoaded (at once for a page already loaded).
-    with contextlib.suppress(PlaywrightError, TimeoutError):
-        await page.wait_for_load_state("domcontentloaded", timeout=OBSERVE_TIMEOUT_MS)
-    deadline = time.monotonic() + OBSERVE_TIMEOUT_MS / 1000
-    while True:
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            return str(await page.title())
-        if time.monotonic() > deadline:
-            return None
-        with contextlib.suppress(PlaywrightError, TimeoutError):
-            await page.wait_for_load_state("domcontentloaded", timeout=OBSERVE_TIMEOUT_MS)
-        await asyncio.sleep(TITLE_RETRY_S)  # the new document's context may not be made yet

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from typing import Any
 
 from browser_task.errors import JobFailure
 from browser_task.run.context import RunContext
@@ -72,3 +73,8 @@ class AnswerParts:
         if not parts:
             return answer
         return answer.model_copy(update={**update, "parts": parts})
+
+
+def answer_error(failure: JobFailure) -> dict[str, Any]:
+    """A failure as an answer carries it (the job error's fields, none empty)."""
+    return failure.to_job_error().model_dump(exclude_none=True)

@@ -39,8 +39,9 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct, IDependable
 
 from infra import grants
-from infra.config import PoolConfig, StageConfig
+from infra.config import StageConfig
 from infra.nag import acknowledge, resource_text
+from infra.pool_config import PoolConfig
 from infra.runtime_env import settings_env
 from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_namespace
 from pagefleet.specs.resources import AUDIT_PK_PREFIX

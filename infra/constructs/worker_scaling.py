@@ -15,7 +15,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecs as ecs
 from constructs import Construct
 
-from infra.config import PoolConfig
+from infra.pool_config import PoolConfig
 from pagefleet.specs import metrics_names as m
 
 from .job_queues import PoolQueue

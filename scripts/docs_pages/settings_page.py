@@ -77,7 +77,8 @@ def field_rows(model: Any, values: dict[str, Any] | None = None) -> list[tuple[s
 
 
 def settings() -> str:
-    from infra.config import STAGES, AgeStep, ConsoleConfig, PoolConfig, StageConfig
+    from infra.config import STAGES, ConsoleConfig, StageConfig
+    from infra.pool_config import AgeStep, PoolConfig
 
     stages = list(STAGES)
     heads = ("field", "type", "bounds")

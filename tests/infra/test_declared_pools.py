@@ -200,7 +200,8 @@ def test_the_api_offers_and_queues_every_declared_pool(declared: Synth) -> None:
 
 
 def test_egress_and_isolation_a_stage_cannot_give_are_refused_at_synth(tmp_path: Path) -> None:
-    from infra.config import STAGES, PoolConfig, StageConfig
+    from infra.config import STAGES, StageConfig
+    from infra.pool_config import PoolConfig
 
     dev = STAGES["dev"].model_dump()
     with pytest.raises(ValueError, match='ask for egress "nat", which needs the stage egress'):

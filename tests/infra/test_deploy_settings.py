@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from aws_cdk import App
 
-from infra.config import STAGES, load_config
+from infra.config import STAGES
+from infra.deploy_file import load_config
 
 from .conftest import EXAMPLE_DEPLOY_FILE, REPO_ROOT
 

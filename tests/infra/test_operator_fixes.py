@@ -7,7 +7,7 @@ import json
 import pytest
 from aws_cdk import App
 
-from infra.config import load_config
+from infra.deploy_file import load_config
 from pagefleet.pricing import Usage, Worker, cost
 
 pytestmark = pytest.mark.infra
@@ -103,7 +103,7 @@ def test_an_unbundled_assembly_fails_synth_unless_it_says_it_is_for_inspection(
     from infra.app import cli_context
 
     assert cli_context(["-c", "pagefleet:inspectOnly=true"]) == {"pagefleet:inspectOnly": "true"}
-    from infra.config import REPO_ROOT
+    from infra.deploy_file import REPO_ROOT
 
     assert "infra.app -c pagefleet:inspectOnly=true" in (REPO_ROOT / "Makefile").read_text()
 

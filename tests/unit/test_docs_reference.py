@@ -255,7 +255,8 @@ def test_every_stage_limit_is_printed_as_the_code_enforces_it(rendered: dict[str
 def test_every_deployment_setting_is_on_the_settings_page_with_its_meaning(
     rendered: dict[str, str],
 ) -> None:
-    from infra.config import AgeStep, ConsoleConfig, PoolConfig, StageConfig
+    from infra.config import ConsoleConfig, StageConfig
+    from infra.pool_config import AgeStep, PoolConfig
 
     page = rendered["settings.md"]
     for model in (StageConfig, PoolConfig, AgeStep, ConsoleConfig):
