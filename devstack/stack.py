@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -41,12 +38,13 @@ from devstack.iam.local import LocalIam, enabled_by_default
 from devstack.iam.synth import SynthFailed
 from devstack.lambda_env import LambdaFunction
 from devstack.live_parts import LiveOptions, LiveParts
-from devstack.local_settings import LOCAL_POOLS, local_settings, pool_worker_env
+from devstack.local_settings import LOCAL_POOLS, local_settings
 from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
 from devstack.process_env import EnvOverlay
-from devstack.processes import ManagedProcess, stop_all
+from devstack.processes import ManagedProcess
 from devstack.provision import Provisioned, QueuesNotSettled, create_all
+from devstack.stack_workers import LocalWorkers, WorkerStartFailed
 from devstack.strict_aws import StrictRules
 from devstack.sts_lifetime import LIFETIME_ENV
 from devstack.tenant_role import create_job_role
@@ -54,8 +52,7 @@ from pagefleet.client import PagefleetClient
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.console_site import CONSOLE_PATH
 from pagefleet.specs.pools import PoolOffer
-from pagefleet.specs.resources import DEFAULT_POOL
-from pagefleet.specs.settings import ApiSettings, WorkerSettings, env_name, to_env
+from pagefleet.specs.settings import ApiSettings, WorkerSettings, to_env
 from pagefleet.tenancy.api_keys import create_api_key
 
 log = logging.getLogger("devstack")
@@ -142,9 +139,7 @@ class LocalStack:
         self.log_dir.mkdir(parents=True, exist_ok=True)
 
         self.moto: ManagedProcess | None = None
-        self.worker_processes: list[ManagedProcess] = []
-        # Each worker's id -> the pool it serves.
-        self.worker_pools: dict[str, str] = {}
+        self._workers = LocalWorkers(self.log_dir, self.worker_env)
         self.gateway: LocalGateway | None = None
         self.rest_api: RestApi | None = None
         self.functions: dict[str, LambdaFunction] = {}
@@ -275,10 +270,8 @@ class LocalStack:
         for function in functions:
             with contextlib.suppress(Exception):
                 function.close()
-        processes = list(self.worker_processes)
-        self.worker_processes = []
         with contextlib.suppress(Exception):
-            stop_all(processes, grace_s=15)
+            self._workers.stop()
         if self.moto is not None:
             with contextlib.suppress(Exception):
                 self.moto.stop(grace_s=5)
@@ -400,50 +393,28 @@ class LocalStack:
                 "pick another port with --api-port"
             ) from exc
 
-    def worker_env_for(self, index: int) -> dict[str, str]:
-        assert self.worker_settings is not None
-        env = dict(os.environ)
-        env.update(to_env(self.worker_settings))
-        env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
-        env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(self.worker_env)
-        return env
-
     def _start_workers(self) -> None:
-        if self.workers and not (REPO_ROOT / "browser_task" / "__main__.py").exists():
-            raise StackError("the worker (browser_task/__main__.py) is not in this checkout")
-        for _ in range(self.workers):
-            self.start_worker()
-        for offer in self.pools if self.every_pool else ():
-            if offer.name != DEFAULT_POOL:
-                self.start_worker(pool_worker_env(offer))
-        time.sleep(0.5)
-        for proc in self.worker_processes:
-            if not proc.alive():
-                raise StackError(f"{proc.name} exited at start:\n{proc.tail()}")
+        assert self.worker_settings is not None
+        others = self.pools if self.every_pool else ()
+        try:
+            self._workers.start_all(self.worker_settings, self.iam, self.workers, others)
+        except WorkerStartFailed as exc:
+            raise StackError(str(exc)) from exc
 
     def start_worker(self, extra_env: Mapping[str, str] | None = None) -> ManagedProcess:
-        """Start one more worker with the next free index (chaos tests replace killed ones).
+        """Start one more worker (chaos tests replace killed ones); ``extra_env`` goes over
+        ``worker_env``. Every worker this stack started is stopped by ``stop()``."""
+        assert self.worker_settings is not None
+        return self._workers.start(self.worker_settings, self.iam, extra_env)
 
-        Its id is ``local-worker-<index>``; ``extra_env`` goes over ``worker_env`` (a
-        ``PAGEFLEET_POOL`` there makes it that pool's, with its task role). Every worker this
-        stack started is stopped by ``stop()``, killed ones included.
-        """
-        index = len(self.worker_processes)
-        env = {**self.worker_env_for(index), **(extra_env or {})}
-        pool = env[env_name(WorkerSettings, "pool")]
-        self.worker_pools[env[env_name(WorkerSettings, "worker_id")]] = pool
-        env.update(self.iam.env(f"worker/{pool}"))
-        proc = ManagedProcess(
-            f"worker-{index}",
-            [sys.executable, "-m", "browser_task"],
-            env=env,
-            log_path=self.log_dir / f"worker-{index}.log",
-            cwd=REPO_ROOT,
-        )
-        self.worker_processes.append(proc)
-        return proc
+    @property
+    def worker_processes(self) -> list[ManagedProcess]:
+        return self._workers.processes
+
+    @property
+    def worker_pools(self) -> dict[str, str]:
+        """Each worker's id -> the pool it serves."""
+        return self._workers.pools
 
     def iam_report(self) -> dict[str, Any]:
         """The calls checked per principal and every denial (``devstack.iam.guard``)."""

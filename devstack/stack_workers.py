@@ -1,0 +1,89 @@
+"""The local stack's workers: ``python -m browser_task`` processes, each with the stack's
+worker settings and as its pool's task role (``devstack.iam``), all stopped together."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from devstack.iam.local import LocalIam
+from devstack.local_settings import pool_worker_env
+from devstack.processes import ManagedProcess, stop_all
+from pagefleet.specs.pools import PoolOffer
+from pagefleet.specs.resources import DEFAULT_POOL
+from pagefleet.specs.settings import WorkerSettings, env_name, to_env
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class WorkerStartFailed(RuntimeError):
+    """A worker exited as it started; the message carries its log's tail."""
+
+
+class LocalWorkers:
+    def __init__(self, log_dir: Path, extra_env: Mapping[str, str]) -> None:
+        self._log_dir = log_dir
+        # Over every worker's environment (a chaos run's fault rate, a test's setting).
+        self._extra_env = dict(extra_env)
+        self.processes: list[ManagedProcess] = []
+        # Each worker's id -> the pool it serves.
+        self.pools: dict[str, str] = {}
+
+    def start_all(
+        self,
+        settings: WorkerSettings,
+        iam: LocalIam,
+        count: int,
+        others: tuple[PoolOffer, ...],
+    ) -> None:
+        """``count`` workers of the standard pool, and one small worker for each pool of
+        ``others`` (with that pool's isolation); raises when one exits at once."""
+        if count and not (REPO_ROOT / "browser_task" / "__main__.py").exists():
+            raise WorkerStartFailed("the worker (browser_task/__main__.py) is not in this checkout")
+        for _ in range(count):
+            self.start(settings, iam)
+        for offer in others:
+            if offer.name != DEFAULT_POOL:
+                self.start(settings, iam, pool_worker_env(offer))
+        time.sleep(0.5)
+        for proc in self.processes:
+            if not proc.alive():
+                raise WorkerStartFailed(f"{proc.name} exited at start:\n{proc.tail()}")
+
+    def start(
+        self,
+        settings: WorkerSettings,
+        iam: LocalIam,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> ManagedProcess:
+        """One more worker with the next free index, ``local-worker-<index>``; ``extra_env``
+        goes over the stack's (a ``PAGEFLEET_POOL`` there makes it that pool's, with its
+        task role)."""
+        index = len(self.processes)
+        env = dict(os.environ)
+        env.update(to_env(settings))
+        env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
+        env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self._extra_env)
+        env.update(extra_env or {})
+        pool = env[env_name(WorkerSettings, "pool")]
+        self.pools[env[env_name(WorkerSettings, "worker_id")]] = pool
+        env.update(iam.env(f"worker/{pool}"))
+        proc = ManagedProcess(
+            f"worker-{index}",
+            [sys.executable, "-m", "browser_task"],
+            env=env,
+            log_path=self._log_dir / f"worker-{index}.log",
+            cwd=REPO_ROOT,
+        )
+        self.processes.append(proc)
+        return proc
+
+    def stop(self, grace_s: float = 15) -> None:
+        """Every worker started, killed ones included (safe to call twice)."""
+        processes, self.processes = self.processes, []
+        stop_all(processes, grace_s=grace_s)
