@@ -279,41 +279,49 @@ def test_input_events_become_the_cdp_calls_that_play_them(
         assert expected.items() <= params.items(), params
 
 
-def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own() -> None:
-    """A job (not a session): the executor asks before each top-level step; the step starts
-    once the page is handed back, and the time waited is set apart from job_timeout_s."""
+def _context(parts: Parts, step: Any, **extra: Any) -> Any:
+    """A run of one step on the fake page, as the runner builds it (its takeover set)."""
     from types import SimpleNamespace
 
     from browser_task.run.context import RunContext
-    from browser_task.run.executor import run_steps
     from browser_task.run.plan import RunPlan
-    from pagefleet.workflow import STEP_ADAPTER
     from pagefleet.workflow.masking import Masker
+
+    request = JobRequest(steps=[step])
+    plan = RunPlan(
+        tenant_id="t",
+        job_id=parts.job.job_id,
+        attempt=parts.job.attempt,
+        tries=1,
+        request=request,
+        options=request.options,
+        steps=(step,),
+        compensate=(),
+        labels=(step.action,),
+        masker=Masker(),
+    )
+    ctx = RunContext(
+        plan=plan,
+        session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
+        guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
+        artifacts=None,  # type: ignore[arg-type]
+        **extra,
+    )
+    ctx.takeover = parts.takeover()
+    return ctx
+
+
+def test_a_workflows_next_step_waits_while_held_and_the_wait_is_not_the_runs_own() -> None:
+    """A job (not a session): the executor asks before each top-level step; the step starts
+    once the page is handed back, and the time waited is set apart from job_timeout_s."""
+
+    from browser_task.run.executor import run_steps
+    from pagefleet.workflow import STEP_ADAPTER
 
     async def scenario() -> None:
         parts = Parts()
         step = STEP_ADAPTER.validate_python({"action": "sleep", "ms": 0})
-        request = JobRequest(steps=[step])
-        plan = RunPlan(
-            tenant_id="t",
-            job_id=parts.job.job_id,
-            attempt=1,
-            tries=1,
-            request=request,
-            options=request.options,
-            steps=(step,),
-            compensate=(),
-            labels=("sleep",),
-            masker=Masker(),
-        )
-        ctx = RunContext(
-            plan=plan,
-            session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
-            guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
-            artifacts=None,  # type: ignore[arg-type]
-            events=parts.events,  # type: ignore[arg-type]
-        )
-        ctx.takeover = parts.takeover()
+        ctx = _context(parts, step, events=parts.events)
         lock = _take(parts.svc, parts.job, parts.clock)
         await ctx.takeover.look()
         running = asyncio.create_task(run_steps([step], ctx))
@@ -348,43 +356,20 @@ def test_a_job_continued_while_held_reads_the_lock_before_its_next_step(
 ) -> None:
     """A person takes the waiting job's page and continues it at once, before the worker's
     next read of the lock: the resumed job reads it then, so its next step waits."""
-    from types import SimpleNamespace
 
     from browser_task.run.checkpointing import Progress
-    from browser_task.run.context import RunContext
-    from browser_task.run.plan import RunPlan
     from browser_task.run.steps import human
     from pagefleet.jobs.service import continue_job
     from pagefleet.jobs.states import JobStatus
     from pagefleet.workflow import STEP_ADAPTER
-    from pagefleet.workflow.masking import Masker
 
     monkeypatch.setattr(human, "POLL_S", 0.01)
 
     async def scenario() -> None:
         parts = Parts()
         ask = STEP_ADAPTER.validate_python({"action": "await_human", "prompt": "a code"})
-        request = JobRequest(steps=[ask])
-        plan = RunPlan(
-            tenant_id="t",
-            job_id=parts.job.job_id,
-            attempt=parts.job.attempt,
-            tries=1,
-            request=request,
-            options=request.options,
-            steps=(ask,),
-            compensate=(),
-            labels=("await_human",),
-            masker=Masker(),
-        )
-        ctx = RunContext(
-            plan=plan,
-            session=SimpleNamespace(page=parts.page),  # type: ignore[arg-type]
-            guard=SimpleNamespace(stopped=None),  # type: ignore[arg-type]
-            artifacts=None,  # type: ignore[arg-type]
-            progress=Progress(parts.svc.lifecycle, parts.job),
-        )
-        ctx.takeover = parts.takeover()  # told nothing: no wake-up, no second's read yet
+        # Its takeover told nothing: no wake-up, no second's read yet.
+        ctx = _context(parts, ask, progress=Progress(parts.svc.lifecycle, parts.job))
         waiting = asyncio.create_task(human.await_human(ask, ctx))  # type: ignore[arg-type]
         while parts.svc.store.get("t", parts.job.job_id).status is not JobStatus.WAITING_FOR_HUMAN:
             await asyncio.sleep(0.01)
