@@ -73,7 +73,19 @@ def test_a_chain_runs_in_order_and_reads_its_parents_results(
     client: PagefleetClient, stack: LocalStack
 ) -> None:
     site = stack.site_url
-    a = client.submit(page_job(site, name="a"))
+    # A's sleep keeps it running while B and C are submitted: a parent that finished first
+    # would make B start at once, and the test would race the worker instead of checking order.
+    a = client.submit(
+        {
+            "name": "a",
+            "max_attempts": 1,
+            "steps": [
+                {"action": "goto", "url": f"{site}/"},
+                {"action": "extract", "name": "title", "selector": "h1"},
+                {"action": "sleep", "ms": 3000},
+            ],
+        }
+    )
     b = client.submit(page_job(site, name="b", depends_on=[a.job_id]))
     c = client.submit(
         {
