@@ -25,7 +25,9 @@ Chromium killed while it launched, say) is replaced too, and counted.
 Then it waits until every job is settled, runs the sweeper once more, and prints the
 report: the final states, every job that ended otherwise than its kind should (with why),
 and the recovery of a killed worker's jobs cut in two, kill -> lease end (what the lease
-costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
+costs) and lease end -> next attempt (what finding and restarting the job costs), and
+apart, the recoveries that no freeze of the embedded AWS fell in (a freeze stops every
+take-back and start, so it adds its whole length to any recovery it meets). Exit
 status 1 if a job was lost or has more than one final result, or a check of the traffic
 failed. The last line is the verdict: ``chaos: N jobs, L lost, D doubled; schedules S fired
 once each; webhooks W delivered, M missing; live gaps G; sessions X with Y steps: T run
@@ -326,6 +328,7 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
                 injected_faults(*(p.log_path for p in stack.worker_processes)),
             )
             dlq = stack.sources.dead_letters.handled if stack.sources else 0
+            run.frozen = list(traffic.pauses.windows)
             traffic.stop()
     finally:
         site.stop()
