@@ -155,11 +155,11 @@ def summarize(
         f"{p50_p99(samples['to_final'])}; {total['killed_jobs']} killed workers' jobs",
         flush=True,
     )
-    # A part recorded before the freezes were timed has no "clear" samples: say so.
+    # A part recorded before the other faults were timed has no "clear" samples.
     timed = [r for r in records if "to_next_clear" in r["samples"]]
     if timed:
         print(
-            f"with no AWS freeze in the recovery ({len(samples['to_next_clear'])} of the "
+            f"held up by no other fault ({len(samples['to_next_clear'])} of the "
             f"killed jobs of {len(timed)} part(s)): to next attempt p50 / p99 "
             f"{p50_p99(samples['to_next_clear'])}; to final state "
             f"{p50_p99(samples['to_final_clear'])}",
