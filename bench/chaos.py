@@ -25,7 +25,9 @@ Chromium killed while it launched, say) is replaced too, and counted.
 Then it waits until every job is settled, runs the sweeper once more, and prints the
 report: the final states, every job that ended otherwise than its kind should (with why),
 and the recovery of a killed worker's jobs cut in two, kill -> lease end (what the lease
-costs) and lease end -> next attempt (what finding and restarting the job costs). Exit
+costs) and lease end -> next attempt (what finding and restarting the job costs), and
+apart, the recoveries no other fault held up (a freeze of the embedded AWS stops every
+take-back and start; a job whose site's breaker is open waits for the site). Exit
 status 1 if a job was lost or has more than one final result, or a check of the traffic
 failed. The last line is the verdict: ``chaos: N jobs, L lost, D doubled; schedules S fired
 once each; webhooks W delivered, M missing; live gaps G; sessions X with Y steps: T run
@@ -63,6 +65,7 @@ from devstack.chaos import (
     ChaosSite,
     audit,
     aws_fault_env,
+    breaker_deferrals,
     chaos_worker_env,
     flaky_job,
     hang_job,
@@ -326,6 +329,8 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
                 injected_faults(*(p.log_path for p in stack.worker_processes)),
             )
             dlq = stack.sources.dead_letters.handled if stack.sources else 0
+            run.frozen = list(traffic.pauses.windows)
+            run.breaker_deferred = breaker_deferrals(stack.log_dir.glob("worker-*.log"))
             traffic.stop()
     finally:
         site.stop()

@@ -30,7 +30,16 @@ from bench.chaos_traffic import Findings, failed
 from bench.common import commit
 
 console = Console()
-SAMPLES = ("to_next", "to_lease_end", "after_lease", "to_taken_back", "taken_to_next", "to_final")
+SAMPLES = (
+    "to_next",
+    "to_lease_end",
+    "after_lease",
+    "to_taken_back",
+    "taken_to_next",
+    "to_final",
+    "to_next_clear",
+    "to_final_clear",
+)
 
 
 def add_part_arguments(parser: argparse.ArgumentParser) -> None:
@@ -146,6 +155,16 @@ def summarize(
         f"{p50_p99(samples['to_final'])}; {total['killed_jobs']} killed workers' jobs",
         flush=True,
     )
+    # A part recorded before the other faults were timed has no "clear" samples.
+    timed = [r for r in records if "to_next_clear" in r["samples"]]
+    if timed:
+        print(
+            f"held up by no other fault ({len(samples['to_next_clear'])} of the "
+            f"killed jobs of {len(timed)} part(s)): to next attempt p50 / p99 "
+            f"{p50_p99(samples['to_next_clear'])}; to final state "
+            f"{p50_p99(samples['to_final_clear'])}",
+            flush=True,
+        )
     for r in records:
         for line in r.get("leftover_details", []):
             console.print(f"  part {r.get('part', 1)} leftover: {line}")

@@ -142,6 +142,9 @@ class AwsPauses:
     def __init__(self, stack: LocalStack, every: float, seconds: float) -> None:
         self.stack, self.every, self.seconds = stack, every, seconds
         self.count = 0
+        # When each freeze began and ended (epoch s): a killed worker's job cannot be taken
+        # back while the embedded AWS is frozen, and the report says which recoveries met one.
+        self.windows: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="aws-pauses", daemon=True)
 
@@ -156,10 +159,12 @@ class AwsPauses:
             if moto is None or not moto.alive():
                 return
             os.kill(moto.pid, signal.SIGSTOP)
+            began = time.time()
             try:
                 self._stop.wait(self.seconds)
             finally:
                 os.kill(moto.pid, signal.SIGCONT)
+                self.windows.append((began, time.time()))
             self.count += 1
 
     def stop(self) -> None:

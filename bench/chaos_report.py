@@ -48,6 +48,10 @@ class Run:
     next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     poison_sent: int = 0
+    # The embedded AWS's freezes (epoch s): nothing is taken back or started during one.
+    frozen: list[tuple[float, float]] = field(default_factory=list)
+    # job id -> when it was put back for its site's open circuit breaker (epoch s).
+    breaker_deferred: dict[str, list[float]] = field(default_factory=dict)
     accounted: set[int] = field(default_factory=set)  # worker processes killed or replaced
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -112,17 +116,43 @@ def recovery_samples(run: Run) -> dict[str, list[float]]:
     kills = {j: k for j, k in run.killed.items() if j in run.next_attempt}
     ended = {j: k for j, k in kills.items() if k.lease_end}
     back = {j: k for j, k in ended.items() if j in run.taken_back}
+    clear = {j: k for j, k in kills.items() if not held_up(run, j, k.at, run.next_attempt[j])}
+    settled = {j: run.killed[j] for j in run.settled_at if j in run.killed}
     return {
         "to_next": [run.next_attempt[j] - k.at for j, k in kills.items()],
+        # The same, of the recoveries no other fault held up: a freeze of the embedded AWS
+        # stops every take-back and start, and a job whose site's breaker is open waits for
+        # the site (the run's outage), whatever became of its worker.
+        "to_next_clear": [run.next_attempt[j] - k.at for j, k in clear.items()],
         "to_lease_end": [k.lease_end - k.at for k in ended.values() if k.lease_end],
         "after_lease": [run.next_attempt[j] - k.lease_end for j, k in ended.items() if k.lease_end],
         "to_taken_back": [run.taken_back[j] - k.lease_end for j, k in back.items() if k.lease_end],
         "taken_to_next": [run.next_attempt[j] - run.taken_back[j] for j in back],
         "to_final": [run.settled_at[j] - run.killed[j].at for j in run.settled_at],
+        "to_final_clear": [
+            run.settled_at[j] - k.at
+            for j, k in settled.items()
+            if not held_up(run, j, k.at, run.settled_at[j])
+        ],
     }
 
 
+def froze(run: Run, start: float, end: float) -> bool:
+    """Whether a freeze of the embedded AWS overlapped ``start``..``end`` (epoch s)."""
+    return any(began < end and start < ended for began, ended in run.frozen)
+
+
+def deferred(run: Run, job_id: str, start: float, end: float) -> bool:
+    """Whether the job was put back for an open breaker between ``start`` and ``end``."""
+    return any(start <= at <= end for at in run.breaker_deferred.get(job_id, []))
+
+
+def held_up(run: Run, job_id: str, start: float, end: float) -> bool:
+    return froze(run, start, end) or deferred(run, job_id, start, end)
+
+
 def recovery_rows(killed: int, samples: dict[str, list[float]]) -> list[tuple[str, str]]:
+    clear = samples.get("to_next_clear", [])
     return [
         ("killed workers' jobs", str(killed)),
         ("recovery to next attempt p50 / p99", p50_p99(samples["to_next"])),
@@ -131,6 +161,10 @@ def recovery_rows(killed: int, samples: dict[str, list[float]]) -> list[tuple[st
         ("    lease end -> taken back p50 / p99", p50_p99(samples.get("to_taken_back", []))),
         ("    taken back -> started p50 / p99", p50_p99(samples.get("taken_to_next", []))),
         ("recovery to final state p50 / p99", p50_p99(samples["to_final"])),
+        (
+            f"  held up by no other fault ({len(clear)} jobs): to next attempt / final p99",
+            f"{pct(clear, 99)} / {pct(samples.get('to_final_clear', []), 99)}",
+        ),
     ]
 
 
@@ -187,7 +221,19 @@ def print_report(
     slow = {j: run.next_attempt[j] - k.at for j, k in run.killed.items() if j in run.next_attempt}
     for job_id, took in sorted(slow.items(), key=lambda kv: -kv[1])[:5]:
         if took > 30:  # the worker and sweeper logs tell where the time went
-            console.print(f"  slow recovery: {job_id} {took:.0f} s after its worker's kill")
+            kill, then = run.killed[job_id], run.next_attempt[job_id]
+            causes = [
+                what
+                for what, hit in (
+                    ("the embedded AWS was frozen", froze(run, kill.at, then)),
+                    ("its site's breaker was open", deferred(run, job_id, kill.at, then)),
+                )
+                if hit
+            ]
+            because = f" ({'; '.join(causes)} during it)" if causes else ""
+            console.print(
+                f"  slow recovery: {job_id} {took:.0f} s after its worker's kill{because}"
+            )
     if report.lost:
         console.print(
             "lost:",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import json
 import os
 import signal
 import threading
@@ -16,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -358,6 +360,30 @@ def aws_fault_env(rate: float) -> dict[str, str]:
     """Settings that make a runtime fail ``rate`` of its AWS calls (workers and Lambda
     functions alike: ``RUNTIME.job_services`` turns the injector on in that process)."""
     return {"PAGEFLEET_AWS_FAULT_RATE": str(rate)}
+
+
+# What a worker logs when it puts a job's message back because its site's breaker is open.
+BREAKER_DEFERRAL = "circuit open for "
+
+
+def breaker_deferrals(logs: Iterable[Path]) -> dict[str, list[float]]:
+    """When each job was put back because its site's circuit breaker was open (epoch s),
+    from the workers' JSON logs: a job deferred so waits for the site, not for a recovery."""
+    out: dict[str, list[float]] = {}
+    for path in logs:
+        if not path.exists():
+            continue
+        for line in path.read_text(errors="replace").splitlines():
+            if BREAKER_DEFERRAL not in line:
+                continue
+            try:
+                entry = json.loads(line)
+                at = datetime.strptime(entry["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z").timestamp()
+            except (ValueError, KeyError, TypeError):
+                continue
+            if str(entry.get("reason", "")).startswith(BREAKER_DEFERRAL) and entry.get("job_id"):
+                out.setdefault(entry["job_id"], []).append(at)
+    return out
 
 
 def injected_faults(*logs: Path) -> int:

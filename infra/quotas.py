@@ -10,6 +10,11 @@ stage's settings:
 - **Lambda concurrency**: what is reserved, plus what runs from the unreserved pool at
   once (each SQS mapping at its maximum concurrency, and the API at its throttle rate for
   one-second invocations), and never under reserved + the 100 Lambda keeps unreserved.
+- **Elastic IP addresses**: one for each NAT gateway of the stage's VPC (egress "nat") and
+  one for each fixed_ip pool's own NAT gateway. The quota is the Region's, shared with
+  every other stage and stack of the account there (5 by default: "Elastic IP address
+  quota", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/elastic-ip-addresses-eip.html);
+  a deploy short of it fails when CloudFormation allocates the address.
 
 ``check`` reads each quota with ``get_service_quota`` (the account's applied value) and
 falls back to ``get_aws_default_service_quota`` where none was applied.
@@ -30,6 +35,7 @@ from pagefleet.specs.resources import queues_of
 FARGATE_ON_DEMAND_VCPU = ("fargate", "L-3032A538")
 FARGATE_SPOT_VCPU = ("fargate", "L-36FBB829")
 LAMBDA_CONCURRENCY = ("lambda", "L-B99A9384")
+ELASTIC_IPS = ("ec2", "L-0263D0A3")  # "EC2-VPC Elastic IPs"
 # The workers' services run up to twice their desired count while a deploy replaces them.
 ROLLING_DEPLOY_FACTOR = 2
 # The API function's invocations are taken as one second each at the throttle rate.
@@ -102,7 +108,30 @@ def needs(config: StageConfig) -> list[Need]:
             f"{LAMBDA_UNRESERVED_MINIMUM} unreserved = {floor}",
         )
     )
+    addresses = elastic_ips(config)
+    if addresses:
+        out.append(
+            Need(
+                "EC2-VPC Elastic IPs",
+                *ELASTIC_IPS,
+                addresses,
+                f"one per NAT gateway: the VPC's {addresses - len(fixed_ip_pools(config))}, "
+                f"fixed_ip pools' {len(fixed_ip_pools(config))}; the Region's quota is shared "
+                "with the account's other stages and stacks there",
+            )
+        )
     return out
+
+
+def fixed_ip_pools(config: StageConfig) -> list[str]:
+    return [p for p in config.pool_names if config.subnets_of(p) == "own"]
+
+
+def elastic_ips(config: StageConfig) -> int:
+    """The addresses the stage allocates: its VPC's NAT gateways (CDK makes at most one per
+    AZ's public subnet) and each fixed_ip pool's own."""
+    vpc = min(config.nat_gateways, config.max_azs) if config.egress == "nat" else 0
+    return vpc + len(fixed_ip_pools(config))
 
 
 def quota_value(client: Any, service_code: str, quota_code: str) -> float:

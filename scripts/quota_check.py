@@ -1,4 +1,4 @@
-"""Each stage's needs against its account's quotas: Fargate vCPU and Lambda concurrency.
+"""Each stage's needs against its account's quotas: Fargate vCPU, Lambda concurrency, Elastic IPs.
 
     .venv/bin/python scripts/quota_check.py [--aws] [STAGE ...]
 

@@ -5,7 +5,14 @@ flusher writes the buffer at most once per ``flush_s`` (one write per batch, not
 the oldest waiting event waits at most ``flush_s``), and ``close`` writes what is left when
 the attempt ends, before its outcome is written, so a follower sees the last step before
 the final status. Sequence numbers are reserved from the job's counter in the store at
-write time, so attempts (and a worker that lost its lease) never reuse a number.
+write time, so attempts (and a worker that lost its lease) never reuse a number. A
+reservation takes ``RESERVE`` numbers (and as much of the job's allowance) beyond the batch,
+and the attempt's next batches take theirs from it without asking the store again: a short
+job's last write is its events only (docs/decisions.md, 2026-12-05). What an attempt leaves
+of its reservation is a gap in the job's numbers (followers fill gaps from the events
+route, where a number never stored is skipped), and at most ``RESERVE`` of the job's
+allowance; events another writer may number meanwhile (the API's takeover events) make the
+attempt ask again (``renumber``), so numbers keep the order things happened in.
 
 Bounds: at most ``max_events`` events per job (state, retry and truncated events excepted,
 so a follower always learns how an attempt ended); past that, events are dropped and one
@@ -49,6 +56,9 @@ log = logging.getLogger("browser_task.observe.run_events")
 _LIMITS = {"url": URL_MAX_CHARS, "label": LABEL_MAX_CHARS, "path": LABEL_MAX_CHARS}
 # Events kept in memory while writes fail, beyond which the oldest bounded ones are dropped.
 BUFFER_MAX = 5000
+# Numbers (and allowance) reserved beyond a batch for the attempt's next ones: a plain job's
+# last batch (its last steps, its outcome) fits.
+RESERVE = 32
 
 
 class RunEvents:
@@ -79,6 +89,12 @@ class RunEvents:
         self._last_write = float("-inf")
         self._full = False
         self._dropped = 0
+        # Reserved from the job's counter and not used yet: numbers next..last, and how many
+        # bounded events this attempt may still keep (see RESERVE).
+        self._next_seq = 1
+        self._last_seq = 0
+        self._allowance = 0
+        self._renumbered = False  # set from the loop, applied by the next batch's numbering
         self._closed = False
         self._buffer_lock = threading.Lock()
         self._write_lock = asyncio.Lock()
@@ -198,15 +214,39 @@ class RunEvents:
     def _write(self, batch: list[dict[str, Any]]) -> None:
         fresh = [e for e in batch if "seq" not in e]
         if fresh:
-            bounded = [e for e in fresh if EventType(e["type"]) not in UNBOUNDED_TYPES]
+            batch = self._number(batch, fresh)
+        if batch:
+            batch.sort(key=lambda e: int(e["seq"]))
+            self.store.put(
+                self.tenant_id, self.job_id, batch, expires_at=self.expires_at, attempt=self.attempt
+            )
+            self.writes += 1
+
+    def _number(
+        self, batch: list[dict[str, Any]], fresh: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Give ``fresh`` their numbers, from the reservation when it holds them, else from a
+        new one (the job's allowance decides which bounded events are kept); the batch
+        without the events dropped."""
+        bounded = [e for e in fresh if EventType(e["type"]) not in UNBOUNDED_TYPES]
+        if self._renumbered:
+            self._renumbered = False
+            self._last_seq = self._next_seq - 1  # what is left of the reservation goes unused
+        spare = self._last_seq - self._next_seq + 1
+        if len(fresh) > spare or len(bounded) > self._allowance:
+            from_old = min(len(bounded), self._allowance)
+            need = len(bounded) - from_old
+            asked = need + RESERVE
             first, total = self.store.allocate(
                 self.tenant_id,
                 self.job_id,
-                count=len(fresh),
-                bounded=len(bounded),
+                count=len(fresh) + RESERVE,
+                bounded=asked,
                 expires_at=self.expires_at,
             )
-            over = min(len(bounded), total - self.max_events)
+            before = total - asked  # the job's events and reservations before this one
+            granted = max(0, min(need, self.max_events - before))
+            over = need - granted
             if over > 0:
                 # Earlier attempts (or this one) used the job's allowance: keep the oldest.
                 self._full = True
@@ -215,14 +255,23 @@ class RunEvents:
                     self._dropped += over
                 batch = [e for e in batch if id(e) not in dropping]
                 fresh = [e for e in fresh if id(e) not in dropping]
-            for offset, event in enumerate(fresh):
-                event["seq"] = first + offset
-        if batch:
-            batch.sort(key=lambda e: int(e["seq"]))
-            self.store.put(
-                self.tenant_id, self.job_id, batch, expires_at=self.expires_at, attempt=self.attempt
-            )
-            self.writes += 1
+            # What the attempt may keep: the old allowance, this batch's grant, and the part
+            # of the reserve still within the job's (the rest is counted but never used).
+            self._allowance += granted + max(0, min(RESERVE, self.max_events - before - granted))
+            if first != self._last_seq + 1:  # another writer numbered in between: start here
+                self._next_seq = first
+            self._last_seq = first + len(fresh) + RESERVE + over - 1
+        for offset, event in enumerate(fresh):
+            event["seq"] = self._next_seq + offset
+        self._next_seq += len(fresh)
+        kept = sum(1 for e in fresh if EventType(e["type"]) not in UNBOUNDED_TYPES)
+        self._allowance -= kept
+        return batch
+
+    def renumber(self) -> None:
+        """Someone else may number this job's events now (a takeover began or ended): the
+        next batch asks the store for numbers, so it comes after theirs."""
+        self._renumbered = True
 
     async def close(self) -> None:
         """Write what is left, with one ``truncated`` event if events were dropped."""

@@ -142,18 +142,26 @@ class PageTakeover:
             if takeover is None:
                 if self.held is not None:
                     self._log.info("takeover ended", takeover_id=self.held.takeover_id)
+                    self._renumber()
                     await self._detach()
                 self.held = None
                 self._free.set()
                 return
             if self.held is None or self.held.takeover_id != takeover.takeover_id:
                 self._log.info("taken over", takeover_id=takeover.takeover_id)
+                self._renumber()
                 self._gap_since = None
             self.held = takeover
             self._free.clear()
             self.last_held = time.monotonic()
             if takeover.seq > self._cursors.get(takeover.takeover_id, 0):
                 await self._dispatch_new(takeover.takeover_id, wait_gaps=True)
+
+    def _renumber(self) -> None:
+        """The API numbers the takeover's events (taken, handed back) from the job's counter:
+        the job's next events are numbered after them, not from what the attempt reserved."""
+        if self._events is not None:
+            self._events.renumber()
 
     # --- the steps wait ------------------------------------------------------------------
     @property

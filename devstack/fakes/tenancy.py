@@ -17,7 +17,7 @@ from pagefleet.tenancy.admission import Quotas
 from pagefleet.tenancy.audit import AuditRecord
 from pagefleet.tenancy.gate import TenantGate
 from pagefleet.tenancy.limits import LimitsCache
-from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
+from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendHold, SpendResult
 from pagefleet.tenancy.service import Tenancy
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow
 
@@ -60,6 +60,17 @@ class FakeTenantCounters:
             t.minute_count = t.minute_count + jobs if t.minute == minute else jobs
             t.minute = minute
             return SpendResult(True, t.tat)
+
+    def spend_and_hold(
+        self, tenant_id: str, *, cost_ms: int, tolerance_ms: int, now_ms: int, limit: int
+    ) -> SpendHold:
+        with self._lock:  # one write on the adapter: nothing moves in between
+            spent = self.spend(
+                tenant_id, jobs=1, cost_ms=cost_ms, tolerance_ms=tolerance_ms, now_ms=now_ms
+            )
+            if not spent.allowed:
+                return SpendHold(spent, None)
+            return SpendHold(spent, self.add_queued(tenant_id, 1, limit=limit))
 
     def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None:
         with self._lock:

@@ -1,9 +1,11 @@
 """Submissions under the tenant's limits: the rate (token bucket) and the queued cap.
 
 ``submit`` and ``submit_batch`` are what the API calls instead of ``jobs.service.submit_job``:
-tokens first (one conditional write; 429 with ``Retry-After`` and ``RateLimit-*``), then
-room in the queued count (one conditional write; 429 naming ``max_queued``), then the job.
-A replay of an Idempotency-Key takes a token (it is a request) but no queued room.
+tokens first (429 with ``Retry-After`` and ``RateLimit-*``), then room in the queued count
+(429 naming ``max_queued``), then the job. A single submission asks for its token and its
+room in one conditional write (``TenantCounters.spend_and_hold``); a batch spends its tokens,
+then holds its room. A replay of an Idempotency-Key takes a token (it is a request) but no
+queued room.
 """
 
 from __future__ import annotations
@@ -50,7 +52,26 @@ class Quotas:
 
     def spend(self, tenant_id: str, jobs: int = 1) -> Spend:
         """Take ``jobs`` tokens, or raise RateLimited with the headers to send."""
-        spent = self.try_spend(tenant_id, jobs)
+        return self._admitted(tenant_id, self.try_spend(tenant_id, jobs))
+
+    def spend_and_hold(self, tenant_id: str) -> tuple[Spend, int | None]:
+        """One job's token and its queued room in one write: the spend, and the queued count
+        after holding the room (None: no room was free, the token alone is spent; the job
+        then asks ``hold_queued``, which recounts before it refuses). Raises RateLimited."""
+        bucket = self.bucket(tenant_id)
+        now = self.now_ms()
+        result = self.counters.spend_and_hold(
+            tenant_id,
+            cost_ms=bucket.cost_ms(1),
+            tolerance_ms=bucket.tolerance_ms,
+            now_ms=now,
+            limit=self.limits(tenant_id).max_queued,
+        )
+        spent = result.spent
+        rate = answer(bucket, allowed=spent.allowed, tat_ms=spent.tat_ms, now_ms=now, cost=1)
+        return self._admitted(tenant_id, rate), result.queued
+
+    def _admitted(self, tenant_id: str, spent: Spend) -> Spend:
         if not spent.allowed:
             bucket = self.bucket(tenant_id)
             raise RateLimited(
@@ -140,9 +161,21 @@ def submit(
     schedule: tuple[str, str] | None = None,
 ) -> Admitted:
     """``schedule``: (schedule id, scheduled time) of a schedule's run started by hand."""
-    rate = quotas.spend(tenant_id)
+    key = idempotency_key
+    if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
+        rate = quotas.spend(tenant_id)  # a replay: a token (it is a request), no queued room
+        return Admitted(_replay(svc, tenant_id, request, key, correlation_id, schedule), rate)
+    rate, held = quotas.spend_and_hold(tenant_id)
     submitted = _submit_one(
-        svc, quotas, tenant_id, request, idempotency_key, correlation_id, schedule=schedule
+        svc,
+        quotas,
+        tenant_id,
+        request,
+        key,
+        correlation_id,
+        held=held,
+        schedule=schedule,
+        key_is_new=True,
     )
     return Admitted(submitted, rate)
 
@@ -173,20 +206,14 @@ def _submit_one(
     *,
     held: int | None = None,
     schedule: tuple[str, str] | None = None,
+    key_is_new: bool = False,
 ) -> Submitted:
     """One job whose token is spent; ``held``: the queued count once room was held for it
-    (None: not held yet)."""
-    if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
+    (None: not held yet); ``key_is_new``: its key was just looked up and not found."""
+    if not key_is_new and key is not None and svc.store.get_idempotency(tenant_id, key):
         if held is not None:
             quotas.release_queued(tenant_id)
-        return service.submit_job(
-            svc,
-            tenant_id,
-            request,
-            idempotency_key=key,
-            correlation_id=correlation_id,
-            schedule=schedule,
-        )
+        return _replay(svc, tenant_id, request, key, correlation_id, schedule)
     queued = quotas.hold_queued(tenant_id) if held is None else held
     try:
         submitted = service.submit_job(
@@ -206,6 +233,25 @@ def _submit_one(
     if not submitted.created:  # a concurrent request with the same key made it
         quotas.release_queued(tenant_id)
     return submitted
+
+
+def _replay(
+    svc: JobServices,
+    tenant_id: str,
+    request: JobSubmission | JobRequest,
+    key: str,
+    correlation_id: str | None,
+    schedule: tuple[str, str] | None,
+) -> Submitted:
+    """The job an Idempotency-Key already made (or a 409 for another request)."""
+    return service.submit_job(
+        svc,
+        tenant_id,
+        request,
+        idempotency_key=key,
+        correlation_id=correlation_id,
+        schedule=schedule,
+    )
 
 
 # --- batches ----------------------------------------------------------------------------------

@@ -26,6 +26,17 @@ class SpendResult:
 
 
 @dataclass(frozen=True)
+class SpendHold:
+    """A submission's token and its room in the queued count, asked for together: ``spent``
+    (the token, as ``spend`` answers it) and ``queued``, the count after holding room for
+    the job (None: no room was held; with a token spent, the job may still find room after a
+    recount)."""
+
+    spent: SpendResult
+    queued: int | None
+
+
+@dataclass(frozen=True)
 class SlotTake:
     """A running slot asked for: granted or not, and who holds the tenant's slots."""
 
@@ -48,7 +59,9 @@ class TenantCounters(Protocol):
       that keeps ``tat`` within ``tolerance_ms`` of now; counts the minute's submissions.
     - queued: jobs submitted and not started, added under a cap (the count after, or None
       when refused), taken off as they start or end unstarted; ``recount_queued`` repairs a
-      count a crash left too high.
+      count a crash left too high. ``spend_and_hold`` is ``spend`` of one token and
+      ``add_queued`` of one job in one conditional write, the way a single submission asks
+      (the token alone when there is no room: a refused submission still spent its token).
     - running: the set of the tenant's running job ids. A set, so taking a slot twice for
       one job (a redelivery, a reclaim) or giving it back twice changes nothing.
     """
@@ -58,6 +71,10 @@ class TenantCounters(Protocol):
     ) -> SpendResult: ...
 
     def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None: ...
+
+    def spend_and_hold(
+        self, tenant_id: str, *, cost_ms: int, tolerance_ms: int, now_ms: int, limit: int
+    ) -> SpendHold: ...
 
     def sub_queued(self, tenant_id: str, jobs: int) -> None: ...
 

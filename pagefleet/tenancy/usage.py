@@ -32,9 +32,9 @@ PER_JOB = {
     "lambda_invocations": 2,  # the API call and the authorizer (cached calls are free)
     "lambda_gb_seconds": 0.1,  # 1 GB for ~100 ms
     "queue_requests": 1,  # the send
-    # the record (2), marked enqueued (2), idempotency key, rate bucket, queued count up and
-    # down, the notification's delivery mark
-    "table_writes": 9,
+    # the record (2), marked enqueued (2), idempotency key, rate bucket and queued count up
+    # (one write), queued count down, the notification's delivery mark
+    "table_writes": 8,
     "table_reads": 2,
 }
 PER_ATTEMPT = {

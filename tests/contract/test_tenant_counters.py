@@ -106,6 +106,37 @@ def test_the_queued_count_keeps_its_cap_and_never_goes_below_zero(stores) -> Non
     assert counters.add_queued("t", 3, limit=3)
 
 
+def spend_and_hold(counters: Any, now_ms: int, limit: int) -> Any:
+    return counters.spend_and_hold(
+        "t", cost_ms=BUCKET.cost_ms(1), tolerance_ms=BUCKET.tolerance_ms, now_ms=now_ms, limit=limit
+    )
+
+
+def test_a_submission_takes_its_token_and_its_room_together(stores) -> None:
+    """``spend_and_hold``: the token and the room when both are there; the token alone when
+    the count is full (a refused submission spent its token); neither over the rate."""
+    counters = stores["counters"]
+    first = spend_and_hold(counters, NOW, limit=2)
+    assert first.spent.allowed and first.queued == 1
+    assert spend_and_hold(counters, NOW, limit=2).queued == 2
+    full = spend_and_hold(counters, NOW, limit=2)  # the third token of the burst, no room
+    assert full.spent.allowed and full.queued is None
+    assert full.spent.tat_ms == NOW + 3 * BUCKET.interval_ms
+    view = counters.view("t", now_ms=NOW)
+    assert (view.queued, view.minute_submits) == (2, 3)
+    over = spend_and_hold(counters, NOW, limit=5)  # room, but no token: nothing taken
+    assert not over.spent.allowed and over.queued is None
+    assert counters.view("t", now_ms=NOW).queued == 2
+    counters.sub_queued("t", 2)
+    later = spend_and_hold(counters, NOW + 60_000, limit=2)  # a new minute, an idle bucket
+    assert later.spent.allowed and later.queued == 1
+    assert counters.view("t", now_ms=NOW + 60_000).minute_submits == 1
+    # The bucket and the count are the tenant's, whichever way they were spent and held.
+    assert spend(counters, NOW + 60_000, jobs=2).allowed
+    assert not spend_and_hold(counters, NOW + 60_000, limit=2).spent.allowed
+    assert counters.add_queued("t", 1, limit=2) == 2
+
+
 def test_a_recount_sets_the_count_unless_it_moved_or_was_just_done(stores) -> None:
     counters = stores["counters"]
     counters.add_queued("t", 5, limit=5)

@@ -9,6 +9,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.client import BaseClient
 
 from devstack.event_sources import stream_event
 from devstack.provision import Provisioned
@@ -67,6 +68,28 @@ def test_a_burst_over_the_rate_is_429_with_retry_after_and_ratelimit_headers(
     assert refused.headers["RateLimit-Remaining"] == "0"
     assert int(refused.headers["RateLimit-Reset"]) >= int(refused.headers["Retry-After"])
     assert bob.post_job(JOB).status == 202  # one tenant's rate is not another's
+
+
+def test_a_submission_spends_its_token_and_holds_its_room_in_one_write(
+    api_env: Provisioned, alice: ApiCaller, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a submission pays in tenant counters (bench/aws_requests.py): one conditional
+    UpdateItem, where the rate bucket and the queued count were a write each."""
+    writes: list[str] = []
+    make_call = BaseClient._make_api_call
+
+    def counted(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+        if operation == "UpdateItem" and params.get("TableName") == api_env.tenants_table:
+            writes.append(str(params["Key"]["sk"]["S"]))
+        return make_call(client, operation, params)
+
+    assert alice.post_job(JOB).status == 202  # the tenant's first: its items are made
+    with monkeypatch.context() as patched:
+        patched.setattr(BaseClient, "_make_api_call", counted)
+        assert alice.post_job(JOB).status == 202
+    assert writes == ["LIMIT#QUEUED"]
+    counts = item(api_env, api_env.tenants_table, "TENANT#alice", "LIMIT#QUEUED")
+    assert (counts["queued"], counts["minute_count"]) == (2, 2)
 
 
 def test_the_queued_cap_is_429_naming_the_limit(admin: ApiCaller, alice: ApiCaller) -> None:

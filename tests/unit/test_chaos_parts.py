@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from bench.chaos_parts import add_part_arguments, run_parts
+from bench.chaos_parts import add_part_arguments, part_record, run_parts
+from bench.chaos_report import Kill, Run, recovery_samples
+from bench.chaos_sessions import SessionFindings
+from bench.chaos_traffic import Findings
+from devstack.chaos import breaker_deferrals
 
 
 def arguments(*argv: str) -> argparse.Namespace:
@@ -22,6 +26,8 @@ def arguments(*argv: str) -> argparse.Namespace:
 
 def part(jobs: int, **counts: Any) -> dict[str, Any]:
     samples = counts.pop("samples", {"to_next": [8.0], "to_lease_end": [4.0]})
+    # Parts recorded before the freezes were timed have no "clear" samples.
+    clear = {k: samples[k] for k in ("to_next_clear", "to_final_clear") if k in samples}
     record = {
         "jobs": jobs,
         "lost": 0,
@@ -43,6 +49,7 @@ def part(jobs: int, **counts: Any) -> dict[str, Any]:
             "to_lease_end": samples["to_lease_end"],
             "after_lease": [],
             "to_final": [],
+            **clear,
         },
         "load": ["0.5", "3.0"],
         "elapsed_s": 900,
@@ -105,3 +112,58 @@ def test_recovery_percentiles_are_taken_over_every_parts_samples(
     parts = iter([part(500, samples=quick), part(500, samples=slow)])
     run_parts(arguments("--jobs", "1000", "--parts", "2"), lambda _a, _j: next(parts))
     assert "recovery to next attempt p50 / p99 8.0 s / 37.1 s" in capsys.readouterr().out
+
+
+def test_recoveries_another_fault_held_up_are_told_apart() -> None:
+    # Three killed workers' jobs: one taken back while the embedded AWS was frozen for 12 s
+    # (its recovery holds the freeze), one put back while its site's breaker was open (it
+    # waited for the site), one after both. A deferral before its kill does not count.
+    run = Run(frozen=[(100.0, 112.0)], breaker_deferred={"deferred": [150.0], "clear": [110.0]})
+    run.killed = {
+        "frozen": Kill(at=95.0, attempt=1, lease_end=105.0),
+        "deferred": Kill(at=140.0, attempt=1, lease_end=150.0),
+        "clear": Kill(at=120.0, attempt=1, lease_end=130.0),
+    }
+    run.next_attempt = {"frozen": 125.0, "deferred": 180.0, "clear": 133.0}
+    run.settled_at = {"frozen": 128.0, "deferred": 183.0, "clear": 136.0}
+    samples = recovery_samples(run)
+    assert samples["to_next"] == [30.0, 40.0, 13.0]
+    assert samples["to_next_clear"] == [13.0]
+    assert samples["to_final_clear"] == [16.0]
+    # A part's record keeps them, and the summary of the parts prints them apart.
+    assert part_record(
+        jobs=3,
+        lost=0,
+        doubled=0,
+        found=Findings(jobs=0),
+        sessions=SessionFindings(),
+        samples=samples,
+        killed=3,
+        load=("0.1", "0.2"),
+        elapsed=1.0,
+    )["samples"]["to_next_clear"] == [13.0]
+
+
+def test_the_summary_prints_the_recoveries_without_a_freeze_when_parts_timed_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    timed = {"to_next": [8.0, 30.0], "to_lease_end": [], "to_next_clear": [8.0]}
+    parts = iter([part(500, samples=timed), part(500)])
+    run_parts(arguments("--jobs", "1000", "--parts", "2"), lambda _a, _j: next(parts))
+    out = capsys.readouterr().out
+    assert "held up by no other fault (1 of the killed jobs of 1 part(s))" in out
+
+
+def test_breaker_deferrals_are_read_from_the_workers_json_logs(tmp_path: Path) -> None:
+    log = tmp_path / "worker-3.log"
+    deferral = {
+        "level": "INFO",
+        "message": "message handled without running",
+        "timestamp": "2026-12-05 10:14:29,149+0000",
+        "job_id": "01m92v5b8648sjppxc7j0z710x",
+        "reason": "circuit open for http://127.0.0.1:38005 (this tenant's jobs); next try in 5 s",
+    }
+    other = {**deferral, "reason": "a copy of a job running elsewhere"}
+    log.write_text("\n".join([json.dumps(deferral), json.dumps(other), "not json"]) + "\n")
+    found = breaker_deferrals([log, tmp_path / "worker-4.log"])  # one never written
+    assert found == {"01m92v5b8648sjppxc7j0z710x": [1796465669.149]}

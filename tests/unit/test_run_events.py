@@ -250,3 +250,58 @@ def test_each_step_is_priced_and_the_top_level_ones_are_kept_for_the_outcome() -
     ]
     assert [s.cost_usd for s in kept] == [e["cost_usd"] for e in finished[1:]]
     assert kept[0].started_at <= kept[1].started_at
+
+
+class CountingStore(FakeEventStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.allocations = 0
+
+    def allocate(self, *args: Any, **kwargs: Any) -> tuple[int, int]:
+        self.allocations += 1
+        return super().allocate(*args, **kwargs)
+
+
+def test_an_attempt_asks_for_numbers_once_while_its_reservation_lasts() -> None:
+    """A short job's last batch takes its numbers from what its first reserved (one store
+    write a batch, not two); the next attempt's numbers come after the reservation."""
+    store = CountingStore()
+
+    async def attempt(number: int) -> None:
+        events = RunEvents(store, _job(number), flush_s=0.05)
+        events.emit(EventType.STATE, status="running")
+        events.emit(EventType.LOG, level="info", message=f"{number}: first")
+        await events.flush()
+        events.emit(EventType.LOG, level="info", message=f"{number}: second")
+        attempt_ended(events, "succeeded", None, None)
+        await events.close()
+
+    asyncio.run(attempt(1))
+    assert (store.allocations, store.puts) == (1, 2)
+    assert [e["seq"] for e in _stored(store)] == [1, 2, 3, 4]
+    asyncio.run(attempt(2))
+    assert (store.allocations, store.puts) == (2, 4)
+    second = [e["seq"] for e in _stored(store) if e["attempt"] == 2]
+    assert second == list(range(second[0], second[0] + 4)) and second[0] > 4
+
+
+def test_a_takeovers_events_keep_their_place_among_the_attempts() -> None:
+    """The API numbers a takeover's events from the job's counter: once the worker sees the
+    takeover, its next events are numbered after them, not from its reservation."""
+    from pagefleet.live.history import append_event
+
+    store = CountingStore()
+    job = _job()
+
+    async def scenario() -> None:
+        events = RunEvents(store, job, flush_s=0.05)
+        events.emit(EventType.LOG, level="info", message="before")
+        await events.flush()
+        append_event(store, job, EventType.TAKEOVER, at=NOW, state="taken", holder="ops")
+        events.renumber()  # PageTakeover.seen: the lock changed
+        events.emit(EventType.LOG, level="info", message="after")
+        await events.close()
+
+    asyncio.run(scenario())
+    stored = _stored(store)
+    assert [e.get("message", e["type"]) for e in stored] == ["before", "takeover", "after"]

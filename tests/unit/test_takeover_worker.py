@@ -56,9 +56,13 @@ class Events:
 
     def __init__(self) -> None:
         self.emitted: list[dict[str, Any]] = []
+        self.renumbered = 0
 
     def emit(self, event_type: Any, /, **fields: Any) -> None:
         self.emitted.append({"type": event_type.value, **fields})
+
+    def renumber(self) -> None:
+        self.renumbered += 1
 
     def clock(self) -> float:
         return 1_800_000_000.0
@@ -173,6 +177,8 @@ def test_steps_wait_while_held_and_input_lands_in_order_scaled_before_they_go_on
         assert worker.dispatched == 3  # the last batch landed before the steps went on
         assert parts.page.cdp.sent[-1][1]["type"] == "keyUp"
         assert parts.events.emitted == [] and parts.audit.records == []  # the API told those
+        # The API numbered its events (taken, handed back): the worker's next come after them.
+        assert parts.events.renumbered == 2
         await worker.close()
 
     asyncio.run(scenario())

@@ -7,9 +7,12 @@ from datetime import timedelta
 
 import pytest
 
+from devstack.chaos import wait_until
+from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.service import cancel_job
 from pagefleet.jobs.states import JobStatus
+from pagefleet.runtime import RUNTIME
 from pagefleet.targets.breakers import BreakerPolicy, BreakerState, origin_of
 from tests.worker.conftest import TENANT, submit, wait_for_empty_queue, wait_for_job
 
@@ -36,14 +39,15 @@ def test_running_job_is_cancelled_mid_action_and_keeps_its_artifacts(
     settings = make_settings()
     run_worker(settings)
     wait_for_job(services, job.job_id, {JobStatus.RUNNING})
-    # Let the screenshot land, then cancel while the slow step waits.
-    deadline = time.monotonic() + 30
-    while services.store.get(TENANT, job.job_id).status is JobStatus.RUNNING:
-        if site.hits.get("/cancel-me"):
-            break
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    time.sleep(1.0)
+    # Cancel once the slow step has begun (its run event says so): the screenshot before it
+    # has landed then, however long it took on a loaded machine.
+    events = DynamoEventStore(RUNTIME.client("dynamodb"), settings.jobs_table)
+
+    def slow_step_started() -> bool:
+        page, _ = events.page(TENANT, job.job_id, after=0, limit=100, now=int(time.time()))
+        return any(e["type"] == "step_started" and e.get("index") == 2 for e in page)
+
+    wait_until(slow_step_started, 60, what="the slow step's step_started event")
     asked = cancel_job(services, TENANT, job.job_id)
     assert asked.status is JobStatus.RUNNING and asked.cancel_requested_at
 

@@ -2,10 +2,13 @@
 
 Items (partition ``TENANT#<id>``, beside the tenant's policy):
 
-- ``LIMIT#BUCKET``: ``tat`` (epoch ms, see ``pagefleet.tenancy.bucket``), ``minute`` (epoch
-  minute) and ``minute_count``, the submissions of that minute.
-- ``LIMIT#QUEUED``: ``queued``, ``version`` (bumped by every change; a recount writes only
-  if nothing moved meanwhile), ``recounted_at``.
+- ``LIMIT#QUEUED``: the submission bucket, ``tat`` (epoch ms, see
+  ``pagefleet.tenancy.bucket``), ``minute`` (epoch minute) and ``minute_count``, the
+  submissions of that minute; and the queued count, ``queued``, ``version`` (bumped by every
+  change of the count; a recount writes only if nothing moved meanwhile), ``recounted_at``.
+  One item, so a submission's token and its queued room are one conditional write
+  (``spend_and_hold``). The bucket was an item of its own (``LIMIT#BUCKET``) before
+  2026-12-05: a tenant's bucket starts full once after that change (docs/decisions.md).
 - ``LIMIT#RUNNING``: ``running``, a string set of job ids.
 
 Every change is one conditional update: the table decides, so concurrent API calls and
@@ -30,13 +33,12 @@ from pagefleet.adapters.dynamodb.codec import (
     tenant_pk,
 )
 from pagefleet.jobs.states import JobStatus
-from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendResult
+from pagefleet.tenancy.ports import UNSTARTED, CounterView, SlotTake, SpendHold, SpendResult
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-BUCKET_SK = "LIMIT#BUCKET"
-QUEUED_SK = "LIMIT#QUEUED"
+QUEUED_SK = "LIMIT#QUEUED"  # the queued count and the submission bucket
 RUNNING_SK = "LIMIT#RUNNING"
 
 
@@ -83,17 +85,41 @@ class DynamoTenantCounters:
     def spend(
         self, tenant_id: str, *, jobs: int, cost_ms: int, tolerance_ms: int, now_ms: int
     ) -> SpendResult:
+        return self._spend_loop(tenant_id, jobs, cost_ms, tolerance_ms, now_ms, None).spent
+
+    def spend_and_hold(
+        self, tenant_id: str, *, cost_ms: int, tolerance_ms: int, now_ms: int, limit: int
+    ) -> SpendHold:
+        return self._spend_loop(tenant_id, 1, cost_ms, tolerance_ms, now_ms, limit)
+
+    def _spend_loop(
+        self,
+        tenant_id: str,
+        jobs: int,
+        cost_ms: int,
+        tolerance_ms: int,
+        now_ms: int,
+        hold_limit: int | None,
+    ) -> SpendHold:
+        """Spend ``jobs`` tokens and, with ``hold_limit``, hold queued room for them in the
+        same write; a refusal's old item says which case holds, or that there is no room
+        (then the tokens alone are spent)."""
         if cost_ms > tolerance_ms:
-            return SpendResult(False, self.view(tenant_id, now_ms=now_ms).tat_ms, 0)
+            return SpendHold(
+                SpendResult(False, self.view(tenant_id, now_ms=now_ms).tat_ms, 0), None
+            )
         minute = now_ms // 60_000
         with self._lock:
             last_tat, last_minute = self._last.get(tenant_id, (0, -1))
         guess = Case(busy=last_tat >= now_ms, same_minute=last_minute == minute)
+        hold = hold_limit if hold_limit is not None and jobs <= hold_limit else None
         writes = 0
-        for _ in range(4):  # each refusal says which case holds; concurrent spends may move it
+        for _ in range(5):  # each refusal says which case holds; concurrent spends may move it
             writes += 1
             try:
-                tat = self._spend(tenant_id, guess, jobs, cost_ms, tolerance_ms, now_ms)
+                tat, queued = self._spend(
+                    tenant_id, guess, jobs, cost_ms, tolerance_ms, now_ms, hold
+                )
             except ClientError as exc:
                 if not condition_failed(exc):
                     raise
@@ -101,12 +127,15 @@ class DynamoTenantCounters:
                 found = case_of(old, cost_ms=cost_ms, tolerance_ms=tolerance_ms, now_ms=now_ms)
                 if found is None:
                     self._remember(tenant_id, int(old["tat"]), int(old.get("minute", -1)))
-                    return SpendResult(False, int(old["tat"]), writes)
+                    return SpendHold(SpendResult(False, int(old["tat"]), writes), None)
+                if hold is not None and int(old.get("queued", 0)) > hold - jobs:
+                    hold = None  # no room: the token alone, as a refused submission spends it
                 guess = found
                 continue
             self._remember(tenant_id, tat, minute)
-            return SpendResult(True, tat, writes)
-        return SpendResult(False, self.view(tenant_id, now_ms=now_ms).tat_ms, writes)
+            return SpendHold(SpendResult(True, tat, writes), queued)
+        view = self.view(tenant_id, now_ms=now_ms)
+        return SpendHold(SpendResult(False, view.tat_ms, writes), None)
 
     def _remember(self, tenant_id: str, tat: int, minute: int) -> None:
         with self._lock:
@@ -115,9 +144,17 @@ class DynamoTenantCounters:
             self._last[tenant_id] = (tat, minute)
 
     def _spend(
-        self, tenant_id: str, case: Case, jobs: int, cost_ms: int, tolerance_ms: int, now_ms: int
-    ) -> int:
-        """One conditional write for one case of the bucket (see ``Case``)."""
+        self,
+        tenant_id: str,
+        case: Case,
+        jobs: int,
+        cost_ms: int,
+        tolerance_ms: int,
+        now_ms: int,
+        hold_limit: int | None,
+    ) -> tuple[int, int | None]:
+        """One conditional write for one case of the bucket (see ``Case``), holding queued
+        room too with ``hold_limit``: the tat after it, and the queued count (None: not held)."""
         minute = now_ms // 60_000
         values: dict[str, Any] = {":now": now_ms, ":min": minute, ":jobs": jobs}
         if case.busy:
@@ -128,15 +165,22 @@ class DynamoTenantCounters:
             tat_set = "tat = :tat"
             condition = "(attribute_not_exists(tat) OR tat < :now)"
             values[":tat"] = now_ms + cost_ms
+        adds = []
         if case.same_minute:
-            expression = f"SET {tat_set} ADD minute_count :jobs"
+            sets = [tat_set]
+            adds.append("minute_count :jobs")
             condition += " AND #minute = :min"
         else:
-            expression = f"SET {tat_set}, #minute = :min, minute_count = :jobs"
+            sets = [tat_set, "#minute = :min", "minute_count = :jobs"]
             condition += " AND (attribute_not_exists(#minute) OR #minute <> :min)"
+        if hold_limit is not None:  # as add_queued's write, in this one
+            adds += ["queued :jobs", "version :one"]
+            condition += " AND (attribute_not_exists(queued) OR queued <= :room)"
+            values.update({":one": 1, ":room": hold_limit - jobs})
+        expression = "SET " + ", ".join(sets) + (" ADD " + ", ".join(adds) if adds else "")
         resp = self._db.update_item(
             TableName=self._table,
-            Key=self._key(tenant_id, BUCKET_SK),
+            Key=self._key(tenant_id, QUEUED_SK),
             UpdateExpression=expression,
             ConditionExpression=condition,
             ExpressionAttributeNames={"#minute": "minute"},
@@ -144,7 +188,8 @@ class DynamoTenantCounters:
             ReturnValues="UPDATED_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
-        return int(deserialize(resp["Attributes"])["tat"])
+        new = deserialize(resp["Attributes"])
+        return int(new["tat"]), int(new["queued"]) if hold_limit is not None else None
 
     # --- queued -----------------------------------------------------------------------------
     def add_queued(self, tenant_id: str, jobs: int, *, limit: int) -> int | None:
@@ -284,7 +329,7 @@ class DynamoTenantCounters:
         resp = self._db.batch_get_item(
             RequestItems={
                 self._table: {
-                    "Keys": [self._key(tenant_id, sk) for sk in (BUCKET_SK, QUEUED_SK, RUNNING_SK)],
+                    "Keys": [self._key(tenant_id, sk) for sk in (QUEUED_SK, RUNNING_SK)],
                     "ConsistentRead": True,
                 }
             }
@@ -293,7 +338,7 @@ class DynamoTenantCounters:
             str(data["sk"]): data
             for data in (deserialize(i) for i in resp.get("Responses", {}).get(self._table, []))
         }
-        bucket = items.get(BUCKET_SK, {})
+        bucket = items.get(QUEUED_SK, {})
         same_minute = int(bucket.get("minute", -1)) == now_ms // 60_000
         return CounterView(
             tat_ms=int(bucket["tat"]) if "tat" in bucket else None,

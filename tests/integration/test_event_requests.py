@@ -1,0 +1,57 @@
+"""What an attempt's run events cost in DynamoDB requests (``bench/aws_requests.py``), on the
+moto server with the real adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from browser_task.observe.run_events import RunEvents, attempt_ended
+from devstack.provision import Provisioned
+from pagefleet.adapters.dynamodb.events import DynamoEventStore
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.record import JobRecord
+from pagefleet.jobs.states import JobStatus
+from pagefleet.live.events import EventType
+from pagefleet.runtime import RUNTIME
+
+
+def test_a_short_attempts_last_batch_is_one_write(provisioned: Provisioned) -> None:
+    """Two batches (the flusher's, then the one at close): one reservation of numbers and two
+    puts, where each batch was a counter update and a put."""
+    db = RUNTIME.client("dynamodb")
+    store = DynamoEventStore(db, provisioned.jobs_table)
+    job = JobRecord(
+        tenant_id="t",
+        job_id="j1",
+        status=JobStatus.RUNNING,
+        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
+        created_at="2026-12-05T10:00:00.000Z",
+        updated_at="2026-12-05T10:00:00.000Z",
+        correlation_id="c",
+        pool="standard",
+        attempt=1,
+    )
+    calls: list[str] = []
+
+    def count(model: object, **_: object) -> None:
+        calls.append(str(getattr(model, "name", "?")))
+
+    async def attempt() -> None:
+        events = RunEvents(store, job, flush_s=0.05)
+        events.emit(EventType.STATE, status="running")
+        events.emit(EventType.STEP_STARTED, index=0, of=1, path="0", action="goto")
+        await events.flush()
+        events.emit(EventType.STEP_FINISHED, index=0, of=1, path="0", action="goto")
+        attempt_ended(events, "succeeded", None, None)
+        await events.close()
+
+    db.meta.events.register("before-call.dynamodb", count)
+    try:
+        asyncio.run(attempt())
+    finally:
+        db.meta.events.unregister("before-call.dynamodb", count)
+    assert calls == ["UpdateItem", "PutItem", "PutItem"]
+    stored, more = store.page("t", "j1", after=0, limit=10, now=int(time.time()))
+    assert [e["seq"] for e in stored] == [1, 2, 3, 4] and not more
+    assert [e["type"] for e in stored] == ["state", "step_started", "step_finished", "state"]
