@@ -16,6 +16,7 @@ from devstack.provision import Provisioned, create_all
 from tests.support.suites import (
     check_fast_slice,
     check_groups_applied,
+    keep_collection_order,
     mark_suites,
     order_for_workers,
 )
@@ -53,6 +54,10 @@ def _hypothesis_for_ci() -> None:
 
 
 _hypothesis_for_ci()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    keep_collection_order(config)
 
 
 # First, so that pytest-xdist's own hook sees the groups when it names the tests.

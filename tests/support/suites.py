@@ -122,17 +122,17 @@ ON_SECOND_STACK = (
 DEMO_COMMAND = "e2e/demo-command"
 STACK_STOP = "e2e/stack-stop"
 
-# xdist hands the groups out in collection order (pyproject.toml turns off its own reorder,
-# which puts the groups with the most tests first and so a one-test group of minutes last);
+# xdist hands the groups out in collection order (``keep_collection_order`` turns off its
+# own reorder, which puts the groups with the most tests first, a one-test group last);
 # the longest should not start last: then the run lasts about its sum of test time / 3;
 # else add the tail of the last long group.
 # Longest first, as measured in a whole run on three workers (2026-12-05, seconds of test
 # time under the run's own load: scripts/test_schedule.py): the shared stacks' modules
-# (263, 151), the tenancy stack (175), order chaos (144), the browser lifecycle (297 with
-# 200 jobs; 80 now, 56 s alone), the API fuzz (116), process faults (116), the worker
-# suite's module (106), then 60-80 s each. Other groups that start a browser or a stack (marked
-# e2e) come next, then the rest. Only the order changes: a name missing here costs time,
-# not coverage.
+# (263, 151), the tenancy stack (175), order chaos (144; 24 orders now, 42 s alone), the
+# browser lifecycle (297 with 200 jobs; 80 now, 56 s alone), the API fuzz (116), process
+# faults (116), the worker suite's module (106), then 60-80 s each. Other groups that
+# start a browser or a stack (marked e2e) come next, then the rest. Only the order
+# changes: a name missing here costs time, not coverage.
 LONGEST_FIRST = (
     SHARED_STACK_2,
     "e2e/test_tenancy_e2e.py",
@@ -148,6 +148,15 @@ LONGEST_FIRST = (
     "chaos/test_aws_faults.py",
     DEMO_COMMAND,
 )
+
+
+def keep_collection_order(config: pytest.Config) -> None:
+    """pytest-xdist's loadgroup hands the groups out by their number of tests, most first
+    (its ``--loadscope-reorder``, on by default), which would undo ``order_for_workers``:
+    the groups go out in collection order instead. Set beside the order it keeps, for
+    every run that loads tests/conftest.py however pytest is called."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def order_for_workers(items: list[pytest.Item], tests_dir: Path) -> None:

@@ -8,11 +8,10 @@ gained. The tests run in a child pytest on a copy of the layout (no socket is op
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
-from tests.support.child_pytest import REPO, run_child_pytest
+from tests.support.child_pytest import run_child_pytest
 
 
 def test_a_test_that_names_its_group_is_in_that_group_only(tmp_path: Path) -> None:
@@ -104,7 +103,7 @@ def test_every_module_on_the_default_stack_is_in_a_shared_stacks_group(tmp_path:
 def test_the_longest_group_starts_first_however_few_its_tests(tmp_path: Path) -> None:
     """pytest-xdist's loadgroup by default hands out the groups with the most tests first: a
     group of one test of minutes (the browser lifecycle) went last and made the run's tail.
-    With the project's options (pyproject.toml) it follows suites.LONGEST_FIRST."""
+    tests/conftest.py keeps the collection order, which follows suites.LONGEST_FIRST."""
     (tmp_path / "tests" / "worker").mkdir(parents=True)
     (tmp_path / "tests" / "unit").mkdir()
     (tmp_path / "tests" / "worker" / "test_browser_lifecycle.py").write_text(
@@ -114,7 +113,6 @@ def test_the_longest_group_starts_first_however_few_its_tests(tmp_path: Path) ->
         "".join(f"def test_{n}():\n    pass\n\n" for n in range(6))
     )
     _write_root_conftest(tmp_path)
-    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
     run = run_child_pytest(tmp_path, "-n", "1", "--dist", "loadgroup", "-v", xdist=True)
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
@@ -132,7 +130,14 @@ def _write_root_conftest(tmp_path: Path) -> None:
 
             import pytest
 
-            from tests.support.suites import mark_suites, order_for_workers
+            from tests.support.suites import (
+                keep_collection_order,
+                mark_suites,
+                order_for_workers,
+            )
+
+            def pytest_configure(config):
+                keep_collection_order(config)
 
             @pytest.hookimpl(tryfirst=True)
             def pytest_collection_modifyitems(config, items):
