@@ -11,9 +11,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_child_pytest(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    """pytest on ``tmp_path/tests`` (without xdist, ``-rA``: every outcome is printed),
-    importing ``tests.support`` from this checkout."""
+def run_child_pytest(
+    tmp_path: Path, *options: str, xdist: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """pytest on ``tmp_path/tests`` (without xdist unless ``xdist``, ``-rA``: every outcome
+    is printed), importing ``tests.support`` from this checkout."""
     return subprocess.run(
         [
             sys.executable,
@@ -21,8 +23,7 @@ def run_child_pytest(tmp_path: Path, *options: str) -> subprocess.CompletedProce
             "pytest",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:xdist",
+            *([] if xdist else ["-p", "no:xdist"]),
             *options,
             "--rootdir",
             str(tmp_path),

@@ -122,18 +122,30 @@ ON_SECOND_STACK = (
 DEMO_COMMAND = "e2e/demo-command"
 STACK_STOP = "e2e/stack-stop"
 
-# xdist hands the groups out in collection order; the longest should not start last. These
-# run minutes each (the shared stack's modules, a 200-job browser run, local stacks with
-# killed workers, the demo command);
-# other groups that start a browser or a stack (marked e2e) come next, then the rest. Only
-# the order changes: a name missing here costs time, not coverage.
+# xdist hands the groups out in collection order (pyproject.toml turns off its own reorder,
+# which puts the groups with the most tests first and so a one-test group of minutes last);
+# the longest should not start last: then the run lasts about its sum of test time / 3;
+# else add the tail of the last long group.
+# Longest first, as measured in a whole run on three workers (2026-12-05, seconds of test
+# time under the run's own load: scripts/test_schedule.py): the shared stacks' modules
+# (263, 151), the tenancy stack (175), order chaos (144), the browser lifecycle (297 with
+# 200 jobs; 80 now, 56 s alone), the API fuzz (116), process faults (116), the worker
+# suite's module (106), then 60-80 s each. Other groups that start a browser or a stack (marked
+# e2e) come next, then the rest. Only the order changes: a name missing here costs time,
+# not coverage.
 LONGEST_FIRST = (
-    SHARED_STACK,
     SHARED_STACK_2,
-    "worker/test_browser_lifecycle.py",
     "e2e/test_tenancy_e2e.py",
+    SHARED_STACK,
+    "chaos/test_irreversible_chaos.py",
+    "worker/test_browser_lifecycle.py",
+    "integration/test_api_fuzz.py",
     "chaos/test_process_faults.py",
+    "worker/test_worker_e2e.py",
+    "worker/test_irreversible_worker.py",
+    "e2e/test_expiring_credentials_e2e.py",
     "e2e/test_live_runs.py",
+    "chaos/test_aws_faults.py",
     DEMO_COMMAND,
 )
 

@@ -8,10 +8,11 @@ gained. The tests run in a child pytest on a copy of the layout (no socket is op
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 from pathlib import Path
 
-from tests.support.child_pytest import run_child_pytest
+from tests.support.child_pytest import REPO, run_child_pytest
 
 
 def test_a_test_that_names_its_group_is_in_that_group_only(tmp_path: Path) -> None:
@@ -98,6 +99,28 @@ def test_every_module_on_the_default_stack_is_in_a_shared_stacks_group(tmp_path:
     out = run.stdout
     assert run.returncode == 0, out + run.stderr
     assert out.count("PASSED") == 5, out
+
+
+def test_the_longest_group_starts_first_however_few_its_tests(tmp_path: Path) -> None:
+    """pytest-xdist's loadgroup by default hands out the groups with the most tests first: a
+    group of one test of minutes (the browser lifecycle) went last and made the run's tail.
+    With the project's options (pyproject.toml) it follows suites.LONGEST_FIRST."""
+    (tmp_path / "tests" / "worker").mkdir(parents=True)
+    (tmp_path / "tests" / "unit").mkdir()
+    (tmp_path / "tests" / "worker" / "test_browser_lifecycle.py").write_text(
+        "def test_minutes():\n    pass\n"
+    )
+    (tmp_path / "tests" / "unit" / "test_many.py").write_text(
+        "".join(f"def test_{n}():\n    pass\n\n" for n in range(6))
+    )
+    _write_root_conftest(tmp_path)
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    run = run_child_pytest(tmp_path, "-n", "1", "--dist", "loadgroup", "-v", xdist=True)
+    out = run.stdout
+    assert run.returncode == 0, out + run.stderr
+    ran = [line for line in out.splitlines() if line.startswith("[gw0]") and "PASSED" in line]
+    assert len(ran) == 7, out
+    assert "test_browser_lifecycle.py::test_minutes" in ran[0], ran
 
 
 def _write_root_conftest(tmp_path: Path) -> None:
