@@ -12,7 +12,8 @@ from devstack.stack import LocalStack
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 # 24 orders: the kills at an order come from a seeded roll per order (5 of the first 24,
-# of both kinds); the random kills come during the submissions, as often as with 40 jobs.
+# of both kinds); the random kills, during the submissions, come as much more often as
+# the submissions are shorter than with 40.
 JOBS = 24
 
 
