@@ -213,6 +213,11 @@ class StageConfig(DeployModel):
         return "private" if egress == "nat" else "public"
 
     @property
+    def fixed_ip_pools(self) -> list[str]:
+        """The pools with their own subnets, NAT gateway and Elastic IP, in declared order."""
+        return [p for p in self.pool_names if self.subnets_of(p) == "own"]
+
+    @property
     def log_retention(self) -> logs.RetentionDays:
         return _RETENTION[self.log_retention_days]
 
@@ -257,7 +262,7 @@ class StageConfig(DeployModel):
             )
         if self.egress == "nat" and self.nat_gateways < 1:
             raise ValueError("egress=nat needs at least one NAT gateway")
-        own = [p for p in self.pool_names if self.subnets_of(p) == "own"]
+        own = self.fixed_ip_pools
         if len(own) > MAX_FIXED_IP_POOLS:
             raise ValueError(
                 f"at most {MAX_FIXED_IP_POOLS} pools may have a fixed_ip egress, not {len(own)}"

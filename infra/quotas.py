@@ -108,30 +108,21 @@ def needs(config: StageConfig) -> list[Need]:
             f"{LAMBDA_UNRESERVED_MINIMUM} unreserved = {floor}",
         )
     )
-    addresses = elastic_ips(config)
-    if addresses:
+    # One address per NAT gateway: the VPC's (CDK makes at most one per AZ's public subnet)
+    # and each fixed_ip pool's own.
+    vpc = min(config.nat_gateways, config.max_azs) if config.egress == "nat" else 0
+    own = len(config.fixed_ip_pools)
+    if vpc + own:
         out.append(
             Need(
                 "EC2-VPC Elastic IPs",
                 *ELASTIC_IPS,
-                addresses,
-                f"one per NAT gateway: the VPC's {addresses - len(fixed_ip_pools(config))}, "
-                f"fixed_ip pools' {len(fixed_ip_pools(config))}; the Region's quota is shared "
-                "with the account's other stages and stacks there",
+                vpc + own,
+                f"one per NAT gateway: the VPC's {vpc}, fixed_ip pools' {own}; the Region's "
+                "quota is shared with the account's other stages and stacks there",
             )
         )
     return out
-
-
-def fixed_ip_pools(config: StageConfig) -> list[str]:
-    return [p for p in config.pool_names if config.subnets_of(p) == "own"]
-
-
-def elastic_ips(config: StageConfig) -> int:
-    """The addresses the stage allocates: its VPC's NAT gateways (CDK makes at most one per
-    AZ's public subnet) and each fixed_ip pool's own."""
-    vpc = min(config.nat_gateways, config.max_azs) if config.egress == "nat" else 0
-    return vpc + len(fixed_ip_pools(config))
 
 
 def quota_value(client: Any, service_code: str, quota_code: str) -> float:

@@ -59,7 +59,7 @@ def fixed_ip_subnets(
     the first AZ's public subnet (one address means one gateway), as are S3 and DynamoDB's
     gateway endpoints for the pool's route tables. A pool keeps its range by its place
     among the fixed_ip pools (new ones are added after the stage's: merge by name)."""
-    pools = [name for name in config.pool_names if config.subnets_of(name) == "own"]
+    pools = config.fixed_ip_pools
     if not pools:
         return {}
     block = ec2.CfnVPCCidrBlock(scope, "PoolCidr", vpc_id=vpc.vpc_id, cidr_block=POOL_CIDR)
