@@ -173,7 +173,7 @@ def _print_path(found: list[Call]) -> None:
     (a step: from the API's record of it to the last read of its answer)."""
     from bench.aws_requests import print_calls
 
-    firsts = [i for i, c in enumerate(found) if c[3] == "dynamodb.PutItem" and "api" in c[2]]
+    firsts = [_step_start(found, i) for i, c in enumerate(found) if _api(c, "dynamodb.PutItem")]
     steps = [found[a:b] for a, b in itertools.pairwise(firsts)]
     if not steps:
         return
@@ -185,6 +185,20 @@ def _print_path(found: list[Call]) -> None:
     step = sorted(steps, key=length)[len(steps) // 2]
     print(f"the median step's calls ({length(step) * 1000:.1f} ms, first request to last read):")
     print_calls(step, step[0].began)
+
+
+def _api(call: Call, operation: str) -> bool:
+    return call[3] == operation and "api" in call[2]
+
+
+def _step_start(found: list[Call], put: int) -> int:
+    """Where the step whose record is ``found[put]`` begins: at its wake-up when that was
+    sent alongside the record (started on its own thread a moment before the record)."""
+    for index in range(put - 1, max(-1, put - 4), -1):
+        call = found[index]
+        if _api(call, "sqs.SendMessage") and found[put][0] - call[0] < 0.005:
+            return index
+    return put
 
 
 if __name__ == "__main__":

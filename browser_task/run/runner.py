@@ -37,10 +37,10 @@ from browser_task.run.opening import RunOpener
 from browser_task.run.prepare import TenantPolicies
 from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import with_metrics
-from browser_task.run.session_loop import run_session
+from browser_task.run.session_loop import SessionStart, begin_session, run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.run.spend import nothing_left, within_budgets
-from browser_task.tenant.access import TenantDataSource
+from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
@@ -139,6 +139,9 @@ class JobRunner:
         )
         session: JobBrowser | None = None
         tracked: TrackedJob | None = None
+        # A browser session's mailbox and first look at its ledger begin now, while its
+        # context and page are made (browser_task.run.session_loop.begin_session).
+        start = self._begin_session(job, data)
         try:
             opened = await self._opener.open(
                 job, collector, data, events, meter, early, log, signals.leave_slot
@@ -148,9 +151,11 @@ class JobRunner:
             ctx = opened
             session = ctx.session
             tracked = self._egress_log.follow(log, session)
-            outcome = await self._watch(job, ctx, collector, lease_lost, log, signals)
+            outcome = await self._watch(job, ctx, collector, lease_lost, log, signals, start)
             return with_step_times(with_metrics(outcome, ctx.router, meter), events)
         finally:
+            if start is not None:
+                start.end()
             if tracked is not None:
                 self._egress_log.done(tracked)
             if session is not None:
@@ -165,12 +170,13 @@ class JobRunner:
         lease_lost: asyncio.Event,
         log: JobLog,
         signals: SlotSignals,
+        start: SessionStart | None,
     ) -> Outcome | None:
         """Run the workflow until it ends, the lease is lost, a cancel, an abort or the
         watchdog; each ending has its own outcome."""
         session = ctx.session
         # A job's workflow, or a browser session's commands as they come.
-        steps = run_workflow(ctx) if job.request.session is None else self._session(ctx)
+        steps = run_workflow(ctx) if job.request.session is None else self._session(ctx, start)
         work = asyncio.create_task(steps, name=f"job {job.job_id}")
         lost = asyncio.create_task(lease_lost.wait())
         abort = asyncio.create_task(self._abort.wait())
@@ -301,10 +307,19 @@ class JobRunner:
         artifacts, _ = await collector.settle()
         return replace(outcome, artifacts=artifacts)
 
-    async def _session(self, ctx: RunContext) -> dict[str, Any]:
+    def _begin_session(self, job: JobRecord, data: TenantData) -> SessionStart | None:
+        if job.request.session is None or self._session_inbox is None:
+            return None
+        # The tenant's own ledger (the job role's credentials) where the worker has one.
+        commands = data.commands or self._session_commands
+        if commands is None:
+            return None
+        return begin_session(self._session_inbox, commands, job.tenant_id, job.job_id)
+
+    async def _session(self, ctx: RunContext, start: SessionStart | None) -> dict[str, Any]:
         # The tenant's own ledger (the job role's credentials) where the worker has one.
         commands = ctx.commands or self._session_commands
-        return await run_session(ctx, self._session_inbox, commands, self._policies)
+        return await run_session(ctx, self._session_inbox, commands, self._policies, start)
 
     def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
         """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""

@@ -9,10 +9,13 @@ the browser went with it. The session ends on a close wake-up, or after ``idle_t
 without a command. Commands come from the command ledger: the worker's inbox wakes the loop
 with a command's id (browser_task.run.inbox), and the loop looks at the session's pending
 commands itself when it starts and whenever it has waited ``POLL_S`` (a wake-up lost or sent
-before this worker held the session delays a command, never loses it). Each command runs
-only once its claim in the ledger wins (a duplicate wake-up or a retry finds it taken or
-answered; a command past its deadline is expired), and its answer and the steps that
-succeeded are recorded there: the record is the answer its caller reads. When the session
+before this worker held the session delays a command, never loses it). The first look and
+the session's mailbox begin as soon as the claim is won (``begin_session``), while the
+page is made: the commands sent while the session was starting are known when its page is,
+and a wake-up sent once the API could see the claim is routed to the mailbox, not dropped.
+Each command runs only once its claim in the ledger wins (a duplicate wake-up or a retry
+finds it taken or answered; a command past its deadline is expired), and its answer and the
+steps that succeeded are recorded there: the record is the answer its caller reads. When the session
 ends, its commands still pending are expired: nothing waits for a worker that is gone.
 The result keeps how many steps succeeded (``step_count``), the data they extracted
 (``data``) and why it ended (``closed_reason``).
@@ -24,7 +27,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -60,9 +65,45 @@ MAX_RECORDED = 500
 # A wake-up may come before its command's record (the API sends it while it writes the
 # record): the claim looks again after each of these pauses (0.3 s in all), then drops it.
 RECORD_WAITS_S = (0.01, 0.02, 0.04, 0.08, 0.15)
+# The commands this loop ran, remembered (the latest this many) so that a wake-up for one of
+# them (a copy, or the wake-up of a command its first look found) costs no claim.
+REMEMBERED_RAN = 256
 
 log = logging.getLogger("browser_task.run.session_loop")
 EvaluateAllowed = Callable[[], Awaitable[bool]]
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    """What a session's worker begins as soon as its claim is won, while its context and
+    page are made: its mailbox (from then on, wake-ups for the session are routed to it,
+    not dropped) and its first look at the ledger (the commands sent while it started)."""
+
+    inbox: WorkerInbox
+    session_id: str
+    mailbox: Mailbox
+    pending: asyncio.Task[list[CommandRecord]]
+
+    def end(self) -> None:
+        """The run ended (or never reached its loop): no more wake-ups routed to it."""
+        self.inbox.close(self.session_id)
+        if not self.pending.done():
+            self.pending.cancel()
+        elif not self.pending.cancelled():
+            self.pending.exception()  # seen: a failed look is the loop's, if it ran
+
+
+def begin_session(
+    inbox: WorkerInbox, commands: CommandLedger, tenant_id: str, session_id: str
+) -> SessionStart:
+    """Open the session's mailbox, then look at its ledger (in that order: a command recorded
+    after the look was either woken into the mailbox, or its wake-up is yet to come)."""
+    mailbox = inbox.open(tenant_id, session_id)
+    pending = asyncio.create_task(
+        asyncio.to_thread(pending_commands, commands, tenant_id, session_id),
+        name=f"session {session_id}: pending commands",
+    )
+    return SessionStart(inbox, session_id, mailbox, pending)
 
 
 class SessionLoop:
@@ -77,8 +118,12 @@ class SessionLoop:
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         takeover: PageTakeover | None = None,
+        first_look: Awaitable[list[CommandRecord]] | None = None,
     ) -> None:
         self.ctx = ctx
+        # The ledger's first look, begun at the claim (None: the loop makes it as it starts).
+        self._first_look = first_look
+        self._ran: deque[str] = deque(maxlen=REMEMBERED_RAN)
         self.takeover = takeover  # a person holding the page: no command is taken meanwhile
         self.mailbox = mailbox
         self.terms = terms
@@ -104,7 +149,7 @@ class SessionLoop:
 
     async def run(self) -> dict[str, Any]:
         began = last = self._clock()
-        if await self._pending():  # sent while the session was starting
+        if await self._pending(self._first_look):  # sent while the session was starting
             last = self._clock()
         while True:
             if self.takeover is not None:  # a person holding the page is activity
@@ -139,12 +184,15 @@ class SessionLoop:
             )
         return left
 
-    async def _pending(self) -> bool:
-        """Run the session's commands still pending, oldest first; True when any ran."""
+    async def _pending(self, looked: Awaitable[list[CommandRecord]] | None = None) -> bool:
+        """Run the session's commands still pending, oldest first (as ``looked`` found them,
+        or a look made now); True when any ran."""
         ctx = self.ctx
-        found = await asyncio.to_thread(
-            pending_commands, self.commands, ctx.tenant_id, ctx.plan.job_id
-        )
+        if looked is None:
+            looked = asyncio.to_thread(
+                pending_commands, self.commands, ctx.tenant_id, ctx.plan.job_id
+            )
+        found = await looked
         ran = False
         for record in found:
             ran = await self._once(record.command_id) or ran
@@ -166,6 +214,8 @@ class SessionLoop:
         """Run a command if its claim wins (a duplicate wake-up or a retry finds it taken or
         answered; one past its deadline is expired by the claim); True when its steps ran."""
         ctx = self.ctx
+        if command_id in self._ran:
+            return False  # ran here: answered in the ledger, its claim would find it taken
         key = (ctx.tenant_id, ctx.plan.job_id, command_id)
         claim = await self._claim(key)
         record = claim.record
@@ -181,6 +231,7 @@ class SessionLoop:
             observe=record.body.observe,
         )
         before = len(self.recorded)
+        self._ran.append(command_id)
         answer = await self._steps(command)
         # Durable before anyone is told: the record is the answer (a killed worker's
         # session keeps the step).
@@ -307,8 +358,10 @@ async def run_session(
     inbox: WorkerInbox | None,
     commands: CommandLedger | None,
     policies: TenantPolicies | None,
+    start: SessionStart | None = None,
 ) -> dict[str, Any]:
-    """The runner's entry: the session job's commands until it ends."""
+    """The runner's entry: the session job's commands until it ends. ``start``: its mailbox
+    and first look, begun at the claim (``begin_session``; None: begun here)."""
     terms = ctx.plan.request.session
     assert terms is not None
     if inbox is None or commands is None:
@@ -317,16 +370,23 @@ async def run_session(
     async def allowed() -> bool:
         return await evaluate_allowed(policies, ctx.tenant_id)
 
-    mailbox = inbox.open(ctx.tenant_id, ctx.plan.job_id)
+    if start is None:
+        start = begin_session(inbox, commands, ctx.tenant_id, ctx.plan.job_id)
     loop = SessionLoop(
-        ctx, mailbox, terms, commands=commands, evaluate_allowed=allowed, takeover=ctx.takeover
+        ctx,
+        start.mailbox,
+        terms,
+        commands=commands,
+        evaluate_allowed=allowed,
+        takeover=ctx.takeover,
+        first_look=start.pending,
     )
     try:
         return await loop.run()
     finally:
         # Whatever ended it: no more wake-ups are routed to it, and what was sent and not
         # taken is answered expired (its caller reads that, never waits on).
-        inbox.close(ctx.plan.job_id)
+        start.end()
         with contextlib.suppress(Exception):
             await loop.expire_pending()
 

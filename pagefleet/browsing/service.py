@@ -141,10 +141,17 @@ class Sessions:
 
 
 def open_session(
-    sessions: Sessions, tenant_id: str, body: OpenSession, *, correlation_id: str | None = None
+    sessions: Sessions,
+    tenant_id: str,
+    body: OpenSession,
+    *,
+    correlation_id: str | None = None,
+    opened: Callable[[JobRecord], object] | None = None,
 ) -> JobRecord:
     """Record and queue the session's job; 429 when the tenant's running slots are taken.
-    Nothing else is made: an open that fails half way leaves only what ``submit`` undoes."""
+    Nothing else is made: an open that fails half way leaves only what ``submit`` undoes.
+    ``opened``: told of the session once its job is recorded, while the job is queued (its
+    audit record: one round trip less on the open's path)."""
     sessions.require_inbox()
     quotas = sessions.quotas
     limit = quotas.limits(tenant_id).max_running
@@ -186,7 +193,9 @@ def open_session(
         )
     except ValidationError as exc:
         raise InvalidField.from_errors(exc.errors()) from None
-    admitted = submit(sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id)
+    admitted = submit(
+        sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id, alongside=opened
+    )
     return admitted.submitted.job
 
 

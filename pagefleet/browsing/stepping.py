@@ -12,13 +12,12 @@ starting, or a worker busy with another command, holds no API execution (docs/ap
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from pagefleet.background import Background
 from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
     CommandBody,
@@ -58,6 +57,12 @@ CLAIM_GRACE_S = 1.0
 FIRST_READ_S = 0.005
 READ_SHARE = 1 / 8
 LAST_READ_S = 0.05
+# No answer is in the record sooner than about this many of the record's own round trips
+# after the record was written: the worker's claim, then its answer, each a write to the same
+# table once the wake-up (sent alongside the record) has come. The first read waits that
+# long (between FIRST_READ_S and LAST_READ_S): a read before it cannot find the answer, and
+# on the local stack it takes the embedded AWS from the claim and the answer it waits for.
+ANSWER_TRIPS = 2
 
 
 def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
@@ -117,8 +122,10 @@ def run_steps(
     # after (one round trip less on each step's path). Its claim waits a moment for a record
     # on its way (browser_task.run.session_loop, RECORD_WAITS_S); a wake-up for a command
     # that is not to run (answered already, or refused below) meets the claim and runs none.
-    early = _Background(inbox.send, opened.inbox, wakeup) if opened.inbox is not None else None
+    early = Background(inbox.send, opened.inbox, wakeup) if opened.inbox is not None else None
+    began = sessions.clock()
     record = ledger.record(wanted)
+    trip = sessions.clock() - began
     woke = early.result() if early is not None else None
     if record.fingerprint != wanted.fingerprint:
         raise IdempotencyKeyReused(
@@ -143,7 +150,8 @@ def run_steps(
         )
     woken = bool(woke)
     if woken or record.state is CommandState.RUNNING:
-        record = await_record(sessions, record, min(float(body.wait_s), sessions.max_wait_s))
+        wait_s = min(float(body.wait_s), sessions.max_wait_s)
+        record = await_record(sessions, record, wait_s, first_read_s=ANSWER_TRIPS * trip)
     if record.state is CommandState.DONE and record.answer is not None:
         return answered(sessions.presign, record, "ready")
     view = read_command(sessions, tenant_id, session_id, given)
@@ -156,37 +164,18 @@ def run_steps(
     return view.answer or view
 
 
-class _Background(threading.Thread):
-    """``call(*args)`` on a thread of its own, started at once; ``result()`` waits for it
-    (and raises what it raised)."""
-
-    def __init__(self, call: Callable[..., bool], *args: Any) -> None:
-        super().__init__(daemon=True)
-        self._call, self._args = call, args
-        self._out: bool | None = None
-        self._error: BaseException | None = None
-        self.start()
-
-    def run(self) -> None:
-        try:
-            self._out = self._call(*self._args)
-        except BaseException as exc:  # handed to the caller in result()
-            self._error = exc
-
-    def result(self) -> bool | None:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        return self._out
-
-
-def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> CommandRecord:
+def await_record(
+    sessions: Sessions, record: CommandRecord, wait_s: float, *, first_read_s: float = 0.0
+) -> CommandRecord:
     """The command's record once answered, or as it stands when waiting is over: after
     ``wait_s``, or at once when its worker has not taken it ``CLAIM_GRACE_S`` after it was
     sent. A call is held while the steps run, never while they wait (finding 8 of issue 32:
-    no API execution waits for a browser that is starting, busy or gone)."""
+    no API execution waits for a browser that is starting, busy or gone). ``first_read_s``:
+    when the answer could first be there (``ANSWER_TRIPS``), kept between FIRST_READ_S and
+    LAST_READ_S."""
     ledger = sessions.require_commands()
     begin = sessions.clock()
+    first = min(LAST_READ_S, max(FIRST_READ_S, first_read_s))
     while True:
         waited = sessions.clock() - begin
         if record.state in (CommandState.DONE, CommandState.EXPIRED) or waited >= wait_s:
@@ -194,6 +183,8 @@ def await_record(sessions: Sessions, record: CommandRecord, wait_s: float) -> Co
         if record.state is CommandState.PENDING and waited >= CLAIM_GRACE_S:
             return record
         pause = min(LAST_READ_S, max(FIRST_READ_S, waited * READ_SHARE))
+        if first:
+            pause, first = first, 0.0
         sessions.sleep(min(pause, wait_s - waited))
         found = ledger.get(record.tenant_id, record.session_id, record.command_id)
         record = found or record

@@ -6,11 +6,14 @@ reads the environment or talks to AWS on import.
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from pagefleet.background import Background
 from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import (
     EnqueueFailed,
@@ -39,6 +42,8 @@ from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.jobs.submit_policy import STRICT, SubmitPolicy
 from pagefleet.workflow.versions import WorkflowStore
+
+log = logging.getLogger("pagefleet.jobs")
 
 
 @dataclass(frozen=True)
@@ -107,9 +112,13 @@ def submit_job(
     correlation_id: str | None = None,
     schedule: tuple[str, str] | None = None,
     delay_s: int = 0,
+    alongside: Callable[[JobRecord], object] | None = None,
 ) -> Submitted:
     """Record a job in its first state, then send it on its way (a queued job's message
-    visible ``delay_s`` later).
+    visible ``delay_s`` later). ``alongside``: work that needs the job recorded (a browser
+    session's audit record), started once it is and run while it is queued; waited for
+    before this returns or raises (pagefleet.background), its failure logged, never the
+    submission's.
 
     The record is written first so that a job acknowledged to the client can always be
     found again: if its message cannot be sent, a retry with the same Idempotency-Key (or
@@ -132,7 +141,7 @@ def submit_job(
         schedule=schedule,
     )
     assert planned is not None  # a problem was raised
-    record, dispatch_at, status = planned.record, planned.dispatch_at, planned.record.status
+    record, dispatch_at = planned.record, planned.dispatch_at
     try:
         svc.store.create(record, idempotency_fingerprint=fingerprint, dispatch_at=dispatch_at)
     except IdempotencyConflict:
@@ -140,6 +149,20 @@ def submit_job(
         assert idempotency_key is not None
         replay = _wait_for_replay(svc, tenant_id, idempotency_key, fingerprint)
         return replay
+    beside = Background(alongside, record) if alongside is not None else None
+    try:
+        return _send_on(svc, record, dispatch_at, delay_s)
+    finally:
+        failed = beside.failure() if beside is not None else None
+        if failed is not None:
+            log.warning("work alongside job %s failed: %s", record.job_id, failed)
+
+
+def _send_on(
+    svc: JobServices, record: JobRecord, dispatch_at: int | None, delay_s: int
+) -> Submitted:
+    """A recorded job on its way: released by its parents, dispatched later, or queued."""
+    tenant_id, status = record.tenant_id, record.status
     if status is JobStatus.WAITING:
         # Parents that already ended settle it now; the others release it when they end.
         if svc.lifecycle.settle_waiting(tenant_id, record.job_id) is not None:

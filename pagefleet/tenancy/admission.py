@@ -19,6 +19,7 @@ from pagefleet.errors import EnqueueFailed, PagefleetError, QueueFull, RateLimit
 from pagefleet.jobs import service
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import SYSTEM_CLOCK, Clock
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.replay import offline_request
 from pagefleet.jobs.service import JobServices, Submitted
 from pagefleet.jobs.submission import JobSubmission
@@ -159,8 +160,10 @@ def submit(
     idempotency_key: str | None = None,
     correlation_id: str | None = None,
     schedule: tuple[str, str] | None = None,
+    alongside: Callable[[JobRecord], object] | None = None,
 ) -> Admitted:
-    """``schedule``: (schedule id, scheduled time) of a schedule's run started by hand."""
+    """``schedule``: (schedule id, scheduled time) of a schedule's run started by hand;
+    ``alongside``: work run while a new job is queued (``jobs.service.submit_job``)."""
     key = idempotency_key
     if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
         rate = quotas.spend(tenant_id)  # a replay: a token (it is a request), no queued room
@@ -176,6 +179,7 @@ def submit(
         held=held,
         schedule=schedule,
         key_is_new=True,
+        alongside=alongside,
     )
     return Admitted(submitted, rate)
 
@@ -207,6 +211,7 @@ def _submit_one(
     held: int | None = None,
     schedule: tuple[str, str] | None = None,
     key_is_new: bool = False,
+    alongside: Callable[[JobRecord], object] | None = None,
 ) -> Submitted:
     """One job whose token is spent; ``held``: the queued count once room was held for it
     (None: not held yet); ``key_is_new``: its key was just looked up and not found."""
@@ -224,6 +229,7 @@ def _submit_one(
             correlation_id=correlation_id,
             schedule=schedule,
             delay_s=quotas.start_delay(tenant_id, queued),
+            alongside=alongside,
         )
     except EnqueueFailed:
         raise  # recorded, and queued by the sweeper: it holds its room

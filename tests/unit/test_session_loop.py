@@ -228,3 +228,50 @@ def test_a_wakeup_that_comes_before_its_record_runs_the_command_once_it_is_writt
     asyncio.run(loop.run())
     assert loop.ran == ["c", "mid"]  # and "never", never recorded, dropped after a few looks
     assert ledger.claims == 2 + 2 + 1 + len(RECORD_WAITS_S)
+
+
+class CountedClaims(FakeCommandLedger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.claims: list[str] = []
+
+    def claim(self, tenant_id: str, session_id: str, command_id: str, **kw: Any) -> Any:
+        self.claims.append(command_id)
+        return super().claim(tenant_id, session_id, command_id, **kw)
+
+
+def test_a_command_its_first_look_ran_costs_no_claim_when_its_wakeups_come() -> None:
+    # The session's first step: sent while it started, found by the loop's first look, and
+    # its wake-up (routed to the mailbox opened at the claim) and a copy come after it ran.
+    ledger = CountedClaims()
+    record(ledger, "first")
+    loop = loop_over([wake("first"), wake("first"), wake(op="close")], ledger)
+    asyncio.run(loop.run())
+    assert loop.ran == ["first"]
+    assert ledger.claims == ["first"]  # one claim: the copies are known to have run here
+
+
+def test_a_wakeup_sent_while_the_page_is_made_reaches_the_session_not_dropped() -> None:
+    from browser_task.run.inbox import WorkerInbox
+    from browser_task.run.session_loop import begin_session
+    from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
+
+    ledger = FakeCommandLedger()
+    record(ledger, "sent-while-starting")
+    inbox = WorkerInbox(FakeSessionInbox(), FakeInboxRegistry(), "inbox-w1")
+
+    async def claimed_then_page() -> list[str]:
+        # Begun as the claim is won: the mailbox first, then the look at the ledger.
+        start = begin_session(inbox, ledger, "t", "s")
+        inbox.route(wake("woken-while-page-is-made"))  # the page is still being made
+        found = await start.pending
+        woken = start.mailbox.get(0)
+        start.end()
+        inbox.route(wake("after-the-end"))
+        assert woken is not None and woken.command_id is not None
+        return [c.command_id for c in found] + [woken.command_id]
+
+    seen = asyncio.run(claimed_then_page())
+    assert seen == ["sent-while-starting", "woken-while-page-is-made"]
+    assert inbox.dropped == 1  # only the one for the session that had ended
+    assert inbox.holding() == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -34,6 +34,9 @@ from pagefleet.browsing.models import (
     StepsRequest,
 )
 
+if TYPE_CHECKING:
+    from pagefleet.jobs.record import JobRecord
+
 # The services are imported by the routes that call them, on first call: a cold start
 # imports only what registering the routes needs (docs/performance.md, cold import).
 router = Router()
@@ -59,10 +62,13 @@ def open_session(body: Annotated[OpenSession, Body()]) -> Response[str]:
     from pagefleet.browsing import service  # first call: cold start
     from pagefleet.tenancy import service as tenants
 
-    tenant = tenant_id(router)
-    job = service.open_session(browser_sessions(), tenant, body, correlation_id=request_id(router))
-    tenants.record(
-        tenancy(), actor(router), "browser_session.opened", tenant_id=tenant, target=job.job_id
+    tenant, who, audit = tenant_id(router), actor(router), tenancy()
+
+    def audited(job: JobRecord) -> None:  # written while the session's job is queued
+        tenants.record(audit, who, "browser_session.opened", tenant_id=tenant, target=job.job_id)
+
+    job = service.open_session(
+        browser_sessions(), tenant, body, correlation_id=request_id(router), opened=audited
     )
     logger.info("browser session opened", extra={"job_id": job.job_id, "tenant_id": tenant})
     headers = {"Location": f"{base_path(router)}/browser-sessions/{job.job_id}"}
