@@ -64,7 +64,7 @@ POLL_S = 10
 MAX_RECORDED = 500
 # A wake-up may come before its command's record (the API sends it while it writes the
 # record): the claim looks again after each of these pauses (0.3 s in all), then drops it.
-RECORD_WAITS_S = (0.01, 0.02, 0.04, 0.08, 0.15)
+RECORD_WAITS_S = (0.005, 0.01, 0.02, 0.04, 0.08, 0.15)
 # The commands this loop ran, remembered (the latest this many) so that a wake-up for one of
 # them (a copy, or the wake-up of a command its first look found) costs no claim.
 REMEMBERED_RAN = 256

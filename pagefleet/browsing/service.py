@@ -98,22 +98,27 @@ class Sessions:
     # Open sessions this process has read, by (tenant, session): see opened.
     _open: dict[tuple[str, str], Opened] = field(default_factory=dict, repr=False)
 
-    def opened(self, tenant_id: str, session_id: str) -> Opened:
+    def opened(self, tenant_id: str, session_id: str, *, known: bool = False) -> Opened:
         """An open session's request and its worker's inbox: read until a worker holds it,
-        then kept by this process while the session is open (neither changes). A session
-        that ended is found out by its record after a call (``run_steps``)."""
+        then kept by this process while the session is open (neither changes). ``known``:
+        a session this process opened and has not seen held yet is answered as it was
+        opened, without a read (its first step records its command before it reads the
+        job: ``run_steps``). A session that ended is found out by its record after a call
+        (``run_steps``)."""
         key = (tenant_id, session_id)
-        known = self._open.get(key)
-        if known is not None and known.inbox is not None:
-            return known
+        kept = self._open.get(key)
+        if kept is not None and (kept.inbox is not None or known):
+            return kept
         job = get_session(self, tenant_id, session_id)
         refuse_ended(job)
-        found = Opened(job.request, self.inbox_of(job))
+        self._keep(key, Opened(job.request, self.inbox_of(job)))
+        return self._open[key]
+
+    def _keep(self, key: tuple[str, str], opened: Opened) -> None:
         self._open.pop(key, None)
         while len(self._open) >= MAX_KEPT_SESSIONS:
             self._open.pop(next(iter(self._open)))
-        self._open[key] = found
-        return found
+        self._open[key] = opened
 
     def inbox_of(self, job: JobRecord) -> str | None:
         """The inbox of the worker holding the session (its lease owner's, set at claim)."""
@@ -196,7 +201,10 @@ def open_session(
     admitted = submit(
         sessions.jobs, quotas, tenant_id, request, correlation_id=correlation_id, alongside=opened
     )
-    return admitted.submitted.job
+    job = admitted.submitted.job
+    # Its first step (often the next call, to this process) needs no read to begin.
+    sessions._keep((tenant_id, job.job_id), Opened(job.request, None))
+    return job
 
 
 def check_saved(sessions: Sessions, tenant_id: str, name: str) -> None:

@@ -92,7 +92,7 @@ def run_steps(
     a 202. A command id already recorded is answered from its record, never run again."""
     inbox = sessions.require_inbox()
     ledger = sessions.require_commands()
-    opened = sessions.opened(tenant_id, session_id)
+    opened = sessions.opened(tenant_id, session_id, known=True)
     steps = body.all_steps()
     if any(isinstance(s, UseSession) for s in steps):
         raise InvalidField(

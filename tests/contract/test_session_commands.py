@@ -113,3 +113,56 @@ def test_a_claim_is_given_back_by_its_own_order_only_and_taken_again_after(
     assert back is not None and back.state is CommandState.PENDING and back.order is None
     again = ledger.claim("acme", session, "c", now=NOW, order="0003")
     assert again.verdict == "run" and again.record is not None and again.record.order == "0003"
+
+
+def test_a_claim_before_its_record_finds_nothing_to_run_and_makes_no_record(
+    ledger: CommandLedger,
+) -> None:
+    # The wake-up is sent while the API writes the record: it may come first.
+    session = new_ulid()
+    early = ledger.claim("acme", session, "on-its-way", now=NOW, order="0001")
+    assert early.verdict == "unknown" and early.record is None
+    assert ledger.get("acme", session, "on-its-way") is None
+    ledger.record(command(session, "on-its-way"))
+    assert ledger.claim("acme", session, "on-its-way", now=NOW, order="0002").verdict == "run"
+
+
+def test_a_refused_claim_says_why_in_the_same_request(request: pytest.FixtureRequest) -> None:
+    """On DynamoDB, a claim that does not win (not recorded yet, taken, answered) is one
+    conditional write that returns the item as it was: it used to cost two more requests
+    (the expiry's try and a read) on the path of a step whose wake-up came first."""
+    provisioned: Provisioned = request.getfixturevalue("provisioned")
+    db = RUNTIME.client("dynamodb")
+    ledger = DynamoCommandLedger(db, provisioned.jobs_table)
+    calls: list[str] = []
+
+    def count(model: object, **_: object) -> None:
+        calls.append(str(getattr(model, "name", "?")))
+
+    session = new_ulid()
+    db.meta.events.register("before-call.dynamodb", count)
+    try:
+        assert ledger.claim("acme", session, "c", now=NOW, order="1").verdict == "unknown"
+        ledger.record(command(session, "c"))
+        assert ledger.claim("acme", session, "c", now=NOW, order="2").verdict == "run"
+        assert ledger.claim("acme", session, "c", now=NOW, order="3").verdict == "unknown"
+        ledger.finish("acme", session, "c", Answer(id="d", ran=1), [])
+        assert ledger.claim("acme", session, "c", now=NOW, order="4").verdict == "answered"
+        late = command(session, "late", deadline=NOW - 1)
+        ledger.record(late)
+        claimed = ledger.claim("acme", session, "late", now=NOW, order="5")
+        assert claimed.verdict == "answered" and claimed.record is not None
+        assert claimed.record.state is CommandState.EXPIRED
+    finally:
+        db.meta.events.unregister("before-call.dynamodb", count)
+    assert calls == [
+        "UpdateItem",  # not recorded yet
+        "PutItem",
+        "UpdateItem",  # taken
+        "UpdateItem",  # a copy: running
+        "UpdateItem",  # the answer
+        "UpdateItem",  # a copy: answered
+        "PutItem",
+        "UpdateItem",  # past its deadline: refused, then expired
+        "UpdateItem",
+    ]

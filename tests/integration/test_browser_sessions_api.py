@@ -14,7 +14,7 @@ from pagefleet.jobs.models import iso, utcnow
 from pagefleet.runtime import RUNTIME
 from pagefleet.tenancy.api_keys import create_api_key
 from pagefleet.tenancy.sessions import SessionArchive
-from tests.support.api import ApiCaller
+from tests.support.api import ApiCaller, caller
 
 
 @pytest.fixture
@@ -34,13 +34,20 @@ def queues() -> list[str]:
     return sorted(url.rpartition("/")[2] for url in urls)
 
 
-def test_a_session_opens_as_a_queued_job_and_makes_no_queue(owner: ApiCaller) -> None:
+def test_a_session_opens_as_a_queued_job_and_makes_no_queue(
+    owner: ApiCaller, api_env: Provisioned
+) -> None:
     """Issue 32: a queue pair was made per session (used in its first second, left behind
-    when the API died between making it and queueing the job)."""
+    when the API died between making it and queueing the job). The open's audit record is
+    written while the job is queued, and is there when the open answers."""
     before = set(queues())
     opened = owner.call("POST", "/v1/browser-sessions", body={"idle_timeout_s": 60})
     assert opened.status == 201, opened.body
     sid = opened.body["session_id"]
+    audit = caller(api_env, "ops", admin=True).call("GET", "/v1/admin/audit").body["records"]
+    [record] = [r for r in audit if r["target"] == sid]
+    assert record["action"] == "browser_session.opened"
+    assert record["tenant_id"] == "sessions-a" and record["actor"].startswith("sessions-a:")
     assert opened.body["status"] == "starting" and opened.body["idle_timeout_s"] == 60
     assert opened.headers["Location"].endswith(f"/browser-sessions/{sid}")
     job = owner.call("GET", f"/v1/jobs/{sid}")

@@ -503,6 +503,99 @@ def test_no_call_is_held_while_its_command_waits_for_a_browser(world: World) -> 
     assert held[0] <= stepping.CLAIM_GRACE_S + stepping.LAST_READ_S
 
 
+def test_an_open_is_told_of_once_its_job_is_recorded_and_its_failure_is_not_the_opens(
+    world: World,
+) -> None:
+    """The open's audit record is written alongside the job's enqueue (one round trip less
+    on the open's path): after the record exists, before the open answers; a failure of it
+    is logged, and the session still opens."""
+    seen: list[JobStatus] = []
+
+    def opened(job: JobRecord) -> None:
+        seen.append(world.sessions.jobs.store.get(TENANT, job.job_id).status)
+        raise RuntimeError("the audit table is unavailable")
+
+    job = service.open_session(world.sessions, TENANT, OpenSession(), opened=opened)
+    assert seen == [JobStatus.QUEUED]
+    assert world.sessions.jobs.store.get(TENANT, job.job_id).enqueued_at is not None
+
+
+def test_the_first_step_of_a_session_opened_here_records_its_command_before_any_read(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One round trip less on a session's open -> first step: the process that opened it
+    knows its request, so the command is recorded at once; the job is read after the
+    record, to find the worker that holds it (or the worker finds the command itself)."""
+    job = service.open_session(world.sessions, TENANT, OpenSession())
+    calls: list[str] = []
+    store, ledger = world.sessions.jobs.store, world.commands
+    read, record = store.get, ledger.record
+
+    def read_job(*args: Any, **kwargs: Any) -> Any:
+        calls.append("job")
+        return read(*args, **kwargs)
+
+    def record_command(command: Any) -> Any:
+        calls.append("record")
+        return record(command)
+
+    monkeypatch.setattr(store, "get", read_job)
+    monkeypatch.setattr(ledger, "record", record_command)
+    body = steps_request({"action": "click", "selector": "#go"})
+    first = stepping.run_steps(world.sessions, TENANT, job.job_id, body)
+    assert isinstance(first, CommandView) and first.state == "pending"  # still starting
+    assert calls[:2] == ["record", "job"]
+
+
+class AnsweredAt(FakeCommandLedger):
+    """A ledger on a virtual clock: each write takes ``trip`` seconds (the record's round
+    trip), and the worker's answer is in the record from ``answer_at`` on."""
+
+    def __init__(self, now: list[float], trip: float, answer_at: float) -> None:
+        super().__init__()
+        self.now, self.trip, self.answer_at = now, trip, answer_at
+        self.reads: list[float] = []
+
+    def record(self, command: Any) -> Any:
+        self.now[0] += self.trip
+        return super().record(command)
+
+    def get(self, tenant_id: str, session_id: str, command_id: str) -> Any:
+        self.reads.append(self.now[0])
+        found = super().get(tenant_id, session_id, command_id)
+        if found is not None and found.state.value == "pending" and self.now[0] >= self.answer_at:
+            self.claim(tenant_id, session_id, command_id, now=0.0, order="o")
+            self.finish(tenant_id, session_id, command_id, Answer(id="a", ran=1), [])
+            found = super().get(tenant_id, session_id, command_id)
+        return found
+
+
+def test_a_call_reads_for_its_answer_only_once_the_worker_could_have_written_it(
+    world: World,
+) -> None:
+    """The worker's claim and its answer are two writes after the wake-up, each about as
+    long as the record's own: a read sooner finds nothing, and on the local stack it holds
+    up the embedded AWS those writes wait for. The answer is still seen within FIRST_READ_S
+    of being written (virtual time: the writes take 8 ms, the answer is in at 30 ms)."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    ledger = AnsweredAt(now, trip=0.008, answer_at=0.030)
+    sessions = dataclasses.replace(world.sessions, commands=ledger, clock=lambda: now[0])
+    sessions = dataclasses.replace(sessions, sleep=sleep)
+    job = service.open_session(sessions, TENANT, OpenSession())
+    claimed(world)  # its worker holds it: woken alongside the record, then read for
+    body = steps_request({"action": "click", "selector": "#go"})
+    answer = stepping.run_steps(sessions, TENANT, job.job_id, body)
+    assert isinstance(answer, StepsAnswer) and answer.ok
+    waited = [at for at in ledger.reads if at <= ledger.answer_at + stepping.FIRST_READ_S]
+    assert waited[0] >= 0.008 + stepping.ANSWER_TRIPS * 0.008  # none before two trips
+    assert len(waited) <= 3  # 5 on a read every 5 ms from the record on
+    assert ledger.reads[-1] <= ledger.answer_at + stepping.FIRST_READ_S
+
+
 def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is_dropped(
     world: World,
 ) -> None:

@@ -98,6 +98,24 @@ class DynamoCommandLedger:
         values: Mapping[str, Any],
     ) -> dict[str, Any] | None:
         """The item after the write; None when the condition did not hold."""
+        after, _ = self._update(
+            tenant_id, session_id, command_id, update=update, condition=condition, values=values
+        )
+        return after
+
+    def _update(
+        self,
+        tenant_id: str,
+        session_id: str,
+        command_id: str,
+        *,
+        update: str,
+        condition: str,
+        values: Mapping[str, Any],
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """(the item after the write, None when the condition did not hold; the item as it
+        was when it did not hold, None when there was none): a refused write says why in
+        the same round trip (UpdateItem's ReturnValuesOnConditionCheckFailure)."""
         try:
             out = self._db.update_item(
                 TableName=self._table,
@@ -109,18 +127,20 @@ class DynamoCommandLedger:
                 },
                 ExpressionAttributeValues=serialize(_decimals(dict(values))),
                 ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if not condition_failed(exc):
                 raise
-            return None
-        return out.get("Attributes")
+            old: Any = exc.response.get("Item")
+            return None, old or None
+        return out.get("Attributes"), None
 
     def claim(
         self, tenant_id: str, session_id: str, command_id: str, *, now: float, order: str
     ) -> Claim:
         pending = {":pending": CommandState.PENDING.value, ":now": now}
-        taken = self._move(
+        taken, was = self._update(
             tenant_id,
             session_id,
             command_id,
@@ -130,15 +150,22 @@ class DynamoCommandLedger:
         )
         if taken is not None:
             return Claim(verdict="run", record=_record(tenant_id, taken))
-        self._move(
-            tenant_id,
-            session_id,
-            command_id,
-            update="SET #state = :expired",
-            condition="#state = :pending AND deadline <= :now",
-            values={**pending, ":expired": CommandState.EXPIRED.value},
-        )
-        found = self.get(tenant_id, session_id, command_id)
+        # Refused: the item as it was says why, in the same round trip (not recorded yet,
+        # taken, answered, or past its deadline: then expired here).
+        found = None if was is None else _record(tenant_id, was)
+        if found is not None and found.state is CommandState.PENDING and found.deadline <= now:
+            expired = self._move(
+                tenant_id,
+                session_id,
+                command_id,
+                update="SET #state = :expired",
+                condition="#state = :pending AND deadline <= :now",
+                values={**pending, ":expired": CommandState.EXPIRED.value},
+            )
+            if expired is None:  # moved meanwhile (taken, or expired by a reader)
+                found = self.get(tenant_id, session_id, command_id)
+            else:
+                found = _record(tenant_id, expired)
         if found is None or found.state in (CommandState.PENDING, CommandState.RUNNING):
             return Claim(verdict="unknown", record=found)
         return Claim(verdict="answered", record=found)
