@@ -112,10 +112,12 @@ class DynamoCommandLedger:
         update: str,
         condition: str,
         values: Mapping[str, Any],
+        why: bool = False,
     ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """(the item after the write, None when the condition did not hold; the item as it
-        was when it did not hold, None when there was none): a refused write says why in
-        the same round trip (UpdateItem's ReturnValuesOnConditionCheckFailure)."""
+        """(the item after the write, None when the condition did not hold; with ``why``,
+        the item as it was when it did not hold, None when there was none): a refused write
+        says why in the same round trip (UpdateItem's ReturnValuesOnConditionCheckFailure)."""
+        refused: Any = {"ReturnValuesOnConditionCheckFailure": "ALL_OLD"} if why else {}
         try:
             out = self._db.update_item(
                 TableName=self._table,
@@ -127,7 +129,7 @@ class DynamoCommandLedger:
                 },
                 ExpressionAttributeValues=serialize(_decimals(dict(values))),
                 ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **refused,
             )
         except ClientError as exc:
             if not condition_failed(exc):
@@ -147,6 +149,7 @@ class DynamoCommandLedger:
             update="SET #state = :running, #order = :order",
             condition="#state = :pending AND deadline > :now",
             values={**pending, ":running": CommandState.RUNNING.value, ":order": order},
+            why=True,
         )
         if taken is not None:
             return Claim(verdict="run", record=_record(tenant_id, taken))
