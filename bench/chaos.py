@@ -185,6 +185,8 @@ def chaos(args: argparse.Namespace, stack: LocalStack, run: Run, stop: threading
             victim = rng.choice(workers) if workers else None
             if victim is not None and kill_chromium(victim):
                 run.chromium_kills += 1
+                wid = f"local-worker-{stack.worker_processes.index(victim)}"
+                run.chromium_killed_at.append((wid, time.time()))
                 run.browser_killed |= {r.job_id for r in held_by(stack, store, victim)}
         if now >= next_kill:
             next_kill = now + args.kill_every

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from bench.common import load_average as load
 from devstack.chaos import Audit, ChaosSite
+from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
@@ -44,6 +45,8 @@ class Run:
     worker_exits: int = 0  # workers that exited on their own (and were replaced)
     killed: dict[str, Kill] = field(default_factory=dict)  # job id -> its worker's kill
     browser_killed: set[str] = field(default_factory=set)  # jobs running when Chromium was
+    # Each Chromium kill: the worker's id (``local-worker-3``) and when (epoch s).
+    chromium_killed_at: list[tuple[str, float]] = field(default_factory=list)
     taken_back: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     next_attempt: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
     settled_at: dict[str, float] = field(default_factory=dict)  # job id -> epoch s
@@ -87,7 +90,28 @@ def by_the_faults(run: Run, job_id: str, record: JobRecord) -> bool:
     attempt (or its workers too often): the right ending for what happened to it."""
     kind = record.error.kind if record.error else None
     return (kind in ("lease_expired", "dead_lettered") and job_id in run.killed) or (
-        kind == "browser_crashed" and job_id in run.browser_killed
+        kind == "browser_crashed"
+        and (job_id in run.browser_killed or chromium_killed_during(run, record))
+    )
+
+
+# A job's context opens while its claim is written (``run/early.py``): a Chromium kill this
+# long before its attempt's recorded start may still be what ended it.
+KILL_BEFORE_START_S = 2.0
+
+
+def chromium_killed_during(run: Run, record: JobRecord) -> bool:
+    """Whether the bench killed the Chromium of the worker running the job's last attempt while
+    it ran. The list of jobs a worker held is read after its kill, and misses a job whose
+    claim was still being written then; the attempt's own worker and times do not."""
+    if not record.attempts:
+        return False
+    last = record.attempts[-1]
+    start = epoch_of_iso(last.started_at) - KILL_BEFORE_START_S
+    end = epoch_of_iso(last.finished_at) if last.finished_at else float("inf")
+    return any(
+        last.worker.split("/")[0] == worker and start <= at <= end
+        for worker, at in run.chromium_killed_at
     )
 
 

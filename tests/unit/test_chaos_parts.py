@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 
 from bench.chaos_parts import add_part_arguments, part_record, run_parts
-from bench.chaos_report import Kill, Run, recovery_samples
+from bench.chaos_report import Kill, Run, by_the_faults, recovery_samples
 from bench.chaos_sessions import SessionFindings
 from bench.chaos_traffic import Findings
 from devstack.chaos import breaker_deferrals
+from pagefleet.jobs.models import JobRequest, epoch_of_iso
+from pagefleet.jobs.record import AttemptRecord, JobError, JobRecord
+from pagefleet.jobs.states import JobStatus
 
 
 def arguments(*argv: str) -> argparse.Namespace:
@@ -167,3 +170,48 @@ def test_breaker_deferrals_are_read_from_the_workers_json_logs(tmp_path: Path) -
     log.write_text("\n".join([json.dumps(deferral), json.dumps(other), "not json"]) + "\n")
     found = breaker_deferrals([log, tmp_path / "worker-4.log"])  # one never written
     assert found == {"01m92v5b8648sjppxc7j0z710x": [1796465669.149]}
+
+
+def crashed(worker: str, started: str, finished: str) -> JobRecord:
+    request = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://a.test/"}]})
+    error = JobError(kind="browser_crashed", message="Target page, context or browser closed")
+    return JobRecord(
+        tenant_id="t",
+        job_id="j",
+        status=JobStatus.FAILED,
+        request=request,
+        created_at="2026-12-05T10:00:00.000Z",
+        updated_at=finished,
+        correlation_id="c",
+        pool="standard",
+        attempt=3,
+        error=error,
+        attempts=[
+            AttemptRecord(
+                attempt=3,
+                worker=worker,
+                started_at=started,
+                finished_at=finished,
+                status=JobStatus.FAILED,
+                error=error,
+            )
+        ],
+    )
+
+
+def test_a_chromium_kill_as_a_jobs_claim_was_written_is_the_faults_doing() -> None:
+    # The bench reads which jobs a worker held just after it kills its Chromium; a job whose
+    # claim was being written then is missed by that read. Its last attempt's worker and
+    # times say the kill hit it (its context opens while the claim is written): a second
+    # before its start counts, a kill on another worker or after it ended does not.
+    at = epoch_of_iso("2026-12-05T10:00:05.000Z")
+    run = Run(chromium_killed_at=[("local-worker-2", at)])
+    hit = crashed("local-worker-2", "2026-12-05T10:00:06.000Z", "2026-12-05T10:00:07.000Z")
+    other = crashed("local-worker-1", "2026-12-05T10:00:06.000Z", "2026-12-05T10:00:07.000Z")
+    later = crashed("local-worker-2", "2026-12-05T10:00:09.000Z", "2026-12-05T10:00:10.000Z")
+    assert by_the_faults(run, "j", hit)
+    assert not by_the_faults(run, "j", other)
+    assert not by_the_faults(run, "j", later)
+    # Read as held at the kill: the bench's first way still counts.
+    run.browser_killed.add("j")
+    assert by_the_faults(run, "j", later)
