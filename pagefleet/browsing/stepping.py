@@ -57,12 +57,14 @@ CLAIM_GRACE_S = 1.0
 FIRST_READ_S = 0.005
 READ_SHARE = 1 / 8
 LAST_READ_S = 0.05
-# No answer is in the record sooner than about this many of the record's own round trips
-# after the record was written: the worker's claim, then its answer, each a write to the same
-# table once the wake-up (sent alongside the record) has come. The first read waits that
-# long (between FIRST_READ_S and LAST_READ_S): a read before it cannot find the answer, and
-# on the local stack it takes the embedded AWS from the claim and the answer it waits for.
-ANSWER_TRIPS = 2
+# No answer is in the record sooner than this many of the record's own round trips after the
+# record was written: the worker's claim is a write to the same table once the wake-up (sent
+# alongside the record) has come, and the step and its answer's write follow. The first read
+# waits that long (between FIRST_READ_S and LAST_READ_S): a read before it cannot find the
+# answer, and on the local stack it holds up the embedded AWS the claim and the answer wait
+# for. One trip, not two: the record's own trip is the longer one under load (it shares the
+# moment with the wake-up's send), and a first read too late is worse than one too early.
+ANSWER_TRIPS = 1
 
 
 def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
