@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import quopri
+import email
 import re
 from collections.abc import Callable
+from email.message import Message
 from typing import Any
 
 from playwright.async_api import CDPSession, Frame, Page, Request
@@ -108,38 +109,23 @@ async def snapshot_html(cdp: CDPSession) -> str | None:
 
 
 def main_document(mhtml: str) -> str | None:
-    """The first part of an MHTML archive, which Blink makes the main frame's document.
-
-    Only that part is decoded (the archive also carries every image and stylesheet, base64,
-    left alone). Blink's serialization is the live document like ``page.content()``, with
+    """The first part of an MHTML archive (a MIME multipart/related message, read with the
+    standard library's ``email``), which Blink makes the main frame's document, decoded.
+    Blink's serialization is the live document like ``page.content()``, with
     scripts left out, links made absolute, iframes pointing at their parts (``cid:``) and a
     ``<meta http-equiv="Content-Type">`` first in the head, which is made to say UTF-8 (the
     text is kept as UTF-8).
     """
-    head, _, body = mhtml.partition("\r\n\r\n")
-    found = re.search(r'boundary="([^"]+)"', head)
-    if found is None:
+    archive = email.message_from_string(mhtml)
+    if not archive.is_multipart():
         return None
-    delimiter = f"--{found.group(1)}"
-    start = body.find(delimiter)
-    if start < 0:
+    parts = archive.get_payload()
+    first = parts[0] if isinstance(parts, list) and parts else None
+    if not isinstance(first, Message) or first.get_content_type() != "text/html":
         return None
-    start += len(delimiter)
-    end = body.find(delimiter, start)
-    part = body[start : end if end >= 0 else len(body)].strip("\r\n")
-    headers, _, payload = part.partition("\r\n\r\n")
-    fields = {
-        name.strip().lower(): value.strip()
-        for name, _, value in (line.partition(":") for line in headers.split("\r\n"))
-    }
-    if not fields.get("content-type", "").lower().startswith("text/html"):
+    raw = first.get_payload(decode=True)  # quoted-printable or base64, as the part says
+    if not isinstance(raw, bytes):
         return None
-    raw = payload.encode("latin-1", errors="replace")
-    encoding = fields.get("content-transfer-encoding", "").lower()
-    if encoding == "quoted-printable":
-        raw = quopri.decodestring(raw)
-    elif encoding == "base64":
-        raw = base64.b64decode(raw)
     declared = _BLINK_CHARSET.search(raw[:2048].decode("ascii", errors="replace"))
     charset = declared.group(2) if declared is not None else "utf-8"
     try:
