@@ -18,6 +18,8 @@ target site on 127.0.0.1, and at once:
 
 ``--parts N --record FILE [--resume]`` runs the jobs as N parts on a fresh stack each and
 adds them up (``bench/chaos_parts.py``): how the 2,000-job run fits in a working session.
+``--keep-logs DIR`` keeps each part's logs (every process's) and its killed jobs' times, to
+find where a slow recovery's time went.
 
 Like ECS, the bench keeps ``--workers`` workers running: one that exits on its own (its
 Chromium killed while it launched, say) is replaced too, and counted.
@@ -41,6 +43,7 @@ in ``EXPECTED`` (``bench/chaos_report.py``), and its share in ``job_kinds``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import sys
@@ -260,6 +263,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--poison", type=int, default=3)
     parser.add_argument("--settle-timeout", type=float, default=600.0)
     parser.add_argument("--sessions", type=int, default=2, help="session drivers at once")
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        help="keep each part's logs and its recoveries' times (recoveries.json) in a folder here",
+    )
     add_part_arguments(parser)
     return parser.parse_args()
 
@@ -269,8 +277,12 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
     report printed, its record (``bench/chaos_parts.py``) returned."""
     args = argparse.Namespace(**{**vars(args), "jobs": jobs})
     site = ChaosSite().start()
+    log_dir = None
+    if args.keep_logs:
+        log_dir = args.keep_logs / f"part-{time.strftime('%H%M%S', time.gmtime())}"
     stack = LocalStack(
         api_port=0,
+        log_dir=log_dir,
         workers=args.workers,
         concurrency=2,
         sweeper_interval_s=10,
@@ -337,6 +349,8 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
     finally:
         site.stop()
     print_report(run, report, elapsed, site, faults, dlq)
+    if log_dir is not None:
+        keep_recoveries(run, log_dir / "recoveries.json")
     print_findings(console, found)
     print_sessions(console, session_found)
     return part_record(
@@ -350,6 +364,24 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
         load=(load_at_start, load()),
         elapsed=elapsed,
     )
+
+
+def keep_recoveries(run: Run, path: Path) -> None:
+    """Each killed worker's job's times (epoch s), to read beside the kept logs."""
+    jobs = {
+        job_id: {
+            "killed": kill.at,
+            "attempt": kill.attempt,
+            "lease_end": kill.lease_end,
+            "taken_back": run.taken_back.get(job_id),
+            "next_attempt": run.next_attempt.get(job_id),
+            "settled": run.settled_at.get(job_id),
+            "breaker_deferred": run.breaker_deferred.get(job_id, []),
+        }
+        for job_id, kill in run.killed.items()
+    }
+    faults = {"frozen": run.frozen, "chromium_killed": run.chromium_killed_at}
+    path.write_text(json.dumps({"jobs": jobs, **faults}, indent=1))
 
 
 def main() -> int:

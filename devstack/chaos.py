@@ -42,7 +42,9 @@ SETTLED = frozenset(s for s in JobStatus if s.is_settled)
 # Chaos runs: a killed worker's job comes back after this lease, not after 60 s.
 CHAOS_LEASE_S = 10
 CHAOS_HEARTBEAT_S = 3
-CHAOS_BREAKER = '{"window_s":30,"min_requests":3,"failure_rate":0.5,"cooldown_s":5}'
+CHAOS_BREAKER = (
+    '{"window_s":30,"min_requests":3,"failure_rate":0.5,"cooldown_s":5,"probe_timeout_s":10}'
+)
 
 
 def chaos_worker_env(**extra: str) -> dict[str, str]:

@@ -27,6 +27,9 @@ from pagefleet.workflow.templating import render
 TARGET_FAILURE_KINDS = frozenset({"navigation_failed", "target_unavailable"})
 
 ADMISSION_CACHE_S = 2.0
+# A probe this worker holds is kept alive with each flush for at most this long (a probe job
+# runs for its job_timeout_s at most); past it, one lost in a bug goes silent and is replaced.
+PROBE_KEPT_MAX_S = 3600.0
 # Outcomes are added up and written this often: each flush is a read and a write of the
 # domain's breaker item, which at one flush a second cost ~0.7 DynamoDB calls per job.
 FLUSH_INTERVAL_S = 3.0
@@ -67,6 +70,8 @@ class BreakerGate:
         # (origin, tenant) -> until when its breakers are known closed / counts to write
         self._closed_until: dict[tuple[str, str], float] = {}
         self._pending: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+        # (origin, tenant) -> the probes this worker holds there and since when (monotonic)
+        self._held: dict[tuple[str, str], tuple[frozenset[str], float]] = {}
 
     async def admit(self, origin: str, tenant: str) -> Admission:
         key = (origin, tenant)
@@ -77,6 +82,8 @@ class BreakerGate:
         )
         if admission.allowed and not admission.probe:
             self._closed_until[key] = time.monotonic() + ADMISSION_CACHE_S
+        if admission.probe:
+            self._held[key] = (admission.probes, time.monotonic())
         return admission
 
     async def record(
@@ -95,6 +102,7 @@ class BreakerGate:
             self._count(failed_origin, tenant, failed=True)
             failed = False  # the job's own origin answered: a success there
         if probes:
+            self._held.pop((origin, tenant), None)
             # A probe that says nothing about the site (e.g. a workflow error) still ends the
             # half-open period: count it as the site having answered.
             await asyncio.to_thread(
@@ -117,6 +125,7 @@ class BreakerGate:
         counts[1] += int(failed)
 
     async def flush(self) -> None:
+        await self._keep_probes()
         pending, self._pending = self._pending, defaultdict(lambda: [0, 0])
         for (origin, tenant), (total, failures) in pending.items():
             try:
@@ -136,6 +145,29 @@ class BreakerGate:
             if state is not BreakerState.CLOSED:
                 self._closed_until.pop((origin, tenant), None)
                 logger.warning("circuit open", extra={"origin": origin, "tenant_id": tenant})
+
+    async def _keep_probes(self) -> None:
+        """Tell the breakers the probes this worker holds still run: a probe whose worker died
+        goes silent and is replaced after ``probe_timeout_s``, not held for minutes."""
+        now = time.monotonic()
+        for key, (probes, since) in list(self._held.items()):
+            if now - since > PROBE_KEPT_MAX_S:
+                self._held.pop(key, None)
+                continue
+            origin, tenant = key
+            try:
+                await asyncio.to_thread(
+                    self._breakers.keep_probe,
+                    origin,
+                    tenant=tenant,
+                    probes=probes,
+                    now=int(self._clock()),
+                    worker=self._worker,
+                )
+            except Exception as exc:
+                logger.warning(
+                    "probe keep-alive failed", extra={"origin": origin, "error": str(exc)[:200]}
+                )
 
     async def run_flusher(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

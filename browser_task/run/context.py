@@ -20,6 +20,7 @@ from pagefleet.workflow import Back, Forward, Goto, Step, WaitFor
 from pagefleet.workflow.masking import Masker
 
 if TYPE_CHECKING:
+    from browser_task.browser.page_view import NavigationWatch
     from browser_task.browser.tracing import TraceRecorder
     from browser_task.egress.proxy import Decision
     from browser_task.observe.run_events import RunEvents
@@ -55,6 +56,8 @@ class RunContext:
     events: RunEvents | None = None
     # The attempt's checkpoints of irreversible steps (None: not recorded, tools and tests).
     progress: Progress | None = None
+    # Whether the main frame waits for a navigation's answer (how the failure reads the page).
+    navigation: NavigationWatch | None = None
     # The page's dialogs: what the next one gets (options.dialogs, a dialog step).
     dialogs: DialogWatch | None = None
     # The job's own routes (options.block, route steps) and what they did.
@@ -69,8 +72,8 @@ class RunContext:
     step_index: int | None = None
     # >0 while running a paginate block: extract results accumulate instead of replacing.
     paginate_depth: int = 0
-    # The page as the last irreversible step was about to act (the failure's HTML when it
-    # was still waiting for that step's answer).
+    # The page as the last irreversible step was about to act (the failure's HTML when the
+    # page cannot be read at the end).
     html_before_irreversible: str | None = None
     # The PNG of the screenshot ``monitor`` tracks (masked), kept for the comparison.
     tracked_screenshot: bytes | None = None

@@ -10,8 +10,6 @@ The steps come rendered, from the run's plan (``plan.RunPlan``, made by
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import contextlib
 import json
 from collections.abc import Sequence
@@ -20,7 +18,6 @@ from typing import Any
 from playwright.async_api import BrowserContext, Request
 from playwright.async_api import Error as PlaywrightError
 
-from browser_task.browser.pool import JobBrowser
 from browser_task.browser.setup import ContextSetup
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
@@ -34,15 +31,13 @@ from browser_task.errors import (
 from browser_task.observe.run_events import step_events
 from browser_task.run.context import RunContext, is_navigation
 from browser_task.run.expectations import check_expectations
+from browser_task.run.failure import keep_page_before
 from browser_task.run.irreversible import resume
 from browser_task.run.plan import describe
 from browser_task.run.steps import HANDLERS, control, session
-from pagefleet.specs.resources import DEBUG, ROUTINE
+from pagefleet.specs.resources import ROUTINE
 from pagefleet.workflow import Paginate, Step, UseSession
 
-FAILURE_SCREENSHOT = "failure.png"
-FAILURE_HTML = "failure.html"
-FAILURE_SCREENSHOT_TIMEOUT_MS = 3_000
 DATA_ARTIFACT = "data.json"
 # A cap on what one job may extract. The job record keeps only a small result inline
 # (pagefleet.jobs.record_size); a bigger one is read from DATA_ARTIFACT, uploaded below.
@@ -116,9 +111,9 @@ async def run_workflow(ctx: RunContext) -> dict[str, Any]:
     """Run every step in order; the JSON result (extract name -> value).
 
     On success the extracted result is also kept as ``data.json`` and a requested trace is
-    written; on failure the worker calls ``capture_failure_artifacts``. An attempt after one
-    that reached an irreversible step settles it first (``irreversible.resume``: its check)
-    and may go on after it rather than from the start.
+    written; on failure the worker calls ``failure.capture_failure_artifacts``. An attempt
+    after one that reached an irreversible step settles it first (``irreversible.resume``:
+    its check) and may go on after it rather than from the start.
     """
     plan = ctx.plan
     await start_tracing(ctx)
@@ -248,57 +243,3 @@ def step_text(index: int | None, ctx: RunContext) -> str | None:
 
 def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), default=str).encode()
-
-
-async def _screenshot(session: JobBrowser) -> bytes:
-    """The page as shown; a page still waiting for a navigation's answer never settles its
-    fonts for Playwright's screenshot, so the compositor's picture is taken instead."""
-    page = session.page
-    timeout_s = FAILURE_SCREENSHOT_TIMEOUT_MS / 1000
-    try:
-        return await asyncio.wait_for(
-            page.screenshot(type="png", timeout=FAILURE_SCREENSHOT_TIMEOUT_MS), timeout_s + 0.5
-        )
-    except (PlaywrightError, TimeoutError):
-        cdp = await session.context.new_cdp_session(page)
-        shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {"format": "png"}), 2)
-        return base64.b64decode(shot["data"])
-
-
-async def keep_page_before(ctx: RunContext) -> None:
-    """The page's HTML as an irreversible step is about to act (bounded, best effort): the
-    failure's HTML when the page is still waiting for the step's answer at the end."""
-    with contextlib.suppress(PlaywrightError, TimeoutError):
-        ctx.html_before_irreversible = await asyncio.wait_for(ctx.page.content(), 1.0)
-
-
-async def capture_failure_artifacts(ctx: RunContext) -> None:
-    """Best effort, bounded: the page as it was when the job failed, and the trace.
-
-    ``failure.png`` and ``failure.html`` (debug retention), plus ``trace.zip`` when tracing
-    ran. Nothing here may replace the real failure with another one.
-    """
-    session = ctx.session
-    alive = not (session.closed or session.crashed or session.page.is_closed())
-    if alive and FAILURE_SCREENSHOT not in ctx.artifacts.names:
-        with contextlib.suppress(PlaywrightError, TimeoutError, FailJob):
-            data = await _screenshot(session)
-            ctx.artifacts.add(FAILURE_SCREENSHOT, data, "image/png", retention=DEBUG)
-    if alive and FAILURE_HTML not in ctx.artifacts.names:
-        html: str | None = None
-        try:
-            html = await asyncio.wait_for(
-                session.page.content(), FAILURE_SCREENSHOT_TIMEOUT_MS / 1000
-            )
-        except (PlaywrightError, TimeoutError):
-            # Waiting for an answer that never came (a posted form): the page as it was
-            # before its irreversible step acted, which is what a reviewer needs.
-            html = ctx.html_before_irreversible
-        if html is not None:
-            with contextlib.suppress(FailJob):
-                page_html = ctx.mask(html).encode()
-                ctx.artifacts.add(
-                    FAILURE_HTML, page_html, "text/html; charset=utf-8", retention=DEBUG
-                )
-    if ctx.trace is not None and not session.closed and not session.crashed:
-        await ctx.trace.finish(ctx.artifacts, failed=True, secrets=bool(ctx.masker))

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from browser_task.browser.page_view import NavigationWatch
 from browser_task.browser.pool import BrowserPool
 from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.browser.warm import allows_warm, warm_key
@@ -157,6 +158,8 @@ class RunOpener:
             progress=Progress(self.lifecycle, job, events),
             router=router,
             leave_slot=leave_slot,
+            # Its listeners are dropped when a warm context is parked.
+            navigation=NavigationWatch.listening(session.page, session.listeners),
         )
         # Its listener is dropped when a warm context is parked.
         ctx.dialogs = DialogWatch.listening(

@@ -26,11 +26,8 @@ from browser_task.run.cancel_watch import watch_cancel
 from browser_task.run.checkpointing import AttemptLost
 from browser_task.run.context import RunContext
 from browser_task.run.early import EarlyContext
-from browser_task.run.executor import (
-    capture_failure_artifacts,
-    run_workflow,
-    step_text,
-)
+from browser_task.run.executor import run_workflow, step_text
+from browser_task.run.failure import capture_failure_artifacts
 from browser_task.run.inbox import WorkerInbox
 from browser_task.run.monitoring import Baselines
 from browser_task.run.opening import RunOpener

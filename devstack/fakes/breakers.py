@@ -156,6 +156,15 @@ class FakeBreakers:
                 states.append(item.state)
             return worst(states)
 
+    def keep_probe(
+        self, origin: str, *, tenant: str, probes: frozenset[str], now: int, worker: str
+    ) -> None:
+        with self._lock:
+            for scope in probes:
+                item = self._items.get((origin, None if scope == SHARED else tenant))
+                if item and item.state is BreakerState.HALF_OPEN and item.probe_owner == worker:
+                    item.probe_started = now
+
     def record_counts(
         self, origin: str, *, tenant: str, total: int, failures: int, now: int
     ) -> BreakerState:

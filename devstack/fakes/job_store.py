@@ -364,14 +364,19 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
             if row is not None and len(row.job.replays) < MAX_REPLAYS_LISTED:
                 row.job = row.job.model_copy(update={"replays": [*row.job.replays, replay_id]})
 
-    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:
+    def defer(
+        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+    ) -> None:
         with self._lock:
             row = self._rows.get((tenant_id, job_id))
             if row is not None and row.job.status in (
                 JobStatus.QUEUED,
                 JobStatus.RETRY_SCHEDULED,
             ):
-                row.job = row.job.model_copy(update={"deferred_reason": reason, "updated_at": at})
+                update: dict[str, Any] = {"deferred_reason": reason, "updated_at": at}
+                if message_id:
+                    update["deferred_from"] = message_id
+                row.job = row.job.model_copy(update=update)
 
     def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:
         with self._lock:

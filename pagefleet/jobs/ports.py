@@ -286,7 +286,12 @@ class JobStore(Protocol):
         """Link ``replay_id`` to the job it replays (up to MAX_REPLAYS_LISTED of them)."""
         ...
 
-    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None: ...
+    def defer(
+        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+    ) -> None:
+        """Note why a queued job waits and, once its successor was sent, which message was
+        deferred (``deferred_from``)."""
+        ...
 
     def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None: ...
 

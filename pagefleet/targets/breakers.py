@@ -48,8 +48,10 @@ class BreakerPolicy(BaseModel):
     min_requests: int = Field(default=5, ge=1)
     failure_rate: float = Field(default=0.5, gt=0, le=1)
     cooldown_s: int = Field(default=30, ge=1)
-    # A probe that never reported (its worker died) is replaced after this long.
-    probe_timeout_s: int = Field(default=300, ge=1)
+    # A probe not heard from for this long is replaced: its worker keeps it alive every few
+    # seconds while it runs (``keep_probe``), so a silent probe's worker died. It was 300 s
+    # before probes were kept alive: a site that came back stayed closed to every job that long.
+    probe_timeout_s: int = Field(default=30, ge=1)
     # Tenants that must see failures in one window before the shared breaker opens.
     min_tenants: int = Field(default=2, ge=1)
     # A tenant that succeeded at an origin this recently is not held back by its shared
@@ -162,3 +164,9 @@ class Breakers(Protocol):
     def record_counts(
         self, origin: str, *, tenant: str, total: int, failures: int, now: int
     ) -> BreakerState: ...
+
+    def keep_probe(
+        self, origin: str, *, tenant: str, probes: frozenset[str], now: int, worker: str
+    ) -> None:
+        """The probe ``worker`` holds is still running: heard from at ``now``."""
+        ...

@@ -100,3 +100,26 @@ def test_a_tenants_successful_probe_restores_its_trust(breakers: Breakers) -> No
     outcomes(breakers, "d", failed=2, now=T0 + 40)
     assert breakers.get(SITE).state is BreakerState.OPEN
     assert breakers.admit(SITE, tenant="b", now=T0 + 41, worker="w").allowed
+
+
+def test_a_probe_kept_alive_holds_the_breaker_and_a_silent_one_is_replaced(
+    breakers: Breakers,
+) -> None:
+    # A probe's worker keeps it alive while the probe job runs; one whose worker died falls
+    # silent and another job becomes the probe probe_timeout_s after it was last heard from
+    # (it was held for the timeout from its start, 300 s, whatever became of its worker).
+    outcomes(breakers, "b", failed=4)  # b's own breaker opens at T0
+    timeout = POLICY.probe_timeout_s
+    probe = breakers.admit(SITE, tenant="b", now=T0 + 31, worker="w1")
+    assert probe.probes == {TENANT}
+    alive_at = T0 + 31 + timeout - 1
+    breakers.keep_probe(SITE, tenant="b", probes=probe.probes, now=alive_at, worker="w1")
+    # Another worker's keep-alive does not hold a probe it does not own.
+    breakers.keep_probe(SITE, tenant="b", probes=probe.probes, now=alive_at + 20, worker="w9")
+    held = breakers.admit(SITE, tenant="b", now=alive_at + timeout - 1, worker="w2")
+    assert not held.allowed and held.state is BreakerState.HALF_OPEN
+    replaced = breakers.admit(SITE, tenant="b", now=alive_at + timeout, worker="w2")
+    assert replaced.allowed and replaced.probes == {TENANT}
+    # The first probe's worker, back, keeps nothing alive: the probe is w2's now.
+    breakers.keep_probe(SITE, tenant="b", probes=probe.probes, now=alive_at + timeout, worker="w1")
+    assert breakers.get(SITE, "b").probe_started == alive_at + timeout

@@ -178,8 +178,9 @@ def test_cancel_flag_and_deferral_note(svc: JobServices) -> None:
     job = submit_job(svc, "t", REQUEST).job
     with pytest.raises(IllegalTransition):
         svc.store.request_cancel("t", job.job_id, at=iso(utcnow()))
-    svc.store.defer("t", job.job_id, reason="circuit open", at=iso(utcnow()))
-    assert svc.store.get("t", job.job_id).deferred_reason == "circuit open"
+    svc.store.defer("t", job.job_id, reason="circuit open", at=iso(utcnow()), message_id="m-1")
+    noted = svc.store.get("t", job.job_id)
+    assert noted.deferred_reason == "circuit open" and noted.deferred_from == "m-1"
     claimed = _claim(svc, job.job_id, "w1")
     assert claimed.deferred_reason is None
     assert svc.store.run_signals("t", job.job_id, now=0).cancel_requested is False

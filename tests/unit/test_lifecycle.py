@@ -6,6 +6,7 @@ fake clock instead of sleeping; the contract suite holds the fakes to the AWS ad
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -266,6 +267,27 @@ def test_a_deferred_job_waits_without_spending_an_attempt(
     assert record.status is JobStatus.QUEUED and record.attempt == 0
     assert record.deferred_reason == "circuit open for x"
     assert queue.sent[-1][1] == 40 and queue.depth(POOL) == 1
+
+
+def test_a_second_copy_of_a_deferred_message_is_dropped_not_deferred_again(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    # SQS delivers a message twice now and then (the same MessageId). Both copies of a job's
+    # message found its breaker open: each deferred it into a successor of its own, and each
+    # successor could be copied again, so a long outage multiplied a job's messages. The
+    # second copy now finds the first one's successor recorded and is dropped.
+    job_id = submit_job(svc, "t", request()).job.job_id
+    first = receive(svc)
+    second = replace(first, receipt_handle="another copy")
+    assert svc.lifecycle.defer(first, POOL, reason="circuit open", delay_s=5).then is Then.DELETE
+    assert len(queue.sent) == 2  # the submission's message and its successor
+    peek = svc.lifecycle.peek(second, POOL)
+    assert peek.then is Then.DELETE and "already deferred" in peek.reason
+    assert len(queue.sent) == 2 and queue.depth(POOL) == 1
+    # The successor carries the job on: it is run, not dropped.
+    successor = svc.lifecycle.peek(replace(first, message_id="m-2", receipt_handle="m-2/1"), POOL)
+    assert successor.then is Then.RUN and successor.job is not None
+    assert successor.job.job_id == job_id
 
 
 def test_cancel_queued_at_once_running_through_the_worker_final_refused(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import socket
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ import boto3
 import pytest
 
 from pagefleet.errors import InvalidField
-from pagefleet.jobs.models import TenantPolicy
+from pagefleet.jobs.models import TenantPolicy, epoch_of_iso
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 from tests.support.upstream_proxy import upstream_proxy
@@ -352,7 +353,9 @@ def test_failed_assert_in_a_block_names_its_path_and_keeps_debug_artifacts(stack
     assert done.result == {"h": ["Page 1", "Page 2"]}  # the partial result is kept
     names = {a.name: a.retention for a in done.artifacts}
     assert names["failure.png"] == names["failure.html"] == names["trace.zip"] == "debug"
-    assert b"Page 2" in stack.artifact(done, "failure.html")
+    page_html = stack.artifact(done, "failure.html")
+    assert b"Page 2" in page_html
+    assert not page_html.startswith(b"<!-- pagefleet")  # page.content(), as the step failed
     with zipfile.ZipFile(io.BytesIO(stack.artifact(done, "trace.zip"))) as trace:
         members = set(trace.namelist())
     assert {"trace.trace", "trace.network"} <= members
@@ -464,6 +467,50 @@ def test_the_egress_filter_still_checks_every_target_behind_a_jobs_proxy(stack: 
     assert done.status is JobStatus.SUCCEEDED, done.error
     # The forbidden subresources were refused by the job's listener: the proxy never saw them.
     assert asked and all(target.startswith("127.0.0.1:") for target in asked), asked
+
+
+def test_a_job_stopped_on_a_page_still_loading_gives_its_slot_back_with_the_page_shown(
+    stack: Stack,
+) -> None:
+    # The next page's site takes the connection and never answers: the watchdog stops the
+    # job while its navigation waits. A person debugging needs the page the browser still
+    # showed, as a picture and as HTML (the secret it echoes masked), and the slot back.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        never = f"http://127.0.0.1:{silent.getsockname()[1]}/never"
+        done = stack.run(
+            {
+                "max_attempts": 1,
+                "steps": [
+                    {"action": "goto", "url": stack.site.url("/login")},
+                    {"action": "fill", "selector": "#pw", "value": "{{secrets.SITE_PASSWORD}}"},
+                    {"action": "goto", "url": never},
+                ],
+                "options": {"job_timeout_s": 2, "navigation_timeout_ms": 60_000},
+            },
+            timeout=90,
+        )
+
+    assert done.status is JobStatus.TIMED_OUT, done.error
+    assert done.error is not None and done.error.timeout == "job"
+    assert done.error.step_index == 2
+    [attempt] = done.attempts
+    assert attempt.finished_at is not None
+    # How long past its timeout the slot was held is printed, not asserted (no wall clock in
+    # a test): the page below was read from Chromium's view, which does not wait for the
+    # navigation, where Playwright's screenshot and content() waited out 3 s each.
+    took_s = epoch_of_iso(attempt.finished_at) - epoch_of_iso(attempt.started_at)
+    print(f"\nhung page: attempt took {took_s:.2f} s with job_timeout_s=2")
+    names = {a.name: a.retention for a in done.artifacts}
+    assert names["failure.png"] == names["failure.html"] == "debug", names
+    assert stack.artifact(done, "failure.png").startswith(b"\x89PNG\r\n\x1a\n")
+    page_html = stack.artifact(done, "failure.html").decode()
+    # The document still shown, marked as read while the navigation had not committed.
+    assert page_html.startswith("<!-- pagefleet: the document still shown"), page_html[:300]
+    assert f"navigation to {never} had not committed" in page_html.split("-->", 1)[0]
+    assert 'id="login"' in page_html and "typed: ***" in page_html
+    assert SECRET not in page_html
 
 
 def test_login_session_is_saved_then_reused_with_the_secret_never_stored(

@@ -345,6 +345,26 @@ class DomainBreakers:
                 raise
         return self._get(key).state
 
+    def keep_probe(
+        self, origin: str, *, tenant: str, probes: frozenset[str], now: int, worker: str
+    ) -> None:
+        for scope in sorted(probes):
+            key = _Key(origin, None if scope == SHARED else tenant)
+            try:
+                self._db.update_item(
+                    TableName=self._table,
+                    Key=key.item(),
+                    UpdateExpression="SET probe_started = :now",
+                    ConditionExpression="#s = :half AND probe_owner = :w",
+                    ExpressionAttributeNames={"#s": "state"},
+                    ExpressionAttributeValues=_values(
+                        {":now": now, ":half": BreakerState.HALF_OPEN.value, ":w": worker}
+                    ),
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise  # else the probe was replaced or has ended: nothing to keep
+
     def _end_probe(self, key: _Key, *, ok: bool, now: int, worker: str) -> BreakerState:
         if not ok:
             return self._open(key, now, expect=BreakerState.HALF_OPEN)

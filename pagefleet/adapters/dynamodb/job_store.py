@@ -371,17 +371,22 @@ class DynamoJobStore(
             {":none": [], ":id": [replay_id], ":most": MAX_REPLAYS_LISTED},
         )
 
-    def defer(self, tenant_id: str, job_id: str, *, reason: str, at: str) -> None:
+    def defer(
+        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+    ) -> None:
         """Note why a queued job waits (it stays queued; its message is delayed)."""
+        sets = "deferred_reason = :r, updated_at = :at"
+        values = {":m": message_id} if message_id else {}
         with contextlib.suppress(ClientError):
             self._db.update_item(
                 TableName=self._table,
                 Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression="SET deferred_reason = :r, updated_at = :at",
+                UpdateExpression=f"SET {sets}, deferred_from = :m" if values else f"SET {sets}",
                 ConditionExpression="#status IN (:q, :r2)",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=serialize(
                     {
+                        **values,
                         ":r": reason,
                         ":at": at,
                         ":q": JobStatus.QUEUED.value,

@@ -43,6 +43,10 @@ class WorkerMoves(LifecycleBase):
             return MessageAnswer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if job.status.is_final:  # final states never change: a stale read is still right
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
+        if job.deferred_from is not None and job.deferred_from == received.message_id:
+            # Its successor was sent before this was written: it carries the job on. (A
+            # stale read misses this and defers a second successor, as before.)
+            return self._done(received, pool, "duplicate delivery (already deferred)")
         return MessageAnswer(Then.RUN, job=job)
 
     def claim(
@@ -350,6 +354,14 @@ class WorkerMoves(LifecycleBase):
             self.queue.send(again, delay_seconds=delay)
         except Exception as exc:
             return MessageAnswer(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
-        with contextlib.suppress(Exception):  # the reason is a courtesy to the user
-            self.store.defer(message.tenant_id, message.job_id, reason=reason, at=self.at())
+        # The reason is a courtesy to the user; the message id, written only now that its
+        # successor is sent, lets another copy of it be dropped (``peek``).
+        with contextlib.suppress(Exception):
+            self.store.defer(
+                message.tenant_id,
+                message.job_id,
+                reason=reason,
+                at=self.at(),
+                message_id=received.message_id,
+            )
         return self._done(received, pool, reason)
