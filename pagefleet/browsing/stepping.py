@@ -193,15 +193,25 @@ def await_record(
 
 
 def read_command(
-    sessions: Sessions, tenant_id: str, session_id: str, command_id: str
+    sessions: Sessions,
+    tenant_id: str,
+    session_id: str,
+    command_id: str,
+    *,
+    wait_s: float = 0.0,
 ) -> CommandView:
     """A command as it stands: pending, running, or its answer (done, expired); one whose
-    deadline passed unstarted, or whose session ended before it started, is expired here."""
+    deadline passed unstarted, or whose session ended before it started, is expired here.
+    ``wait_s``: a command found running is read until its answer, for at most that long,
+    as the call that sent it would have been (a pending one is answered at once: the call
+    holds for the step's own time, never for a browser starting or busy)."""
     ledger = sessions.require_commands()
     job = get_session(sessions, tenant_id, session_id)
     record = ledger.get(tenant_id, session_id, command_id)
     if record is None:
         raise NotFound(f"command {command_id} of browser session {session_id} not found")
+    if wait_s > 0 and record.state is CommandState.RUNNING and not job.status.is_final:
+        record = await_record(sessions, record, min(wait_s, sessions.max_wait_s))
     status, _ = status_of(job)
     past = sessions.jobs.lifecycle.now() >= record.deadline
     if record.state is CommandState.PENDING and (past or job.status.is_final):

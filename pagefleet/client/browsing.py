@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import httpx
 
 from pagefleet.browsing.models import (
+    DEFAULT_WAIT_S,
     CommandView,
     OpenSessions,
     OpenSessionView,
@@ -103,7 +104,9 @@ class BrowsingCalls:
         The command's id is made here (or given): a call sent again, by this client's
         retry or the caller's, is answered from the first, never run twice. When the API
         answers 202 (still running past ``wait_s``), the command is read until it has
-        its answer, for at most ``give_up_s`` (then :class:`CommandPending`)."""
+        its answer, for at most ``give_up_s`` (then :class:`CommandPending`): each read of
+        a running command waits for its answer as the call did (``wait_s``; with
+        ``wait_s=0`` no call waits, the reads included)."""
         sent = BrowsingCalls.send_steps(
             self,
             session_id,
@@ -119,9 +122,13 @@ class BrowsingCalls:
         sent_at = time.monotonic()
         give_up = sent_at + give_up_s
         pause = POLL_FIRST_S
+        hold = DEFAULT_WAIT_S if wait_s is None else wait_s
         while time.monotonic() < give_up:
             time.sleep(pause)
-            view = BrowsingCalls.get_command(self, session_id, sent.command_id)
+            left = int(give_up - time.monotonic())
+            view = BrowsingCalls.get_command(
+                self, session_id, sent.command_id, wait_s=max(0, min(hold, left))
+            )
             if view.answer is not None:
                 return view.answer
             if view.state == "lost":
@@ -153,10 +160,15 @@ class BrowsingCalls:
             return CommandView.model_validate(response.json())
         return StepsAnswer.model_validate(response.json())
 
-    def get_command(self: _Requests, session_id: str, command_id: str) -> CommandView:
-        """A command of the session: pending, running, or with its answer (holds nothing)."""
+    def get_command(
+        self: _Requests, session_id: str, command_id: str, *, wait_s: int = 0
+    ) -> CommandView:
+        """A command of the session: pending, running, or with its answer. ``wait_s``: a
+        command found running is read until its answer, for at most that long (0: the call
+        holds nothing)."""
         path = f"/v1/browser-sessions/{session_id}/commands/{command_id}"
-        return CommandView.model_validate(self._request("GET", path).json())
+        params = {"wait_s": wait_s} if wait_s else None
+        return CommandView.model_validate(self._request("GET", path, params=params).json())
 
     def answer_part(self: _Requests, answer: StepsAnswer, name: str) -> bytes:
         """A part of an answer too large to come inline (``result``: the extracted data as

@@ -136,6 +136,12 @@ def test_a_step_not_answered_in_time_is_a_202_with_its_command_read_by_its_id(
         assert (again.status, again.body) == (202, sent.body)  # the same command, not a new one
         read = owner.call("GET", f"{base}/commands/press-tab-1")
         assert (read.status, read.body["state"]) == (200, "pending")
+        # A read that would wait for a running command's answer holds nothing for a
+        # pending one (the session is starting): answered as it stands.
+        waits = owner.call("GET", f"{base}/commands/press-tab-1", query="wait_s=25")
+        assert (waits.status, waits.body) == (200, read.body)
+        too_long = owner.call("GET", f"{base}/commands/press-tab-1", query="wait_s=26")
+        assert too_long.status == 422 and too_long.error["field"] == "wait_s", too_long.body
 
         other = {**body, "step": {"action": "press", "selector": "a", "key": "Enter"}}
         reused = owner.call("POST", f"{base}/steps", body=other, headers=key)

@@ -563,8 +563,9 @@ class AnsweredAt(FakeCommandLedger):
     def get(self, tenant_id: str, session_id: str, command_id: str) -> Any:
         self.reads.append(self.now[0])
         found = super().get(tenant_id, session_id, command_id)
-        if found is not None and found.state.value == "pending" and self.now[0] >= self.answer_at:
-            self.claim(tenant_id, session_id, command_id, now=0.0, order="o")
+        if found is not None and found.state.value != "done" and self.now[0] >= self.answer_at:
+            if found.state.value == "pending":
+                self.claim(tenant_id, session_id, command_id, now=0.0, order="o")
             self.finish(tenant_id, session_id, command_id, Answer(id="a", ran=1), [])
             found = super().get(tenant_id, session_id, command_id)
         return found
@@ -595,6 +596,38 @@ def test_a_call_reads_for_its_answer_only_once_the_worker_could_have_written_it(
     assert waited[0] >= 0.008 + stepping.ANSWER_TRIPS * 0.008  # none before the claim's trip
     assert len(waited) <= 4  # 5 on a read every 5 ms from the record on
     assert ledger.reads[-1] <= ledger.answer_at + stepping.FIRST_READ_S
+
+
+def test_a_read_with_wait_s_holds_while_its_command_runs_and_never_while_it_waits(
+    world: World,
+) -> None:
+    """A session's first step comes while it starts: 202 at once, then the client reads
+    the command. A read with ``wait_s`` of a running command is answered as soon as the
+    answer is written (it was read every 50 ms plus a call's time: ~45 ms late on average
+    on the start's path); of a pending one (its worker starting or busy) at once. Time is
+    virtual: what the read slept is what it held."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    ledger = AnsweredAt(now, trip=0.0, answer_at=float("inf"))
+    sessions = dataclasses.replace(world.sessions, commands=ledger, clock=lambda: now[0])
+    sessions = dataclasses.replace(sessions, sleep=sleep)
+    job = service.open_session(sessions, TENANT, OpenSession())
+    body = steps_request({"action": "goto", "url": "https://example.com/"}, command_id="g")
+    sent = stepping.run_steps(sessions, TENANT, job.job_id, body)
+    assert isinstance(sent, CommandView) and sent.state == "pending"  # still starting
+
+    pending = stepping.read_command(sessions, TENANT, job.job_id, "g", wait_s=10)
+    assert pending.state == "pending" and now[0] == 0.0  # held nothing
+
+    claimed(world)
+    ledger.claim(TENANT, job.job_id, "g", now=0.0, order="o")  # the worker runs it
+    ledger.answer_at = 0.150  # a 150 ms goto
+    done = stepping.read_command(sessions, TENANT, job.job_id, "g", wait_s=10)
+    assert done.state == "done" and done.answer is not None and done.answer.ok
+    assert 0.150 <= now[0] <= 0.150 + stepping.LAST_READ_S  # held while it ran, no longer
 
 
 def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is_dropped(
@@ -703,3 +736,33 @@ def test_a_session_ended_by_its_cap_reads_closed_for_cost_cap() -> None:
         result=None,
     )
     assert service.status_of(record) == ("closed", "cost_cap")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("wait_s", "read_waits"), [(None, "10"), (7, "7"), (0, None)])
+def test_the_client_reads_a_202_command_waiting_as_its_call_did(
+    wait_s: int | None, read_waits: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``session_steps`` after a 202: each read of the command waits for a running one's
+    answer as the call did (``wait_s``, the API's default 10 when not given), and holds
+    nothing with ``wait_s=0`` (how the console and ``pagefleet mcp`` step)."""
+    import httpx
+
+    from pagefleet.client import PagefleetClient
+    from pagefleet.client import browsing as calls
+
+    monkeypatch.setattr(calls.time, "sleep", lambda seconds: None)
+    reads: list[str | None] = []
+    pending = {"session_id": "s", "command_id": "c", "state": "pending"}
+    answer = {"session_id": "s", "command_id": "c", "status": "ready", "ok": True, "ran": 1}
+
+    def api(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            return httpx.Response(202, json=pending)
+        reads.append(request.url.params.get("wait_s"))
+        if len(reads) < 2:
+            return httpx.Response(200, json=pending)
+        return httpx.Response(200, json={**pending, "state": "done", "answer": answer})
+
+    client = PagefleetClient("http://127.0.0.1:9", "k", transport=httpx.MockTransport(api))
+    got = client.session_steps("s", {"action": "click", "selector": "#go"}, wait_s=wait_s)
+    assert got.ok and reads == [read_waits, read_waits]

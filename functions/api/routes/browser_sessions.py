@@ -22,6 +22,7 @@ from functions.api.context import (
 from pagefleet import ids
 from pagefleet.browsing.models import (
     COMMAND_ID_PATTERN,
+    MAX_WAIT_S,
     CommandView,
     OpenSession,
     OpenSessions,
@@ -157,17 +158,34 @@ def run_steps(
     "/browser-sessions/<session_id>/commands/<command_id>",
     summary="A command of the session: pending, running, or its answer",
     description=(
-        "Holds nothing: it reads the command's record. `state` is pending, running, done, "
-        "expired (its deadline passed before it started: it never ran) or lost (its "
-        "worker went while it ran); `answer` is there once done or expired."
+        "It reads the command's record. `state` is pending, running, done, expired (its "
+        "deadline passed before it started: it never ran) or lost (its worker went while "
+        "it ran); `answer` is there once done or expired. With `wait_s`, a command found "
+        "running is read until its answer for at most that long (the call is held for the "
+        "step's own time, as the call that sent it would have been); without it, or when "
+        "the command is pending, done or expired, the call holds nothing."
     ),
     responses=documented({200: ("the command", CommandView)}, 404),
     tags=["browser sessions"],
 )
-def get_command(session_id: SESSION_ID, command_id: COMMAND_ID) -> Response[str]:
+def get_command(
+    session_id: SESSION_ID,
+    command_id: COMMAND_ID,
+    wait_s: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=MAX_WAIT_S,
+            description="how long to wait for the answer of a command found running; "
+            "0 (the default) never waits",
+        ),
+    ] = 0,
+) -> Response[str]:
     from pagefleet.browsing import stepping  # first call: cold start
 
-    view = stepping.read_command(browser_sessions(), tenant_id(router), session_id, command_id)
+    view = stepping.read_command(
+        browser_sessions(), tenant_id(router), session_id, command_id, wait_s=wait_s
+    )
     return respond(200, view)
 
 
