@@ -212,6 +212,8 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
                     "started_at": started_at,
                     "updated_at": started_at,
                     "deferred_reason": None,
+                    "deferred_to": None,
+                    "deferred_due": None,
                     "retry_at": None,
                 }
             )
@@ -365,7 +367,14 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
                 row.job = row.job.model_copy(update={"replays": [*row.job.replays, replay_id]})
 
     def defer(
-        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        reason: str,
+        at: str,
+        successor: str | None = None,
+        due: int | None = None,
     ) -> None:
         with self._lock:
             row = self._rows.get((tenant_id, job_id))
@@ -374,8 +383,8 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
                 JobStatus.RETRY_SCHEDULED,
             ):
                 update: dict[str, Any] = {"deferred_reason": reason, "updated_at": at}
-                if message_id:
-                    update["deferred_from"] = message_id
+                if successor is not None and due is not None:
+                    update |= {"deferred_to": successor, "deferred_due": due}
                 row.job = row.job.model_copy(update=update)
 
     def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:

@@ -287,10 +287,17 @@ class JobStore(Protocol):
         ...
 
     def defer(
-        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        reason: str,
+        at: str,
+        successor: str | None = None,
+        due: int | None = None,
     ) -> None:
-        """Note why a queued job waits and, once its successor was sent, which message was
-        deferred (``deferred_from``)."""
+        """Note why a queued job waits and, once it was sent, the message that carries it on
+        (``deferred_to``) and when that message becomes visible (``deferred_due``)."""
         ...
 
     def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None: ...

@@ -108,9 +108,11 @@ class JobRecord(BaseModel):
     leases_lost: int = 0
     # Why a queued job is waiting (e.g. its target's circuit is open).
     deferred_reason: str | None = None
-    # The queue message last deferred, written once its successor was sent: another copy
-    # of it (SQS delivers some twice) is dropped, not deferred into a second successor.
-    deferred_from: str | None = None
+    # A deferred job's successor message (its MessageId, written once it was sent) and
+    # when it becomes visible (epoch s): until then any other message of the job (a second
+    # copy, SQS delivers some twice, and its line) is dropped, not deferred into another.
+    deferred_to: str | None = None
+    deferred_due: int | None = None
     # Set by DELETE /v1/jobs/{id} on a running job: deleted once it has stopped.
     delete_requested_at: str | None = None
     # Epoch seconds a scheduled job may start (from delay_seconds / run_at).

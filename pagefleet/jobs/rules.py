@@ -64,6 +64,20 @@ def dead_worker_limit_reached(job: JobRecord) -> bool:
     return job.leases_lost + 1 >= LEASES_LOST_LIMIT
 
 
+def another_carries_it(job: JobRecord, message_id: str, now: float) -> bool:
+    """Whether a deferred job waits in a successor message other than this one: named once
+    it was sent, and not visible yet. Its other messages (a second copy of one, as SQS
+    delivers some twice, and each successor such a copy would send) are dropped until then;
+    the successor itself, and any message once it is due, are looked at as before. Only a
+    sent message is named, so the job always has one."""
+    return (
+        job.deferred_to is not None
+        and job.deferred_due is not None
+        and message_id != job.deferred_to
+        and now < job.deferred_due
+    )
+
+
 def lease_until(now: float, lease_seconds: int) -> int:
     """The record's lease end for a claim or heartbeat at ``now``."""
     return int(now) + lease_seconds - LEASE_MARGIN_S

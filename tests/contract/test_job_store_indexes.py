@@ -178,11 +178,15 @@ def test_cancel_flag_and_deferral_note(svc: JobServices) -> None:
     job = submit_job(svc, "t", REQUEST).job
     with pytest.raises(IllegalTransition):
         svc.store.request_cancel("t", job.job_id, at=iso(utcnow()))
-    svc.store.defer("t", job.job_id, reason="circuit open", at=iso(utcnow()), message_id="m-1")
+    at = iso(utcnow())
+    svc.store.defer("t", job.job_id, reason="circuit open", at=at, successor="m-2", due=NOW + 5)
     noted = svc.store.get("t", job.job_id)
-    assert noted.deferred_reason == "circuit open" and noted.deferred_from == "m-1"
+    assert noted.deferred_reason == "circuit open"
+    assert (noted.deferred_to, noted.deferred_due) == ("m-2", NOW + 5)
     claimed = _claim(svc, job.job_id, "w1")
-    assert claimed.deferred_reason is None
+    # A claim ends the wait: no message of the job is dropped for a successor any more.
+    assert claimed.deferred_reason is claimed.deferred_to is claimed.deferred_due is None
+    assert svc.store.get("t", job.job_id).deferred_to is None
     assert svc.store.run_signals("t", job.job_id, now=0).cancel_requested is False
     first = svc.store.request_cancel("t", job.job_id, at="2026-01-01T00:00:00.000Z")
     again = svc.store.request_cancel("t", job.job_id, at="2027-01-01T00:00:00.000Z")

@@ -269,13 +269,13 @@ def test_a_deferred_job_waits_without_spending_an_attempt(
     assert queue.sent[-1][1] == 40 and queue.depth(POOL) == 1
 
 
-def test_a_second_copy_of_a_deferred_message_is_dropped_not_deferred_again(
-    svc: JobServices, queue: FakeQueue
+def test_a_deferred_jobs_other_messages_are_dropped_while_its_successor_waits(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
 ) -> None:
     # SQS delivers a message twice now and then (the same MessageId). Both copies of a job's
     # message found its breaker open: each deferred it into a successor of its own, and each
-    # successor could be copied again, so a long outage multiplied a job's messages. The
-    # second copy now finds the first one's successor recorded and is dropped.
+    # successor could be copied again, so an outage multiplied a job's messages. While the
+    # successor the record names waits, the job's other messages are dropped.
     job_id = submit_job(svc, "t", request()).job.job_id
     first = receive(svc)
     second = replace(first, receipt_handle="another copy")
@@ -284,10 +284,30 @@ def test_a_second_copy_of_a_deferred_message_is_dropped_not_deferred_again(
     peek = svc.lifecycle.peek(second, POOL)
     assert peek.then is Then.DELETE and "already deferred" in peek.reason
     assert len(queue.sent) == 2 and queue.depth(POOL) == 1
-    # The successor carries the job on: it is run, not dropped.
-    successor = svc.lifecycle.peek(replace(first, message_id="m-2", receipt_handle="m-2/1"), POOL)
-    assert successor.then is Then.RUN and successor.job is not None
-    assert successor.job.job_id == job_id
+    # The successor carries the job on, and when it is due any message is looked at again
+    # (a stray one then is claimed or dropped by the usual rules).
+    clock.advance(5)
+    [successor] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    assert successor.message_id == svc.store.get("t", job_id).deferred_to
+    looked = svc.lifecycle.peek(successor, POOL)
+    assert looked.then is Then.RUN and looked.job is not None and looked.job.job_id == job_id
+    assert svc.lifecycle.peek(second, POOL).then is Then.RUN
+
+
+def test_a_deferral_whose_successor_was_not_sent_names_none_and_drops_nothing(
+    svc: JobServices, queue: FakeQueue
+) -> None:
+    job_id = submit_job(svc, "t", request()).job.job_id
+    first = receive(svc)
+
+    def unsent(*_: Any, **__: Any) -> str:
+        raise EnqueueFailed("SQS unreachable")
+
+    queue.send = unsent  # type: ignore[method-assign]
+    step = svc.lifecycle.defer(first, POOL, reason="circuit open", delay_s=5)
+    assert step.then is Then.LEAVE  # the message comes back and is deferred then
+    assert svc.store.get("t", job_id).deferred_to is None
+    assert svc.lifecycle.peek(replace(first, receipt_handle="again"), POOL).then is Then.RUN
 
 
 def test_cancel_queued_at_once_running_through_the_worker_final_refused(

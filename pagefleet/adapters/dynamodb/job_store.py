@@ -372,16 +372,26 @@ class DynamoJobStore(
         )
 
     def defer(
-        self, tenant_id: str, job_id: str, *, reason: str, at: str, message_id: str | None = None
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        reason: str,
+        at: str,
+        successor: str | None = None,
+        due: int | None = None,
     ) -> None:
         """Note why a queued job waits (it stays queued; its message is delayed)."""
         sets = "deferred_reason = :r, updated_at = :at"
-        values = {":m": message_id} if message_id else {}
+        values: dict[str, Any] = {}
+        if successor is not None and due is not None:
+            sets += ", deferred_to = :to, deferred_due = :due"
+            values = {":to": successor, ":due": due}
         with contextlib.suppress(ClientError):
             self._db.update_item(
                 TableName=self._table,
                 Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-                UpdateExpression=f"SET {sets}, deferred_from = :m" if values else f"SET {sets}",
+                UpdateExpression=f"SET {sets}",
                 ConditionExpression="#status IN (:q, :r2)",
                 ExpressionAttributeNames={"#status": "status"},
                 ExpressionAttributeValues=serialize(

@@ -83,7 +83,7 @@ def claim_update(
         "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "
         "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
         "updated_at = :started, ops_pk = :ops, ops_sk = :ops_sk "
-        "REMOVE deferred_reason, retry_at"
+        "REMOVE deferred_reason, deferred_to, deferred_due, retry_at"
     )
     return Update(expression, condition, names, values)
 

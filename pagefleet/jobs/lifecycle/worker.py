@@ -24,6 +24,7 @@ from pagefleet.jobs.rules import (
     Resume,
     after_failed_attempt,
     after_lost_run,
+    another_carries_it,
     attempt_allowed,
     lease_until,
     resume_plan,
@@ -43,9 +44,7 @@ class WorkerMoves(LifecycleBase):
             return MessageAnswer(Then.LEAVE, reason=f"reading the job failed: {headline(exc)}")
         if job.status.is_final:  # final states never change: a stale read is still right
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
-        if job.deferred_from is not None and job.deferred_from == received.message_id:
-            # Its successor was sent before this was written: it carries the job on. (A
-            # stale read misses this and defers a second successor, as before.)
+        if another_carries_it(job, received.message_id, self.clock.now()):
             return self._done(received, pool, "duplicate delivery (already deferred)")
         return MessageAnswer(Then.RUN, job=job)
 
@@ -351,17 +350,18 @@ class WorkerMoves(LifecycleBase):
         delay = max(1, min(MAX_DELAY_S, delay_s))
         again = message.model_copy(update={"deferrals": message.deferrals + 1})  # backs off
         try:
-            self.queue.send(again, delay_seconds=delay)
+            successor = self.queue.send(again, delay_seconds=delay)
         except Exception as exc:
             return MessageAnswer(Then.LEAVE, reason=f"could not defer the job: {headline(exc)}")
-        # The reason is a courtesy to the user; the message id, written only now that its
-        # successor is sent, lets another copy of it be dropped (``peek``).
+        # The reason is a courtesy to the user; the successor, named only now that it is
+        # sent, lets the job's other messages be dropped while it waits (``peek``).
         with contextlib.suppress(Exception):
             self.store.defer(
                 message.tenant_id,
                 message.job_id,
                 reason=reason,
                 at=self.at(),
-                message_id=received.message_id,
+                successor=successor,
+                due=int(self.clock.now()) + delay,
             )
         return self._done(received, pool, reason)
