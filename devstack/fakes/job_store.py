@@ -14,6 +14,7 @@ from typing import Any
 from devstack.fakes.human_waits import FakeHumanWaits
 from devstack.fakes.review import FakeReview, irreversible
 from devstack.fakes.takeovers import FakeTakeovers
+from devstack.fakes.waiting import FakeWaiting
 from devstack.fakes.watchers import FakeWatchers
 from pagefleet.adapters.dynamodb.codec import (
     epoch_of,
@@ -45,7 +46,7 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
+class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, FakeWaiting):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
@@ -366,33 +367,6 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
             if row is not None and len(row.job.replays) < MAX_REPLAYS_LISTED:
                 row.job = row.job.model_copy(update={"replays": [*row.job.replays, replay_id]})
 
-    def defer(
-        self,
-        tenant_id: str,
-        job_id: str,
-        *,
-        reason: str,
-        at: str,
-        successor: str | None = None,
-        due: int | None = None,
-    ) -> None:
-        with self._lock:
-            row = self._rows.get((tenant_id, job_id))
-            if row is not None and row.job.status in (
-                JobStatus.QUEUED,
-                JobStatus.RETRY_SCHEDULED,
-            ):
-                update: dict[str, Any] = {"deferred_reason": reason, "updated_at": at}
-                if successor is not None and due is not None:
-                    update |= {"deferred_to": successor, "deferred_due": due}
-                row.job = row.job.model_copy(update=update)
-
-    def postpone_retry(self, tenant_id: str, job_id: str, *, due: int) -> None:
-        with self._lock:
-            row = self._rows.get((tenant_id, job_id))
-            if row is not None and row.job.status is JobStatus.RETRY_SCHEDULED:
-                row.ops = (ops_key("retry", job_id), due)  # the sweeper's look; still due
-
     def count(self, tenant_id: str, status: JobStatus) -> int:
         with self._lock:
             return sum(
@@ -411,21 +385,6 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview):
     def dependants(self, tenant_id: str, job_id: str) -> list[str]:
         with self._lock:
             return list(self._edges.get((tenant_id, job_id), []))
-
-    def dispatched(self, tenant_id: str, job_id: str, *, at: str) -> None:
-        with self._lock:
-            row = self._rows.get((tenant_id, job_id))
-            if row is None or row.job.status is not JobStatus.SCHEDULED:
-                return
-            row.job = row.job.model_copy(update={"enqueued_at": at})
-            deadline = row.job.deadline_at
-            row.ops = (ops_key("deadline", job_id), deadline) if deadline is not None else None
-
-    def recheck_waiting(self, tenant_id: str, job_id: str, *, due: int) -> None:
-        with self._lock:
-            row = self._rows.get((tenant_id, job_id))
-            if row is not None and row.job.status is JobStatus.WAITING and row.ops:
-                row.ops = (row.ops[0], due)
 
     # --- helpers ----------------------------------------------------------------------------
     def expiry(self, tenant_id: str, job_id: str) -> int | None:
