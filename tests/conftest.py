@@ -156,7 +156,20 @@ def make_resources(moto_endpoint: str) -> Provisioned:
 def provisioned_state(moto_endpoint: str) -> tuple[Provisioned, MotoState]:
     """The shared specs' resources, made once per test process, and moto's state right
     after (tests/support/moto_state.py)."""
-    return make_resources(moto_endpoint), MotoState.take()
+    made = make_resources(moto_endpoint)
+    state = MotoState.take()
+    # Every later test of this process starts from this state: it must hold exactly what
+    # create_all made (an earlier test's thread still writing would show here).
+    dynamodb, sqs = aws_client("dynamodb"), aws_client("sqs")
+    tables = [made.jobs_table, made.tenants_table, made.usage_table, made.connections_table]
+    assert sorted(dynamodb.list_tables()["TableNames"]) == sorted(tables)
+    assert all(dynamodb.scan(TableName=t, Select="COUNT")["Count"] == 0 for t in tables)
+    assert sorted(sqs.list_queues()["QueueUrls"]) == sorted(made.queue_list())
+    for url in made.queue_list():
+        counts = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert counts["ApproximateNumberOfMessages"] == "0", url
+        assert counts["ApproximateNumberOfMessagesNotVisible"] == "0", url
+    return made, state
 
 
 @pytest.fixture
