@@ -112,11 +112,14 @@ async def bare_loop(
     launch: str = "worker",
     warmup: int = 0,
     on_job: Callable[[], None] | None = None,
+    egress: bool = False,
 ) -> tuple[int, float]:
     """Run ``jobs`` jobs (after ``warmup``), ``concurrency`` at a time, each in a fresh
     context of one Chromium. ``launch="worker"`` launches it as the worker does (same
     executable, switches and driver environment); ``"default"`` with Playwright's defaults
-    (same executable). Returns (succeeded, seconds)."""
+    (same executable). ``egress``: every request through the worker's egress proxy, in this
+    process, as the worker's browser sends them (what the egress check costs, apart from the
+    rest of the worker). Returns (succeeded, seconds)."""
     from playwright.async_api import async_playwright
 
     from browser_task.browser.chromium import (
@@ -126,6 +129,8 @@ async def bare_loop(
         environment,
         sandbox_enabled,
     )
+    from browser_task.egress.guard import EgressPolicy
+    from browser_task.egress.proxy import EgressProxy
     from pagefleet.jobs.options import JobOptions
     from pagefleet.specs.settings import WorkerSettings
 
@@ -138,13 +143,16 @@ async def bare_loop(
     )
     options = JobOptions()
     tuned = launch == "worker"
+    proxy = EgressProxy(EgressPolicy(allow_loopback=True)) if egress else None
+    if proxy is not None:
+        await proxy.start()
     with environment(driver_env() if tuned else {}):
         pw = await async_playwright().start()
     try:
         browser = await pw.chromium.launch(
             executable_path=chromium_executable(settings, pw),
             headless=settings.headless,
-            args=chromium_args(settings) if tuned else [],
+            args=chromium_args(settings, proxy.url if proxy else None) if tuned else [],
             chromium_sandbox=sandbox_enabled(settings),
         )
 
@@ -193,6 +201,8 @@ async def bare_loop(
         await browser.close()
     finally:
         await pw.stop()
+        if proxy is not None:
+            await proxy.close()
     return ok, elapsed
 
 

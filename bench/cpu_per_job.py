@@ -1,12 +1,13 @@
 """CPU per job: what the platform spends on a job that a bare Playwright loop does not.
 
-    .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 10]
+    .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 10] [--bare-egress]
 
 The same job as bench/e2e_throughput.py, run by a bare loop (one Chromium launched as the
 worker launches it, a fresh context per job, concurrency 2, in a child Python of its own)
 and by the local stack (one worker, 2 slots), in alternating rounds. For each side it reads
-the CPU time (user + system, from the kernel) of every process taking part and prints it
-per job, by part:
+the CPU time (user + system, from the kernel) of every process taking part, with what the
+children it reaped used (each job's renderer exits with the job's context: read live only,
+most of Chromium's CPU was missed), and prints it per job, by part:
 
 - bare loop: its Python (Playwright's client), the driver and Chromium;
 - platform: the worker (Python, driver, Chromium and the egress proxy inside it), the
@@ -67,6 +68,17 @@ def _cpu(process: psutil.Process) -> float:
     return times.user + times.system
 
 
+def _reaped(process: psutil.Process) -> float:
+    """CPU of the children ``process`` has reaped. A Chromium the worker recycles (or a
+    renderer its browser closes) leaves the live tree mid-round; its CPU stays counted in
+    its parent's, so a tree's sum never falls."""
+    try:
+        times = process.cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.children_user + times.children_system
+
+
 def _part(process: psutil.Process) -> str:
     """Which part of the stack a child process of the bench is."""
     try:
@@ -94,10 +106,13 @@ def snapshot() -> dict[str, float]:
         part = _part(child)
         if part == WORKER:  # its Python, and under it the driver and Chromium
             parts["worker: Python"] += _cpu(child)
+            parts["worker: driver"] += _reaped(child)  # a driver that exited
             for process in _descendants(child):
                 parts[f"worker: {_browser_part(process)}"] += _cpu(process)
+                parts["worker: Chromium"] += _reaped(process)  # browsers, renderers
             continue
-        parts[part] += _cpu(child) + sum(_cpu(c) for c in _descendants(child))
+        tree = [child, *_descendants(child)]
+        parts[part] += sum(_cpu(p) + _reaped(p) for p in tree)
     return parts
 
 
@@ -116,13 +131,13 @@ def _descendants(process: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def bare_round(site: str, jobs: int) -> dict[str, float]:
+def bare_round(site: str, jobs: int, egress: bool = False) -> dict[str, float]:
     """CPU per job of a bare loop, run in a child Python of its own so that nothing else is
     counted on its side: the bench process also runs the local stack's gateway and pollers
     and the demo site, which no bare loop has. The child reads its own tree's CPU after its
     warm-up and after its last job (its browser exits when the loop ends)."""
     done = subprocess.run(
-        [python(), __file__, "--bare-child", site, str(jobs)],
+        [python(), __file__, "--bare-child", site, str(jobs), *(["egress"] if egress else [])],
         env=python_env(),
         capture_output=True,
         text=True,
@@ -133,7 +148,7 @@ def bare_round(site: str, jobs: int) -> dict[str, float]:
     return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
-def bare_child(site: str, jobs: int) -> None:
+def bare_child(site: str, jobs: int, egress: bool = False) -> None:
     """In the child: run the bare loop and print its CPU per job by part, as JSON."""
     marks: list[dict[str, float]] = []
     me = psutil.Process()
@@ -142,9 +157,13 @@ def bare_child(site: str, jobs: int) -> None:
         mark: dict[str, float] = defaultdict(float, {"bare: Python": _cpu(me)})
         for process in _descendants(me):
             mark[f"bare: {_browser_part(process)}"] += _cpu(process)
+            mark["bare: Chromium"] += _reaped(process)
         marks.append(mark)
 
-    asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job))
+    looped = bare_loop(
+        site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job, egress=egress
+    )
+    asyncio.run(looped)
     first, last = marks[BARE_WARMUP - 1], marks[-1]
     per_job = {
         part: (last[part] - first.get(part, 0.0)) / (len(marks) - BARE_WARMUP)
@@ -188,17 +207,23 @@ def spread(ratios: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and sys.argv[1:2] == ["--bare-child"]:
-        bare_child(sys.argv[2], int(sys.argv[3]))
+        bare_child(sys.argv[2], int(sys.argv[3]), egress=sys.argv[4:5] == ["egress"])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=40, help="jobs per round and side")
     parser.add_argument("--rounds", type=int, default=10, help="pairs of runs (bare, platform)")
+    parser.add_argument(
+        "--bare-egress",
+        action="store_true",
+        help="the bare loop's requests through the worker's egress proxy too (its Python "
+        "counts as the bare loop's): what the worker adds besides the egress check",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 2 or args.rounds < 1:
         parser.error("--jobs must be at least 2 and --rounds at least 1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     with Measured("bench/cpu_per_job.py") as measured:
-        sides = run_rounds(args.jobs, args.rounds)
+        sides = whole_rounds(run_rounds(args.jobs, args.rounds, args.bare_egress))
         report(sides)
         bare = [sum(r.values()) for r in sides["bare"]]
         worker = [worker_cpu(r) for r in sides["platform"]]
@@ -212,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def run_rounds(jobs: int, rounds: int) -> dict[str, list[dict[str, float]]]:
+def run_rounds(jobs: int, rounds: int, egress: bool = False) -> dict[str, list[dict[str, float]]]:
     """``rounds`` pairs of (bare, platform) runs, the order alternating each round."""
     sides: dict[str, list[dict[str, float]]] = {"bare": [], "platform": []}
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
@@ -223,12 +248,30 @@ def run_rounds(jobs: int, rounds: int) -> dict[str, list[dict[str, float]]]:
                 with console.status(f"round {index + 1}/{rounds}: {side}…"):
                     started = time.monotonic()
                     if side == "bare":
-                        sides[side].append(bare_round(stack.site_url, jobs))
+                        sides[side].append(bare_round(stack.site_url, jobs, egress))
                     else:
                         sides[side].append(platform_round(stack, jobs))
                     console.print(f"round {index + 1} {side}: {time.monotonic() - started:.1f} s")
         stack.cleanup_logs()
     return sides
+
+
+def whole_rounds(sides: dict[str, list[dict[str, float]]]) -> dict[str, list[dict[str, float]]]:
+    """The rounds in which every part's CPU could be read whole. When the worker recycles its
+    browser (every ``jobs_per_browser`` jobs), the old browser's helpers (zygote, GPU,
+    renderers) are orphaned as it exits and leave the worker's tree with the CPU they used
+    since the stack started: that round's part falls below zero, and the pair is left out."""
+    kept = [
+        index
+        for index, platform in enumerate(sides["platform"])
+        if min(platform.values()) >= 0 and min(sides["bare"][index].values()) >= 0
+    ]
+    if len(kept) < len(sides["platform"]):
+        left = [i + 1 for i in range(len(sides["platform"])) if i not in kept]
+        print(f"rounds left out (a browser recycled, its tree's CPU not readable): {left}")
+    if not kept:
+        raise SystemExit("no round could be read whole: run more rounds")
+    return {side: [rounds[i] for i in kept] for side, rounds in sides.items()}
 
 
 def report(sides: dict[str, list[dict[str, float]]]) -> None:

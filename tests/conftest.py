@@ -3,6 +3,7 @@ pagefleet.specs.resources; and how the suites run (tests/support/suites.py)."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from devstack.provision import Provisioned, create_all
 from pagefleet.adapters.client_config import VALIDATE_PARAMETERS_ENV
+from tests.support.moto_state import MotoState
 from tests.support.suites import (
     check_fast_slice,
     check_groups_applied,
@@ -141,21 +143,35 @@ def aws_client(service: str) -> Any:
     return boto3.client(service)
 
 
-@pytest.fixture
-def provisioned(moto_endpoint: str) -> Provisioned:
-    """Fresh resources for each test: reset moto, then create from the shared specs."""
+def make_resources(moto_endpoint: str) -> Provisioned:
+    """Reset moto, then create everything from the shared specs."""
     import urllib.request
 
     urllib.request.urlopen(
         urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")
     ).read()
-    _clear_runtime_caches()
     return create_all(
         aws_client("dynamodb"),
         aws_client("sqs"),
         aws_client("s3"),
         scheduler=aws_client("scheduler"),
     )
+
+
+@pytest.fixture(scope="session")
+def provisioned_state(moto_endpoint: str) -> tuple[Provisioned, MotoState]:
+    """The shared specs' resources, made once per test process, and moto's state right
+    after (tests/support/moto_state.py)."""
+    return make_resources(moto_endpoint), MotoState.take()
+
+
+@pytest.fixture
+def provisioned(provisioned_state: tuple[Provisioned, MotoState]) -> Provisioned:
+    """Fresh resources for each test: moto reset, then the provisioned state put back."""
+    made, state = provisioned_state
+    state.restore()
+    _clear_runtime_caches()
+    return copy.deepcopy(made)
 
 
 @pytest.fixture

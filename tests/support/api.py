@@ -34,14 +34,15 @@ class HttpResult:
         return dict(self.body["error"])
 
 
-def rest_api() -> RestApi:
+def rest_api(authorizer_ttl_s: float = 0) -> RestApi:
     return RestApi(
         handler=LambdaFunction("pagefleet-api", api_handler),
         authorizer=LambdaFunction("pagefleet-authorizer", authorizer_handler),
         api_id=API_ID,
         stage=STAGE,
-        # Tests revoke keys and expect the next call to see it: no authorizer cache.
-        authorizer_ttl_s=0,
+        # Tests revoke keys and expect the next call to see it: no authorizer cache unless
+        # a test asks for the deployed API's.
+        authorizer_ttl_s=authorizer_ttl_s,
     )
 
 
@@ -66,9 +67,9 @@ def gateway_transport() -> httpx.MockTransport:
 
 
 class ApiCaller:
-    def __init__(self, api_key: str | None) -> None:
+    def __init__(self, api_key: str | None, *, authorizer_ttl_s: float = 0) -> None:
         self.api_key = api_key
-        self._api = rest_api()
+        self._api = rest_api(authorizer_ttl_s)
 
     def call(
         self,

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from bench.common import Measured, commit
-from bench.cpu_per_job import spread
+from bench.cpu_per_job import spread, whole_rounds
 
 
 def test_a_bench_prints_its_commit_and_the_load_before_and_after_it_measured(
@@ -37,3 +37,14 @@ def test_the_commit_is_the_checkouts() -> None:
 def test_the_spread_names_the_median_and_the_middle_half_of_the_rounds() -> None:
     text = spread([1.0, 1.1, 1.2, 1.3, 2.0])
     assert text.startswith("median 1.200, middle half 1.100-1.300 (+/-8.3%), min 1.00, max 2.00")
+
+
+def test_a_round_in_which_the_worker_recycled_its_browser_is_left_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The old browser's helpers leave the tree with all the CPU they used: a part below zero.
+    bare = [{"bare: Chromium": 0.3}, {"bare: Chromium": 0.31}, {"bare: Chromium": 0.29}]
+    platform = [{"worker: Chromium": 0.35}, {"worker: Chromium": -1.2}, {"worker: Chromium": 0.36}]
+    kept = whole_rounds({"bare": bare, "platform": platform})
+    assert kept == {"bare": [bare[0], bare[2]], "platform": [platform[0], platform[2]]}
+    assert "rounds left out (a browser recycled" in capsys.readouterr().out
