@@ -14,6 +14,7 @@ import boto3
 import pytest
 
 from devstack.provision import Provisioned, create_all
+from pagefleet.adapters.client_config import VALIDATE_PARAMETERS_ENV
 from tests.support.moto_state import MotoState
 from tests.support.suites import (
     check_fast_slice,
@@ -24,6 +25,11 @@ from tests.support.suites import (
 )
 
 TESTS_DIR = Path(__file__).resolve().parent
+
+# botocore checks every request against the service model in the suite and in every process
+# it starts (local stacks' workers and functions): deployed code leaves that to AWS
+# (pagefleet.adapters.client_config), and the embedded AWS might accept a malformed request.
+os.environ[VALIDATE_PARAMETERS_ENV] = "1"
 
 
 def _share_botocore_data() -> None:

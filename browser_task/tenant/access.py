@@ -28,6 +28,7 @@ from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
+from pagefleet.adapters.client_config import with_validation_setting
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
@@ -200,7 +201,9 @@ class TenantAccess:
         self._settings = settings
         self._role = settings.job_role_arn
         self._session_ttl_s = session_ttl_s
-        self._sts = sts or boto3.session.Session().client("sts", config=_CONFIG)
+        self._sts = sts or boto3.session.Session().client(
+            "sts", config=with_validation_setting(_CONFIG)
+        )
         self._clock = clock
         self._on_client = on_client
         self._lock = threading.Lock()
@@ -238,6 +241,7 @@ class TenantAccess:
         settings = self._settings
 
         def client(service: str, config: Config = _CONFIG) -> Any:
+            config = with_validation_setting(config)
             made = session.client(service, config=config)  # type: ignore[call-overload]
             if self._on_client is not None:
                 self._on_client(tenant_id, service, made)

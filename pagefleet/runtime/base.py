@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 import boto3
 from botocore.config import Config
 
+from pagefleet.adapters.client_config import with_validation_setting
 from pagefleet.adapters.faults import FaultInjector
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class RuntimeBase:
                 config = _S3_CONFIG if overridden else _S3_REGIONAL_CONFIG
             if self._session is None:
                 self._session = boto3.session.Session()
+            config = with_validation_setting(config)
             made = self._session.client(service, config=config)  # type: ignore[call-overload]
             if self._faults is not None:
                 self._faults.attach(made)
@@ -119,7 +121,9 @@ class RuntimeBase:
         return self._once(
             ("management", endpoint),
             lambda: boto3.session.Session().client(
-                "apigatewaymanagementapi", endpoint_url=endpoint, config=_MANAGEMENT_CONFIG
+                "apigatewaymanagementapi",
+                endpoint_url=endpoint,
+                config=with_validation_setting(_MANAGEMENT_CONFIG),
             ),
         )
 
