@@ -1,5 +1,5 @@
-"""botocore's client-side parameter validation: off in deployed code and benches (AWS checks
-every request on arrival), on in the test suite and every process it starts."""
+"""botocore's client-side parameter validation: off in deployed code (AWS checks
+every request on arrival), on in the test suite, the local stack and every process they start."""
 
 from __future__ import annotations
 
@@ -43,6 +43,22 @@ def test_the_test_suite_checks_every_request_before_it_is_sent(
 ) -> None:
     # tests/conftest.py sets it for the suite and the processes it starts.
     monkeypatch.setenv(VALIDATE_PARAMETERS_ENV, "1")
+    client = RuntimeBase().client("dynamodb")
+    with pytest.raises(ParamValidationError, match=r"Key\.pk\.S"):
+        get_item(client)
+
+
+def test_the_local_stack_checks_every_request_before_it_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `make run` and the benches start no test suite: the stack's own environment for its
+    # processes (and in-process clients) carries the check, since the embedded AWS accepts
+    # requests AWS refuses.
+    from devstack.constants import aws_env
+
+    monkeypatch.delenv(VALIDATE_PARAMETERS_ENV, raising=False)
+    for name, value in aws_env("http://127.0.0.1:1").items():
+        monkeypatch.setenv(name, value)
     client = RuntimeBase().client("dynamodb")
     with pytest.raises(ParamValidationError, match=r"Key\.pk\.S"):
         get_item(client)
