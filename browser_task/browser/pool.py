@@ -36,7 +36,6 @@ from browser_task.browser.chromium import (
     environment,
     sandbox_enabled,
 )
-from browser_task.browser.contexts import open_context
 from browser_task.browser.generation import (
     CONTEXT_CLOSE_TIMEOUT_S,
     BrowserGeneration,
@@ -44,8 +43,7 @@ from browser_task.browser.generation import (
 )
 from browser_task.browser.har import har_file
 from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
-from browser_task.browser.setup import ContextSetup
-from browser_task.browser.spare import SpareContext, fits
+from browser_task.browser.setup import ContextSetup, RoutesFirst
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
 from browser_task.egress.guard import EgressPolicy, Resolver
@@ -85,9 +83,6 @@ class BrowserPool:
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
         self.warm = WarmContexts(settings.concurrency)
-        # Not where every job gets a browser of its own (isolation "task"): a spare would be
-        # made on a browser the next job never uses.
-        self.spare = SpareContext(self._open_spare) if settings.jobs_per_browser > 1 else None
         self._resolver = resolver
         self._connect = connect
         pool_proxy = settings.egress_proxy
@@ -125,8 +120,6 @@ class BrowserPool:
         with environment(driver_env()):
             self._playwright = await async_playwright().start()
         await self._browser()
-        if self.spare is not None:
-            self.spare.replenish()
 
     @property
     def launches(self) -> int:
@@ -204,10 +197,6 @@ class BrowserPool:
                 return reused
         if egress is not None or storage_state is not None:
             warm_key = None  # only a context nothing of one job's own went into is kept
-        elif warm_key is None and self.spare is not None and fits(options):
-            spared = await self._from_spare(self.spare, options, setup)
-            if spared is not None:
-                return spared
         try:
             try:
                 return await self._new_session(options, storage_state, setup, egress, warm_key)
@@ -242,8 +231,8 @@ class BrowserPool:
         har_path = har_file() if options.har else None
         try:
             context, page = await asyncio.wait_for(
-                open_context(
-                    generation.browser,
+                self._open_context(
+                    generation,
                     options,
                     storage_state,
                     setup,
@@ -305,62 +294,25 @@ class BrowserPool:
         parked = self.warm.take(key, self._usable)
         if parked is None:
             return None
-        session = self._counted(
-            parked.generation, parked.context, parked.page, warm_key=key, jobs=parked.jobs + 1
-        )
-        return await self._set_up(session, options, setup)
-
-    async def _open_spare(self) -> tuple[BrowserContext, Page, BrowserGeneration]:
-        generation = await self._browser()
-        context, page = await asyncio.wait_for(
-            open_context(generation.browser, JobOptions()), CONTEXT_OPEN_TIMEOUT_S
-        )
-        return context, page, generation
-
-    async def _from_spare(
-        self, spare: SpareContext, options: JobOptions, setup: ContextSetup | None
-    ) -> JobBrowser | None:
-        """The spare context (browser_task.browser.spare), set up for this job."""
-        made = await spare.take(self._usable)
-        if made is None:
-            return None
-        session = self._counted(made.generation, made.context, made.page)
-        return await self._set_up(session, options, setup)
-
-    def _counted(
-        self,
-        generation: BrowserGeneration,
-        context: BrowserContext,
-        page: Page,
-        *,
-        warm_key: str | None = None,
-        jobs: int = 1,
-    ) -> JobBrowser:
-        """A job's session on a context made before the job (parked warm, or spare), counted
-        as a job of its browser."""
+        generation = parked.generation
         generation.jobs_started += 1
         generation.active += 1
         if generation.jobs_started >= self._settings.jobs_per_browser:
             self._retire(generation, "jobs")
-        return JobBrowser(
-            context=context,
-            page=page,
+        session = JobBrowser(
+            context=parked.context,
+            page=parked.page,
             generation=generation,
             _release=self._release,
-            warm_key=warm_key,
-            jobs=jobs,
-            _park=self._park if warm_key is not None else None,
+            warm_key=key,
+            jobs=parked.jobs + 1,
+            _park=self._park,
         )
-
-    async def _set_up(
-        self, session: JobBrowser, options: JobOptions, setup: ContextSetup | None
-    ) -> JobBrowser | None:
-        """``session``'s context set up for this job (its page has made no request for it)."""
         try:
-            session.context.set_default_timeout(options.action_timeout_ms)
-            session.context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            parked.context.set_default_timeout(options.action_timeout_ms)
+            parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
             if setup is not None:
-                await setup(RecordingContext(session.context, session.listeners))  # type: ignore[arg-type]
+                await setup(RecordingContext(parked.context, session.listeners))  # type: ignore[arg-type]
         except Exception:
             await session.close()
             return None
@@ -381,6 +333,63 @@ class BrowserPool:
             session.jobs,
             session.listeners,
         )
+
+    async def _open_context(
+        self,
+        generation: BrowserGeneration,
+        options: JobOptions,
+        storage_state: dict[str, Any] | None = None,
+        setup: ContextSetup | None = None,
+        egress: EgressProxy | None = None,
+        listeners: list[tuple[str, Callable[..., Any]]] | None = None,
+        video_dir: str | None = None,
+        har_path: str | None = None,
+    ) -> tuple[BrowserContext, Page]:
+        viewport = {"width": options.viewport.width, "height": options.viewport.height}
+        context = await generation.browser.new_context(
+            viewport=viewport,  # type: ignore[arg-type]
+            # A job with its own proxy talks to its own egress listener, which checks every
+            # target like the worker's and chains to that proxy (Playwright keeps loopback
+            # proxied for a context proxy, so nothing goes around the listener).
+            proxy={"server": egress.url} if egress is not None else None,
+            # Per-job identity.
+            user_agent=options.user_agent,
+            locale=options.locale,
+            timezone_id=options.timezone_id,
+            extra_http_headers=options.extra_headers or None,
+            # A saved login (the workflow's leading use_session steps).
+            storage_state=storage_state,  # type: ignore[arg-type]
+            accept_downloads=True,
+            # Service workers fetch on their own, outside the page; they would still go
+            # through the proxy, but blocking them keeps every request attributable.
+            service_workers="block",
+            # options.video: the page recorded at the viewport's size (browser_task.browser.video).
+            record_video_dir=video_dir,
+            record_video_size=viewport if video_dir is not None else None,  # type: ignore[arg-type]
+            # options.har: the traffic, bodies as files in the zip, written as it closes
+            # (browser_task.browser.har redacts it before it is kept).
+            record_har_path=har_path,
+            record_har_content="attach" if har_path is not None else None,
+        )
+        try:
+            context.set_default_timeout(options.action_timeout_ms)
+            context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            if setup is None:
+                page = await context.new_page()
+            else:
+                # Both are round trips to the browser; neither needs the other. What setup
+                # registers is noted, so a warm context can drop it before the next job.
+                recording = RecordingContext(context, listeners if listeners is not None else [])
+                if isinstance(setup, RoutesFirst):  # browser_task.browser.setup says why
+                    await setup(recording)  # type: ignore[arg-type]
+                    page = await context.new_page()
+                else:
+                    page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+            raise
+        return context, page
 
     async def _check_memory(self) -> None:
         """Retire the current browser when its process tree's RSS passes the limit."""
@@ -404,8 +413,6 @@ class BrowserPool:
     async def _release(self, session: JobBrowser) -> None:
         session.generation.active -= 1
         await self._maybe_close(session.generation)
-        if self.spare is not None and self._playwright is not None:
-            self.spare.replenish()  # while this slot has nothing to run yet
 
     async def _maybe_close(self, generation: BrowserGeneration) -> None:
         if generation.retired and generation.active <= 0 and not generation.closing:
@@ -424,8 +431,6 @@ class BrowserPool:
         await asyncio.to_thread(kill_tree, generation)
 
     async def close(self) -> None:
-        if self.spare is not None:
-            await self.spare.close()
         await self.warm.close_all()
         for generation in list(self._generations):
             await self._close_generation(generation)
