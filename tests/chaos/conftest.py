@@ -45,10 +45,16 @@ def stack(request: pytest.FixtureRequest) -> Iterator[LocalStack]:
         worker_env=chaos_worker_env(TMPDIR=tmp, **extra),
         lambda_env=getattr(request.module, "LAMBDA_ENV", {}),
     )
+    failed_before = request.session.testsfailed
     try:
         with local:
             yield local
-        local.cleanup_logs()
+        if request.session.testsfailed == failed_before:
+            local.cleanup_logs()
+        else:
+            # A chaos failure is rarely reproduced on demand: its stack's logs (workers,
+            # functions, the embedded AWS) stay for whoever looks into it.
+            print(f"\nchaos stack logs kept (a test of the module failed): {local.log_dir}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
