@@ -206,6 +206,29 @@ async def bare_loop(
     return ok, elapsed
 
 
+# --- CPU of a browser's processes -----------------------------------------------------------
+def browser_cpu_s(root: psutil.Process) -> dict[str, float]:
+    """CPU seconds (user + system) so far of ``root``'s descendants, by part: ``driver``
+    (Playwright's node) and ``Chromium`` (the rest). Each process also counts what the
+    children it reaped used: every job's renderer exits with its context (read live only,
+    most of Chromium's CPU was missed), and a browser the worker recycles stays counted in
+    the driver that reaped it, so the sum does not fall when it exits."""
+    parts = {"driver": 0.0, "Chromium": 0.0}
+    try:
+        descendants = root.children(recursive=True)
+    except psutil.Error:
+        return parts
+    for process in descendants:
+        try:
+            times = process.cpu_times()
+            name = process.name()
+        except psutil.Error:
+            continue
+        parts["driver" if name.startswith("node") else "Chromium"] += times.user + times.system
+        parts["Chromium"] += times.children_user + times.children_system
+    return parts
+
+
 # --- memory ---------------------------------------------------------------------------------
 def _rollup(pid: int) -> dict[str, int]:
     """/proc/PID/smaps_rollup in bytes (Pss, Pss_Anon, Pss_File, Pss_Shmem, ...)."""

@@ -50,7 +50,7 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import Measured, bare_loop, python, python_env, workflow
+from bench.common import Measured, bare_loop, browser_cpu_s, python, python_env, workflow
 from bench.e2e_throughput import wait_final
 from devstack.stack import LocalStack
 
@@ -61,22 +61,12 @@ BARE_WARMUP = 4
 
 
 def _cpu(process: psutil.Process) -> float:
+    """``process``'s own CPU and what the children it reaped used."""
     try:
         times = process.cpu_times()
     except psutil.Error:
         return 0.0
-    return times.user + times.system
-
-
-def _reaped(process: psutil.Process) -> float:
-    """CPU of the children ``process`` has reaped. A Chromium the worker recycles (or a
-    renderer its browser closes) leaves the live tree mid-round; its CPU stays counted in
-    its parent's, so a tree's sum never falls."""
-    try:
-        times = process.cpu_times()
-    except psutil.Error:
-        return 0.0
-    return times.children_user + times.children_system
+    return times.user + times.system + times.children_user + times.children_system
 
 
 def _part(process: psutil.Process) -> str:
@@ -101,27 +91,27 @@ def snapshot() -> dict[str, float]:
     children (the worker's Chromium) count toward it."""
     me = psutil.Process()
     parts: dict[str, float] = defaultdict(float)
-    parts[BENCH] = _cpu(me)
+    parts[BENCH] = _own(me)
     for child in me.children():
         part = _part(child)
         if part == WORKER:  # its Python, and under it the driver and Chromium
-            parts["worker: Python"] += _cpu(child)
-            parts["worker: driver"] += _reaped(child)  # a driver that exited
-            for process in _descendants(child):
-                parts[f"worker: {_browser_part(process)}"] += _cpu(process)
-                parts["worker: Chromium"] += _reaped(process)  # browsers, renderers
+            parts["worker: Python"] += _own(child)
+            parts["worker: driver"] += _cpu(child) - _own(child)  # a driver that exited
+            for browser_part, seconds in browser_cpu_s(child).items():
+                parts[f"worker: {browser_part}"] += seconds
             continue
-        tree = [child, *_descendants(child)]
-        parts[part] += sum(_cpu(p) + _reaped(p) for p in tree)
+        parts[part] += _cpu(child) + sum(_cpu(p) for p in _descendants(child))
     return parts
 
 
-def _browser_part(process: psutil.Process) -> str:
+def _own(process: psutil.Process) -> float:
+    """``process``'s own CPU, without its reaped children (the bench's are the bare loops,
+    counted on their own side)."""
     try:
-        name = process.name()
+        times = process.cpu_times()
     except psutil.Error:
-        return "gone"
-    return "driver" if name.startswith("node") else "Chromium"
+        return 0.0
+    return times.user + times.system
 
 
 def _descendants(process: psutil.Process) -> list[psutil.Process]:
@@ -154,10 +144,8 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
     me = psutil.Process()
 
     def on_job() -> None:
-        mark: dict[str, float] = defaultdict(float, {"bare: Python": _cpu(me)})
-        for process in _descendants(me):
-            mark[f"bare: {_browser_part(process)}"] += _cpu(process)
-            mark["bare: Chromium"] += _reaped(process)
+        mark = {"bare: Python": _own(me)}
+        mark.update({f"bare: {part}": s for part, s in browser_cpu_s(me).items()})
         marks.append(mark)
 
     looped = bare_loop(
@@ -165,11 +153,7 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
     )
     asyncio.run(looped)
     first, last = marks[BARE_WARMUP - 1], marks[-1]
-    per_job = {
-        part: (last[part] - first.get(part, 0.0)) / (len(marks) - BARE_WARMUP)
-        for part in last
-        if part != "bare: gone"
-    }
+    per_job = {part: (last[part] - first[part]) / (len(marks) - BARE_WARMUP) for part in last}
     print(json.dumps(per_job))
 
 

@@ -38,7 +38,6 @@ import asyncio
 import json
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -52,8 +51,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import psutil
 
-from bench.common import REPO_ROOT, Measured, bare_loop, python, python_env, workflow
-from bench.profile_hook import ENV, ThreadProfiles, difference
+from bench.common import (
+    REPO_ROOT,
+    Measured,
+    bare_loop,
+    browser_cpu_s,
+    python,
+    python_env,
+    workflow,
+)
+from bench.profile_hook import ENV, ThreadProfiles, cpu_seconds, difference
 
 START, END = "=== measured jobs start", "=== measured jobs end"
 # Where a thread waits rather than works (their own time is not work).
@@ -69,19 +76,10 @@ class Marks:
         self.at: list[dict[str, float]] = []
 
     def mark(self, line: str) -> None:
-        usage = resource.getrusage(resource.RUSAGE_SELF)
-        python_s = usage.ru_utime + usage.ru_stime
+        python_s = cpu_seconds()
         if not self._main_thread:
             python_s -= time.thread_time()
-        parts = {"Python": python_s, "driver": 0.0, "Chromium": 0.0}
-        for process in psutil.Process().children(recursive=True):
-            try:
-                times = process.cpu_times()
-                name = process.name()
-            except psutil.Error:
-                continue
-            parts["driver" if name.startswith("node") else "Chromium"] += times.user + times.system
-        self.at.append(parts)
+        self.at.append({"Python": python_s, **browser_cpu_s(psutil.Process())})
         print(line, file=sys.stderr, flush=True)
 
     def per_job(self, jobs: int) -> dict[str, float]:
