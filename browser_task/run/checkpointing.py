@@ -5,6 +5,11 @@
 lifecycle, fenced by the attempt: ``started`` before such a step acts, ``done`` when it
 returned. A write that finds the lease lost stops the attempt (``AttemptLost``): another
 attempt owns the job, and the step must not run here.
+
+``started`` also renews the lease, and is refused once the lease has ended (heartbeats that
+failed for a lease, the job not taken back yet): the step then acts within a lease of its own,
+and its timeout ends before that lease does (``act_within_ms``), so the next attempt's check
+cannot come before a click that was still on its way.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from pagefleet.jobs.checkpoints import (
 )
 from pagefleet.jobs.models import iso
 from pagefleet.jobs.record_size import clip
+from pagefleet.jobs.rules import LEASE_MARGIN_S
 from pagefleet.live.events import EventType
 
 if TYPE_CHECKING:
@@ -40,6 +46,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("browser_task.run.checkpointing")
 
+# An irreversible step stops trying to act this long before the lease its ``started``
+# renewed ends: a click sent at its timeout's last moment reaches the site before the job
+# can be taken back (the lease's end, then LEASE_GRACE_S).
+ACT_MARGIN_S = 2
 # A checkpoint write that fails for another reason than the lease is tried this often.
 WRITE_TRIES = 3
 WRITE_BACKOFF = Backoff(0.2, 0.8, Jitter.NONE)
@@ -64,11 +74,18 @@ class Progress:
         job: JobRecord,
         events: RunEvents | None = None,
         clock: Callable[[], float] | None = None,
+        *,
+        lease_s: int | None = None,
     ) -> None:
         self.lifecycle = lifecycle
         self.job = job
         self.events = events
         self._clock = clock or (lambda: lifecycle.clock.now())
+        # The worker's lease: ``started`` renews it for this long (None: tools and tests
+        # without a lease; nothing renewed, no timeout shortened).
+        self._lease_s = lease_s
+        # While an irreversible step acts: when it must have acted by (epoch seconds).
+        self._act_by: float | None = None
         self.checkpoints: list[Checkpoint] = list(job.checkpoints)
         self.compensation: Compensation | None = None
         # Set while no irreversible step is acting: a cancel or a drain waits for it.
@@ -87,6 +104,15 @@ class Progress:
     def at(self) -> str:
         return iso(datetime.fromtimestamp(self._clock(), UTC))
 
+    def act_within_ms(self, timeout_ms: int) -> int:
+        """A step's timeout, shortened while an irreversible step acts to end before the
+        lease its ``started`` renewed (less ``ACT_MARGIN_S``): a step that has not acted by
+        then does not act at all."""
+        if self._act_by is None:
+            return timeout_ms
+        left_ms = int((self._act_by - self._clock()) * 1000)
+        return max(1, min(timeout_ms, left_ms))
+
     async def record(
         self,
         step: int,
@@ -94,6 +120,8 @@ class Progress:
         state: CheckpointState,
         how: CheckpointHow,
         result: dict[str, Any] | None,
+        *,
+        renew: bool = False,
     ) -> None:
         checkpoint = Checkpoint(
             step=step,
@@ -104,15 +132,16 @@ class Progress:
             how=how,
         )
         self.checkpoints = put(self.checkpoints, checkpoint)
-        await self.write(result)
+        await self.write(result, renew=renew)
         if self.events is not None:  # once stored: an event never says more than the record
             self.events.emit(
                 EventType.CHECKPOINT, index=step, label=checkpoint.label, state=state, how=how
             )
 
-    async def write(self, result: dict[str, Any] | None = None) -> None:
-        """Store the checkpoints (and compensation) as they are now; ``AttemptLost`` when
-        another attempt owns the job, ``CheckpointUnwritten`` when the store kept failing."""
+    async def write(self, result: dict[str, Any] | None = None, *, renew: bool = False) -> None:
+        """Store the checkpoints (and compensation) as they are now (``renew``: and renew
+        the lease, refused once it ended); ``AttemptLost`` when another attempt owns the
+        job or the lease ended, ``CheckpointUnwritten`` when the store kept failing."""
         last: Exception | None = None
         for tries in range(WRITE_TRIES):
             try:
@@ -122,6 +151,7 @@ class Progress:
                     self.checkpoints,
                     result=dict(result) if result is not None else None,
                     compensation=self.compensation,
+                    renew_lease_s=self._lease_s if renew else None,
                 )
                 return
             except LeaseLost as lost:
@@ -136,8 +166,9 @@ class Progress:
         """An irreversible step: ``started`` written before it acts, ``done`` once it
         returned (a step that raised stays ``started``: its effect is unknown). Each write
         carries the results so far (``results()``), for an attempt that goes on after it."""
+        began = self._clock()
         try:
-            await self.record(step, label, "started", "ran", results())
+            await self.record(step, label, "started", "ran", results(), renew=True)
         except CheckpointUnwritten as exc:
             # The write may have landed: the outcome says the step did not run.
             self.checkpoints = restate(self.checkpoints, step, "not_done", at=self.at())
@@ -146,9 +177,14 @@ class Progress:
                 "the step did not run",
                 kind="checkpoint_failed",
             ) from None
+        if self._lease_s is not None:
+            self._act_by = began + self._lease_s - LEASE_MARGIN_S - ACT_MARGIN_S
         self.idle.clear()
         try:
-            yield  # a step that raises skips "done" below
+            try:
+                yield  # a step that raises skips "done" below
+            finally:
+                self._act_by = None
             try:
                 await self.record(step, label, "done", "ran", results())
             except CheckpointUnwritten as exc:  # the outcome's write carries it

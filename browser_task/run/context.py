@@ -142,13 +142,16 @@ class RunContext:
         return (self.timeout_ms(step) if step is not None else 0) / 1000 + STEP_SETTLE_MARGIN_S
 
     def timeout_ms(self, step: Step) -> int:
-        """The step's own timeout, else the job's navigation or action timeout."""
-        if step.timeout_ms is not None:
-            return step.timeout_ms
+        """The step's own timeout, else the job's navigation or action timeout; while an
+        irreversible step acts, no longer than its lease allows (``Progress.act_within_ms``)."""
         options = self.plan.request.options
-        if is_navigation(step):
-            return options.navigation_timeout_ms
-        return options.action_timeout_ms
+        if step.timeout_ms is not None:
+            own = step.timeout_ms
+        elif is_navigation(step):
+            own = options.navigation_timeout_ms
+        else:
+            own = options.action_timeout_ms
+        return own if self.progress is None else self.progress.act_within_ms(own)
 
 
 def is_navigation(step: Step) -> bool:

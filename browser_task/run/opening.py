@@ -155,7 +155,7 @@ class RunOpener:
                 else self._refusals_since(time.time())
             ),
             events=events,
-            progress=Progress(self.lifecycle, job, events),
+            progress=Progress(self.lifecycle, job, events, lease_s=self.settings.lease_seconds),
             router=router,
             leave_slot=leave_slot,
             # Its listeners are dropped when a warm context is parked.

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagefleet.errors import IllegalTransition
+from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.record import JobRecord
+from pagefleet.jobs.rules import LeaseRenewal
 from pagefleet.jobs.states import JobStatus
 
 
@@ -29,10 +30,22 @@ class FakeReview:
         checkpoints: list[Checkpoint],
         result: dict[str, Any] | None = None,
         compensation: Compensation | None = None,
+        renewal: LeaseRenewal | None = None,
     ) -> JobRecord:
         with self._lock:
             row = self._fenced(tenant_id, job_id, attempt, owner, "no longer holds the lease")
             update: dict[str, Any] = {}
+            if renewal is not None:
+                ends = row.job.lease_expires_at
+                if ends is None or ends <= renewal.now:
+                    raise LeaseLost(
+                        f"job {job_id} attempt {attempt}: its lease has ended",
+                        attempt=row.job.attempt,
+                        status=row.job.status.value,
+                    )
+                update["lease_expires_at"] = renewal.until
+                if row.ops is not None:
+                    row.ops = (row.ops[0], renewal.until)
             irreversible(update, checkpoints=checkpoints, compensation=compensation)
             if result is not None:
                 update["result"] = result

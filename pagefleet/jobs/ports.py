@@ -19,6 +19,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobMessage, JobRecord
+from pagefleet.jobs.rules import LeaseRenewal
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.takeover import Takeover
 
@@ -230,9 +231,11 @@ class JobStore(Protocol):
         checkpoints: list[Checkpoint],
         result: dict[str, Any] | None = None,
         compensation: Compensation | None = None,
+        renewal: LeaseRenewal | None = None,
     ) -> JobRecord:
         """An attempt's checkpoints (the whole list), its results so far and its
-        compensation, fenced on (attempt, owner) like ``finish`` (raises ``LeaseLost``)."""
+        compensation, fenced on (attempt, owner) like ``finish`` (raises ``LeaseLost``);
+        with ``renewal``, also refused once the lease has ended, and the lease renewed."""
 
     def resolve_review(
         self,

@@ -83,6 +83,25 @@ def lease_until(now: float, lease_seconds: int) -> int:
     return int(now) + lease_seconds - LEASE_MARGIN_S
 
 
+@dataclass(frozen=True)
+class LeaseRenewal:
+    """A fenced write that also renews its attempt's lease: refused (``LeaseLost``) when the
+    lease had already ended at ``now`` (the writer's clock, epoch seconds), though no other
+    attempt took the job yet; else the lease runs to ``until`` from the same write.
+
+    An irreversible step's ``started`` is written so: the fence on (attempt, owner) alone let
+    a worker whose heartbeats had failed past its lease start the step just before a take-back,
+    and the next attempt's check could then run before that step's click reached the site.
+    """
+
+    now: int
+    until: int
+
+    @classmethod
+    def at(cls, now: float, lease_seconds: int) -> LeaseRenewal:
+        return cls(int(now), lease_until(now, lease_seconds))
+
+
 def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
     """Why a claim of ``job`` at ``now`` was refused, as the error that says what to do."""
     if (

@@ -9,6 +9,7 @@ from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.record import JobError
+from pagefleet.jobs.rules import LeaseRenewal
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from tests.support.review import stop_in_review
@@ -80,6 +81,35 @@ def test_checkpoints_and_results_so_far_are_written_only_by_the_attempt_holding_
     assert [(c.state, c.attempt) for c in read.checkpoints] == [("done", 2)]
     assert read.result == {"total": "12.00"}  # kept when a write brings no result
     assert read.compensation == compensation
+
+
+def test_a_started_checkpoint_renews_the_lease_and_is_refused_once_it_ended(
+    svc: JobServices,
+) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=5)  # the lease ends at NOW + 5
+    with pytest.raises(LeaseLost, match="lease has ended"):  # its heartbeats failed
+        svc.store.record_progress(
+            "t",
+            job.job_id,
+            attempt=1,
+            owner="w1",
+            checkpoints=[_checkpoint("started")],
+            renewal=LeaseRenewal(now=NOW + 5, until=NOW + 65),
+        )
+    assert svc.store.get("t", job.job_id).checkpoints == []
+    written = svc.store.record_progress(
+        "t",
+        job.job_id,
+        attempt=1,
+        owner="w1",
+        checkpoints=[_checkpoint("started")],
+        renewal=LeaseRenewal(now=NOW + 4, until=NOW + 64),
+    )
+    assert written.lease_expires_at == NOW + 64 and written.checkpoints[0].state == "started"
+    # The lease index follows: not due at the old end, due at the new one.
+    assert ("t", job.job_id) not in svc.store.ops_due("lease", NOW + 60, limit=10)
+    assert ("t", job.job_id) in svc.store.ops_due("lease", NOW + 65, limit=10)
 
 
 def test_a_job_in_review_waits_for_no_lease_and_nothing_of_the_sweepers(svc: JobServices) -> None:

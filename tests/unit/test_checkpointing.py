@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from browser_task.errors import RetryJob
-from browser_task.run.checkpointing import AttemptLost, Progress
+from browser_task.run.checkpointing import ACT_MARGIN_S, AttemptLost, Progress
 from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.backoff import Backoff, Jitter
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.record import JobRecord
-from pagefleet.jobs.rules import LEASE_GRACE_S
+from pagefleet.jobs.rules import LEASE_GRACE_S, LEASE_MARGIN_S, lease_until
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.sweeper import take_back_expired
 from tests.unit.test_lifecycle import LEASE, claim, run_once
@@ -88,6 +88,61 @@ def test_a_lost_lease_stops_the_attempt_before_the_step_acts(
         asyncio.run(step())
     assert acted == []
     assert svc.store.get("t", job.job_id).checkpoints == []
+
+
+def test_a_worker_whose_lease_ended_does_not_act_though_no_one_took_the_job_yet(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    # Its heartbeats failed for a whole lease (DynamoDB unreachable, the machine starved);
+    # a take-back is due any moment, and the next attempt's check could then run before this
+    # attempt's click reached the site: the order placed twice.
+    job = running(svc)
+    clock.advance(LEASE - LEASE_MARGIN_S)
+    acted = []
+
+    async def step() -> None:
+        async with Progress(svc.lifecycle, job, lease_s=LEASE).around(1, "Place order", dict):
+            acted.append(True)
+
+    with pytest.raises(AttemptLost, match="lease has ended"):
+        asyncio.run(step())
+    assert acted == []
+    assert svc.store.get("t", job.job_id).checkpoints == []
+    # Still taken back as a dead worker's job: its step never started, so a blind retry.
+    clock.advance(LEASE_GRACE_S + 1)
+    assert take_back_expired(svc, now=int(clock.now())).requeued == 1
+
+
+def test_started_renews_the_lease_and_the_step_must_act_within_it(
+    svc: JobServices, clock: FakeClock
+) -> None:
+    job = running(svc)
+    clock.advance(LEASE - LEASE_MARGIN_S - 1)  # a second of the lease left, heartbeats late
+    progress = Progress(svc.lifecycle, job, lease_s=LEASE)
+    seen: dict[str, object] = {}
+
+    async def step() -> None:
+        async with progress.around(1, "Place order", dict):
+            now = clock.now()
+            seen["lease"] = svc.store.get("t", job.job_id).lease_expires_at
+            # No take-back while it acts: the old lease's end is past, the new one is not.
+            seen["taken"] = take_back_expired(svc, now=now + LEASE_GRACE_S + 2).requeued
+            seen["timeout"] = progress.act_within_ms(120_000)
+            clock.advance(5)
+            seen["later"] = progress.act_within_ms(120_000)
+            seen["short"] = progress.act_within_ms(1_000)
+
+    asyncio.run(step())
+    acting_ms = (LEASE - LEASE_MARGIN_S - ACT_MARGIN_S) * 1000
+    assert seen == {
+        "lease": lease_until(clock.now() - 5, LEASE),
+        "taken": 0,
+        "timeout": acting_ms,  # a step with a longer timeout gives up before the lease ends
+        "later": acting_ms - 5_000,
+        "short": 1_000,  # a shorter one keeps its own
+    }
+    assert progress.act_within_ms(120_000) == 120_000  # once it returned: as asked
+    assert [c.state for c in svc.store.get("t", job.job_id).checkpoints] == ["done"]
 
 
 def test_a_store_that_keeps_failing_means_the_step_does_not_run(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pagefleet.adapters.dynamodb.codec import UNQUEUED, status_pk, to_json
+from pagefleet.adapters.dynamodb.codec import UNQUEUED, ops_time, status_pk, to_json
 from pagefleet.adapters.dynamodb.updates import (
     FENCE,
     Update,
@@ -18,6 +18,7 @@ from pagefleet.adapters.dynamodb.updates import (
 from pagefleet.errors import IllegalTransition, LeaseLost
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.record import JobRecord
+from pagefleet.jobs.rules import LeaseRenewal
 from pagefleet.jobs.states import JobStatus
 
 
@@ -28,9 +29,12 @@ def progress_update(
     checkpoints: list[Checkpoint],
     result: dict[str, Any] | None,
     compensation: Compensation | None,
+    renewal: LeaseRenewal | None = None,
 ) -> Update:
     """An attempt's word on its irreversible steps, and its results so far, fenced on
-    (attempt, owner): written before such a step starts and when it ends."""
+    (attempt, owner): written before such a step starts and when it ends. With ``renewal``
+    (before a step acts) the lease must not have ended, and is pushed out in the same write
+    (as a heartbeat: its end and the lease index's sort key)."""
     values: dict[str, Any] = {
         ":attempt": attempt,
         ":owner": owner,
@@ -43,7 +47,14 @@ def progress_update(
         names["#result"] = "result"
         sets.append("#result = :result")
         values[":result"] = to_json(result)
-    return Update(update_expression(sets, []), FENCE, names, values)
+    condition = FENCE
+    if renewal is not None:
+        sets += ["lease_expires_at = :until", "ops_sk = :ops_sk"]
+        values.update(
+            {":until": renewal.until, ":ops_sk": ops_time(renewal.until), ":now": renewal.now}
+        )
+        condition += " AND lease_expires_at > :now"
+    return Update(update_expression(sets, []), condition, names, values)
 
 
 def resolve_update(
@@ -92,22 +103,28 @@ class ReviewWrites:
         checkpoints: list[Checkpoint],
         result: dict[str, Any] | None = None,
         compensation: Compensation | None = None,
+        renewal: LeaseRenewal | None = None,
     ) -> JobRecord:
         """The attempt's checkpoints (and results so far, compensation), fenced on
-        (attempt, owner): raises ``LeaseLost`` when another attempt owns the job."""
+        (attempt, owner): raises ``LeaseLost`` when another attempt owns the job, or (with
+        ``renewal``) when its lease has ended."""
         update = progress_update(
             attempt=attempt,
             owner=owner,
             checkpoints=checkpoints,
             result=result,
             compensation=compensation,
+            renewal=renewal,
         )
         return self._update(
             tenant_id,
             job_id,
             update,
             on_refused=lambda current: LeaseLost(
-                f"job {job_id} attempt {attempt} no longer holds the lease",
+                f"job {job_id} attempt {attempt}: its lease has ended"
+                if (current.attempt, current.lease_owner, current.status)
+                == (attempt, owner, JobStatus.RUNNING)
+                else f"job {job_id} attempt {attempt} no longer holds the lease",
                 attempt=current.attempt,
                 status=current.status.value,
             ),

@@ -21,6 +21,7 @@ from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
     MAX_DELAY_S,
+    LeaseRenewal,
     Resume,
     after_failed_attempt,
     after_lost_run,
@@ -215,11 +216,17 @@ class WorkerMoves(LifecycleBase):
         *,
         result: dict[str, Any] | None = None,
         compensation: Compensation | None = None,
+        renew_lease_s: int | None = None,
     ) -> JobRecord:
         """Write the attempt's checkpoints (and its results so far, when they fit in the
         record) before an irreversible step starts and when it ends. Raises ``LeaseLost``:
-        then another attempt owns the job and the step must not run."""
+        then another attempt owns the job, or (``renew_lease_s``: the write before a step
+        acts, which renews the lease for that long) its lease has ended, and the step must
+        not run."""
         fits = result is not None and json_bytes(result) <= INLINE_RESULT_MAX_BYTES
+        renewal = None
+        if renew_lease_s is not None:
+            renewal = LeaseRenewal.at(self.clock.now(), renew_lease_s)
         return self.store.record_progress(
             job.tenant_id,
             job.job_id,
@@ -228,6 +235,7 @@ class WorkerMoves(LifecycleBase):
             checkpoints=checkpoints,
             result=result if fits else None,
             compensation=compensation,
+            renewal=renewal,
         )
 
     def after_failure(
