@@ -336,7 +336,9 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
             found = traffic.findings(
                 store, traffic.settle(store, args.settle_timeout, console.print)
             )
-            session_found = sessions.findings(store)
+            session_found = sessions.findings(
+                store, lambda: stack.functions["sweeper"].invoke(scheduled_event())
+            )
             elapsed = time.monotonic() - started
             faults = (
                 injected_faults(stack.function_logs()["api"]),

@@ -17,7 +17,10 @@ What the checks read, once every session has ended:
   step answered ``expired`` whose page was served all the same;
 - **leftovers**: a session not ended, a tenant slot still held by an ended job, a queue
   the stack did not provision that is not a live worker's command inbox (a killed worker's
-  inbox older than the sweeper's grace was the sweeper's to delete).
+  inbox older than the sweeper's grace was the sweeper's to delete). A slot or queue is a
+  leftover when a sweeper pass made after it was seen did not remove it: one seen the moment
+  it became the sweeper's (a worker's registry entry lapsing between the run's last pass and
+  the look) is what the next pass removes, on AWS within its minute.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import random
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -197,7 +201,8 @@ class SessionTraffic:
             time.sleep(1)
         client.close()
 
-    def findings(self, store: DynamoJobStore) -> SessionFindings:
+    def findings(self, store: DynamoJobStore, sweep: Callable[[], object]) -> SessionFindings:
+        """What the checks read; ``sweep`` runs one sweeper pass (the stack's function)."""
         out = SessionFindings(sessions=len(self.opened), resent=self.resent)
         out.open_refused.update(self.refused)
         client = self.stack.client()
@@ -206,8 +211,11 @@ class SessionTraffic:
                 self._check(client, opened, out)
         finally:
             client.close()
-        out.leftovers += self._leftover_slots(store)
-        out.leftovers += self._leftover_queues()
+        seen = self._leftover_slots(store) + self._leftover_queues()
+        if seen:
+            sweep()  # a pass that starts after the look: what it leaves, the sweeper left
+            still = set(self._leftover_slots(store) + self._leftover_queues())
+            out.leftovers += [found for found in seen if found in still]
         return out
 
     def _check(self, client: PagefleetClient, opened: Opened, out: SessionFindings) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from bench.chaos_parts import add_part_arguments, part_record, run_parts
 from bench.chaos_report import Kill, Run, by_the_faults, recovery_samples
-from bench.chaos_sessions import SessionFindings
+from bench.chaos_sessions import SessionFindings, SessionTraffic
 from bench.chaos_traffic import Findings
 from devstack.chaos import breaker_deferrals
 from pagefleet.jobs.models import JobRequest, epoch_of_iso
@@ -215,3 +215,34 @@ def test_a_chromium_kill_as_a_jobs_claim_was_written_is_the_faults_doing() -> No
     # Read as held at the kill: the bench's first way still counts.
     run.browser_killed.add("j")
     assert by_the_faults(run, "j", later)
+
+
+class _NoClient:
+    def client(self) -> _NoClient:
+        return self
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_leftover_is_one_a_sweeper_pass_after_the_look_did_not_remove(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An inbox whose worker's registry entry lapsed just after the run's last sweep is the
+    # next pass's to remove, not a leftover; one the pass leaves is.
+    traffic = SessionTraffic(_NoClient(), site=None, drivers=0)  # type: ignore[arg-type]
+    present = {"queue dead-inbox", "queue stuck-inbox"}
+    swept: list[bool] = []
+
+    def sweep() -> None:
+        swept.append(True)
+        present.discard("queue dead-inbox")
+
+    monkeypatch.setattr(traffic, "_leftover_slots", lambda store: [])
+    monkeypatch.setattr(traffic, "_leftover_queues", lambda: sorted(present))
+    store: Any = None
+    assert traffic.findings(store, sweep).leftovers == ["queue stuck-inbox"]
+    assert swept == [True]
+    present.clear()
+    assert traffic.findings(store, sweep).leftovers == []
+    assert swept == [True]  # nothing seen: no pass asked for
