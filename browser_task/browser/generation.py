@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 from playwright.async_api import Browser, BrowserContext, Page
@@ -18,6 +19,12 @@ log = logging.getLogger("pagefleet.browser")
 CONTEXT_CLOSE_TIMEOUT_S = 5.0
 # A recorded context's close waits for ffmpeg to finish the video.
 VIDEO_CLOSE_TIMEOUT_S = 30.0
+
+T = TypeVar("T")
+
+
+class RelaunchBrowser(Exception):
+    """The browser a call waited on is gone: open on a new one; there is nothing to close."""
 
 
 @dataclass(eq=False)
@@ -37,6 +44,56 @@ class BrowserGeneration:
     retired: bool = False
     crashed: bool = False
     closing: bool = False
+    # Set once the browser is gone: its process exited or Playwright said ``disconnected``.
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
+    # Stops watching the browser process's exit (browser_task.browser.process_tree.watch_exit).
+    unwatch: Callable[[], None] = lambda: None
+
+    def dead(self) -> bool:
+        """Gone, or found dead before that was told: its process exited, or Playwright has
+        no connection to it."""
+        if self.gone.is_set() or not self.browser.is_connected():
+            return True
+        try:
+            return self.process is not None and self.process.status() == psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return True
+
+    async def within(self, call: Awaitable[T], timeout: float) -> T:
+        """``call``, bounded by ``timeout`` (TimeoutError) and by this browser's life.
+
+        A call still waiting when the browser dies may never be answered (a page being made
+        as its browser was killed was not, until its bound ran out), so once the browser is
+        gone it is not waited on, and a call made after is not started: RelaunchBrowser.
+        """
+        task = asyncio.ensure_future(call)
+        if self.gone.is_set():
+            task.cancel()
+            raise RelaunchBrowser(f"browser {self.number} is gone")
+        gone = asyncio.ensure_future(self.gone.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            gone.cancel()
+        if task in done:
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_settled)
+        if gone in done:
+            raise RelaunchBrowser(f"browser {self.number} died while it was being waited on")
+        raise TimeoutError
+
+
+def _settled(task: asyncio.Future[Any]) -> None:
+    """A call given up on: its late failure is expected, not an unretrieved exception."""
+    if not task.cancelled():
+        with contextlib.suppress(BaseException):
+            task.exception()
 
 
 @dataclass(eq=False)
@@ -50,6 +107,8 @@ class JobBrowser:
     _release: Callable[[JobBrowser], Any] = field(repr=False)
     page_crashed: bool = False
     closed: bool = False
+    # Its context would not close in time: the pool stops giving its browser jobs.
+    wedged: bool = False
     # The job's own egress listener when it has a per-job upstream proxy (closed with it).
     egress: EgressProxy | None = None
     # Warm contexts (browser_task.browser.warm): set for jobs that allow one; the runner sets
@@ -82,12 +141,13 @@ class JobBrowser:
             recording = self.video_dir is not None or self.har_path is not None
             timeout = VIDEO_CLOSE_TIMEOUT_S if recording else CONTEXT_CLOSE_TIMEOUT_S
             try:
-                await asyncio.wait_for(self.context.close(), timeout)
+                await self.generation.within(self.context.close(), timeout)
+            except RelaunchBrowser:
+                pass  # closed with its dead browser: nothing to wait for
             except TimeoutError:
                 # A context that will not close means a wedged browser: stop giving it jobs
                 # (the other slot's job finishes there) and let it close when it is idle.
-                self.generation.retire_reason = self.generation.retire_reason or "unresponsive"
-                self.generation.retired = True
+                self.wedged = True
             except Exception as exc:  # already gone with a crashed page or browser
                 log.debug("context close failed: %s", exc)
         finally:

@@ -12,7 +12,9 @@ through the worker's egress proxy (``browser_task.egress.proxy``). It is replace
 
 Closing a browser is ``browser.close()`` bounded by a timeout, then a kill of whatever is
 left of its process tree. Only processes found as descendants of this worker (identified by
-a marker switch on the browser's command line) are ever signalled.
+a marker switch on the browser's command line) are ever signalled. Every wait on a browser
+also ends as soon as it is gone (``BrowserGeneration.within``): a dead browser is reaped,
+never waited on.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
+from playwright.async_api import Page, Playwright, async_playwright
 
 from browser_task.browser.chromium import (
     chromium_args,
@@ -36,14 +38,21 @@ from browser_task.browser.chromium import (
     environment,
     sandbox_enabled,
 )
+from browser_task.browser.contexts import open_context
 from browser_task.browser.generation import (
     CONTEXT_CLOSE_TIMEOUT_S,
     BrowserGeneration,
     JobBrowser,
+    RelaunchBrowser,
 )
 from browser_task.browser.har import har_file
-from browser_task.browser.process_tree import find_browser_process, kill_tree, remember_tree
-from browser_task.browser.setup import ContextSetup, RoutesFirst
+from browser_task.browser.process_tree import (
+    find_browser_process,
+    kill_tree,
+    remember_tree,
+    watch_exit,
+)
+from browser_task.browser.setup import ContextSetup
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
 from browser_task.egress.guard import EgressPolicy, Resolver
@@ -140,10 +149,18 @@ class BrowserPool:
         )
         remember_tree(generation)
         browser.on("disconnected", lambda _b: self._on_disconnected(generation))
+        # The process's exit may be known before Playwright's disconnected.
+        generation.unwatch = watch_exit(
+            generation.process, lambda: self._on_disconnected(generation)
+        )
         self._generations.add(generation)
         return generation
 
     def _on_disconnected(self, generation: BrowserGeneration) -> None:
+        if generation.gone.is_set():
+            return  # told twice: by its process's exit and by Playwright
+        # Whatever still waits on this browser stops waiting (BrowserGeneration.within).
+        generation.gone.set()
         if not generation.closing:
             generation.crashed = True
             if self._on_crash is not None:
@@ -200,12 +217,8 @@ class BrowserPool:
         try:
             try:
                 return await self._new_session(options, storage_state, setup, egress, warm_key)
-            except Exception:
-                current = self._current
-                if current is None or current.browser.is_connected():
-                    raise
-                # The browser died before its disconnected event reached us: relaunch once.
-                self._on_disconnected(current)
+            except RelaunchBrowser:
+                # Its browser died while the context was being made: once more, on a new one.
                 return await self._new_session(options, storage_state, setup, egress, warm_key)
         except BaseException:
             if egress is not None:
@@ -230,8 +243,8 @@ class BrowserPool:
         video_dir = recording_dir() if options.video else None
         har_path = har_file() if options.har else None
         try:
-            context, page = await asyncio.wait_for(
-                self._open_context(
+            context, page = await generation.within(
+                open_context(
                     generation,
                     options,
                     storage_state,
@@ -251,10 +264,14 @@ class BrowserPool:
             await self._maybe_close(generation)
             _remove(video_dir, har_path)
             raise
-        except BaseException:
+        except BaseException as failed:
             generation.active -= 1
             await self._maybe_close(generation)
             _remove(video_dir, har_path)
+            if isinstance(failed, Exception) and generation.dead():
+                # Maybe dead before its disconnected event (or its process's exit) reached us.
+                self._on_disconnected(generation)
+                raise RelaunchBrowser(f"browser {generation.number} died") from failed
             raise
         session = JobBrowser(
             context=context,
@@ -323,7 +340,7 @@ class BrowserPool:
         """Keep a succeeded job's context warm for the next job of its key."""
         if session.crashed or not self._usable(session.generation) or session.warm_key is None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
+                await session.generation.within(session.context.close(), CONTEXT_CLOSE_TIMEOUT_S)
             return False
         return await self.warm.park(
             session.warm_key,
@@ -333,63 +350,6 @@ class BrowserPool:
             session.jobs,
             session.listeners,
         )
-
-    async def _open_context(
-        self,
-        generation: BrowserGeneration,
-        options: JobOptions,
-        storage_state: dict[str, Any] | None = None,
-        setup: ContextSetup | None = None,
-        egress: EgressProxy | None = None,
-        listeners: list[tuple[str, Callable[..., Any]]] | None = None,
-        video_dir: str | None = None,
-        har_path: str | None = None,
-    ) -> tuple[BrowserContext, Page]:
-        viewport = {"width": options.viewport.width, "height": options.viewport.height}
-        context = await generation.browser.new_context(
-            viewport=viewport,  # type: ignore[arg-type]
-            # A job with its own proxy talks to its own egress listener, which checks every
-            # target like the worker's and chains to that proxy (Playwright keeps loopback
-            # proxied for a context proxy, so nothing goes around the listener).
-            proxy={"server": egress.url} if egress is not None else None,
-            # Per-job identity.
-            user_agent=options.user_agent,
-            locale=options.locale,
-            timezone_id=options.timezone_id,
-            extra_http_headers=options.extra_headers or None,
-            # A saved login (the workflow's leading use_session steps).
-            storage_state=storage_state,  # type: ignore[arg-type]
-            accept_downloads=True,
-            # Service workers fetch on their own, outside the page; they would still go
-            # through the proxy, but blocking them keeps every request attributable.
-            service_workers="block",
-            # options.video: the page recorded at the viewport's size (browser_task.browser.video).
-            record_video_dir=video_dir,
-            record_video_size=viewport if video_dir is not None else None,  # type: ignore[arg-type]
-            # options.har: the traffic, bodies as files in the zip, written as it closes
-            # (browser_task.browser.har redacts it before it is kept).
-            record_har_path=har_path,
-            record_har_content="attach" if har_path is not None else None,
-        )
-        try:
-            context.set_default_timeout(options.action_timeout_ms)
-            context.set_default_navigation_timeout(options.navigation_timeout_ms)
-            if setup is None:
-                page = await context.new_page()
-            else:
-                # Both are round trips to the browser; neither needs the other. What setup
-                # registers is noted, so a warm context can drop it before the next job.
-                recording = RecordingContext(context, listeners if listeners is not None else [])
-                if isinstance(setup, RoutesFirst):  # browser_task.browser.setup says why
-                    await setup(recording)  # type: ignore[arg-type]
-                    page = await context.new_page()
-                else:
-                    page, _ = await asyncio.gather(context.new_page(), setup(recording))  # type: ignore[arg-type]
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(context.close(), CONTEXT_CLOSE_TIMEOUT_S)
-            raise
-        return context, page
 
     async def _check_memory(self) -> None:
         """Retire the current browser when its process tree's RSS passes the limit."""
@@ -411,6 +371,8 @@ class BrowserPool:
             await self._maybe_close(generation)
 
     async def _release(self, session: JobBrowser) -> None:
+        if session.wedged:
+            self._retire(session.generation, "unresponsive")
         session.generation.active -= 1
         await self._maybe_close(session.generation)
 
@@ -422,18 +384,20 @@ class BrowserPool:
         generation.closing = True
         self._generations.discard(generation)
         await self.warm.drop_generation(generation)
+        # A browser already gone is not closed, only reaped (``within`` does not start it).
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
+            await generation.within(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
         await self._reap(generation)
 
     async def _reap(self, generation: BrowserGeneration) -> None:
         """Kill and wait for whatever is left of this browser's process tree."""
         await asyncio.to_thread(kill_tree, generation)
+        generation.unwatch()
 
     async def close(self) -> None:
         await self.warm.close_all()
-        for generation in list(self._generations):
-            await self._close_generation(generation)
+        # Each bounded on its own: closed side by side, not one after the other.
+        await asyncio.gather(*(self._close_generation(g) for g in list(self._generations)))
         self._current = None
         if self._reapers:
             await asyncio.wait(self._reapers, timeout=10)

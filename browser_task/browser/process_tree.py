@@ -6,8 +6,10 @@ switch on its command line) are ever signalled.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from typing import Protocol
 
 import psutil
@@ -30,6 +32,41 @@ def find_browser_process(marker: str) -> psutil.Process | None:
             if marker in cmdline and not any(a.startswith("--type=") for a in cmdline):
                 return proc
     return None
+
+
+def watch_exit(process: psutil.Process | None, on_exit: Callable[[], None]) -> Callable[[], None]:
+    """Call ``on_exit`` on the running loop as soon as ``process`` has exited (a pidfd that
+    turns readable: no polling); returns how to stop watching. Where there is no pidfd, never
+    (Playwright's ``disconnected`` still tells, only later)."""
+    if process is None or not hasattr(os, "pidfd_open"):
+        return _nothing
+    try:
+        fd = os.pidfd_open(process.pid)
+    except OSError:
+        return _nothing
+    loop = asyncio.get_running_loop()
+    open_fd = [fd]
+
+    def stop() -> None:
+        if open_fd:
+            with contextlib.suppress(Exception):  # the loop may be closing
+                loop.remove_reader(open_fd[0])
+            os.close(open_fd.pop())
+
+    def exited() -> None:
+        if open_fd:  # once, whichever tells first
+            stop()
+            on_exit()
+
+    loop.add_reader(fd, exited)
+    # The pid named another process if ours had already gone (is_running checks its start).
+    if not process.is_running():
+        loop.call_soon(exited)
+    return stop
+
+
+def _nothing() -> None:
+    pass
 
 
 def remember_tree(generation: TrackedTree) -> int:

@@ -119,13 +119,13 @@ class WarmContexts:
                 else:
                     context.remove_listener(event, handler)
         if jobs >= MAX_JOBS_PER_CONTEXT:
-            await self._close(context, "jobs")
+            await self._close(context, generation, "jobs")
             return False
         try:
-            await asyncio.wait_for(self._reset(context, page), RESET_TIMEOUT_S)
+            await generation.within(self._reset(context, page), RESET_TIMEOUT_S)
         except Exception as exc:
             log.debug("warm context reset failed: %s", exc)
-            await self._close(context, "reset")
+            await self._close(context, generation, "reset")
             return False
         self._parked[id(context)] = Parked(key, context, page, generation, jobs, time.monotonic())
         await self.expire()
@@ -150,23 +150,28 @@ class WarmContexts:
             over = len(self._parked) > self.capacity
             if over or now - parked.since > IDLE_S:
                 del self._parked[ident]
-                await self._close(parked.context, "capacity" if over else "idle")
+                await self._close(parked.context, parked.generation, "capacity" if over else "idle")
 
     async def drop_generation(self, generation: BrowserGeneration) -> None:
-        for ident, parked in list(self._parked.items()):
-            if parked.generation is generation:
-                del self._parked[ident]
-                await self._close(parked.context, "browser")
+        dropped = [p for p in self._parked.values() if p.generation is generation]
+        for parked in dropped:
+            del self._parked[id(parked.context)]
+        await self._close_each(dropped, "browser")
 
     async def close_all(self) -> None:
         parked, self._parked = list(self._parked.values()), OrderedDict()
-        for item in parked:
-            await self._close(item.context, "stop")
+        await self._close_each(parked, "stop")
 
-    async def _close(self, context: BrowserContext, reason: str) -> None:
+    async def _close_each(self, parked: list[Parked], reason: str) -> None:
+        # Each close is bounded on its own: side by side, not one bound after another.
+        await asyncio.gather(*(self._close(p.context, p.generation, reason) for p in parked))
+
+    async def _close(
+        self, context: BrowserContext, generation: BrowserGeneration, reason: str
+    ) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(context.close(), RESET_TIMEOUT_S)
+        with contextlib.suppress(Exception):  # a dead browser's is not waited on (``within``)
+            await generation.within(context.close(), RESET_TIMEOUT_S)
 
     def __len__(self) -> int:
         return len(self._parked)

@@ -8,8 +8,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from browser_task.browser.contexts import open_context
 from browser_task.browser.generation import BrowserGeneration
-from browser_task.browser.pool import BrowserPool
 from browser_task.browser.setup import ContextSetup, RoutesFirst
 from browser_task.browser.tracing import TracePlan, TraceRecorder
 from browser_task.egress.guard import EgressGuard
@@ -17,7 +17,6 @@ from browser_task.run.early import with_trace
 from browser_task.run.executor import scheme_guard
 from browser_task.run.routing import ABORTED, RequestRouter, with_routes
 from pagefleet.jobs.options import BlockOptions, JobOptions
-from pagefleet.specs.settings import WorkerSettings
 from pagefleet.workflow import Route
 
 ADDRESSES = {"shop.test": ["93.184.216.34"], "intranet.test": ["10.0.0.7"]}
@@ -186,12 +185,8 @@ def _open(setup: ContextSetup) -> list[str]:
         async def new_context(self, **_options: Any) -> OpeningContext:
             return OpeningContext(log)
 
-    settings = WorkerSettings(
-        jobs_table="j", tenants_table="t", artifacts_bucket="a", queue_urls={"standard": "q"}
-    )
-    pool = BrowserPool(settings)
     generation = BrowserGeneration(browser=cast(Any, Browser()), number=1)
-    asyncio.run(pool._open_context(generation, JobOptions(), setup=setup))
+    asyncio.run(open_context(generation, JobOptions(), setup=setup))
     return log
 
 

@@ -22,6 +22,8 @@ import psutil
 import pytest
 
 from devstack.loopback import serve_on_loopback
+from pagefleet.jobs.models import epoch_of_iso
+from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import submit, wait_for_job
 
@@ -144,6 +146,12 @@ def kill_browser(worker: Any) -> None:
             generation.process.kill()
 
 
+def held_ms(job: JobRecord) -> int:
+    """From the claim to the outcome written: how long the job held its slot."""
+    assert job.started_at is not None and job.finished_at is not None
+    return round((epoch_of_iso(job.finished_at) - epoch_of_iso(job.started_at)) * 1000)
+
+
 # Each fault as often as in the 200-job run this test was (8 hung pages, 8 renderer
 # crashes, 2 browser kills, 5 recycles by job count), between fewer plain jobs: a plain job
 # costs ~1 s of CPU and proves nothing the first few do not.
@@ -209,8 +217,13 @@ def test_jobs_with_crashes_hangs_and_recycles_leave_no_chromium_behind(
 
         outcomes: dict[str, int] = {}
         killed: list[str] = []  # jobs (not crash jobs) that were running when a kill came
+        hang_ms: list[int] = []  # claimed to finished, of each hung job (timeout 1 s)
+        longest = (0, "")  # the longest any job held its slot, and its kind
         for job_id in jobs:
             done = wait_for_job(services, job_id, timeout=400)
+            if kinds[job_id] == "hang":
+                hang_ms.append(held_ms(done))
+            longest = max(longest, (held_ms(done), kinds[job_id]))
             if kinds[job_id] != "crash" and done.error and done.error.kind == "browser_crashed":
                 killed.append(job_id)
                 continue
@@ -226,7 +239,8 @@ def test_jobs_with_crashes_hangs_and_recycles_leave_no_chromium_behind(
     after = chromium_descendants()
     print(
         f"\n{JOBS} jobs in {elapsed:.0f}s: {outcomes}; killed with their browser={len(killed)}; "
-        f"launches={worker.browsers.launches}; renderers crashed={len(crasher.crashed)}"
+        f"launches={worker.browsers.launches}; renderers crashed={len(crasher.crashed)}; "
+        f"hung jobs held their slot (ms)={hang_ms}; longest held (ms, kind)={longest}"
     )
 
     # A crash job whose browser was killed first never shows its page: at most the two kills'.
