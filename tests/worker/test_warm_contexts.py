@@ -26,7 +26,8 @@ def _job(url: str, *, isolation: str = "tenant", fail: bool = False) -> dict[str
         {"action": "extract", "name": "cookie", "selector": "#c"},
     ]
     if fail:
-        steps.append({"action": "assert", "text_contains": "never on this page"})
+        # Its own short timeout: the step would wait out the job's 10 s action timeout.
+        steps.append({"action": "assert", "text_contains": "never on this page", "timeout_ms": 500})
     return {"steps": steps, "max_attempts": 1, "options": {"isolation": isolation}}
 
 
