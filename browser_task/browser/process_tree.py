@@ -9,10 +9,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import psutil
+
+# How long a killed process may take to exit, and how often that is looked at.
+DEATH_WAIT_S = 5.0
+DEATH_POLL_S = 0.02
 
 
 class TrackedTree(Protocol):
@@ -104,16 +109,35 @@ def kill_tree(generation: TrackedTree) -> None:
         with contextlib.suppress(psutil.Error):
             if proc.is_running():
                 procs.setdefault(pid, proc)
-    alive = []
+    killed = []
     for proc in procs.values():
         with contextlib.suppress(psutil.Error):
             if proc.status() != psutil.STATUS_ZOMBIE:
                 proc.kill()
-            alive.append(proc)
-    if alive:
-        psutil.wait_procs(alive, timeout=5)
+                killed.append(proc)
+    wait_dead(killed, DEATH_WAIT_S)
     reap_own_zombies(procs)
     generation.known.clear()
+
+
+def wait_dead(procs: Iterable[psutil.Process], timeout_s: float) -> None:
+    """Until each of ``procs`` has exited or ``timeout_s`` passed. A zombie has exited: its
+    exit status is its parent's to collect (ours: ``reap_own_zombies``), and an orphan's
+    parent is the system's init, which may take seconds, or forever, to get to it."""
+    deadline = time.monotonic() + timeout_s
+    left = list(procs)
+    while left:
+        left = [proc for proc in left if _running(proc)]
+        if not left or time.monotonic() >= deadline:
+            return
+        time.sleep(DEATH_POLL_S)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def reap_own_zombies(procs: dict[int, psutil.Process]) -> None:
