@@ -350,7 +350,8 @@ def test_a_running_job_leaves_nothing_in_its_queues_and_its_lease_holds_it(
             "options": {"job_timeout_s": 600},
         },
     )
-    settings = make_settings(lease_seconds=10, heartbeat_seconds=2)
+    # No drain at the end: the job never ends, and a drain would wait out its period.
+    settings = make_settings(lease_seconds=10, heartbeat_seconds=2, drain_seconds=0)
     run_worker(settings)
     claimed = wait_for_job(services, job.job_id, {JobStatus.RUNNING})
     assert claimed.lease_expires_at is not None
