@@ -33,6 +33,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -88,15 +89,26 @@ def run_bare(site: str, jobs: int, concurrency: int, launch: str, interval: floa
         env=python_env(),
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline()  # "ready": the first job is done, everything is warm
+    # "ready": the first job is done, everything is warm. The child's other lines (the
+    # header every bench prints) are skipped: reading the header as the answer measured
+    # nothing and counted no job.
+    line = _next_word(proc.stdout, ("ready", "done"))
     with sampling(run, proc.pid, interval):
         if line.startswith("ready"):
-            line = proc.stdout.readline()
+            line = _next_word(proc.stdout, ("done",))
     proc.wait(60)
     if line.startswith("done"):
         _, ok, seconds = line.split()
         run.succeeded, run.seconds = int(ok), float(seconds)
     return run
+
+
+def _next_word(stream: IO[str], words: tuple[str, ...]) -> str:
+    """The child's next line that starts with one of ``words`` ("" at its end)."""
+    for line in stream:
+        if line.startswith(words):
+            return line
+    return ""
 
 
 # --- the platform side --------------------------------------------------------------------------
@@ -188,7 +200,15 @@ def report(runs: dict[str, MemoryRun], concurrency: int) -> None:
     print("(MB of PSS; anonymous part = private to the tree, not shared with other processes")
     print(" on the machine; steady = median of the second half; growth = the last 20 % of the")
     print(" run against 10-30 %)")
-    platform, bare, default = (runs.get(s) for s in SIDES)
+    # A ratio only between sides that ran every job: one whose loop failed measured an
+    # idle Python, and its ratio would read as a result.
+    for run in runs.values():
+        if run.succeeded != run.jobs:
+            print(f"no ratio with {run.label}: {run.succeeded} of {run.jobs} jobs succeeded")
+    platform, bare, default = (
+        run if run is not None and run.succeeded == run.jobs else None
+        for run in (runs.get(s) for s in SIDES)
+    )
     if platform and bare:
         ratio = platform.steady() / bare.steady()
         anon = platform.steady(anon=True) / bare.steady(anon=True)

@@ -48,3 +48,25 @@ def test_a_round_in_which_the_worker_recycled_its_browser_is_left_out(
     kept = whole_rounds({"bare": bare, "platform": platform})
     assert kept == {"bare": [bare[0], bare[2]], "platform": [platform[0], platform[2]]}
     assert "rounds left out (a browser recycled" in capsys.readouterr().out
+
+
+def test_the_memory_bench_reads_its_child_past_the_header_and_gives_no_ratio_for_a_failed_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The child is the same script: its first line is the header every bench prints. Read as
+    # the answer, it made the bare side count no job and its ratio come out as 28.7x.
+    import io
+
+    from bench.common import MemoryRun
+    from bench.worker_memory import _next_word, report
+
+    child = io.StringIO("bench/worker_memory.py: commit abc, ...\nready\ndone 150 61.20\n")
+    assert _next_word(child, ("ready", "done")) == "ready\n"
+    assert _next_word(child, ("done",)) == "done 150 61.20\n"
+    assert _next_word(child, ("done",)) == ""
+    platform, bare = MemoryRun("platform", 10), MemoryRun("bare loop, worker's launch", 10)
+    platform.succeeded, bare.succeeded = 10, 0
+    report({"platform": platform, "bare": bare}, 2)
+    out = capsys.readouterr().out
+    assert "no ratio with bare loop, worker's launch: 0 of 10 jobs succeeded" in out
+    assert "memory ratio" not in out
