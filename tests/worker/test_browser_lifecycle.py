@@ -69,32 +69,46 @@ def subreaper() -> Iterator[None]:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 
 
+class HangingSite:
+    """Small pages on 127.0.0.1 (each shows its path), plus ``/hang``, which never answers
+    (until the site stops) and says when it was asked (``asked``)."""
+
+    def __init__(self, name: str) -> None:
+        self.asked = threading.Event()
+        self._stop = threading.Event()
+        asked, stop = self.asked, self._stop
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.startswith("/hang"):
+                    asked.set()
+                    stop.wait(60)
+                    return
+                body = b"<title>t</title><h1 id=h>ok</h1><p id=p>" + self.path.encode() + b"</p>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = serve_on_loopback(Handler, name)
+        self.url = self._server.url
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._server.stop()
+
+
 @pytest.fixture
 def slow_site() -> Iterator[str]:
-    """Small pages on 127.0.0.1, plus /hang, which never answers (until the test ends)."""
-    stop = threading.Event()
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.startswith("/hang"):
-                stop.wait(60)
-                return
-            body = b"<title>t</title><h1 id=h>ok</h1><p id=p>" + self.path.encode() + b"</p>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = serve_on_loopback(Handler, "lifecycle-site")
+    site = HangingSite("lifecycle-site")
     try:
-        yield server.url
+        yield site.url
     finally:
-        stop.set()
-        server.stop()
+        site.stop()
 
 
 class RendererCrasher:

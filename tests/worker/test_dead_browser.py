@@ -15,58 +15,22 @@ browser must never be retired so: it is gone, not slow.
 from __future__ import annotations
 
 import asyncio
-import http.server
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.async_api import BrowserContext
 
-from devstack.loopback import serve_on_loopback
 from pagefleet.jobs.states import JobStatus
 from tests.worker.conftest import submit, wait_for_job
-from tests.worker.test_browser_lifecycle import held_ms, no_dns
+from tests.worker.test_browser_lifecycle import HangingSite, held_ms, no_dns
 
 pytestmark = pytest.mark.e2e
 
 
-class HangingSite:
-    """``/hang`` never answers (until the test ends) and says when it was asked; others are a
-    small page."""
-
-    def __init__(self) -> None:
-        self.asked = threading.Event()
-        self._stop = threading.Event()
-        asked, stop = self.asked, self._stop
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if self.path.startswith("/hang"):
-                    asked.set()
-                    stop.wait(60)
-                    return
-                body = b"<title>t</title><h1 id=h>ok</h1>"
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = serve_on_loopback(Handler, "dead-browser-site")
-        self.url = self._server.url
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._server.stop()
-
-
 @pytest.fixture
 def hanging_site() -> Iterator[HangingSite]:
-    site = HangingSite()
+    site = HangingSite("dead-browser-site")
     try:
         yield site
     finally:
