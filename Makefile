@@ -7,6 +7,12 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 # The Node.js scripts/ensure-node.sh installs when the machine has none new enough (Debian
 # 12's is 18): first on PATH for every target, so the synths' jsii runs on it.
 export PATH := $(CURDIR)/.tools/node/bin:$(PATH)
+# Python keeps the bytecode it compiles, whatever the caller's environment says: a test run
+# starts hundreds of Python processes (the local stacks' functions and workers, the CLI's
+# calls, pytest's workers), and with PYTHONDONTWRITEBYTECODE set each compiled every module
+# it imports from source again (a fifth of a local stack's start; pytest's workers
+# rewrote every test module's asserts each). .pyc files are ignored by git.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: audit run demo test test-fast test-e2e lint typecheck fmt synth deploy-check bench chaos clean deps chromium ffmpeg bwrap ensure-node docs
 
