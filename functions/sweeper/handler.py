@@ -55,7 +55,7 @@ def services() -> JobServices:
     return RUNTIME.job_services(RUNTIME.settings(CoreSettings))
 
 
-def leftovers(svc: JobServices, now: float) -> dict[str, int]:
+def leftovers(svc: JobServices, now: float) -> dict[str, Any]:
     """What ended jobs and sessions left behind, found and removed: killed workers' command
     inboxes, and running slots their job no longer holds (the final move's give-back lost
     to a crash). Followers of ended sessions are the live reaper's (functions/live)."""
@@ -70,6 +70,7 @@ def leftovers(svc: JobServices, now: float) -> dict[str, int]:
     return {
         "inboxes": swept.inboxes,
         "inboxes_removed": swept.removed,
+        "inboxes_removed_names": list(swept.removed_names),
         "slots": slots,
         "slots_removed": slots_removed,
     }

@@ -23,7 +23,13 @@ INBOX_GRACE_S = 120.0
 @dataclass(frozen=True)
 class InboxSweep:
     inboxes: int  # inboxes seen
-    removed: int  # of those, dead workers' inboxes deleted
+    # Of those, the dead workers' inboxes deleted, by name: a pass's log says which went
+    # (a few a pass at most), so what a look found can be matched to the pass that took it.
+    removed_names: tuple[str, ...] = ()
+
+    @property
+    def removed(self) -> int:
+        return len(self.removed_names)
 
 
 def sweep_inboxes(
@@ -31,10 +37,10 @@ def sweep_inboxes(
 ) -> InboxSweep:
     """Delete every inbox under ``prefix`` whose worker is no longer alive."""
     seen = inbox.listed(prefix)
-    removed = 0
+    removed: list[str] = []
     for found in seen:
         if now - found.created_at < INBOX_GRACE_S or registry.alive(found.name, now=now):
             continue
         inbox.remove(found.name)
-        removed += 1
-    return InboxSweep(inboxes=len(seen), removed=removed)
+        removed.append(found.name)
+    return InboxSweep(inboxes=len(seen), removed_names=tuple(removed))

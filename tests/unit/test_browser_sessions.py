@@ -673,6 +673,7 @@ def test_a_killed_workers_inbox_is_swept_and_a_live_ones_kept(world: World) -> N
     registry.renew(world.worker.name, until=later + 60)
     swept = sweep_inboxes(world.inbox, registry, inbox_queue_prefix("dev"), now=later)
     assert swept.removed == 1 and not world.inbox.exists(dead.name)
+    assert swept.removed_names == (dead.name,)  # named in the pass's log
     assert world.inbox.exists(world.worker.name)
     young = sweep_inboxes(
         world.inbox, FakeInboxRegistry(), inbox_queue_prefix("dev"), now=time.time()
