@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import statistics
 import subprocess
@@ -20,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import psutil
 
@@ -101,6 +102,40 @@ class Measured:
 
     def __exit__(self, *exc: object) -> None:
         self.end()
+
+
+def ran_every_job(label: str, succeeded: int, jobs: int) -> bool:
+    """Whether a side ran every job it was asked to run. One that did not measured less than
+    its figure says (a failed loop's idle Python, a child's header read as its answer: the
+    memory bench printed a ratio of 28.7 from a bare side of 0 jobs): this says so, and the
+    bench prints no ratio or figure with that side."""
+    if succeeded == jobs:
+        return True
+    print(f"no ratio with {label}: {succeeded} of {jobs} jobs succeeded", flush=True)
+    return False
+
+
+def next_line(stream: IO[str], words: tuple[str, ...]) -> str:
+    """A child's next line that starts with one of ``words`` ("" at its end): its other
+    lines (the header every bench prints, warnings) are not its answer."""
+    for line in stream:
+        if line.startswith(words):
+            return line
+    return ""
+
+
+def child_answer(stdout: str) -> dict[str, Any]:
+    """The last line of a child's output that is a JSON object: its answer, whatever else it
+    printed around it (a header, warnings)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    raise ValueError(f"no answer in the child's output: {stdout[-400:]!r}")
 
 
 # --- the bare loop --------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from pydantic import TypeAdapter
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import Measured, MemoryRun, sampling, wait_all
+from bench.common import Measured, MemoryRun, ran_every_job, sampling, wait_all
 from pagefleet.pricing import REGIONS, Worker, price_table
 from pagefleet.tenancy.usage import UsageRow, as_priced, priced
 from pagefleet.tenancy.views import UsageLine
@@ -356,9 +356,13 @@ def main() -> int:
     if args.architecture:
         worker = dataclasses.replace(worker, architecture=args.architecture)
     line, retention, statuses, footprint = run(args)
-    failed = sum(1 for s in statuses if s != "succeeded")
-    if failed:
-        console.print(f"[yellow]{failed} of {len(statuses)} jobs did not succeed[/yellow]")
+    # The usage of jobs that failed is not a ten-second job's: no price from it.
+    succeeded = statuses.count("succeeded")
+    if not ran_every_job("the local stack", succeeded, args.jobs):
+        return 1
+    # A report read before every attempt's usage was recorded prices part of the run.
+    if not ran_every_job("the usage report", line.jobs, args.jobs):
+        return 1
     report(line, worker, retention, args.stage)
     if args.record:
         args.record.write_text(json.dumps(recording(line), indent=2) + "\n")

@@ -50,9 +50,19 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import Measured, bare_loop, browser_cpu_s, python, python_env, workflow
+from bench.common import (
+    Measured,
+    bare_loop,
+    browser_cpu_s,
+    child_answer,
+    python,
+    python_env,
+    ran_every_job,
+    workflow,
+)
 from bench.e2e_throughput import wait_final
 from devstack.stack import LocalStack
+from pagefleet.jobs.states import JobStatus
 
 console = Console()
 BENCH = "bench process"
@@ -121,11 +131,12 @@ def _descendants(process: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def bare_round(site: str, jobs: int, egress: bool = False) -> dict[str, float]:
+def bare_round(site: str, jobs: int, egress: bool = False) -> tuple[dict[str, float], int]:
     """CPU per job of a bare loop, run in a child Python of its own so that nothing else is
     counted on its side: the bench process also runs the local stack's gateway and pollers
     and the demo site, which no bare loop has. The child reads its own tree's CPU after its
-    warm-up and after its last job (its browser exits when the loop ends)."""
+    warm-up and after its last job (its browser exits when the loop ends). Returns its CPU
+    per job by part and the jobs that succeeded."""
     done = subprocess.run(
         [python(), __file__, "--bare-child", site, str(jobs), *(["egress"] if egress else [])],
         env=python_env(),
@@ -135,7 +146,8 @@ def bare_round(site: str, jobs: int, egress: bool = False) -> dict[str, float]:
     )
     if done.returncode != 0:
         raise RuntimeError(f"the bare loop failed:\n{done.stderr[-4000:]}")
-    return {k: float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+    answer = child_answer(done.stdout)
+    return {k: float(v) for k, v in answer["per_job"].items()}, int(answer["succeeded"])
 
 
 def bare_child(site: str, jobs: int, egress: bool = False) -> None:
@@ -151,21 +163,23 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
     looped = bare_loop(
         site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job, egress=egress
     )
-    asyncio.run(looped)
+    ok, _seconds = asyncio.run(looped)
     first, last = marks[BARE_WARMUP - 1], marks[-1]
     per_job = {part: (last[part] - first[part]) / (len(marks) - BARE_WARMUP) for part in last}
-    print(json.dumps(per_job))
+    print(json.dumps({"succeeded": ok, "per_job": per_job}))
 
 
-def platform_round(stack: LocalStack, jobs: int) -> dict[str, float]:
+def platform_round(stack: LocalStack, jobs: int) -> tuple[dict[str, float], int]:
+    """CPU per job by part of the local stack, and the jobs that succeeded."""
     body = workflow(stack.site_url)
     with stack.client() as api:
         before = snapshot()
         ids = [api.submit(body).job_id for _ in range(jobs)]
         # Read by key from the table every 2 s: next to nothing on the measured side.
-        wait_final(stack, ids, timeout_s=600)
+        counts, _last = wait_final(stack, ids, timeout_s=600)
         after = snapshot()
-    return {part: (after[part] - before.get(part, 0.0)) / jobs for part in after}
+    per_job = {part: (after[part] - before.get(part, 0.0)) / jobs for part in after}
+    return per_job, counts.get(JobStatus.SUCCEEDED, 0)
 
 
 def worker_cpu(platform: dict[str, float]) -> float:
@@ -207,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--jobs must be at least 2 and --rounds at least 1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     with Measured("bench/cpu_per_job.py") as measured:
-        sides = whole_rounds(run_rounds(args.jobs, args.rounds, args.bare_egress))
+        measured_rounds, ran = run_rounds(args.jobs, args.rounds, args.bare_egress)
+        complete = complete_rounds(measured_rounds, ran, args.jobs)
+        sides = whole_rounds(complete)
         report(sides)
         bare = [sum(r.values()) for r in sides["bare"]]
         worker = [worker_cpu(r) for r in sides["platform"]]
@@ -218,12 +234,17 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU per job: bare {statistics.median(bare) * 1000:.0f} ms, worker "
         f"{statistics.median(worker) * 1000:.0f} ms; worker/bare = {statistics.median(ratios):.2f}"
     )
-    return 0
+    return 0 if complete == measured_rounds else 1
 
 
-def run_rounds(jobs: int, rounds: int, egress: bool = False) -> dict[str, list[dict[str, float]]]:
-    """``rounds`` pairs of (bare, platform) runs, the order alternating each round."""
-    sides: dict[str, list[dict[str, float]]] = {"bare": [], "platform": []}
+Rounds = dict[str, list[dict[str, float]]]
+
+
+def run_rounds(jobs: int, rounds: int, egress: bool = False) -> tuple[Rounds, dict[str, list[int]]]:
+    """``rounds`` pairs of (bare, platform) runs, the order alternating each round: each
+    side's CPU per job by part, and the jobs that succeeded, round by round."""
+    sides: Rounds = {"bare": [], "platform": []}
+    ran: dict[str, list[int]] = {"bare": [], "platform": []}
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
         platform_round(stack, 4)  # warm-up: every environment has served a job
         for index in range(rounds):
@@ -232,12 +253,30 @@ def run_rounds(jobs: int, rounds: int, egress: bool = False) -> dict[str, list[d
                 with console.status(f"round {index + 1}/{rounds}: {side}…"):
                     started = time.monotonic()
                     if side == "bare":
-                        sides[side].append(bare_round(stack.site_url, jobs, egress))
+                        per_job, ok = bare_round(stack.site_url, jobs, egress)
                     else:
-                        sides[side].append(platform_round(stack, jobs))
+                        per_job, ok = platform_round(stack, jobs)
+                    sides[side].append(per_job)
+                    ran[side].append(ok)
                     console.print(f"round {index + 1} {side}: {time.monotonic() - started:.1f} s")
         stack.cleanup_logs()
-    return sides
+    return sides, ran
+
+
+def complete_rounds(sides: Rounds, ran: dict[str, list[int]], jobs: int) -> Rounds:
+    """The rounds in which both sides ran every job: a side's failed jobs cost less CPU
+    than done ones, and its CPU per job (over the jobs asked) would read as a result."""
+    kept = []
+    for index in range(len(sides["platform"])):
+        # Every side's line printed, not only the first short one's.
+        short = [
+            s for s in ran if not ran_every_job(f"{s}, round {index + 1}", ran[s][index], jobs)
+        ]
+        if not short:
+            kept.append(index)
+    if not kept:
+        raise SystemExit("no round in which both sides ran every job")
+    return {side: [rounds[i] for i in kept] for side, rounds in sides.items()}
 
 
 def whole_rounds(sides: dict[str, list[dict[str, float]]]) -> dict[str, list[dict[str, float]]]:

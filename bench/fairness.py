@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import Measured, wait_all
+from bench.common import Measured, ran_every_job, wait_all
 from devstack.stack import LocalStack
 from pagefleet.client import Job
 
@@ -161,11 +161,24 @@ def main() -> int:
     for scenario in scenarios:
         table.add_row(*scenario.row())
     console.print(table)
+    # A's jobs that failed fast (or were not accepted) left B's no queue to wait in: no ratio
+    # from such a scenario, nor from an idle one whose B jobs failed.
+    whole = [
+        s
+        for s in scenarios
+        if ran_every_job(
+            s.name,
+            len(s.b_delays) + s.a_jobs - s.failed,
+            args.jobs + (args.flood if s.a_cap is not None else 0),
+        )
+    ]
+    if scenarios[0] not in whole:
+        return 1
     idle = statistics.median(scenarios[0].b_delays)
-    for scenario in scenarios[1:]:
+    for scenario in whole[1:]:
         ratio = statistics.median(scenario.b_delays) / max(idle, 0.001)
         console.print(f"{scenario.name}: B's median queue delay is {ratio:.1f}x its idle value")
-    return 0
+    return 0 if len(whole) == len(scenarios) else 1
 
 
 if __name__ == "__main__":

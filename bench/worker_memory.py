@@ -33,11 +33,20 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import Measured, MemoryRun, bare_loop, python, python_env, sampling, workflow
+from bench.common import (
+    Measured,
+    MemoryRun,
+    bare_loop,
+    next_line,
+    python,
+    python_env,
+    ran_every_job,
+    sampling,
+    workflow,
+)
 
 SIDES = ("platform", "bare", "default")
 
@@ -92,23 +101,15 @@ def run_bare(site: str, jobs: int, concurrency: int, launch: str, interval: floa
     # "ready": the first job is done, everything is warm. The child's other lines (the
     # header every bench prints) are skipped: reading the header as the answer measured
     # nothing and counted no job.
-    line = _next_word(proc.stdout, ("ready", "done"))
+    line = next_line(proc.stdout, ("ready", "done"))
     with sampling(run, proc.pid, interval):
         if line.startswith("ready"):
-            line = _next_word(proc.stdout, ("done",))
+            line = next_line(proc.stdout, ("done",))
     proc.wait(60)
     if line.startswith("done"):
         _, ok, seconds = line.split()
         run.succeeded, run.seconds = int(ok), float(seconds)
     return run
-
-
-def _next_word(stream: IO[str], words: tuple[str, ...]) -> str:
-    """The child's next line that starts with one of ``words`` ("" at its end)."""
-    for line in stream:
-        if line.startswith(words):
-            return line
-    return ""
 
 
 # --- the platform side --------------------------------------------------------------------------
@@ -202,13 +203,10 @@ def report(runs: dict[str, MemoryRun], concurrency: int) -> None:
     print(" run against 10-30 %)")
     # A ratio only between sides that ran every job: one whose loop failed measured an
     # idle Python, and its ratio would read as a result.
-    for run in runs.values():
-        if run.succeeded != run.jobs:
-            print(f"no ratio with {run.label}: {run.succeeded} of {run.jobs} jobs succeeded")
-    platform, bare, default = (
-        run if run is not None and run.succeeded == run.jobs else None
-        for run in (runs.get(s) for s in SIDES)
-    )
+    whole = {
+        side for side, run in runs.items() if ran_every_job(run.label, run.succeeded, run.jobs)
+    }
+    platform, bare, default = (runs.get(s) if s in whole else None for s in SIDES)
     if platform and bare:
         ratio = platform.steady() / bare.steady()
         anon = platform.steady(anon=True) / bare.steady(anon=True)

@@ -58,6 +58,7 @@ from bench.common import (
     browser_cpu_s,
     python,
     python_env,
+    ran_every_job,
     workflow,
 )
 from bench.profile_hook import ENV, ThreadProfiles, cpu_seconds, difference
@@ -131,8 +132,10 @@ def bare_child(site: str, jobs: int, warmup: int) -> dict[str, Any]:
 
     if warmup == 0:
         marks.mark(START)
-    asyncio.run(bare_loop(site, jobs, 2, launch="worker", warmup=warmup, on_job=on_job))
-    return {"cpu": marks.per_job(jobs)}
+    ok, _seconds = asyncio.run(
+        bare_loop(site, jobs, 2, launch="worker", warmup=warmup, on_job=on_job)
+    )
+    return {"cpu": marks.per_job(jobs), "succeeded": ok}
 
 
 def worker_child(site: str, jobs: int, warmup: int, profile: bool, count: int) -> dict[str, Any]:
@@ -279,6 +282,13 @@ def _json(text: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def whole_sides(sides: dict[str, dict[str, Any]], jobs: int) -> bool:
+    """Whether both sides ran every job: CPU a job over the jobs asked, of a side whose jobs
+    failed, would read as a result."""
+    whole = {side for side, out in sides.items() if ran_every_job(side, out["succeeded"], jobs)}
+    return whole == set(sides)
+
+
 def print_cpu(sides: dict[str, dict[str, Any]]) -> None:
     print("\nCPU a job (ms): part, bare, worker")
     for part in ("Python", "driver", "Chromium"):
@@ -348,6 +358,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Measured("bench/worker_python.py"):
             sides = {side: run_child(side, site.url, args, "cpu") for side in ("bare", "worker")}
+            if not whole_sides(sides, args.jobs):
+                return 1
             print_cpu(sides)
             if args.profile:
                 print_profile(run_child("worker", site.url, args, "profile")["profile"])
@@ -355,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                 counted = {
                     side: run_child(side, site.url, args, "protocol") for side in ("bare", "worker")
                 }
+                if not whole_sides(counted, args.jobs):
+                    return 1
                 for side, out in counted.items():
                     sides[side]["messages"] = out["messages"]
                 print_messages(sides)
@@ -367,11 +381,16 @@ def stack_main(args: argparse.Namespace) -> int:
     """The local stack's worker: its Python's CPU a job, then (``--profile``) its profile."""
     with Measured("bench/worker_python.py --stack"):
         plain = stack_run(args.jobs, args.warmup, profile=False)
+        # Both windows' jobs: the figure is the second's, the first's are its warm-up.
+        if not ran_every_job("the local stack's worker", _succeeded(plain), 2 * args.jobs):
+            return 1
         print(
             f"local stack's worker: Python {plain['python_ms']:.1f} ms a job ({plain['statuses']})"
         )
         if args.profile:
             profiled = stack_run(args.jobs, args.warmup, profile=True)
+            if not ran_every_job("the profiled worker", _succeeded(profiled), 2 * args.jobs):
+                return 1
             print(f"profiled: Python {profiled['python_ms']:.1f} ms a job")
             if args.save:
                 Path(args.save).write_text(json.dumps(profiled["rows"]))
@@ -379,6 +398,10 @@ def stack_main(args: argparse.Namespace) -> int:
                 print(f"called {name} by: {callers}")
             print_profile(top(profiled["rows"], args.jobs, args.top))
     return 0
+
+
+def _succeeded(run: dict[str, Any]) -> int:
+    return int(run["statuses"].get("succeeded", 0))
 
 
 if __name__ == "__main__":

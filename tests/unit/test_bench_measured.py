@@ -57,13 +57,13 @@ def test_the_memory_bench_reads_its_child_past_the_header_and_gives_no_ratio_for
     # the answer, it made the bare side count no job and its ratio come out as 28.7x.
     import io
 
-    from bench.common import MemoryRun
-    from bench.worker_memory import _next_word, report
+    from bench.common import MemoryRun, next_line
+    from bench.worker_memory import report
 
     child = io.StringIO("bench/worker_memory.py: commit abc, ...\nready\ndone 150 61.20\n")
-    assert _next_word(child, ("ready", "done")) == "ready\n"
-    assert _next_word(child, ("done",)) == "done 150 61.20\n"
-    assert _next_word(child, ("done",)) == ""
+    assert next_line(child, ("ready", "done")) == "ready\n"
+    assert next_line(child, ("done",)) == "done 150 61.20\n"
+    assert next_line(child, ("done",)) == ""
     platform, bare = MemoryRun("platform", 10), MemoryRun("bare loop, worker's launch", 10)
     platform.succeeded, bare.succeeded = 10, 0
     report({"platform": platform, "bare": bare}, 2)
