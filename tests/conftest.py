@@ -77,6 +77,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         order_for_workers(items, TESTS_DIR)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with `-p no:xdist`
 def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """The controller, as each worker reports what it collected."""
     check_groups_applied(node.config, ids)

@@ -129,7 +129,7 @@ STACK_STOP = "e2e/stack-stop"
 # Longest first, as measured in a whole run on three workers (2026-12-05, seconds of test
 # time under the run's own load: scripts/test_schedule.py): the shared stacks' modules
 # (263, 151), the tenancy stack (175), order chaos (144; 24 orders now, 42 s alone), the
-# browser lifecycle (297 with 200 jobs; 80 now, half the CPU), the API fuzz (116), process
+# browser lifecycle (297 with 200 jobs; 40 now, 29 s in a CI run), the API fuzz (116), process
 # faults (116), the worker suite's module (106), then 60-80 s each. Other groups that
 # start a browser or a stack (marked e2e) come next, then the rest. Only the order
 # changes: a name missing here costs time, not coverage.
