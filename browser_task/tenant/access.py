@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
-import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
-from pagefleet.adapters.client_config import with_validation_setting
+from pagefleet.adapters.client_config import aws_session, with_validation_setting
 from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
 from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
@@ -201,9 +200,7 @@ class TenantAccess:
         self._settings = settings
         self._role = settings.job_role_arn
         self._session_ttl_s = session_ttl_s
-        self._sts = sts or boto3.session.Session().client(
-            "sts", config=with_validation_setting(_CONFIG)
-        )
+        self._sts = sts or aws_session().client("sts", config=with_validation_setting(_CONFIG))
         self._clock = clock
         self._on_client = on_client
         self._lock = threading.Lock()
@@ -237,7 +234,8 @@ class TenantAccess:
         # botocore has no public setter for an object that refreshes; this is how its own
         # assume-role provider's credentials reach a session's clients.
         core._credentials = refresher.start()  # type: ignore[attr-defined]
-        session = boto3.session.Session(botocore_session=core)
+        # Its clients share the models the worker's other sessions loaded.
+        session = aws_session(core)
         settings = self._settings
 
         def client(service: str, config: Config = _CONFIG) -> Any:

@@ -12,10 +12,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-import boto3
+import boto3.session
 from botocore.config import Config
 
-from pagefleet.adapters.client_config import with_validation_setting
+from pagefleet.adapters.client_config import aws_session, with_validation_setting
 from pagefleet.adapters.faults import FaultInjector
 
 if TYPE_CHECKING:
@@ -94,9 +94,9 @@ class RuntimeBase:
     def client(self, service: str) -> Any:
         """One boto3 client per service per process (clients are thread-safe).
 
-        All made from one session (built under the lock, as sessions are not thread-safe):
-        a session per client would load botocore's endpoint and partition data once per
-        client, ~5 MB each.
+        All made from one session (built under the lock, as sessions are not thread-safe),
+        whose botocore data every session of the process shares
+        (``pagefleet.adapters.client_config.aws_session``).
         """
 
         def build() -> Any:
@@ -107,7 +107,7 @@ class RuntimeBase:
                 )
                 config = _S3_CONFIG if overridden else _S3_REGIONAL_CONFIG
             if self._session is None:
-                self._session = boto3.session.Session()
+                self._session = aws_session()
             config = with_validation_setting(config)
             made = self._session.client(service, config=config)  # type: ignore[call-overload]
             if self._faults is not None:
@@ -120,7 +120,7 @@ class RuntimeBase:
         """The ``@connections`` client of a WebSocket stage (its callback URL)."""
         return self._once(
             ("management", endpoint),
-            lambda: boto3.session.Session().client(
+            lambda: aws_session().client(
                 "apigatewaymanagementapi",
                 endpoint_url=endpoint,
                 config=with_validation_setting(_MANAGEMENT_CONFIG),
