@@ -12,7 +12,6 @@ Every 4xx/5xx raises ``ApiError`` with the API's error code, message and field d
 from __future__ import annotations
 
 import builtins
-import functools
 import hashlib
 import json
 import time
@@ -40,26 +39,17 @@ from pagefleet.client.browsing import BrowsingCalls
 from pagefleet.client.dispatch import DispatchCalls
 from pagefleet.client.takeover import TakeoverCalls
 from pagefleet.client.tenancy import TenancyCalls
+from pagefleet.client.tls import tls_context
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.monitors.changes import CHANGES_ARTIFACT, Changes
 
 if TYPE_CHECKING:
-    import ssl
-
     from pagefleet.client.follow import FollowItem
     from pagefleet.notify.ports import DeliveryAttempt
 
 DEFAULT_TIMEOUT_S = 30.0
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """httpx's default TLS context (certifi's CAs, as ``trust_env=False`` makes it), made
-    once: each reads the whole CA bundle (~15 ms of CPU), and ``POST /v1/mcp`` makes a
-    client, two contexts before this, for every request."""
-    return httpx.create_ssl_context(trust_env=False)
 
 
 class ApiError(Exception):

@@ -9,8 +9,8 @@ from typing import Any
 import certifi
 import pytest
 
-import pagefleet.client as client_module
 from pagefleet.client import PagefleetClient
+from pagefleet.client.tls import tls_context
 
 
 def test_clients_share_one_context_that_verifies_against_certifi(
@@ -25,7 +25,7 @@ def test_clients_share_one_context_that_verifies_against_certifi(
         return context
 
     monkeypatch.setattr(ssl, "create_default_context", recording)
-    client_module.tls_context.cache_clear()  # made again here, under the recorder
+    tls_context.cache_clear()  # made again here, under the recorder
 
     for _ in range(3):
         with PagefleetClient("https://api.example.test", "key"):
