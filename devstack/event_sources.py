@@ -9,7 +9,6 @@ event shapes through the local Lambda service.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import threading
@@ -22,7 +21,7 @@ from typing import Any, cast
 from devstack.constants import LOCAL_REGION
 from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
-from devstack.pollers import Background, DeadLetterPoller, Timer, sweeper_timer
+from devstack.pollers import Background, DeadLetterPoller, Timer, stop_together, sweeper_timer
 from devstack.scheduler import SchedulerPoller
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import JOBS_STREAM_FILTERS
@@ -294,6 +293,4 @@ class EventSources:
         return self
 
     def stop(self) -> None:
-        for part in self._parts:
-            with contextlib.suppress(Exception):
-                part.stop()
+        stop_together(part.stop for part in self._parts)

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from devstack.gateway import LocalGateway
 from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from devstack.loopback import reserve_loopback_port
-from devstack.pollers import DeadLetterPoller, Timer, scheduled_event
+from devstack.pollers import DeadLetterPoller, Timer, scheduled_event, stop_together
 from devstack.provision import Provisioned
 from devstack.websocket.management import ConnectionsApp
 from devstack.websocket.server import IDLE_TIMEOUT_S, MAX_AGE_S, LocalWebSocketApi
@@ -134,10 +133,8 @@ class LiveParts:
         return self
 
     def stop(self) -> None:
-        for part in (self.reaper, self.webhooks, self.websocket, self.management):
-            if part is not None:
-                with contextlib.suppress(Exception):
-                    part.stop()
+        parts = (self.reaper, self.webhooks, self.websocket, self.management)
+        stop_together(part.stop for part in parts if part is not None)
         self.reaper = self.webhooks = None
         self.websocket = None
         self.management = None

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -121,13 +122,33 @@ def _kill_survivors(processes: list[Any]) -> None:
         psutil.wait_procs(processes, timeout=3)
 
 
-def stop_all(processes: Sequence[ManagedProcess], grace_s: float = 10.0) -> None:
-    """Stop in parallel: everyone gets SIGTERM at once, then the stragglers SIGKILL."""
+@dataclass(frozen=True)
+class StopRequest:
+    """Processes sent SIGTERM, with their families as collected before the signal."""
+
+    processes: tuple[ManagedProcess, ...]
+    families: dict[str, list[Any]]
+
+    def finish(self, grace_s: float = 10.0) -> None:
+        """Wait up to ``grace_s`` for them all, then SIGKILL the stragglers."""
+        deadline = time.monotonic() + grace_s
+        for proc in self.processes:
+            proc.stop(
+                grace_s=max(0.0, deadline - time.monotonic()), descendants=self.families[proc.name]
+            )
+
+
+def request_stop_all(processes: Sequence[ManagedProcess]) -> StopRequest:
+    """SIGTERM to everyone at once, without waiting: the caller stops other things while
+    they drain, then calls ``finish``."""
     families = {proc.name: proc.descendants() for proc in processes}
     for proc in processes:
         if proc.alive():
             with contextlib.suppress(ProcessLookupError):
                 proc.popen.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    for proc in processes:
-        proc.stop(grace_s=max(0.0, deadline - time.monotonic()), descendants=families[proc.name])
+    return StopRequest(tuple(processes), families)
+
+
+def stop_all(processes: Sequence[ManagedProcess], grace_s: float = 10.0) -> None:
+    """Stop in parallel: everyone gets SIGTERM at once, then the stragglers SIGKILL."""
+    request_stop_all(processes).finish(grace_s)

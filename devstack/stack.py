@@ -41,6 +41,7 @@ from devstack.live_parts import LiveOptions, LiveParts
 from devstack.local_settings import LOCAL_POOLS, local_settings
 from devstack.loopback import reserve_loopback_port
 from devstack.moto_process import spawn_moto, wait_for_moto
+from devstack.pollers import stop_together
 from devstack.process_env import EnvOverlay
 from devstack.processes import ManagedProcess
 from devstack.provision import Provisioned, QueuesNotSettled, create_all
@@ -254,13 +255,10 @@ class LocalStack:
 
     def stop(self) -> None:
         """Stop everything this stack started; safe to call twice and after a failed start."""
-        if self.sources is not None:
-            self.sources.stop()
-            self.sources = None
-        if self.gateway is not None:
-            with contextlib.suppress(Exception):
-                self.gateway.stop()
-        self.live.stop()
+        # The workers drain (~1-2 s, their last long polls) while the rest stops.
+        self._workers.request_stop()
+        sources, gateway, self.sources = self.sources, self.gateway, None
+        stop_together(part.stop for part in (sources, gateway, self.live) if part is not None)
         if self._moto_sock is not None:  # never handed to moto
             self._moto_sock.close()
         if self._api_sock is not None:  # never handed to the gateway

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from devstack.iam.local import LocalIam
 from devstack.local_settings import pool_worker_env
-from devstack.processes import ManagedProcess, stop_all
+from devstack.processes import ManagedProcess, StopRequest, request_stop_all
 from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import DEFAULT_POOL
 from pagefleet.specs.settings import WorkerSettings, env_name, to_env
@@ -31,6 +31,7 @@ class LocalWorkers:
         self.processes: list[ManagedProcess] = []
         # Each worker's id -> the pool it serves.
         self.pools: dict[str, str] = {}
+        self._stopping: StopRequest | None = None
 
     def start_all(
         self,
@@ -83,7 +84,15 @@ class LocalWorkers:
         self.processes.append(proc)
         return proc
 
+    def request_stop(self) -> None:
+        """SIGTERM to every worker now: they drain while the caller stops the rest of the
+        stack; ``stop`` then waits for them."""
+        self._stopping = request_stop_all(self.processes)
+
     def stop(self, grace_s: float = 15) -> None:
         """Every worker started, killed ones included (safe to call twice)."""
         processes, self.processes = self.processes, []
-        stop_all(processes, grace_s=grace_s)
+        stopping, self._stopping = self._stopping, None
+        if stopping is None or stopping.processes != tuple(processes):
+            stopping = request_stop_all(processes)
+        stopping.finish(grace_s)

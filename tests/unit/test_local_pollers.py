@@ -1,11 +1,13 @@
-"""The local timer that plays EventBridge rate() for the sweeper keeps ticking after errors."""
+"""The local timer that plays EventBridge rate() for the sweeper keeps ticking after errors;
+a stack's parts stop together."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from types import SimpleNamespace
 
-from devstack.pollers import Timer
+from devstack.pollers import Timer, stop_together
 
 
 def test_timer_calls_its_action_repeatedly_and_survives_failures() -> None:
@@ -53,3 +55,27 @@ def test_a_stopped_dead_letter_poller_polls_no_further_dlq(monkeypatch) -> None:
     poller._run()  # on this thread: returns once the poller sees it was stopped
 
     assert polled == [dlqs["pool-0"]]
+
+
+def test_parts_stopped_together_wait_for_each_other_not_in_turn() -> None:
+    # Each stop waits until every stop has begun: called one after another, the first would
+    # wait forever (and the barrier's timeout fails it).
+    barrier = threading.Barrier(3, timeout=10)
+    ended: list[int] = []
+
+    def stop(n: int) -> None:
+        barrier.wait()
+        ended.append(n)
+
+    stop_together(functools.partial(stop, n) for n in range(3))
+    assert sorted(ended) == [0, 1, 2]
+
+
+def test_a_failing_stop_does_not_keep_the_others_from_running() -> None:
+    ran: list[str] = []
+
+    def broken() -> None:
+        raise RuntimeError("part already gone")
+
+    stop_together([broken, lambda: ran.append("next")])
+    assert ran == ["next"]
