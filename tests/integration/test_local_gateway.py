@@ -367,3 +367,15 @@ def test_event_over_lambdas_payload_limit_is_413_before_any_invocation(
         response = http.post("/echo", content=b"x" * (7 * 1024 * 1024))
     assert response.status_code == 413
     assert function.cold_starts == 0
+
+
+def test_an_environment_looks_like_lambdas_to_the_sdks_it_runs(
+    pooled: tuple[LambdaFunction, LocalGateway],
+) -> None:
+    # LAMBDA_TASK_ROOT, as Lambda sets it: the X-Ray SDK takes its Lambda path at import (its
+    # other path builds two botocore clients for sampling rules in every cold start), and
+    # Powertools' Tracer is told off explicitly (no X-Ray daemon here).
+    _, gateway = pooled
+    with httpx.Client(base_url=f"{gateway.url}/v1", trust_env=False, timeout=120) as http:
+        answer = http.get("/xray").json()
+    assert answer == {"sampler": "LocalSampler", "tracing": False, "task_root": str(REPO)}

@@ -5,6 +5,7 @@
 ``/hang?pidfile=F``             write the pid to F, then never answer
 ``/crash``                      the process dies mid-invocation
 ``/raise``                      the handler raises
+``/xray``                       the X-Ray SDK's sampler and whether Powertools would trace
 
 Imported by ``python -m devstack.lambda_env tests.support.lambda_handlers:handler``.
 """
@@ -42,6 +43,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         os._exit(3)
     if path == "/raise":
         raise RuntimeError("handler failed")
+    if path == "/xray":
+        from aws_lambda_powertools import Tracer
+        from aws_xray_sdk.core import xray_recorder
+
+        return _answer(
+            200,
+            {
+                "sampler": type(xray_recorder.sampler).__name__,
+                "tracing": not Tracer(service="probe").disabled,
+                "task_root": os.environ.get("LAMBDA_TASK_ROOT"),
+            },
+        )
     return _answer(
         200,
         {
