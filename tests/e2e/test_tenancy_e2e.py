@@ -148,7 +148,8 @@ def test_a_tenant_capped_at_one_never_runs_two_and_all_succeed(
 def test_a_killed_worker_does_not_leak_its_tenants_slot(stack: LocalStack, admin_key: str) -> None:
     cli(stack, admin_key, "admin", "set-limits", "--tenant", "killed", "--max-running", "1")
     client = tenant(stack, "killed")
-    first = client.submit(page(stack, sleep_ms=8000, name="victim")).job_id
+    # Running long enough to be killed mid-job once seen running (its retry runs it again).
+    first = client.submit(page(stack, sleep_ms=4000, name="victim")).job_id
 
     def running() -> Any:
         job = client.get(first)
