@@ -245,6 +245,7 @@ class LocalStack:
                 scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
                 iam=self.iam,
             ).start()
+            self._check_workers()
         except SynthFailed as exc:
             self.stop()
             raise StackError(str(exc)) from exc
@@ -396,6 +397,12 @@ class LocalStack:
         others = self.pools if self.every_pool else ()
         try:
             self._workers.start_all(self.worker_settings, self.iam, self.workers, others)
+        except WorkerStartFailed as exc:
+            raise StackError(str(exc)) from exc
+
+    def _check_workers(self) -> None:
+        try:
+            self._workers.check_started()
         except WorkerStartFailed as exc:
             raise StackError(str(exc)) from exc
 

@@ -32,6 +32,7 @@ class LocalWorkers:
         # Each worker's id -> the pool it serves.
         self.pools: dict[str, str] = {}
         self._stopping: StopRequest | None = None
+        self._started_at = 0.0
 
     def start_all(
         self,
@@ -41,7 +42,8 @@ class LocalWorkers:
         others: tuple[PoolOffer, ...],
     ) -> None:
         """``count`` workers of the standard pool, and one small worker for each pool of
-        ``others`` (with that pool's isolation); raises when one exits at once."""
+        ``others`` (with that pool's isolation); ``check_started`` says whether one exited
+        at once."""
         if count and not (REPO_ROOT / "browser_task" / "__main__.py").exists():
             raise WorkerStartFailed("the worker (browser_task/__main__.py) is not in this checkout")
         for _ in range(count):
@@ -49,7 +51,12 @@ class LocalWorkers:
         for offer in others:
             if offer.name != DEFAULT_POOL:
                 self.start(settings, iam, pool_worker_env(offer))
-        time.sleep(0.5)
+        self._started_at = time.monotonic()
+
+    def check_started(self, settle_s: float = 0.5) -> None:
+        """Raises if a worker exited at start: looked at ``settle_s`` after ``start_all``
+        (the stack starts its other parts meanwhile, so this rarely waits)."""
+        time.sleep(max(0.0, self._started_at + settle_s - time.monotonic()))
         for proc in self.processes:
             if not proc.alive():
                 raise WorkerStartFailed(f"{proc.name} exited at start:\n{proc.tail()}")
