@@ -169,32 +169,29 @@ def create_all(
     it). ``settle_timeout_s=None`` returns at once, for a caller that waits later itself
     (``Provisioned.await_queues``)."""
     names = {spec.logical_id: prefix + spec.local_name for spec in TABLES}
-    for spec in TABLES:
-        create_table(dynamodb, spec, names[spec.logical_id])
-
     out = Provisioned(
         jobs_table=names["JobsTable"],
         tenants_table=names["TenantsTable"],
         usage_table=names["UsageTable"],
         artifacts_bucket=prefix + ARTIFACTS_BUCKET.local_name,
     )
+    # The queues first: their first second (not usable yet) passes while the rest is made.
     for queue in queues_of(pools):
         out.queue_urls[queue.key], out.dlq_urls[queue.key] = create_queue(sqs, queue, prefix)
-    out.connections_table = names["ConnectionsTable"]
     out.webhook_queue_url, out.webhook_dlq_url = create_queue(sqs, WEBHOOK_QUEUE, prefix)
-
     if scheduler is not None:
-        out.schedule_group = prefix + SCHEDULER.local_group
-        with contextlib.suppress(scheduler.exceptions.ConflictException):
-            scheduler.create_schedule_group(Name=out.schedule_group)
         out.scheduler_dlq_url = sqs.create_queue(
             QueueName=prefix + SCHEDULER.dlq_local_name,
             Attributes={"MessageRetentionPeriod": str(SCHEDULER.dlq_retention_s)},
         )["QueueUrl"]
         out.scheduler_dlq_arn = queue_arn(sqs, out.scheduler_dlq_url)
+        out.schedule_group = prefix + SCHEDULER.local_group
+        with contextlib.suppress(scheduler.exceptions.ConflictException):
+            scheduler.create_schedule_group(Name=out.schedule_group)
 
-    if settle_timeout_s is not None:
-        out.await_queues(sqs, timeout_s=settle_timeout_s)
+    for spec in TABLES:
+        create_table(dynamodb, spec, names[spec.logical_id])
+    out.connections_table = names["ConnectionsTable"]
 
     bucket = out.artifacts_bucket
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
@@ -236,4 +233,6 @@ def create_all(
         }
     )
     s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": rules})
+    if settle_timeout_s is not None:
+        out.await_queues(sqs, timeout_s=settle_timeout_s)
     return out
