@@ -120,7 +120,7 @@ def run_platform(
     from pagefleet.jobs.models import JobRequest
     from pagefleet.jobs.service import submit_job
     from pagefleet.runtime import RUNTIME
-    from pagefleet.specs.settings import WorkerSettings, to_env
+    from pagefleet.specs.settings import WORKER_PROCESS_ENV, WorkerSettings, to_env
 
     res = create_all(
         RUNTIME.client("dynamodb"),
@@ -139,7 +139,10 @@ def run_platform(
         stage="local",
     )
     services = RUNTIME.job_services(settings)
-    env = {**python_env(), **to_env(settings), "PAGEFLEET_WORKER_ID": "memory-bench"}
+    # The worker's process environment as it is deployed (a MALLOC_ARENA_MAX of the caller's
+    # own goes over it: 16 is glibc's own cap on 2 cores, to measure without it).
+    env = {**WORKER_PROCESS_ENV, **python_env(), **to_env(settings)}
+    env["PAGEFLEET_WORKER_ID"] = "memory-bench"
     env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
     log = (log_dir / "worker.log").open("w")
     worker = subprocess.Popen(

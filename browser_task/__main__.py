@@ -10,7 +10,10 @@ import asyncio
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
@@ -33,17 +36,21 @@ from browser_task.slot.receiver import Receiver
 from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
 from browser_task.tenant.access import TenantDataSource, tenant_data_source
 from browser_task.tenant.logins import SessionStore
-from pagefleet.browsing.commands import CommandLedger
 from pagefleet.browsing.inbox import InboxRegistry, SessionInbox
 from pagefleet.jobs.lifecycle import Lifecycle
 from pagefleet.jobs.service import JobServices
 from pagefleet.live.ports import EventStore
 from pagefleet.runtime import RUNTIME
-from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs import metrics_names as metric
 from pagefleet.specs.resources import inbox_name
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import AuditLog
+
+if TYPE_CHECKING:
+    from pagefleet.browsing.commands import CommandLedger
+    from pagefleet.schedules.service import ScheduleStore
+
+T = TypeVar("T")
 
 
 def build_worker(
@@ -144,9 +151,12 @@ def build_worker(
             policies=policies,
             abort=abort,
             egress_log=egress_log,
-            schedules=schedules if schedules is not None else RUNTIME.schedule_store(settings),
+            # Made by a monitor's / a session's first job: most workers never load them.
+            schedules=_on_first_use(schedules, partial(RUNTIME.schedule_store, settings)),
             session_inbox=inbox,
-            session_commands=session_commands or RUNTIME.session_commands(settings),
+            session_commands=_on_first_use(
+                session_commands, partial(RUNTIME.session_commands, settings)
+            ),
             frames=RUNTIME.connection_poster(settings.live_endpoint),
         ),
         completion=Completion(
@@ -185,6 +195,13 @@ def build_worker(
         inbox=inbox,
     )
     return Worker(settings, parts)
+
+
+def _on_first_use(given: T | None, build: Callable[[], T]) -> Callable[[], T]:
+    """``given`` when a caller gave it; else ``build`` (RUNTIME keeps what it built once)."""
+    if given is None:
+        return build
+    return lambda: given
 
 
 def main() -> int:

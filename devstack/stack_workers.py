@@ -14,7 +14,7 @@ from devstack.local_settings import pool_worker_env
 from devstack.processes import ManagedProcess, StopRequest, request_stop_all
 from pagefleet.specs.pools import PoolOffer
 from pagefleet.specs.resources import DEFAULT_POOL
-from pagefleet.specs.settings import WorkerSettings, env_name, to_env
+from pagefleet.specs.settings import WORKER_PROCESS_ENV, WorkerSettings, env_name, to_env
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,16 +71,9 @@ class LocalWorkers:
         goes over the stack's (a ``PAGEFLEET_POOL`` there makes it that pool's, with its
         task role)."""
         index = len(self.processes)
-        env = dict(os.environ)
-        env.update(to_env(settings))
-        env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
-        env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
-        env["PYTHONUNBUFFERED"] = "1"
-        env.update(self._extra_env)
-        env.update(extra_env or {})
+        env = self.environment(settings, iam, index, extra_env)
         pool = env[env_name(WorkerSettings, "pool")]
         self.pools[env[env_name(WorkerSettings, "worker_id")]] = pool
-        env.update(iam.env(f"worker/{pool}"))
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],
@@ -90,6 +83,27 @@ class LocalWorkers:
         )
         self.processes.append(proc)
         return proc
+
+    def environment(
+        self,
+        settings: WorkerSettings,
+        iam: LocalIam,
+        index: int,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """The environment of worker ``index``: this process's, the stack's settings, the
+        worker's process environment as the image and the task definition set it, the
+        extras, and its pool's task role."""
+        env = dict(os.environ)
+        env.update(to_env(settings))
+        env["PAGEFLEET_WORKER_ID"] = f"local-worker-{index}"
+        env["PAGEFLEET_ALLOW_LOOPBACK"] = "true"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(WORKER_PROCESS_ENV)
+        env.update(self._extra_env)
+        env.update(extra_env or {})
+        env.update(iam.env(f"worker/{env[env_name(WorkerSettings, 'pool')]}"))
+        return env
 
     def request_stop(self) -> None:
         """SIGTERM to every worker now: they drain while the caller stops the rest of the

@@ -5,7 +5,7 @@ second and gives them to ``Screencast.update``: the first watcher starts the scr
 (``Page.startScreencast`` over a CDP session of the job's page: JPEG, sized to fit
 ``FRAME_MAX_WIDTH`` x ``FRAME_MAX_HEIGHT``), the last one gone stops it and detaches, so a
 job nobody watches runs no screencast at all. Each frame is posted to every watcher through
-the stage's ``@connections`` API (``pagefleet.live.watch.frame_messages``: messages under
+the stage's ``@connections`` API (``pagefleet.live.frames.frame_messages``: messages under
 API Gateway's 32 KB WebSocket frame). Chromium sends the next frame only once the last is
 acknowledged, so acknowledging no sooner than ``1 / frames_per_s`` after the previous frame
 holds the rate at the source: frames over the rate are never encoded. A frame too large for
@@ -25,8 +25,8 @@ from playwright.async_api import Error as PlaywrightError
 from browser_task.observe.telemetry import JobLog
 from pagefleet.jobs.moves import headline
 from pagefleet.jobs.record import JobRecord
+from pagefleet.live.frames import FRAME_MAX_HEIGHT, FRAME_MAX_WIDTH, frame_messages
 from pagefleet.live.ports import ConnectionPoster
-from pagefleet.live.watch import FRAME_MAX_HEIGHT, FRAME_MAX_WIDTH, frame_messages
 from pagefleet.specs.settings import WorkerSettings
 
 QUALITY_START = 60

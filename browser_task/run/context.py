@@ -13,7 +13,6 @@ from browser_task.browser.pool import JobBrowser
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.plan import RunPlan
 from browser_task.tenant.artifacts import ArtifactCollector
-from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.ports import SecretStore
 from pagefleet.live.events import EventType
 from pagefleet.workflow import Back, Forward, Goto, Step, WaitFor
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from browser_task.run.routing import RequestRouter
     from browser_task.run.takeover import PageTakeover
     from browser_task.tenant.logins import SessionStore
+    from pagefleet.browsing.commands import CommandLedger
 
 # Beyond an irreversible step's own timeout, how long a stop waits for its checkpoint.
 STEP_SETTLE_MARGIN_S = 5.0

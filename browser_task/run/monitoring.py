@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browser_task.errors import RetryJob, first_line
 from browser_task.run.visual import pixel_diff
@@ -33,8 +34,10 @@ from pagefleet.monitors.changes import (
     compare,
 )
 from pagefleet.monitors.spec import Monitor
-from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.resources import ROUTINE
+
+if TYPE_CHECKING:
+    from pagefleet.schedules.service import ScheduleStore
 
 NO_SCHEDULE_BASELINE = (
     "no baseline: this is the schedule's first successful run; later runs are compared with it"
@@ -63,7 +66,8 @@ class Baselines:
     """Where a monitor's baseline is found: job records, schedules, the tenant's artifacts."""
 
     jobs: JobStore
-    schedules: ScheduleStore | None
+    # The schedules' store, made when a monitor's job first needs it (None: no schedules).
+    schedules: Callable[[], ScheduleStore] | None
     tenant_data: TenantDataSource
 
     def baseline_id(self, job: JobRecord) -> tuple[str | None, str]:
@@ -74,7 +78,7 @@ class Baselines:
         if job.schedule_id is None or self.schedules is None:
             return None, NO_JOB_BASELINE
         try:
-            schedule = self.schedules.get(job.tenant_id, job.schedule_id)
+            schedule = self.schedules().get(job.tenant_id, job.schedule_id)
         except NotFound:
             return None, "no baseline: the schedule that made this job no longer exists"
         found = schedule.baseline_job_id or schedule.health.last_success_job_id

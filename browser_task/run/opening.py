@@ -147,7 +147,7 @@ class RunOpener:
             artifacts=collector,
             sessions=data.sessions,
             secrets=data.secrets if request.session is not None else None,
-            commands=data.commands if request.session is not None else None,
+            commands=(data.commands() if request.session is not None and data.commands else None),
             trace=trace if trace is not None and trace.started else None,
             egress_refusals=(
                 (lambda: job_egress.refusals)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browser_task.browser.pool import JobBrowser
 from browser_task.egress.log import EgressLog, TrackedJob
@@ -34,18 +35,20 @@ from browser_task.run.opening import RunOpener
 from browser_task.run.prepare import TenantPolicies
 from browser_task.run.recordings import drop_recordings, keep_recordings
 from browser_task.run.routing import with_metrics
-from browser_task.run.session_loop import SessionStart, begin_session, run_session
 from browser_task.run.signals import HeldLease, SlotSignals
 from browser_task.run.spend import nothing_left, within_budgets
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
-from pagefleet.browsing.commands import CommandLedger
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.ports import ConnectionPoster
-from pagefleet.schedules.service import ScheduleStore
 from pagefleet.specs.settings import WorkerSettings
+
+if TYPE_CHECKING:
+    from browser_task.run.session_loop import SessionStart
+    from pagefleet.browsing.commands import CommandLedger
+    from pagefleet.schedules.service import ScheduleStore
 
 
 class JobRunner:
@@ -59,9 +62,9 @@ class JobRunner:
         policies: TenantPolicies | None,
         abort: asyncio.Event,
         egress_log: EgressLog,
-        schedules: ScheduleStore | None = None,
+        schedules: Callable[[], ScheduleStore] | None = None,
         session_inbox: WorkerInbox | None = None,
-        session_commands: CommandLedger | None = None,
+        session_commands: Callable[[], CommandLedger] | None = None,
         frames: ConnectionPoster | None = None,
     ) -> None:
         self.settings = settings
@@ -71,7 +74,7 @@ class JobRunner:
         # Where a watched job's live view frames are posted (None: no live view).
         self._frames = frames
         # Where browser sessions' commands are woken and recorded (None: this worker runs
-        # none).
+        # none); the ledger is made by a session's first job.
         self._session_inbox = session_inbox
         self._session_commands = session_commands
         # Artifacts, sessions and secrets of a job, through its tenant's own credentials.
@@ -79,7 +82,8 @@ class JobRunner:
         self._policies = policies
         self._abort = abort
         self._egress_log = egress_log
-        # Where a monitor's baseline is found (a schedule's pin or its last good run).
+        # Where a monitor's baseline is found (a schedule's pin or its last good run); the
+        # schedules' store is made by a monitor's first job.
         self._baselines = Baselines(lifecycle.store, schedules, tenant_data)
 
     async def run(
@@ -308,14 +312,22 @@ class JobRunner:
         if job.request.session is None or self._session_inbox is None:
             return None
         # The tenant's own ledger (the job role's credentials) where the worker has one.
-        commands = data.commands or self._session_commands
-        if commands is None:
+        make = data.commands or self._session_commands
+        if make is None:
             return None
-        return begin_session(self._session_inbox, commands, job.tenant_id, job.job_id)
+        # Imported by a session's first job: a worker that runs none never loads the loop.
+        from browser_task.run.session_loop import begin_session
+
+        return begin_session(self._session_inbox, make(), job.tenant_id, job.job_id)
 
     async def _session(self, ctx: RunContext, start: SessionStart | None) -> dict[str, Any]:
         # The tenant's own ledger (the job role's credentials) where the worker has one.
-        commands = ctx.commands or self._session_commands
+        commands = ctx.commands
+        if commands is None and self._session_commands is not None:
+            commands = self._session_commands()
+        # Imported by a session's first job: a worker that runs none never loads the loop.
+        from browser_task.run.session_loop import run_session
+
         return await run_session(ctx, self._session_inbox, commands, self._policies, start)
 
     def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:

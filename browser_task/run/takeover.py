@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from playwright.async_api import CDPSession, Page
 from playwright.async_api import Error as PlaywrightError
@@ -26,17 +26,6 @@ from browser_task.errors import first_line
 from browser_task.observe.run_events import RunEvents
 from browser_task.observe.telemetry import JobLog
 from pagefleet.browsing.inbox import Wakeup
-from pagefleet.browsing.input_events import (
-    MODIFIER_BITS,
-    AnyInput,
-    InputRecord,
-    KeyInput,
-    MoveInput,
-    PressInput,
-    ScrollInput,
-    TakeoverInputs,
-    TextInput,
-)
 from pagefleet.jobs.ports import JobStore
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.takeover import Takeover
@@ -44,30 +33,15 @@ from pagefleet.live.events import EventType
 from pagefleet.tenancy.audit import audit_record
 from pagefleet.tenancy.ports import AuditLog
 
+if TYPE_CHECKING:
+    from pagefleet.browsing.input_events import InputRecord, TakeoverInputs
+
 # Batches read at once; a gap in their numbers (a batch recorded late) is waited for this
 # long, then skipped (its API call failed between numbering and recording it).
 READ_LIMIT = 20
 GAP_WAIT_S = 5.0
 # How often a step waiting for the page looks again (the signals read also tells it).
 LOOK_EVERY_S = 1.0
-# Keys by KeyboardEvent.key: (windowsVirtualKeyCode, code, text typed), as Chromium wants.
-NAMED_KEYS: dict[str, tuple[int, str, str | None]] = {
-    "Enter": (13, "Enter", "\r"),
-    "Tab": (9, "Tab", None),
-    "Backspace": (8, "Backspace", None),
-    "Escape": (27, "Escape", None),
-    "Delete": (46, "Delete", None),
-    "ArrowLeft": (37, "ArrowLeft", None),
-    "ArrowUp": (38, "ArrowUp", None),
-    "ArrowRight": (39, "ArrowRight", None),
-    "ArrowDown": (40, "ArrowDown", None),
-    "Home": (36, "Home", None),
-    "End": (35, "End", None),
-    "PageUp": (33, "PageUp", None),
-    "PageDown": (34, "PageDown", None),
-    " ": (32, "Space", " "),
-}
-BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
 
 
 class PageTakeover:
@@ -76,7 +50,7 @@ class PageTakeover:
         page: Page,
         job: JobRecord,
         store: JobStore,
-        inputs: TakeoverInputs | None,
+        inputs: Callable[[], TakeoverInputs] | None,
         *,
         events: RunEvents | None,
         audit: AuditLog | None,
@@ -237,13 +211,14 @@ class PageTakeover:
         missing number, for a while: the held takeover's batch may still be recorded)."""
         if self._inputs is None:
             return
+        inputs = self._inputs()
         while len(self._cursors) > 8 and takeover_id not in self._cursors:
             self._cursors.pop(next(iter(self._cursors)))
         while True:
             cursor = self._cursors.get(takeover_id, 0)
             try:
                 found = await asyncio.to_thread(
-                    self._inputs.after,
+                    inputs.after,
                     self._tenant_id,
                     self._job_id,
                     takeover_id,
@@ -271,6 +246,9 @@ class PageTakeover:
     async def _apply(self, record: InputRecord) -> None:
         if self._page.is_closed():
             return
+        # Imported by a takeover's first input: most jobs are never taken over.
+        from browser_task.run.takeover_input import cdp_events
+
         try:
             cdp = await self._session()
             width, height = await self._viewport()
@@ -300,72 +278,3 @@ class PageTakeover:
         if cdp is not None:
             with contextlib.suppress(PlaywrightError):
                 await cdp.detach()
-
-
-def cdp_events(event: AnyInput, sx: float, sy: float) -> list[dict[str, Any]]:
-    """One input event as the CDP calls that play it (``method`` and its parameters).
-
-    A press carries its ``clickCount``: Chromium makes a ``dblclick`` of a release whose
-    count is 2, as a real mouse's second click is (Playwright's ``dblclick`` plays the same)."""
-    modifiers = sum(MODIFIER_BITS[m] for m in event.modifiers)
-    if isinstance(event, TextInput):
-        return [{"method": "Input.insertText", "text": event.text}]
-    if isinstance(event, KeyInput):
-        return _key(event.key, modifiers)
-    at = {"x": event.x * sx, "y": event.y * sy, "modifiers": modifiers}
-    mouse = "Input.dispatchMouseEvent"
-    if isinstance(event, ScrollInput):
-        # Wheel deltas are CSS pixels already (the viewer's own scroll), not frame pixels.
-        return [
-            {"method": mouse, "type": "mouseWheel", **at, "deltaX": event.dx, "deltaY": event.dy}
-        ]
-    if isinstance(event, MoveInput):
-        down = {"button": event.buttons[0] if event.buttons else "none"}
-        bits = sum(BUTTON_BITS[b] for b in set(event.buttons))
-        return [{"method": mouse, "type": "mouseMoved", **at, **down, "buttons": bits}]
-    if isinstance(event, PressInput):
-        pressed = event.type == "down"
-        return [
-            {
-                "method": mouse,
-                "type": "mousePressed" if pressed else "mouseReleased",
-                **at,
-                "button": event.button,
-                "buttons": BUTTON_BITS[event.button] if pressed else 0,
-                "clickCount": event.count,
-            }
-        ]
-    out: list[dict[str, Any]] = [{"method": mouse, "type": "mouseMoved", **at}]
-    held = {"button": event.button, "buttons": BUTTON_BITS[event.button]}
-    for count in range(1, event.count + 1):
-        out.append({"method": mouse, "type": "mousePressed", **at, **held, "clickCount": count})
-        out.append(
-            {
-                "method": mouse,
-                "type": "mouseReleased",
-                **at,
-                **held,
-                "buttons": 0,
-                "clickCount": count,
-            }
-        )
-    return out
-
-
-def _key(key: str, modifiers: int) -> list[dict[str, Any]]:
-    code_of, code, text = NAMED_KEYS.get(key, (0, "", None))
-    if len(key) == 1 and key not in NAMED_KEYS:
-        text = key
-        code_of = ord(key.upper()) if key.isalnum() and key.isascii() else 0
-        code = f"Key{key.upper()}" if key.isalpha() and key.isascii() else ""
-    if modifiers & (MODIFIER_BITS["Control"] | MODIFIER_BITS["Meta"] | MODIFIER_BITS["Alt"]):
-        text = None  # a shortcut types nothing
-    base = {
-        "method": "Input.dispatchKeyEvent",
-        "key": key,
-        "code": code,
-        "windowsVirtualKeyCode": code_of,
-        "modifiers": modifiers,
-    }
-    down = {**base, "type": "keyDown", "text": text} if text else {**base, "type": "rawKeyDown"}
-    return [down, {**base, "type": "keyUp"}]

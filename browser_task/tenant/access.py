@@ -28,19 +28,18 @@ from botocore.credentials import RefreshableCredentials
 
 from browser_task.tenant.logins import S3SessionStore, SessionStore
 from pagefleet.adapters.client_config import aws_session, with_validation_setting
-from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
-from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
 from pagefleet.adapters.dynamodb.usage import DynamoUsageStore
 from pagefleet.adapters.s3 import S3ArtifactStore
 from pagefleet.adapters.secrets import SecretsManagerResolver
-from pagefleet.browsing.commands import CommandLedger
-from pagefleet.browsing.input_events import TakeoverInputs
 from pagefleet.jobs.ports import ArtifactStore, SecretStore
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import UsageStore
 
 if TYPE_CHECKING:
     from mypy_boto3_secretsmanager import SecretsManagerClient
+
+    from pagefleet.browsing.commands import CommandLedger
+    from pagefleet.browsing.input_events import TakeoverInputs
 
 TENANT_TAG = "tenant"
 # What is asked of AssumeRole: role chaining (the task role assuming the job role) allows at
@@ -72,10 +71,11 @@ class TenantData:
     # The identity these stores act as (an assumed-role ARN), for logs and tests.
     identity: str | None = None
     # Its browser sessions' commands (steps, extracted data, snapshots): reached only as
-    # the tenant, as its artifacts are (None: this worker takes no sessions).
-    commands: CommandLedger | None = None
+    # the tenant, as its artifacts are (None: this worker takes no sessions). Made when
+    # first needed (``SessionTables``), as is the next one.
+    commands: Callable[[], CommandLedger] | None = None
     # What a person does on a taken-over page, in the same partition (None: not read).
-    inputs: TakeoverInputs | None = None
+    inputs: Callable[[], TakeoverInputs] | None = None
 
 
 TenantDataSource = Callable[[str], TenantData]
@@ -90,8 +90,8 @@ class SharedTenantData:
         secrets: SecretStore,
         sessions: SessionStore | None,
         usage: UsageStore | None,
-        commands: CommandLedger | None = None,
-        inputs: TakeoverInputs | None = None,
+        commands: Callable[[], CommandLedger] | None = None,
+        inputs: Callable[[], TakeoverInputs] | None = None,
     ) -> None:
         self._parts = (artifacts, secrets, sessions, usage)
         self._commands = commands
@@ -99,6 +99,27 @@ class SharedTenantData:
 
     def __call__(self, tenant_id: str) -> TenantData:
         return TenantData(tenant_id, *self._parts, commands=self._commands, inputs=self._inputs)
+
+
+@dataclass(frozen=True)
+class SessionTables:
+    """Where a tenant's browser sessions' commands and takeover inputs are kept: its
+    DynamoDB client and the jobs table. Their stores (and the modules they import) are made
+    by the first job that reads them, a session's or a taken-over job's (a new one each
+    time: they hold only the client and the table)."""
+
+    dynamodb: Any
+    table: str
+
+    def commands(self) -> CommandLedger:
+        from pagefleet.adapters.dynamodb.session_commands import DynamoCommandLedger
+
+        return DynamoCommandLedger(self.dynamodb, self.table)
+
+    def inputs(self) -> TakeoverInputs:
+        from pagefleet.adapters.dynamodb.takeover_inputs import DynamoTakeoverInputs
+
+        return DynamoTakeoverInputs(self.dynamodb, self.table)
 
 
 def session_name(tenant_id: str) -> str:
@@ -248,6 +269,7 @@ class TenantAccess:
         s3 = client("s3", _S3_CONFIG)
         dynamodb = client("dynamodb")
         usage = DynamoUsageStore(dynamodb, settings.usage_table) if settings.usage_table else None
+        tables = SessionTables(dynamodb, settings.jobs_table)
         return TenantData(
             tenant_id=tenant_id,
             artifacts=S3ArtifactStore(s3, settings.artifacts_bucket),
@@ -255,8 +277,8 @@ class TenantAccess:
             sessions=S3SessionStore(s3, settings.artifacts_bucket, ttl_s=self._session_ttl_s),
             usage=usage,
             identity=refresher.identity,
-            commands=DynamoCommandLedger(dynamodb, settings.jobs_table),
-            inputs=DynamoTakeoverInputs(dynamodb, settings.jobs_table),
+            commands=tables.commands,
+            inputs=tables.inputs,
         )
 
 
@@ -289,12 +311,13 @@ def tenant_data_source(
         DynamoUsageStore(client("dynamodb"), settings.usage_table) if settings.usage_table else None
     )
     secrets_client = ClientOnFirstUse(lambda: client("secretsmanager"))
+    tables = SessionTables(client("dynamodb"), settings.jobs_table)
     return SharedTenantData(
         artifacts,
         secrets
         or SecretsManagerResolver(cast("SecretsManagerClient", secrets_client), settings.stage),
         sessions or S3SessionStore(client("s3"), settings.artifacts_bucket, ttl_s=session_ttl_s),
         usage,
-        DynamoCommandLedger(client("dynamodb"), settings.jobs_table),
-        DynamoTakeoverInputs(client("dynamodb"), settings.jobs_table),
+        tables.commands,
+        tables.inputs,
     )

@@ -88,8 +88,9 @@ def _usage(tenant: str) -> AttemptUsage:
 def _calls(data: TenantData, settings: WorkerSettings, tenant: str, key: str) -> dict[str, Any]:
     """The calls the worker's stores make for ``tenant``'s data, by probe name."""
     day = datetime.now(UTC).strftime("%Y-%m-%d")
-    usage, sessions, commands = data.usage, data.sessions, data.commands
-    assert usage is not None and sessions is not None and commands is not None
+    usage, sessions = data.usage, data.sessions
+    assert usage is not None and sessions is not None and data.commands is not None
+    commands = data.commands()
     command = CommandRecord(
         tenant_id=tenant,
         session_id="01probesession00000000000",

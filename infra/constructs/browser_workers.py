@@ -45,7 +45,7 @@ from infra.pool_config import PoolConfig
 from infra.runtime_env import settings_env
 from pagefleet.specs.metrics_names import NAMESPACE_ENV, WORKER_SERVICE, stage_namespace
 from pagefleet.specs.resources import AUDIT_PK_PREFIX
-from pagefleet.specs.settings import WorkerSettings, env_name
+from pagefleet.specs.settings import WORKER_PROCESS_ENV, WorkerSettings, env_name
 
 from .api import pricing_worker
 from .artifacts import ArtifactsBucket
@@ -245,6 +245,7 @@ class BrowserWorkers(Construct):
                 ),
                 "POWERTOOLS_SERVICE_NAME": WORKER_SERVICE,
                 NAMESPACE_ENV: stage_namespace(config.stage),
+                **WORKER_PROCESS_ENV,
             },
             secrets=self._proxy_secret(pool),
         )
@@ -302,7 +303,8 @@ class BrowserWorkers(Construct):
         acknowledge(
             task_definition,
             "ECS2",
-            "The environment holds resource names and tuning only (PAGEFLEET_* settings); "
+            "The environment holds resource names and tuning only (PAGEFLEET_* settings, "
+            "the allocator's MALLOC_ARENA_MAX); "
             "secrets are fetched by name from Secrets Manager at run time.",
         )
 

@@ -1,5 +1,5 @@
 """Watching a running job's page (live view): the ``watch`` / ``unwatch`` actions of the
-WebSocket API and the ``frame`` messages the worker sends to the watchers.
+WebSocket API.
 
 A connection watches one of its tenant's jobs (a browser session is a job) by sending
 ``{"action": "watch", "job_id"}``, again at least every ``WATCH_TTL_S`` / 3 seconds while it
@@ -9,11 +9,8 @@ it runs Chromium's screencast and posts each frame to them through the stage's
 ``@connections`` API; when there are none, no screencast runs (a job nobody watches pays
 nothing). Another tenant's job looks like no job, and nothing is written or sent.
 
-A frame is one JPEG, sized to fit ``FRAME_MAX_WIDTH`` x ``FRAME_MAX_HEIGHT``, base64 in at
-most ``FRAME_MAX_PARTS`` messages of at most ``PART_MAX_BYTES`` each, so that every
-message fits one WebSocket frame of API Gateway (32 KB) and a frame's messages stay far
-under its 128 KB message: ``{"type": "frame", "job_id", "seq", "part", "parts", "width",
-"height", "data"}``; a viewer joins a frame's parts by ``seq`` and shows it when all came.
+The ``frame`` messages the worker posts to the watchers are ``pagefleet.live.frames``: a
+module apart, so that the worker does not import the WebSocket API's service.
 """
 
 from __future__ import annotations
@@ -24,17 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pagefleet import ids
 from pagefleet.errors import NotFound
-from pagefleet.live.messages import dumps, error_message
+from pagefleet.live.messages import error_message
 from pagefleet.live.ports import Connection
 from pagefleet.live.service import LiveServices, parse_action
 
 # A watch lasts this long unless sent again; the console sends it every 10 seconds.
 WATCH_TTL_S = 30
-FRAME_MAX_WIDTH, FRAME_MAX_HEIGHT = 960, 640
-# One message's bytes, under API Gateway's 32 KB WebSocket frame with room for the envelope.
-PART_MAX_BYTES = 30 * 1024
-_ENVELOPE_BYTES = 512
-FRAME_MAX_PARTS = 4
 
 
 class Watch(BaseModel):
@@ -94,28 +86,3 @@ def unwatch(svc: LiveServices, connection_id: str, body: str | None) -> dict[str
     action, connection = acting
     svc.jobs.unwatch(connection.tenant_id, action.job_id, connection_id)
     return {"type": "unwatched", "job_id": action.job_id}
-
-
-def frame_messages(job_id: str, seq: int, data_b64: str, *, width: int, height: int) -> list[bytes]:
-    """One screencast frame as the messages posted to a watcher, each under a WebSocket
-    frame; empty when the frame needs more than ``FRAME_MAX_PARTS`` of them (the sender
-    lowers its quality and skips it)."""
-    size = PART_MAX_BYTES - _ENVELOPE_BYTES
-    chunks = [data_b64[i : i + size] for i in range(0, len(data_b64), size)] or [""]
-    if len(chunks) > FRAME_MAX_PARTS:
-        return []
-    return [
-        dumps(
-            {
-                "type": "frame",
-                "job_id": job_id,
-                "seq": seq,
-                "part": index,
-                "parts": len(chunks),
-                "width": width,
-                "height": height,
-                "data": chunk,
-            }
-        )
-        for index, chunk in enumerate(chunks)
-    ]

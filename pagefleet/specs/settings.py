@@ -139,7 +139,7 @@ class WorkerSettings(CoreSettings):
     events_max_per_job: int = Field(default=2000, ge=10, le=100_000)
     events_retention_s: int = Field(default=30 * 24 * 3600, ge=3600)
     # The WebSocket stage's management endpoint: a watched job's frames are posted there
-    # (pagefleet.live.watch); None: this worker sends no live view.
+    # (pagefleet.live.frames); None: this worker sends no live view.
     live_endpoint: str | None = None
     live_frames_per_s: int = Field(default=2, ge=1, le=5)
     # Jobs waiting for a person (await_human) whose slot went to other jobs while their
@@ -165,6 +165,12 @@ class WorkerSettings(CoreSettings):
     def jobs_per_browser(self) -> int:
         """Jobs a browser runs before a fresh one is launched (1: a browser per job)."""
         return 1 if self.isolation == "task" else self.max_jobs_per_browser
+
+
+# The worker's process environment beyond its settings, wherever it runs: the image, the
+# task definition, the local stack. glibc reads it at start: its ~12 threads share two
+# malloc arenas instead of one each (up to 8 x cores on 64-bit; docs/decisions.md).
+WORKER_PROCESS_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
 class ChangesSettings(CoreSettings):

@@ -18,7 +18,7 @@ from devstack.chaos import wait_until
 from devstack.console_browser import console_browser, sign_in
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
-from pagefleet.live.watch import PART_MAX_BYTES
+from pagefleet.live.frames import PART_MAX_BYTES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

@@ -58,6 +58,16 @@ def test_worker_has_a_liveness_health_check_and_no_chromium_sandbox(stage_synth)
     assert 'CMD ["python", "-m", "browser_task.observe.health"]' in DOCKERFILE
 
 
+@pytest.mark.infra
+@pytest.mark.slow
+def test_the_worker_runs_with_two_malloc_arenas_in_the_image_and_the_task(synth) -> None:
+    # glibc would give each of the worker's threads an arena, up to 8 x cores (decisions.md).
+    assert worker_smoke.image_spec(DOCKERFILE).env["MALLOC_ARENA_MAX"] == "2"
+    for pool in synth.stack.workers.pools.values():
+        env = {e["Name"]: e["Value"] for e in _worker(synth, pool)["Environment"]}
+        assert env["MALLOC_ARENA_MAX"] == "2"
+
+
 def test_the_image_build_checks_that_videos_can_be_recorded() -> None:
     # Playwright's ffmpeg for options.video, at the path the locked driver looks for.
     assert "&& /app/.venv/bin/python -m browser_task.browser.video" in DOCKERFILE

@@ -13,7 +13,8 @@ from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live import service, watch
-from pagefleet.live.watch import FRAME_MAX_PARTS, PART_MAX_BYTES, WATCH_TTL_S, frame_messages
+from pagefleet.live.frames import FRAME_MAX_PARTS, PART_MAX_BYTES, frame_messages
+from pagefleet.live.watch import WATCH_TTL_S
 from tests.unit.test_live_service import World
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]})

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from browser_task.observe.telemetry import JobLog
-from browser_task.run.takeover import PageTakeover, cdp_events
+from browser_task.run.takeover import PageTakeover
+from browser_task.run.takeover_input import cdp_events
 from devstack.fakes import FakeClock, fake_services
 from devstack.fakes.takeover_inputs import FakeTakeoverInputs
 from devstack.fakes.tenancy import FakeAuditLog
@@ -130,7 +131,7 @@ class Parts:
             self.page,  # type: ignore[arg-type]
             self.job,
             self.svc.store,
-            self.inputs,
+            lambda: self.inputs,
             events=self.events,  # type: ignore[arg-type]
             audit=self.audit,
             log=JobLog(),

@@ -96,7 +96,7 @@ def test_hover_opens_a_menu_and_a_double_click_is_one_dblclick() -> None:
                     page = await (await browser.new_context(viewport=VIEWPORT)).new_page()  # type: ignore[arg-type]
                     await page.goto(site.url("/menus.html"))
                     worker = PageTakeover(
-                        page, job, svc.store, inputs, events=None, audit=None, log=JobLog()
+                        page, job, svc.store, lambda: inputs, events=None, audit=None, log=JobLog()
                     )
                     await worker.look()
                     assert not worker.free  # the person holds it
