@@ -233,7 +233,9 @@ class LocalStack:
             # The first request should not pay for a cold start; workers start meanwhile.
             warming = self._prewarm()
             self._start_gateway()
-            self._start_workers()
+            assert self.worker_settings is not None
+            others = self.pools if self.every_pool else ()
+            self._workers.start_all(self.worker_settings, self.iam, self.workers, others)
             self._await(warming)
             assert self.provisioned is not None
             self.sources = EventSources(
@@ -245,8 +247,8 @@ class LocalStack:
                 scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
                 iam=self.iam,
             ).start()
-            self._check_workers()
-        except SynthFailed as exc:
+            self._workers.check_started()
+        except (SynthFailed, WorkerStartFailed) as exc:
             self.stop()
             raise StackError(str(exc)) from exc
         except BaseException:
@@ -391,20 +393,6 @@ class LocalStack:
                 f"cannot serve the API on 127.0.0.1:{self.api_port} ({exc.strerror}); "
                 "pick another port with --api-port"
             ) from exc
-
-    def _start_workers(self) -> None:
-        assert self.worker_settings is not None
-        others = self.pools if self.every_pool else ()
-        try:
-            self._workers.start_all(self.worker_settings, self.iam, self.workers, others)
-        except WorkerStartFailed as exc:
-            raise StackError(str(exc)) from exc
-
-    def _check_workers(self) -> None:
-        try:
-            self._workers.check_started()
-        except WorkerStartFailed as exc:
-            raise StackError(str(exc)) from exc
 
     def start_worker(self, extra_env: Mapping[str, str] | None = None) -> ManagedProcess:
         """Start one more worker (chaos tests replace killed ones); ``extra_env`` goes over

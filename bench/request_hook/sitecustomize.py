@@ -45,12 +45,16 @@ _ADAPTERS = f"{os.sep}pagefleet{os.sep}adapters{os.sep}"
 def _caller() -> str:
     """The first function of ours outside the adapters on the stack: who wanted the call."""
     frame = sys._getframe(2)
+    adapter = "?"  # a call made from a thread that starts in an adapter: name the adapter
     while frame is not None:
         name = frame.f_code.co_filename
-        if any(part in name for part in _OURS) and _ADAPTERS not in name:
-            return f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}"
+        if any(part in name for part in _OURS):
+            here = f"{frame.f_globals.get('__name__', '?')}.{frame.f_code.co_name}"
+            if _ADAPTERS not in name:
+                return here
+            adapter = here
         frame = frame.f_back  # type: ignore[assignment]
-    return "?"
+    return adapter
 
 
 def _items(params: dict[str, Any]) -> int:
