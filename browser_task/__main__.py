@@ -31,6 +31,7 @@ from browser_task.run.prepare import SecretsResolver, TenantPolicies
 from browser_task.run.runner import JobRunner
 from browser_task.slot.ahead import LaterHooks
 from browser_task.slot.completion import Completion
+from browser_task.slot.deletes import GatheredDeletes
 from browser_task.slot.leases import LeaseWatch
 from browser_task.slot.receiver import Receiver
 from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
@@ -104,9 +105,11 @@ def build_worker(
     # queue. The services' lifecycle, which the process shares, stays as it was built.
     later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
     shared = services.lifecycle
+    # Its messages' deletes go ten a request (browser_task.slot.deletes).
+    deletes = GatheredDeletes(shared.queue)
     lifecycle = Lifecycle(
         shared.store,
-        shared.queue,
+        deletes,
         shared.clock,
         hooks=LaterHooks(shared.hooks, later.submit),
         later=later.submit,
@@ -133,6 +136,7 @@ def build_worker(
         worker_id=worker_id,
         lifecycle=lifecycle,
         later=later,
+        deletes=deletes,
         browsers=browsers,
         runner=JobRunner(
             settings,

@@ -24,6 +24,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   stays half applied (a new item's key is even left written). An UpdateItem that leaves the
   item over ``dynamodb_max_item_bytes`` is undone whole and refused with DynamoDB's
   ``ValidationException`` ("Item size to update has exceeded the maximum allowed size").
+- **Ten entries a batch.** SQS refuses a batch of more than ten entries
+  (``TooManyEntriesInBatchRequest``, "Maximum number of entries per request are 10"); moto
+  refuses it for SendMessageBatch only, and deletes or re-hides any number in one
+  DeleteMessageBatch or ChangeMessageVisibilityBatch.
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -48,6 +52,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SQS_MAX_MESSAGE_BYTES = 262_144
+SQS_BATCH_MAX = 10
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 # The SQS operations that name a queue (its URL): each is refused while the queue settles.
 _QUEUE_ACTIONS = (
@@ -81,6 +86,7 @@ class StrictRules(BaseSettings):
     sqs_duplicate_share: float = Field(default=0.0, ge=0, le=1)
     sqs_max_message_bytes: int = Field(default=SQS_MAX_MESSAGE_BYTES, ge=0)
     dynamodb_max_item_bytes: int = Field(default=DYNAMODB_MAX_ITEM_BYTES, ge=0)
+    sqs_batch_max: int = Field(default=SQS_BATCH_MAX, ge=0)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -89,7 +95,7 @@ class StrictRules(BaseSettings):
 
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
-    dynamodb_max_item_bytes=0,
+    dynamodb_max_item_bytes=0, sqs_batch_max=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -137,6 +143,7 @@ def enforce(rules: StrictRules) -> None:
             _settling_queues()
             _sqs_sizes_and_duplicates()
             _bounded_item_updates()
+            _ten_entries_a_batch()
             _STATE.installed = True
         _STATE.rules = rules.effective()
         _STATE.sent = _STATE.doubled = 0  # the share counts from here
@@ -259,6 +266,23 @@ def _sqs_sizes_and_duplicates() -> None:
 
     SQSBackend.send_message = send_message  # type: ignore[method-assign]
     SQSBackend.send_message_batch = send_message_batch  # type: ignore[method-assign]
+
+
+def _ten_entries_a_batch() -> None:
+    from moto.sqs.exceptions import TooManyEntriesInBatchRequest
+    from moto.sqs.models import SQSBackend
+
+    def bounded(original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, queue_name: str, entries: list[Any], *a: Any, **kw: Any) -> Any:
+            most = _STATE.rules.sqs_batch_max
+            if most and len(entries) > most:
+                raise TooManyEntriesInBatchRequest(len(entries))
+            return original(self, queue_name, entries, *a, **kw)
+
+        return call
+
+    for name in ("delete_message_batch", "change_message_visibility_batch"):
+        setattr(SQSBackend, name, bounded(getattr(SQSBackend, name)))
 
 
 def _copy_of(message: Any) -> Any:

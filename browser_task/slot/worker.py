@@ -37,6 +37,7 @@ from browser_task.run.inbox import WorkerInbox
 from browser_task.run.runner import JobRunner
 from browser_task.run.signals import SlotSignals
 from browser_task.slot.completion import Completion
+from browser_task.slot.deletes import GatheredDeletes
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
 from browser_task.slot.receiver import Receiver
 from browser_task.slot.waiting import OutsideSlots
@@ -70,6 +71,8 @@ class WorkerParts:
     # work and the claimed message's delete run on ``later`` (browser_task.slot.ahead).
     lifecycle: Lifecycle
     later: ThreadPoolExecutor
+    # The lifecycle's queue: its deletes sent ten a request (browser_task.slot.deletes).
+    deletes: GatheredDeletes
     browsers: BrowserPool
     runner: JobRunner
     completion: Completion
@@ -99,6 +102,7 @@ class Worker:
         self.worker_id = parts.worker_id
         self.lifecycle = parts.lifecycle
         self._later = parts.later
+        self._deletes = parts.deletes
         self.browsers = parts.browsers
         self._runner = parts.runner
         self._completion = parts.completion
@@ -153,6 +157,7 @@ class Worker:
             await self.browsers.start()
         flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
         breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
+        deletes = asyncio.create_task(self._deletes.run_flusher(), name="deletes")
         watch = asyncio.create_task(self.lease_watch.run(self._stopping), name="lease-watch")
         slots = [
             asyncio.create_task(self._slot(n), name=f"slot-{n}")
@@ -176,6 +181,9 @@ class Worker:
             with contextlib.suppress(Exception):
                 await self._breaker.flush()
             await asyncio.to_thread(self._later.shutdown, wait=True)
+            deletes.cancel()  # the claims' deletes are all asked for now: the rest go here
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._deletes.flush)
             self.metrics.flush()
             self._log.info("worker stopped", jobs=self.jobs_handled)
 

@@ -101,6 +101,11 @@ class FakeQueue:
             if msg is not None:
                 self._queues[pool].remove(msg)
 
+    def delete_batch(self, pool: str, receipt_handles: list[str]) -> list[str]:
+        for handle in receipt_handles:
+            self.delete(pool, handle)
+        return []
+
     def change_visibility(self, pool: str, receipt_handle: str, seconds: int) -> None:
         with self._lock:
             msg = self._find(pool, receipt_handle)

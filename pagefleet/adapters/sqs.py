@@ -12,6 +12,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 CORRELATION_ATTR = "correlation_id"
+# SQS takes at most ten entries in one DeleteMessageBatch.
+BATCH_MAX = 10
 
 
 class SqsJobQueue:
@@ -51,6 +53,17 @@ class SqsJobQueue:
 
     def delete(self, queue: str, receipt_handle: str) -> None:
         self._sqs.delete_message(QueueUrl=self._urls[queue], ReceiptHandle=receipt_handle)
+
+    def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
+        failed: list[str] = []
+        for first in range(0, len(receipt_handles), BATCH_MAX):
+            handles = receipt_handles[first : first + BATCH_MAX]
+            resp = self._sqs.delete_message_batch(
+                QueueUrl=self._urls[queue],
+                Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)],
+            )
+            failed += [handles[int(entry["Id"])] for entry in resp.get("Failed", [])]
+        return failed
 
     def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(

@@ -333,6 +333,9 @@ class JobQueue(Protocol):
 
     def delete(self, queue: str, receipt_handle: str) -> None: ...
 
+    def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
+        """Delete many messages of one queue, ten a request; the handles not deleted."""
+
     def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None: ...
 
 

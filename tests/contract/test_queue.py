@@ -45,3 +45,20 @@ def test_visibility_runs_out_and_delays_hold_messages_back(
     [back] = _receive(svc)
     assert back.message == MESSAGE and back.receive_count == 2
     assert received.message_id == back.message_id
+
+
+def test_a_batch_delete_takes_any_number_of_messages_for_good(
+    svc: JobServices, wait: Callable[[float], None]
+) -> None:
+    messages = [MESSAGE.model_copy(update={"job_id": f"j{n}"}) for n in range(12)]
+    for message in messages:
+        svc.queue.send(message)
+    received = []
+    while len(received) < len(messages):
+        got = svc.queue.receive("standard", max_messages=10, wait_seconds=0, visibility=1)
+        assert got, f"only {len(received)} of {len(messages)} received"
+        received += got
+    # More than SQS takes in one request: the queue splits them.
+    assert svc.queue.delete_batch("standard", [r.receipt_handle for r in received]) == []
+    wait(1.5)  # past their visibility: a message not deleted would be back
+    assert _receive(svc) == []

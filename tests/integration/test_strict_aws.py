@@ -58,6 +58,7 @@ def test_the_rules_are_on_by_default_with_awss_limits() -> None:
     assert rules.on and rules.queue_settle_s == 1.0
     assert rules.sqs_max_message_bytes == 262_144
     assert rules.dynamodb_max_item_bytes == 409_600
+    assert rules.sqs_batch_max == 10
     assert rules.sqs_duplicate_share == 0
     assert StrictRules(on=False).effective() == LENIENT
 
@@ -208,6 +209,28 @@ def test_a_batch_over_256_kib_in_total_is_refused(sqs: Any) -> None:
         assert "BatchRequestTooLong" in _code(refused)
     with rules_in_force(LENIENT):
         assert len(sqs.send_message_batch(QueueUrl=url, Entries=entries)["Successful"]) == 2
+
+
+@pytest.mark.parametrize("operation", ["delete_message_batch", "change_message_visibility_batch"])
+def test_a_batch_of_more_than_ten_entries_is_refused(sqs: Any, operation: str) -> None:
+    def entries(handles: list[str]) -> list[dict[str, Any]]:
+        extra = {"VisibilityTimeout": 0} if operation.startswith("change") else {}
+        return [{"Id": str(n), "ReceiptHandle": h, **extra} for n, h in enumerate(handles)]
+
+    with rules_in_force(StrictRules(**SETTLED)):
+        url = sqs.create_queue(QueueName=f"many-{operation[:6]}")["QueueUrl"]
+        for n in range(11):
+            sqs.send_message(QueueUrl=url, MessageBody=str(n))
+        handles: list[str] = []
+        while len(handles) < 11:
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=60)
+            handles += [m["ReceiptHandle"] for m in got.get("Messages", [])]
+        with pytest.raises(ClientError) as refused:
+            getattr(sqs, operation)(QueueUrl=url, Entries=entries(handles))
+        assert _code(refused).endswith("TooManyEntriesInBatchRequest")
+    with rules_in_force(LENIENT):  # moto as it is takes any number
+        done = getattr(sqs, operation)(QueueUrl=url, Entries=entries(handles))
+        assert len(done["Successful"]) == 11
 
 
 # --- DynamoDB refuses an item over 400 KB, however it grows -------------------------------

@@ -395,3 +395,21 @@ def test_a_job_is_stopped_when_its_max_cost_usd_is_spent_and_not_retried(
     assert done.error is not None and done.error.kind == "cost_cap_reached"
     assert done.error.step_index == 1 and "max_cost_usd" in done.error.message
     assert [a.attempt for a in done.attempts] == [1]  # never retried
+
+
+def test_a_stopping_worker_leaves_none_of_its_claimed_messages_behind(
+    site, services, settings, run_worker, monkeypatch
+):
+    """Claimed messages are deleted in batches, each within a second (browser_task.slot.
+    deletes); a worker that stops sends what still waits, so nothing comes back later."""
+    import browser_task.slot.deletes as deletes
+
+    monkeypatch.setattr(deletes, "DELETE_WITHIN_S", 600.0)  # only the stop sends them
+    url = site.add("/gathered", "<h1>gathered</h1>")
+    jobs = [submit(services, {"steps": [{"action": "goto", "url": url}]}) for _ in range(3)]
+    running = run_worker()
+    for job in jobs:
+        assert wait_for_job(services, job.job_id).status is JobStatus.SUCCEEDED
+    running.stop()
+    queues = [settings.queue_url(key) for key in settings.queue_urls if key.startswith("standard")]
+    assert [queue_counts(q) for q in queues] == [(0, 0, 0)] * len(queues)

@@ -1,0 +1,124 @@
+"""The worker's queue with its deletes gathered: ten messages a request, not one.
+
+Once a job's claim is written its message is only a copy waiting to come back (the lease
+holds the job, browser_task.slot.worker), so it need not be deleted that instant. A slot's
+deletes are kept here and sent as ``DeleteMessageBatch`` (up to ten a request) when ten
+are waiting or the oldest has waited ``DELETE_WITHIN_S``, and whatever is left when the
+worker stops. Everything else goes straight to the queue.
+
+Each waits far less than the visibility it was received with (the lease, at least 10 s),
+so no message comes back because its delete waited. One whose delete fails, or that a
+killed worker had not sent yet, comes back after its visibility timeout as a copy of a job
+that runs or ended, and is deleted then (``Lifecycle.claim``). SQS counts an undeleted
+message in its ``ApproximateAgeOfOldestMessage`` ("the oldest non-deleted message in the
+queue"), which the pools scale on: a second at most, against scaling steps of minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from pagefleet.jobs.ports import JobQueue, ReceivedMessage
+from pagefleet.jobs.record import JobMessage
+
+log = logging.getLogger("browser_task.slot.deletes")
+
+# How long a delete may wait for others to share its request.
+DELETE_WITHIN_S = 1.0
+# What one request deletes (SQS's own bound for DeleteMessageBatch).
+BATCH = 10
+# How often the flusher looks for deletes that waited long enough.
+LOOK_EVERY_S = 0.25
+
+
+class GatheredDeletes:
+    """A ``JobQueue`` whose ``delete`` is sent in batches (the rest is the queue's own)."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        *,
+        within_s: float | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._queue = queue
+        self._within_s = DELETE_WITHIN_S if within_s is None else within_s
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        # queue key -> (when its oldest waiting delete was asked for, the handles)
+        self._waiting: dict[str, tuple[float, list[str]]] = {}
+        self.requests = 0  # batches sent (tests, benches)
+
+    # --- the queue, as it is ---------------------------------------------------------------
+    def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
+        return self._queue.send(message, delay_seconds=delay_seconds)
+
+    def receive(
+        self, queue: str, *, max_messages: int, wait_seconds: int, visibility: int
+    ) -> list[ReceivedMessage]:
+        return self._queue.receive(
+            queue, max_messages=max_messages, wait_seconds=wait_seconds, visibility=visibility
+        )
+
+    def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None:
+        self._queue.change_visibility(queue, receipt_handle, seconds)
+
+    def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
+        return self._queue.delete_batch(queue, receipt_handles)
+
+    # --- deletes, gathered -----------------------------------------------------------------
+    def delete(self, queue: str, receipt_handle: str) -> None:
+        """Kept to be sent with others; sent at once when it makes a full batch."""
+        with self._lock:
+            _, handles = self._waiting.setdefault(queue, (self._monotonic(), []))
+            handles.append(receipt_handle)
+            full = len(handles) >= BATCH
+            if full:
+                del self._waiting[queue]
+        if full:
+            self._send(queue, handles)
+
+    def flush(self, *, due_only: bool = False) -> None:
+        """Send what waits (``due_only``: what has waited ``within_s``)."""
+        now = self._monotonic()
+        with self._lock:
+            taken = {
+                queue: handles
+                for queue, (since, handles) in self._waiting.items()
+                if not due_only or now - since >= self._within_s
+            }
+            for queue in taken:
+                del self._waiting[queue]
+        for queue, handles in taken.items():
+            self._send(queue, handles)
+
+    @property
+    def waiting(self) -> int:
+        with self._lock:
+            return sum(len(handles) for _, handles in self._waiting.values())
+
+    async def run_flusher(self) -> None:
+        """Send each delete within ``within_s`` of when it was asked for, until cancelled
+        (the worker's stop then sends the rest with ``flush``)."""
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(min(LOOK_EVERY_S, self._within_s))
+                if self.waiting:
+                    await asyncio.to_thread(self.flush, due_only=True)
+
+    def _send(self, queue: str, handles: list[str]) -> None:
+        self.requests += 1
+        try:
+            failed = self._queue.delete_batch(queue, handles)
+        except Exception as exc:
+            failed, why = handles, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        else:
+            why = "refused by the queue"
+        if failed:
+            # Each comes back as a copy of a job that runs or ended, and is deleted then.
+            log.warning("%d message deletes not done (%s)", len(failed), why)
