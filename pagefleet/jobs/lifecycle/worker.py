@@ -29,6 +29,7 @@ from pagefleet.jobs.rules import (
     attempt_allowed,
     dead_worker_error,
     lease_until,
+    lost_lease_error,
     reclaimed_at_limit,
     resume_plan,
 )
@@ -112,7 +113,11 @@ class WorkerMoves(LifecycleBase):
             return MessageAnswer(done.then, reason="max_attempts spent", status=done.status)
         if reclaimed_at_limit(job):
             return self._dead_worker_limit(received, pool, job, worker)
-        return self._claimed(received, pool, job, worker)
+        reason = ""
+        if job.error == lost_lease_error(job.attempt - 1):
+            # Taken back, or claimed here from the lease it lost: the worker's log says so.
+            reason = f"the worker of attempt {job.attempt - 1} stopped (its lease ran out)"
+        return self._claimed(received, pool, job, worker, reason)
 
     def _dead_worker_limit(
         self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str
@@ -133,7 +138,10 @@ class WorkerMoves(LifecycleBase):
                 checkpoints=for_review(job.checkpoints),
             )
         done = self.finish(job, ending, worker)
-        reason = f"reclaimed from its {job.leases_lost}th stopped worker: not run again"
+        reason = (
+            f"its workers stopped {job.leases_lost} times (this claim took the last one's "
+            "lease): not run again"
+        )
         return MessageAnswer(done.then, reason=reason, status=done.status)
 
     def _claimed(
