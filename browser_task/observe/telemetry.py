@@ -24,6 +24,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 from pagefleet.jobs.lifecycle import MessageAnswer, Then
+from pagefleet.jobs.states import JobStatus
 from pagefleet.specs import metrics_names as names
 
 # The dashboard matches metrics on their full dimension set, service included.
@@ -172,6 +173,8 @@ def noted(answer: MessageAnswer, log: JobLog, metrics: WorkerMetrics) -> None:
     """Log (and count) what the lifecycle did with a message it did not let us run."""
     if answer.status is not None:
         metrics.job_finished(answer.status.value, 0.0)
+    if answer.status is JobStatus.DEAD_LETTERED:  # its claim took the limit's lost lease
+        metrics.dead_lettered(1)
     if answer.then is Then.LEAVE:
         log.warning("message left for redelivery", reason=answer.reason)
     else:

@@ -345,6 +345,8 @@ class Worker:
             await self._completion.release_probe(domain, message.tenant_id, probe)
             return
         log = log.bind(attempt=claim.job.attempt)
+        if claim.reason:  # e.g. its last worker stopped: the take-back's line, or none
+            log.info("job claimed", reason=claim.reason)
         await self._run(claim.job, received, domain, probe, log, look_ahead, early)
 
     async def _run(

@@ -33,7 +33,13 @@ from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import MAX_REPLAYS_LISTED
 from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, WAITING_FIRST_LOOK_S, claim_refusal
+from pagefleet.jobs.rules import (
+    RETRY_DUE_SLACK_S,
+    WAITING_FIRST_LOOK_S,
+    claim_refusal,
+    lease_over,
+    lost_lease_error,
+)
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.monitors.changes import Changes
 
@@ -187,12 +193,9 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
             row = self._row(tenant_id, job_id)
             job = row.job
             status = job.status
-            startable = status in claimable() or (
-                status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now
-            )
-            before_deadline = (
-                job.deadline_at is None or job.deadline_at >= now or status is JobStatus.RUNNING
-            )
+            reclaim = lease_over(job, now)  # its worker stopped: what a take-back writes
+            startable = status in claimable() or reclaim
+            before_deadline = job.deadline_at is None or job.deadline_at >= now or reclaim
             retry_due = (
                 status is not JobStatus.RETRY_SCHEDULED
                 or job.retry_at is None
@@ -216,6 +219,11 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
                     "deferred_to": None,
                     "deferred_due": None,
                     "retry_at": None,
+                    **(
+                        {"leases_lost": job.leases_lost + 1, "error": lost_lease_error(job.attempt)}
+                        if reclaim
+                        else {}
+                    ),
                 }
             )
             row.ops = (ops_key("lease", job_id), lease_until)
@@ -288,6 +296,8 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
                 row.ops = (ops_key("retry", job_id), due)
             elif status is JobStatus.NEEDS_REVIEW:
                 row.ops = None
+            elif status is JobStatus.DEAD_LETTERED:
+                row.ops = ("dead", epoch_of(at))
             irreversible(update, checkpoints=checkpoints, compensation=compensation)
             row.job = row.job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)

@@ -192,7 +192,12 @@ class JobStore(Protocol):
         lease_until: int,
         now: int,
         started_at: str,
-    ) -> JobRecord: ...
+    ) -> JobRecord:
+        """A new attempt: from a claimable state before the deadline, or from running when
+        the lease ended before ``now``, then counting the lost lease (``leases_lost`` + 1,
+        the error ``rules.lost_lease_error``) in the same write. Raises what
+        ``rules.claim_refusal`` names."""
+        ...
 
     def extend_lease(
         self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int

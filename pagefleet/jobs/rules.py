@@ -64,6 +64,46 @@ def dead_worker_limit_reached(job: JobRecord) -> bool:
     return job.leases_lost + 1 >= LEASES_LOST_LIMIT
 
 
+def lease_over(job: JobRecord, now: int) -> bool:
+    """A running job whose worker's lease ended before ``now``: a claim may take it."""
+    return job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now
+
+
+def lost_lease_error(attempt: int) -> JobError:
+    """What a job records when attempt ``attempt``'s worker stopped heartbeating: written by
+    its take-back, or by the claim that took the job from it (the same write counts the
+    lost lease)."""
+    return JobError(
+        kind="lease_expired",
+        message=f"worker lost its lease on attempt {attempt} (it stopped heartbeating)",
+        retryable=True,
+        timeout="lease",
+    )
+
+
+def dead_worker_error() -> JobError:
+    """Why a job whose workers stopped ``LEASES_LOST_LIMIT`` times is not run again."""
+    return JobError(
+        kind="dead_lettered",
+        message=(
+            f"its worker stopped {LEASES_LOST_LIMIT} times without finishing (the job "
+            "may be what kills it); kept as a dead letter for an operator to redrive"
+        ),
+        retryable=True,
+        timeout="lease",
+    )
+
+
+def reclaimed_at_limit(job: JobRecord) -> bool:
+    """A job just claimed from a worker that stopped (the claim wrote ``lost_lease_error``
+    and counted the lease) whose lost leases reached ``LEASES_LOST_LIMIT``: it must not run.
+
+    Only a claim of a running job leaves this state: a take-back at the limit dead-letters
+    the job instead of retrying it, and a redrive or a resolution clears the error.
+    """
+    return job.leases_lost >= LEASES_LOST_LIMIT and job.error == lost_lease_error(job.attempt - 1)
+
+
 def another_carries_it(job: JobRecord, message_id: str, now: float) -> bool:
     """Whether a deferred job waits in a successor message other than this one: named once
     it was sent, and not visible yet. Its other messages (a second copy of one, as SQS

@@ -71,15 +71,28 @@ def test_killed_workers_job_completes_on_another_worker_with_one_final_result(
     assert replacement.alive()
     # Its lease ran out before another worker ran it: a live worker of the pool took it back
     # (no sweeper runs here). Its take-back sends the job's message, then moves the job to
-    # retry with the error lease_expired, which shows while the job waits and while the retry
-    # runs (a "took back" log line names it). When that message is claimed before the move is
-    # written (a running job whose lease is over may be claimed; a loaded machine's CI run
-    # saw it), the claim wins and the move does not happen: neither shows, the lease's end
-    # still came first.
+    # retry with the error lease_expired (a "took back" log line names it). When that message
+    # is claimed before the move is written (a running job whose lease is over may be
+    # claimed; a loaded machine's CI run saw it), the claim writes what the take-back would
+    # have (the lost lease counted, the error) and the move is refused. Either way the
+    # retry runs with lease_expired shown, and the claiming worker logs why.
     lease_over = running.lease_expires_at
     assert epoch_of_iso(finals[0].started_at) >= lease_over, (finals[0], lease_over, seen)
-    if "lease_expired" in {kind for _, kind in seen}:
+    assert ("running", "lease_expired") in seen, seen
+    assert record.leases_lost == 1, record
+    if ("retry_scheduled", "lease_expired") in seen:  # the move happened
         assert any(job.job_id in taken for taken in took_back(stack)), "no worker took it back"
+    assert job.job_id in claimed_after_a_stop(stack), "no worker said its last one stopped"
+
+
+def claimed_after_a_stop(stack: LocalStack) -> set[str]:
+    """The jobs whose claim a worker logged as taking over from a worker that stopped."""
+    found = set()
+    for proc in stack.worker_processes:
+        for line in proc.log_path.read_text(errors="replace").splitlines():
+            if '"job claimed"' in line and "stopped (its lease ran out)" in line:
+                found.add(json.loads(line).get("job_id"))
+    return found
 
 
 def took_back(stack: LocalStack) -> list[list[str]]:

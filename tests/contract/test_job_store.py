@@ -6,7 +6,7 @@ import pytest
 
 from pagefleet.errors import IllegalTransition, LeaseLost, NotFound
 from pagefleet.jobs.models import JobRequest, iso, utcnow
-from pagefleet.jobs.record import AttemptRecord
+from pagefleet.jobs.record import AttemptRecord, JobError
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 
@@ -24,7 +24,16 @@ def _claim(svc: JobServices, job_id: str, owner: str, lease_s: int = 60, now: in
     )
 
 
-def _finish(svc: JobServices, job_id: str, attempt: int, owner: str, status: JobStatus):
+def _finish(
+    svc: JobServices,
+    job_id: str,
+    attempt: int,
+    owner: str,
+    status: JobStatus,
+    *,
+    error: JobError | None = None,
+    retry_at: int | None = None,
+):
     return svc.store.finish(
         "t",
         job_id,
@@ -34,8 +43,9 @@ def _finish(svc: JobServices, job_id: str, attempt: int, owner: str, status: Job
         at=iso(utcnow()),
         result={"by": owner},
         artifacts=[],
-        error=None,
+        error=error,
         history=AttemptRecord(attempt=attempt, worker=owner, started_at=iso(utcnow())),
+        retry_at=retry_at,
     )
 
 
@@ -104,28 +114,34 @@ def test_attempt_history_accumulates(svc: JobServices) -> None:
     assert done.lease_owner is None and done.finished_at is not None
 
 
-def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
-    """Two workers receiving duplicate messages at once: exactly one attempt runs."""
+def _claim_at_once(svc: JobServices, job_id: str, owners: list[str]) -> list[str]:
+    """Each owner claims the job at the same moment; sorted "won" / "refused"."""
     import threading
 
-    job = submit_job(svc, "t", REQUEST).job
-    barrier = threading.Barrier(6)
+    barrier = threading.Barrier(len(owners))
     outcomes: list[str] = []
 
     def claim_it(owner: str) -> None:
         barrier.wait()
         try:
-            _claim(svc, job.job_id, owner)
+            _claim(svc, job_id, owner)
             outcomes.append("won")
         except IllegalTransition:
             outcomes.append("refused")
 
-    threads = [threading.Thread(target=claim_it, args=(f"w{n}",)) for n in range(6)]
+    threads = [threading.Thread(target=claim_it, args=(owner,)) for owner in owners]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert sorted(outcomes) == ["refused"] * 5 + ["won"]
+    return sorted(outcomes)
+
+
+def test_concurrent_claims_of_one_job_have_one_winner(svc: JobServices) -> None:
+    """Two workers receiving duplicate messages at once: exactly one attempt runs."""
+    job = submit_job(svc, "t", REQUEST).job
+    outcomes = _claim_at_once(svc, job.job_id, [f"w{n}" for n in range(6)])
+    assert outcomes == ["refused"] * 5 + ["won"]
     assert svc.store.get("t", job.job_id).attempt == 1
 
 
@@ -197,3 +213,89 @@ def test_a_runs_changes_and_error_details_are_kept_with_its_outcome(svc: JobServ
     )
     assert failed.changes is None
     assert svc.store.get("t", other.job_id).error == error
+
+
+def test_claiming_a_running_job_whose_lease_is_over_counts_the_lost_lease(
+    svc: JobServices,
+) -> None:
+    """What a take-back writes, in the claim's own write: one more lost lease, and the
+    error lease_expired naming the attempt whose worker stopped."""
+    from pagefleet.jobs.rules import lost_lease_error
+
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=-1)  # w1 stopped heartbeating
+    reclaimed = _claim(svc, job.job_id, "w2")
+    assert reclaimed.status is JobStatus.RUNNING and reclaimed.attempt == 2
+    assert reclaimed.lease_owner == "w2"
+    assert reclaimed.leases_lost == 1
+    assert reclaimed.error == lost_lease_error(1)
+    assert reclaimed.error is not None and reclaimed.error.kind == "lease_expired"
+    assert reclaimed.error.retryable and reclaimed.error.timeout == "lease"
+    assert "attempt 1" in reclaimed.error.message
+    stored = svc.store.get("t", job.job_id)
+    assert (stored.leases_lost, stored.error, stored.attempt) == (1, lost_lease_error(1), 2)
+    _claim(svc, job.job_id, "w3", lease_s=-1, now=_now() + 61)  # w2 stopped too
+    again = svc.store.get("t", job.job_id)
+    assert (again.leases_lost, again.error, again.attempt) == (2, lost_lease_error(2), 3)
+
+
+def test_claiming_a_queued_or_retried_job_leaves_the_lost_leases_alone(
+    svc: JobServices,
+) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    first = _claim(svc, job.job_id, "w1")
+    assert first.leases_lost == 0 and first.error is None
+    failed = JobError(kind="navigation", message="reset", retryable=True)
+    _finish(svc, job.job_id, 1, "w1", JobStatus.RETRY_SCHEDULED, error=failed, retry_at=_now())
+    retried = _claim(svc, job.job_id, "w2")
+    assert retried.attempt == 2 and retried.leases_lost == 0 and retried.error == failed
+    # Taken back (counted there), then claimed from retry: counted once, by the take-back.
+    svc.store.transition(
+        "t",
+        job.job_id,
+        JobStatus.RETRY_SCHEDULED,
+        at=iso(utcnow()),
+        lease_expired_before=_now() + 61,
+        retry_at=_now(),
+    )
+    assert _claim(svc, job.job_id, "w3", now=_now() + 61).leases_lost == 1
+
+
+def test_a_running_job_under_a_live_lease_is_not_reclaimed_nor_counted(
+    svc: JobServices,
+) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    with pytest.raises(IllegalTransition, match="running"):
+        _claim(svc, job.job_id, "w2")
+    stored = svc.store.get("t", job.job_id)
+    assert (stored.attempt, stored.lease_owner, stored.leases_lost, stored.error) == (
+        1,
+        "w1",
+        0,
+        None,
+    )
+
+
+def test_concurrent_reclaims_of_a_lost_lease_have_one_winner_and_count_it_once(
+    svc: JobServices,
+) -> None:
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1", lease_s=-1)
+    outcomes = _claim_at_once(svc, job.job_id, [f"w{n}" for n in range(2, 6)])
+    assert outcomes == ["refused"] * 3 + ["won"]
+    stored = svc.store.get("t", job.job_id)
+    assert stored.attempt == 2 and stored.leases_lost == 1
+
+
+def test_a_worker_may_end_its_claimed_job_as_a_dead_letter_listed_as_one(
+    svc: JobServices,
+) -> None:
+    """A reclaim at the dead-worker limit ends the job so, from the worker's own claim."""
+    from pagefleet.jobs import sweeper
+
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    ended = _finish(svc, job.job_id, 1, "w1", JobStatus.DEAD_LETTERED)
+    assert ended.status is JobStatus.DEAD_LETTERED and ended.lease_owner is None
+    assert [j.job_id for j in sweeper.list_dead_letters(svc)] == [job.job_id]

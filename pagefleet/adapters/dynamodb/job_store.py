@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from pagefleet.adapters.dynamodb.claims import ClaimWrites
 from pagefleet.adapters.dynamodb.codec import (
     UNQUEUED,
     condition_failed,
@@ -37,7 +38,6 @@ from pagefleet.adapters.dynamodb.takeovers import TakeoverWrites
 from pagefleet.adapters.dynamodb.updates import (
     HELD_FENCE,
     Update,
-    claim_update,
     finish_update,
     transition_update,
 )
@@ -52,7 +52,6 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.models import MAX_REPLAYS_LISTED
 from pagefleet.jobs.ports import IdempotencyRecord
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
-from pagefleet.jobs.rules import claim_refusal
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
@@ -61,7 +60,13 @@ if TYPE_CHECKING:
 
 
 class DynamoJobStore(
-    HumanWaitWrites, WatcherWrites, TakeoverWrites, ReviewWrites, DispatchQueries, JobListing
+    ClaimWrites,
+    HumanWaitWrites,
+    WatcherWrites,
+    TakeoverWrites,
+    ReviewWrites,
+    DispatchQueries,
+    JobListing,
 ):
     """Job records and idempotency keys in one table, keyed by tenant first."""
 
@@ -182,37 +187,6 @@ class DynamoJobStore(
             if condition_failed(exc):
                 raise NotFound(f"job {job_id} not found", job_id=job_id) from exc
             raise
-
-    def claim(
-        self,
-        tenant_id: str,
-        job_id: str,
-        *,
-        owner: str,
-        lease_until: int,
-        now: int,
-        started_at: str,
-    ) -> JobRecord:
-        """Take the job for a new attempt.
-
-        Allowed from queued or retry_scheduled, or from running when the lease has expired,
-        and only before the job's deadline (latest start).
-        """
-        update = claim_update(
-            job_id,
-            status_key=status_pk(tenant_id, JobStatus.RUNNING),
-            owner=owner,
-            lease_until=lease_until,
-            now=now,
-            started_at=started_at,
-        )
-
-        return self._update(
-            tenant_id,
-            job_id,
-            update,
-            on_refused=lambda current: claim_refusal(current, now),
-        )
 
     def extend_lease(
         self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int

@@ -12,7 +12,7 @@ from typing import Any
 from pagefleet.adapters.dynamodb.codec import UNQUEUED, epoch_of, ops_key, ops_time, to_json
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError
-from pagefleet.jobs.rules import RETRY_DUE_SLACK_S
+from pagefleet.jobs.rules import RETRY_DUE_SLACK_S, lost_lease_error
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 
 # A worker's write is valid only while it still holds the attempt it claimed.
@@ -30,7 +30,8 @@ class Update:
 
 
 def claimable() -> frozenset[JobStatus]:
-    """The states a new attempt claims a job from (besides a running one whose lease ran out)."""
+    """The states a new attempt claims a job from (besides a running one whose lease ran
+    out: ``reclaim_update``)."""
     return sources_of(JobStatus.RUNNING) - HELD_STATES
 
 
@@ -45,47 +46,67 @@ def update_expression(sets: list[str], removes: list[str]) -> str:
     return "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
 
 
-def claim_update(
+# What every claim writes: a new attempt under a fresh lease, no longer deferred or due.
+CLAIM_SETS = (
+    "#status = :running, status_pk = :sp, attempt = attempt + :one, "
+    "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
+    "updated_at = :started, ops_pk = :ops, ops_sk = :ops_sk"
+)
+CLAIM_REMOVES = "REMOVE deferred_reason, deferred_to, deferred_due, retry_at"
+
+
+def claim_values(
     job_id: str, *, status_key: str, owner: str, lease_until: int, now: int, started_at: str
-) -> Update:
-    """A new attempt: from queued or retry_scheduled, or from running when the lease has
-    expired, and only before the job's deadline (latest start)."""
-    # Never a held job (running under a live lease, or waiting for a person): its worker
-    # resumes a waiting one itself.
-    sources = claimable()
-    names, values, in_clause = status_in(sources)
+) -> dict[str, Any]:
+    """The values of a claim's write (``claim_update``'s and ``reclaim_update``'s)."""
+    return {
+        ":running": JobStatus.RUNNING.value,
+        ":now": now,
+        ":one": 1,
+        ":owner": owner,
+        ":until": lease_until,
+        ":started": started_at,
+        ":sp": status_key,
+        ":ops": ops_key("lease", job_id),
+        ":ops_sk": ops_time(lease_until),
+    }
+
+
+def claim_update(claim: dict[str, Any]) -> Update:
+    """A new attempt (``claim``: ``claim_values``): from queued, retry_scheduled or
+    scheduled, only before the job's deadline (latest start). A running job whose lease ran
+    out is ``reclaim_update``'s."""
+    # Never a held job (running, or waiting for a person): its worker resumes a waiting one
+    # itself, and a running one is taken from a dead worker only by ``reclaim_update``.
+    names, values, in_clause = status_in(claimable())
+    values.update(claim)
     values.update(
         {
-            ":running": JobStatus.RUNNING.value,
-            ":now": now,
-            ":one": 1,
-            ":owner": owner,
-            ":until": lease_until,
-            ":started": started_at,
-            ":sp": status_key,
-            ":ops": ops_key("lease", job_id),
-            ":ops_sk": ops_time(lease_until),
             ":retry": JobStatus.RETRY_SCHEDULED.value,
             ":scheduled": JobStatus.SCHEDULED.value,
-            ":due": now + RETRY_DUE_SLACK_S,
+            ":due": claim[":now"] + RETRY_DUE_SLACK_S,
         }
     )
     condition = (
-        f"attribute_exists(pk) AND ({in_clause} OR "
-        "(#status = :running AND lease_expires_at < :now)) AND "
-        "(attribute_not_exists(deadline_at) OR deadline_at >= :now OR #status = :running) AND "
+        f"attribute_exists(pk) AND {in_clause} AND "
+        "(attribute_not_exists(deadline_at) OR deadline_at >= :now) AND "
         # A duplicate of a retry's message must not start the attempt before its backoff,
         # nor a scheduled job before its start.
         "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due) AND "
         "(#status <> :scheduled OR attribute_not_exists(run_at) OR run_at <= :due)"
     )
-    expression = (
-        "SET #status = :running, status_pk = :sp, attempt = attempt + :one, "
-        "lease_owner = :owner, lease_expires_at = :until, started_at = :started, "
-        "updated_at = :started, ops_pk = :ops, ops_sk = :ops_sk "
-        "REMOVE deferred_reason, deferred_to, deferred_due, retry_at"
-    )
-    return Update(expression, condition, names, values)
+    return Update(f"SET {CLAIM_SETS} {CLAIM_REMOVES}", condition, names, values)
+
+
+def reclaim_update(claim: dict[str, Any], *, attempt: int) -> Update:
+    """A new attempt (``claim``: ``claim_values``) of a running job whose lease ran out (its
+    worker stopped): what a take-back writes, one more lost lease and
+    ``rules.lost_lease_error``, in the claim's own write. Only from ``attempt``, the one
+    seen lost: its lease is counted once."""
+    values = {**claim, ":attempt": attempt, ":error": lost_lease_error(attempt).model_dump_json()}
+    condition = "#status = :running AND lease_expires_at < :now AND attempt = :attempt"
+    expression = f"SET {CLAIM_SETS}, #error = :error {CLAIM_REMOVES} ADD leases_lost :one"
+    return Update(expression, condition, {"#status": "status", "#error": "error"}, values)
 
 
 def finish_update(
@@ -145,6 +166,9 @@ def finish_update(
         )
     elif status is JobStatus.NEEDS_REVIEW:
         removes += ["ops_pk", "ops_sk"]  # out of the sweeper's sight: a person resolves it
+    elif status is JobStatus.DEAD_LETTERED:  # a reclaim at the dead-worker limit
+        sets += ["ops_pk = :ops", "ops_sk = :ops_sk"]  # listed among the dead letters
+        values.update({":ops": "dead", ":ops_sk": ops_time(epoch_of(at))})
     optional = {
         "result": to_json(result) if result is not None else None,
         "error": error.model_dump_json() if error else None,

@@ -17,10 +17,11 @@ from pagefleet.jobs.moves import review_error
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.rules import (
-    LEASES_LOST_LIMIT,
     after_lost_run,
     attempt_allowed,
+    dead_worker_error,
     dead_worker_limit_reached,
+    lost_lease_error,
     resume_plan,
 )
 from pagefleet.jobs.states import HELD_STATES, JobStatus
@@ -203,12 +204,7 @@ class RecoveryMoves(HumanMoves):
             except IllegalTransition:
                 return "alive"  # its heartbeat came back, or someone else moved it first
             return JobStatus.NEEDS_REVIEW.value
-        error = JobError(
-            kind="lease_expired",
-            message=f"worker lost its lease on attempt {job.attempt} (it stopped heartbeating)",
-            retryable=True,
-            timeout="lease",
-        )
+        error = lost_lease_error(job.attempt)
         retry = attempt_allowed(job, job.attempt + 1)
         to = after_lost_run(job, retry_allowed=retry)
         plain = to is None  # no irreversible step at stake
@@ -217,21 +213,15 @@ class RecoveryMoves(HumanMoves):
         if to is JobStatus.RETRY_SCHEDULED and dead_worker_limit_reached(job):
             # A job whose step is at stake is never redriven from the start: a person looks.
             to = JobStatus.DEAD_LETTERED if plain else JobStatus.NEEDS_REVIEW
-            error = JobError(
-                kind="dead_lettered",
-                message=(
-                    f"its worker stopped {LEASES_LOST_LIMIT} times without finishing (the job "
-                    "may be what kills it); kept as a dead letter for an operator to redrive"
-                ),
-                retryable=True,
-                timeout="lease",
-            )
+            error = dead_worker_error()
         if to is JobStatus.RETRY_SCHEDULED:
             # The message first: whoever takes a job back may die next, and a job moved
             # without its message would wait for the sweeper's re-send. Sent for a job that
             # is not taken back after all (a heartbeat came back, another watch won), the
-            # copy finds it running or retried and is deleted. It goes to the front: it had
-            # waited its turn once, as its old message did when it came back.
+            # copy finds it running or retried and is deleted; claimed before the move below
+            # (its lease is over), the claim counts the lost lease and the move is refused.
+            # It goes to the front: it had waited its turn once, as its old message did when
+            # it came back.
             try:
                 self.send(job, ahead=True)
             except Exception:

@@ -27,7 +27,10 @@ from pagefleet.jobs.rules import (
     after_lost_run,
     another_carries_it,
     attempt_allowed,
+    dead_worker_error,
     lease_until,
+    lost_lease_error,
+    reclaimed_at_limit,
     resume_plan,
 )
 from pagefleet.jobs.states import JobStatus
@@ -108,7 +111,38 @@ class WorkerMoves(LifecycleBase):
             ending = self._ending_without_run(job, error, retry_allowed=False)
             done = self.finish(job, ending, worker)
             return MessageAnswer(done.then, reason="max_attempts spent", status=done.status)
-        return self._claimed(received, pool, job, worker)
+        if reclaimed_at_limit(job):
+            return self._dead_worker_limit(received, pool, job, worker)
+        reason = ""
+        if job.error == lost_lease_error(job.attempt - 1):
+            # Taken back, or claimed here from the lease it lost: the worker's log says so.
+            reason = f"the worker of attempt {job.attempt - 1} stopped (its lease ran out)"
+        return self._claimed(received, pool, job, worker, reason)
+
+    def _dead_worker_limit(
+        self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str
+    ) -> MessageAnswer:
+        """A job claimed from its ``LEASES_LOST_LIMIT``-th stopped worker does not run, as
+        its take-back would have decided: dead-lettered, or in review when an irreversible
+        step is at stake (one that may not run again without a look ends as it would)."""
+        self._done(received, pool, "")
+        plan = resume_plan(job)
+        if plan.resume in (Resume.REVIEW, Resume.COMPENSATED):
+            return self._unless_at_stake(job, worker, "")
+        ending = Outcome(JobStatus.DEAD_LETTERED, result=job.result, error=dead_worker_error())
+        if plan.resume is not Resume.START:  # a person looks, not a blind redrive
+            ending = Outcome(
+                JobStatus.NEEDS_REVIEW,
+                result=job.result,
+                error=review_error(job, plan, dead_worker_error()),
+                checkpoints=for_review(job.checkpoints),
+            )
+        done = self.finish(job, ending, worker)
+        reason = (
+            f"its workers stopped {job.leases_lost} times (this claim took the last one's "
+            "lease): not run again"
+        )
+        return MessageAnswer(done.then, reason=reason, status=done.status)
 
     def _claimed(
         self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str, reason: str = ""
