@@ -28,9 +28,10 @@ which each hold one). Before serving, ``prepare_moto`` patches moto in this proc
   the jobs stream's records (GetRecords), with each record's time as the serializer writes it.
 - **Cheaper dispatch.** moto lists its package directory on disk (twice) for every request
   and logs one line per request; the list is cached and request logging is off.
-- **Receives that do not count the queue.** Each message handed out is checked against the
-  queue's retention period, which moto read by building all the queue's attributes (its
-  approximate counts are a pass over every message); the period is read directly.
+- **SQS calls that do not count the queue.** moto built every attribute of a queue, its
+  approximate counts included (a pass over every message each), for each message a receive
+  hands out, for each send, and several times per GetQueueAttributes: each cost grew with
+  the queue's depth. What they read is taken without the counts (``devstack.cheap_sqs``).
 
 Then it applies the rules by which it refuses what AWS refuses (``devstack.strict_aws``: a
 queue unusable in its first second, at-least-once delivery, SQS's and DynamoDB's sizes), as
@@ -59,6 +60,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.call_counter import COUNT_ENV, CallCounter
+from devstack.cheap_sqs import make_sqs_cheap
 from devstack.strict_aws import StrictRules, enforce
 
 _DYNAMODB_LOCK = threading.RLock()
@@ -81,7 +83,7 @@ def prepare_moto() -> None:
         _plain_stream_records()
         _cache_module_list()
         _parse_update_expressions_once()
-        _cheap_retention_check()
+        make_sqs_cheap()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         _PREPARED = True
 
@@ -337,25 +339,6 @@ def _parse_update_expressions_once() -> None:
             return copy.deepcopy(value, memo)
 
     validators.deepcopy = copied  # type: ignore[assignment]
-
-
-def _cheap_retention_check() -> None:
-    """moto checks each message it hands out against the queue's retention period by
-    building every attribute of the queue, approximate counts included (each a pass over
-    all its messages): a ReceiveMessage cost grew with the queue's depth. The period is read
-    from the queue itself."""
-    from moto.core.utils import unix_time
-    from moto.sqs.models import SQSBackend
-
-    def is_message_valid_based_on_retention_period(
-        self: Any, queue_name: str, message: Any
-    ) -> bool:
-        period = int(self.get_queue(queue_name).message_retention_period)
-        return bool(period + message.sent_timestamp / 1000 > unix_time())
-
-    SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
-        is_message_valid_based_on_retention_period
-    )
 
 
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]

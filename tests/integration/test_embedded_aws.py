@@ -291,3 +291,46 @@ def test_a_message_past_its_queue_retention_period_is_not_handed_out() -> None:
     backend.send_message("retention-check", "fresh")
     assert receive() == ["fresh"]
     backend.delete_queue("retention-check")
+
+
+def test_sqs_answers_are_unchanged_where_the_queue_is_not_counted(
+    provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A standard queue's send and a GetQueueAttributes no longer build the approximate
+    counts (a pass over every message) per send or per name asked for; what they answer is
+    what moto answered."""
+    from moto.sqs.models import Queue
+
+    counted: list[str] = []
+    original = Queue.approximate_number_of_messages_not_visible
+
+    def not_visible(self: Any) -> int:
+        counted.append(self.name)
+        return int(original.fget(self))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Queue, "approximate_number_of_messages_not_visible", property(not_visible))
+    sqs = aws_client("sqs")
+    url = sqs.create_queue(QueueName="counted")["QueueUrl"]
+    fifo = sqs.create_queue(
+        QueueName="counted.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+    for body in ("a", "b", "c"):
+        sqs.send_message(QueueUrl=url, MessageBody=body)
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=60)
+    assert counted == []  # a standard queue's send reads no count
+    sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=2, VisibilityTimeout=60)
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    counted.clear()
+    answer = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+    assert answer == dict(zip(names, ["1", "2", "1"], strict=True))
+    assert len(counted) == 1  # once for the call, not per name
+    # A FIFO queue still reads its ContentBasedDeduplication: the same body twice is one.
+    for _ in range(2):
+        sqs.send_message(QueueUrl=fifo, MessageBody="same", MessageGroupId="g")
+    got = sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10).get("Messages", [])
+    assert [m["Body"] for m in got] == ["same"]
