@@ -76,7 +76,7 @@ class FakeReview:
                 update["finished_at"] = at
                 row.ops, row.unqueued = None, False
             else:  # queued again, as a redrive
-                update.update(attempt_base=job.attempt, enqueued_at=None)
+                update.update(attempt_base=job.attempt, enqueued_at=None, leases_lost=0)
                 row.ops, row.unqueued = None, True
             row.job = job.model_copy(update=update, deep=True)
             return row.job.model_copy(deep=True)

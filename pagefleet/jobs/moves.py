@@ -70,11 +70,17 @@ def review_error(job: JobRecord, plan: ResumePlan, cause: JobError | None = None
     """Why ``job`` waits in needs_review, and what its user can do about it."""
     why = plan.why
     if plan.resume is not Resume.REVIEW and plan.checkpoint is not None:
-        # It could have been checked, but no attempt is left to run the check.
+        # It could have been checked, but no attempt is left to run the check: its budget
+        # is spent, or its workers stopped too often for it to run again (a dead letter).
+        no_check = (
+            "it is not run again"
+            if cause is not None and cause.kind == "dead_lettered"
+            else f"max_attempts ({job.request.max_attempts}) is spent"
+        )
         why = (
             f"step {plan.checkpoint.step} ({plan.checkpoint.label}) {plan.checkpoint.state} on "
-            f"attempt {plan.checkpoint.attempt} and max_attempts ({job.request.max_attempts}) "
-            "is spent before its check could tell whether it took effect"
+            f"attempt {plan.checkpoint.attempt} and {no_check} before its check could tell "
+            "whether it took effect"
         )
     message = why or "the job stopped after an irreversible step"
     if cause is not None:

@@ -183,6 +183,30 @@ def test_resolved_to_run_again_it_is_queued_with_a_fresh_budget(svc: JobServices
     assert again.attempt == 2 and again.checkpoints[0].state == "not_done"
 
 
+def test_resolved_to_run_again_its_workers_stops_are_forgotten_as_a_redrives_are(
+    svc: JobServices,
+) -> None:
+    """A run again gets a fresh budget of lost leases too: the stops that sent it to review
+    must not dead-letter it at its next one (a redrive clears them as well)."""
+    job = submit_job(svc, "t", REQUEST).job
+    _claim(svc, job.job_id, "w1")
+    lost = svc.store.transition(
+        "t", job.job_id, JobStatus.NEEDS_REVIEW, at=iso(utcnow()), lease_expired_before=NOW + 61
+    )
+    assert lost.leases_lost == 1
+    resolution = Resolution(outcome="not_done", by="t:k", at=iso(utcnow()))
+    queued = svc.store.resolve_review(
+        "t",
+        job.job_id,
+        to=JobStatus.QUEUED,
+        at=iso(utcnow()),
+        checkpoints=[_checkpoint("not_done")],
+        resolution=resolution,
+    )
+    assert queued.leases_lost == 0
+    assert svc.store.get("t", job.job_id).leases_lost == 0
+
+
 def test_a_lost_run_goes_to_review_with_its_checkpoints_in_the_same_write(
     svc: JobServices,
 ) -> None:

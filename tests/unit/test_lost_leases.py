@@ -188,5 +188,8 @@ def test_a_reclaim_at_the_limit_with_a_step_at_stake_goes_to_review_not_a_dead_l
     assert record.status is JobStatus.NEEDS_REVIEW and record.leases_lost == LEASES_LOST_LIMIT
     assert record.error is not None and record.error.kind == "needs_review"
     assert f"stopped {LEASES_LOST_LIMIT} times" in record.error.message
+    # Why the step was not checked: the job does not run again (its budget is not spent).
+    assert "it is not run again before its check" in record.error.message
+    assert "max_attempts" not in record.error.message
     assert [c.state for c in record.checkpoints] == ["unknown"]
     assert sweeper.list_dead_letters(svc) == []

@@ -78,10 +78,10 @@ def resolve_update(
     removes = ["#error", "ops_pk", "ops_sk", "lease_owner", "lease_expires_at", "retry_at"]
     if target.is_final:
         sets.append("finished_at = :at")
-    else:  # queued: as a redrive
+    else:  # queued: as a redrive, its workers' stops forgotten with its attempts
         sets += ["attempt_base = attempt", "unqueued_pk = :unq"]
         values[":unq"] = UNQUEUED
-        removes.append("enqueued_at")
+        removes += ["enqueued_at", "leases_lost"]
     set_irreversible(sets, values, checkpoints=checkpoints, resolution=resolution)
     condition = "attribute_exists(pk) AND #status = :review"
     return Update(update_expression(sets, removes), condition, names, values)
