@@ -168,6 +168,9 @@ class IllegalTransition(PagefleetError):
     """The job is not in a state from which this move is allowed; re-read before acting."""
 
     code = "illegal_transition"
+    # The record as the refused write saw it, when the store has it (a refused claim's):
+    # what to act on instead of reading it again.
+    seen: Any = None
 
 
 class DeadlinePassed(IllegalTransition):

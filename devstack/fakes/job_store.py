@@ -206,7 +206,7 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
                 or job.run_at <= now + RETRY_DUE_SLACK_S
             )
             if not (startable and before_deadline and retry_due):
-                raise claim_refusal(job, now)
+                raise claim_refusal(job.model_copy(deep=True), now)
             row.job = job.model_copy(
                 update={
                     "status": JobStatus.RUNNING,

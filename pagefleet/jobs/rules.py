@@ -167,9 +167,11 @@ def claim_refusal(job: JobRecord, now: int) -> IllegalTransition:
         and job.run_at > now + RETRY_DUE_SLACK_S
     ):
         return RetryNotDue(f"job {job.job_id} starts at {job.run_at}, not yet", retry_at=job.run_at)
-    return IllegalTransition(
+    refused = IllegalTransition(
         f"job {job.job_id} is {job.status.value}, cannot start it", status=job.status.value
     )
+    refused.seen = job  # its claimer decides from it (a copy, a job waiting for a person...)
+    return refused
 
 
 # --- irreversible steps (docs/irreversible-steps.md) ------------------------------------------

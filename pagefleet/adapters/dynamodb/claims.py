@@ -3,7 +3,8 @@
 A running job whose lease ran out (its worker stopped) is claimed with what its take-back
 would have written, one more lost lease and the error ``lease_expired``. DynamoDB cannot
 branch inside one update, so that is a second write, sent only when the plain claim was
-refused and the record read back shows the lease over: the common claim stays one request.
+refused and the record it saw (returned with the refusal) shows the lease over: the common
+claim stays one request.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class _LeaseOver(IllegalTransition):
 
 class ClaimWrites:
     """Mixed into ``DynamoJobStore``, whose ``_update`` sends an update and names a refusal
-    from the record read back."""
+    from the record the refused write saw."""
 
     def _update(self, tenant_id: str, job_id: str, update: Update, *, on_refused: Any) -> JobRecord:
         raise NotImplementedError

@@ -413,10 +413,14 @@ class DynamoJobStore(
                 ExpressionAttributeNames=update.names,
                 ExpressionAttributeValues=serialize(update.values),
                 ReturnValues="ALL_NEW",
+                # A refusal names why from the record as the condition saw it: no read after.
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if not condition_failed(exc):
                 raise
-            current = self.get(tenant_id, job_id)  # raises NotFound for a missing job
-            raise on_refused(current) from exc
+            seen: Any = exc.response.get("Item")
+            if not seen:
+                raise NotFound(f"job {job_id} not found", job_id=job_id) from exc
+            raise on_refused(item_to_record(seen)) from exc
         return item_to_record(resp["Attributes"])

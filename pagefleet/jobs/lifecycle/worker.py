@@ -93,8 +93,8 @@ class WorkerMoves(LifecycleBase):
             self.hooks.claim_not_made(message)
             due = int(early.details.get("retry_at", now)) - int(now)
             return self._hide(received, pool, max(1, due), "retry not due yet")
-        except IllegalTransition:
-            return self._claim_refused(received, pool, message, owner, worker)
+        except IllegalTransition as refused:
+            return self._claim_refused(received, pool, message, owner, worker, refused.seen)
         except Exception as exc:
             return MessageAnswer(Then.LEAVE, reason=f"claim failed: {headline(exc)}")
         if not attempt_allowed(job, job.attempt):
@@ -191,10 +191,17 @@ class WorkerMoves(LifecycleBase):
         return Outcome(JobStatus.FAILED, result=job.result, error=cause)
 
     def _claim_refused(
-        self, received: ReceivedMessage, pool: str, message: JobMessage, owner: str, worker: str
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        message: JobMessage,
+        owner: str,
+        worker: str,
+        seen: JobRecord | None = None,
     ) -> MessageAnswer:
         try:
-            current = self.store.get(message.tenant_id, message.job_id)
+            # As the refused claim saw it (no second read), or read now.
+            current = seen or self.store.get(message.tenant_id, message.job_id)
         except NotFound:
             self.hooks.claim_not_made(message)
             return self._done(received, pool, "job not found")
