@@ -175,6 +175,8 @@ def noted(answer: MessageAnswer, log: JobLog, metrics: WorkerMetrics) -> None:
         metrics.job_finished(answer.status.value, 0.0)
     if answer.status is JobStatus.DEAD_LETTERED:  # its claim took the limit's lost lease
         metrics.dead_lettered(1)
+    if answer.session_lost:  # its claim found the session's worker gone
+        metrics.sessions_lost(1)
     if answer.then is Then.LEAVE:
         log.warning("message left for redelivery", reason=answer.reason)
     else:

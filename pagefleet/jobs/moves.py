@@ -33,6 +33,9 @@ class MessageAnswer:
     job: JobRecord | None = None
     reason: str = ""
     status: JobStatus | None = None  # the final state this move wrote, if any
+    # A browser session this move ended after its worker stopped (its page cannot be
+    # carried to another attempt): counted where BrowserSessionsLost is read.
+    session_lost: bool = False
 
 
 @dataclass(frozen=True)

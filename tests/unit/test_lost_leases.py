@@ -147,6 +147,9 @@ class Counted:
     def dead_lettered(self, count: int) -> None:
         self.calls.append(("dead_lettered", count))
 
+    def sessions_lost(self, count: int) -> None:
+        self.calls.append(("sessions_lost", count))
+
 
 def test_a_worker_counts_a_job_its_claim_dead_lettered_where_the_alarm_reads() -> None:
     from browser_task.observe.telemetry import JobLog, noted
@@ -193,3 +196,30 @@ def test_a_reclaim_at_the_limit_with_a_step_at_stake_goes_to_review_not_a_dead_l
     assert "max_attempts" not in record.error.message
     assert [c.state for c in record.checkpoints] == ["unknown"]
     assert sweeper.list_dead_letters(svc) == []
+
+
+def test_a_sessions_message_claimed_after_its_worker_stopped_ends_it_as_a_lost_session(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's worker died after its claim but before the message's delete: the copy
+    that comes back finds the lease over. The session cannot move to another worker (its
+    page died with it): it fails with lease_expired, and the worker counts it where the
+    BrowserSessionsLost alarm reads, as a take-back of it would."""
+    from browser_task.observe.telemetry import JobLog, noted
+    from pagefleet.jobs.session_terms import SessionTerms
+
+    session = request(max_attempts=1).model_copy(update={"session": SessionTerms()})
+    job_id = submit_job(svc, "t", session).job.job_id
+    monkeypatch.setattr(queue, "delete", lambda *a: None)  # its worker dies before the delete
+    run_once(svc, POOL, "dies")
+    monkeypatch.undo()
+    clock.advance(LEASE + 1)
+    [copy] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    answer = svc.lifecycle.claim(copy, POOL, owner="next", lease_seconds=LEASE, worker="next")
+
+    assert answer.job is None and answer.status is JobStatus.FAILED and answer.session_lost
+    record = svc.store.get("t", job_id)
+    assert record.error is not None and record.error.kind == "lease_expired"
+    metrics = Counted()
+    noted(answer, JobLog(), metrics)  # type: ignore[arg-type]
+    assert ("sessions_lost", 1) in metrics.calls

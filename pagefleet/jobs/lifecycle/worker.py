@@ -110,7 +110,13 @@ class WorkerMoves(LifecycleBase):
             self._done(received, pool, "")
             ending = self._ending_without_run(job, error, retry_allowed=False)
             done = self.finish(job, ending, worker)
-            return MessageAnswer(done.then, reason="max_attempts spent", status=done.status)
+            return MessageAnswer(
+                done.then,
+                reason="max_attempts spent",
+                status=done.status,
+                # A session's one attempt: its worker stopped, and its page with it.
+                session_lost=job.request.session is not None,
+            )
         if reclaimed_at_limit(job):
             return self._dead_worker_limit(received, pool, job, worker)
         reason = ""
