@@ -20,7 +20,8 @@ all while its browser sat idle or waited. These parts leave that path:
 - **Hooks after the claim, later.** The tenant's queued count drops by one when a job first
   starts (``JobHooks.after_claim``); nothing waits for that number, so it is written by a
   background thread instead of before the job runs, as is the claimed message's delete
-  (``Lifecycle.later``). The decision before a claim (the running cap) stays on the path:
+  (``Lifecycle.later``; the delete itself goes with others, ten a request within a second:
+  browser_task.slot.deletes). The decision before a claim (the running cap) stays on the path:
   it decides.
 """
 
