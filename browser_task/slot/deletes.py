@@ -23,15 +23,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from pagefleet.jobs.ports import JobQueue, ReceivedMessage
+from pagefleet.jobs.moves import headline
+from pagefleet.jobs.ports import DELETE_BATCH_MAX, JobQueue, ReceivedMessage
 from pagefleet.jobs.record import JobMessage
 
 log = logging.getLogger("browser_task.slot.deletes")
 
 # How long a delete may wait for others to share its request.
 DELETE_WITHIN_S = 1.0
-# What one request deletes (SQS's own bound for DeleteMessageBatch).
-BATCH = 10
 # How often the flusher looks for deletes that waited long enough.
 LOOK_EVERY_S = 0.25
 
@@ -52,7 +51,6 @@ class GatheredDeletes:
         self._lock = threading.Lock()
         # queue key -> (when its oldest waiting delete was asked for, the handles)
         self._waiting: dict[str, tuple[float, list[str]]] = {}
-        self.requests = 0  # batches sent (tests, benches)
 
     # --- the queue, as it is ---------------------------------------------------------------
     def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
@@ -77,7 +75,7 @@ class GatheredDeletes:
         with self._lock:
             _, handles = self._waiting.setdefault(queue, (self._monotonic(), []))
             handles.append(receipt_handle)
-            full = len(handles) >= BATCH
+            full = len(handles) >= DELETE_BATCH_MAX
             if full:
                 del self._waiting[queue]
         if full:
@@ -112,11 +110,10 @@ class GatheredDeletes:
                     await asyncio.to_thread(self.flush, due_only=True)
 
     def _send(self, queue: str, handles: list[str]) -> None:
-        self.requests += 1
         try:
             failed = self._queue.delete_batch(queue, handles)
         except Exception as exc:
-            failed, why = handles, str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            failed, why = handles, headline(exc)
         else:
             why = "refused by the queue"
         if failed:

@@ -326,6 +326,10 @@ class JobStore(Protocol):
         """A waiting job the sweeper looked at: look again at ``due``."""
 
 
+# SQS takes at most ten entries in one DeleteMessageBatch (TooManyEntriesInBatchRequest).
+DELETE_BATCH_MAX = 10
+
+
 class JobQueue(Protocol):
     """A pool's queues (one per priority), named by key: ``standard``, ``standard-high``...
     Messages carry ids only; ``send`` picks the queue from the message."""
@@ -339,7 +343,8 @@ class JobQueue(Protocol):
     def delete(self, queue: str, receipt_handle: str) -> None: ...
 
     def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
-        """Delete many messages of one queue, ten a request; the handles not deleted."""
+        """Delete many messages of one queue, ``DELETE_BATCH_MAX`` a request; the handles
+        not deleted."""
 
     def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None: ...
 

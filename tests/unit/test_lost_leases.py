@@ -12,21 +12,11 @@ import pytest
 from devstack.fakes import FakeClock, FakeQueue
 from pagefleet.jobs import sweeper
 from pagefleet.jobs.lifecycle import MessageAnswer, Then
-from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.record import JobMessage, JobRecord
 from pagefleet.jobs.rules import LEASE_GRACE_S, LEASES_LOST_LIMIT, lost_lease_error
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
-
-POOL = "standard"
-HIGH = "standard-high"
-LEASE = 60
-
-
-def request(**extra: object) -> JobRequest:
-    return JobRequest.model_validate(
-        {"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}], **extra}
-    )
+from tests.unit.test_lifecycle import HIGH, LEASE, POOL, request
 
 
 def claim_next(svc: JobServices, queue: str, owner: str) -> MessageAnswer:

@@ -135,14 +135,10 @@ class WorkerMoves(LifecycleBase):
         plan = resume_plan(job)
         if plan.resume in (Resume.REVIEW, Resume.COMPENSATED):
             return self._unless_at_stake(job, worker, "")
-        ending = Outcome(JobStatus.DEAD_LETTERED, result=job.result, error=dead_worker_error())
-        if plan.resume is not Resume.START:  # a person looks, not a blind redrive
-            ending = Outcome(
-                JobStatus.NEEDS_REVIEW,
-                result=job.result,
-                error=review_error(job, plan, dead_worker_error()),
-                checkpoints=for_review(job.checkpoints),
-            )
+        if plan.resume is Resume.START:
+            ending = Outcome(JobStatus.DEAD_LETTERED, result=job.result, error=dead_worker_error())
+        else:  # a step to check: a person looks, not a blind redrive (in review)
+            ending = self._ending_without_run(job, dead_worker_error(), retry_allowed=False)
         done = self.finish(job, ending, worker)
         reason = (
             f"its workers stopped {job.leases_lost} times (this claim took the last one's "
