@@ -105,15 +105,11 @@ def build_worker(
     # queue. The services' lifecycle, which the process shares, stays as it was built.
     later = ThreadPoolExecutor(max_workers=1, thread_name_prefix="after-claim")
     shared = services.lifecycle
-    # Its messages' deletes go ten a request (browser_task.slot.deletes).
+    # Its messages' deletes go ten a request (browser_task.slot.deletes), its claims' hooks
+    # a tenant's together (browser_task.slot.ahead).
     deletes = GatheredDeletes(shared.queue)
-    lifecycle = Lifecycle(
-        shared.store,
-        deletes,
-        shared.clock,
-        hooks=LaterHooks(shared.hooks, later.submit),
-        later=later.submit,
-    )
+    hooks = LaterHooks(shared.hooks)
+    lifecycle = Lifecycle(shared.store, deletes, shared.clock, hooks=hooks, later=later.submit)
     egress_log = EgressLog(metrics)
     browsers = BrowserPool(
         settings,
@@ -137,6 +133,7 @@ def build_worker(
         lifecycle=lifecycle,
         later=later,
         deletes=deletes,
+        hooks=hooks,
         browsers=browsers,
         runner=JobRunner(
             settings,

@@ -17,39 +17,57 @@ all while its browser sat idle or waited. These parts leave that path:
   uploads and the outcome's write finish in the background while the next job starts. The
   worker's drain waits for them, and the job counts as in progress (task protection) until
   its outcome is written.
-- **Hooks after the claim, later.** The tenant's queued count drops by one when a job first
-  starts (``JobHooks.after_claim``); nothing waits for that number, so it is written by a
-  background thread instead of before the job runs, as is the claimed message's delete
-  (``Lifecycle.later``; the delete itself goes with others, ten a request within a second:
-  browser_task.slot.deletes). The decision before a claim (the running cap) stays on the path:
-  it decides.
+- **Hooks after the claim, later and together.** The tenant's queued count drops by one when
+  a job first starts (``JobHooks.after_claim``); nothing waits for that number, so the
+  worker gathers its claims and tells the hooks within a second, a tenant's starts in one
+  write (``JobHooks.after_claims``), as the claimed messages' deletes go ten a request
+  (browser_task.slot.deletes, sent from ``Lifecycle.later``). The count is then up to a
+  second high; a worker killed meanwhile leaves it high, as a crash between a claim and
+  its decrement always could, and the recount a refused submission runs repairs it
+  (pagefleet.tenancy.gate). The decision before a claim (the running cap) stays on the
+  path: it decides.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
 
+from browser_task.slot.gathered import Gathered
 from pagefleet.jobs.hooks import Deferral, JobHooks
 from pagefleet.jobs.record import JobMessage, JobRecord
 
+# How long a claim's after-claim work may wait for others to share its writes.
+AFTER_CLAIM_WITHIN_S = 1.0
+
 
 class LaterHooks:
-    """``JobHooks`` whose ``after_claim`` runs through ``later`` (e.g. an executor's submit)."""
+    """``JobHooks`` whose ``after_claim`` is gathered per tenant and told to the hooks'
+    ``after_claims`` within ``within_s`` (``run_flusher``), and the rest at the worker's
+    stop (``flush``)."""
 
-    def __init__(self, hooks: JobHooks, later: Callable[..., Future[Any]]) -> None:
+    def __init__(
+        self,
+        hooks: JobHooks,
+        *,
+        within_s: float = AFTER_CLAIM_WITHIN_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.hooks = hooks
-        self._later = later
+        # tenant -> the jobs claimed and not told yet
+        self._claims: Gathered[str, JobRecord] = Gathered(
+            self._tell, within_s=within_s, monotonic=monotonic
+        )
 
     def before_claim(self, message: JobMessage) -> Deferral | None:
         return self.hooks.before_claim(message)
 
     def after_claim(self, job: JobRecord) -> None:
-        try:
-            self._later(self.hooks.after_claim, job)
-        except RuntimeError:  # the worker is stopping (its executor is shut down): now
-            self.hooks.after_claim(job)
+        self._claims.add(job.tenant_id, job)
+
+    def after_claims(self, jobs: Sequence[JobRecord]) -> None:
+        for job in jobs:
+            self.after_claim(job)
 
     def claim_not_made(self, message: JobMessage) -> None:
         self.hooks.claim_not_made(message)
@@ -59,3 +77,19 @@ class LaterHooks:
 
     def retention_s(self, tenant_id: str) -> int | None:
         return self.hooks.retention_s(tenant_id)
+
+    # --- the gathered claims ---------------------------------------------------------------
+    def flush(self, *, due_only: bool = False) -> None:
+        """Tell the hooks of what waits (``due_only``: what has waited ``within_s``)."""
+        self._claims.flush(due_only=due_only)
+
+    @property
+    def waiting(self) -> int:
+        return self._claims.waiting
+
+    async def run_flusher(self) -> None:
+        """Tell each claim within ``within_s``, until cancelled."""
+        await self._claims.run_flusher()
+
+    def _tell(self, tenant_id: str, jobs: list[JobRecord]) -> None:
+        self.hooks.after_claims(jobs)  # hooks never raise (pagefleet.jobs.hooks)

@@ -16,13 +16,11 @@ queue"), which the pools scale on: a second at most, against scaling steps of mi
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 
+from browser_task.slot.gathered import Gathered
 from pagefleet.jobs.moves import headline
 from pagefleet.jobs.ports import DELETE_BATCH_MAX, JobQueue, ReceivedMessage
 from pagefleet.jobs.record import JobMessage
@@ -31,8 +29,6 @@ log = logging.getLogger("browser_task.slot.deletes")
 
 # How long a delete may wait for others to share its request.
 DELETE_WITHIN_S = 1.0
-# How often the flusher looks for deletes that waited long enough.
-LOOK_EVERY_S = 0.25
 
 
 class GatheredDeletes:
@@ -46,11 +42,13 @@ class GatheredDeletes:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._queue = queue
-        self._within_s = DELETE_WITHIN_S if within_s is None else within_s
-        self._monotonic = monotonic
-        self._lock = threading.Lock()
-        # queue key -> (when its oldest waiting delete was asked for, the handles)
-        self._waiting: dict[str, tuple[float, list[str]]] = {}
+        # queue key -> the receipt handles waiting for their delete
+        self._gathered: Gathered[str, str] = Gathered(
+            self._send,
+            within_s=DELETE_WITHIN_S if within_s is None else within_s,
+            full=DELETE_BATCH_MAX,
+            monotonic=monotonic,
+        )
 
     # --- the queue, as it is ---------------------------------------------------------------
     def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
@@ -72,42 +70,19 @@ class GatheredDeletes:
     # --- deletes, gathered -----------------------------------------------------------------
     def delete(self, queue: str, receipt_handle: str) -> None:
         """Kept to be sent with others; sent at once when it makes a full batch."""
-        with self._lock:
-            _, handles = self._waiting.setdefault(queue, (self._monotonic(), []))
-            handles.append(receipt_handle)
-            full = len(handles) >= DELETE_BATCH_MAX
-            if full:
-                del self._waiting[queue]
-        if full:
-            self._send(queue, handles)
+        self._gathered.add(queue, receipt_handle)
 
     def flush(self, *, due_only: bool = False) -> None:
         """Send what waits (``due_only``: what has waited ``within_s``)."""
-        now = self._monotonic()
-        with self._lock:
-            taken = {
-                queue: handles
-                for queue, (since, handles) in self._waiting.items()
-                if not due_only or now - since >= self._within_s
-            }
-            for queue in taken:
-                del self._waiting[queue]
-        for queue, handles in taken.items():
-            self._send(queue, handles)
+        self._gathered.flush(due_only=due_only)
 
     @property
     def waiting(self) -> int:
-        with self._lock:
-            return sum(len(handles) for _, handles in self._waiting.values())
+        return self._gathered.waiting
 
     async def run_flusher(self) -> None:
-        """Send each delete within ``within_s`` of when it was asked for, until cancelled
-        (the worker's stop then sends the rest with ``flush``)."""
-        with contextlib.suppress(asyncio.CancelledError):
-            while True:
-                await asyncio.sleep(min(LOOK_EVERY_S, self._within_s))
-                if self.waiting:
-                    await asyncio.to_thread(self.flush, due_only=True)
+        """Send each delete within ``within_s`` of when it was asked for, until cancelled."""
+        await self._gathered.run_flusher()
 
     def _send(self, queue: str, handles: list[str]) -> None:
         try:

@@ -36,6 +36,7 @@ from browser_task.run.early import EarlyContext
 from browser_task.run.inbox import WorkerInbox
 from browser_task.run.runner import JobRunner
 from browser_task.run.signals import SlotSignals
+from browser_task.slot.ahead import LaterHooks
 from browser_task.slot.completion import Completion
 from browser_task.slot.deletes import GatheredDeletes
 from browser_task.slot.leases import LeaseKeeper, LeaseWatch
@@ -67,12 +68,14 @@ class WorkerParts:
     """What a worker is made of, built whole by ``browser_task.__main__.build_worker``."""
 
     worker_id: str
-    # The worker's own lifecycle over the process's store and queue: its hooks' after-claim
-    # work and the claimed message's delete run on ``later`` (browser_task.slot.ahead).
+    # The worker's own lifecycle over the process's store and queue: the claimed message's
+    # delete runs on ``later`` (browser_task.slot.ahead).
     lifecycle: Lifecycle
     later: ThreadPoolExecutor
     # The lifecycle's queue: its deletes sent ten a request (browser_task.slot.deletes).
     deletes: GatheredDeletes
+    # The lifecycle's hooks: its claims told a tenant's together (browser_task.slot.ahead).
+    hooks: LaterHooks
     browsers: BrowserPool
     runner: JobRunner
     completion: Completion
@@ -103,6 +106,7 @@ class Worker:
         self.lifecycle = parts.lifecycle
         self._later = parts.later
         self._deletes = parts.deletes
+        self._hooks = parts.hooks
         self.browsers = parts.browsers
         self._runner = parts.runner
         self._completion = parts.completion
@@ -158,6 +162,7 @@ class Worker:
         flusher = asyncio.create_task(self.metrics.run_flusher(), name="metrics")
         breaker_flusher = asyncio.create_task(self._breaker.run_flusher(), name="breaker")
         deletes = asyncio.create_task(self._deletes.run_flusher(), name="deletes")
+        claims = asyncio.create_task(self._hooks.run_flusher(), name="after-claims")
         watch = asyncio.create_task(self.lease_watch.run(self._stopping), name="lease-watch")
         slots = [
             asyncio.create_task(self._slot(n), name=f"slot-{n}")
@@ -182,8 +187,10 @@ class Worker:
                 await self._breaker.flush()
             await asyncio.to_thread(self._later.shutdown, wait=True)
             deletes.cancel()  # the claims' deletes are all asked for now: the rest go here
+            claims.cancel()  # and their hooks
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._deletes.flush)
+            await asyncio.to_thread(self._hooks.flush)  # hooks never raise
             self.metrics.flush()
             self._log.info("worker stopped", jobs=self.jobs_handled)
 

@@ -9,6 +9,7 @@ and repair them themselves.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,6 +34,11 @@ class JobHooks(Protocol):
         """After a claim that started the job (``job`` as claimed)."""
         ...
 
+    def after_claims(self, jobs: Sequence[JobRecord]) -> None:
+        """What ``after_claim`` does for each of ``jobs``, told together (a worker gathers
+        its claims for up to a second: browser_task.slot.ahead), in fewer writes."""
+        ...
+
     def claim_not_made(self, message: JobMessage) -> None:
         """After ``before_claim`` let a message through but its claim started nothing, and
         the job is known not to be running (a copy of an ended, waiting, expired or not yet
@@ -55,6 +61,9 @@ class NoHooks:
         return None
 
     def after_claim(self, job: JobRecord) -> None:
+        return None
+
+    def after_claims(self, jobs: Sequence[JobRecord]) -> None:
         return None
 
     def claim_not_made(self, message: JobMessage) -> None:

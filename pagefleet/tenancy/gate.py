@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 from pagefleet.backoff import Backoff, Jitter
 from pagefleet.errors import NotFound
@@ -120,12 +121,19 @@ class TenantGate:
         return queued / max(1, limit) * BACKLOG_JOB_S
 
     def after_claim(self, job: JobRecord) -> None:
-        if job.attempt != job.attempt_base + 1:
-            return  # a retry or a reclaim: it left the queued count at its first start
-        try:
-            self.counters.sub_queued(job.tenant_id, 1)
-        except Exception:
-            log.warning("queued count not updated after a claim", exc_info=True)
+        self.after_claims([job])
+
+    def after_claims(self, jobs: Sequence[JobRecord]) -> None:
+        started: Counter[str] = Counter()
+        for job in jobs:
+            # A retry or a reclaim left the queued count at its job's first start.
+            if job.attempt == job.attempt_base + 1:
+                started[job.tenant_id] += 1
+        for tenant, count in started.items():  # one write a tenant
+            try:
+                self.counters.sub_queued(tenant, count)
+            except Exception:
+                log.warning("queued count not updated after claims", exc_info=True)
 
     def claim_not_made(self, message: JobMessage) -> None:
         # The slot is a set member named by the job: none of its attempts runs, so none
