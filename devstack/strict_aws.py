@@ -28,6 +28,12 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   (``TooManyEntriesInBatchRequest``, "Maximum number of entries per request are 10"); moto
   refuses it for SendMessageBatch only, and deletes or re-hides any number in one
   DeleteMessageBatch or ChangeMessageVisibilityBatch.
+- **Twenty-five writes a batch.** DynamoDB's BatchWriteItem takes "up to 25 put or delete
+  requests" (``ValidationException``, "Member must have length less than or equal to 25");
+  moto writes any number. Over ``dynamodb_batch_write_max`` (every table's requests
+  together) it is refused whole. moto refuses a BatchGetItem of more than 100 keys and a
+  PutEvents of more than 10 entries as AWS does already (``tests/integration/
+  test_strict_aws.py`` keeps it so).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -53,6 +59,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SQS_MAX_MESSAGE_BYTES = 262_144
 SQS_BATCH_MAX = 10
+DYNAMODB_BATCH_WRITE_MAX = 25
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 # The SQS operations that name a queue (its URL): each is refused while the queue settles.
 _QUEUE_ACTIONS = (
@@ -87,6 +94,7 @@ class StrictRules(BaseSettings):
     sqs_max_message_bytes: int = Field(default=SQS_MAX_MESSAGE_BYTES, ge=0)
     dynamodb_max_item_bytes: int = Field(default=DYNAMODB_MAX_ITEM_BYTES, ge=0)
     sqs_batch_max: int = Field(default=SQS_BATCH_MAX, ge=0)
+    dynamodb_batch_write_max: int = Field(default=DYNAMODB_BATCH_WRITE_MAX, ge=0)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -95,7 +103,7 @@ class StrictRules(BaseSettings):
 
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
-    dynamodb_max_item_bytes=0, sqs_batch_max=0,
+    dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -144,6 +152,7 @@ def enforce(rules: StrictRules) -> None:
             _sqs_sizes_and_duplicates()
             _bounded_item_updates()
             _ten_entries_a_batch()
+            _twenty_five_writes_a_batch()
             _STATE.installed = True
         _STATE.rules = rules.effective()
         _STATE.sent = _STATE.doubled = 0  # the share counts from here
@@ -283,6 +292,27 @@ def _ten_entries_a_batch() -> None:
 
     for name in ("delete_message_batch", "change_message_visibility_batch"):
         setattr(SQSBackend, name, bounded(getattr(SQSBackend, name)))
+
+
+def _twenty_five_writes_a_batch() -> None:
+    from moto.dynamodb.exceptions import MockValidationException
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.batch_write_item
+
+    def batch_write_item(self: Any) -> Any:
+        most = _STATE.rules.dynamodb_batch_write_max
+        writes = sum(len(r) for r in (self.body.get("RequestItems") or {}).values())
+        if most and writes > most:
+            raise MockValidationException(
+                "1 validation error detected: Value at 'requestItems' failed to satisfy "
+                f"constraint: Map value must satisfy constraint: [Member must have length "
+                f"less than or equal to {most}, Member must have length greater than or "
+                "equal to 1]"
+            )
+        return original(self)
+
+    DynamoHandler.batch_write_item = batch_write_item  # type: ignore[method-assign]
 
 
 def _copy_of(message: Any) -> Any:

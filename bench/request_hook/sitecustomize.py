@@ -35,6 +35,8 @@ def _target(params: dict[str, Any]) -> str:
     if not name and isinstance(params.get("TransactItems"), list):
         tables = {next(iter(i.values())).get("TableName", "") for i in params["TransactItems"]}
         name = "+".join(sorted(tables))
+    if not name and isinstance(params.get("RequestItems"), dict):  # BatchGetItem, BatchWriteItem
+        name = "+".join(sorted(params["RequestItems"]))
     return str(name or params.get("Bucket", ""))
 
 

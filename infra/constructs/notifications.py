@@ -31,8 +31,9 @@ BATCH_SIZE = 5
 # At most this many webhook deliveries run at once (the mapping's ScalingConfig).
 WEBHOOK_MAX_CONCURRENCY = 10
 EVENT_BUS = "default"
-# Delivery attempts and the notification marks (jobs table).
-JOBS_DELIVERIES = ("GetItem", "PutItem", "Query")
+# Delivery attempts and the notification marks (jobs table): a stream batch's marks are
+# read and written together (BatchGetItem, BatchWriteItem).
+JOBS_DELIVERIES = ("GetItem", "PutItem", "Query", "BatchGetItem", "BatchWriteItem")
 SECRETS_SIGN = ("secretsmanager:GetSecretValue", "secretsmanager:CreateSecret")
 SECRETS_MANAGE = (*SECRETS_SIGN, "secretsmanager:PutSecretValue")
 

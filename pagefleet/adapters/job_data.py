@@ -4,11 +4,11 @@ delete on request and to expire (``pagefleet.tenancy.retention``)."""
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from pagefleet.adapters.dynamodb.batches import write_all
 from pagefleet.adapters.dynamodb.codec import (
     deserialize,
     idempotency_sk,
@@ -66,8 +66,7 @@ class AwsJobData:
             keys.append({"pk": pk, "sk": idempotency_sk(idempotency_key)})
         # The record last: if anything fails before, the job can still be found and deleted.
         keys.sort(key=lambda k: k["sk"] == job_sk(job_id))
-        for start in range(0, len(keys), 25):
-            self._batch_delete(keys[start : start + 25])
+        write_all(self._db, self._table, [{"DeleteRequest": {"Key": serialize(k)}} for k in keys])
         return len(keys)
 
     def _keys_under(self, pk: str, prefix: str) -> list[dict[str, Any]]:
@@ -84,16 +83,6 @@ class AwsJobData:
             if not resp.get("LastEvaluatedKey"):
                 return keys
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-
-    def _batch_delete(self, keys: list[dict[str, Any]]) -> None:
-        requests: Any = [{"DeleteRequest": {"Key": serialize(k)}} for k in keys]
-        for delay in (0.0, 0.05, 0.2, 0.5, 1.0, 2.0):
-            time.sleep(delay)
-            resp = self._db.batch_write_item(RequestItems={self._table: requests})
-            requests = resp.get("UnprocessedItems", {}).get(self._table, [])
-            if not requests:
-                return
-        raise RuntimeError(f"{len(requests)} items of the job were not deleted; retry")
 
     def request_delete(self, tenant_id: str, job_id: str, at: str) -> None:
         with contextlib.suppress(ClientError):

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from pagefleet.jobs.ports import SQS_BATCH_MAX
+from pagefleet.notify.ports import BusEvent
 from pagefleet.notify.signing import new_secret
 
 if TYPE_CHECKING:
@@ -19,6 +22,10 @@ if TYPE_CHECKING:
 
 # SQS hides a message for at most 12 hours.
 MAX_VISIBILITY_S = 12 * 3600
+# A message, and a batch's messages together, are at most 256 KiB.
+SQS_MAX_BYTES = 262_144
+# EventBridge's PutEvents takes at most 10 entries a request.
+PUT_EVENTS_MAX = 10
 
 
 class SqsWebhookQueue:
@@ -26,8 +33,23 @@ class SqsWebhookQueue:
         self._sqs = client
         self._url = queue_url
 
-    def send(self, message: dict[str, Any]) -> None:
-        self._sqs.send_message(QueueUrl=self._url, MessageBody=json.dumps(message))
+    def send_many(self, messages: Sequence[dict[str, Any]]) -> list[str | None]:
+        bodies = [json.dumps(m) for m in messages]
+        told: list[str | None] = []
+        for chunk in _send_batches(bodies):
+            try:
+                resp = self._sqs.send_message_batch(
+                    QueueUrl=self._url,
+                    Entries=[{"Id": str(n), "MessageBody": bodies[n]} for n in chunk],
+                )
+            except (ClientError, BotoCoreError) as exc:
+                # The batches before were sent: only this one and those after are not.
+                return told + [f"not sent: {exc}"] * (len(bodies) - len(told))
+            failed = {
+                f["Id"]: f"{f.get('Code')} {f.get('Message')}" for f in resp.get("Failed", [])
+            }
+            told += [failed.get(str(n)) for n in chunk]
+        return told
 
     def retry_in(self, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(
@@ -37,26 +59,52 @@ class SqsWebhookQueue:
         )
 
 
+def _send_batches(bodies: list[str]) -> list[list[int]]:
+    """``bodies``' indexes in order, in batches SQS takes: ten at most, their bytes together
+    within a message's limit (one larger than it goes alone, and is refused alone)."""
+    batches: list[list[int]] = []
+    size = 0
+    for n, body in enumerate(bodies):
+        length = len(body.encode())
+        if not batches or len(batches[-1]) >= SQS_BATCH_MAX or size + length > SQS_MAX_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(n)
+        size += length
+    return batches
+
+
 class EventBridgeBus:
     def __init__(self, client: EventBridgeClient, bus_name: str = "default") -> None:
         self._events = client
         self._bus = bus_name
 
-    def put(self, *, source: str, detail_type: str, detail: dict[str, Any]) -> None:
-        resp = self._events.put_events(
-            Entries=[
-                {
-                    "Source": source,
-                    "DetailType": detail_type,
-                    "Detail": json.dumps(detail),
-                    "EventBusName": self._bus,
-                }
-            ]
-        )
-        if resp.get("FailedEntryCount"):
-            entry = (resp.get("Entries") or [{}])[0]
-            code, text = entry.get("ErrorCode"), entry.get("ErrorMessage")
-            raise RuntimeError(f"EventBridge refused the event: {code} {text}")
+    def put_many(self, events: Sequence[BusEvent]) -> list[str | None]:
+        told: list[str | None] = []
+        for first in range(0, len(events), PUT_EVENTS_MAX):
+            chunk = events[first : first + PUT_EVENTS_MAX]
+            try:
+                resp = self._events.put_events(Entries=[self._entry(e) for e in chunk])
+            except (ClientError, BotoCoreError) as exc:
+                # The chunks before were accepted: only this one and those after are not.
+                return told + [f"not put: {exc}"] * (len(events) - len(told))
+            # One result per entry, in order: an EventId, or ErrorCode and ErrorMessage.
+            results = list(resp.get("Entries") or [])
+            for n in range(len(chunk)):
+                result: Any = results[n] if n < len(results) else {}
+                if result.get("EventId") and not result.get("ErrorCode"):
+                    told.append(None)
+                else:
+                    told.append(f"{result.get('ErrorCode')} {result.get('ErrorMessage')}")
+        return told
+
+    def _entry(self, event: BusEvent) -> Any:
+        return {
+            "Source": event.source,
+            "DetailType": event.detail_type,
+            "Detail": json.dumps(event.detail),
+            "EventBusName": self._bus,
+        }
 
 
 def signing_secret_id(stage: str, tenant_id: str) -> str:

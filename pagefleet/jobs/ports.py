@@ -326,8 +326,10 @@ class JobStore(Protocol):
         """A waiting job the sweeper looked at: look again at ``due``."""
 
 
-# SQS takes at most ten entries in one DeleteMessageBatch (TooManyEntriesInBatchRequest).
-DELETE_BATCH_MAX = 10
+# SQS takes at most ten entries in one batch request (DeleteMessageBatch, SendMessageBatch:
+# TooManyEntriesInBatchRequest).
+SQS_BATCH_MAX = 10
+DELETE_BATCH_MAX = SQS_BATCH_MAX
 
 
 class JobQueue(Protocol):

@@ -12,7 +12,9 @@ error text, no records):
 
 Users route them with their own rules (e.g. to SQS, Step Functions, a chat hook). A consumer
 of the jobs stream's one reader; a mark per event keeps a stream batch that is delivered
-twice from putting it twice (EventBridge itself delivers at least once).
+twice from putting it twice (EventBridge itself delivers at least once). A batch's events go
+together (``pagefleet.notify.once``): one read of their marks, a PutEvents per ten events,
+one write of the marks of those EventBridge accepted.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 from pagefleet.jobs.changes import JobChange
 from pagefleet.jobs.record import JobRecord
 from pagefleet.live.events import events_expire_at
-from pagefleet.notify.ports import Deliveries, EventBus
+from pagefleet.notify.once import hand_on_once
+from pagefleet.notify.ports import BusEvent, Deliveries, EventBus, Mark
 from pagefleet.notify.routing import (
     CHANGED,
     FINISHED,
@@ -73,7 +76,8 @@ def waiting_detail(job: JobRecord, console_url: str | None = None) -> dict[str, 
 
 
 class EventOnce:
-    """Puts an event once per mark (the job's), whatever the stream redelivers."""
+    """Puts each event once per mark (the job's), whatever the stream redelivers: a batch's
+    events with one read of their marks, a PutEvents per ten, one write of the marks."""
 
     def __init__(self, bus: EventBus, deliveries: Deliveries, *, retention_s: int) -> None:
         self.bus = bus
@@ -81,12 +85,19 @@ class EventOnce:
         self.retention_s = retention_s
 
     def put(self, job: JobRecord, mark: str, detail_type: str, body: dict[str, Any]) -> None:
-        if self.deliveries.marked(job.tenant_id, job.job_id, mark):
-            return
-        self.bus.put(source=SOURCE, detail_type=detail_type, detail=body)
-        self.deliveries.mark(
-            job.tenant_id, job.job_id, mark, expires_at=events_expire_at(job, self.retention_s)
-        )
+        self.put_all([(job, mark, detail_type, body)])
+
+    def put_all(self, events: Sequence[tuple[JobRecord, str, str, dict[str, Any]]]) -> None:
+        """``(job, mark, detail type, body)`` in order; raises if EventBridge refused any
+        (the accepted ones are marked)."""
+        notices = [
+            (
+                Mark(job.tenant_id, job.job_id, mark, events_expire_at(job, self.retention_s)),
+                BusEvent(SOURCE, detail_type, body),
+            )
+            for job, mark, detail_type, body in events
+        ]
+        hand_on_once(self.deliveries, notices, self.bus.put_many, "events")
 
 
 class JobFinishedEvents:
@@ -107,23 +118,24 @@ class JobFinishedEvents:
         self.console_url = console_url
 
     def handle(self, changes: Sequence[JobChange]) -> None:
-        for change in changes:
-            job = change.new
-            events = {event for _, event in job_events(change)}
-            if job is None:
-                continue
-            if FINISHED in events:
-                # The mark predates named events: it stays what it was.
-                self.events.put(
-                    job, f"event#{delivery_id(job, FINISHED)}", DETAIL_TYPE, detail(job)
-                )
-            if NEEDS_REVIEW in events:
-                mark = f"event#{delivery_id(job, NEEDS_REVIEW)}"
-                self.events.put(job, mark, REVIEW_DETAIL_TYPE, detail(job))
-            if WAITING_FOR_HUMAN in events:
-                mark = f"event#{delivery_id(job, WAITING_FOR_HUMAN)}"
-                body = waiting_detail(job, self.console_url)
-                self.events.put(job, mark, WAITING_DETAIL_TYPE, body)
-            if CHANGED in events:
-                mark = f"event#{delivery_id(job, CHANGED)}"
-                self.events.put(job, mark, CHANGED_DETAIL_TYPE, changed_detail(job))
+        self.events.put_all([e for change in changes for e in self._events_of(change)])
+
+    def _events_of(self, change: JobChange) -> list[tuple[JobRecord, str, str, dict[str, Any]]]:
+        job = change.new
+        events = {event for _, event in job_events(change)}
+        if job is None:
+            return []
+        out: list[tuple[JobRecord, str, str, dict[str, Any]]] = []
+        if FINISHED in events:
+            # The mark predates named events: it stays what it was.
+            out.append((job, f"event#{delivery_id(job, FINISHED)}", DETAIL_TYPE, detail(job)))
+        if NEEDS_REVIEW in events:
+            mark = f"event#{delivery_id(job, NEEDS_REVIEW)}"
+            out.append((job, mark, REVIEW_DETAIL_TYPE, detail(job)))
+        if WAITING_FOR_HUMAN in events:
+            mark = f"event#{delivery_id(job, WAITING_FOR_HUMAN)}"
+            out.append((job, mark, WAITING_DETAIL_TYPE, waiting_detail(job, self.console_url)))
+        if CHANGED in events:
+            mark = f"event#{delivery_id(job, CHANGED)}"
+            out.append((job, mark, CHANGED_DETAIL_TYPE, changed_detail(job)))
+        return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -29,6 +31,17 @@ class DeliveryAttempt(BaseModel):
     )
 
 
+@dataclass(frozen=True)
+class Mark:
+    """A notification already handed on (``webhook#<delivery>``, ``event#<delivery>``): one
+    per job and name; ``expires_at`` (epoch seconds) is when it may go."""
+
+    tenant_id: str
+    job_id: str
+    name: str
+    expires_at: int = field(default=0, compare=False)
+
+
 class Deliveries(Protocol):
     """Delivery attempts and the marks that keep one notification from going out twice."""
 
@@ -38,9 +51,13 @@ class Deliveries(Protocol):
 
     def attempts(self, tenant_id: str, job_id: str) -> list[DeliveryAttempt]: ...
 
-    def marked(self, tenant_id: str, job_id: str, mark: str) -> bool: ...
+    def marked_many(self, marks: Sequence[Mark]) -> set[Mark]:
+        """Those of ``marks`` (distinct) already made, read consistently."""
+        ...
 
-    def mark(self, tenant_id: str, job_id: str, mark: str, *, expires_at: int) -> None: ...
+    def mark_many(self, marks: Sequence[Mark]) -> None:
+        """Make ``marks`` (distinct); raises if some could not be (the others may be made)."""
+        ...
 
 
 class NotifyDefaults(Protocol):
@@ -62,10 +79,24 @@ class SigningSecrets(Protocol):
 class WebhookQueue(Protocol):
     """The webhook queue: one message per notification; a failed POST hides it (backoff)."""
 
-    def send(self, message: dict[str, Any]) -> None: ...
+    def send_many(self, messages: Sequence[dict[str, Any]]) -> list[str | None]:
+        """Send ``messages`` in order; per message None (sent) or why it was not. What the
+        queue refused or never got (a request that failed, and those after it) is told,
+        not raised."""
+        ...
 
     def retry_in(self, receipt_handle: str, seconds: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class BusEvent:
+    source: str
+    detail_type: str
+    detail: dict[str, Any]
+
+
 class EventBus(Protocol):
-    def put(self, *, source: str, detail_type: str, detail: dict[str, Any]) -> None: ...
+    def put_many(self, events: Sequence[BusEvent]) -> list[str | None]:
+        """Put ``events`` in order; per event None (accepted) or why it was not. What the bus
+        refused or never got (a request that failed, and those after it) is told, not raised."""
+        ...

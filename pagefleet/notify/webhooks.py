@@ -6,7 +6,9 @@ final state; ``job.changed``, ``job.failed``, ``job.needs_review`` when the job'
 ``notify.on`` asks), finds the webhook (the job's ``notify.webhook``, else the tenant's
 default), builds the JSON body once, and sends one message to the webhook queue;
 ``pagefleet.notify.sender`` POSTs it (signed) and retries with backoff. A mark per
-notification keeps a stream batch that is delivered twice from queuing it twice.
+notification keeps a stream batch that is delivered twice from queuing it twice; a batch's
+notifications go together (``pagefleet.notify.once``: one read of their marks, a
+SendMessageBatch per ten, one write of the marks).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.record_size import bounded_changes
 from pagefleet.jobs.request_parts import NotifyTopic
 from pagefleet.live.events import events_expire_at
-from pagefleet.notify.ports import Deliveries, NotifyDefaults, WebhookQueue
+from pagefleet.notify.once import hand_on_once
+from pagefleet.notify.ports import Deliveries, Mark, NotifyDefaults, WebhookQueue
 from pagefleet.notify.routing import (
     CHANGED,
     FINISHED,
@@ -113,33 +116,46 @@ class Outbox:
 
     def post(
         self, job: JobRecord, topic: NotifyTopic, event: str, extra: dict[str, Any] | None = None
-    ) -> bool:
-        """Queue ``event`` for ``job`` if its ``notify.on`` has ``topic``; True if queued
-        (now or by an earlier delivery of the same change)."""
-        url = webhook_for(job, topic, self.defaults)
-        if not url:
-            return False
-        delivery = delivery_id(job, event)
-        mark = f"webhook#{delivery}"
-        if self.deliveries.marked(job.tenant_id, job.job_id, mark):
-            return True
-        expires_at = events_expire_at(job, self.retention_s)
+    ) -> None:
+        self.post_all([(job, topic, event, extra)])
+
+    def post_all(
+        self, notices: Sequence[tuple[JobRecord, NotifyTopic, str, dict[str, Any] | None]]
+    ) -> None:
+        """Queue each ``(job, topic, event, extra)`` whose job's ``notify.on`` has ``topic``,
+        in order; raises if SQS refused any (the accepted ones are marked)."""
+        out: list[tuple[Mark, dict[str, Any]]] = []
+        for job, topic, event, extra in notices:
+            url = webhook_for(job, topic, self.defaults)
+            if not url:
+                continue
+            delivery = delivery_id(job, event)
+            expires_at = events_expire_at(job, self.retention_s)
+            mark = Mark(job.tenant_id, job.job_id, f"webhook#{delivery}", expires_at)
+            out.append((mark, self._message(job, url, delivery, event, expires_at, extra)))
+        hand_on_once(self.deliveries, out, self.queue.send_many, "webhooks")
+
+    def _message(
+        self,
+        job: JobRecord,
+        url: str,
+        delivery: str,
+        event: str,
+        expires_at: int,
+        extra: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         body = {**payload(job, delivery, event, console_url=self.console_url), **(extra or {})}
-        self.queue.send(
-            {
-                "tenant_id": job.tenant_id,
-                "job_id": job.job_id,
-                "delivery_id": delivery,
-                "url": url,
-                "job_status": job.status.value,
-                "event": event,
-                "expires_at": expires_at,
-                # The exact bytes every attempt signs and sends.
-                "body": json.dumps(body, separators=(",", ":")),
-            }
-        )
-        self.deliveries.mark(job.tenant_id, job.job_id, mark, expires_at=expires_at)
-        return True
+        return {
+            "tenant_id": job.tenant_id,
+            "job_id": job.job_id,
+            "delivery_id": delivery,
+            "url": url,
+            "job_status": job.status.value,
+            "event": event,
+            "expires_at": expires_at,
+            # The exact bytes every attempt signs and sends.
+            "body": json.dumps(body, separators=(",", ":")),
+        }
 
 
 class WebhookNotifier:
@@ -161,7 +177,9 @@ class WebhookNotifier:
         )
 
     def handle(self, changes: Sequence[JobChange]) -> None:
+        notices = []
         for change in changes:
             for topic, event in job_events(change):
                 assert change.new is not None
-                self.outbox.post(change.new, topic, event)
+                notices.append((change.new, topic, event, None))
+        self.outbox.post_all(notices)

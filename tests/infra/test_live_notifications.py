@@ -209,3 +209,14 @@ def test_the_designed_delays_stay_within_the_promises(synth) -> None:
     assert stream["MaximumBatchingWindowInSeconds"] <= 1
     webhooks = mappings[logical_id(synth.stack.notifications.function)]
     assert webhooks.get("MaximumBatchingWindowInSeconds", 0) == 0
+
+
+def test_the_stream_reader_reads_and_writes_a_batchs_marks_together(synth) -> None:
+    jobs = json.dumps({"Fn::GetAtt": [logical_id(synth.stack.store.jobs), "Arn"]})
+    on_jobs = [
+        a
+        for s in _statements(synth, synth.stack.job_changes.function)
+        if jobs in json.dumps(s["Resource"])
+        for a in _actions(s)
+    ]
+    assert {"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"} <= set(on_jobs)

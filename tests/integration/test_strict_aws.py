@@ -59,6 +59,7 @@ def test_the_rules_are_on_by_default_with_awss_limits() -> None:
     assert rules.sqs_max_message_bytes == 262_144
     assert rules.dynamodb_max_item_bytes == 409_600
     assert rules.sqs_batch_max == 10
+    assert rules.dynamodb_batch_write_max == 25
     assert rules.sqs_duplicate_share == 0
     assert StrictRules(on=False).effective() == LENIENT
 
@@ -231,6 +232,40 @@ def test_a_batch_of_more_than_ten_entries_is_refused(sqs: Any, operation: str) -
     with rules_in_force(LENIENT):  # moto as it is takes any number
         done = getattr(sqs, operation)(QueueUrl=url, Entries=entries(handles))
         assert len(done["Successful"]) == 11
+
+
+def _puts(n: int) -> list[dict[str, Any]]:
+    return [{"PutRequest": {"Item": {"pk": {"S": "T#b"}, "sk": {"S": f"w{i}"}}}} for i in range(n)]
+
+
+def test_a_batch_of_more_than_25_writes_is_refused(provisioned: Provisioned) -> None:
+    db, table = aws_client("dynamodb"), provisioned.jobs_table
+    with rules_in_force(StrictRules(**SETTLED)):
+        with pytest.raises(ClientError) as refused:
+            db.batch_write_item(RequestItems={table: _puts(26)})
+        assert _code(refused) == "ValidationException"
+        assert "less than or equal to 25" in str(refused.value)
+        assert "Item" not in db.get_item(
+            TableName=table, Key={"pk": {"S": "T#b"}, "sk": {"S": "w0"}}
+        )
+        db.batch_write_item(RequestItems={table: _puts(25)})  # AWS's most: taken
+    with rules_in_force(LENIENT):  # moto as it is writes any number
+        assert not db.batch_write_item(RequestItems={table: _puts(26)})["UnprocessedItems"]
+
+
+def test_more_than_100_keys_a_read_and_10_events_a_put_are_refused(
+    provisioned: Provisioned,
+) -> None:
+    # moto refuses both as AWS does: no rule of ours, kept so.
+    db, table = aws_client("dynamodb"), provisioned.jobs_table
+    keys = [{"pk": {"S": "T#b"}, "sk": {"S": f"r{i}"}} for i in range(101)]
+    with pytest.raises(ClientError) as refused:
+        db.batch_get_item(RequestItems={table: {"Keys": keys}})
+    assert _code(refused) == "ValidationException"
+    entries = [{"Source": "s", "DetailType": "d", "Detail": "{}"} for _ in range(11)]
+    with pytest.raises(ClientError) as refused:
+        aws_client("events").put_events(Entries=entries)
+    assert _code(refused) == "ValidationException"
 
 
 # --- DynamoDB refuses an item over 400 KB, however it grows -------------------------------

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from pagefleet.adapters.dynamodb.batches import get_all
 from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize
 from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
 
@@ -258,16 +259,8 @@ class DynamoConnections:
     def _metas(self, tenant_id: str, ids: list[str]) -> dict[str, Connection]:
         """The tenant's connections among ``ids`` (by id), read in batches."""
         unique = list(dict.fromkeys(ids))
-        found: dict[str, Connection] = {}
-        for start in range(0, len(unique), 100):
-            keys = [self._meta_key(c) for c in unique[start : start + 100]]
-            request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
-            while request:
-                batch = self._db.batch_get_item(RequestItems=request)
-                for item in batch.get("Responses", {}).get(self._table, []):
-                    connection = _connection(deserialize(item))
-                    found[connection.connection_id] = connection
-                request = dict(batch.get("UnprocessedKeys") or {})
+        items = get_all(self._db, self._table, [self._meta_key(c) for c in unique])
+        found = {c.connection_id: c for c in (_connection(deserialize(i)) for i in items)}
         return {c: found[c] for c in unique if c in found and found[c].tenant_id == tenant_id}
 
     def idle(self, since_before: float, limit: int = 100) -> list[str]:

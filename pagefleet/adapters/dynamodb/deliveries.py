@@ -4,7 +4,8 @@ Jobs table, under the tenant's partition (each item has ``expires_at``, the job'
 
 - ``sk = DLV#<job>#<time ms, 13 digits>#<attempt, 3 digits>``: one POST, in time order;
 - ``sk = NTF#<job>#<mark>``: a notification already handed on (webhook queued, event put),
-  so a stream batch delivered twice does not notify twice.
+  so a stream batch delivered twice does not notify twice; a batch's marks are read and
+  written together (BatchGetItem, BatchWriteItem: ``pagefleet.adapters.dynamodb.batches``).
 
 Tenants table: ``pk = TENANT#<tenant>, sk = NOTIFY`` holds the tenant's default webhook (no
 ``tenant_id`` attribute: the ``by_tenant`` index lists API keys only).
@@ -13,11 +14,13 @@ Tenants table: ``pk = TENANT#<tenant>, sk = NOTIFY`` holds the tenant's default 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pagefleet.adapters.dynamodb.batches import get_all, write_all
 from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
-from pagefleet.notify.ports import DeliveryAttempt
+from pagefleet.notify.ports import DeliveryAttempt, Mark
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -69,26 +72,27 @@ class DynamoDeliveries:
         items = [deserialize(i) for i in resp.get("Items", [])]
         return [DeliveryAttempt.model_validate(json.loads(i["attempt_json"])) for i in items][::-1]
 
-    def marked(self, tenant_id: str, job_id: str, mark: str) -> bool:
-        resp = self._db.get_item(
-            TableName=self._table,
-            Key=serialize({"pk": tenant_pk(tenant_id), "sk": f"{MARK_PREFIX}{job_id}#{mark}"}),
-            ConsistentRead=True,
-        )
-        return "Item" in resp
+    def marked_many(self, marks: Sequence[Mark]) -> set[Mark]:
+        items = get_all(self._db, self._table, [serialize(_mark_key(m)) for m in marks])
+        found = {(str(i["pk"]), str(i["sk"])) for i in map(deserialize, items)}
+        return {m for m in marks if tuple(_mark_key(m).values()) in found}
 
-    def mark(self, tenant_id: str, job_id: str, mark: str, *, expires_at: int) -> None:
-        self._db.put_item(
-            TableName=self._table,
-            Item=serialize(
-                {
-                    "pk": tenant_pk(tenant_id),
-                    "sk": f"{MARK_PREFIX}{job_id}#{mark}",
-                    "job_id": job_id,
-                    "expires_at": expires_at,
+    def mark_many(self, marks: Sequence[Mark]) -> None:
+        puts = [
+            {
+                "PutRequest": {
+                    "Item": serialize(
+                        {**_mark_key(m), "job_id": m.job_id, "expires_at": m.expires_at}
+                    )
                 }
-            ),
-        )
+            }
+            for m in marks
+        ]
+        write_all(self._db, self._table, puts)
+
+
+def _mark_key(mark: Mark) -> dict[str, str]:
+    return {"pk": tenant_pk(mark.tenant_id), "sk": f"{MARK_PREFIX}{mark.job_id}#{mark.name}"}
 
 
 class DynamoNotifyDefaults:
