@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from browser_task.slot.gathered import Gathered
 from pagefleet.jobs.moves import headline
-from pagefleet.jobs.ports import DELETE_BATCH_MAX, JobQueue, ReceivedMessage
+from pagefleet.jobs.ports import SQS_BATCH_MAX, JobQueue, ReceivedMessage
 from pagefleet.jobs.record import JobMessage
 
 log = logging.getLogger("browser_task.slot.deletes")
@@ -46,7 +46,7 @@ class GatheredDeletes:
         self._gathered: Gathered[str, str] = Gathered(
             self._send,
             within_s=DELETE_WITHIN_S if within_s is None else within_s,
-            full=DELETE_BATCH_MAX,
+            full=SQS_BATCH_MAX,
             monotonic=monotonic,
         )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pagefleet.jobs.ports import DELETE_BATCH_MAX, ReceivedMessage
+from pagefleet.jobs.ports import SQS_BATCH_MAX, ReceivedMessage
 from pagefleet.jobs.record import JobMessage
 
 if TYPE_CHECKING:
@@ -54,8 +54,8 @@ class SqsJobQueue:
 
     def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
         failed: list[str] = []
-        for first in range(0, len(receipt_handles), DELETE_BATCH_MAX):
-            handles = receipt_handles[first : first + DELETE_BATCH_MAX]
+        for first in range(0, len(receipt_handles), SQS_BATCH_MAX):
+            handles = receipt_handles[first : first + SQS_BATCH_MAX]
             resp = self._sqs.delete_message_batch(
                 QueueUrl=self._urls[queue],
                 Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)],

@@ -329,7 +329,6 @@ class JobStore(Protocol):
 # SQS takes at most ten entries in one batch request (DeleteMessageBatch, SendMessageBatch:
 # TooManyEntriesInBatchRequest).
 SQS_BATCH_MAX = 10
-DELETE_BATCH_MAX = SQS_BATCH_MAX
 
 
 class JobQueue(Protocol):
@@ -345,7 +344,7 @@ class JobQueue(Protocol):
     def delete(self, queue: str, receipt_handle: str) -> None: ...
 
     def delete_batch(self, queue: str, receipt_handles: list[str]) -> list[str]:
-        """Delete many messages of one queue, ``DELETE_BATCH_MAX`` a request; the handles
+        """Delete many messages of one queue, ``SQS_BATCH_MAX`` a request; the handles
         not deleted."""
 
     def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None: ...

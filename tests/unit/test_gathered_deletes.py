@@ -10,7 +10,7 @@ import pytest
 from browser_task.slot.deletes import GatheredDeletes
 from devstack.fakes import FakeClock
 from devstack.fakes.queue import FakeQueue
-from pagefleet.jobs.ports import DELETE_BATCH_MAX as BATCH
+from pagefleet.jobs.ports import SQS_BATCH_MAX as BATCH
 from pagefleet.jobs.record import JobMessage
 
 
