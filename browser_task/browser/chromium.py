@@ -1,6 +1,6 @@
 """How the worker's Chromium is launched: the executable, the sandbox, the switches.
 
-The switches do three things (figures and the reasoning: docs/performance.md, "Memory"):
+The switches do four things (figures and the reasoning: docs/performance.md, "Memory"):
 
 - **Nothing leaves the machine on Chromium's own initiative.** Component updates, field
   trials, safe-browsing lists, optimization hints, translate, sign-in, metrics and crash
@@ -12,6 +12,8 @@ The switches do three things (figures and the reasoning: docs/performance.md, "M
   warm, site isolation inside a page is off (a job's own cross-site iframes share its
   renderer; renderers are never shared between BrowserContexts, so never between jobs),
   the per-context HTTP cache is capped, and V8's young generation is kept small.
+- **No browser UI is built that headless never shows** (the omnibox popup's WebUI, a
+  renderer and ~320 ms of CPU per page: ``UNSHOWN_UI_FEATURES``).
 - **The Playwright driver (node) keeps a small young generation** (``driver_env``).
 
 Chromium keeps only the LAST ``--disable-features`` / ``--enable-features`` switch, and
@@ -81,11 +83,18 @@ MEMORY_DISABLED_FEATURES = (
 )
 # Memory: the network service inside the browser process (one utility process less).
 MEMORY_ENABLED_FEATURES = ("NetworkServiceInProcess2",)
+# The omnibox's popup, which headless never shows: Chromium (156 here) builds it as a
+# WebUI page (chrome://omnibox-popup.top-chrome/: ~400 modules, ~90 custom elements) in a
+# renderer of its own (``--top-chrome-webui``) for every new page, so for every job: ~320 ms
+# of renderer CPU and ~60 ms of the browser's in the page's first second, and a process
+# more per open context (docs/performance.md, "The omnibox popup").
+UNSHOWN_UI_FEATURES = ("WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup")
 
 DISABLED_FEATURES = (
     *PLAYWRIGHT_DISABLED_FEATURES,
     *NO_PHONE_HOME_FEATURES,
     *MEMORY_DISABLED_FEATURES,
+    *UNSHOWN_UI_FEATURES,
 )
 ENABLED_FEATURES = (*PLAYWRIGHT_ENABLED_FEATURES, *MEMORY_ENABLED_FEATURES)
 

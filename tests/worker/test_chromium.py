@@ -68,6 +68,54 @@ def test_feature_switches_keep_playwrights_and_come_last(settings: WorkerSetting
         assert playwrights <= values[-1], f"--{name} drops {sorted(playwrights - values[-1])}"
 
 
+def test_a_new_page_builds_no_browser_ui_in_a_renderer_of_its_own(
+    settings: WorkerSettings,
+) -> None:
+    """Chromium 156 builds the omnibox's popup (a WebUI page, ~400 modules) in a renderer of
+    its own for every new page, ~320 ms of CPU a job for a popup headless never shows:
+    the worker's switches keep each context to the one renderer of its page."""
+
+    async def renderers_of_a_new_page() -> list[list[str]]:
+        with environment(driver_env()):
+            pw = await async_playwright().start()
+        try:
+            browser = await pw.chromium.launch(
+                executable_path=chromium_executable(settings, pw),
+                args=chromium_args(settings),
+                chromium_sandbox=sandbox_enabled(settings),
+            )
+            try:
+                context = await browser.new_context()
+                await context.new_page()
+                # The popup's renderer starts with the page; look for it for a while.
+                seen: list[list[str]] = []
+                for _ in range(20):
+                    await asyncio.sleep(0.1)
+                    seen = [
+                        cmdline
+                        for proc in psutil.Process(os.getpid()).children(recursive=True)
+                        if "--type=renderer" in (cmdline := _cmdline(proc))
+                    ]
+                    if any("--top-chrome-webui" in c for c in seen):
+                        break
+                return seen
+            finally:
+                await browser.close()
+        finally:
+            await pw.stop()
+
+    renderers = asyncio.run(renderers_of_a_new_page())
+    assert [c for c in renderers if "--top-chrome-webui" in c] == []
+    assert len(renderers) == 1, "a new context's page runs in one renderer"
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
+
+
 async def _no_dns(host: str) -> list[str]:
     raise OSError(-2, "no DNS in this test")
 
