@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from browser_task.slot.gathered import Gathered
+from browser_task.slot.gathered import Gathered, GatheredPart
 from pagefleet.jobs.hooks import Deferral, JobHooks
 from pagefleet.jobs.record import JobMessage, JobRecord
 
@@ -41,7 +41,7 @@ from pagefleet.jobs.record import JobMessage, JobRecord
 AFTER_CLAIM_WITHIN_S = 1.0
 
 
-class LaterHooks:
+class LaterHooks(GatheredPart):
     """``JobHooks`` whose ``after_claim`` is gathered per tenant and told to the hooks'
     ``after_claims`` within ``within_s`` (``run_flusher``), and the rest at the worker's
     stop (``flush``)."""
@@ -55,7 +55,7 @@ class LaterHooks:
     ) -> None:
         self.hooks = hooks
         # tenant -> the jobs claimed and not told yet
-        self._claims: Gathered[str, JobRecord] = Gathered(
+        self._gathered: Gathered[str, JobRecord] = Gathered(
             self._tell, within_s=within_s, monotonic=monotonic
         )
 
@@ -63,7 +63,7 @@ class LaterHooks:
         return self.hooks.before_claim(message)
 
     def after_claim(self, job: JobRecord) -> None:
-        self._claims.add(job.tenant_id, job)
+        self._gathered.add(job.tenant_id, job)
 
     def after_claims(self, jobs: Sequence[JobRecord]) -> None:
         for job in jobs:
@@ -77,19 +77,6 @@ class LaterHooks:
 
     def retention_s(self, tenant_id: str) -> int | None:
         return self.hooks.retention_s(tenant_id)
-
-    # --- the gathered claims ---------------------------------------------------------------
-    def flush(self, *, due_only: bool = False) -> None:
-        """Tell the hooks of what waits (``due_only``: what has waited ``within_s``)."""
-        self._claims.flush(due_only=due_only)
-
-    @property
-    def waiting(self) -> int:
-        return self._claims.waiting
-
-    async def run_flusher(self) -> None:
-        """Tell each claim within ``within_s``, until cancelled."""
-        await self._claims.run_flusher()
 
     def _tell(self, tenant_id: str, jobs: list[JobRecord]) -> None:
         self.hooks.after_claims(jobs)  # hooks never raise (pagefleet.jobs.hooks)

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from browser_task.slot.gathered import Gathered
+from browser_task.slot.gathered import Gathered, GatheredPart
 from pagefleet.jobs.moves import headline
 from pagefleet.jobs.ports import SQS_BATCH_MAX, JobQueue, ReceivedMessage
 from pagefleet.jobs.record import JobMessage
@@ -31,7 +31,7 @@ log = logging.getLogger("browser_task.slot.deletes")
 DELETE_WITHIN_S = 1.0
 
 
-class GatheredDeletes:
+class GatheredDeletes(GatheredPart):
     """A ``JobQueue`` whose ``delete`` is sent in batches (the rest is the queue's own)."""
 
     def __init__(
@@ -71,18 +71,6 @@ class GatheredDeletes:
     def delete(self, queue: str, receipt_handle: str) -> None:
         """Kept to be sent with others; sent at once when it makes a full batch."""
         self._gathered.add(queue, receipt_handle)
-
-    def flush(self, *, due_only: bool = False) -> None:
-        """Send what waits (``due_only``: what has waited ``within_s``)."""
-        self._gathered.flush(due_only=due_only)
-
-    @property
-    def waiting(self) -> int:
-        return self._gathered.waiting
-
-    async def run_flusher(self) -> None:
-        """Send each delete within ``within_s`` of when it was asked for, until cancelled."""
-        await self._gathered.run_flusher()
 
     def _send(self, queue: str, handles: list[str]) -> None:
         try:

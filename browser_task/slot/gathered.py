@@ -13,7 +13,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -79,3 +79,22 @@ class Gathered(Generic[K, V]):
                 await asyncio.sleep(min(LOOK_EVERY_S, self._within_s))
                 if self.waiting:
                     await asyncio.to_thread(self.flush, due_only=True)
+
+
+class GatheredPart:
+    """What the worker asks of a part that gathers (its ``_gathered``): its flusher task,
+    while it runs, and ``flush`` at its stop."""
+
+    _gathered: Gathered[Any, Any]
+
+    def flush(self, *, due_only: bool = False) -> None:
+        """Send what waits (``due_only``: what has waited ``within_s``)."""
+        self._gathered.flush(due_only=due_only)
+
+    @property
+    def waiting(self) -> int:
+        return self._gathered.waiting
+
+    async def run_flusher(self) -> None:
+        """Send each item within ``within_s`` of when it was added, until cancelled."""
+        await self._gathered.run_flusher()
