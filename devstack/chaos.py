@@ -78,6 +78,7 @@ class ChaosSite:
         self.hits: Counter[str] = Counter()
         self.step_hits: Counter[str] = Counter()
         self.served_503 = 0
+        self.times_503: list[float] = []  # when each 503 was served (epoch s)
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -107,6 +108,7 @@ class ChaosSite:
                 elif kind == "flaky" and time.monotonic() < site._outage_until:
                     with site._lock:
                         site.served_503 += 1
+                        site.times_503.append(time.time())
                     self._send(503, "<h1>down for maintenance</h1>")
                 elif kind in ("page", "flaky"):
                     self._send(200, PAGE.format(name=name or kind))
