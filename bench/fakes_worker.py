@@ -190,20 +190,21 @@ class FakesWorker:
         return sum(s is JobStatus.SUCCEEDED for s in statuses), elapsed
 
     def _wait(self, ids: list[str], deadline: float) -> list[JobStatus]:
-        # The fake itself, not the delayed one: the bench's reads cost the worker nothing.
-        pending = list(ids)
-        final: dict[str, JobStatus] = {}
-        while pending and time.perf_counter() < deadline:
-            for job_id in list(pending):
-                status = self._store.get(TENANT, job_id).status
-                if status in FINAL_STATES:
-                    final[job_id] = status
-                    pending.remove(job_id)
-            if pending:
+        """Each job's final status, read in submission order: one read a look while the
+        oldest job runs. Reading every pending job each look copied hundreds of records
+        every 10 ms on the worker's cores (and under its store's lock): a third of a core
+        the bare loop's side never paid."""
+        # The fake itself, not the delayed one: the bench's reads cost the worker no delay.
+        final: list[JobStatus] = []
+        while len(final) < len(ids) and time.perf_counter() < deadline:
+            status = self._store.get(TENANT, ids[len(final)]).status
+            if status in FINAL_STATES:
+                final.append(status)
+            else:
                 time.sleep(0.01)
         if self._error is not None:
             raise RuntimeError(f"the worker on the fakes stopped: {self._error!r}")
-        return [final.get(job_id, JobStatus.RUNNING) for job_id in ids]
+        return final + [JobStatus.RUNNING] * (len(ids) - len(final))
 
     def per_job(self, jobs: int) -> dict[str, float]:
         """Port calls a job so far (every call the worker and the submissions made)."""

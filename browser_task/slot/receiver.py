@@ -6,7 +6,14 @@ that a queue passed over for several jobs in a row gets the first look (normal a
 NORMAL_FIRST - 1 jobs, low after LOW_FIRST - 1), so a flood of high jobs cannot starve the
 rest. A queue counts as passed over only while it was not looked at: one found empty, or
 that gave the job, starts again from zero, so the order follows the jobs taken, never the
-idle polls in between (the same jobs queued always start in the same order). When
+idle polls in between (the same jobs queued always start in the same order).
+
+The first two queues of the order are short-polled together when the first was empty at its
+last look (the common case: the high queue holds only retries, taken-back jobs and the jobs
+asked to go first), so a job from the second costs one round trip before its claim, not two.
+When both give a job, the first's is taken and the second's is kept as a *spare*: the next
+slot to ask looks at the queues before the spare's own first, so priority holds, and the
+first queue is polled alone again until it is found empty. When
 all are empty, the worker keeps ONE long poll per queue in flight, shared by its slots: a
 message on any queue reaches a waiting slot as soon as it arrives, and an idle worker makes
 a handful of requests per poll period, not one per slot per queue. A long poll that returns
@@ -25,6 +32,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from pagefleet.jobs.ports import JobQueue, ReceivedMessage
 from pagefleet.specs.resources import pool_queues
@@ -76,6 +84,11 @@ class Receiver:
         self._kept: list[tuple[float, ReceivedMessage]] = []
         self._polling: set[str] = set()
         self._gave: set[str] = set()  # queues whose last long poll returned a message
+        # Queues found empty at their last short poll: the first of a pair is one of these.
+        self._was_empty: set[str] = set(self._keys)
+        # Jobs a paired poll gave beside the one taken: (when, message).
+        self._spares: list[tuple[float, ReceivedMessage]] = []
+        self._pair_poll = ThreadPoolExecutor(max_workers=2, thread_name_prefix="poll-pair")
 
     @property
     def queues(self) -> list[str]:
@@ -97,15 +110,94 @@ class Receiver:
             self._taken(kept.queue, looked_at=())
             return [kept]
         order = self.order()
-        for index, key in enumerate(order):
-            found = self._queue.receive(
-                key, max_messages=1, wait_seconds=0, visibility=self._visibility
-            )
+        spare = self._take_spare(order)
+        if spare is not None:
+            # A paired poll passed the queues before the spare's: they go first again.
+            ahead = order[: order.index(spare.queue)]
+            found, looked_at = self._poll_in_order(ahead)
+            if found:
+                self._keep_spare(spare)
+                return found
+            self._taken(spare.queue, looked_at=looked_at)
+            return [spare]
+        found, looked_at = self._poll_in_order(order)
+        if found:
+            return found
+        self._taken(None, looked_at=looked_at)  # every queue was empty
+        return self._wait_for_one()
+
+    def _poll_in_order(self, order: Sequence[str]) -> tuple[list[ReceivedMessage], list[str]]:
+        """The first job of ``order``'s queues, polled in turn (the first two together when
+        the first was empty last time); a job found is counted as taken. Returns it (or
+        nothing) and the queues found empty."""
+        index = 0
+        while index < len(order):
+            key = order[index]
+            with self._ready:
+                paired = index + 1 < len(order) and key in self._was_empty
+            if paired:
+                first, second = self._paired(key, order[index + 1])
+                if first:
+                    if second:
+                        self._keep_spare(second[0])
+                    self._taken(key, looked_at=order[:index])
+                    return first, list(order[:index])
+                if second:
+                    self._taken(order[index + 1], looked_at=order[: index + 1])
+                    return second, list(order[: index + 1])
+                index += 2
+                continue
+            found = self._short_poll(key)
             if found:
                 self._taken(key, looked_at=order[:index])
-                return found
-        self._taken(None, looked_at=order)  # every queue was empty
-        return self._wait_for_one()
+                return found, list(order[:index])
+            index += 1
+        return [], list(order)
+
+    def _short_poll(self, key: str) -> list[ReceivedMessage]:
+        found = self._queue.receive(
+            key, max_messages=1, wait_seconds=0, visibility=self._visibility
+        )
+        with self._ready:
+            if found:
+                self._was_empty.discard(key)
+            else:
+                self._was_empty.add(key)
+        return found
+
+    def _paired(
+        self, first: str, second: str
+    ) -> tuple[list[ReceivedMessage], list[ReceivedMessage]]:
+        """Short polls of two queues at once. A poll that failed counts as empty when the
+        other gave a job (that job is not left invisible for nothing); else it raises."""
+        later: Future[list[ReceivedMessage]] = self._pair_poll.submit(self._short_poll, second)
+        try:
+            got_first = self._short_poll(first)
+        except Exception:
+            got_second = later.result()
+            if not got_second:
+                raise
+            return [], got_second
+        try:
+            got_second = later.result()
+        except Exception:
+            if not got_first:
+                raise
+            got_second = []
+        return got_first, got_second
+
+    def _keep_spare(self, message: ReceivedMessage) -> None:
+        with self._ready:
+            self._spares.append((time.monotonic(), message))
+
+    def _take_spare(self, order: Sequence[str]) -> ReceivedMessage | None:
+        """The spare the order reaches first, if any (it is the caller's now)."""
+        with self._ready:
+            if not self._spares:
+                return None
+            self._spares.sort(key=lambda item: order.index(item[1].queue))
+            since, message = self._spares.pop(0)
+        return self._refreshed(since, message)
 
     def _taken(self, key: str | None, *, looked_at: Sequence[str]) -> None:
         """A job was taken from ``key`` (None: none) after finding ``looked_at`` empty."""
@@ -166,6 +258,10 @@ class Receiver:
             # Highest priority first among what is kept.
             self._kept.sort(key=lambda item: self._keys.index(item[1].queue))
             since, message = self._kept.pop(0)
+        return self._refreshed(since, message)
+
+    def _refreshed(self, since: float, message: ReceivedMessage) -> ReceivedMessage:
+        """``message``, its visibility renewed if it was kept long."""
         if time.monotonic() - since > REFRESH_AFTER_S:
             with contextlib.suppress(Exception):
                 self._queue.change_visibility(
@@ -176,6 +272,7 @@ class Receiver:
     def hand_back(self) -> None:
         """Stopping: what is kept goes back to its queue at once."""
         with self._ready:
-            kept, self._kept = self._kept, []
+            kept, self._kept = self._kept + self._spares, []
+            self._spares = []
         for _, message in kept:
             give_back(self._queue, message)

@@ -140,3 +140,61 @@ def test_a_burst_on_an_idle_worker_fills_every_waiting_slot_at_once() -> None:
         assert queues.waiting[LOW] == 1
     finally:
         queues.close()
+
+
+class Overlapping(Queues):
+    """Short polls that tell whether the normal queue's began while the high one's was out."""
+
+    def __init__(self, **jobs: list[str]) -> None:
+        super().__init__(**jobs)
+        self.normal_started = threading.Event()
+        self.overlapped: list[bool] = []
+        self.given_back: list[str] = []
+
+    def receive(self, key: str, **kw: Any) -> list[ReceivedMessage]:
+        if key == NORMAL:
+            self.normal_started.set()
+        if key == HIGH:
+            # Sequential polls would look at normal only after this one returns.
+            self.overlapped.append(self.normal_started.wait(5))
+            self.normal_started.clear()
+        return super().receive(key)
+
+    def change_visibility(self, key: str, handle: str, seconds: int) -> None:
+        self.given_back.append(handle)
+
+
+def test_a_normal_job_costs_one_round_trip_when_the_high_queue_was_empty() -> None:
+    queues = Overlapping(normal=["n1", "n2"])
+    slot = receiver(queues)
+    assert take(slot, 2) == ["n1", "n2"]
+    assert queues.overlapped == [True, True]  # high and normal were polled at once
+    assert queues.polls == 4  # and no more polls than one after the other
+
+
+def test_a_job_the_paired_poll_kept_waits_for_the_high_jobs_after_it() -> None:
+    queues = Queues(high=["h1"], normal=["n1", "n2"])
+    slot = receiver(queues)
+    assert take(slot, 1) == ["h1"]  # both polls gave a job: n1 is kept
+    queues.jobs[HIGH] += ["h2", "h3"]
+    assert take(slot, 4) == ["h2", "h3", "n1", "n2"]
+    assert queues.jobs == {HIGH: [], NORMAL: [], LOW: []}
+
+
+def test_a_flood_of_high_jobs_costs_one_poll_a_job() -> None:
+    queues = Queues(high=[f"h{n}" for n in range(3)])
+    slot = receiver(queues)
+    assert take(slot, 3) == ["h0", "h1", "h2"]
+    # The first look pairs high with normal (high was empty before); once high gave a job
+    # it is polled alone until found empty.
+    assert queues.polls == 2 + 1 + 1
+
+
+def test_a_kept_job_goes_back_to_its_queue_when_the_worker_stops() -> None:
+    queues = Overlapping(high=["h1"], normal=["n1"])
+    slot = receiver(queues)
+    assert take(slot, 1) == ["h1"]
+    slot.hand_back()
+    assert queues.given_back == ["n1"]
+    queues.normal_started.set()  # high is polled alone now: it has nothing to wait for
+    assert slot.receive() == []  # nothing kept any more
