@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pagefleet.jobs.models import epoch_of_iso, iso
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 
@@ -136,12 +137,8 @@ def clip_text(text: str, limit: int = TEXT_MAX_CHARS) -> str:
 
 
 def now_iso(epoch: float) -> str:
-    moment = datetime.fromtimestamp(epoch, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def epoch_of_iso(at: str) -> float:
-    return datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp()
+    """``epoch`` as the records write times (``jobs.models.iso``)."""
+    return iso(datetime.fromtimestamp(epoch, UTC))
 
 
 def events_expire_at(job: JobRecord, retention_s: int = DEFAULT_RETENTION_S) -> int:

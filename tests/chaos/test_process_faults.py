@@ -26,8 +26,8 @@ from devstack.stack import DEV_TENANT, LocalStack
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.adapters.dynamodb.breakers import DomainBreakers
 from pagefleet.client import PagefleetClient
+from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.jobs.states import JobStatus
-from pagefleet.live.events import epoch_of_iso
 from pagefleet.targets.breakers import BreakerPolicy, origin_of
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -30,7 +30,8 @@ from devstack.provision import queue_arn
 from devstack.stack import LocalStack
 from pagefleet.client import PagefleetClient
 from pagefleet.client.follow import StatusUpdate
-from pagefleet.live.events import RunEvent, epoch_of_iso
+from pagefleet.jobs.models import epoch_of_iso
+from pagefleet.live.events import RunEvent
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME
 from tests.e2e.conftest import running

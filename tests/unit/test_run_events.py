@@ -17,10 +17,10 @@ from browser_task.observe.run_events import (
 )
 from browser_task.observe.telemetry import JobLog
 from devstack.fakes.live import FakeEventStore
-from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.models import JobRequest, epoch_of_iso
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
-from pagefleet.live.events import EventType, epoch_of_iso
+from pagefleet.live.events import EventType
 from pagefleet.pricing import Worker
 from pagefleet.tenancy.spend import per_second_usd
 
