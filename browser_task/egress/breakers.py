@@ -1,8 +1,9 @@
 """The worker's side of the per-origin circuit breakers (``pagefleet.targets.breakers``).
 
 Admissions of closed origins are cached for a moment per tenant and outcomes are added up
-per origin and tenant and written once a second, so the breakers cost a few DynamoDB calls
-a second per worker, not several per job. Probe outcomes are written at once: they decide
+per origin and tenant and written every few seconds (failures at the rate that opens a
+breaker within a quarter of a second), so the breakers cost a few DynamoDB calls a second
+per worker, not several per job. Probe outcomes are written at once: they decide
 the breaker's state. Only failures that say the site is failing count; a host that does not
 resolve is the job's own mistake and counts for nothing. A failure is charged to the origin
 that failed: a job admitted on its first goto's origin that then fails elsewhere counts as
@@ -33,6 +34,11 @@ PROBE_KEPT_MAX_S = 3600.0
 # Outcomes are added up and written this often: each flush is a read and a write of the
 # domain's breaker item, which at one flush a second cost ~0.7 DynamoDB calls per job.
 FLUSH_INTERVAL_S = 3.0
+# Failures at the rate that opens a breaker are written this soon instead (those of the same
+# moment share the write): until the breaker hears of them, every job at the failing site
+# spends an attempt there, and with the 3 s flush a job retried after 1 s failed two or three
+# times before the breaker opened. A site failing below that rate waits for the flush.
+FAILURE_FLUSH_S = 0.25
 
 
 def target_origin(record: JobRecord) -> str | None:
@@ -63,10 +69,15 @@ class BreakerGate:
         worker_id: str,
         *,
         clock: Callable[[], float] = time.time,
+        flush_every_s: float = FLUSH_INTERVAL_S,
+        failures_within_s: float = FAILURE_FLUSH_S,
     ) -> None:
         self._breakers = breakers
         self._worker = worker_id
         self._clock = clock
+        self._flush_every_s = flush_every_s
+        self._failures_within_s = failures_within_s
+        self._failing = asyncio.Event()  # counts wait that could open a breaker
         # (origin, tenant) -> until when its breakers are known closed / counts to write
         self._closed_until: dict[tuple[str, str], float] = {}
         self._pending: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -123,6 +134,8 @@ class BreakerGate:
         counts = self._pending[(origin, tenant)]
         counts[0] += 1
         counts[1] += int(failed)
+        if failed and counts[1] >= counts[0] * self._breakers.policy.failure_rate:
+            self._failing.set()
 
     async def flush(self) -> None:
         await self._keep_probes()
@@ -142,8 +155,13 @@ class BreakerGate:
                     "breaker update failed", extra={"origin": origin, "error": str(exc)[:200]}
                 )
                 continue
-            if state is not BreakerState.CLOSED:
+            if state is not BreakerState.CLOSED or (
+                failures and failures >= total * self._breakers.policy.failure_rate
+            ):
+                # Open, or failing here at the opening rate (another worker's counts may open
+                # it next): the next job asks the breaker instead of this worker's cache.
                 self._closed_until.pop((origin, tenant), None)
+            if state is not BreakerState.CLOSED:
                 logger.warning("circuit open", extra={"origin": origin, "tenant_id": tenant})
 
     async def _keep_probes(self) -> None:
@@ -170,7 +188,13 @@ class BreakerGate:
                 )
 
     async def run_flusher(self) -> None:
+        """Write the counts every ``flush_every_s``, and within ``failures_within_s`` of
+        failures at the rate that opens a breaker."""
         with contextlib.suppress(asyncio.CancelledError):
             while True:
-                await asyncio.sleep(FLUSH_INTERVAL_S)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._failing.wait(), self._flush_every_s)
+                if self._failing.is_set():
+                    await asyncio.sleep(self._failures_within_s)
+                    self._failing.clear()
                 await self.flush()
