@@ -134,8 +134,12 @@ class BreakerGate:
         counts = self._pending[(origin, tenant)]
         counts[0] += 1
         counts[1] += int(failed)
-        if failed and counts[1] >= counts[0] * self._breakers.policy.failure_rate:
+        if self._at_opening_rate(total=counts[0], failures=counts[1]):
             self._failing.set()
+
+    def _at_opening_rate(self, *, total: int, failures: int) -> bool:
+        """Failing at the rate that opens a breaker (over the counts not written yet)."""
+        return failures > 0 and failures >= total * self._breakers.policy.failure_rate
 
     async def flush(self) -> None:
         await self._keep_probes()
@@ -155,8 +159,8 @@ class BreakerGate:
                     "breaker update failed", extra={"origin": origin, "error": str(exc)[:200]}
                 )
                 continue
-            if state is not BreakerState.CLOSED or (
-                failures and failures >= total * self._breakers.policy.failure_rate
+            if state is not BreakerState.CLOSED or self._at_opening_rate(
+                total=total, failures=failures
             ):
                 # Open, or failing here at the opening rate (another worker's counts may open
                 # it next): the next job asks the breaker instead of this worker's cache.

@@ -110,16 +110,17 @@ class Receiver:
             self._taken(kept.queue, looked_at=())
             return [kept]
         order = self.order()
-        spare = self._take_spare(order)
-        if spare is not None:
+        kept_spare = self._take_spare(order)
+        if kept_spare is not None:
+            since, spare = kept_spare
             # A paired poll passed the queues before the spare's: they go first again.
             ahead = order[: order.index(spare.queue)]
             found, looked_at = self._poll_in_order(ahead)
             if found:
-                self._keep_spare(spare)
+                self._keep_spare(spare, since=since)  # its age goes on: see _refreshed
                 return found
             self._taken(spare.queue, looked_at=looked_at)
-            return [spare]
+            return [self._refreshed(since, spare)]
         found, looked_at = self._poll_in_order(order)
         if found:
             return found
@@ -186,18 +187,18 @@ class Receiver:
             got_second = []
         return got_first, got_second
 
-    def _keep_spare(self, message: ReceivedMessage) -> None:
+    def _keep_spare(self, message: ReceivedMessage, *, since: float | None = None) -> None:
         with self._ready:
-            self._spares.append((time.monotonic(), message))
+            self._spares.append((time.monotonic() if since is None else since, message))
 
-    def _take_spare(self, order: Sequence[str]) -> ReceivedMessage | None:
-        """The spare the order reaches first, if any (it is the caller's now)."""
+    def _take_spare(self, order: Sequence[str]) -> tuple[float, ReceivedMessage] | None:
+        """The spare the order reaches first and since when it is kept, if any (it is the
+        caller's now)."""
         with self._ready:
             if not self._spares:
                 return None
             self._spares.sort(key=lambda item: order.index(item[1].queue))
-            since, message = self._spares.pop(0)
-        return self._refreshed(since, message)
+            return self._spares.pop(0)
 
     def _taken(self, key: str | None, *, looked_at: Sequence[str]) -> None:
         """A job was taken from ``key`` (None: none) after finding ``looked_at`` empty."""

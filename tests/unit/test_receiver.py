@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from browser_task.slot.receiver import NORMAL_FIRST, Receiver
+import pytest
+
+from browser_task.slot.receiver import NORMAL_FIRST, REFRESH_AFTER_S, Receiver
 from pagefleet.jobs.ports import ReceivedMessage
 from pagefleet.specs.resources import queue_key
 
@@ -198,3 +200,33 @@ def test_a_kept_job_goes_back_to_its_queue_when_the_worker_stops() -> None:
     assert queues.given_back == ["n1"]
     queues.normal_started.set()  # high is polled alone now: it has nothing to wait for
     assert slot.receive() == []  # nothing kept any more
+
+
+class Renewals(Queues):
+    """Short polls; each change of visibility (a renewal) recorded."""
+
+    def __init__(self, **jobs: list[str]) -> None:
+        super().__init__(**jobs)
+        self.renewed: list[str] = []
+
+    def change_visibility(self, key: str, handle: str, seconds: int) -> None:
+        self.renewed.append(handle)
+
+
+def test_a_spare_passed_over_again_keeps_its_age_and_is_renewed_when_it_waited_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spare behind a run of high jobs is given out with its visibility renewed once it
+    has waited REFRESH_AFTER_S in all, however many times the high queue went first."""
+    now = [0.0]
+    monkeypatch.setattr("browser_task.slot.receiver.time.monotonic", lambda: now[0])
+    queues = Renewals(high=["h1"], normal=["n1"])
+    slot = receiver(queues)
+    assert take(slot, 1) == ["h1"]  # n1 kept as a spare at 0 s
+    now[0] = REFRESH_AFTER_S * 0.6
+    queues.jobs[HIGH].append("h2")
+    assert take(slot, 1) == ["h2"]  # the spare waits again
+    assert queues.renewed == []
+    now[0] = REFRESH_AFTER_S * 1.2
+    assert take(slot, 1) == ["n1"]
+    assert queues.renewed == ["n1"]

@@ -78,6 +78,8 @@ def test_a_new_page_builds_no_browser_ui_in_a_renderer_of_its_own(
     async def renderers_of_a_new_page() -> list[list[str]]:
         with environment(driver_env()):
             pw = await async_playwright().start()
+        # Only this launch's processes: another test's browser may still run in this process.
+        before = {proc.pid for proc in psutil.Process(os.getpid()).children(recursive=True)}
         try:
             browser = await pw.chromium.launch(
                 executable_path=chromium_executable(settings, pw),
@@ -94,7 +96,8 @@ def test_a_new_page_builds_no_browser_ui_in_a_renderer_of_its_own(
                     seen = [
                         cmdline
                         for proc in psutil.Process(os.getpid()).children(recursive=True)
-                        if "--type=renderer" in (cmdline := _cmdline(proc))
+                        if proc.pid not in before
+                        and "--type=renderer" in (cmdline := _cmdline(proc))
                     ]
                     if any("--top-chrome-webui" in c for c in seen):
                         break
