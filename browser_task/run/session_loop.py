@@ -159,7 +159,7 @@ class SessionLoop:
                 return self._ended("idle")
             cap_left = self._cap_left(began)
             wait = max(0.05, min(POLL_S, idle_left, cap_left))
-            wakeup = await asyncio.to_thread(self.mailbox.get, wait)
+            wakeup = await self.mailbox.get(wait)
             if wakeup is None:
                 ran = await self._pending()
             elif wakeup.op == "close":

@@ -33,7 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from browser_task.slot.gathered import Gathered, GatheredPart
+from browser_task.gathered import Gathered, GatheredPart
 from pagefleet.jobs.hooks import Deferral, JobHooks
 from pagefleet.jobs.record import JobMessage, JobRecord
 

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from browser_task.slot.gathered import Gathered, GatheredPart
+from browser_task.gathered import Gathered, GatheredPart
 from pagefleet.jobs.moves import headline
 from pagefleet.jobs.ports import SQS_BATCH_MAX, JobQueue, ReceivedMessage
 from pagefleet.jobs.record import JobMessage

@@ -6,8 +6,9 @@ starts, and returns only after that second has passed and the queue answers: the
 claims no session before, so nothing on a request's path ever meets a queue that young.
 A queue's name is never made again after its deletion (a worker's id is its own), so
 DeleteQueue's "wait at least 60 seconds before creating a queue with the same name" never
-applies. Wake-ups are deleted as they are received (after they are handed on: the command
-ledger, not the queue, is what runs a command once).
+applies. Wake-ups are received hidden for ``HIDDEN_S`` and deleted in batches afterwards
+(``delete``: ten a request), by the worker that handed them on: the command ledger, not the
+queue, is what runs a command once.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pagefleet.browsing.inbox import INBOX_RETENTION_S, InboxInfo, Wakeup
+from pagefleet.browsing.inbox import HIDDEN_S, INBOX_RETENTION_S, Delivery, InboxInfo, Wakeup
+from pagefleet.jobs.ports import SQS_BATCH_MAX
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -26,9 +28,7 @@ if TYPE_CHECKING:
 SETTLE_S = 1.0
 MAKE_TIMEOUT_S = 30.0
 PROBE_EVERY_S = 0.2
-# A received wake-up is deleted at once; if the delete fails it comes back after this, and
-# meets the ledger's claim (a command taken or answered is not run again).
-HIDDEN_S = 60
+# A delete refused by SQS's side (throttled, an error of its own) is tried this many times.
 DELETE_TRIES = 3
 _GONE = ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist")
 log = logging.getLogger("pagefleet.session_inbox")
@@ -99,40 +99,48 @@ class SqsSessionInbox:
             raise
         return True
 
-    def receive(
-        self, name: str, *, wait_s: int, taken: Callable[[list[Wakeup]], None] | None = None
-    ) -> list[Wakeup]:
-        url = self.url(name)
+    def receive(self, name: str, *, wait_s: int, hidden_s: int = HIDDEN_S) -> list[Delivery]:
         resp = self._sqs.receive_message(
-            QueueUrl=url,
-            MaxNumberOfMessages=10,
+            QueueUrl=self.url(name),
+            MaxNumberOfMessages=SQS_BATCH_MAX,
             WaitTimeSeconds=max(0, min(wait_s, 20)),
-            # Explicit, not the queue's 30 s default (see HIDDEN_S).
-            VisibilityTimeout=HIDDEN_S,
+            # Explicit, not the queue's 30 s default (pagefleet.browsing.inbox.HIDDEN_S).
+            VisibilityTimeout=hidden_s,
         )
-        out: list[Wakeup] = []
-        messages = resp.get("Messages", [])
-        for message in messages:
+        out: list[Delivery] = []
+        for message in resp.get("Messages", []):
             try:
-                out.append(Wakeup.model_validate_json(message["Body"]))
+                wakeup: Wakeup | None = Wakeup.model_validate_json(message["Body"])
             except ValueError:
-                log.warning("dropped a message that is not a wake-up from inbox %s", name)
-        if taken is not None and out:
-            taken(out)  # before the deletes: they are off the command's path
-        for message in messages:
-            self._delete(url, message["ReceiptHandle"])
+                log.warning("a message that is not a wake-up in inbox %s: deleted", name)
+                wakeup = None
+            out.append(Delivery(wakeup=wakeup, receipt=message["ReceiptHandle"]))
         return out
 
-    def _delete(self, url: str, handle: str) -> None:
+    def delete(self, name: str, receipts: list[str]) -> None:
+        if len(receipts) > SQS_BATCH_MAX:
+            raise ValueError(f"at most {SQS_BATCH_MAX} receipts a delete, not {len(receipts)}")
+        pending = list(receipts)
         for attempt in range(DELETE_TRIES):
-            try:
-                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+            if not pending:
                 return
+            try:
+                resp = self._sqs.delete_message_batch(
+                    QueueUrl=self.url(name),
+                    Entries=[{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(pending)],
+                )
             except Exception as exc:
                 if _gone(exc):
                     return
-                if attempt == DELETE_TRIES - 1:
-                    log.warning("deleting a wake-up failed (its copy is harmless): %s", exc)
+                if attempt < DELETE_TRIES - 1:
+                    continue
+                log.warning("deleting wake-ups failed (their copies are harmless): %s", exc)
+                return
+            # Entries refused for their own fault (a stale receipt) are not tried again.
+            failed = resp.get("Failed", [])
+            pending = [pending[int(f["Id"])] for f in failed if not f.get("SenderFault")]
+        if pending:
+            log.warning("%d wake-ups not deleted (their copies are harmless)", len(pending))
 
     def listed(self, prefix: str) -> list[InboxInfo]:
         out: list[InboxInfo] = []

@@ -12,7 +12,6 @@ look at the ledger; a duplicate meets the ledger's claim and runs nothing twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +19,11 @@ from pydantic import BaseModel, ConfigDict, Field
 # A worker's inbox keeps a wake-up this long (SQS's minimum is 60 s): one older than any
 # deadline's rescan is of no use (the worker looks at the ledger itself every POLL_S).
 INBOX_RETENTION_S = 300
+# A received wake-up is hidden from other receives this long, unless deleted sooner: set on
+# each receive (not the queue's 30 s default), far above the time its delete may wait to
+# share a request with others (browser_task.run.inbox). One never deleted comes back after
+# it, and meets the ledger's claim (a command taken or answered is not run again).
+HIDDEN_S = 60
 
 
 class Wakeup(BaseModel):
@@ -35,6 +39,16 @@ class Wakeup(BaseModel):
     session_id: str  # the session's (or the taken-over job's) id
     command_id: str | None = None  # the ledger's record to run (op command)
     takeover_id: str | None = None  # whose input batches to read (op input)
+
+
+class Delivery(BaseModel):
+    """A message as received: hidden until its ``receipt`` deletes it (or ``HIDDEN_S``
+    passes). ``wakeup`` None: a message that is not a wake-up (deleted, never routed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    wakeup: Wakeup | None
+    receipt: str
 
 
 class InboxInfo(BaseModel):
@@ -55,13 +69,15 @@ class SessionInbox(Protocol):
         """Send a wake-up; False when the inbox is not there (its worker is gone, or not
         ready yet): the command waits in the ledger for its worker's next look."""
 
-    def receive(
-        self, name: str, *, wait_s: int, taken: Callable[[list[Wakeup]], None] | None = None
-    ) -> list[Wakeup]:
-        """The next wake-ups, deleted from the inbox before they are returned; [] after
-        ``wait_s`` without one. ``taken`` is handed them as soon as they are received, before
-        their deletes: a wake-up carries ids only and a copy runs nothing twice (the ledger's
-        claim), so its command need not wait for a delete's round trip."""
+    def receive(self, name: str, *, wait_s: int, hidden_s: int = HIDDEN_S) -> list[Delivery]:
+        """The next messages (at most ``SQS_BATCH_MAX``, ten), each hidden from other receives for
+        ``hidden_s`` or until deleted; [] after ``wait_s`` without one. A wake-up carries
+        ids only and a copy runs nothing twice (the ledger's claim), so it is handed on as
+        received and deleted afterwards, off its command's path."""
+
+    def delete(self, name: str, receipts: list[str]) -> None:
+        """Delete received messages (at most ``SQS_BATCH_MAX``: one request). A receipt that
+        is stale, or an inbox that is gone, is no error: a copy left runs nothing."""
 
     def listed(self, prefix: str) -> list[InboxInfo]:
         """Every inbox whose name starts with ``prefix`` (the sweeper's look for leftovers)."""

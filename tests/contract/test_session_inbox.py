@@ -16,7 +16,7 @@ from devstack.provision import Provisioned
 from devstack.strict_aws import StrictRules, rules_in_force
 from pagefleet.adapters.dynamodb.inboxes import DynamoInboxRegistry
 from pagefleet.adapters.session_inbox import SqsSessionInbox
-from pagefleet.browsing.inbox import InboxRegistry, SessionInbox, Wakeup
+from pagefleet.browsing.inbox import Delivery, InboxRegistry, SessionInbox, Wakeup
 from pagefleet.jobs.models import new_ulid
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import inbox_name, inbox_queue_prefix
@@ -52,17 +52,63 @@ def wakeup(command_id: str | None = None, op: str = "command") -> Wakeup:
     )
 
 
+def received(inbox: SessionInbox, name: str, count: int, *, hidden_s: int = 60) -> list[Delivery]:
+    got: list[Delivery] = []
+    for _ in range(10):
+        got += inbox.receive(name, wait_s=1, hidden_s=hidden_s)
+        if len(got) >= count:
+            break
+    return got
+
+
 def test_wakeups_are_taken_once_each(inbox: SessionInbox, made: str) -> None:
     sent = [wakeup("c1"), wakeup(op="close")]
     for one in sent:
         assert inbox.send(made, one)
-    got: list[Wakeup] = []
-    for _ in range(5):
-        got += inbox.receive(made, wait_s=1)
-        if len(got) >= 2:
-            break
-    assert sorted(w.id for w in got) == sorted(w.id for w in sent)
-    assert inbox.receive(made, wait_s=0) == []  # deleted as taken
+    got = received(inbox, made, 2)
+    assert sorted(d.wakeup.id for d in got if d.wakeup) == sorted(w.id for w in sent)
+    assert inbox.receive(made, wait_s=0) == []  # hidden while they are handed on
+    inbox.delete(made, [d.receipt for d in got])
+    assert inbox.receive(made, wait_s=0) == []
+
+
+def test_a_wakeup_not_deleted_comes_back_once_its_hidden_time_passed(
+    inbox: SessionInbox, made: str
+) -> None:
+    """What a worker killed between a receive and its gathered delete leaves: a copy, which
+    runs nothing (the ledger's claim); a delete made in time leaves none."""
+    sent = wakeup("c1")
+    inbox.send(made, sent)
+    [first] = received(inbox, made, 1, hidden_s=1)
+    assert inbox.receive(made, wait_s=0) == []  # hidden
+    [again] = received(inbox, made, 1, hidden_s=60)
+    assert again.wakeup == first.wakeup == sent
+    inbox.delete(made, [again.receipt])
+    time.sleep(1.2)
+    assert inbox.receive(made, wait_s=0) == []
+
+
+def test_ten_wakeups_are_deleted_in_one_request_and_no_more(inbox: SessionInbox, made: str) -> None:
+    for i in range(11):
+        inbox.send(made, wakeup(f"c{i}"))
+    got = received(inbox, made, 11)
+    assert len(got) == 11
+    with pytest.raises(ValueError, match="at most 10"):
+        inbox.delete(made, [d.receipt for d in got])  # SQS: TooManyEntriesInBatchRequest
+    inbox.delete(made, [d.receipt for d in got[:10]])
+    inbox.delete(made, [d.receipt for d in got[10:]])
+    inbox.delete(made, [d.receipt for d in got[10:]])  # stale: no error
+    inbox.delete(made, [])
+    assert inbox.receive(made, wait_s=0) == []
+
+
+def test_deletes_to_a_removed_inbox_are_no_error(inbox: SessionInbox) -> None:
+    name = inbox_name("contract", new_ulid())
+    inbox.make(name)
+    inbox.send(name, wakeup("c"))
+    got = received(inbox, name, 1)
+    inbox.remove(name)  # the worker stopped: its gathered deletes go with the inbox
+    inbox.delete(name, [d.receipt for d in got])
 
 
 def test_a_removed_inbox_is_not_sent_to_nor_listed(inbox: SessionInbox) -> None:
@@ -111,13 +157,14 @@ def test_an_inbox_is_usable_the_moment_make_returns(provisioned: Provisioned) ->
         inbox.make(name)
         try:
             assert inbox.send(name, wakeup("c"))  # at once
-            assert [w.command_id for w in inbox.receive(name, wait_s=1)] == ["c"]
+            got = inbox.receive(name, wait_s=1)
+            assert [d.wakeup.command_id for d in got if d.wakeup] == ["c"]
         finally:
             inbox.remove(name)
 
 
 class FlakyDeletes:
-    """An SQS client whose first DeleteMessage fails as a throttled call does."""
+    """An SQS client whose first DeleteMessageBatch fails as a throttled call does."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
@@ -126,15 +173,17 @@ class FlakyDeletes:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
-    def delete_message(self, **kwargs: Any) -> Any:
+    def delete_message_batch(self, **kwargs: Any) -> Any:
         if not self.failed:
             self.failed += 1
             error = {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}
-            raise ClientError(error, "DeleteMessage")  # type: ignore[arg-type]
-        return self._client.delete_message(**kwargs)
+            raise ClientError(error, "DeleteMessageBatch")  # type: ignore[arg-type]
+        return self._client.delete_message_batch(**kwargs)
 
 
-def test_a_taken_wakeup_is_deleted_even_when_a_delete_fails(provisioned: Provisioned) -> None:
+def test_a_received_wakeup_is_deleted_even_when_a_delete_fails(
+    provisioned: Provisioned,
+) -> None:
     sqs = RUNTIME.client("sqs")
     flaky = FlakyDeletes(sqs)
     inbox = sqs_inbox(provisioned, flaky)
@@ -142,7 +191,8 @@ def test_a_taken_wakeup_is_deleted_even_when_a_delete_fails(provisioned: Provisi
     inbox.make(name)
     try:
         inbox.send(name, wakeup("c"))
-        assert len(inbox.receive(name, wait_s=1)) == 1
+        [got] = inbox.receive(name, wait_s=1)
+        inbox.delete(name, [got.receipt])
         counts = sqs.get_queue_attributes(
             QueueUrl=inbox.url(name),
             AttributeNames=[
@@ -155,5 +205,22 @@ def test_a_taken_wakeup_is_deleted_even_when_a_delete_fails(provisioned: Provisi
             "ApproximateNumberOfMessages": "0",
             "ApproximateNumberOfMessagesNotVisible": "0",
         }
+    finally:
+        inbox.remove(name)
+
+
+def test_a_message_that_is_not_a_wakeup_is_received_to_be_deleted(
+    provisioned: Provisioned,
+) -> None:
+    sqs = RUNTIME.client("sqs")
+    inbox = sqs_inbox(provisioned)
+    name = inbox_name("contract", new_ulid())
+    inbox.make(name)
+    try:
+        sqs.send_message(QueueUrl=inbox.url(name), MessageBody="{not a wake-up")
+        [got] = inbox.receive(name, wait_s=1)
+        assert got.wakeup is None and got.receipt
+        inbox.delete(name, [got.receipt])
+        assert inbox.receive(name, wait_s=0) == []
     finally:
         inbox.remove(name)

@@ -639,9 +639,9 @@ def test_a_wakeup_for_a_session_the_worker_does_not_hold_or_of_another_tenant_is
         Wakeup(id="2", tenant_id="other", session_id="s1", command_id="c"),  # forged tenant
     ):
         world.worker.route(wakeup)
-    assert mailbox.get(0) is None and world.worker.dropped == 2
+    assert asyncio.run(mailbox.get(0)) is None and world.worker.dropped == 2
     world.worker.route(Wakeup(id="3", tenant_id=TENANT, session_id="s1", command_id="c"))
-    assert mailbox.get(0) is not None
+    assert asyncio.run(mailbox.get(0)) is not None
 
 
 def test_a_command_sent_while_the_session_starts_runs_when_its_worker_takes_it(

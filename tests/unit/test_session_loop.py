@@ -26,7 +26,7 @@ class ScriptedMailbox:
         self.script = script
         self.clock = clock
 
-    def get(self, timeout_s: float) -> Wakeup | None:
+    async def get(self, timeout_s: float) -> Wakeup | None:
         wakeup = self.script.pop(0) if self.script else None
         if wakeup is None:
             self.clock[0] += timeout_s
@@ -125,10 +125,10 @@ def test_a_lost_wakeup_delays_a_command_until_the_next_look_never_loses_it() -> 
 
     real_get = loop.mailbox.get
 
-    def get(timeout_s: float) -> Wakeup | None:
+    async def get(timeout_s: float) -> Wakeup | None:
         if not ledger.session_commands("t", "s"):
             record(ledger, "late")  # recorded, its wake-up never arrived
-        return real_get(timeout_s)
+        return await real_get(timeout_s)
 
     loop.mailbox.get = get  # type: ignore[method-assign]
     asyncio.run(loop.run())
@@ -265,7 +265,7 @@ def test_a_wakeup_sent_while_the_page_is_made_reaches_the_session_not_dropped() 
         start = begin_session(inbox, ledger, "t", "s")
         inbox.route(wake("woken-while-page-is-made"))  # the page is still being made
         found = await start.pending
-        woken = start.mailbox.get(0)
+        woken = await start.mailbox.get(0)
         start.end()
         inbox.route(wake("after-the-end"))
         assert woken is not None and woken.command_id is not None
