@@ -116,13 +116,16 @@ def test_a_session_waiting_for_its_next_wakeup_is_handed_it_from_the_inbox_threa
     assert took < 30  # handed over as routed, not found at the wait's end
 
 
-def test_a_put_after_the_sessions_loop_closed_stops_nothing() -> None:
+def test_a_put_for_a_wait_whose_loop_closed_stops_nothing() -> None:
+    """A session's loop gone while its wait was pending (a worker stopping): the inbox's
+    thread hands the wake-up on without raising, and keeps it."""
     worker, _ = made(Clock())
     mailbox = worker.open("t", "s1")
-
-    async def timed_out() -> Wakeup | None:
-        return await mailbox.get(0.01)
-
-    assert asyncio.run(timed_out()) is None  # its loop is closed now
+    loop = asyncio.new_event_loop()
+    waiting = loop.create_task(mailbox.get(30))
+    loop.run_until_complete(asyncio.sleep(0.01))  # the get waits on its future now
+    loop.close()  # and never resumes
     worker.route(wakeup("c1"))  # does not raise on the inbox's thread
-    assert asyncio.run(mailbox.get(0)) is not None
+    got = asyncio.run(mailbox.get(0))
+    assert got is not None and got.command_id == "c1"
+    assert not waiting.done()
