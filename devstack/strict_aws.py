@@ -34,6 +34,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   together) it is refused whole. moto refuses a BatchGetItem of more than 100 keys and a
   PutEvents of more than 10 entries as AWS does already (``tests/integration/
   test_strict_aws.py`` keeps it so).
+- **Transactions that meet.** A ``TransactWriteItems`` is under way for
+  ``dynamodb_transaction_hold_s`` before it is applied; another one naming one of its items
+  meanwhile is cancelled (``TransactionCanceledException``, ``TransactionConflict``), as AWS
+  cancels it (``devstack.ongoing_transactions``).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -57,10 +61,14 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from devstack.ongoing_transactions import hold_transactions
+
 SQS_MAX_MESSAGE_BYTES = 262_144
 SQS_BATCH_MAX = 10
 DYNAMODB_BATCH_WRITE_MAX = 25
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
+# How long a transaction is under way here (AWS documents no figure: about two plain writes).
+DYNAMODB_TRANSACTION_HOLD_S = 0.01
 # The SQS operations that name a queue (its URL): each is refused while the queue settles.
 _QUEUE_ACTIONS = (
     "change_message_visibility",
@@ -95,6 +103,7 @@ class StrictRules(BaseSettings):
     dynamodb_max_item_bytes: int = Field(default=DYNAMODB_MAX_ITEM_BYTES, ge=0)
     sqs_batch_max: int = Field(default=SQS_BATCH_MAX, ge=0)
     dynamodb_batch_write_max: int = Field(default=DYNAMODB_BATCH_WRITE_MAX, ge=0)
+    dynamodb_transaction_hold_s: float = Field(default=DYNAMODB_TRANSACTION_HOLD_S, ge=0)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -104,6 +113,7 @@ class StrictRules(BaseSettings):
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
+    dynamodb_transaction_hold_s=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -153,6 +163,7 @@ def enforce(rules: StrictRules) -> None:
             _bounded_item_updates()
             _ten_entries_a_batch()
             _twenty_five_writes_a_batch()
+            hold_transactions(lambda: _STATE.rules.dynamodb_transaction_hold_s)
             _STATE.installed = True
         _STATE.rules = rules.effective()
         _STATE.sent = _STATE.doubled = 0  # the share counts from here

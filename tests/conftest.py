@@ -93,8 +93,9 @@ def moto_endpoint() -> Iterator[str]:
 
     prepare_moto()  # as the local stack does: conditional writes must be atomic
     # AWS's size limits, as in the local stack: a message or item too big for AWS is too big
-    # here. A queue is usable at once (tests make their queues and use them; the settling
-    # rule has its own tests). PAGEFLEET_STRICT_AWS_ON=false: moto as it is.
+    # here; transactions take time and meet each other as on AWS. A queue is usable at once
+    # (tests make their queues and use them; the settling rule has its own tests).
+    # PAGEFLEET_STRICT_AWS_ON=false: moto as it is.
     enforce(StrictRules(queue_settle_s=0))
     # Port 0: the server binds a free port itself (a port chosen first can be taken meanwhile).
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

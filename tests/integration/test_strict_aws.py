@@ -60,6 +60,7 @@ def test_the_rules_are_on_by_default_with_awss_limits() -> None:
     assert rules.dynamodb_max_item_bytes == 409_600
     assert rules.sqs_batch_max == 10
     assert rules.dynamodb_batch_write_max == 25
+    assert rules.dynamodb_transaction_hold_s == 0.01
     assert rules.sqs_duplicate_share == 0
     assert StrictRules(on=False).effective() == LENIENT
 

@@ -215,13 +215,13 @@ def condition_failed(exc: ClientError, *, item: int | None = None) -> bool:
         return True
     if code != "TransactionCanceledException":
         return False
-    codes = _cancellation_codes(exc)
+    codes = cancellation_codes(exc)
     if item is not None:
         codes = codes[item : item + 1]
     return "ConditionalCheckFailed" in codes
 
 
-def _cancellation_codes(exc: ClientError) -> list[str]:
+def cancellation_codes(exc: ClientError) -> list[str]:
     """Each item's reason code, in order: from ``CancellationReasons``, or else from the
     message, which lists them too ("... reasons [None, ConditionalCheckFailed]"): the API
     reference says only some SDKs fill the property."""

@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.batches import get_all
 from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize
+from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.live.ports import Connection, SubscriptionLimit, Ticket
 
 if TYPE_CHECKING:
@@ -123,8 +124,9 @@ class DynamoConnections:
         if len(current.rooms) >= max_rooms:
             raise SubscriptionLimit(f"a connection follows at most {max_rooms} rooms")
         try:
-            self._db.transact_write_items(
-                TransactItems=[
+            write_together(
+                self._db,
+                [
                     {
                         "Update": {
                             "TableName": self._table,
@@ -147,7 +149,7 @@ class DynamoConnections:
                         }
                     },
                     self._count(current.tenant_id, room, +1),
-                ]
+                ],
             )
         except ClientError as exc:
             if condition_failed(exc):
@@ -206,8 +208,9 @@ class DynamoConnections:
         """Delete the room item and count it out, once: a room item already gone (a
         concurrent close, TTL) is not counted out again."""
         try:
-            self._db.transact_write_items(
-                TransactItems=[
+            write_together(
+                self._db,
+                [
                     {
                         "Delete": {
                             "TableName": self._table,
@@ -216,7 +219,7 @@ class DynamoConnections:
                         }
                     },
                     self._count(tenant_id, room, -1),
-                ]
+                ],
             )
         except ClientError as exc:
             if not condition_failed(exc):

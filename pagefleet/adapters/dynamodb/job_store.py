@@ -35,6 +35,7 @@ from pagefleet.adapters.dynamodb.human_waits import HumanWaitWrites
 from pagefleet.adapters.dynamodb.listing import JobListing
 from pagefleet.adapters.dynamodb.review import ReviewWrites
 from pagefleet.adapters.dynamodb.takeovers import TakeoverWrites
+from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.adapters.dynamodb.updates import (
     HELD_FENCE,
     Update,
@@ -104,7 +105,7 @@ class DynamoJobStore(
             return
         if record.idempotency_key is None:
             try:
-                self._db.transact_write_items(TransactItems=[{"Put": put_job}, *edges])
+                write_together(self._db, [{"Put": put_job}, *edges])
             except ClientError as exc:
                 # A retry after a lost reply: the first try wrote all of it, job included.
                 if not condition_failed(exc) or not stored_as_written(
@@ -128,7 +129,7 @@ class DynamoJobStore(
             }
         }
         try:
-            self._db.transact_write_items(TransactItems=[put_idem, {"Put": put_job}, *edges])
+            write_together(self._db, [put_idem, {"Put": put_job}, *edges])
         except ClientError as exc:
             if condition_failed(exc):
                 raise IdempotencyConflict(record.idempotency_key) from exc

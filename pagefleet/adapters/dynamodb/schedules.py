@@ -25,6 +25,7 @@ from pagefleet.adapters.dynamodb.codec import (
     serialize,
     tenant_pk,
 )
+from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.errors import NotFound
 from pagefleet.schedules.health import ScheduleHealth
 from pagefleet.schedules.service import Schedule, ScheduleRun
@@ -215,7 +216,7 @@ class DynamoScheduleStore:
             },
         ]
         try:
-            self._db.transact_write_items(TransactItems=items)
+            write_together(self._db, items)
         except ClientError as exc:
             if condition_failed(exc):
                 return False

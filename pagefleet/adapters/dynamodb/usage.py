@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow, counts_of
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class DynamoUsageStore:
             add(day_sk(usage.day, usage.workflow), base),
         ]
         try:
-            self._db.transact_write_items(TransactItems=items)
+            write_together(self._db, items)
         except ClientError as exc:
             if condition_failed(exc, item=0):
                 return False

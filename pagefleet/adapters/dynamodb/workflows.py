@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.workflow.versions import VersionTaken, WorkflowDefinition, WorkflowVersion
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ class DynamoWorkflowStore:
             },
         ]
         try:
-            self._db.transact_write_items(TransactItems=items)
+            write_together(self._db, items)
         except ClientError as exc:
             if condition_failed(exc):
                 raise VersionTaken(record.version) from exc
