@@ -50,8 +50,8 @@ def hold_transactions(hold_s: Callable[[], float]) -> None:
                 return apply(self)
             request = json.loads(self.body or "{}")
             with _LOCK:
-                met = _item(self, plain, request) in _HELD
-            if not met:
+                held = _item(self, plain, request) in _HELD
+            if not held:
                 return apply(self)
             body = json.dumps(
                 {"__type": _CONFLICT, "message": "Transaction is ongoing for the item"}

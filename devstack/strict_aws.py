@@ -36,8 +36,8 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   test_strict_aws.py`` keeps it so).
 - **Transactions that meet.** A ``TransactWriteItems`` is under way for
   ``dynamodb_transaction_hold_s`` before it is applied; another one naming one of its items
-  meanwhile is cancelled (``TransactionCanceledException``, ``TransactionConflict``), as AWS
-  cancels it (``devstack.ongoing_transactions``).
+  meanwhile is cancelled (its reason ``TransactionConflict``) and a plain write of one is
+  refused, as AWS does (``devstack.ongoing_transactions``).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).

@@ -112,7 +112,8 @@ def aws_session(core: botocore.session.Session | None = None) -> boto3.session.S
     if path is not None:
         extra = [os.path.expanduser(os.path.expandvars(p)) for p in path.split(os.pathsep)]
     core.register_component("data_loader", SharedLoader(cache, extra_search_paths=extra))
-    core.register("needs-retry.dynamodb", after_a_conflict, unique_id=_CONFLICT_HANDLER)
+    # A needs-retry handler answers the wait before the next try (the stubs say None).
+    core.register("needs-retry.dynamodb", after_a_conflict, unique_id=_CONFLICT_HANDLER)  # type: ignore[arg-type]
     return boto3.session.Session(botocore_session=core)
 
 

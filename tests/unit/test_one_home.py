@@ -16,10 +16,12 @@ def _sources() -> list[Path]:
 
 def test_only_the_dynamodb_codec_reads_a_refused_condition() -> None:
     home = ROOT / "pagefleet" / "adapters" / "dynamodb" / "codec.py"
+    # The embedded AWS's rule that answers a transaction as AWS does writes the refusal.
+    answers = ROOT / "devstack" / "ongoing_transactions.py"
     readers = [
         p.relative_to(ROOT).as_posix()
         for p in _sources()
-        if p != home
+        if p not in (home, answers)
         and any(
             code in p.read_text()
             for code in ("ConditionalCheckFailed", "TransactionCanceledException")

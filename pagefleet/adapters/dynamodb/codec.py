@@ -215,13 +215,28 @@ def condition_failed(exc: ClientError, *, item: int | None = None) -> bool:
         return True
     if code != "TransactionCanceledException":
         return False
-    codes = cancellation_codes(exc)
+    codes = _cancellation_codes(exc)
     if item is not None:
         codes = codes[item : item + 1]
     return "ConditionalCheckFailed" in codes
 
 
+def met_another_transaction(exc: ClientError) -> bool:
+    """True when a transaction was cancelled only because another one under way held one of
+    its items (``TransactionConflict``, no condition failed): nothing was written, and the
+    same request may be sent again (``transactions.write_together``)."""
+    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    codes = _cancellation_codes(exc)
+    return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
+
+
 def cancellation_codes(exc: ClientError) -> list[str]:
+    """Each item's reason code of a cancelled transaction, in order (tests read them)."""
+    return _cancellation_codes(exc)
+
+
+def _cancellation_codes(exc: ClientError) -> list[str]:
     """Each item's reason code, in order: from ``CancellationReasons``, or else from the
     message, which lists them too ("... reasons [None, ConditionalCheckFailed]"): the API
     reference says only some SDKs fill the property."""

@@ -2,7 +2,7 @@
 
 DynamoDB cancels a transaction when an item it writes is part of another transaction still
 under way ("There is an ongoing TransactWriteItems operation that conflicts with a concurrent
-TransactWriteItems request"): ``TransactionCanceledException``, the item's reason
+TransactWriteItems request"): cancelled whole, the item's reason
 ``TransactionConflict``, nothing written. botocore does not try it again (it is not a
 throttle or a server fault), and each place that wrote alone let it raise: a tenant's usage
 (every attempt's transaction adds to the tenant's day) was lost whenever two of its
@@ -22,16 +22,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from pagefleet.adapters.client_config import CONFLICT_BACKOFF, CONFLICT_TRIES
-from pagefleet.adapters.dynamodb.codec import cancellation_codes
+from pagefleet.adapters.dynamodb.codec import met_another_transaction
 from pagefleet.backoff import Backoff
-
-
-def met_another(exc: ClientError) -> bool:
-    """True when the transaction was cancelled only because another one held an item."""
-    if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return False
-    codes = cancellation_codes(exc)
-    return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
 
 
 def write_together(
@@ -51,5 +43,5 @@ def write_together(
             db.transact_write_items(TransactItems=list(items))
             return
         except ClientError as exc:
-            if attempt == tries or not met_another(exc):
+            if attempt == tries or not met_another_transaction(exc):
                 raise
