@@ -38,6 +38,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   ``dynamodb_transaction_hold_s`` before it is applied; another one naming one of its items
   meanwhile is cancelled (its reason ``TransactionConflict``) and a plain write of one is
   refused, as AWS does (``devstack.ongoing_transactions``).
+- **Eventually consistent reads.** With ``dynamodb_stale_read_share`` set, that share of
+  the GetItems without ``ConsistentRead`` of an item created in the last second answer
+  without it, as DynamoDB may (``devstack.stale_reads``). Off by default; on with the
+  duplicates (``at_least_once``).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -62,6 +66,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from devstack.ongoing_transactions import hold_transactions
+from devstack.stale_reads import reset_count, stale_new_items
 
 SQS_MAX_MESSAGE_BYTES = 262_144
 SQS_BATCH_MAX = 10
@@ -104,6 +109,7 @@ class StrictRules(BaseSettings):
     sqs_batch_max: int = Field(default=SQS_BATCH_MAX, ge=0)
     dynamodb_batch_write_max: int = Field(default=DYNAMODB_BATCH_WRITE_MAX, ge=0)
     dynamodb_transaction_hold_s: float = Field(default=DYNAMODB_TRANSACTION_HOLD_S, ge=0)
+    dynamodb_stale_read_share: float = Field(default=0.0, ge=0, le=1)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -113,19 +119,23 @@ class StrictRules(BaseSettings):
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
-    dynamodb_transaction_hold_s=0,
+    dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
-# The share of standard-queue messages delivered twice where duplicates are tested for
-# (the chaos bench, the session tests): often enough that every run meets some.
+# The share of standard-queue messages delivered twice, and of eventually consistent reads
+# of new items that miss them, where these are tested for (the chaos bench, the session
+# tests): often enough that every run meets some.
 AT_LEAST_ONCE_SHARE = 0.2
 
 
 def at_least_once() -> StrictRules:
-    """Every rule, and standard queues' duplicates on: the chaos bench's and the session
-    tests' embedded AWS (``LocalStack(strict=at_least_once())``)."""
-    return StrictRules(sqs_duplicate_share=AT_LEAST_ONCE_SHARE)
+    """Every rule, standard queues' duplicates and new items missing from eventually
+    consistent reads on: the chaos bench's and the session tests' embedded AWS
+    (``LocalStack(strict=at_least_once())``)."""
+    return StrictRules(
+        sqs_duplicate_share=AT_LEAST_ONCE_SHARE, dynamodb_stale_read_share=AT_LEAST_ONCE_SHARE
+    )
 
 
 class _State:
@@ -164,9 +174,11 @@ def enforce(rules: StrictRules) -> None:
             _ten_entries_a_batch()
             _twenty_five_writes_a_batch()
             hold_transactions(lambda: _STATE.rules.dynamodb_transaction_hold_s)
+            stale_new_items(lambda: _STATE.rules.dynamodb_stale_read_share)
             _STATE.installed = True
         _STATE.rules = rules.effective()
-        _STATE.sent = _STATE.doubled = 0  # the share counts from here
+        _STATE.sent = _STATE.doubled = 0  # the shares count from here
+        reset_count()
 
 
 @contextlib.contextmanager

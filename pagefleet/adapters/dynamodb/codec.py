@@ -192,6 +192,22 @@ def put_new(db: Any, table: str, item: Mapping[str, Any]) -> None:
             raise
 
 
+def read_item(
+    db: Any, table: str, key: Mapping[str, Any], *, consistent: bool = False, **extra: Any
+) -> dict[str, Any] | None:
+    """GetItem's item (DynamoDB JSON), or None. An eventually consistent read's miss is not
+    an answer: an item written a moment ago may not have reached the copy that answered
+    (DynamoDB's copies usually agree within a second), so it is read again, consistently,
+    before None is returned. Found items cost one read; a miss, two."""
+    resp = db.get_item(TableName=table, Key=key, ConsistentRead=consistent, **extra)
+    if "Item" in resp or consistent:
+        return resp.get("Item")
+    found: dict[str, Any] | None = db.get_item(
+        TableName=table, Key=key, ConsistentRead=True, **extra
+    ).get("Item")
+    return found
+
+
 def stored_as_written(db: Any, table: str, wire: Mapping[str, Any]) -> bool:
     """True when the table holds exactly this item (DynamoDB JSON): a refused write of a new
     item whose earlier try, its reply lost, was applied (a transaction: all of it)."""

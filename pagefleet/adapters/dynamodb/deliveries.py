@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pagefleet.adapters.dynamodb.batches import get_all, write_all
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import deserialize, read_item, serialize, tenant_pk
 from pagefleet.notify.ports import DeliveryAttempt, Mark
 
 if TYPE_CHECKING:
@@ -106,10 +106,10 @@ class DynamoNotifyDefaults:
         return serialize({"pk": tenant_pk(tenant_id), "sk": "NOTIFY"})
 
     def get(self, tenant_id: str) -> str | None:
-        resp = self._db.get_item(TableName=self._table, Key=self._key(tenant_id))
-        if "Item" not in resp:
+        item = read_item(self._db, self._table, self._key(tenant_id))
+        if item is None:
             return None
-        value = deserialize(resp["Item"]).get("webhook")
+        value = deserialize(item).get("webhook")
         return str(value) if value else None
 
     def put(self, tenant_id: str, webhook: str | None) -> None:

@@ -23,6 +23,7 @@ from pagefleet.adapters.dynamodb.codec import (
     job_sk,
     ops_time,
     put_new,
+    read_item,
     record_to_item,
     serialize,
     status_pk,
@@ -147,14 +148,11 @@ class DynamoJobStore(
         return IdempotencyRecord(job_id=data["job_id"], fingerprint=data["fingerprint"])
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
-        resp = self._db.get_item(
-            TableName=self._table,
-            Key=serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)}),
-            ConsistentRead=consistent,
-        )
-        if "Item" not in resp:
+        key = serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)})
+        item = read_item(self._db, self._table, key, consistent=consistent)
+        if item is None:
             raise NotFound(f"job {job_id} not found", job_id=job_id)
-        return item_to_record(resp["Item"])
+        return item_to_record(item)
 
     def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
         """Jobs whose message is not known to have reached the queue (for the sweeper)."""

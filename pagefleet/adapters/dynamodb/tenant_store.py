@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pagefleet.adapters.dynamodb.codec import deserialize, serialize
+from pagefleet.adapters.dynamodb.codec import deserialize, read_item, serialize
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.jobs.ports import ApiKeyRecord
 
@@ -52,12 +52,11 @@ class DynamoTenantStore:
         )
 
     def find_key(self, key_hash: str) -> ApiKeyRecord | None:
-        resp = self._db.get_item(
-            TableName=self._table, Key=serialize({"pk": f"KEY#{key_hash}", "sk": KEY_SK})
-        )
-        if "Item" not in resp:
-            return None
-        return _key_record(deserialize(resp["Item"]))
+        # A key made a moment ago is found: a miss is read again, consistently (an
+        # authorizer's "no" is cached, so a stale miss would refuse a new key for minutes).
+        key = serialize({"pk": f"KEY#{key_hash}", "sk": KEY_SK})
+        item = read_item(self._db, self._table, key)
+        return None if item is None else _key_record(deserialize(item))
 
     def keys_of(self, tenant_id: str) -> list[tuple[str, ApiKeyRecord]]:
         # The by_tenant index also holds every other item that names the tenant (audit
