@@ -1,9 +1,11 @@
 """Eventually consistent reads in the embedded AWS: a new item may not be there yet.
 
 DynamoDB's GetItem is eventually consistent unless it asks for ``ConsistentRead``: "the
-response might not reflect the results of a recently completed write operation", and the
-copies usually agree "within one second"
+responses may not reflect the results of a recently completed write operation. If you
+repeat your read request after a short time, the response should eventually return the more
+recent item"
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/HowItWorks.ReadConsistency.html).
+AWS gives no bound on "a short time"; a second is modelled here.
 moto answers every read from the one copy it keeps, so code that read an item it (or the
 API, a moment before) had just written, without asking for a consistent read, always found
 it here and could miss it on AWS: a worker's first look at a job it was sent right after

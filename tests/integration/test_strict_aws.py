@@ -17,6 +17,7 @@ from devstack.strict_aws import (
     LENIENT,
     SQS_MAX_MESSAGE_BYTES,
     StrictRules,
+    at_least_once,
     rules_in_force,
 )
 from tests.conftest import aws_client
@@ -61,6 +62,8 @@ def test_the_rules_are_on_by_default_with_awss_limits() -> None:
     assert rules.sqs_batch_max == 10
     assert rules.dynamodb_batch_write_max == 25
     assert rules.dynamodb_transaction_hold_s == 0.01
+    assert rules.dynamodb_stale_read_share == 0  # on with the duplicates: at_least_once()
+    assert at_least_once().dynamodb_stale_read_share == at_least_once().sqs_duplicate_share > 0
     assert rules.sqs_duplicate_share == 0
     assert StrictRules(on=False).effective() == LENIENT
 

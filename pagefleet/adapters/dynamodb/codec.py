@@ -196,9 +196,9 @@ def read_item(
     db: Any, table: str, key: Mapping[str, Any], *, consistent: bool = False, **extra: Any
 ) -> dict[str, Any] | None:
     """GetItem's item (DynamoDB JSON), or None. An eventually consistent read's miss is not
-    an answer: an item written a moment ago may not have reached the copy that answered
-    (DynamoDB's copies usually agree within a second), so it is read again, consistently,
-    before None is returned. Found items cost one read; a miss, two."""
+    an answer: an item written a moment ago may not be in the copy that answered (AWS: a
+    read repeated "after a short time" returns it), so it is read again, consistently,
+    before None is returned. A found item costs one read; a miss, two."""
     resp = db.get_item(TableName=table, Key=key, ConsistentRead=consistent, **extra)
     if "Item" in resp or consistent:
         return resp.get("Item")
