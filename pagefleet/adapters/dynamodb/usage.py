@@ -1,15 +1,23 @@
 """Usage in its own table, tenant first (``pagefleet.specs.resources.USAGE_TABLE``).
 
 Per attempt one marker ``ATTEMPT#<job>#<attempt>`` holds what the attempt used; in the same
-transaction the counts are added to the tenant's day (``DAY#<day>#*``) and to its
-workflow's day (``DAY#<day>#WF#<name>``). The marker's condition (it must not exist) makes a
-retried write count nothing: the whole transaction is refused. Day totals carry the sparse
-``by_day`` index key, so an operator lists every tenant's day in one query. Every item
-expires after ``USAGE_RETENTION_DAYS``.
+transaction the counts are added to the tenant's day (``DAY#<day>#S<n>#*``) and to its
+workflow's day (``DAY#<day>#S<n>#WF#<name>``). The marker's condition (it must not exist)
+makes a retried write count nothing: the whole transaction is refused. Day totals carry the
+sparse ``by_day`` index key, so an operator lists every tenant's day in one query. Every
+item expires after ``USAGE_RETENTION_DAYS``.
+
+A day's totals are kept in ``DAY_SHARDS`` items, the job's hash choosing one, and summed when
+read: every attempt's transaction writes its tenant's day, and two transactions writing one
+item at once meet (one is cancelled and sent again: ``transactions.write_together``), so a
+tenant ending many attempts a second would otherwise queue them on one item. Days written
+before the shards (``DAY#<day>#*``, ``DAY#<day>#WF#<name>``) are read and summed alike.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 
@@ -32,8 +40,19 @@ def attempt_sk(job_id: str, attempt: int) -> str:
     return f"ATTEMPT#{job_id}#{attempt:04d}"
 
 
-def day_sk(day: str, workflow: str = ALL_WORKFLOWS) -> str:
-    return f"DAY#{day}#*" if workflow == ALL_WORKFLOWS else f"DAY#{day}#WF#{workflow}"
+# How many items hold one tenant's day (and each workflow's): attempts ending together
+# rarely write the same one.
+DAY_SHARDS = 8
+
+
+def day_shard(job_id: str) -> int:
+    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % DAY_SHARDS
+
+
+def day_sk(day: str, workflow: str = ALL_WORKFLOWS, *, shard: int | None = None) -> str:
+    """A day's totals item (``shard`` None: as written before the shards)."""
+    part = "" if shard is None else f"S{shard}#"
+    return f"DAY#{day}#{part}*" if workflow == ALL_WORKFLOWS else f"DAY#{day}#{part}WF#{workflow}"
 
 
 def _stored(counts: dict[str, Any]) -> dict[str, int]:
@@ -49,6 +68,9 @@ def _stored(counts: dict[str, Any]) -> dict[str, int]:
 def _row(data: dict[str, Any]) -> UsageRow:
     sk = str(data["sk"])
     _, day, rest = sk.split("#", 2)
+    shard, sep, after = rest.partition("#")
+    if sep and shard[:1] == "S" and shard[1:].isdigit():
+        rest = after  # a shard's item (a workflow part starts "WF#" or is "*")
     workflow = ALL_WORKFLOWS if rest == "*" else rest.removeprefix("WF#")
     return UsageRow(
         tenant_id=str(data["tenant_id"]),
@@ -70,6 +92,7 @@ class DynamoUsageStore:
 
     def record(self, usage: AttemptUsage) -> bool:
         pk = tenant_pk(usage.tenant_id)
+        shard = day_shard(usage.job_id)
         expires = _expiry(usage.day)
         marker = {
             "pk": pk,
@@ -107,10 +130,10 @@ class DynamoUsageStore:
                 }
             },
             add(
-                day_sk(usage.day),
-                {**base, "day_pk": f"DAY#{usage.day}", "day_sk": usage.tenant_id},
+                day_sk(usage.day, shard=shard),
+                {**base, "day_pk": f"DAY#{usage.day}", "day_sk": f"{usage.tenant_id}#S{shard}"},
             ),
-            add(day_sk(usage.day, usage.workflow), base),
+            add(day_sk(usage.day, usage.workflow, shard=shard), base),
         ]
         try:
             write_together(self._db, items)
@@ -121,7 +144,7 @@ class DynamoUsageStore:
         return True
 
     def days(self, tenant_id: str, first: str, last: str) -> list[UsageRow]:
-        return [
+        return _summed(
             _row(item)
             for item in self._query(
                 KeyConditionExpression="pk = :pk AND sk BETWEEN :a AND :b",
@@ -129,17 +152,17 @@ class DynamoUsageStore:
                     {":pk": tenant_pk(tenant_id), ":a": f"DAY#{first}", ":b": f"DAY#{last}#~"}
                 ),
             )
-        ]
+        )
 
     def every_tenant(self, day: str) -> list[UsageRow]:
-        return [
+        return _summed(
             _row(item)
             for item in self._query(
                 IndexName="by_day",
                 KeyConditionExpression="day_pk = :d",
                 ExpressionAttributeValues=serialize({":d": f"DAY#{day}"}),
             )
-        ]
+        )
 
     def attempts(self, tenant_id: str, job_id: str) -> list[AttemptUsage]:
         out = []
@@ -164,6 +187,18 @@ class DynamoUsageStore:
             if not last:
                 return out
             kwargs["ExclusiveStartKey"] = last
+
+
+def _summed(rows: Iterable[UsageRow]) -> list[UsageRow]:
+    """One row per (tenant, day, workflow), its shards' counts added; a tenant's day first,
+    then its workflows', as the unsharded items sorted."""
+    out: dict[tuple[str, str, str], UsageRow] = {}
+    for row in rows:
+        key = (row.tenant_id, row.day, row.workflow)
+        out[key] = out[key].add(row) if key in out else row
+    return sorted(
+        out.values(), key=lambda r: (r.tenant_id, r.day, r.workflow != ALL_WORKFLOWS, r.workflow)
+    )
 
 
 def _expiry(day: str) -> int:
