@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from devstack.counted_share import CountedShare
+
 # How long a new item may be missing from an eventually consistent read.
 LAG_S = 1.0
 
@@ -37,13 +39,7 @@ _LOCK = threading.Lock()
 _EVENTUAL = threading.local()  # set while a GetItem without ConsistentRead is answered
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.seen = 0
-        self.missed = 0
-
-
-_COUNT = _Counter()
+_MISSES = CountedShare()
 
 
 def stale_new_items(share: Callable[[], float]) -> None:
@@ -89,8 +85,7 @@ def stale_new_items(share: Callable[[], float]) -> None:
 
 
 def reset_count() -> None:
-    with _LOCK:
-        _COUNT.seen = _COUNT.missed = 0
+    _MISSES.reset()
 
 
 def _item(table_name: str, key: dict[str, Any]) -> tuple[str, str]:
@@ -124,10 +119,6 @@ def _misses(key: tuple[str, str], share: float) -> bool:
     """Whether this read of ``key`` misses it: new, and the counted share's turn."""
     with _LOCK:
         created = _CREATED.get(key)
-        if created is None or created < time.monotonic() - LAG_S or share <= 0:
-            return False
-        _COUNT.seen += 1
-        if _COUNT.missed < int(_COUNT.seen * share):
-            _COUNT.missed += 1
-            return True
+    if created is None or created < time.monotonic() - LAG_S:
         return False
+    return _MISSES.next(share)

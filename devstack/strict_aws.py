@@ -65,6 +65,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from devstack.counted_share import CountedShare
 from devstack.ongoing_transactions import hold_transactions
 from devstack.stale_reads import reset_count, stale_new_items
 
@@ -139,26 +140,17 @@ def at_least_once() -> StrictRules:
 
 
 class _State:
-    """The rules in force in this process, and the duplicate counter."""
+    """The rules in force in this process, and the duplicates' counter."""
 
     def __init__(self) -> None:
         self.rules = LENIENT
         self.lock = threading.Lock()
-        self.sent = 0
-        self.doubled = 0
+        self.duplicates = CountedShare()
         self.installed = False
 
     def doubles_next(self) -> bool:
         """Whether the message just sent is stored twice: ``share`` of them, counted."""
-        share = self.rules.sqs_duplicate_share
-        if share <= 0:
-            return False
-        with self.lock:
-            self.sent += 1
-            if self.doubled < int(self.sent * share):
-                self.doubled += 1
-                return True
-            return False
+        return self.duplicates.next(self.rules.sqs_duplicate_share)
 
 
 _STATE = _State()
@@ -177,7 +169,7 @@ def enforce(rules: StrictRules) -> None:
             stale_new_items(lambda: _STATE.rules.dynamodb_stale_read_share)
             _STATE.installed = True
         _STATE.rules = rules.effective()
-        _STATE.sent = _STATE.doubled = 0  # the shares count from here
+        _STATE.duplicates.reset()  # the shares count from here
         reset_count()
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from pagefleet.adapters.sqs import delete_together
 from pagefleet.browsing.inbox import HIDDEN_S, INBOX_RETENTION_S, Delivery, InboxInfo, Wakeup
 from pagefleet.jobs.ports import SQS_BATCH_MAX
 
@@ -125,10 +126,7 @@ class SqsSessionInbox:
             if not pending:
                 return
             try:
-                resp = self._sqs.delete_message_batch(
-                    QueueUrl=self.url(name),
-                    Entries=[{"Id": str(i), "ReceiptHandle": r} for i, r in enumerate(pending)],
-                )
+                refused = delete_together(self._sqs, self.url(name), pending)
             except Exception as exc:
                 if _gone(exc):
                     return
@@ -137,8 +135,7 @@ class SqsSessionInbox:
                 log.warning("deleting wake-ups failed (their copies are harmless): %s", exc)
                 return
             # Entries refused for their own fault (a stale receipt) are not tried again.
-            failed = resp.get("Failed", [])
-            pending = [pending[int(f["Id"])] for f in failed if not f.get("SenderFault")]
+            pending = [handle for handle, sender in refused if not sender]
         if pending:
             log.warning("%d wake-ups not deleted (their copies are harmless)", len(pending))
 

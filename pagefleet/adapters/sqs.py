@@ -56,17 +56,23 @@ class SqsJobQueue:
         failed: list[str] = []
         for first in range(0, len(receipt_handles), SQS_BATCH_MAX):
             handles = receipt_handles[first : first + SQS_BATCH_MAX]
-            resp = self._sqs.delete_message_batch(
-                QueueUrl=self._urls[queue],
-                Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)],
-            )
-            failed += [handles[int(entry["Id"])] for entry in resp.get("Failed", [])]
+            failed += [h for h, _ in delete_together(self._sqs, self._urls[queue], handles)]
         return failed
 
     def change_visibility(self, queue: str, receipt_handle: str, seconds: int) -> None:
         self._sqs.change_message_visibility(
             QueueUrl=self._urls[queue], ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
         )
+
+
+def delete_together(sqs: SQSClient, url: str, handles: list[str]) -> list[tuple[str, bool]]:
+    """One DeleteMessageBatch of at most ``SQS_BATCH_MAX`` receipt handles: those refused,
+    each with whether SQS called it the sender's fault (a stale receipt: trying again changes
+    nothing)."""
+    resp = sqs.delete_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": h} for i, h in enumerate(handles)]
+    )
+    return [(handles[int(f["Id"])], bool(f.get("SenderFault"))) for f in resp.get("Failed", [])]
 
 
 def parse_message(raw: Mapping[str, Any], queue: str = "") -> ReceivedMessage:

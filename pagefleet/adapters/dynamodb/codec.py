@@ -26,8 +26,13 @@ UNQUEUED = "unqueued"
 OPS_SHARDS = 4
 
 
+def shard_of(key: str, shards: int) -> int:
+    """Which of ``shards`` items ``key`` writes to (a hash: stable across processes)."""
+    return int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % shards
+
+
 def ops_shard(job_id: str) -> int:
-    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % OPS_SHARDS
+    return shard_of(job_id, OPS_SHARDS)
 
 
 def ops_key(kind: str, job_id: str) -> str:
@@ -231,7 +236,7 @@ def condition_failed(exc: ClientError, *, item: int | None = None) -> bool:
         return True
     if code != "TransactionCanceledException":
         return False
-    codes = _cancellation_codes(exc)
+    codes = cancellation_codes(exc)
     if item is not None:
         codes = codes[item : item + 1]
     return "ConditionalCheckFailed" in codes
@@ -243,16 +248,11 @@ def met_another_transaction(exc: ClientError) -> bool:
     same request may be sent again (``transactions.write_together``)."""
     if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return False
-    codes = _cancellation_codes(exc)
+    codes = cancellation_codes(exc)
     return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
 
 
 def cancellation_codes(exc: ClientError) -> list[str]:
-    """Each item's reason code of a cancelled transaction, in order (tests read them)."""
-    return _cancellation_codes(exc)
-
-
-def _cancellation_codes(exc: ClientError) -> list[str]:
     """Each item's reason code, in order: from ``CancellationReasons``, or else from the
     message, which lists them too ("... reasons [None, ConditionalCheckFailed]"): the API
     reference says only some SDKs fill the property."""

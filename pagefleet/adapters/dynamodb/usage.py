@@ -16,14 +16,19 @@ before the shards (``DAY#<day>#*``, ``DAY#<day>#WF#<name>``) are read and summed
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
+from pagefleet.adapters.dynamodb.codec import (
+    condition_failed,
+    deserialize,
+    serialize,
+    shard_of,
+    tenant_pk,
+)
 from pagefleet.adapters.dynamodb.transactions import write_together
 from pagefleet.tenancy.usage import ALL_WORKFLOWS, AttemptUsage, UsageRow, counts_of
 
@@ -46,7 +51,7 @@ DAY_SHARDS = 8
 
 
 def day_shard(job_id: str) -> int:
-    return int(hashlib.sha256(job_id.encode()).hexdigest()[:4], 16) % DAY_SHARDS
+    return shard_of(job_id, DAY_SHARDS)
 
 
 def day_sk(day: str, workflow: str = ALL_WORKFLOWS, *, shard: int | None = None) -> str:
