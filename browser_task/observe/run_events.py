@@ -4,11 +4,12 @@
 flusher writes the buffer at most once per ``flush_s`` (one write per batch, not per event:
 the oldest waiting event waits at most ``flush_s``), and ``close`` writes what is left when
 the attempt ends, before its outcome is written, so a follower sees the last step before
-the final status. Sequence numbers are reserved from the job's counter in the store at
-write time, so attempts (and a worker that lost its lease) never reuse a number. A
-reservation takes ``RESERVE`` numbers (and as much of the job's allowance) beyond the batch,
-and the attempt's next batches take theirs from it without asking the store again: a short
-job's last write is its events only (docs/decisions.md, 2026-12-05). What an attempt leaves
+the final status. Sequence numbers are reserved from the job's counter
+(``pagefleet.live.numbers``), so attempts (and a worker that lost its lease) never reuse a
+number: the claim reserved the attempt's first ``RESERVE`` (and as much of the job's
+allowance) in its own write, and a batch past them reserves ``RESERVE`` more beyond itself,
+so the attempt's next batches take theirs without asking the store again: a plain job's
+events are its puts only (docs/decisions.md, 2026-12-05 and 2026-12-06). What an attempt leaves
 of its reservation is a gap in the job's numbers (followers fill gaps from the events
 route, where a number never stored is skipped), and at most ``RESERVE`` of the job's
 allowance; events another writer may number meanwhile (the API's takeover events) make the
@@ -46,6 +47,7 @@ from pagefleet.live.events import (
     events_expire_at,
     now_iso,
 )
+from pagefleet.live.numbers import RESERVE, EventNumbers, claimed_range
 from pagefleet.live.ports import EventStore
 from pagefleet.pricing import Worker
 from pagefleet.specs.settings import WorkerSettings
@@ -56,9 +58,6 @@ log = logging.getLogger("browser_task.observe.run_events")
 _LIMITS = {"url": URL_MAX_CHARS, "label": LABEL_MAX_CHARS, "path": LABEL_MAX_CHARS}
 # Events kept in memory while writes fail, beyond which the oldest bounded ones are dropped.
 BUFFER_MAX = 5000
-# Numbers (and allowance) reserved beyond a batch for the attempt's next ones: a plain job's
-# last batch (its last steps, its outcome) fits.
-RESERVE = 32
 
 
 class RunEvents:
@@ -73,8 +72,13 @@ class RunEvents:
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
         pricing: Worker | None = None,
+        numbers: EventNumbers | None = None,
+        reserved: int = 0,
     ) -> None:
+        """``numbers``: the job's counter (the store's own by default); ``reserved``: how
+        many numbers ``job``'s claim reserved on it for this attempt (0: none)."""
         self.store = store
+        self._numbers: EventNumbers = numbers or store.allocate
         self.tenant_id = job.tenant_id
         self.job_id = job.job_id
         self.attempt = job.attempt
@@ -94,6 +98,9 @@ class RunEvents:
         self._next_seq = 1
         self._last_seq = 0
         self._allowance = 0
+        if reserved:
+            self._next_seq, self._last_seq, before = claimed_range(job, reserved)
+            self._allowance = max(0, min(reserved, max_events - before))
         self._renumbered = False  # set from the loop, applied by the next batch's numbering
         self._closed = False
         self._buffer_lock = threading.Lock()
@@ -237,7 +244,7 @@ class RunEvents:
             from_old = min(len(bounded), self._allowance)
             need = len(bounded) - from_old
             asked = need + RESERVE
-            first, total = self.store.allocate(
+            first, total = self._numbers(
                 self.tenant_id,
                 self.job_id,
                 count=len(fresh) + RESERVE,
@@ -425,13 +432,21 @@ def attempt_ended(
 
 
 def attempt_events(
-    store: EventStore, job: JobRecord, settings: WorkerSettings, clock: Callable[[], float]
+    store: EventStore,
+    job: JobRecord,
+    settings: WorkerSettings,
+    clock: Callable[[], float],
+    *,
+    numbers: EventNumbers | None = None,
+    reserved: int = 0,
 ) -> RunEvents:
     """An attempt's run events, as the worker's settings bound them, opened with its
-    ``running`` state."""
+    ``running`` state (``numbers``, ``reserved``: as ``RunEvents`` takes them)."""
     events = RunEvents(
         store,
         job,
+        numbers=numbers,
+        reserved=reserved,
         flush_s=settings.events_flush_s,
         max_events=settings.events_max_per_job,
         retention_s=settings.events_retention_s,

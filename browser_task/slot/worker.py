@@ -44,7 +44,7 @@ from browser_task.slot.receiver import Receiver
 from browser_task.slot.waiting import OutsideSlots
 from pagefleet.jobs.lifecycle import Lifecycle, MessageAnswer, Outcome
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.jobs.record import JobRecord
+from pagefleet.live.numbers import RESERVE, counted_on_record, numbers_of
 from pagefleet.live.ports import EventStore
 from pagefleet.specs.resources import claim_owner
 from pagefleet.specs.settings import WorkerSettings
@@ -340,6 +340,8 @@ class Worker:
                 owner=claim_owner(self.worker_id, secrets.token_hex(4)),
                 lease_seconds=self.settings.lease_seconds,
                 worker=self.worker_id,
+                # The attempt's first event numbers, in the claim's write (live.numbers).
+                events=RESERVE if counted_on_record(peek.job) else 0,
             )
         except BaseException:
             if early is not None:  # stopping: close it without holding up the stop
@@ -354,11 +356,11 @@ class Worker:
         log = log.bind(attempt=claim.job.attempt)
         if claim.reason:  # e.g. its last worker stopped: the take-back's line, or none
             log.info("job claimed", reason=claim.reason)
-        await self._run(claim.job, received, domain, probe, log, look_ahead, early)
+        await self._run(claim, received, domain, probe, log, look_ahead, early)
 
     async def _run(
         self,
-        job: JobRecord,
+        claim: MessageAnswer,
         received: ReceivedMessage,
         domain: str | None,
         probe: frozenset[str],
@@ -366,10 +368,19 @@ class Worker:
         look_ahead: Callable[[], None],
         early: EarlyContext | None,
     ) -> None:
+        job = claim.job
+        assert job is not None
         if received.sent_at_ms:
             self.metrics.queue_delay(self._clock() * 1000 - received.sent_at_ms)
         started = time.monotonic()
-        events = attempt_events(self._events, job, self.settings, self._clock)
+        events = attempt_events(
+            self._events,
+            job,
+            self.settings,
+            self._clock,
+            numbers=numbers_of(job, self.lifecycle.store, self._events),
+            reserved=claim.events_reserved,
+        )
         log = log.recording(log_sink(events))
         log.info("job started", receive_count=received.receive_count)
         await self._protection.job_started()

@@ -188,6 +188,7 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
         lease_until: int,
         now: int,
         started_at: str,
+        events: int = 0,
     ) -> JobRecord:
         with self._lock:
             row = self._row(tenant_id, job_id)
@@ -224,10 +225,29 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
                         if reclaim
                         else {}
                     ),
+                    **(
+                        {
+                            "events_seq": (job.events_seq or 0) + events,
+                            "events_bounded": job.events_bounded + events,
+                        }
+                        if events > 0
+                        else {}
+                    ),
                 }
             )
             row.ops = (ops_key("lease", job_id), lease_until)
             return row.job.model_copy(deep=True)
+
+    def allocate_events(
+        self, tenant_id: str, job_id: str, *, count: int, bounded: int, expires_at: int
+    ) -> tuple[int, int]:
+        with self._lock:
+            row = self._rows.get((tenant_id, job_id))
+            if row is None or row.job.events_seq is None:
+                raise NotFound(f"job {job_id} has no event counter", job_id=job_id)
+            seq, total = row.job.events_seq + count, row.job.events_bounded + bounded
+            row.job = row.job.model_copy(update={"events_seq": seq, "events_bounded": total})
+            return seq - count + 1, total
 
     def extend_lease(
         self, tenant_id: str, job_id: str, *, attempt: int, owner: str, lease_until: int

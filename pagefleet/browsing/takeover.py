@@ -74,6 +74,7 @@ def take_over(t: Takeovers, tenant_id: str, job_id: str, holder: str) -> Taken:
     new = takeover.takeover_id == proposed.takeover_id
     if new:
         append_event(
+            t.sessions.jobs.store,
             t.events,
             job,
             EventType.TAKEOVER,
@@ -138,7 +139,15 @@ def hand_back(
     released = t.sessions.jobs.store.release_takeover(tenant_id, job_id, current.takeover_id)
     if released is None:
         return None  # handed back or returned meanwhile: that move told everyone
-    append_event(t.events, job, EventType.TAKEOVER, at=now, state="handed_back", holder=holder)
+    append_event(
+        t.sessions.jobs.store,
+        t.events,
+        job,
+        EventType.TAKEOVER,
+        at=now,
+        state="handed_back",
+        holder=holder,
+    )
     _wake(t, job, "takeover", released.takeover_id)  # its steps go on at once
     return released
 

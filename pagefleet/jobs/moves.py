@@ -36,6 +36,9 @@ class MessageAnswer:
     # A browser session this move ended after its worker stopped (its page cannot be
     # carried to another attempt): counted where BrowserSessionsLost is read.
     session_lost: bool = False
+    # Run-event numbers the claim reserved on the record it returned (``job``): the last
+    # ``events_reserved`` up to its ``events_seq``. 0: none, or not known (a reply lost).
+    events_reserved: int = 0
 
 
 @dataclass(frozen=True)

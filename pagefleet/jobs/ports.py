@@ -192,11 +192,22 @@ class JobStore(Protocol):
         lease_until: int,
         now: int,
         started_at: str,
+        events: int = 0,
     ) -> JobRecord:
         """A new attempt: from a claimable state before the deadline, or from running when
         the lease ended before ``now``, then counting the lost lease (``leases_lost`` + 1,
-        the error ``rules.lost_lease_error``) in the same write. Raises what
+        the error ``rules.lost_lease_error``) in the same write. ``events`` > 0 reserves that
+        many run-event numbers (and as much allowance) on the record's counter, which must
+        have one (``events_seq``; ``pagefleet.live.numbers``). Raises what
         ``rules.claim_refusal`` names."""
+        ...
+
+    def allocate_events(
+        self, tenant_id: str, job_id: str, *, count: int, bounded: int, expires_at: int
+    ) -> tuple[int, int]:
+        """Reserve run-event numbers on the record's counter, as ``EventStore.allocate``
+        does on its own (the first number, the bounded events reserved so far). Raises
+        ``NotFound`` for a job without that counter (deleted, or recorded before it)."""
         ...
 
     def extend_lease(

@@ -135,6 +135,11 @@ class JobRecord(BaseModel):
     replays: list[str] = Field(default_factory=list)
     # A person holding its page (pagefleet.jobs.takeover); past its until, held by no one.
     takeover: Takeover | None = None
+    # The job's run-event counter: the last number reserved, and the bounded events reserved
+    # (pagefleet.live.numbers). Each claim reserves an attempt's first numbers in its own
+    # write. None: a job recorded before the counter lived here, numbered from its own item.
+    events_seq: int | None = 0
+    events_bounded: int = 0
 
     @property
     def attempts_used(self) -> int:

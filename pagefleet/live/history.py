@@ -8,6 +8,7 @@ from typing import Any
 from pagefleet.jobs.ports import JobStore
 from pagefleet.jobs.record import JobRecord
 from pagefleet.live.events import UNBOUNDED_TYPES, EventType, events_expire_at, now_iso
+from pagefleet.live.numbers import numbers_of
 from pagefleet.live.ports import EventStore
 
 PAGE_MAX = 1000
@@ -30,17 +31,23 @@ def list_events(
 
 
 def append_event(
-    events: EventStore, job: JobRecord, event_type: EventType, *, at: float, **fields: Any
+    jobs: JobStore,
+    events: EventStore,
+    job: JobRecord,
+    event_type: EventType,
+    *,
+    at: float,
+    **fields: Any,
 ) -> dict[str, Any]:
     """Write one run event of ``job`` from outside its worker (a takeover's moves, made by
-    the API): numbered like the worker's, so followers see it in order with them."""
+    the API): numbered from the job's counter like the worker's, so followers see it in
+    order with them."""
     event: dict[str, Any] = {"at": now_iso(at), "type": event_type.value, "attempt": job.attempt}
     event.update((name, value) for name, value in fields.items() if value is not None)
     expires_at = events_expire_at(job)
     bounded = 0 if event_type in UNBOUNDED_TYPES else 1
-    first, _ = events.allocate(
-        job.tenant_id, job.job_id, count=1, bounded=bounded, expires_at=expires_at
-    )
+    numbers = numbers_of(job, jobs, events)
+    first, _ = numbers(job.tenant_id, job.job_id, count=1, bounded=bounded, expires_at=expires_at)
     event["seq"] = first
     events.put(job.tenant_id, job.job_id, [event], expires_at=expires_at, attempt=job.attempt)
     return event

@@ -39,9 +39,10 @@ PER_JOB = {
 }
 PER_ATTEMPT = {
     "queue_requests": 2,  # receive, delete
-    # the claim (3), the outcome with its expiry (4), the running slot taken and given back,
-    # the run's events (counter and one batch: 3), usage (3 items in a transaction: 6)
-    "table_writes": 18,
+    # the claim with its first run-event numbers (3), the outcome with its expiry (4), the
+    # running slot taken and given back, the run's events (one batch: 2), usage (3 items in
+    # a transaction: 6)
+    "table_writes": 17,
     "table_reads": 2,  # peek, limits
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.

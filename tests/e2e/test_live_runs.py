@@ -28,10 +28,13 @@ from devstack.event_sources import STREAM_BATCHING_WINDOW_S
 from devstack.live_parts import LiveOptions
 from devstack.provision import queue_arn
 from devstack.stack import LocalStack
+from pagefleet.adapters.dynamodb.codec import job_sk
+from pagefleet.adapters.dynamodb.events import counter_sk
 from pagefleet.client import PagefleetClient
 from pagefleet.client.follow import StatusUpdate
 from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.live.events import RunEvent
+from pagefleet.live.numbers import RESERVE
 from pagefleet.notify import signing
 from pagefleet.runtime import RUNTIME
 from tests.e2e.conftest import running
@@ -427,6 +430,14 @@ def test_events_are_listed_in_order_and_expire_with_the_job(
     )["Items"]
     created = epoch_of_iso(client.get(job.job_id).created_at or "")
     assert items and {int(i["expires_at"]["N"]) for i in items} == {int(created) + 30 * 24 * 3600}
+    # Numbered from what the claim reserved on the record: no counter of their own.
+    db = RUNTIME.client("dynamodb")
+    key = {"pk": {"S": "TENANT#dev"}}
+    table = stack.provisioned.jobs_table
+    counter = db.get_item(TableName=table, Key={**key, "sk": {"S": counter_sk(job.job_id)}})
+    assert "Item" not in counter
+    record = db.get_item(TableName=table, Key={**key, "sk": {"S": job_sk(job.job_id)}})["Item"]
+    assert int(record["events_seq"]["N"]) == RESERVE and len(listed) <= RESERVE
 
 
 def test_local_up_prints_the_live_url(

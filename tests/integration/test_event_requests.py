@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from browser_task.observe.run_events import RunEvents, attempt_ended
 from devstack.provision import Provisioned
@@ -16,29 +17,15 @@ from pagefleet.live.events import EventType
 from pagefleet.runtime import RUNTIME
 
 
-def test_a_short_attempts_last_batch_is_one_write(provisioned: Provisioned) -> None:
-    """Two batches (the flusher's, then the one at close): one reservation of numbers and two
-    puts, where each batch was a counter update and a put."""
-    db = RUNTIME.client("dynamodb")
-    store = DynamoEventStore(db, provisioned.jobs_table)
-    job = JobRecord(
-        tenant_id="t",
-        job_id="j1",
-        status=JobStatus.RUNNING,
-        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
-        created_at="2026-12-05T10:00:00.000Z",
-        updated_at="2026-12-05T10:00:00.000Z",
-        correlation_id="c",
-        pool="standard",
-        attempt=1,
-    )
+def _two_batches(db: Any, events: RunEvents) -> list[str]:
+    """An attempt's two batches (the flusher's, then the one at close): the DynamoDB
+    operations they sent."""
     calls: list[str] = []
 
     def count(model: object, **_: object) -> None:
         calls.append(str(getattr(model, "name", "?")))
 
     async def attempt() -> None:
-        events = RunEvents(store, job, flush_s=0.05)
         events.emit(EventType.STATE, status="running")
         events.emit(EventType.STEP_STARTED, index=0, of=1, path="0", action="goto")
         await events.flush()
@@ -51,7 +38,69 @@ def test_a_short_attempts_last_batch_is_one_write(provisioned: Provisioned) -> N
         asyncio.run(attempt())
     finally:
         db.meta.events.unregister("before-call.dynamodb", count)
+    return calls
+
+
+def test_a_short_attempts_last_batch_is_one_write(provisioned: Provisioned) -> None:
+    """A job numbered from its own counter item (recorded before the counter moved to its
+    record): one reservation of numbers for two batches, then puts alone."""
+    db = RUNTIME.client("dynamodb")
+    store = DynamoEventStore(db, provisioned.jobs_table)
+    job = JobRecord(
+        tenant_id="t",
+        job_id="j1",
+        status=JobStatus.RUNNING,
+        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
+        created_at="2026-12-05T10:00:00.000Z",
+        updated_at="2026-12-05T10:00:00.000Z",
+        correlation_id="c",
+        pool="standard",
+        attempt=1,
+        events_seq=None,
+    )
+    calls = _two_batches(db, RunEvents(store, job, flush_s=0.05))
     assert calls == ["UpdateItem", "PutItem", "PutItem"]
     stored, more = store.page("t", "j1", after=0, limit=10, now=int(time.time()))
     assert [e["seq"] for e in stored] == [1, 2, 3, 4] and not more
     assert [e["type"] for e in stored] == ["state", "step_started", "step_finished", "state"]
+
+
+def test_a_plain_attempt_numbered_from_its_claim_writes_its_events_only(
+    provisioned: Provisioned,
+) -> None:
+    """The claim's write reserved the attempt's first numbers on the job's record: its two
+    batches are two puts, and no counter update of their own."""
+    from pagefleet.adapters.dynamodb.job_store import DynamoJobStore
+    from pagefleet.jobs.models import iso, utcnow
+    from pagefleet.live.numbers import RESERVE, numbers_of
+
+    db = RUNTIME.client("dynamodb")
+    store = DynamoEventStore(db, provisioned.jobs_table)
+    jobs = DynamoJobStore(db, provisioned.jobs_table)
+    jobs.create(
+        JobRecord(
+            tenant_id="t",
+            job_id="j2",
+            status=JobStatus.QUEUED,
+            request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
+            created_at="2026-12-06T10:00:00.000Z",
+            updated_at="2026-12-06T10:00:00.000Z",
+            correlation_id="c",
+            pool="standard",
+        )
+    )
+    now = int(time.time())
+    job = jobs.claim(
+        "t",
+        "j2",
+        owner="w1",
+        lease_until=now + 60,
+        now=now,
+        started_at=iso(utcnow()),
+        events=RESERVE,
+    )
+    numbers = numbers_of(job, jobs, store)
+    calls = _two_batches(db, RunEvents(store, job, flush_s=0.05, numbers=numbers, reserved=RESERVE))
+    assert calls == ["PutItem", "PutItem"]
+    stored, more = store.page("t", "j2", after=0, limit=10, now=int(time.time()))
+    assert [e["seq"] for e in stored] == [1, 2, 3, 4] and not more

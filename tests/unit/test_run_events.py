@@ -283,25 +283,3 @@ def test_an_attempt_asks_for_numbers_once_while_its_reservation_lasts() -> None:
     assert (store.allocations, store.puts) == (2, 4)
     second = [e["seq"] for e in _stored(store) if e["attempt"] == 2]
     assert second == list(range(second[0], second[0] + 4)) and second[0] > 4
-
-
-def test_a_takeovers_events_keep_their_place_among_the_attempts() -> None:
-    """The API numbers a takeover's events from the job's counter: once the worker sees the
-    takeover, its next events are numbered after them, not from its reservation."""
-    from pagefleet.live.history import append_event
-
-    store = CountingStore()
-    job = _job()
-
-    async def scenario() -> None:
-        events = RunEvents(store, job, flush_s=0.05)
-        events.emit(EventType.LOG, level="info", message="before")
-        await events.flush()
-        append_event(store, job, EventType.TAKEOVER, at=NOW, state="taken", holder="ops")
-        events.renumber()  # PageTakeover.seen: the lock changed
-        events.emit(EventType.LOG, level="info", message="after")
-        await events.close()
-
-    asyncio.run(scenario())
-    stored = _stored(store)
-    assert [e.get("message", e["type"]) for e in stored] == ["before", "takeover", "after"]

@@ -72,10 +72,18 @@ def claim_values(
     }
 
 
-def claim_update(claim: dict[str, Any]) -> Update:
+def reserving(events: int) -> tuple[str, dict[str, Any]]:
+    """The ADD clause a claim reserves ``events`` run-event numbers (and as much of the
+    job's allowance) with, on the record's counter; nothing for a record without one."""
+    if events <= 0:
+        return "", {}
+    return "events_seq :ev, events_bounded :ev", {":ev": events}
+
+
+def claim_update(claim: dict[str, Any], *, events: int = 0) -> Update:
     """A new attempt (``claim``: ``claim_values``): from queued, retry_scheduled or
-    scheduled, only before the job's deadline (latest start). A running job whose lease ran
-    out is ``reclaim_update``'s."""
+    scheduled, only before the job's deadline (latest start), reserving ``events`` run-event
+    numbers. A running job whose lease ran out is ``reclaim_update``'s."""
     # Never a held job (running, or waiting for a person): its worker resumes a waiting one
     # itself, and a running one is taken from a dead worker only by ``reclaim_update``.
     names, values, in_clause = status_in(claimable())
@@ -95,17 +103,27 @@ def claim_update(claim: dict[str, Any]) -> Update:
         "(#status <> :retry OR attribute_not_exists(retry_at) OR retry_at <= :due) AND "
         "(#status <> :scheduled OR attribute_not_exists(run_at) OR run_at <= :due)"
     )
-    return Update(f"SET {CLAIM_SETS} {CLAIM_REMOVES}", condition, names, values)
+    adds, reserved = reserving(events)
+    values.update(reserved)
+    expression = f"SET {CLAIM_SETS} {CLAIM_REMOVES}" + (f" ADD {adds}" if adds else "")
+    return Update(expression, condition, names, values)
 
 
-def reclaim_update(claim: dict[str, Any], *, attempt: int) -> Update:
+def reclaim_update(claim: dict[str, Any], *, attempt: int, events: int = 0) -> Update:
     """A new attempt (``claim``: ``claim_values``) of a running job whose lease ran out (its
     worker stopped): what a take-back writes, one more lost lease and
     ``rules.lost_lease_error``, in the claim's own write. Only from ``attempt``, the one
     seen lost: its lease is counted once."""
-    values = {**claim, ":attempt": attempt, ":error": lost_lease_error(attempt).model_dump_json()}
+    adds, reserved = reserving(events)
+    values = {
+        **claim,
+        **reserved,
+        ":attempt": attempt,
+        ":error": lost_lease_error(attempt).model_dump_json(),
+    }
     condition = "#status = :running AND lease_expires_at < :now AND attempt = :attempt"
     expression = f"SET {CLAIM_SETS}, #error = :error {CLAIM_REMOVES} ADD leases_lost :one"
+    expression += f", {adds}" if adds else ""
     return Update(expression, condition, {"#status": "status", "#error": "error"}, values)
 
 

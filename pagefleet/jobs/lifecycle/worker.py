@@ -60,8 +60,10 @@ class WorkerMoves(LifecycleBase):
         owner: str,
         lease_seconds: int,
         worker: str,
+        events: int = 0,
     ) -> MessageAnswer:
-        """Take the job for a new attempt, or say what to do with its message instead.
+        """Take the job for a new attempt, or say what to do with its message instead;
+        ``events`` run-event numbers reserved with it (on a record that counts them).
 
         A written claim deletes the message: from then on the lease holds the job. The hooks
         may defer the job first (its tenant's running cap).
@@ -78,6 +80,7 @@ class WorkerMoves(LifecycleBase):
                 lease_until=lease_until(now, lease_seconds),
                 now=int(now),
                 started_at=self.at(),
+                events=events,
             )
         except NotFound:
             self.hooks.claim_not_made(message)
@@ -123,7 +126,8 @@ class WorkerMoves(LifecycleBase):
         if job.error == lost_lease_error(job.attempt - 1):
             # Taken back, or claimed here from the lease it lost: the worker's log says so.
             reason = f"the worker of attempt {job.attempt - 1} stopped (its lease ran out)"
-        return self._claimed(received, pool, job, worker, reason)
+        reserved = events if job.events_seq is not None else 0
+        return self._claimed(received, pool, job, worker, reason, events_reserved=reserved)
 
     def _dead_worker_limit(
         self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str
@@ -147,7 +151,14 @@ class WorkerMoves(LifecycleBase):
         return MessageAnswer(done.then, reason=reason, status=done.status)
 
     def _claimed(
-        self, received: ReceivedMessage, pool: str, job: JobRecord, worker: str, reason: str = ""
+        self,
+        received: ReceivedMessage,
+        pool: str,
+        job: JobRecord,
+        worker: str,
+        reason: str = "",
+        *,
+        events_reserved: int = 0,
     ) -> MessageAnswer:
         """The claim is written: the message is done with (a failed delete brings it back
         as a copy of a running job, deleted then)."""
@@ -155,11 +166,13 @@ class WorkerMoves(LifecycleBase):
         if self.later is not None:
             with contextlib.suppress(RuntimeError):  # stopping (executor shut down): now
                 self.later(self._done, received, pool, reason)
-                return self._unless_at_stake(job, worker, reason)
+                return self._unless_at_stake(job, worker, reason, events_reserved)
         self._done(received, pool, reason)
-        return self._unless_at_stake(job, worker, reason)
+        return self._unless_at_stake(job, worker, reason, events_reserved)
 
-    def _unless_at_stake(self, job: JobRecord, worker: str, reason: str) -> MessageAnswer:
+    def _unless_at_stake(
+        self, job: JobRecord, worker: str, reason: str, events_reserved: int = 0
+    ) -> MessageAnswer:
         """Run the claimed job, unless an earlier attempt stopped after an irreversible
         step that is not to be run again blindly: then it ends (in review, or failed when
         it was compensated)."""
@@ -170,7 +183,7 @@ class WorkerMoves(LifecycleBase):
             return MessageAnswer(
                 done.then, reason=f"irreversible step: {plan.resume}", status=done.status
             )
-        return MessageAnswer(Then.RUN, job=job, reason=reason)
+        return MessageAnswer(Then.RUN, job=job, reason=reason, events_reserved=events_reserved)
 
     def _ending_without_run(
         self, job: JobRecord, cause: JobError | None, *, retry_allowed: bool
