@@ -26,6 +26,7 @@ from devstack.chaos import wait_until
 from devstack.console_browser import console_browser
 from devstack.provision import queue_arn
 from devstack.stack import LocalStack
+from devstack.strict_aws import await_settled
 from pagefleet.cli import app
 from pagefleet.client import ApiError, Job, PagefleetClient
 from pagefleet.jobs.states import JobStatus
@@ -56,6 +57,8 @@ def waiting_events(stack: LocalStack) -> Iterator[str]:
     )
     targets = [{"Id": "q", "Arn": queue_arn(sqs, url)}]
     events.put_targets(Rule="e2e-waiting-for-human", Targets=targets)
+    # AWS: a queue is usable one second after it is made; its receives wait for that.
+    assert await_settled(sqs, [url], timeout_s=10)
     yield str(url)
     events.remove_targets(Rule="e2e-waiting-for-human", Ids=["q"])
     events.delete_rule(Name="e2e-waiting-for-human")

@@ -28,6 +28,7 @@ from devstack.event_sources import STREAM_BATCHING_WINDOW_S
 from devstack.live_parts import LiveOptions
 from devstack.provision import queue_arn
 from devstack.stack import LocalStack
+from devstack.strict_aws import await_settled
 from pagefleet.adapters.dynamodb.codec import job_sk
 from pagefleet.adapters.dynamodb.events import counter_sk
 from pagefleet.client import PagefleetClient
@@ -352,6 +353,8 @@ def test_completion_webhooks_are_signed_retried_and_events_reach_a_rule(
         EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": ["Job Finished"]}),
     )
     events.put_targets(Rule="e2e-finished", Targets=[{"Id": "q", "Arn": arn}])
+    # AWS: a queue is usable one second after it is made; its receives wait for that.
+    assert await_settled(sqs, [target], timeout_s=10)
     secret = client.signing_secret()
     # The same secret for the tenant's command and the operator's (Secrets Manager).
     assert cli(stack, "webhooks", "secret").stdout.strip() == secret

@@ -22,6 +22,7 @@ import pytest
 
 from devstack.provision import queue_arn
 from devstack.stack import LocalStack
+from devstack.strict_aws import await_settled
 from pagefleet.client import PagefleetClient
 from pagefleet.jobs.states import JobStatus
 from pagefleet.notify import signing
@@ -50,6 +51,8 @@ def event_queue() -> str:
         EventPattern=json.dumps({"source": ["pagefleet"], "detail-type": EVENT_TYPES}),
     )
     events.put_targets(Rule="e2e-monitors", Targets=[{"Id": "q", "Arn": arn}])
+    # AWS: a queue is usable one second after it is made; its receives wait for that.
+    assert await_settled(sqs, [url], timeout_s=10)
     return str(url)
 
 
