@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
+from pagefleet.browsing.answer_times import AnswerTimes
 from pagefleet.browsing.commands import (
     CommandLedger,
     session_steps,
@@ -97,6 +98,8 @@ class Sessions:
     sleep: Callable[[float], None] = time.sleep
     # Open sessions this process has read, by (tenant, session): see opened.
     _open: dict[tuple[str, str], Opened] = field(default_factory=dict, repr=False)
+    # When this process found its sessions' answers, by kind of command (when to read).
+    answer_times: AnswerTimes = field(default_factory=AnswerTimes, repr=False)
 
     def opened(self, tenant_id: str, session_id: str, *, known: bool = False) -> Opened:
         """An open session's request and its worker's inbox: read until a worker holds it,

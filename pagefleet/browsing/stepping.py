@@ -12,12 +12,14 @@ starting, or a worker busy with another command, holds no API execution (docs/ap
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from pagefleet.background import Background
+from pagefleet.browsing.answer_times import SHORT_PAUSE_S, SHORT_READS, kind_of
 from pagefleet.browsing.answers import answered
 from pagefleet.browsing.commands import (
     CommandBody,
@@ -152,8 +154,7 @@ def run_steps(
         )
     woken = bool(woke)
     if woken or record.state is CommandState.RUNNING:
-        wait_s = min(float(body.wait_s), sessions.max_wait_s)
-        record = await_record(sessions, record, wait_s, first_read_s=ANSWER_TRIPS * trip)
+        record = _await_answer(sessions, record, body, dumped, began=began, trip=trip)
     if record.state is CommandState.DONE and record.answer is not None:
         return answered(sessions.presign, record, "ready")
     view = read_command(sessions, tenant_id, session_id, given)
@@ -166,18 +167,58 @@ def run_steps(
     return view.answer or view
 
 
+def _await_answer(
+    sessions: Sessions,
+    record: CommandRecord,
+    body: StepsRequest,
+    dumped: list[dict[str, Any]],
+    *,
+    began: float,
+    trip: float,
+) -> CommandRecord:
+    """Read the record while its command runs (``began``: when the record was sent, ``trip``:
+    its round trip): first when answers of its kind came lately (``answer_times``), else once
+    the worker could have written the answer (``ANSWER_TRIPS``)."""
+    observe = body.observe.model_dump(mode="json")
+    kind = kind_of(record.tenant_id, record.session_id, dumped, observe)
+    learned = sessions.answer_times.first_read_s(kind)
+    first = ANSWER_TRIPS * trip
+    if learned is not None:  # counted from before the record was sent, as it was learned
+        first = max(first, learned - (sessions.clock() - began))
+    return await_record(
+        sessions,
+        record,
+        min(float(body.wait_s), sessions.max_wait_s),
+        first_read_s=first,
+        learned=learned is not None,
+        on_found=lambda at, reads: sessions.answer_times.found(kind, at - began, reads),
+    )
+
+
 def await_record(
-    sessions: Sessions, record: CommandRecord, wait_s: float, *, first_read_s: float = 0.0
+    sessions: Sessions,
+    record: CommandRecord,
+    wait_s: float,
+    *,
+    first_read_s: float = 0.0,
+    learned: bool = False,
+    on_found: Callable[[float, int], None] | None = None,
 ) -> CommandRecord:
     """The command's record once answered, or as it stands when waiting is over: after
     ``wait_s``, or at once when its worker has not taken it ``CLAIM_GRACE_S`` after it was
     sent. A call is held while the steps run, never while they wait (finding 8 of issue 32:
     no API execution waits for a browser that is starting, busy or gone). ``first_read_s``:
     when the answer could first be there (``ANSWER_TRIPS``), kept between FIRST_READ_S and
-    LAST_READ_S."""
+    LAST_READ_S; ``learned``: it is when answers of its kind came lately (answer_times), kept
+    as it is and followed by a few close reads. ``on_found``: told when (the clock's time)
+    the read that found the answer was sent, and how many reads it took."""
     ledger = sessions.require_commands()
     begin = sessions.clock()
-    first = min(LAST_READ_S, max(FIRST_READ_S, first_read_s))
+    first = max(FIRST_READ_S, first_read_s)
+    if not learned:
+        first = min(LAST_READ_S, first)
+    short = SHORT_READS if learned else 0
+    reads = 0
     while True:
         waited = sessions.clock() - begin
         if record.state in (CommandState.DONE, CommandState.EXPIRED) or waited >= wait_s:
@@ -187,9 +228,15 @@ def await_record(
         pause = min(LAST_READ_S, max(FIRST_READ_S, waited * READ_SHARE))
         if first:
             pause, first = first, 0.0
+        elif short:
+            pause, short = SHORT_PAUSE_S, short - 1
         sessions.sleep(min(pause, wait_s - waited))
+        sent = sessions.clock()
         found = ledger.get(record.tenant_id, record.session_id, record.command_id)
+        reads += 1
         record = found or record
+        if on_found is not None and record.state is CommandState.DONE:
+            on_found(sent, reads)
 
 
 def read_command(

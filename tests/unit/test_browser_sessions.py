@@ -22,7 +22,7 @@ from devstack.fakes.session_commands import FakeCommandLedger
 from devstack.fakes.session_inbox import FakeInboxRegistry, FakeSessionInbox
 from devstack.fakes.tenancy import fake_tenancy
 from devstack.fakes.workflows import FakeWorkflowStore
-from pagefleet.browsing import service, stepping
+from pagefleet.browsing import answer_times, service, stepping
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.models import (
     Answer,
@@ -596,6 +596,64 @@ def test_a_call_reads_for_its_answer_only_once_the_worker_could_have_written_it(
     assert waited[0] >= 0.008 + stepping.ANSWER_TRIPS * 0.008  # none before the claim's trip
     assert len(waited) <= 4  # 5 on a read every 5 ms from the record on
     assert ledger.reads[-1] <= ledger.answer_at + stepping.FIRST_READ_S
+
+
+class AnsweredAfter(AnsweredAt):
+    """``AnsweredAt``, each command answered ``after`` seconds past its record (by kind of
+    command: its first step's action)."""
+
+    def __init__(self, now: list[float], trip: float, after: dict[str, float]) -> None:
+        super().__init__(now, trip, answer_at=0.0)
+        self.after, self.recorded_at, self.kinds = after, {}, {}
+
+    def record(self, command: Any) -> Any:
+        self.recorded_at[command.command_id] = self.now[0]
+        self.kinds[command.command_id] = command.body.steps[0]["action"]
+        return super().record(command)
+
+    def get(self, tenant_id: str, session_id: str, command_id: str) -> Any:
+        kind = self.kinds.get(command_id, "")
+        self.answer_at = self.recorded_at.get(command_id, 0.0) + self.after.get(kind, 0.0)
+        return super().get(tenant_id, session_id, command_id)
+
+
+def test_later_steps_of_a_kind_are_read_for_when_their_answers_came_lately(
+    world: World,
+) -> None:
+    """The steps of one kind in a session take about as long as their last ones: after the
+    first few, a call reads once or twice, just before its answer came lately, where the
+    usual schedule read four times; it sees the answer as soon. A step of another kind is
+    read on the usual schedule, and one slower this time is still read until its answer."""
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds
+
+    ledger = AnsweredAfter(now, trip=0.004, after={"click": 0.031, "hover": 0.031})
+    sessions = dataclasses.replace(world.sessions, commands=ledger, clock=lambda: now[0])
+    sessions = dataclasses.replace(sessions, sleep=sleep)
+    job = service.open_session(sessions, TENANT, OpenSession())
+    claimed(world)
+
+    def step(action: str) -> tuple[int, float]:
+        """Its reads, and how long after its answer the call had it."""
+        ledger.reads.clear()
+        body = steps_request({"action": action, "selector": "#go"})
+        answer = stepping.run_steps(sessions, TENANT, job.job_id, body)
+        assert isinstance(answer, StepsAnswer) and answer.ok
+        return len(ledger.reads), now[0] - ledger.answer_at
+
+    usual, usual_late = step("click")  # nothing learned yet: the usual schedule
+    later = [step("click") for _ in range(12)]
+    # While it learns, a first read may come too soon (then two close ones find it).
+    assert usual >= 4 and all(reads <= 2 for reads, _ in later[2:]), (usual, later)
+    assert sum(reads for reads, _ in later) <= 2 * len(later)
+    assert all(late <= min(usual_late, answer_times.SHORT_PAUSE_S) for _, late in later)
+    other, _ = step("hover")  # another kind: nothing learned of it
+    assert other >= 4
+    ledger.after["click"] = 0.300  # slower this time: read until it comes
+    _, late = step("click")
+    assert late <= 0.300 * stepping.READ_SHARE  # the usual schedule after the close reads
 
 
 def test_a_read_with_wait_s_holds_while_its_command_runs_and_never_while_it_waits(
