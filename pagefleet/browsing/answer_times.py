@@ -28,8 +28,9 @@ MARGIN_S = 0.002
 # After a first read that found nothing, this many reads this far apart, then the usual.
 SHORT_READS = 2
 SHORT_PAUSE_S = 0.002
-# Longer answers are read on the usual schedule.
-LEARN_MAX_S = 0.5
+# Longer answers are read on the usual schedule: a command of a kind that took this long
+# lately, quicker this time, is seen at most this late (it was read for ~every 5-30 ms).
+LEARN_MAX_S = 0.25
 MAX_KINDS = 1000
 
 Kind = tuple[str, str, str]
