@@ -33,8 +33,9 @@ from browser_task.slot.ahead import LaterHooks
 from browser_task.slot.completion import Completion
 from browser_task.slot.deletes import GatheredDeletes
 from browser_task.slot.leases import LeaseWatch
+from browser_task.slot.parts import WorkerParts, default_worker_id
 from browser_task.slot.receiver import Receiver
-from browser_task.slot.worker import Worker, WorkerParts, default_worker_id
+from browser_task.slot.worker import Worker
 from browser_task.tenant.access import TenantDataSource, tenant_data_source
 from browser_task.tenant.logins import SessionStore
 from pagefleet.browsing.inbox import InboxRegistry, SessionInbox

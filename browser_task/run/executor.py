@@ -28,7 +28,7 @@ from browser_task.errors import (
     classify_playwright_error,
     scheme_refused,
 )
-from browser_task.observe.run_events import step_events
+from browser_task.observe.reporting import step_events
 from browser_task.run.context import RunContext, is_navigation
 from browser_task.run.expectations import check_expectations
 from browser_task.run.failure import keep_page_before

@@ -20,7 +20,8 @@ from browser_task.egress.http import Refused
 from browser_task.egress.log import EgressLog
 from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import JobFailure, RotateBrowser, first_line, proxy_refused
-from browser_task.observe.run_events import RunEvents, watch_page
+from browser_task.observe.reporting import watch_page
+from browser_task.observe.run_events import RunEvents
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter
 from browser_task.run import endings

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from browser_task.browser.pool import JobBrowser
 from browser_task.egress.log import EgressLog, TrackedJob
 from browser_task.errors import JobFailure, RetryJob, first_line
-from browser_task.observe.run_events import RunEvents, with_step_times
+from browser_task.observe.reporting import with_step_times
+from browser_task.observe.run_events import RunEvents
 from browser_task.observe.screencast import live_view
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter

@@ -15,7 +15,8 @@ from typing import Any
 
 from browser_task.egress.breakers import BreakerGate
 from browser_task.errors import first_line
-from browser_task.observe.run_events import RunEvents, attempt_ended
+from browser_task.observe.reporting import attempt_ended
+from browser_task.observe.run_events import RunEvents
 from browser_task.observe.task_protection import TaskProtection
 from browser_task.observe.telemetry import JobLog, WorkerMetrics
 from browser_task.observe.usage import AttemptMeter, attempt_usage

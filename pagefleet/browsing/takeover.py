@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pagefleet.browsing.inbox import Wakeup
 from pagefleet.browsing.input_events import (
@@ -73,16 +73,7 @@ def take_over(t: Takeovers, tenant_id: str, job_id: str, holder: str) -> Taken:
     assert takeover is not None
     new = takeover.takeover_id == proposed.takeover_id
     if new:
-        append_event(
-            t.sessions.jobs.store,
-            t.events,
-            job,
-            EventType.TAKEOVER,
-            at=now,
-            state="taken",
-            holder=holder,
-            until=takeover.until,
-        )
+        _tell(t, job, now, state="taken", holder=holder, until=takeover.until)
     _wake(t, job, "takeover", takeover.takeover_id)  # its worker holds its steps at once
     return Taken(takeover, new)
 
@@ -139,15 +130,7 @@ def hand_back(
     released = t.sessions.jobs.store.release_takeover(tenant_id, job_id, current.takeover_id)
     if released is None:
         return None  # handed back or returned meanwhile: that move told everyone
-    append_event(
-        t.sessions.jobs.store,
-        t.events,
-        job,
-        EventType.TAKEOVER,
-        at=now,
-        state="handed_back",
-        holder=holder,
-    )
+    _tell(t, job, now, state="handed_back", holder=holder)
     _wake(t, job, "takeover", released.takeover_id)  # its steps go on at once
     return released
 
@@ -166,3 +149,9 @@ def _wake(t: Takeovers, job: JobRecord, op: Literal["takeover", "input"], takeov
         takeover_id=takeover_id,
     )
     inbox.send(inbox_name(t.sessions.stage, owner_worker(job.lease_owner)), wakeup)
+
+
+def _tell(t: Takeovers, job: JobRecord, now: float, **fields: Any) -> None:
+    """The job's followers learn of a takeover's move: a run event numbered among its
+    worker's."""
+    append_event(t.sessions.jobs.store, t.events, job, EventType.TAKEOVER, at=now, **fields)

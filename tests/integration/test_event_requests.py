@@ -7,7 +7,8 @@ import asyncio
 import time
 from typing import Any
 
-from browser_task.observe.run_events import RunEvents, attempt_ended
+from browser_task.observe.reporting import attempt_ended
+from browser_task.observe.run_events import RunEvents
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.models import JobRequest

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from browser_task.observe.run_events import RunEvents, attempt_ended
+from browser_task.observe.reporting import attempt_ended
+from browser_task.observe.run_events import RunEvents
 from devstack.fakes.job_store import FakeJobStore
 from devstack.fakes.live import FakeEventStore
 from pagefleet.jobs.models import JobRequest, iso, utcnow

@@ -8,13 +8,8 @@ from typing import Any
 
 import pytest
 
-from browser_task.observe.run_events import (
-    RunEvents,
-    attempt_ended,
-    log_sink,
-    recording,
-    step_events,
-)
+from browser_task.observe.reporting import attempt_ended, log_sink, step_events
+from browser_task.observe.run_events import RunEvents, recording
 from browser_task.observe.telemetry import JobLog
 from devstack.fakes.live import FakeEventStore
 from pagefleet.jobs.models import JobRequest, epoch_of_iso
