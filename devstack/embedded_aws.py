@@ -26,8 +26,10 @@ which each hold one). Before serving, ``prepare_moto`` patches moto in this proc
   them): when it holds nothing but JSON values it is sent as it is (the same bytes the
   serializer makes, checked by a test); anything else goes through the serializer. So are
   the jobs stream's records (GetRecords), with each record's time as the serializer writes it.
-- **Cheaper dispatch.** moto lists its package directory on disk (twice) for every request
-  and logs one line per request; the list is cached and request logging is off.
+- **Cheaper dispatch and expressions.** What moto worked out again for every request (its
+  package directory listed on disk, its handler's method names, each update expression's
+  parse, each condition's tokens, the validator's maps of node types) is kept
+  (``devstack.cheap_moto``); request logging is off.
 - **SQS calls that do not count the queue.** moto built every attribute of a queue, its
   approximate counts included (a pass over every message each), for each message a receive
   hands out, for each send, and several times per GetQueueAttributes: each cost grew with
@@ -49,17 +51,16 @@ from __future__ import annotations
 
 import argparse
 import copy
-import functools
 import json
 import logging
 import os
-import pickle
 import socket
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from devstack.call_counter import COUNT_ENV, CallCounter
+from devstack.cheap_moto import make_moto_cheap
 from devstack.cheap_sqs import make_sqs_cheap
 from devstack.strict_aws import StrictRules, enforce
 
@@ -81,8 +82,7 @@ def prepare_moto() -> None:
         _partition_queries()
         _plain_item_answers()
         _plain_stream_records()
-        _cache_module_list()
-        _parse_update_expressions_once()
+        make_moto_cheap()
         make_sqs_cheap()
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         _PREPARED = True
@@ -313,32 +313,6 @@ def _plain_stream_records() -> None:
         return original(self, action_result)
 
     DynamoDBStreamsHandler.serialized = serialized  # type: ignore[method-assign]
-
-
-def _cache_module_list() -> None:
-    from moto import backends
-
-    modules = tuple(backends.list_of_moto_modules())
-    backends.list_of_moto_modules = functools.cache(lambda: modules)
-
-
-def _parse_update_expressions_once() -> None:
-    """moto parses an UpdateExpression twice per UpdateItem (to check it, then to apply it)
-    and its validator deep-copies the tree before working on the copy. The stack sends the
-    same few expressions over and over, so each is parsed once, and the copy is made
-    through pickle, which is ~3x faster than deepcopy for these trees (measured)."""
-    from moto.dynamodb.parsing import expressions, validators
-
-    parser: Any = expressions.UpdateExpressionParser  # type: ignore[attr-defined]
-    parser.make = staticmethod(functools.lru_cache(maxsize=1024)(parser.make))
-
-    def copied(value: Any, memo: dict[int, Any] | None = None) -> Any:
-        try:  # S301: these bytes were made by this process a moment ago
-            return pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))  # noqa: S301
-        except Exception:  # not picklable: as moto would
-            return copy.deepcopy(value, memo)
-
-    validators.deepcopy = copied  # type: ignore[assignment]
 
 
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
