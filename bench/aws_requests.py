@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import Measured, ran_every_job  # noqa: E402
+from bench.common import Measured, lift_submission_rate, ran_every_job  # noqa: E402
 from devstack.stack import DEV_TENANT, LocalStack  # noqa: E402
 from pagefleet.runtime import RUNTIME  # noqa: E402
 
@@ -218,6 +218,7 @@ def main() -> int:
         worker_env=env,
         lambda_env=env,
     ) as stack:
+        lift_submission_rate(stack)
         try:
             run_jobs(stack, 1, args.timeout)  # warm-up: connections, the authorizer's cache
             wait_quiet(log_dir, args.timeout)

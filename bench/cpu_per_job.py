@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -55,6 +56,7 @@ from bench.common import (
     bare_loop,
     browser_cpu_s,
     child_answer,
+    lift_submission_rate,
     python,
     python_env,
     ran_every_job,
@@ -170,16 +172,33 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
 
 
 def platform_round(stack: LocalStack, jobs: int) -> tuple[dict[str, float], int]:
-    """CPU per job by part of the local stack, and the jobs that succeeded."""
+    """CPU per job by part of the local stack, and the jobs that succeeded. A round in which
+    the worker recycled its browser reads its Chromium as unreadable (below zero: see
+    ``whole_rounds``)."""
     body = workflow(stack.site_url)
     with stack.client() as api:
-        before = snapshot()
+        browsers, before = _browsers(), snapshot()
         ids = [api.submit(body).job_id for _ in range(jobs)]
         # Read by key from the table every 2 s: next to nothing on the measured side.
         counts, _last = wait_final(stack, ids, timeout_s=600)
         after = snapshot()
     per_job = {part: (after[part] - before.get(part, 0.0)) / jobs for part in after}
+    if _browsers() != browsers:
+        per_job[f"{WORKER}: Chromium"] = -1.0
     return per_job, counts.get(JobStatus.SUCCEEDED, 0)
+
+
+def _browsers() -> set[int]:
+    """The worker's browsers now: the processes its Playwright drivers started."""
+    found = set()
+    for child in psutil.Process().children():
+        if _part(child) != WORKER:
+            continue
+        for process in _descendants(child):
+            with contextlib.suppress(psutil.Error):
+                if process.name().startswith("node"):
+                    found |= {p.pid for p in process.children()}
+    return found
 
 
 def worker_cpu(platform: dict[str, float]) -> float:
@@ -246,6 +265,7 @@ def run_rounds(jobs: int, rounds: int, egress: bool = False) -> tuple[Rounds, di
     sides: Rounds = {"bare": [], "platform": []}
     ran: dict[str, list[int]] = {"bare": [], "platform": []}
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
+        lift_submission_rate(stack)
         platform_round(stack, 4)  # warm-up: every environment has served a job
         for index in range(rounds):
             order = ["bare", "platform"] if index % 2 == 0 else ["platform", "bare"]
@@ -283,7 +303,9 @@ def whole_rounds(sides: dict[str, list[dict[str, float]]]) -> dict[str, list[dic
     """The rounds in which every part's CPU could be read whole. When the worker recycles its
     browser (every ``jobs_per_browser`` jobs), the old browser's helpers (zygote, GPU,
     renderers) are orphaned as it exits and leave the worker's tree with the CPU they used
-    since the stack started: that round's part falls below zero, and the pair is left out."""
+    since the stack started: that round's Chromium reads too low (below zero when they had
+    used more than the round), so a round whose browser changed is marked below zero
+    (``platform_round``) and the pair is left out."""
     kept = [
         index
         for index, platform in enumerate(sides["platform"])

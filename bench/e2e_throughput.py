@@ -39,7 +39,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from bench.common import Measured, bare_loop, ran_every_job, workflow
+from bench.common import Measured, bare_loop, lift_submission_rate, ran_every_job, workflow
 from devstack.call_counter import COUNT_ENV, COUNTS_PATH
 from devstack.stack import LocalStack
 from pagefleet.jobs.record import JobRecord
@@ -235,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     sides = ["bare", "platform"] + (["warm"] if not args.no_warm else [])
     runs: dict[str, list[Run]] = {side: [] for side in sides}
     with LocalStack(api_port=0, workers=args.workers, concurrency=args.concurrency) as stack:
+        lift_submission_rate(stack)
         platforms = {
             "platform": Platform(stack, args.timeout),
             "warm": Platform(stack, args.timeout, warm=True),

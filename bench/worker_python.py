@@ -56,6 +56,7 @@ from bench.common import (
     Measured,
     bare_loop,
     browser_cpu_s,
+    lift_submission_rate,
     python,
     python_env,
     ran_every_job,
@@ -177,6 +178,7 @@ def stack_run(jobs: int, warmup: int, profile: bool) -> dict[str, Any]:
         if os.environ.get(ENV + "_CALLERS"):
             env[ENV + "_CALLERS"] = os.environ[ENV + "_CALLERS"]
         with LocalStack(api_port=0, workers=1, concurrency=2, worker_env=env) as stack:
+            lift_submission_rate(stack)
             worker = next(
                 p for p in psutil.Process().children() if "browser_task" in " ".join(p.cmdline())
             )

@@ -130,6 +130,7 @@ def test_aws_requests_gives_no_figure_a_job_when_a_job_failed(
     stack = SimpleNamespace(cleanup_logs=lambda: None)
     monkeypatch.setattr(sys, "argv", ["bench/aws_requests.py", "--jobs", "4"])
     monkeypatch.setattr(aws_requests, "LocalStack", lambda **kwargs: nullcontext(stack))
+    monkeypatch.setattr(aws_requests, "lift_submission_rate", lambda stack: None)
     monkeypatch.setattr(aws_requests, "run_jobs", lambda stack, count, timeout: count - 1)
     monkeypatch.setattr(aws_requests.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
     monkeypatch.setattr(aws_requests, "wait_quiet", lambda log_dir, timeout: None)
