@@ -14,11 +14,14 @@ gateway) and the bench's own reads stay out of the count. The sweeper is left to
 A warm-up job goes first (first connections, the authorizer's cache); the count covers the
 measured jobs from submission until the stream reader has handled their last change. A
 worker's long poll that comes back empty is idle capacity, not a job's request: it is
-printed apart. A transaction counts as one request (its write units are printed: 2 per item
-up to 1 KB). Prints the requests by runtime and operation, and ends with
-``AWS requests per job: <N> (artifact uploads aside), by operation: ...``. ``--where``
-splits each runtime's requests by the function of ours that made them (outside the
-adapters). Asserts nothing.
+printed apart. A short poll that finds nothing is a job's request when it was made beside
+one that found a job (the receiver looks at the high queue and the normal one together each
+time a slot asks for a job), counted as ``sqs.ReceiveMessage(nothing)``; without one beside
+it, an idle slot looked before waiting: set apart too. A transaction counts as one request
+(its write units are printed: 2 per item up to 1 KB). Prints the requests by runtime and
+operation, and ends with ``AWS requests per job: <N> (artifact uploads aside), by
+operation: ...``. ``--where`` splits each runtime's requests by the function of ours that
+made them (outside the adapters). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -80,7 +83,33 @@ def read_log(log_dir: Path) -> list[Request]:
         for line in path.read_text().splitlines():
             at, runtime, operation, items, target, caller = line.split("\t")[:6]
             requests.append(Request((float(at), runtime, operation, int(items), target, caller)))
-    return sorted(requests)
+    requests.sort()
+    idle = idle_polls([(r.at, r[1], r.operation) for r in requests])
+    return [
+        Request((r.at, r[1], IDLE_RECEIVE, *r[3:])) if i in idle else r
+        for i, r in enumerate(requests)
+    ]
+
+
+# A short poll that found nothing this close to one of the same runtime that found a job was
+# made beside it (the receiver polls the high queue and the normal one together).
+PAIRED_S = 0.05
+IDLE_RECEIVE = "sqs.ReceiveMessage(empty)"
+FOUND_NOTHING = "sqs.ReceiveMessage(nothing)"
+
+
+def idle_polls(calls: list[tuple[float, str, str]]) -> set[int]:
+    """Which of ``calls`` (when each ended, runtime, operation) are idle capacity: every empty
+    long poll, and each short poll that found nothing with no job found beside it (an idle
+    slot looking at the queues before it waits on them). A short poll beside one that found
+    a job is that job's request."""
+    found = [(at, who) for at, who, op in calls if op == "sqs.ReceiveMessage"]
+    idle = set()
+    for index, (at, who, operation) in enumerate(calls):
+        beside_a_job = any(w == who and abs(a - at) <= PAIRED_S for a, w in found)
+        if operation == IDLE_RECEIVE or (operation == FOUND_NOTHING and not beside_a_job):
+            idle.add(index)
+    return idle
 
 
 class Call(tuple[float, float, str, str, str]):
@@ -92,17 +121,21 @@ class Call(tuple[float, float, str, str, str]):
 
 
 def calls_between(log_dir: Path, start: float, end: float) -> list[Call]:
-    """The calls that ended between ``start`` and ``end`` (epoch s), empty long polls aside,
+    """The calls that ended between ``start`` and ``end`` (epoch s), idle polls aside,
     in the order they began; the workers' runtimes named ``worker``."""
-    out: list[Call] = []
+    rows: list[tuple[float, str, str, str, float]] = []
     for path in log_dir.glob("*.tsv"):
         for line in path.read_text().splitlines():
-            at, runtime, operation, _items, _target, caller, *took = line.split("\t")
-            if not start <= float(at) <= end or operation.endswith("(empty)"):
-                continue
+            ended, runtime, operation, _items, _target, caller, *took = line.split("\t")
             ms = float(took[0]) if took and took[0] else 0.0
-            who = "worker" if runtime.startswith("local-worker") else runtime
-            out.append(Call((float(at) - ms / 1000, ms, who, operation, caller)))
+            rows.append((float(ended), runtime, operation, caller, ms))
+    idle = idle_polls([(at, who, op) for at, who, op, _, _ in rows])
+    out: list[Call] = []
+    for index, (at, runtime, operation, caller, ms) in enumerate(rows):
+        if not start <= at <= end or index in idle:
+            continue
+        who = "worker" if runtime.startswith("local-worker") else runtime
+        out.append(Call((at - ms / 1000, ms, who, operation, caller)))
     return sorted(out)
 
 
@@ -189,7 +222,8 @@ def report(requests: list[Request], jobs: int, where: bool = False) -> None:
         )
     print(
         f"set aside: artifact uploads {len(artifacts) / jobs:.2f} per job; "
-        f"empty long polls {len(idle)} in the run (idle capacity, per second, not per job)"
+        f"idle polls {len(idle)} in the run (empty long polls and short polls with no job "
+        "beside them: idle capacity, per second, not per job)"
     )
     total = collections.Counter(r.operation for r in counted)
     verdict = "meets" if len(counted) / jobs <= TARGET else "misses"

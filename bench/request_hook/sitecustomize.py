@@ -80,11 +80,15 @@ def _install(log_dir: str) -> None:
         context["bench_items"] = _items(params)
         context["bench_target"] = _target(params)
         context["bench_began"] = time.time()
+        context["bench_waits"] = bool(params.get("WaitTimeSeconds"))
 
     def after(model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         operation = f"{model.service_model.service_id.hyphenize()}.{model.name}"
         if model.name == "ReceiveMessage" and not parsed.get("Messages"):
-            operation += "(empty)"
+            # A long poll that waited for nothing is idle capacity. A short poll that found
+            # nothing is a slot asking for its next job (the high queue looked at beside the
+            # normal one): a job's request, billed as one.
+            operation += "(empty)" if context.get("bench_waits", True) else "(nothing)"
         if "Error" in parsed:
             operation += f"!{parsed['Error'].get('Code', '?')}"
         items, target = context.get("bench_items", 1), context.get("bench_target", "")

@@ -38,7 +38,9 @@ PER_JOB = {
     "table_reads": 2,
 }
 PER_ATTEMPT = {
-    "queue_requests": 2,  # receive, delete
+    # the receive, the high queue looked at beside it (empty, still billed), the delete
+    # (batched, ten a request)
+    "queue_requests": 2,
     # the claim with its first run-event numbers (3), the outcome with its expiry (4), the
     # running slot taken and given back, the run's events (one batch: 2), usage (3 items in
     # a transaction: 6)

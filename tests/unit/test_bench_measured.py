@@ -70,3 +70,21 @@ def test_the_memory_bench_reads_its_child_past_the_header_and_gives_no_ratio_for
     out = capsys.readouterr().out
     assert "no ratio with bare loop, worker's launch: 0 of 10 jobs succeeded" in out
     assert "memory ratio" not in out
+
+
+def test_a_short_poll_beside_one_that_found_a_job_is_that_jobs_request() -> None:
+    """The receiver looks at the high queue beside the normal one each time a slot asks for a
+    job: that empty poll is the job's request. An empty long poll, and an idle slot's look
+    with no job found beside it, are idle capacity (bench/aws_requests.py)."""
+    from bench.aws_requests import FOUND_NOTHING, IDLE_RECEIVE, idle_polls
+
+    found = "sqs.ReceiveMessage"
+    calls = [
+        (10.000, "w1", found),  # 0: a job from the normal queue...
+        (10.004, "w1", FOUND_NOTHING),  # 1: ...and the high queue beside it
+        (10.004, "w2", FOUND_NOTHING),  # 2: another worker's look, nothing beside it
+        (12.000, "w1", FOUND_NOTHING),  # 3: an idle slot's look, seconds later
+        (14.000, "w1", IDLE_RECEIVE),  # 4: an empty long poll
+        (14.010, "w1", "dynamodb.GetItem"),  # 5: not a poll
+    ]
+    assert idle_polls(calls) == {2, 3, 4}
