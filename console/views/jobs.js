@@ -107,22 +107,34 @@ export function jobsView(main, { params, navigate }) {
       return;
     }
     messages.replaceChildren();
-    clear(body);
-    rows = new Map();
-    for (const job of found.jobs) {
-      const tr = row(job);
-      rows.set(job.job_id, tr);
-      body.append(tr);
-    }
-    if (!found.jobs.length) {
-      body.append(h("tr", {}, h("td", { colspan: 6 }, "No jobs match.")));
-    }
+    show(found.jobs);
     cursors[page + 1] = found.next_cursor || undefined;
     clear(pager).append(
       h("button", { type: "button", class: "secondary", disabled: page === 0, onclick: () => go(page - 1) }, "Newer"),
       h("span", {}, `Page ${page + 1}`),
       h("button", { type: "button", class: "secondary", disabled: !found.next_cursor, onclick: () => go(page + 1) }, "Older"),
     );
+  }
+
+  // The page read again (every second on a busy tenant) keeps each row that did not change
+  // where it is: a row rebuilt between a pointer's press and release takes the click away
+  // from its link (the press on one element, the release on another).
+  function show(jobs) {
+    const next = new Map();
+    const wanted = jobs.map((job) => {
+      const made = row(job);
+      const shown = rows.get(job.job_id);
+      const kept = shown && shown.isEqualNode(made) ? shown : made;
+      next.set(job.job_id, kept);
+      return kept;
+    });
+    rows = next;
+    const keep = new Set(wanted);
+    for (const tr of [...body.children]) if (!keep.has(tr)) tr.remove();
+    wanted.forEach((tr, index) => {
+      if (body.children[index] !== tr) body.insertBefore(tr, body.children[index] || null);
+    });
+    if (!jobs.length) body.append(h("tr", {}, h("td", { colspan: 6 }, "No jobs match.")));
   }
 
   function go(target) {

@@ -97,9 +97,11 @@ class Follower:
             event = RunEvent.model_validate(raw)
             if event.seq <= self.last_seq:
                 continue  # seen already (a redelivered batch, a catch-up overlap)
-            if event.seq > self.last_seq + 1 and self.last_seq and not stored:
+            if event.seq > self.last_seq + 1 and not stored:
                 # A number is missing: the driver reads on from the last one seen, and gets
-                # this event after the missing ones (or after a number never stored).
+                # this event after the missing ones (or after a number never stored). Before
+                # any event too: a socket's first may be a later attempt's, its subscription's
+                # catch-up of the earlier ones still on its way or dropped with the socket.
                 self.gap = True
                 break
             self.last_seq = event.seq

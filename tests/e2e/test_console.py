@@ -126,6 +126,32 @@ def test_a_submitted_job_appears_and_its_page_shows_the_screenshot(
     expect(page.get_by_role("cell", name=re.compile(r"^[0-9a-f]{64}$")).first).to_be_visible()
 
 
+def test_the_jobs_list_read_again_keeps_the_rows_that_did_not_change(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    """The list is read again as jobs change (every second on a busy tenant). A row rebuilt
+    between a pointer's press and its release took the click away from its link (seen as a
+    click on a job that did not open it): a row that did not change stays the same element."""
+    body = {"steps": SCREENSHOT_STEPS, "inputs": {"site": stack.site_url}}
+    first = client.wait(client.submit(body).job_id, timeout=SHOWN_MS / 1000)
+    page = signed_in
+    page.goto(f"{stack.console_url}#/jobs")
+    link = page.locator(f"tr[data-job-id='{first.job_id}'] a")
+    expect(link).to_be_visible()
+    # A new job's row comes only with the page read again: once so the view is settled (its
+    # first reads and its subscription's), then with the row's element in hand.
+    settled = client.submit(body).job_id
+    expect(page.locator(f"tr[data-job-id='{settled}']")).to_be_visible()
+    shown = link.element_handle()
+    second = client.submit(body).job_id
+    expect(page.locator(f"tr[data-job-id='{second}']")).to_be_visible()
+    assert shown.evaluate("element => element.isConnected")
+    shown.click()
+    expect(page).to_have_url(re.compile(first.job_id))
+    for job_id in (settled, second):
+        client.wait(job_id, timeout=SHOWN_MS / 1000)
+
+
 def test_a_running_job_updates_its_status_and_log_without_a_reload(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:

@@ -79,6 +79,21 @@ def test_events_missed_over_the_socket_are_read_from_the_route_not_skipped() -> 
     assert not f.gap
 
 
+def test_a_first_event_after_the_start_is_read_from_the_route_with_those_before_it() -> None:
+    """A follower's socket brings a later attempt's event first (33) while the catch-up of
+    the first attempt's (1-8) is still on its way, or was dropped with the socket: the events
+    before it are read from the route, not skipped as seen (the chaos bench met it)."""
+    api = FakeApi([])
+    api.stored = [ev(n) for n in (*range(1, 9), 33)]
+    f = Follower("j1")
+    assert f.on_message({"type": "events", "job_id": "j1", "events": [ev(33)]}) == []
+    assert f.gap and f.last_seq == 0
+    seen = list(_fill(api, f))
+    late_catch_up = {"type": "events", "job_id": "j1", "events": [ev(n) for n in range(1, 9)]}
+    assert f.on_message(late_catch_up) == []
+    assert [i.seq for i in seen if isinstance(i, RunEvent)] == [*range(1, 9), 33]
+
+
 def test_not_found_is_an_error() -> None:
     with pytest.raises(FollowNotFound):
         Follower("j1").on_message({"type": "error", "code": "not_found", "job_id": "j1"})
