@@ -11,11 +11,10 @@ from browser_task.observe.reporting import attempt_ended
 from browser_task.observe.run_events import RunEvents
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
-from pagefleet.jobs.models import JobRequest
-from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.runtime import RUNTIME
+from tests.support.records import job_record
 
 
 def _two_batches(db: Any, events: RunEvents) -> list[str]:
@@ -47,18 +46,7 @@ def test_a_short_attempts_last_batch_is_one_write(provisioned: Provisioned) -> N
     record): one reservation of numbers for two batches, then puts alone."""
     db = RUNTIME.client("dynamodb")
     store = DynamoEventStore(db, provisioned.jobs_table)
-    job = JobRecord(
-        tenant_id="t",
-        job_id="j1",
-        status=JobStatus.RUNNING,
-        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
-        created_at="2026-12-05T10:00:00.000Z",
-        updated_at="2026-12-05T10:00:00.000Z",
-        correlation_id="c",
-        pool="standard",
-        attempt=1,
-        events_seq=None,
-    )
+    job = job_record(attempt=1, events_seq=None)
     calls = _two_batches(db, RunEvents(store, job, flush_s=0.05))
     assert calls == ["UpdateItem", "PutItem", "PutItem"]
     stored, more = store.page("t", "j1", after=0, limit=10, now=int(time.time()))
@@ -78,18 +66,7 @@ def test_a_plain_attempt_numbered_from_its_claim_writes_its_events_only(
     db = RUNTIME.client("dynamodb")
     store = DynamoEventStore(db, provisioned.jobs_table)
     jobs = DynamoJobStore(db, provisioned.jobs_table)
-    jobs.create(
-        JobRecord(
-            tenant_id="t",
-            job_id="j2",
-            status=JobStatus.QUEUED,
-            request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
-            created_at="2026-12-06T10:00:00.000Z",
-            updated_at="2026-12-06T10:00:00.000Z",
-            correlation_id="c",
-            pool="standard",
-        )
-    )
+    jobs.create(job_record(job_id="j2", status=JobStatus.QUEUED))
     now = int(time.time())
     job = jobs.claim(
         "t",

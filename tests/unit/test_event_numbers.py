@@ -15,12 +15,13 @@ from browser_task.observe.reporting import attempt_ended
 from browser_task.observe.run_events import RunEvents
 from devstack.fakes.job_store import FakeJobStore
 from devstack.fakes.live import FakeEventStore
-from pagefleet.jobs.models import JobRequest, iso, utcnow
+from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.live.history import append_event
 from pagefleet.live.numbers import RESERVE, counted_on_record, numbers_of
+from tests.support.records import job_record
 
 NOW = 1_800_000_000
 
@@ -46,17 +47,7 @@ class CountingEvents(FakeEventStore):
 
 
 def _queued(jobs: FakeJobStore, *, events_seq: int | None = 0) -> JobRecord:
-    record = JobRecord(
-        tenant_id="t",
-        job_id="j1",
-        status=JobStatus.QUEUED,
-        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
-        created_at="2027-01-15T08:00:00.000Z",
-        updated_at="2027-01-15T08:00:00.000Z",
-        correlation_id="c",
-        pool="standard",
-        events_seq=events_seq,
-    )
+    record = job_record(status=JobStatus.QUEUED, events_seq=events_seq)
     jobs.create(record)
     return record
 

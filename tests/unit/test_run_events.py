@@ -12,28 +12,18 @@ from browser_task.observe.reporting import attempt_ended, log_sink, step_events
 from browser_task.observe.run_events import RunEvents, recording
 from browser_task.observe.telemetry import JobLog
 from devstack.fakes.live import FakeEventStore
-from pagefleet.jobs.models import JobRequest, epoch_of_iso
+from pagefleet.jobs.models import epoch_of_iso
 from pagefleet.jobs.record import JobRecord
-from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.pricing import Worker
 from pagefleet.tenancy.spend import per_second_usd
+from tests.support.records import job_record
 
 NOW = 1_800_000_000
 
 
 def _job(attempt: int = 1) -> JobRecord:
-    return JobRecord(
-        tenant_id="t",
-        job_id="j1",
-        status=JobStatus.RUNNING,
-        request=JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://x/"}]}),
-        created_at="2027-01-15T08:00:00.000Z",
-        updated_at="2027-01-15T08:00:00.000Z",
-        correlation_id="c",
-        pool="standard",
-        attempt=attempt,
-    )
+    return job_record(attempt=attempt)
 
 
 def _stored(store: FakeEventStore) -> list[dict[str, Any]]:
