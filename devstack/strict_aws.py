@@ -42,6 +42,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   the GetItems without ``ConsistentRead`` of an item created in the last second answer
   without it, as DynamoDB may (``devstack.stale_reads``). Off by default; on with the
   duplicates (``at_least_once``).
+- **Batches left part done.** With ``dynamodb_unprocessed_share`` set, that share of the
+  BatchGetItem and BatchWriteItem calls leave a key unread or a write unmade and name it in
+  ``UnprocessedKeys`` / ``UnprocessedItems``, as DynamoDB may
+  (``devstack.unprocessed_batches``). Off by default; on with the duplicates.
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -68,6 +72,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from devstack.counted_share import CountedShare
 from devstack.ongoing_transactions import hold_transactions
 from devstack.stale_reads import reset_count, stale_new_items
+from devstack.unprocessed_batches import leave_some_undone
+from devstack.unprocessed_batches import reset_count as reset_undone_count
 
 SQS_MAX_MESSAGE_BYTES = 262_144
 SQS_BATCH_MAX = 10
@@ -111,6 +117,7 @@ class StrictRules(BaseSettings):
     dynamodb_batch_write_max: int = Field(default=DYNAMODB_BATCH_WRITE_MAX, ge=0)
     dynamodb_transaction_hold_s: float = Field(default=DYNAMODB_TRANSACTION_HOLD_S, ge=0)
     dynamodb_stale_read_share: float = Field(default=0.0, ge=0, le=1)
+    dynamodb_unprocessed_share: float = Field(default=0.0, ge=0, le=1)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -120,22 +127,24 @@ class StrictRules(BaseSettings):
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
-    dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0,
+    dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0, dynamodb_unprocessed_share=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
-# The share of standard-queue messages delivered twice, and of eventually consistent reads
-# of new items that miss them, where these are tested for (the chaos bench, the session
-# tests): often enough that every run meets some.
+# The share of standard-queue messages delivered twice, of eventually consistent reads of
+# new items that miss them, and of DynamoDB batches left part done, where these are tested
+# for (the chaos bench, the session tests): often enough that every run meets some.
 AT_LEAST_ONCE_SHARE = 0.2
 
 
 def at_least_once() -> StrictRules:
-    """Every rule, standard queues' duplicates and new items missing from eventually
-    consistent reads on: the chaos bench's and the session tests' embedded AWS
-    (``LocalStack(strict=at_least_once())``)."""
+    """Every rule, standard queues' duplicates, new items missing from eventually
+    consistent reads and batches left part done on: the chaos bench's and the session tests'
+    embedded AWS (``LocalStack(strict=at_least_once())``)."""
     return StrictRules(
-        sqs_duplicate_share=AT_LEAST_ONCE_SHARE, dynamodb_stale_read_share=AT_LEAST_ONCE_SHARE
+        sqs_duplicate_share=AT_LEAST_ONCE_SHARE,
+        dynamodb_stale_read_share=AT_LEAST_ONCE_SHARE,
+        dynamodb_unprocessed_share=AT_LEAST_ONCE_SHARE,
     )
 
 
@@ -167,10 +176,12 @@ def enforce(rules: StrictRules) -> None:
             _twenty_five_writes_a_batch()
             hold_transactions(lambda: _STATE.rules.dynamodb_transaction_hold_s)
             stale_new_items(lambda: _STATE.rules.dynamodb_stale_read_share)
+            leave_some_undone(lambda: _STATE.rules.dynamodb_unprocessed_share)
             _STATE.installed = True
         _STATE.rules = rules.effective()
         _STATE.duplicates.reset()  # the shares count from here
         reset_count()
+        reset_undone_count()
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from pagefleet.adapters.dynamodb.batches import get_all
 from pagefleet.adapters.dynamodb.codec import (
     condition_failed,
     deserialize,
@@ -326,18 +327,11 @@ class DynamoTenantCounters:
 
     # --- reading ----------------------------------------------------------------------------
     def view(self, tenant_id: str, *, now_ms: int) -> CounterView:
-        resp = self._db.batch_get_item(
-            RequestItems={
-                self._table: {
-                    "Keys": [self._key(tenant_id, sk) for sk in (QUEUED_SK, RUNNING_SK)],
-                    "ConsistentRead": True,
-                }
-            }
-        )
-        items = {
-            str(data["sk"]): data
-            for data in (deserialize(i) for i in resp.get("Responses", {}).get(self._table, []))
-        }
+        # One BatchGetItem; a key DynamoDB left unprocessed is asked again (read as missing,
+        # a tenant's running sessions would count none against its cap).
+        keys = [self._key(tenant_id, sk) for sk in (QUEUED_SK, RUNNING_SK)]
+        found = get_all(self._db, self._table, keys, consistent=True)
+        items = {str(data["sk"]): data for data in (deserialize(i) for i in found)}
         bucket = items.get(QUEUED_SK, {})
         same_minute = int(bucket.get("minute", -1)) == now_ms // 60_000
         return CounterView(
