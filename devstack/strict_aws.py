@@ -46,6 +46,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   BatchGetItem and BatchWriteItem calls leave a key unread or a write unmade and name it in
   ``UnprocessedKeys`` / ``UnprocessedItems``, as DynamoDB may
   (``devstack.unprocessed_batches``). Off by default; on with the duplicates.
+- **Batch entries that fail.** With ``batch_entry_failure_share`` set, that share of the SQS
+  SendMessageBatch and DeleteMessageBatch and the EventBridge PutEvents calls fail an entry
+  as the service does for a fault of its own, the rest done (``devstack.failed_entries``).
+  Off by default; on with the duplicates.
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -70,6 +74,8 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from devstack.counted_share import CountedShare
+from devstack.failed_entries import fail_some_entries
+from devstack.failed_entries import reset_count as reset_failed_count
 from devstack.ongoing_transactions import hold_transactions
 from devstack.stale_reads import reset_count, stale_new_items
 from devstack.unprocessed_batches import leave_some_undone
@@ -118,6 +124,7 @@ class StrictRules(BaseSettings):
     dynamodb_transaction_hold_s: float = Field(default=DYNAMODB_TRANSACTION_HOLD_S, ge=0)
     dynamodb_stale_read_share: float = Field(default=0.0, ge=0, le=1)
     dynamodb_unprocessed_share: float = Field(default=0.0, ge=0, le=1)
+    batch_entry_failure_share: float = Field(default=0.0, ge=0, le=1)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -128,23 +135,26 @@ LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
     dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0, dynamodb_unprocessed_share=0,
+    batch_entry_failure_share=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 # The share of standard-queue messages delivered twice, of eventually consistent reads of
-# new items that miss them, and of DynamoDB batches left part done, where these are tested
-# for (the chaos bench, the session tests): often enough that every run meets some.
+# new items that miss them, and of batches left part done (DynamoDB's) or with an entry that
+# failed (SQS's, EventBridge's), where these are tested for (the chaos bench, the session
+# tests): often enough that every run meets some.
 AT_LEAST_ONCE_SHARE = 0.2
 
 
 def at_least_once() -> StrictRules:
     """Every rule, standard queues' duplicates, new items missing from eventually
-    consistent reads and batches left part done on: the chaos bench's and the session tests'
-    embedded AWS (``LocalStack(strict=at_least_once())``)."""
+    consistent reads and batches left part done or with a failed entry on: the chaos bench's
+    and the session tests' embedded AWS (``LocalStack(strict=at_least_once())``)."""
     return StrictRules(
         sqs_duplicate_share=AT_LEAST_ONCE_SHARE,
         dynamodb_stale_read_share=AT_LEAST_ONCE_SHARE,
         dynamodb_unprocessed_share=AT_LEAST_ONCE_SHARE,
+        batch_entry_failure_share=AT_LEAST_ONCE_SHARE,
     )
 
 
@@ -169,6 +179,8 @@ def enforce(rules: StrictRules) -> None:
     """Apply ``rules`` to the moto in this process from now on (patches installed once)."""
     with _STATE.lock:
         if not _STATE.installed:
+            # First: the size and count rules wrap it, so they see every entry of a batch.
+            fail_some_entries(lambda: _STATE.rules.batch_entry_failure_share)
             _settling_queues()
             _sqs_sizes_and_duplicates()
             _bounded_item_updates()
@@ -182,6 +194,7 @@ def enforce(rules: StrictRules) -> None:
         _STATE.duplicates.reset()  # the shares count from here
         reset_count()
         reset_undone_count()
+        reset_failed_count()
 
 
 @contextlib.contextmanager
