@@ -24,6 +24,12 @@ class CountedShare:
                 return True
             return False
 
+    @property
+    def chosen(self) -> int:
+        """How many events were chosen since the last reset."""
+        with self._lock:
+            return self._chosen
+
     def reset(self) -> None:
         with self._lock:
             self._seen = self._chosen = 0

@@ -45,6 +45,8 @@ checked against its caller's policies in the synthesized template (``devstack.ia
 With ``PAGEFLEET_COUNT_AWS_CALLS=1`` in its environment the server also counts the calls it
 answers, and the CPU time each took, by operation (DynamoDB's by table too); ``GET
 /_pagefleet/calls`` returns the counts so far (benches read it before and after a run).
+``GET /_pagefleet/strict`` returns what the rules that answer as AWS sometimes does made
+(``devstack.strict_aws.made``: duplicates, missed reads, batches part done or failed).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from typing import Any
 from devstack.call_counter import COUNT_ENV, CallCounter
 from devstack.cheap_moto import make_moto_cheap
 from devstack.cheap_sqs import make_sqs_cheap
-from devstack.strict_aws import StrictRules, enforce
+from devstack.strict_aws import MADE_PATH, StrictRules, enforce, made
 
 _DYNAMODB_LOCK = threading.RLock()
 _PREPARED = False
@@ -337,6 +339,18 @@ def _iam_checked(app: _WsgiApp) -> _WsgiApp:
     return IamGuard(app, Checker(Book.load(Path(book), account)))
 
 
+def _telling_made(app: _WsgiApp) -> _WsgiApp:
+    """``app``, with ``GET MADE_PATH`` answered by the strict rules' counts."""
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != MADE_PATH:
+            return app(environ, start_response)
+        start_response("200 OK", [("Content-Type", "application/json")])
+        return [json.dumps(made()).encode()]
+
+    return serve
+
+
 def _expiring(app: _WsgiApp) -> _WsgiApp:
     """Session credentials that expire (devstack.sts_lifetime), unless turned off."""
     from devstack.sts_lifetime import CredentialLifetimes, lifetime_from_env
@@ -366,7 +380,7 @@ def main(argv: list[str] | None = None) -> None:
     app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
     if os.environ.get(COUNT_ENV):
         app = CallCounter(app)
-    app = _expiring(_iam_checked(app))
+    app = _telling_made(_expiring(_iam_checked(app)))
     serve(
         app,
         **where,

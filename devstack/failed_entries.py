@@ -74,6 +74,11 @@ def reset_count() -> None:
     _FAILED.reset()
 
 
+def failed() -> int:
+    """Batches that failed an entry since the count was reset."""
+    return _FAILED.chosen
+
+
 def _chosen(entries: int, share: Callable[[], float]) -> bool:
     return 2 <= entries <= BATCH_MAX and _FAILED.next(share())
 

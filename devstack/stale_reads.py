@@ -88,6 +88,11 @@ def reset_count() -> None:
     _MISSES.reset()
 
 
+def missed() -> int:
+    """New items missed by an eventually consistent read since the count was reset."""
+    return _MISSES.chosen
+
+
 def _item(table_name: str, key: dict[str, Any]) -> tuple[str, str]:
     return table_name, json.dumps(key, sort_keys=True)
 

@@ -74,11 +74,11 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from devstack.counted_share import CountedShare
-from devstack.failed_entries import fail_some_entries
+from devstack.failed_entries import fail_some_entries, failed
 from devstack.failed_entries import reset_count as reset_failed_count
 from devstack.ongoing_transactions import hold_transactions
-from devstack.stale_reads import reset_count, stale_new_items
-from devstack.unprocessed_batches import leave_some_undone
+from devstack.stale_reads import missed, reset_count, stale_new_items
+from devstack.unprocessed_batches import leave_some_undone, left_undone
 from devstack.unprocessed_batches import reset_count as reset_undone_count
 
 SQS_MAX_MESSAGE_BYTES = 262_144
@@ -195,6 +195,21 @@ def enforce(rules: StrictRules) -> None:
         reset_count()
         reset_undone_count()
         reset_failed_count()
+
+
+# Where the embedded AWS answers ``made()`` (devstack.embedded_aws).
+MADE_PATH = "/_pagefleet/strict"
+
+
+def made() -> dict[str, int]:
+    """What the rules that answer as AWS sometimes does made since they were last enforced:
+    the chaos bench prints it, so a run shows each rule met its code."""
+    return {
+        "messages delivered twice": _STATE.duplicates.chosen,
+        "new items missed by a read": missed(),
+        "batches left part done": left_undone(),
+        "batches with an entry failed": failed(),
+    }
 
 
 @contextlib.contextmanager

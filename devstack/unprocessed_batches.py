@@ -73,6 +73,11 @@ def reset_count() -> None:
     _UNDONE.reset()
 
 
+def left_undone() -> int:
+    """Batches left part done since the count was reset."""
+    return _UNDONE.chosen
+
+
 def _answered(answer: Any) -> dict[str, Any]:
     """The body of moto's answer (its ``ActionResult``), before it is serialized."""
     body: dict[str, Any] = answer.result

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from devstack.provision import Provisioned
-from devstack.strict_aws import LENIENT, StrictRules, at_least_once, rules_in_force
+from devstack.strict_aws import LENIENT, StrictRules, at_least_once, made, rules_in_force
 from pagefleet.adapters.notify import EventBridgeBus, SqsWebhookQueue
 from pagefleet.adapters.sqs import delete_together
 from pagefleet.notify.ports import BusEvent
@@ -95,6 +95,15 @@ def test_our_webhook_sender_tells_the_failed_entry(provisioned: Provisioned) -> 
     with rules_in_force(EVERY):
         told = queue.send_many([{"n": n} for n in range(4)])
     assert told[:3] == [None] * 3 and told[3] is not None and "InternalError" in told[3]
+
+
+def test_what_the_rules_made_is_counted(sqs: Any, url: str) -> None:
+    with rules_in_force(EVERY):
+        for _ in range(3):
+            sqs.send_message_batch(QueueUrl=url, Entries=_entries(2))
+        counted = made()
+    assert counted["batches with an entry failed"] == 3
+    assert counted["messages delivered twice"] == counted["batches left part done"] == 0
 
 
 def test_a_batch_of_one_is_done_and_a_share_counts_batches(sqs: Any, url: str) -> None:

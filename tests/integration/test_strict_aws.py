@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
@@ -15,9 +16,11 @@ from devstack.provision import Provisioned
 from devstack.strict_aws import (
     DYNAMODB_MAX_ITEM_BYTES,
     LENIENT,
+    MADE_PATH,
     SQS_MAX_MESSAGE_BYTES,
     StrictRules,
     at_least_once,
+    made,
     rules_in_force,
 )
 from tests.conftest import aws_client
@@ -376,6 +379,9 @@ def test_the_embedded_aws_process_enforces_the_rules_unless_turned_off(
             assert _code(error) in GONE
         else:
             sqs.send_message(QueueUrl=url, MessageBody="x")
+        # What the rules made, served for the chaos bench (none here: no share is set).
+        told = httpx.get(endpoint + MADE_PATH, timeout=10).json()
+        assert told == dict.fromkeys(made(), 0)
     finally:
         moto.stop(grace_s=5)
 
