@@ -150,6 +150,13 @@ class EnqueueFailed(PagefleetError):
     code = "enqueue_failed"
 
 
+class StoreBusy(PagefleetError):
+    """The job store left part of a batch undone however often it was asked (throttled);
+    retry the same request."""
+
+    code = "store_busy"
+
+
 # --- secrets: the worker fails the job, or retries it ---------------------------------------
 class SecretUnreadable(PagefleetError):
     """The secret exists but cannot be used (policy, key, binary): fix it, then resubmit."""

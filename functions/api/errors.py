@@ -25,6 +25,7 @@ from pagefleet.errors import (
     PagefleetError,
     RequestTooLarge,
     SessionEnded,
+    StoreBusy,
     TakenOver,
     TakeoverNotHeld,
     TooManyRequests,
@@ -50,6 +51,7 @@ STATUS_BY_ERROR: dict[type[PagefleetError], int] = {
     SessionEnded: 409,
     TooManyRequests: 429,
     EnqueueFailed: 503,
+    StoreBusy: 503,
     NotConfigured: 501,
 }
 

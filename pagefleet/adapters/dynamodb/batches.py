@@ -3,7 +3,8 @@
 AWS: BatchGetItem reads "up to 100 items" a request, BatchWriteItem writes "up to 25 put or
 delete requests"; either may leave part of a request unprocessed (``UnprocessedKeys``,
 ``UnprocessedItems``: throttled, or a read over 16 MB), which AWS advises to send again
-with an exponential backoff.
+with an exponential backoff. What is still left after that is ``StoreBusy`` (a 503 that
+asks for the same request again), never an answer without it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from pagefleet.errors import StoreBusy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,7 +42,7 @@ def get_all(
                 break
         else:
             left = len(request[table]["Keys"])
-            raise RuntimeError(f"{left} items of {table} were left unread; retry")
+            raise StoreBusy(f"{left} items of {table} were left unread; retry")
     return found
 
 
@@ -55,4 +58,4 @@ def write_all(db: DynamoDBClient, table: str, requests: Sequence[dict[str, Any]]
             if not left:
                 break
         else:
-            raise RuntimeError(f"{len(left)} writes to {table} were left unprocessed; retry")
+            raise StoreBusy(f"{len(left)} writes to {table} were left unprocessed; retry")
