@@ -33,7 +33,8 @@ BATCH_MAX = 10
 SQS_FAILURE = {"SenderFault": False, "Code": "InternalError", "Message": "Internal error"}
 EVENTS_FAILURE = {"ErrorCode": "InternalFailure", "ErrorMessage": "Internal failure"}
 
-_FAILED = CountedShare()
+# The batches chosen to fail an entry (devstack.strict_aws resets and reads it).
+FAILED = CountedShare()
 
 
 def fail_some_entries(share: Callable[[], float]) -> None:
@@ -70,17 +71,8 @@ def fail_some_entries(share: Callable[[], float]) -> None:
     EventsBackend.put_events = put  # type: ignore[method-assign]
 
 
-def reset_count() -> None:
-    _FAILED.reset()
-
-
-def failed() -> int:
-    """Batches that failed an entry since the count was reset."""
-    return _FAILED.chosen
-
-
 def _chosen(entries: int, share: Callable[[], float]) -> bool:
-    return 2 <= entries <= BATCH_MAX and _FAILED.next(share())
+    return 2 <= entries <= BATCH_MAX and FAILED.next(share())
 
 
 def _check_entry(backend: Any, queue_name: str, entry: dict[str, Any], ids: list[str]) -> None:

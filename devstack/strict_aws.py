@@ -74,12 +74,10 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from devstack.counted_share import CountedShare
-from devstack.failed_entries import fail_some_entries, failed
-from devstack.failed_entries import reset_count as reset_failed_count
+from devstack.failed_entries import FAILED, fail_some_entries
 from devstack.ongoing_transactions import hold_transactions
-from devstack.stale_reads import missed, reset_count, stale_new_items
-from devstack.unprocessed_batches import leave_some_undone, left_undone
-from devstack.unprocessed_batches import reset_count as reset_undone_count
+from devstack.stale_reads import MISSES, stale_new_items
+from devstack.unprocessed_batches import UNDONE, leave_some_undone
 
 SQS_MAX_MESSAGE_BYTES = 262_144
 SQS_BATCH_MAX = 10
@@ -191,10 +189,8 @@ def enforce(rules: StrictRules) -> None:
             leave_some_undone(lambda: _STATE.rules.dynamodb_unprocessed_share)
             _STATE.installed = True
         _STATE.rules = rules.effective()
-        _STATE.duplicates.reset()  # the shares count from here
-        reset_count()
-        reset_undone_count()
-        reset_failed_count()
+        for share in _counted().values():
+            share.reset()  # the shares count from here
 
 
 # Where the embedded AWS answers ``made()`` (devstack.embedded_aws).
@@ -204,11 +200,16 @@ MADE_PATH = "/_pagefleet/strict"
 def made() -> dict[str, int]:
     """What the rules that answer as AWS sometimes does made since they were last enforced:
     the chaos bench prints it, so a run shows each rule met its code."""
+    return {what: share.chosen for what, share in _counted().items()}
+
+
+def _counted() -> dict[str, CountedShare]:
+    """Each rule that answers a share of requests as AWS sometimes does, by what it makes."""
     return {
-        "messages delivered twice": _STATE.duplicates.chosen,
-        "new items missed by a read": missed(),
-        "batches left part done": left_undone(),
-        "batches with an entry failed": failed(),
+        "messages delivered twice": _STATE.duplicates,
+        "new items missed by a read": MISSES,
+        "batches left part done": UNDONE,
+        "batches with an entry failed": FAILED,
     }
 
 

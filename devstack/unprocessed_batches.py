@@ -30,7 +30,8 @@ from devstack.counted_share import CountedShare
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
 
-_UNDONE = CountedShare()
+# The batches chosen to be left part done (devstack.strict_aws resets and reads it).
+UNDONE = CountedShare()
 
 
 def leave_some_undone(share: Callable[[], float]) -> None:
@@ -43,7 +44,7 @@ def leave_some_undone(share: Callable[[], float]) -> None:
     def get(self: Any) -> Any:
         tables = dict(self.body.get("RequestItems") or {})
         keys = sum(len(t.get("Keys") or []) for t in tables.values())
-        if not 2 <= keys <= BATCH_GET_MAX or not _UNDONE.next(share()):
+        if not 2 <= keys <= BATCH_GET_MAX or not UNDONE.next(share()):
             return batch_get(self)
         name, asked = _last(tables, lambda t: t.get("Keys") or [])
         held, rest = asked["Keys"][-1], asked["Keys"][:-1]
@@ -56,7 +57,7 @@ def leave_some_undone(share: Callable[[], float]) -> None:
     def write(self: Any) -> Any:
         tables = dict(self.body.get("RequestItems") or {})
         writes = sum(len(requests) for requests in tables.values())
-        if not 2 <= writes <= BATCH_WRITE_MAX or not _UNDONE.next(share()):
+        if not 2 <= writes <= BATCH_WRITE_MAX or not UNDONE.next(share()):
             return batch_write(self)
         name, requests = _last(tables, lambda requests: requests)
         _without_last(self, tables, name, requests[:-1] or None)
@@ -67,15 +68,6 @@ def leave_some_undone(share: Callable[[], float]) -> None:
 
     DynamoHandler.batch_get_item = get  # type: ignore[method-assign]
     DynamoHandler.batch_write_item = write  # type: ignore[method-assign]
-
-
-def reset_count() -> None:
-    _UNDONE.reset()
-
-
-def left_undone() -> int:
-    """Batches left part done since the count was reset."""
-    return _UNDONE.chosen
 
 
 def _answered(answer: Any) -> dict[str, Any]:
