@@ -17,8 +17,9 @@ target site on 127.0.0.1, and at once:
   (``bench/chaos_sessions.py``);
 - the embedded AWS answering as AWS sometimes does (``devstack.strict_aws.at_least_once``):
   standard queues delivering some messages twice, new items missed by eventually consistent
-  reads, DynamoDB batches left part done, SQS and EventBridge batches with a failed entry;
-  the report says how many of each it made.
+  reads, DynamoDB batches left part done, SQS and EventBridge batches with a failed entry,
+  and the local event sources invoking some events twice, as Lambda may
+  (``devstack.repeated_invocations``); the report says how many of each it made.
 
 ``--parts N --record FILE [--resume]`` runs the jobs as N parts on a fresh stack each and
 adds them up (``bench/chaos_parts.py``): how the 2,000-job run fits in a working session.
@@ -352,6 +353,10 @@ def run_part(args: argparse.Namespace, jobs: int) -> dict[str, Any]:
             dlq = stack.sources.dead_letters.handled if stack.sources else 0
             with httpx.Client(trust_env=False, timeout=10) as http:
                 made = http.get(stack.aws_endpoint + MADE_PATH).json()
+            # The local event sources' rule (devstack.repeated_invocations), not moto's.
+            made["events Lambda invoked twice"] = (
+                stack.sources.invoked_twice.chosen if stack.sources else 0
+            )
             run.frozen = list(traffic.pauses.windows)
             run.breaker_deferred = breaker_deferrals(stack.log_dir.glob("worker-*.log"))
             traffic.stop()

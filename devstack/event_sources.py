@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from devstack.constants import LOCAL_REGION
+from devstack.counted_share import CountedShare
 from devstack.iam.local import LocalIam
 from devstack.lambda_env import LambdaFunction
 from devstack.pollers import Background, DeadLetterPoller, Timer, stop_together, sweeper_timer
+from devstack.repeated_invocations import sometimes_twice
 from devstack.scheduler import SchedulerPoller
 from pagefleet.runtime import RUNTIME
 from pagefleet.specs.resources import JOBS_STREAM_FILTERS
@@ -264,23 +266,32 @@ class EventSources:
         schedule_group: str | None = None,
         scheduler_dlq_url: str | None = None,
         iam: LocalIam | None = None,
+        duplicate_share: float = 0.0,
     ) -> None:
         """With ``iam``, each source reads as AWS's would: an event source mapping with its
-        function's role, the Scheduler's dead letters with the Scheduler's role."""
+        function's role, the Scheduler's dead letters with the Scheduler's role. With
+        ``duplicate_share``, that share of the stream's batches, the Scheduler's fires and the
+        sweeper's ticks invoke their function twice, as Lambda may
+        (``devstack.repeated_invocations``); ``invoked_twice`` counts them."""
         iam = iam or LocalIam.off()
-        self.sweeper: Timer = sweeper_timer(sweeper_interval_s, functions["sweeper"])
+        self.invoked_twice = CountedShare()
+
+        def invoke(name: str) -> Callable[[dict[str, Any]], Any]:
+            return sometimes_twice(functions[name].invoke, duplicate_share, self.invoked_twice)
+
+        self.sweeper: Timer = sweeper_timer(sweeper_interval_s, invoke("sweeper"))
         self.dead_letters = DeadLetterPoller(
             dlq_urls, function=functions["dead_letters"], aws=iam.clients("function/dead_letters")
         )
         self.stream = StreamPoller(
-            jobs_table, functions["job_changes"], aws=iam.clients("function/job_changes")
+            jobs_table, invoke("job_changes"), aws=iam.clients("function/job_changes")
         )
         self._parts: list[Any] = [self.sweeper, self.dead_letters, self.stream]
         self.scheduler: SchedulerPoller | None = None
         if schedule_group is not None:
             self.scheduler = SchedulerPoller(
                 schedule_group,
-                functions["scheduler"],
+                invoke("scheduler"),
                 dlq_url=scheduler_dlq_url,
                 dead_letter_aws=iam.clients("scheduler"),
             )

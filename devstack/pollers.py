@@ -102,12 +102,16 @@ def in_process(name: str, module: str) -> LambdaFunction:
     return LambdaFunction(name, handler)
 
 
-def sweeper_timer(interval_s: float = 60, function: LambdaFunction | None = None) -> Timer:
+def sweeper_timer(
+    interval_s: float = 60,
+    function: LambdaFunction | Callable[[dict[str, Any]], Any] | None = None,
+) -> Timer:
     """EventBridge ``rate(1 minute)``: invoke the real sweeper with a scheduled event."""
     sweeper = function or in_process("pagefleet-sweeper", "sweeper")
+    invoke = sweeper.invoke if isinstance(sweeper, LambdaFunction) else sweeper
 
     def tick() -> object:
-        report = sweeper.invoke(scheduled_event())
+        report = invoke(scheduled_event())
         if isinstance(report, dict) and any(report.values()):
             log.info("sweeper: %s", report)
         return report

@@ -238,6 +238,7 @@ class LocalStack:
             self._workers.start_all(self.worker_settings, self.iam, self.workers, others)
             self._await(warming)
             assert self.provisioned is not None
+            rules = (self.strict or StrictRules()).effective()
             self.sources = EventSources(
                 self.functions,
                 jobs_table=self.provisioned.jobs_table,
@@ -246,6 +247,7 @@ class LocalStack:
                 schedule_group=self.provisioned.schedule_group,
                 scheduler_dlq_url=self.provisioned.scheduler_dlq_url,
                 iam=self.iam,
+                duplicate_share=rules.invocation_duplicate_share,
             ).start()
             self._workers.check_started()
         except (SynthFailed, WorkerStartFailed) as exc:

@@ -50,6 +50,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   SendMessageBatch and DeleteMessageBatch and the EventBridge PutEvents calls fail an entry
   as the service does for a fault of its own, the rest done (``devstack.failed_entries``).
   Off by default; on with the duplicates.
+- **Events invoked twice.** With ``invocation_duplicate_share`` set, that share of the
+  jobs stream mapping's batches, the Scheduler's fires and the sweeper's ticks invoke their
+  function twice, as Lambda may (``devstack.repeated_invocations``). The local event
+  sources apply it, not the process serving moto. Off by default; on with the duplicates.
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -123,6 +127,7 @@ class StrictRules(BaseSettings):
     dynamodb_stale_read_share: float = Field(default=0.0, ge=0, le=1)
     dynamodb_unprocessed_share: float = Field(default=0.0, ge=0, le=1)
     batch_entry_failure_share: float = Field(default=0.0, ge=0, le=1)
+    invocation_duplicate_share: float = Field(default=0.0, ge=0, le=1)
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -133,26 +138,28 @@ LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
     dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0, dynamodb_unprocessed_share=0,
-    batch_entry_failure_share=0,
+    batch_entry_failure_share=0, invocation_duplicate_share=0,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 # The share of standard-queue messages delivered twice, of eventually consistent reads of
-# new items that miss them, and of batches left part done (DynamoDB's) or with an entry that
-# failed (SQS's, EventBridge's), where these are tested for (the chaos bench, the session
-# tests): often enough that every run meets some.
+# new items that miss them, of batches left part done (DynamoDB's) or with an entry that
+# failed (SQS's, EventBridge's) and of events Lambda invokes twice, where these are tested
+# for (the chaos bench, the session tests): often enough that every run meets some.
 AT_LEAST_ONCE_SHARE = 0.2
 
 
 def at_least_once() -> StrictRules:
     """Every rule, standard queues' duplicates, new items missing from eventually
-    consistent reads and batches left part done or with a failed entry on: the chaos bench's
-    and the session tests' embedded AWS (``LocalStack(strict=at_least_once())``)."""
+    consistent reads, batches left part done or with a failed entry and events invoked twice
+    on: the chaos bench's and the session tests' embedded AWS
+    (``LocalStack(strict=at_least_once())``)."""
     return StrictRules(
         sqs_duplicate_share=AT_LEAST_ONCE_SHARE,
         dynamodb_stale_read_share=AT_LEAST_ONCE_SHARE,
         dynamodb_unprocessed_share=AT_LEAST_ONCE_SHARE,
         batch_entry_failure_share=AT_LEAST_ONCE_SHARE,
+        invocation_duplicate_share=AT_LEAST_ONCE_SHARE,
     )
 
 

@@ -12,6 +12,7 @@ schedule's job through the normal submit service with the idempotency key
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -280,6 +281,15 @@ def within_job(exc: InvalidRequest) -> InvalidRequest:
 
 
 # --- the Scheduler's side ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fired:
+    """A fire's run, and whether its scheduled time had one already: the same fire invoked
+    again, which made nothing (the job's submission is idempotent per scheduled time)."""
+
+    run: ScheduleRun
+    repeated: bool
+
+
 def fire(
     store: ScheduleStore,
     clock: Clock,
@@ -289,15 +299,16 @@ def fire(
     *,
     submit: Callable[[dict[str, Any], str], str],
     job_status: Callable[[str], JobStatus | None],
-) -> ScheduleRun:
+) -> Fired:
     """One fire: submit the schedule's job (idempotent per scheduled time), or skip it.
 
     ``submit(job, idempotency_key)`` returns the job id; ``job_status(job_id)`` says whether
-    the previous run is still going (for ``overlap: skip``).
+    the previous run is still going (for ``overlap: skip``). Lambda may invoke a fire twice
+    (asynchronous invocation is at least once): the second makes nothing and says so.
     """
     schedule = store.get(tenant_id, schedule_id)
     if schedule.last_run is not None and schedule.last_run.scheduled_time == scheduled_time:
-        return schedule.last_run  # a retried invocation of a fire already recorded
+        return Fired(schedule.last_run, repeated=True)  # a fire already recorded
     fired_at = _iso(_now(clock))
     skipped: str | None = None
     if not schedule.enabled:
@@ -319,8 +330,9 @@ def fire(
     run = ScheduleRun(
         scheduled_time=scheduled_time, job_id=job_id, skipped=skipped, fired_at=fired_at
     )
-    store.record_run(tenant_id, schedule_id, run)
-    return run
+    # False: this time's run was recorded meanwhile (a copy of the fire, after a later one).
+    recorded = store.record_run(tenant_id, schedule_id, run)
+    return Fired(run, repeated=not recorded)
 
 
 def run_now(

@@ -98,14 +98,18 @@ def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
         status.setdefault(job_id, JobStatus.RUNNING)
         return job_id
 
-    def fire(at: str) -> ScheduleRun:
+    def fired(at: str) -> schedules.Fired:
         return schedules.fire(
             store, clock, "t", made.schedule_id, at, submit=submit, job_status=status.get
         )
 
-    first = fire("2026-12-01T02:00:00Z")
-    again = fire("2026-12-01T02:00:00Z")  # the Scheduler retried the same fire
-    assert first.job_id == again.job_id == "job-1" and len(submitted) == 1
+    def fire(at: str) -> ScheduleRun:
+        return fired(at).run
+
+    first = fired("2026-12-01T02:00:00Z")
+    again = fired("2026-12-01T02:00:00Z")  # the Scheduler retried the same fire
+    assert first.run.job_id == again.run.job_id == "job-1" and len(submitted) == 1
+    assert (first.repeated, again.repeated) == (False, True)
     overlapped = fire("2026-12-02T02:00:00Z")
     assert overlapped.job_id is None and "still running" in (overlapped.skipped or "")
     status["job-1"] = JobStatus.SUCCEEDED
@@ -116,6 +120,11 @@ def test_a_fire_submits_once_per_scheduled_time_and_skips_overlaps(
         "2026-12-02T02:00:00Z",
         "2026-12-01T02:00:00Z",
     ]
+    # A copy of the first fire, invoked after a later one: nothing new, and it says so.
+    late = fired("2026-12-01T02:00:00Z")
+    assert late.repeated and len(submitted) == 2
+    assert store.runs("t", made.schedule_id, 10) == runs
+    assert store.get("t", made.schedule_id).last_run == runs[0]
 
 
 def test_health_is_counted_once_per_run_and_a_change_keeps_it(store: ScheduleStore) -> None:

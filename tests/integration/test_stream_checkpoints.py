@@ -52,6 +52,15 @@ class Followers:
             self.webhooks, FakeNotifyDefaults(), FakeDeliveries(), retention_s=3600
         )
 
+    @classmethod
+    def of_the_handler(cls, monkeypatch: pytest.MonkeyPatch) -> Followers:
+        """Followers that the job_changes handler delivers to (its only consumers)."""
+        followers = cls()
+        monkeypatch.setattr(
+            job_changes_handler, "consumers", lambda: [followers.live, followers.notifier]
+        )
+        return followers
+
     def live_messages(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for message in self.poster.messages("c1"):
@@ -87,10 +96,7 @@ def poison(table: str, tenant: str = "t") -> None:
 def test_a_poison_record_in_a_batch_of_100_leaves_the_other_99_delivered(
     svc: JobServices, provisioned: Provisioned, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    followers = Followers()
-    monkeypatch.setattr(
-        job_changes_handler, "consumers", lambda: [followers.live, followers.notifier]
-    )
+    followers = Followers.of_the_handler(monkeypatch)
     events = DynamoEventStore(RUNTIME.client("dynamodb"), provisioned.jobs_table)
     # Each job: created, marked queued, cancelled (3 records). 16 jobs and 3 run-events
     # items, the poison, then 16 more jobs: 100 records, the poison in the middle.
