@@ -67,8 +67,8 @@ class _WholeTable:
 
 class _Services(Mapping[str, Any]):
     """A partition's services: the kept ones at hand, any other from the whole table. One of
-    ours that the partition lacks (API Gateway's ``execute-api``, the Scheduler's: botocore
-    then uses the partition's defaults) is known absent without reading the rest."""
+    ours that the partition lacks (API Gateway's ``execute-api``: botocore then uses the
+    partition's defaults) is known absent without reading the rest."""
 
     def __init__(self, kept: dict[str, Any], partition: str, whole: _WholeTable) -> None:
         self._kept = kept
