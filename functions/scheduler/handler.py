@@ -84,11 +84,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         # Deleted between the Scheduler's fire and now: nothing to run, nothing to retry.
         logger.info("schedule gone", extra=fire.model_dump())
         return {"skipped": "the schedule no longer exists"}
-    run = fired.run
     if fired.repeated:
-        # Lambda invoked this fire again: counted once, when it was made.
-        logger.info("schedule fire repeated", extra=run.model_dump())
-        return run.model_dump()
+        # Lambda invoked this fire again: it made nothing now, and was counted when it did.
+        logger.info("schedule fire repeated", extra=fire.model_dump())
+        return {"repeated": True, **fire.model_dump()}
+    run = fired.run
     metrics.add_metric(
         name="ScheduleFires" if run.job_id else "ScheduleSkips", unit=MetricUnit.Count, value=1
     )
