@@ -7,6 +7,7 @@ against event sources that invoke every event once."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -164,5 +165,40 @@ def test_a_schedule_fire_invoked_twice_makes_one_job_counted_once(
     # Counted once: the copy's invocation adds no fire to the function's metric.
     out = capsys.readouterr().out
     assert out.count('"ScheduleFires"') == 2  # one EMF blob: the metric's name and value
+    assert caplog.messages.count("schedule fired") == 1
+    assert caplog.messages.count("schedule fire repeated") == 1
+
+
+def test_two_copies_of_a_fire_at_once_make_one_job(
+    alice: ApiCaller, api_env: Provisioned, caplog: pytest.LogCaptureFixture
+) -> None:
+    """AWS's copies may overlap: both read the schedule before either recorded the run."""
+    made = alice.call(
+        "POST", "/v1/schedules", {"name": "hourly", "expression": "rate(1 hour)", "job": JOB}
+    )
+    assert made.status == 201, made.body
+    schedule_id = made.body["schedule_id"]
+    event = {
+        "tenant_id": "alice",
+        "schedule_id": schedule_id,
+        "scheduled_time": "2031-01-01T00:00:00Z",
+    }
+    together = threading.Barrier(2)
+    answers: list[Any] = []
+
+    def invoke() -> None:
+        context = LambdaContext("pagefleet-scheduler", request_id="r", timeout_s=30)
+        together.wait(5)
+        answers.append(scheduler_handler(dict(event), context))
+
+    copies = [threading.Thread(target=invoke) for _ in range(2)]
+    for copy in copies:
+        copy.start()
+    for copy in copies:
+        copy.join(30)
+    assert len(answers) == 2
+    runs = alice.call("GET", f"/v1/schedules/{schedule_id}/runs")
+    (job,) = runs.body["jobs"]
+    assert [a.get("job_id") for a in answers if not a.get("repeated")] == [job["job_id"]]
     assert caplog.messages.count("schedule fired") == 1
     assert caplog.messages.count("schedule fire repeated") == 1
