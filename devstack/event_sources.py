@@ -269,7 +269,7 @@ class EventSources:
         duplicate_share: float = 0.0,
     ) -> None:
         """With ``iam``, each source reads as AWS's would: an event source mapping with its
-        function's role, the Scheduler's dead letters with the Scheduler's role. With
+        function's role, the scheduler function's failed fires with its role. With
         ``duplicate_share``, that share of the stream's batches, the Scheduler's fires and the
         sweeper's ticks invoke their function twice, as Lambda may
         (``devstack.repeated_invocations``); ``invoked_twice`` counts them."""
@@ -293,7 +293,7 @@ class EventSources:
                 schedule_group,
                 invoke("scheduler"),
                 dlq_url=scheduler_dlq_url,
-                dead_letter_aws=iam.clients("scheduler"),
+                dead_letter_aws=iam.clients("function/scheduler"),
             )
             self._parts.append(self.scheduler)
 

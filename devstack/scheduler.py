@@ -3,9 +3,15 @@
 Each tick reads the schedule group's schedules from the embedded Scheduler API, computes
 their fire times with the same evaluator the API uses for ``next_fire_times``
 (``pagefleet.schedules.expressions``), and invokes the real scheduler function with the target's
-input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. A fire the
-function fails is retried (up to ``RETRIES``), then its input goes to the target's DLQ. A
-one-time schedule with ``ActionAfterCompletion: DELETE`` is deleted after its fire.
+input, ``<aws.scheduler.scheduled-time>`` filled in, as the Scheduler does. The Scheduler
+invokes a Lambda function asynchronously ("EventBridge Scheduler invokes your Lambda function
+asynchronously", https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html):
+its own retry policy and DLQ are for handing the fire over, which locally always succeeds. A
+fire the function fails is Lambda's: tried ``ATTEMPTS`` times in all (the function's
+``MaximumRetryAttempts``, ``SCHEDULER.function_retries``, after the first), then an
+invocation record of it, as Lambda sends an on-failure destination, goes to the function's
+destination (the same DLQ), sent with the function's role. A one-time schedule with
+``ActionAfterCompletion: DELETE`` is deleted after its fire.
 
 The clock is injectable: tests call ``tick(now)`` with the time they want, instead of
 waiting for a minute to pass.
@@ -17,6 +23,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -26,11 +33,13 @@ from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
 from pagefleet.runtime import RUNTIME
 from pagefleet.schedules.expressions import InvalidExpression, parse
+from pagefleet.specs.resources import SCHEDULER
 
 log = logging.getLogger("devstack")
 
 TICK_S = 1.0
-RETRIES = 3
+# Lambda's tries of an asynchronous invocation the function fails: the first and its retries.
+ATTEMPTS = 1 + SCHEDULER.function_retries
 
 
 class SchedulerPoller(Background):
@@ -46,7 +55,8 @@ class SchedulerPoller(Background):
         tick_s: float = TICK_S,
         dead_letter_aws: Callable[[str], Any] | None = None,
     ) -> None:
-        """``dead_letter_aws(service)``: the clients of the Scheduler's role (its DLQ)."""
+        """``dead_letter_aws(service)``: the clients that record a failed fire in ``dlq_url``
+        (on AWS, Lambda sends it with the function's role)."""
         self._group = group
         self._dead_letter_aws = dead_letter_aws
         self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
@@ -124,20 +134,45 @@ class SchedulerPoller(Background):
         stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
         text = schedule["Target"].get("Input") or "{}"
         event = json.loads(text.replace(SCHEDULED_TIME, stamp))
-        for attempt in range(RETRIES):
+        failure: Exception | None = None
+        for attempt in range(ATTEMPTS):
             try:
                 self._invoke(event)
                 self.fired.append((schedule["Name"], stamp))
                 return
-            except Exception:
-                log.exception("scheduler target failed (attempt %s)", attempt + 1)
-        self._dead_letter(text, stamp)
+            except Exception as exc:
+                failure = exc
+                log.exception("the scheduler function failed a fire (attempt %s)", attempt + 1)
+        self._record_failure(schedule["Target"].get("Arn", ""), event, failure)
 
-    def _dead_letter(self, text: str, stamp: str) -> None:
+    def _record_failure(self, function_arn: str, event: Any, failure: Exception | None) -> None:
+        """What Lambda sends an asynchronous invocation's on-failure destination once its
+        retries are exhausted (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)."""
         if self._dlq_url is None:
             return
+        now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        record = {
+            "version": "1.0",
+            "timestamp": now,
+            "requestContext": {
+                "requestId": str(uuid.uuid4()),
+                "functionArn": f"{function_arn}:$LATEST",
+                "condition": "RetriesExhausted",
+                "approximateInvokeCount": ATTEMPTS,
+            },
+            "requestPayload": event,
+            "responseContext": {
+                "statusCode": 200,
+                "executedVersion": "$LATEST",
+                "functionError": "Unhandled",
+            },
+            "responsePayload": {
+                "errorMessage": str(failure),
+                "errorType": getattr(failure, "error_type", type(failure).__name__),
+            },
+        }
         (self._dead_letter_aws or RUNTIME.client)("sqs").send_message(
-            QueueUrl=self._dlq_url, MessageBody=text.replace(SCHEDULED_TIME, stamp)
+            QueueUrl=self._dlq_url, MessageBody=json.dumps(record)
         )
 
 

@@ -276,6 +276,7 @@ class LambdaFactory(Construct):
         timeout_seconds: int = 10,
         memory_mib: int = 512,
         retry_attempts: int = 0,
+        on_failure: lambda_.IDestination | None = None,
         snap_start: bool = False,
     ) -> lambda_.Function:
         """``functions/<name>/handler.py:handler`` with environment from ``settings_cls``.
@@ -318,6 +319,7 @@ class LambdaFactory(Construct):
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             tracing=lambda_.Tracing.ACTIVE,
             retry_attempts=retry_attempts,
+            on_failure=on_failure,
             snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
             reserved_concurrent_executions=self.reserved.get(name),
             environment={

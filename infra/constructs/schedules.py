@@ -3,7 +3,9 @@
 Schedule records (the jobs table) are the source of truth; the API mirrors each one as a
 Scheduler schedule in this group, targeting ``functions/scheduler`` with the Scheduler's
 own role (which may invoke that function and nothing else), a retry policy and a DLQ
-(alarmed). The API may manage schedules in this group only, and pass only that role.
+(alarmed). The Scheduler invokes the function asynchronously, so a fire the function fails
+is Lambda's: tried again, then recorded in the same DLQ (the function's on-failure
+destination). The API may manage schedules in this group only, and pass only that role.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_destinations as destinations
 from aws_cdk import aws_scheduler as scheduler
 from constructs import Construct
 
 from infra import grants
 from infra.nag import acknowledge, resource_text
+from pagefleet.specs.resources import SCHEDULER
 from pagefleet.specs.settings import CoreSettings
 
 from .alerts import Alerts
@@ -51,18 +55,22 @@ class Schedules(Construct):
         self.group_name = f"pagefleet-{stage}"
         self.group = scheduler.CfnScheduleGroup(self, "Group", name=self.group_name)
 
+        self.dlq = alerts.dead_letter_queue(self, "FailedFires", "SchedulerFires")
+        # The Scheduler invokes the function asynchronously: its retry policy and DLQ cover
+        # handing a fire to Lambda, not the function failing it. Lambda tries a failed fire
+        # again (it is idempotent per fire time), then records it here, alarmed.
         self.function: lambda_.Function = functions.function(
             "scheduler",
             settings_cls=CoreSettings,
             description="pagefleet: one schedule fire -> one job (idempotent per fire time)",
             timeout_seconds=TIMEOUT_S,
             env=core_env,
+            retry_attempts=SCHEDULER.function_retries,
+            on_failure=destinations.SqsDestination(self.dlq),
         )
         grants.table(self.function, store.jobs, grants.JOBS_SCHEDULER)
         for q in queues.all:
             grants.queue(self.function, q.queue, grants.QUEUE_SEND)
-
-        self.dlq = alerts.dead_letter_queue(self, "FailedFires", "SchedulerFires")
 
         # The role EventBridge Scheduler assumes to fire a schedule: invoke this one function.
         self.role = iam.Role(

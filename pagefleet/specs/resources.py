@@ -205,11 +205,16 @@ WEBHOOK_QUEUE = QueueSpec(
 
 @dataclass(frozen=True)
 class SchedulerSpec:
-    """EventBridge Scheduler's parts: the schedule group and the target's dead-letter queue."""
+    """EventBridge Scheduler's parts: the schedule group and the target's dead-letter queue.
+
+    The Scheduler invokes the scheduler function asynchronously: a fire the function fails
+    is Lambda's to try again (``function_retries`` more times), then to record in the same
+    dead-letter queue, the function's on-failure destination."""
 
     local_group: str = "pagefleet-local"
     dlq_local_name: str = "pagefleet-scheduler-dlq"
     dlq_retention_s: int = 14 * 24 * 3600
+    function_retries: int = 2
 
 
 SCHEDULER = SchedulerSpec()

@@ -199,6 +199,38 @@ def test_the_local_stream_poller_plays_the_jobs_streams_mapping(synth) -> None:
     }
 
 
+def test_a_fire_the_scheduler_function_fails_is_tried_again_and_kept(synth) -> None:
+    """The Scheduler invokes the function asynchronously: its own retries and DLQ cover
+    handing the fire over only. The function's asynchronous invocation tries a failed fire
+    again and sends it to the alarmed DLQ; the local Scheduler plays it so."""
+    from devstack import scheduler as local_scheduler
+    from pagefleet.specs.resources import SCHEDULER
+
+    from .helpers import logical_id
+
+    schedules = synth.stack.schedules
+    function, dlq = logical_id(schedules.function), logical_id(schedules.dlq)
+    ((props),) = [
+        v["Properties"]
+        for v in of_type(synth.raw, "AWS::Lambda::EventInvokeConfig").values()
+        if v["Properties"]["FunctionName"] == {"Ref": function}
+    ]
+    assert props["MaximumRetryAttempts"] == SCHEDULER.function_retries > 0
+    destination = props["DestinationConfig"]["OnFailure"]["Destination"]
+    assert destination == {"Fn::GetAtt": [dlq, "Arn"]}
+    assert local_scheduler.ATTEMPTS == 1 + props["MaximumRetryAttempts"]
+    # Lambda sends it with the function's role: which may send there.
+    role = synth.raw["Resources"][function]["Properties"]["Role"]["Fn::GetAtt"][0]
+    sends = [
+        statement
+        for policy in of_type(synth.raw, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "sqs:SendMessage" in as_list(statement["Action"])
+    ]
+    assert {"Fn::GetAtt": [dlq, "Arn"]} in [s["Resource"] for s in sends]
+
+
 def emf_line(capsys: pytest.CaptureFixture[str]) -> str:
     """A line of EMF as the worker prints it to stdout."""
     from browser_task.observe.telemetry import WorkerMetrics
