@@ -5,6 +5,11 @@ link the API signed."""
 
 from __future__ import annotations
 
+import json
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
 import pytest
 
 from devstack.stack import LocalStack
@@ -51,6 +56,39 @@ def test_a_tenants_secret_is_read_with_the_tenants_job_role(stack: LocalStack) -
     # The link the API signed (as its own role) downloads, checksum and all.
     [shot] = [a for a in client.artifacts(job.job_id) if a.name == "filled.png"]
     assert client.download_verified(shot).startswith(b"\x89PNG")
+
+
+def test_a_fire_the_scheduler_function_fails_is_recorded_with_its_role(stack: LocalStack) -> None:
+    """The Scheduler invokes the function asynchronously: a fire it fails (here one that is
+    not a fire at all) is tried three times, then Lambda records it in the fires DLQ with the
+    function's role, which the template lets send there (a refusal fails this module)."""
+    assert stack.provisioned is not None and stack.provisioned.schedule_group
+    settings = stack.provisioned.scheduler_settings()
+    at = (datetime.now(UTC) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S")
+    RUNTIME.client("scheduler").create_schedule(
+        Name="not-a-fire",
+        GroupName=stack.provisioned.schedule_group,
+        ScheduleExpression=f"at({at})",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={
+            "Arn": settings["scheduler_target_arn"],
+            "RoleArn": settings["scheduler_role_arn"],
+            "Input": json.dumps({"tenant_id": "nobody"}),
+        },
+    )
+    sqs = RUNTIME.client("sqs")
+    deadline = time.monotonic() + 60
+    records: list[dict[str, Any]] = []
+    while not records and time.monotonic() < deadline:
+        answer = sqs.receive_message(
+            QueueUrl=stack.provisioned.scheduler_dlq_url, WaitTimeSeconds=1, VisibilityTimeout=0
+        )
+        records = [json.loads(m["Body"]) for m in answer.get("Messages", [])]
+    assert records, "the failed fire was never recorded"
+    (record,) = records
+    assert record["requestPayload"] == {"tenant_id": "nobody"}
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["approximateInvokeCount"] == 3
 
 
 def test_every_part_ran_as_its_own_principal_and_nothing_was_refused(stack: LocalStack) -> None:
