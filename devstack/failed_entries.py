@@ -28,7 +28,8 @@ from typing import Any
 
 from devstack.counted_share import CountedShare
 
-# AWS's most entries a batch (bigger ones are refused whole).
+# AWS's most entries a batch, SQS's and EventBridge's alike (bigger ones are refused whole;
+# devstack.strict_aws refuses them with this figure too).
 BATCH_MAX = 10
 SQS_FAILURE = {"SenderFault": False, "Code": "InternalError", "Message": "Internal error"}
 EVENTS_FAILURE = {"ErrorCode": "InternalFailure", "ErrorMessage": "Internal failure"}

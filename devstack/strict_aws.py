@@ -78,14 +78,14 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from devstack.counted_share import CountedShare
+from devstack.failed_entries import BATCH_MAX as SQS_BATCH_MAX
 from devstack.failed_entries import FAILED, fail_some_entries
 from devstack.ongoing_transactions import hold_transactions
 from devstack.stale_reads import MISSES, stale_new_items
+from devstack.unprocessed_batches import BATCH_WRITE_MAX as DYNAMODB_BATCH_WRITE_MAX
 from devstack.unprocessed_batches import UNDONE, leave_some_undone
 
 SQS_MAX_MESSAGE_BYTES = 262_144
-SQS_BATCH_MAX = 10
-DYNAMODB_BATCH_WRITE_MAX = 25
 DYNAMODB_MAX_ITEM_BYTES = 400 * 1024
 # How long a transaction is under way here (AWS documents no figure: about two plain writes).
 DYNAMODB_TRANSACTION_HOLD_S = 0.01

@@ -26,7 +26,8 @@ from typing import Any
 
 from devstack.counted_share import CountedShare
 
-# AWS's most a request: keys read, writes made (bigger batches are refused whole).
+# AWS's most a request: keys read, writes made (bigger batches are refused whole;
+# devstack.strict_aws refuses a bigger BatchWriteItem with this figure too).
 BATCH_GET_MAX = 100
 BATCH_WRITE_MAX = 25
 
