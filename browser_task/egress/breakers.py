@@ -19,10 +19,8 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from browser_task.observe.telemetry import logger
-from pagefleet.jobs.record import JobError, JobRecord
-from pagefleet.targets.breakers import Admission, Breakers, BreakerState, origin_of
-from pagefleet.workflow import Goto, iter_steps
-from pagefleet.workflow.templating import render
+from pagefleet.jobs.record import JobError
+from pagefleet.targets.breakers import Admission, Breakers, BreakerState
 
 # Failures that say the *site* is failing (not the workflow): only these count.
 TARGET_FAILURE_KINDS = frozenset({"navigation_failed", "target_unavailable"})
@@ -39,18 +37,6 @@ FLUSH_INTERVAL_S = 3.0
 # spends an attempt there, and with the 3 s flush a job retried after 1 s failed two or three
 # times before the breaker opened. A site failing below that rate waits for the flush.
 FAILURE_FLUSH_S = 0.25
-
-
-def target_origin(record: JobRecord) -> str | None:
-    """The origin a job is admitted on: its first goto's (None if it has no goto)."""
-    for _, step in iter_steps(record.request.steps):
-        if isinstance(step, Goto):
-            try:
-                url = render(step.url, record.request.inputs, {})
-            except KeyError:
-                return None  # the URL holds a secret: the worker cannot know it before claiming
-            return origin_of(url)
-    return None
 
 
 def counts_against_target(error: JobError | None) -> bool | None:

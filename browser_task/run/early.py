@@ -6,11 +6,13 @@ DynamoDB) and the context with its page (two round trips to the browser, ~0.2 s)
 starts both at once. Nothing navigates before the claim is won, and a lost claim closes the
 unused context.
 
-Only for a job whose context nothing in its preparation can change: no proxy of its own
-(its egress listener is made per job), no leading ``use_session`` (the storage state is read
-from the tenant's sessions), options without ``{{...}}`` references (rendered with the
-tenant's secrets), and not a warm job (``isolation: "tenant"`` takes a parked context,
-which is faster still). Anything else opens its context after the claim, as before.
+Only for a job whose context nothing in its preparation can change
+(``pagefleet.jobs.preview.opens_early``): no proxy of its own (its egress listener is made
+per job), no leading ``use_session`` (the storage state is read from the tenant's sessions),
+options without ``{{...}}`` references (rendered with the tenant's secrets), and not a warm
+job (``isolation: "tenant"`` takes a parked context, which is faster still). Anything else
+opens its context after the claim, as before. What it opens comes from the job's preview
+(its message's, or its record's), read before the claim.
 
 An attempt's trace (browser_task.browser.tracing), when it records one, starts as part of the
 context's setup, beside opening the page, instead of as one more round trip before the
@@ -33,10 +35,8 @@ from browser_task.browser.tracing import TraceRecorder, trace_plan
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.executor import scheme_guard
 from browser_task.run.routing import RequestRouter, with_routes
-from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
-from pagefleet.workflow import UseSession
-from pagefleet.workflow.templating import references
+from pagefleet.jobs.preview import Preview
 
 
 def with_trace(setup: ContextSetup, trace: TraceRecorder | None) -> ContextSetup:
@@ -52,15 +52,6 @@ async def _start(trace: TraceRecorder, context: BrowserContext) -> None:
     # and only a trace kept whatever happens fails the job (executor.start_tracing).
     with contextlib.suppress(PlaywrightError):
         await trace.start()
-
-
-def opens_early(request: JobRequest) -> bool:
-    options = request.options
-    if options.proxy is not None or options.isolation == "tenant" or options.video:
-        return False
-    if (request.steps and isinstance(request.steps[0], UseSession)) or request.replay is not None:
-        return False
-    return next(iter(references(options.model_dump(exclude_none=True))), None) is None
 
 
 @dataclass(eq=False)
@@ -86,18 +77,17 @@ class EarlyContext:
         await session.close()
 
 
-def open_early(
-    browsers: BrowserPool, request: JobRequest, guard: EgressGuard, *, attempt: int
-) -> EarlyContext | None:
-    """Start opening ``request``'s context now, for its attempt ``attempt`` (1: the first of
-    its budget; None: this job opens its own later)."""
-    if not opens_early(request):
+def open_early(browsers: BrowserPool, preview: Preview, guard: EgressGuard) -> EarlyContext | None:
+    """Start opening the previewed job's context now, for the attempt its claim makes (None:
+    this job opens its own later, ``pagefleet.jobs.preview.opens_early``)."""
+    options = preview.options
+    if options is None:
         return None
-    plan = trace_plan(request.options.trace, attempt, secrets=bool(request.secret_names()))
+    plan = trace_plan(options.trace, preview.attempt, secrets=preview.secrets)
     trace = TraceRecorder(None, plan) if plan is not None else None
-    router = RequestRouter(guard, request.options.block)
+    router = RequestRouter(guard, options.block)
     setup = with_trace(with_routes(scheme_guard(guard), router), trace)
     opening = asyncio.create_task(
-        browsers.new_session(request.options, setup=setup), name="open context early"
+        browsers.new_session(options, setup=setup), name="open context early"
     )
-    return EarlyContext(request.options, guard, router, trace, opening)
+    return EarlyContext(options, guard, router, trace, opening)

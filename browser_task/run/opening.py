@@ -37,6 +37,7 @@ from browser_task.run.takeover import PageTakeover
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
+from pagefleet.jobs.preview import Preview
 from pagefleet.jobs.record import JobRecord
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.tenancy.ports import AuditLog
@@ -193,12 +194,10 @@ class RunOpener:
             on_refusal=self._egress_log.sink(log),
         )
 
-    def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
-        """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
-        # The claim about to be written makes this the job's next attempt.
-        return open_early(
-            self.browsers, job.request, self.guard(log), attempt=job.attempts_used + 1
-        )
+    def open_early(self, preview: Preview, log: JobLog) -> EarlyContext | None:
+        """Start opening the previewed job's context while its claim is written
+        (browser_task.run.early)."""
+        return open_early(self.browsers, preview, self.guard(log))
 
     def parent_result(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
         """A parent's result: inline in its record, or in its ``data.json`` when too big

@@ -41,6 +41,7 @@ from browser_task.run.spend import nothing_left, within_budgets
 from browser_task.tenant.access import TenantData, TenantDataSource
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.jobs.lifecycle import Lifecycle, Outcome
+from pagefleet.jobs.preview import Preview
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.ports import ConnectionPoster
@@ -331,9 +332,10 @@ class JobRunner:
 
         return await run_session(ctx, self._session_inbox, commands, self._policies, start)
 
-    def open_early(self, job: JobRecord, log: JobLog) -> EarlyContext | None:
-        """Start opening ``job``'s context while its claim is written (browser_task.run.early)."""
-        return self._opener.open_early(job, log)
+    def open_early(self, preview: Preview, log: JobLog) -> EarlyContext | None:
+        """Start opening the previewed job's context while its claim is written
+        (browser_task.run.early)."""
+        return self._opener.open_early(preview, log)
 
     def _stopping(self, cancel: asyncio.Task[bool]) -> bool:
         """A cancel or a drain asked the run to stop."""

@@ -1,13 +1,13 @@
 """The worker: N slots, each long-polling SQS for one job at a time.
 
-A message's life in a slot: the lifecycle peeks at its job (a duplicate of a finished job is
-deleted unrun), the circuit breaker admits the job's target or the lifecycle defers it, the
-lifecycle claims it (or says what to do with the message instead), the runner runs it in a
-fresh browser context, and the lifecycle writes the outcome fenced on (attempt, owner). The
-claim deletes the message: from then on the job's lease, kept until the outcome is written,
-holds it, and each worker's lease watch takes back its pool's jobs whose worker died
-(browser_task.slot.leases). The worker owns the slots, the browser and the drain; every move of
-a job is the lifecycle's.
+A message's life in a slot: the lifecycle peeks at its job (in the message's preview, or the
+record: a duplicate of a finished job is deleted unrun), the circuit breaker admits the
+job's target or the lifecycle defers it, the lifecycle claims it (or says what to do with
+the message instead), the runner runs it in a fresh browser context, and the lifecycle
+writes the outcome fenced on (attempt, owner). The claim deletes the message: from then on
+the job's lease, kept until the outcome is written, holds it, and each worker's lease watch
+takes back its pool's jobs whose worker died (browser_task.slot.leases). The worker owns the
+slots, the browser and the drain; every move of a job is the lifecycle's.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from browser_task.egress.breakers import target_origin
 from browser_task.errors import first_line
 from browser_task.observe.reporting import log_sink
 from browser_task.observe.run_events import attempt_events, recording
@@ -34,7 +33,7 @@ from browser_task.slot.parts import WorkerParts
 from browser_task.slot.waiting import OutsideSlots
 from pagefleet.jobs.lifecycle import MessageAnswer, Outcome
 from pagefleet.jobs.ports import ReceivedMessage
-from pagefleet.live.numbers import RESERVE, counted_on_record, numbers_of
+from pagefleet.live.numbers import RESERVE, numbers_of
 from pagefleet.specs.resources import claim_owner
 from pagefleet.specs.settings import WorkerSettings
 from pagefleet.targets.breakers import TENANT
@@ -257,11 +256,12 @@ class Worker:
             job_id=message.job_id,
             message_id=received.message_id,
         )
-        if peek.job is None:
+        ahead = peek.preview
+        if ahead is None:
             noted(peek, log, self.metrics)
             return
-        # The breakers need the job's target origin, which only the record knows.
-        domain = target_origin(peek.job)
+        # The breakers need the job's target origin (its message's preview, or its record).
+        domain = ahead.origin
         probe: frozenset[str] = frozenset()  # the breakers this job is the probe of
         if domain is not None:
             admission = await self._breaker.admit(domain, message.tenant_id)
@@ -280,7 +280,7 @@ class Worker:
             probe = admission.probes
 
         # The context opens while the claim is written (browser_task.run.early).
-        early = self._runner.open_early(peek.job, log)
+        early = self._runner.open_early(ahead, log)
         # A fresh owner token per claim: a retried claim whose first reply was lost finds its
         # own token, while another slot of this worker never mistakes the job for its own.
         try:
@@ -292,7 +292,7 @@ class Worker:
                 lease_seconds=self.settings.lease_seconds,
                 worker=self.worker_id,
                 # The attempt's first event numbers, in the claim's write (live.numbers).
-                events=RESERVE if counted_on_record(peek.job) else 0,
+                events=RESERVE if ahead.events_on_record else 0,
             )
         except BaseException:
             if early is not None:  # stopping: close it without holding up the stop

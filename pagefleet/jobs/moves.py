@@ -8,6 +8,7 @@ from typing import Any
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.ports import ReceivedMessage
+from pagefleet.jobs.preview import Preview
 from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord, RunMetrics
 from pagefleet.jobs.rules import Resume, ResumePlan
 from pagefleet.jobs.states import JobStatus
@@ -39,6 +40,8 @@ class MessageAnswer:
     # Run-event numbers the claim reserved on the record it returned (``job``): the last
     # ``events_reserved`` up to its ``events_seq``. 0: none, or not known (a reply lost).
     events_reserved: int = 0
+    # A look before the claim that found the job to run: what the worker needs of it first.
+    preview: Preview | None = None
 
 
 @dataclass(frozen=True)

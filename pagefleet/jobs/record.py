@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import JobRequest, epoch_of_iso
+from pagefleet.jobs.preview import Preview, carried_preview
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import Takeover
@@ -145,6 +146,16 @@ class JobRecord(BaseModel):
     def attempts_used(self) -> int:
         return self.attempt - self.attempt_base
 
+    @property
+    def events_on_record(self) -> bool:
+        """Whether the job's run-event counter is on this record: every job recorded since it
+        moved there, unless a worker of the version before claimed it (during the rollout
+        that brought the counter: that claim reserved nothing on the record, and its attempt
+        numbered its events from the job's own counter item, where the job's next ones must
+        go on; ``pagefleet.live.numbers``)."""
+        seq = self.events_seq
+        return seq is not None and (seq > 0 or self.attempt == 0)
+
     def spend_left_s(self) -> float:
         """The browser-seconds this attempt may spend of its ``max_cost_usd`` (inf: the job
         set no cap): the cap (``pagefleet.jobs.spend.CostCap``) less what the attempts
@@ -163,7 +174,8 @@ class JobRecord(BaseModel):
 
 
 class JobMessage(BaseModel):
-    """The queue message: ids only. The workflow stays in the job record."""
+    """The queue message: ids, and what the worker needs before the claim when that says
+    nothing of the workflow (``pagefleet.jobs.preview``). The workflow stays in the record."""
 
     model_config = ConfigDict(extra="ignore", defer_build=True)
 
@@ -176,13 +188,27 @@ class JobMessage(BaseModel):
     # How often this job was deferred in a row (its tenant at its running limit): the next
     # deferral waits longer, so a deep backlog does not spin through the queue.
     deferrals: int = 0
+    # None: the worker reads the record before the claim (see ``preview_carried``).
+    preview: Preview | None = None
 
     @model_serializer(mode="wrap")
     def _ids_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
         if not data.get("deferrals"):
             data.pop("deferrals", None)  # a message that was never deferred stays ids only
+        if data.get("preview") is None:
+            data.pop("preview", None)
+        else:  # only what differs from a preview's defaults (the default options: {})
+            assert self.preview is not None
+            data["preview"] = self.preview.model_dump(mode="json", exclude_defaults=True)
         return data
+
+    @property
+    def preview_carried(self) -> Preview | None:
+        """The preview the worker may take instead of reading the record: none in a deferred
+        job's successor, which is always looked at (``rules.another_carries_it``: a copy of
+        one must not start a second line of successors)."""
+        return self.preview if self.deferrals == 0 else None
 
     @property
     def queue(self) -> str:
@@ -190,7 +216,15 @@ class JobMessage(BaseModel):
         return queue_key(self.pool, self.priority)
 
     @classmethod
-    def for_job(cls, job: JobRecord) -> JobMessage:
+    def for_job(cls, job: JobRecord, *, preview: bool = False) -> JobMessage:
+        """``preview``: with the job's preview when it may carry one (a message to send)."""
+        carried = (
+            carried_preview(
+                job.request, attempt=job.attempts_used + 1, events_on_record=job.events_on_record
+            )
+            if preview
+            else None
+        )
         return cls(
             tenant_id=job.tenant_id,
             job_id=job.job_id,
@@ -198,4 +232,5 @@ class JobMessage(BaseModel):
             correlation_id=job.correlation_id,
             pool=job.pool,
             priority=job.request.priority,
+            preview=carried,
         )

@@ -6,7 +6,7 @@ job reserve disjoint ranges). The counter lives on the job's record (``events_se
 write it makes anyway, and a plain job's events cost no write of their own beyond their put
 (docs/decisions.md, 2026-12-06). A job recorded before the counter moved there has none on
 its record (``events_seq`` None) and keeps its own counter item (``EventStore.allocate``)
-to its end: its numbers must go on from where they were (``counted_on_record``).
+to its end: its numbers must go on from where they were (``JobRecord.events_on_record``).
 """
 
 from __future__ import annotations
@@ -31,18 +31,9 @@ class EventNumbers(Protocol):
         ...
 
 
-def counted_on_record(job: JobRecord) -> bool:
-    """Whether the job's counter is on its record: every job recorded since it moved there,
-    unless a worker of the version before claimed it (during the rollout that brought the
-    counter: that claim reserved nothing on the record, and its attempt numbered its events
-    from the job's own counter item, where the job's next ones must go on)."""
-    seq = job.events_seq
-    return seq is not None and (seq > 0 or job.attempt == 0)
-
-
 def numbers_of(job: JobRecord, jobs: JobStore, events: EventStore) -> EventNumbers:
     """The counter ``job``'s events are numbered from."""
-    return jobs.allocate_events if counted_on_record(job) else events.allocate
+    return jobs.allocate_events if job.events_on_record else events.allocate
 
 
 def claimed_range(job: JobRecord, reserved: int) -> tuple[int, int, int]:

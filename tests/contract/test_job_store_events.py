@@ -13,7 +13,7 @@ import pytest
 from pagefleet.errors import NotFound
 from pagefleet.jobs.models import JobRequest, iso, utcnow
 from pagefleet.jobs.service import JobServices, submit_job
-from pagefleet.live.numbers import RESERVE, claimed_range, counted_on_record
+from pagefleet.live.numbers import RESERVE, claimed_range
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
 LATER = 2_000_000_000
@@ -36,8 +36,8 @@ def test_a_new_job_counts_its_events_on_its_record_and_each_claim_reserves_after
     svc: JobServices,
 ) -> None:
     job = submit_job(svc, "t", REQUEST).job
-    assert counted_on_record(job) and (job.events_seq, job.events_bounded) == (0, 0)
-    assert counted_on_record(svc.store.get("t", job.job_id))
+    assert job.events_on_record and (job.events_seq, job.events_bounded) == (0, 0)
+    assert svc.store.get("t", job.job_id).events_on_record
     first = _claim(svc, job.job_id, "w1", events=RESERVE, lease_s=-1)
     assert claimed_range(first, RESERVE) == (1, RESERVE, 0)
     more = svc.store.allocate_events("t", job.job_id, count=5, bounded=3, expires_at=LATER)
@@ -53,7 +53,7 @@ def test_a_claim_without_a_reservation_leaves_the_counter_alone(svc: JobServices
     claimed = _claim(svc, job.job_id, "w1", events=0)
     assert (claimed.events_seq, claimed.events_bounded) == (0, 0)
     # What a worker of the version before leaves: its events are numbered elsewhere.
-    assert not counted_on_record(claimed)
+    assert not claimed.events_on_record
 
 
 def test_writers_reserving_at_once_never_share_a_number(svc: JobServices) -> None:
@@ -84,7 +84,7 @@ def test_a_record_from_before_the_counter_gets_none(svc: JobServices) -> None:
     old = job.model_copy(update={"job_id": "old-job", "events_seq": None, "events_bounded": 0})
     svc.store.create(old)
     stored = svc.store.get("t", "old-job")
-    assert not counted_on_record(stored)
+    assert not stored.events_on_record
     claimed = _claim(svc, "old-job", "w1", events=0)  # the worker asks for none on it
     assert claimed.events_seq is None
     with pytest.raises(NotFound):

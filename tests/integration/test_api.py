@@ -74,7 +74,7 @@ def test_keys_are_stored_hashed(api_env: Provisioned) -> None:
 
 
 # --- submit -----------------------------------------------------------------------------------
-def test_submit_returns_202_location_and_queues_ids_only(
+def test_submit_returns_202_location_and_queues_ids_and_a_preview(
     tenant_a: ApiCaller, api_env: Provisioned
 ) -> None:
     resp = tenant_a.post_job(SIMPLE)
@@ -93,9 +93,12 @@ def test_submit_returns_202_location_and_queues_ids_only(
         "correlation_id": body["correlation_id"],
         "pool": "standard",
         "priority": "normal",
+        # What the worker needs before the claim: the breakers' origin, the options of the
+        # context it opens while the claim is written (the defaults left out).
+        "preview": {"origin": "http://127.0.0.1:9", "options": {"trace": "on-first-retry"}},
     }
-    # The workflow stays in the job record, never in the message.
-    assert "steps" not in messages[0]["Body"]
+    # The workflow and its inputs stay in the job record, never in the message.
+    assert "steps" not in messages[0]["Body"] and "list.html" not in messages[0]["Body"]
     assert (
         messages[0]["MessageAttributes"]["correlation_id"]["StringValue"] == body["correlation_id"]
     )

@@ -76,3 +76,79 @@ def test_a_copy_of_a_running_jobs_message_costs_the_claim_alone(
         db.meta.events.unregister("before-parameter-build.dynamodb", count)
     assert answer.job is None and "running elsewhere" in answer.reason
     assert jobs_table == ["UpdateItem"]
+
+
+def _jobs_table_calls(provisioned: Provisioned, work: object) -> list[str]:
+    db = RUNTIME.client("dynamodb")
+    calls: list[str] = []
+
+    def count(model: object, params: dict[str, object], **_: object) -> None:
+        if params.get("TableName") == provisioned.jobs_table:
+            calls.append(str(getattr(model, "name", "?")))
+
+    db.meta.events.register("before-parameter-build.dynamodb", count)
+    try:
+        work()  # type: ignore[operator]
+    finally:
+        db.meta.events.unregister("before-parameter-build.dynamodb", count)
+    return calls
+
+
+def test_a_jobs_look_before_its_claim_reads_its_message_not_its_record(
+    svc: JobServices, provisioned: Provisioned
+) -> None:
+    """The message carries what the worker needs before the claim (pagefleet.jobs.preview):
+    the look and the claim are one request to the jobs table, and the message names no URL
+    path and no input."""
+    request = JobRequest.model_validate(
+        {
+            "steps": [{"action": "goto", "url": "https://shop.test/orders/{{inputs.order}}"}],
+            "inputs": {"order": "order-4711"},
+            "options": {"locale": "de-DE"},
+        }
+    )
+    job = submit_job(svc, "t", request).job
+    sqs = RUNTIME.client("sqs")
+    url = provisioned.queue_urls["standard"]
+    [raw] = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]
+    assert "order-4711" not in raw["Body"] and "/orders/" not in raw["Body"]
+    [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30)
+    answers: list[object] = []
+
+    def look_and_claim() -> None:
+        look = svc.lifecycle.peek(received, "standard")
+        answers.append(look)
+        answers.append(
+            svc.lifecycle.claim(received, "standard", owner="w1/a", lease_seconds=60, worker="w1")
+        )
+
+    assert _jobs_table_calls(provisioned, look_and_claim) == ["UpdateItem"]
+    look, claimed = answers
+    assert look.preview is not None  # type: ignore[attr-defined]
+    assert look.preview.origin == "https://shop.test:443"  # type: ignore[attr-defined]
+    assert look.preview.options.locale == "de-DE"  # type: ignore[attr-defined]
+    assert claimed.job is not None and claimed.job.job_id == job.job_id  # type: ignore[attr-defined]
+
+
+def test_a_job_whose_options_carry_headers_is_looked_at_in_its_record(
+    svc: JobServices, provisioned: Provisioned
+) -> None:
+    """A header may hold a token: such a job's message carries no preview, and its worker
+    reads the record (eventually consistent) before the claim, as every job did before."""
+    request = JobRequest.model_validate(
+        {
+            "steps": [{"action": "goto", "url": "https://shop.test/"}],
+            "options": {"extra_headers": {"Authorization": "Bearer literal-token"}},
+        }
+    )
+    submit_job(svc, "t", request)
+    [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30)
+    assert received.message is not None and received.message.preview is None
+    looks: list[object] = []
+    calls = _jobs_table_calls(
+        provisioned, lambda: looks.append(svc.lifecycle.peek(received, "standard"))
+    )
+    assert calls == ["GetItem"]
+    [look] = looks
+    assert look.preview is not None and look.preview.options is not None  # type: ignore[attr-defined]
+    assert look.preview.options.extra_headers == {"Authorization": "Bearer literal-token"}  # type: ignore[attr-defined]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from browser_task.egress.breakers import counts_against_target, target_origin
+from browser_task.egress.breakers import counts_against_target
 from browser_task.egress.http import UNREACHABLE, UNRESOLVED
 from browser_task.errors import classify_navigation_error, egress_failure
 from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.preview import target_origin
 from pagefleet.jobs.record import JobError, JobRecord
 from pagefleet.jobs.states import JobStatus
 
@@ -27,8 +28,11 @@ def record(url: str) -> JobRecord:
 
 
 def test_a_job_is_counted_against_its_first_gotos_origin() -> None:
-    assert target_origin(record("https://Shop.Test/a")) == "https://shop.test:443"
-    assert target_origin(record("http://shop.test:{{inputs.port}}/")) == "http://shop.test:8443"
+    assert target_origin(record("https://Shop.Test/a").request) == "https://shop.test:443"
+    assert (
+        target_origin(record("http://shop.test:{{inputs.port}}/").request)
+        == "http://shop.test:8443"
+    )
 
 
 def test_an_unresolvable_host_is_the_jobs_mistake_not_the_sites() -> None:

@@ -10,9 +10,10 @@ import pytest
 
 from browser_task.browser.tracing import TracePlan, TraceRecorder
 from browser_task.egress.guard import EgressGuard
-from browser_task.run.early import EarlyContext, open_early, opens_early, with_trace
+from browser_task.run.early import EarlyContext, open_early, with_trace
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.preview import Preview, opens_early, preview_of
 
 GOTO = {"action": "goto", "url": "http://127.0.0.1:9/"}
 FOR_FAILURES = TracePlan("retain-on-failure", on_success=False, on_failure=True)
@@ -20,6 +21,10 @@ FOR_FAILURES = TracePlan("retain-on-failure", on_success=False, on_failure=True)
 
 def request(**fields: Any) -> JobRequest:
     return JobRequest.model_validate({"steps": [GOTO], **fields})
+
+
+def preview(job: JobRequest, attempt: int) -> Preview:
+    return preview_of(job, attempt=attempt, events_on_record=True)
 
 
 class Session:
@@ -103,7 +108,7 @@ def test_a_context_opened_early_starts_the_trace_and_is_used_as_it_is() -> None:
     async def go() -> tuple[Pool, EarlyContext | None]:
         pool = Pool()
         # The default mode records on a retry: a second attempt's context starts one.
-        early = open_early(pool, request(), guard(), attempt=2)  # type: ignore[arg-type]
+        early = open_early(pool, preview(request(), 2), guard())  # type: ignore[arg-type]
         assert early is not None
         await early.opening
         return pool, early
@@ -125,7 +130,7 @@ def test_a_context_opened_early_starts_the_trace_and_is_used_as_it_is() -> None:
 def test_a_first_attempt_in_the_default_mode_opens_early_without_a_trace() -> None:
     async def go() -> tuple[Pool, EarlyContext | None]:
         pool = Pool()
-        early = open_early(pool, request(), guard(), attempt=1)  # type: ignore[arg-type]
+        early = open_early(pool, preview(request(), 1), guard())  # type: ignore[arg-type]
         assert early is not None
         await early.opening
         return pool, early
@@ -143,9 +148,8 @@ def test_a_job_using_secrets_opens_early_without_a_trace_unless_it_asked_for_eve
         pool = Pool()
         early = open_early(
             pool,  # type: ignore[arg-type]
-            request(steps=uses_secret, options={"trace": trace}),
+            preview(request(steps=uses_secret, options={"trace": trace}), 2),
             guard(),
-            attempt=2,
         )
         assert early is not None
         await early.opening
@@ -162,8 +166,8 @@ def test_a_job_using_secrets_opens_early_without_a_trace_unless_it_asked_for_eve
 def test_a_context_nobody_will_use_is_closed_and_a_failed_open_is_ignored() -> None:
     async def go() -> tuple[Pool, Pool]:
         pool, broken = Pool(), Pool(fail=True)
-        early = open_early(pool, request(), guard(), attempt=1)  # type: ignore[arg-type]
-        failed = open_early(broken, request(), guard(), attempt=1)  # type: ignore[arg-type]
+        early = open_early(pool, preview(request(), 1), guard())  # type: ignore[arg-type]
+        failed = open_early(broken, preview(request(), 1), guard())  # type: ignore[arg-type]
         assert early is not None and failed is not None
         await early.discard()  # e.g. the claim went to another worker
         await failed.discard()  # nothing to close, nothing raised

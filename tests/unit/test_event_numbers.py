@@ -20,7 +20,7 @@ from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.live.events import EventType
 from pagefleet.live.history import append_event
-from pagefleet.live.numbers import RESERVE, counted_on_record, numbers_of
+from pagefleet.live.numbers import RESERVE, numbers_of
 from tests.support.records import job_record
 
 NOW = 1_800_000_000
@@ -171,12 +171,12 @@ def test_a_job_an_older_worker_claimed_goes_on_from_its_own_counter() -> None:
     job's next attempt, here, goes on from there."""
     jobs, store = CountingJobs(), CountingEvents()
     queued = _queued(jobs)
-    assert counted_on_record(queued)
+    assert queued.events_on_record
     older = _claim(jobs, "old-worker", 0, lease_s=-1)  # the version before reserves nothing
-    assert not counted_on_record(older)
+    assert not older.events_on_record
     store.allocate("t", "j1", count=36, bounded=4, expires_at=NOW)  # its attempt's numbers
-    job = _claim(jobs, "w2", RESERVE if counted_on_record(older) else 0)
-    assert not counted_on_record(job)
+    job = _claim(jobs, "w2", RESERVE if older.events_on_record else 0)
+    assert not job.events_on_record
     asyncio.run(_plain_attempt(store, jobs, job, 0))
     assert [e["seq"] for e in _stored(store)] == [37, 38, 39, 40]
     assert jobs.allocations == 0

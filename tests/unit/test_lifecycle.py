@@ -130,10 +130,20 @@ def test_a_duplicate_of_a_finished_job_is_deleted_unrun(svc: JobServices, queue:
     running, _ = run_once(svc)
     svc.lifecycle.finish(running, Outcome(JobStatus.SUCCEEDED), "w1")
     duplicate = receive(svc)
+    # The message carries what the worker needs before the claim: its look reads nothing,
+    # and the claim's refusal drops the copy.
+    assert duplicate.message is not None and duplicate.message.preview is not None
     peek = svc.lifecycle.peek(duplicate, POOL)
-    assert peek.then is Then.DELETE and "duplicate" in peek.reason
+    assert peek.then is Then.RUN and peek.job is None and peek.preview is not None
+    step = claim(svc, duplicate, "w2")
+    assert step.then is Then.DELETE and step.reason == "duplicate delivery (succeeded)"
     assert queue.depth(POOL) == 0
     assert svc.store.get("t", job.job_id).attempt == 1
+    # A message without a preview (sent before they were carried) is looked at in the record.
+    [(again, _)] = queue.sent[:1]
+    queue.send(again.model_copy(update={"preview": None}))
+    peek = svc.lifecycle.peek(receive(svc), POOL)
+    assert peek.then is Then.DELETE and peek.reason == "duplicate delivery (succeeded)"
 
 
 def test_a_copy_of_a_running_job_is_deleted_the_lease_brings_the_job_back(
@@ -277,7 +287,7 @@ def test_a_deferred_jobs_other_messages_are_dropped_while_its_successor_waits(
     # successor could be copied again, so an outage multiplied a job's messages. While the
     # successor the record names waits, the job's other messages are dropped.
     job_id = submit_job(svc, "t", request()).job.job_id
-    first = receive(svc)
+    first = without_preview(receive(svc))
     second = replace(first, receipt_handle="another copy")
     assert svc.lifecycle.defer(first, POOL, reason="circuit open", delay_s=5).then is Then.DELETE
     assert len(queue.sent) == 2  # the submission's message and its successor
@@ -292,6 +302,39 @@ def test_a_deferred_jobs_other_messages_are_dropped_while_its_successor_waits(
     looked = svc.lifecycle.peek(successor, POOL)
     assert looked.then is Then.RUN and looked.job is not None and looked.job.job_id == job_id
     assert svc.lifecycle.peek(second, POOL).then is Then.RUN
+
+
+def without_preview(received: ReceivedMessage) -> ReceivedMessage:
+    assert received.message is not None
+    return replace(received, message=received.message.model_copy(update={"preview": None}))
+
+
+def test_a_copy_of_a_previewed_message_may_defer_again_but_the_job_keeps_one_line(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    # A message with a preview is not looked at in the record, so a copy of a job's first
+    # message is not dropped while the job's successor waits: it is deferred again, and its
+    # own successor is named. A successor is always looked at in the record
+    # (``JobMessage.preview_carried``): the one named before is dropped, so a job never has
+    # two lines of successors.
+    job_id = submit_job(svc, "t", request()).job.job_id
+    first = receive(svc)
+    second = replace(first, receipt_handle="another copy")
+    assert svc.lifecycle.defer(first, POOL, reason="circuit open", delay_s=5).then is Then.DELETE
+    clock.advance(1)
+    assert svc.lifecycle.peek(second, POOL).then is Then.RUN  # no read: nothing to drop it
+    assert svc.lifecycle.defer(second, POOL, reason="circuit open", delay_s=5).then is Then.DELETE
+    clock.advance(4)
+    [older] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    assert older.message is not None and older.message.deferrals == 1
+    assert older.message.preview_carried is None
+    dropped = svc.lifecycle.peek(older, POOL)
+    assert dropped.then is Then.DELETE and "already deferred" in dropped.reason
+    clock.advance(1)
+    [named] = svc.queue.receive(POOL, max_messages=1, wait_seconds=0, visibility=LEASE)
+    assert named.message_id == svc.store.get("t", job_id).deferred_to
+    assert svc.lifecycle.peek(named, POOL).then is Then.RUN
+    assert claim(svc, named).then is Then.RUN and queue.depth(POOL) == 0
 
 
 def test_a_deferral_whose_successor_was_not_sent_names_none_and_drops_nothing(

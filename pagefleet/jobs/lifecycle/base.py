@@ -66,7 +66,7 @@ class LifecycleBase:
     def send(self, job: JobRecord, *, delay_s: int = 0, ahead: bool = False) -> None:
         """``ahead``: on its pool's high-priority queue, for a job that already waited its
         turn once and lost it through no fault of its own (its worker died or stopped)."""
-        message = JobMessage.for_job(job)
+        message = JobMessage.for_job(job, preview=True)
         if ahead:
             message = message.model_copy(update={"priority": "high"})
         self.queue.send(message, delay_seconds=max(0, min(delay_s, MAX_DELAY_S)))

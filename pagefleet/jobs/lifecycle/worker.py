@@ -17,6 +17,7 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, headline, job_message, review_error
 from pagefleet.jobs.ports import ReceivedMessage, RunSignals
+from pagefleet.jobs.preview import preview_of
 from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
@@ -38,8 +39,13 @@ from pagefleet.jobs.states import JobStatus
 
 class WorkerMoves(LifecycleBase):
     def peek(self, received: ReceivedMessage, pool: str) -> MessageAnswer:
-        """Look at the job before claiming it (the breaker needs its target)."""
+        """Look at the job before claiming it (the breaker needs its target): in the
+        message's preview when it carries one, else in the record (an eventually consistent
+        read). A copy of a finished job's message that carried one is dropped by its claim's
+        refusal instead (``_claim_refused``)."""
         message = job_message(received)
+        if (carried := message.preview_carried) is not None:
+            return MessageAnswer(Then.RUN, preview=carried)
         try:
             job = self.store.get(message.tenant_id, message.job_id, consistent=False)
         except NotFound:
@@ -50,7 +56,10 @@ class WorkerMoves(LifecycleBase):
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
         if another_carries_it(job, received.message_id, self.clock.now()):
             return self._done(received, pool, "duplicate delivery (already deferred)")
-        return MessageAnswer(Then.RUN, job=job)
+        preview = preview_of(
+            job.request, attempt=job.attempts_used + 1, events_on_record=job.events_on_record
+        )
+        return MessageAnswer(Then.RUN, job=job, preview=preview)
 
     def claim(
         self,
