@@ -45,7 +45,7 @@ PER_ATTEMPT = {
     # running slot taken and given back, the run's events (one batch: 2), usage (3 items in
     # a transaction: 6)
     "table_writes": 17,
-    "table_reads": 2,  # peek, limits
+    "table_reads": 1,  # limits (the look before the claim reads the message's preview)
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.
 HEARTBEAT_S = 15
