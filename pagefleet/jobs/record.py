@@ -8,7 +8,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
@@ -190,6 +199,16 @@ class JobMessage(BaseModel):
     deferrals: int = 0
     # None: the worker reads the record before the claim (see ``preview_carried``).
     preview: Preview | None = None
+
+    @field_validator("preview", mode="wrap")
+    @classmethod
+    def _preview_or_none(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """A preview this version cannot read (an option a newer API added, during a
+        rollout) is no preview: the worker reads the record, and the message stays a job's."""
+        try:
+            return handler(value)
+        except ValidationError:
+            return None
 
     @model_serializer(mode="wrap")
     def _ids_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
