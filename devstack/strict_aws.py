@@ -81,6 +81,7 @@ from devstack.counted_share import CountedShare
 from devstack.failed_entries import BATCH_MAX as SQS_BATCH_MAX
 from devstack.failed_entries import FAILED, fail_some_entries
 from devstack.ongoing_transactions import hold_transactions
+from devstack.sqs_contents import refuse_outside_characters
 from devstack.stale_reads import MISSES, stale_new_items
 from devstack.unprocessed_batches import BATCH_WRITE_MAX as DYNAMODB_BATCH_WRITE_MAX
 from devstack.unprocessed_batches import UNDONE, leave_some_undone
@@ -120,6 +121,7 @@ class StrictRules(BaseSettings):
     queue_settle_s: float = Field(default=1.0, ge=0)
     sqs_duplicate_share: float = Field(default=0.0, ge=0, le=1)
     sqs_max_message_bytes: int = Field(default=SQS_MAX_MESSAGE_BYTES, ge=0)
+    sqs_message_characters: bool = True  # devstack.sqs_contents
     dynamodb_max_item_bytes: int = Field(default=DYNAMODB_MAX_ITEM_BYTES, ge=0)
     sqs_batch_max: int = Field(default=SQS_BATCH_MAX, ge=0)
     dynamodb_batch_write_max: int = Field(default=DYNAMODB_BATCH_WRITE_MAX, ge=0)
@@ -136,6 +138,7 @@ class StrictRules(BaseSettings):
 
 LENIENT = StrictRules(
     on=True, queue_settle_s=0, sqs_duplicate_share=0, sqs_max_message_bytes=0,
+    sqs_message_characters=False,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
     dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0, dynamodb_unprocessed_share=0,
     batch_entry_failure_share=0, invocation_duplicate_share=0,
@@ -188,6 +191,7 @@ def enforce(rules: StrictRules) -> None:
             fail_some_entries(lambda: _STATE.rules.batch_entry_failure_share)
             _settling_queues()
             _sqs_sizes_and_duplicates()
+            refuse_outside_characters(lambda: _STATE.rules.sqs_message_characters)
             _bounded_item_updates()
             _ten_entries_a_batch()
             _twenty_five_writes_a_batch()

@@ -46,7 +46,7 @@ class FakeQueue:
         with self._lock:
             message_id = f"m-{next(self._ids)}"
             self._queues.setdefault(message.queue, []).append(
-                _Message(message_id, message.model_dump_json(), now, now + max(0, delay_seconds))
+                _Message(message_id, message.body(), now, now + max(0, delay_seconds))
             )
             self.sent.append((message, delay_seconds))
             return message_id

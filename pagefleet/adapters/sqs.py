@@ -25,7 +25,7 @@ class SqsJobQueue:
     def send(self, message: JobMessage, *, delay_seconds: int = 0) -> str:
         resp = self._sqs.send_message(
             QueueUrl=self._urls[message.queue],
-            MessageBody=message.model_dump_json(),
+            MessageBody=message.body(),
             DelaySeconds=max(0, min(delay_seconds, 900)),
             # SQS fair queues: on a standard queue the group is the tenant, so one tenant's
             # backlog does not hold back the messages of the others (no ordering implied).

@@ -5,6 +5,7 @@ The request it was submitted with is ``pagefleet.jobs.models.JobRequest``.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -221,6 +222,12 @@ class JobMessage(BaseModel):
             assert self.preview is not None
             data["preview"] = self.preview.model_dump(mode="json", exclude_defaults=True)
         return data
+
+    def body(self) -> str:
+        """The message as SQS carries it: JSON in ASCII, every other character escaped, so
+        no text of a user's (an option in the preview) holds a character SQS refuses
+        (``InvalidMessageContents``: devstack.sqs_contents)."""
+        return json.dumps(self.model_dump(mode="json"), separators=(",", ":"))
 
     @property
     def preview_carried(self) -> Preview | None:
