@@ -25,30 +25,38 @@ MAX_DAYS = 92
 
 # What a job and an attempt cost around the browser, by count (see the module docstring).
 # Table writes are write units: a write costs one per KB of the item (the larger of its
-# before and after), twice that in a transaction. A job record is 2-3 KB (measured with the
-# benches' five-step job), so each of its writes costs 2-4.
+# before and after), twice that in a transaction, and each global secondary index it touches
+# bills its own: one write to enter or leave it, two when the item's index key changes, one
+# for an update in place (the jobs table's three indexes project every attribute, so such a
+# write is as big as the table's). Measured with `bench/write_units.py` (the jobs table's
+# stream, every write sized as DynamoDB sizes it; docs/decisions.md, 2026-12-07): a plain
+# job's record is ~1.5 KB, 2 units a write in the table and as much in each index it is in.
 PER_JOB = {
     "api_requests": 1,  # the submission
     "lambda_invocations": 2,  # the API call and the authorizer (cached calls are free)
     "lambda_gb_seconds": 0.1,  # 1 GB for ~100 ms
     "queue_requests": 1,  # the send
-    # the record (2), marked enqueued (2), idempotency key, rate bucket and queued count up
-    # (one write), queued count down, the notification's delivery mark
-    "table_writes": 8,
+    # the record (2; by_status 2, unqueued 2), marked enqueued (2; by_status 2, unqueued 2),
+    # idempotency key, rate bucket and queued count up (one write), queued count down, the
+    # notification's delivery mark
+    "table_writes": 16,
     "table_reads": 2,
 }
 PER_ATTEMPT = {
     # the receive, the high queue looked at beside it (empty, still billed), the delete
     # (batched, ten a request)
     "queue_requests": 2,
-    # the claim with its first run-event numbers (3), the outcome with its expiry (4), the
-    # running slot taken and given back, the run's events (one batch: 2), usage (3 items in
-    # a transaction: 6)
-    "table_writes": 17,
+    # the claim with its first run-event numbers (2; by_status 4: its key moves, ops 2: it
+    # enters), the outcome with its expiry (3; by_status 5, ops 2: it leaves), the running
+    # slot taken and given back, the run's events (one batch: 2), usage (3 items in a
+    # transaction: 6; the day's by_day entry 1)
+    "table_writes": 29,
     "table_reads": 1,  # limits (the look before the claim reads the message's preview)
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.
 HEARTBEAT_S = 15
+# A heartbeat's lease write: the record (2), by_status in place (2), ops's key moves (2 + 2).
+HEARTBEAT_WRITES = 8
 # Lambda invocations of the jobs stream reader per job change it reads (batched).
 STREAM_SHARE = 0.2
 
@@ -129,7 +137,9 @@ def as_priced(row: UsageRow) -> Usage:
             jobs * PER_JOB["queue_requests"] + attempts * PER_ATTEMPT["queue_requests"] + heartbeats
         ),
         table_writes=round(
-            jobs * PER_JOB["table_writes"] + attempts * PER_ATTEMPT["table_writes"] + heartbeats
+            jobs * PER_JOB["table_writes"]
+            + attempts * PER_ATTEMPT["table_writes"]
+            + heartbeats * HEARTBEAT_WRITES
         ),
         table_reads=round(jobs * PER_JOB["table_reads"] + attempts * PER_ATTEMPT["table_reads"]),
         artifact_puts=row.artifact_puts,
