@@ -86,14 +86,12 @@ def units(size: int) -> int:
     return max(1, math.ceil(size / KB)) if size else 0
 
 
-def _in(image: dict[str, Any] | None, index: IndexSpec) -> bool:
-    keys = [index.partition_key.name] + ([index.sort_key.name] if index.sort_key else [])
-    return bool(image) and all(k in image for k in keys)  # type: ignore[operator]
-
-
-def _key(image: dict[str, Any], index: IndexSpec) -> tuple[Any, ...]:
-    keys = [index.partition_key.name] + ([index.sort_key.name] if index.sort_key else [])
-    return tuple(str(image[k]) for k in keys)
+def _index_key(image: dict[str, Any] | None, index: IndexSpec) -> tuple[str, ...] | None:
+    """The item's key in ``index``, or None when the item is not in it (sparse)."""
+    names = [index.partition_key.name] + ([index.sort_key.name] if index.sort_key else [])
+    if not image or any(name not in image for name in names):
+        return None
+    return tuple(str(image[name]) for name in names)
 
 
 @dataclass
@@ -121,16 +119,15 @@ def write_units(
     before, after = item_size(old), item_size(new)
     billed = Billed(table=units(max(before, after)))
     for index in indexes:
-        was, now = _in(old, index), _in(new, index)
-        if was and now:
-            assert old is not None and new is not None
-            if _key(old, index) != _key(new, index):
+        was, now = _index_key(old, index), _index_key(new, index)
+        if was is not None and now is not None:
+            if was != now:  # deleted from the index, and put again
                 billed.indexes[index.name] += units(before) + units(after)
             elif old != new:
                 billed.indexes[index.name] += units(max(before, after))
-        elif was:
+        elif was is not None:
             billed.indexes[index.name] += units(before)
-        elif now:
+        elif now is not None:
             billed.indexes[index.name] += units(after)
     return billed
 
@@ -172,10 +169,9 @@ def change_kind(record: dict[str, Any]) -> str:
     kind = str((new or old).get("sk", {}).get("S", "")).split("#")[0]
     if kind == "JOB" and old and new:
         before, after = old["status"]["S"], new["status"]["S"]
-        if before == after:
-            moved = "lease" if before == "running" else "same status"
-            return f"job {before} ({moved})" if moved == "lease" else f"job {before}, marked"
-        return f"job {before} -> {after}"
+        if before != after:
+            return f"job {before} -> {after}"
+        return f"job {before} (lease)" if before == "running" else f"job {before}, marked"
     return f"{record['eventName'].lower()} {kind.lower()}"
 
 
@@ -185,9 +181,10 @@ def billed_by_changes(records: Sequence[dict[str, Any]]) -> dict[str, tuple[int,
     for record in records:
         change = record["dynamodb"]
         billed = write_units(change.get("OldImage"), change.get("NewImage"), JOBS_TABLE.indexes)
-        count, total = out.get(change_kind(record), (0, Billed()))
+        kind = change_kind(record)
+        count, total = out.get(kind, (0, Billed()))
         total.add(billed)
-        out[change_kind(record)] = (count + 1, total)
+        out[kind] = (count + 1, total)
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any, cast
 from devstack.constants import LOCAL_REGION
 from devstack.counted_share import CountedShare
 from devstack.iam.local import LocalIam
-from devstack.lambda_env import LambdaFunction
+from devstack.lambda_env import Invoke, LambdaFunction, invoker
 from devstack.pollers import Background, DeadLetterPoller, Timer, stop_together, sweeper_timer
 from devstack.repeated_invocations import sometimes_twice
 from devstack.scheduler import SchedulerPoller
@@ -168,7 +168,7 @@ class StreamPoller(Background):
         """``aws(service)`` makes the stream's client: the function's role on AWS."""
         self._table = table_name
         self._aws = aws
-        self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
+        self._invoke = invoker(function)
         self.mapping: StreamMapping | None = None
         self.ready = threading.Event()
         super().__init__()
@@ -276,7 +276,7 @@ class EventSources:
         iam = iam or LocalIam.off()
         self.invoked_twice = CountedShare()
 
-        def invoke(name: str) -> Callable[[dict[str, Any]], Any]:
+        def invoke(name: str) -> Invoke:
             return sometimes_twice(functions[name].invoke, duplicate_share, self.invoked_twice)
 
         self.sweeper: Timer = sweeper_timer(sweeper_interval_s, invoke("sweeper"))

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Self
 
 from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
-from devstack.lambda_env import LambdaFunction
+from devstack.lambda_env import Invoke, LambdaFunction, invoker
 from devstack.provision import queue_arn
 from pagefleet.runtime import RUNTIME
 
@@ -104,11 +104,10 @@ def in_process(name: str, module: str) -> LambdaFunction:
 
 def sweeper_timer(
     interval_s: float = 60,
-    function: LambdaFunction | Callable[[dict[str, Any]], Any] | None = None,
+    function: LambdaFunction | Invoke | None = None,
 ) -> Timer:
     """EventBridge ``rate(1 minute)``: invoke the real sweeper with a scheduled event."""
-    sweeper = function or in_process("pagefleet-sweeper", "sweeper")
-    invoke = sweeper.invoke if isinstance(sweeper, LambdaFunction) else sweeper
+    invoke = invoker(function or in_process("pagefleet-sweeper", "sweeper"))
 
     def tick() -> object:
         report = invoke(scheduled_event())

@@ -24,12 +24,10 @@ holds under concurrency. The queues' mappings need nothing here: the queues' own
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from devstack.counted_share import CountedShare
-
-Invoke = Callable[[dict[str, Any]], Any]
+from devstack.lambda_env import Invoke
 
 
 def sometimes_twice(invoke: Invoke, share: float, counted: CountedShare) -> Invoke:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from devstack.lambda_env import LambdaFunction
+from devstack.lambda_env import Invoke, LambdaFunction, invoker
 from devstack.pollers import Background
 from pagefleet.adapters.scheduler import SCHEDULED_TIME
 from pagefleet.runtime import RUNTIME
@@ -48,7 +48,7 @@ class SchedulerPoller(Background):
     def __init__(
         self,
         group: str,
-        function: LambdaFunction | Callable[[dict[str, Any]], Any],
+        function: LambdaFunction | Invoke,
         *,
         dlq_url: str | None = None,
         clock: Callable[[], float] = time.time,
@@ -59,7 +59,7 @@ class SchedulerPoller(Background):
         (on AWS, Lambda sends it with the function's role)."""
         self._group = group
         self._dead_letter_aws = dead_letter_aws
-        self._invoke = function.invoke if isinstance(function, LambdaFunction) else function
+        self._invoke = invoker(function)
         self._dlq_url = dlq_url
         self._clock = clock
         self._tick_s = tick_s

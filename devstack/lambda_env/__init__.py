@@ -13,16 +13,24 @@ from devstack.lambda_env.protocol import (
     PayloadTooLarge,
     RuntimeExitError,
 )
-from devstack.lambda_env.service import ExecutionEnvironment, FunctionClosed, LambdaFunction
+from devstack.lambda_env.service import (
+    ExecutionEnvironment,
+    FunctionClosed,
+    Invoke,
+    LambdaFunction,
+    invoker,
+)
 
 __all__ = [
     "ExecutionEnvironment",
     "FunctionClosed",
     "FunctionError",
+    "Invoke",
     "InvokeError",
     "InvokeTimeout",
     "LambdaContext",
     "LambdaFunction",
     "PayloadTooLarge",
     "RuntimeExitError",
+    "invoker",
 ]

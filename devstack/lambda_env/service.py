@@ -365,3 +365,13 @@ class LambdaFunction:
             self._cond.notify()
         if not keep:
             env.kill()
+
+
+# A function's invoke: what a local event source calls with each event.
+Invoke = Callable[[dict[str, Any]], Any]
+
+
+def invoker(function: LambdaFunction | Invoke) -> Invoke:
+    """``function``'s invoke: a ``LambdaFunction``'s, or a callable as it is (a test's stand-in,
+    or an invoke wrapped by ``devstack.repeated_invocations``)."""
+    return function.invoke if isinstance(function, LambdaFunction) else function

@@ -74,13 +74,12 @@ def preview_of(request: JobRequest, *, attempt: int, events_on_record: bool) -> 
     )
 
 
-def carried_preview(request: JobRequest, *, attempt: int, events_on_record: bool) -> Preview | None:
-    """The preview a message may carry, or None (the worker reads the record): only for a
-    record that counts its events, without headers (a user may put a token in one), and
-    small."""
-    if not events_on_record or request.options.extra_headers:
+def carried(preview: Preview, request: JobRequest) -> Preview | None:
+    """``preview`` if a message may carry it, else None (the worker reads the record): only
+    for a record that counts its events, without headers (a user may put a token in one),
+    and small."""
+    if not preview.events_on_record or request.options.extra_headers:
         return None
-    preview = preview_of(request, attempt=attempt, events_on_record=True)
     if len(preview.model_dump_json(exclude_defaults=True)) > PREVIEW_MAX_BYTES:
         return None
     return preview

@@ -23,7 +23,7 @@ from pydantic import (
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation, Resolution
 from pagefleet.jobs.human import HumanWait
 from pagefleet.jobs.models import JobRequest, epoch_of_iso
-from pagefleet.jobs.preview import Preview, carried_preview
+from pagefleet.jobs.preview import Preview, carried, preview_of
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.step_times import StepTime
 from pagefleet.jobs.takeover import Takeover
@@ -166,6 +166,13 @@ class JobRecord(BaseModel):
         seq = self.events_seq
         return seq is not None and (seq > 0 or self.attempt == 0)
 
+    def preview(self) -> Preview:
+        """What the worker needs of this job before its next claim (``pagefleet.jobs.preview``):
+        that claim makes the next attempt of its budget."""
+        return preview_of(
+            self.request, attempt=self.attempts_used + 1, events_on_record=self.events_on_record
+        )
+
     def spend_left_s(self) -> float:
         """The browser-seconds this attempt may spend of its ``max_cost_usd`` (inf: the job
         set no cap): the cap (``pagefleet.jobs.spend.CostCap``) less what the attempts
@@ -244,13 +251,7 @@ class JobMessage(BaseModel):
     @classmethod
     def for_job(cls, job: JobRecord, *, preview: bool = False) -> JobMessage:
         """``preview``: with the job's preview when it may carry one (a message to send)."""
-        carried = (
-            carried_preview(
-                job.request, attempt=job.attempts_used + 1, events_on_record=job.events_on_record
-            )
-            if preview
-            else None
-        )
+        sent = carried(job.preview(), job.request) if preview else None
         return cls(
             tenant_id=job.tenant_id,
             job_id=job.job_id,
@@ -258,5 +259,5 @@ class JobMessage(BaseModel):
             correlation_id=job.correlation_id,
             pool=job.pool,
             priority=job.request.priority,
-            preview=carried,
+            preview=sent,
         )

@@ -3,18 +3,23 @@ adapter: the refusal is named from the record as its condition saw it, with no r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import pytest
 
 from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb import DynamoJobStore
 from pagefleet.errors import IllegalTransition, NotFound
 from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.moves import MessageAnswer
 from pagefleet.jobs.record import JobMessage
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
 from pagefleet.runtime import RUNTIME
 
 NOW = 2_000_000_000
+T = TypeVar("T")
 
 
 def test_a_refused_claim_and_a_missing_job_cost_one_request_each(
@@ -62,23 +67,16 @@ def test_a_copy_of_a_running_jobs_message_costs_the_claim_alone(
     assert kept.job is not None and kept.job.job_id == job.job_id
     svc.queue.send(JobMessage.for_job(kept.job))  # the copy SQS may deliver
     [copy] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30)
-    db = RUNTIME.client("dynamodb")
-    jobs_table: list[str] = []
-
-    def count(model: object, params: dict[str, object], **_: object) -> None:
-        if params.get("TableName") == provisioned.jobs_table:
-            jobs_table.append(str(getattr(model, "name", "?")))
-
-    db.meta.events.register("before-parameter-build.dynamodb", count)
-    try:
-        answer = svc.lifecycle.claim(copy, "standard", owner="w2/b", lease_seconds=60, worker="w2")
-    finally:
-        db.meta.events.unregister("before-parameter-build.dynamodb", count)
+    jobs_table, answer = _jobs_table_calls(
+        provisioned,
+        lambda: svc.lifecycle.claim(copy, "standard", owner="w2/b", lease_seconds=60, worker="w2"),
+    )
     assert answer.job is None and "running elsewhere" in answer.reason
     assert jobs_table == ["UpdateItem"]
 
 
-def _jobs_table_calls(provisioned: Provisioned, work: object) -> list[str]:
+def _jobs_table_calls(provisioned: Provisioned, work: Callable[[], T]) -> tuple[list[str], T]:
+    """The requests ``work()`` made of the jobs table, by operation, and what it returned."""
     db = RUNTIME.client("dynamodb")
     calls: list[str] = []
 
@@ -88,10 +86,10 @@ def _jobs_table_calls(provisioned: Provisioned, work: object) -> list[str]:
 
     db.meta.events.register("before-parameter-build.dynamodb", count)
     try:
-        work()  # type: ignore[operator]
+        result = work()
     finally:
         db.meta.events.unregister("before-parameter-build.dynamodb", count)
-    return calls
+    return calls, result
 
 
 def test_a_jobs_look_before_its_claim_reads_its_message_not_its_record(
@@ -113,21 +111,20 @@ def test_a_jobs_look_before_its_claim_reads_its_message_not_its_record(
     [raw] = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]
     assert "order-4711" not in raw["Body"] and "/orders/" not in raw["Body"]
     [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30)
-    answers: list[object] = []
 
-    def look_and_claim() -> None:
+    def look_and_claim() -> tuple[MessageAnswer, MessageAnswer]:
         look = svc.lifecycle.peek(received, "standard")
-        answers.append(look)
-        answers.append(
-            svc.lifecycle.claim(received, "standard", owner="w1/a", lease_seconds=60, worker="w1")
+        claim = svc.lifecycle.claim(
+            received, "standard", owner="w1/a", lease_seconds=60, worker="w1"
         )
+        return look, claim
 
-    assert _jobs_table_calls(provisioned, look_and_claim) == ["UpdateItem"]
-    look, claimed = answers
-    assert look.preview is not None  # type: ignore[attr-defined]
-    assert look.preview.origin == "https://shop.test:443"  # type: ignore[attr-defined]
-    assert look.preview.options.locale == "de-DE"  # type: ignore[attr-defined]
-    assert claimed.job is not None and claimed.job.job_id == job.job_id  # type: ignore[attr-defined]
+    calls, (look, claimed) = _jobs_table_calls(provisioned, look_and_claim)
+    assert calls == ["UpdateItem"]
+    assert look.preview is not None and look.preview.options is not None
+    assert look.preview.origin == "https://shop.test:443"
+    assert look.preview.options.locale == "de-DE"
+    assert claimed.job is not None and claimed.job.job_id == job.job_id
 
 
 def test_a_job_whose_options_carry_headers_is_looked_at_in_its_record(
@@ -144,11 +141,7 @@ def test_a_job_whose_options_carry_headers_is_looked_at_in_its_record(
     submit_job(svc, "t", request)
     [received] = svc.queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30)
     assert received.message is not None and received.message.preview is None
-    looks: list[object] = []
-    calls = _jobs_table_calls(
-        provisioned, lambda: looks.append(svc.lifecycle.peek(received, "standard"))
-    )
+    calls, look = _jobs_table_calls(provisioned, lambda: svc.lifecycle.peek(received, "standard"))
     assert calls == ["GetItem"]
-    [look] = looks
-    assert look.preview is not None and look.preview.options is not None  # type: ignore[attr-defined]
-    assert look.preview.options.extra_headers == {"Authorization": "Bearer literal-token"}  # type: ignore[attr-defined]
+    assert look.preview is not None and look.preview.options is not None
+    assert look.preview.options.extra_headers == {"Authorization": "Bearer literal-token"}

@@ -8,12 +8,14 @@ import json
 from typing import Any
 
 from pagefleet.jobs.models import JobRequest
-from pagefleet.jobs.preview import PREVIEW_MAX_BYTES, carried_preview
+from pagefleet.jobs.preview import PREVIEW_MAX_BYTES, carried
 from pagefleet.jobs.record import JobMessage, JobRecord
 from pagefleet.jobs.states import JobStatus
+from tests.support.records import job_record
 
 
 def record(**fields: Any) -> JobRecord:
+    """A queued job ``j1`` whose URL names an input and whose steps a secret."""
     request = JobRequest.model_validate(
         {
             "steps": [
@@ -24,20 +26,11 @@ def record(**fields: Any) -> JobRecord:
             **fields,
         }
     )
-    return JobRecord(
-        tenant_id="t",
-        job_id="j",
-        status=JobStatus.QUEUED,
-        request=request,
-        created_at="2026-12-07T00:00:00.000Z",
-        updated_at="2026-12-07T00:00:00.000Z",
-        correlation_id="c",
-        pool="standard",
-    )
+    return job_record(status=JobStatus.QUEUED, request=request)
 
 
 def sent(job: JobRecord) -> dict[str, Any]:
-    body: dict[str, Any] = json.loads(JobMessage.for_job(job, preview=True).model_dump_json())
+    body: dict[str, Any] = json.loads(JobMessage.for_job(job, preview=True).body())
     return body
 
 
@@ -78,7 +71,7 @@ def test_a_preview_too_big_is_left_out() -> None:
     urls = [f"https://ads{i}.example/{'x' * 100}/**" for i in range(50)]
     job = record(options={"block": {"urls": urls}})
     assert len(json.dumps(urls)) > PREVIEW_MAX_BYTES
-    assert carried_preview(job.request, attempt=1, events_on_record=True) is None
+    assert carried(job.preview(), job.request) is None
     assert "preview" not in sent(job)
     # One a little smaller is carried whole.
     small = record(options={"block": {"urls": urls[:5]}})
@@ -90,4 +83,4 @@ def test_a_preview_this_version_cannot_read_leaves_a_job_message() -> None:
     body = sent(record(options={"locale": "de-DE"}))
     body["preview"]["options"]["an_option_from_a_newer_version"] = True
     parsed = JobMessage.model_validate_json(json.dumps(body))
-    assert parsed.job_id == "j" and parsed.preview is None
+    assert parsed.job_id == "j1" and parsed.preview is None

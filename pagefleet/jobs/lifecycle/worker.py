@@ -17,7 +17,6 @@ from pagefleet.jobs.checkpoints import Checkpoint, Compensation, for_review
 from pagefleet.jobs.lifecycle.base import LifecycleBase
 from pagefleet.jobs.moves import MessageAnswer, Outcome, Then, headline, job_message, review_error
 from pagefleet.jobs.ports import ReceivedMessage, RunSignals
-from pagefleet.jobs.preview import preview_of
 from pagefleet.jobs.record import Artifact, JobError, JobMessage, JobRecord
 from pagefleet.jobs.record_size import INLINE_RESULT_MAX_BYTES, bound_outcome, json_bytes
 from pagefleet.jobs.rules import (
@@ -56,10 +55,7 @@ class WorkerMoves(LifecycleBase):
             return self._done(received, pool, f"duplicate delivery ({job.status.value})")
         if another_carries_it(job, received.message_id, self.clock.now()):
             return self._done(received, pool, "duplicate delivery (already deferred)")
-        preview = preview_of(
-            job.request, attempt=job.attempts_used + 1, events_on_record=job.events_on_record
-        )
-        return MessageAnswer(Then.RUN, job=job, preview=preview)
+        return MessageAnswer(Then.RUN, job=job, preview=job.preview())
 
     def claim(
         self,
