@@ -42,6 +42,7 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.models import JobRequest, iso, new_ulid
+from pagefleet.jobs.options import STORED
 from pagefleet.jobs.takeover import shown
 from pagefleet.workflow import Step, UseSession
 
@@ -76,7 +77,8 @@ def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
         return dumped  # an observation alone
     try:
         JobRequest.model_validate(
-            {"steps": dumped, "options": request.options.model_dump(mode="json")}
+            {"steps": dumped, "options": request.options.model_dump(mode="json")},
+            context=STORED,  # the session's options were checked when it opened
         )
     except ValidationError as exc:
         raise InvalidField.from_errors(exc.errors()) from None

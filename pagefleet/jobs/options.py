@@ -3,13 +3,64 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from pagefleet.specs.traces import TraceMode
+
+# Validation context for options read back from a record: a rule added after the record was
+# written does not make it unreadable (its job is refused when it is made or run instead).
+STORED: dict[str, Any] = {"stored": True}
+
+# A header's name is an RFC 9110 token (https://www.rfc-editor.org/rfc/rfc9110#section-5.6.2).
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# Chromium fails every request that carries one of these as an extra header
+# (net::ERR_INVALID_ARGUMENT: its network stack writes them itself), and any ``Proxy-`` one.
+_CHROMIUM_WRITES = frozenset(
+    {
+        "connection",
+        "content-length",
+        "cookie2",
+        "host",
+        "keep-alive",
+        "set-cookie",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+# Chromium refuses a header value or a User-Agent holding NUL, CR or LF (a header's end).
+_LINE_BREAKING = re.compile(r"[\x00\r\n]")
+
+
+def _stored(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("stored"))
+
+
+def header_problem(name: str, value: str) -> str | None:
+    """Why Chromium would refuse this extra header (or fail every request with it)."""
+    if not _TOKEN.fullmatch(name):
+        return f"header name {name!r} is not a token (letters, digits and !#$%&'*+-.^_`|~)"
+    lower = name.lower()
+    if lower.startswith("proxy-"):
+        return f"header {name} is refused by Chromium (a proxy's credentials go in options.proxy)"
+    if lower in _CHROMIUM_WRITES:
+        return f"header {name} is refused by Chromium (the browser writes it itself)"
+    if _LINE_BREAKING.search(value):
+        return f"header {name}'s value holds a NUL, CR or LF character"
+    return None
 
 
 class Viewport(BaseModel):
@@ -106,7 +157,9 @@ class JobOptions(BaseModel):
         default=300, ge=1, le=3600, description="an attempt's whole run, every step included"
     )
     user_agent: str | None = Field(
-        default=None, max_length=1000, description="the browser's User-Agent (unset: Chromium's)"
+        default=None,
+        max_length=1000,
+        description="the browser's User-Agent (unset: Chromium's); no NUL, CR or LF",
     )
     locale: str | None = Field(
         default=None,
@@ -120,7 +173,12 @@ class JobOptions(BaseModel):
     extra_headers: dict[str, str] = Field(
         default_factory=dict,
         max_length=50,
-        description="headers sent with every request (may use {{secrets.NAME}})",
+        description=(
+            "headers sent with every request (may use {{secrets.NAME}}): names are tokens, "
+            "each once in any case; no Host, Connection, Content-Length, Transfer-Encoding, "
+            "Keep-Alive, Upgrade, TE, Trailer, Set-Cookie, Cookie2 or Proxy-* (Chromium "
+            "refuses them); no NUL, CR or LF in a value"
+        ),
     )
     proxy: ProxyOptions | None = Field(
         default=None, description="an upstream proxy, behind the worker's egress checks"
@@ -186,6 +244,31 @@ class JobOptions(BaseModel):
         if isinstance(value, bool) or value == "on_failure":
             return value
         raise ValueError('har is true, false or "on_failure"')
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _sendable_headers(cls, headers: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if _stored(info):
+            return headers
+        seen: dict[str, str] = {}
+        for name, value in headers.items():
+            problem = header_problem(name, value)
+            if problem:
+                raise ValueError(problem)
+            if name.lower() in seen:
+                raise ValueError(
+                    f"header {name} is given twice ({seen[name.lower()]} and {name}): "
+                    "names are case-insensitive"
+                )
+            seen[name.lower()] = name
+        return headers
+
+    @field_validator("user_agent")
+    @classmethod
+    def _sendable_user_agent(cls, agent: str | None, info: ValidationInfo) -> str | None:
+        if agent is not None and not _stored(info) and _LINE_BREAKING.search(agent):
+            raise ValueError("the User-Agent holds a NUL, CR or LF character; Chromium refuses it")
+        return agent
 
     @field_validator("timezone_id")
     @classmethod

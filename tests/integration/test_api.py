@@ -155,6 +155,31 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
             "options.proxy.server",
             "username and password",
         ),
+        # Each below was accepted and then failed every attempt in Chromium (measured).
+        (
+            {**SIMPLE, "options": {"extra_headers": {"X Trace": "1"}}},
+            422,
+            "options.extra_headers",
+            "not a token",
+        ),
+        (
+            {**SIMPLE, "options": {"extra_headers": {"Host": "other.example"}}},
+            422,
+            "options.extra_headers",
+            "refused by Chromium",
+        ),
+        (
+            {**SIMPLE, "options": {"extra_headers": {"X-Trace": "1\r\nX-Other: 2"}}},
+            422,
+            "options.extra_headers",
+            "CR or LF",
+        ),
+        (
+            {**SIMPLE, "options": {"user_agent": "bot/1.0\nX-Other: 2"}},
+            422,
+            "options.user_agent",
+            "CR or LF",
+        ),
     ],
 )
 def test_client_mistakes_get_4xx_with_field_and_reason(

@@ -66,6 +66,8 @@ def test_a_session_opens_as_a_queued_job_and_makes_no_queue(
         ({"idle_timeout_s": 1801}, "idle_timeout_s"),
         ({"max_duration_s": 5}, "max_duration_s"),
         ({"options": {"viewport": {"width": 1}}}, "options.viewport.width"),
+        ({"options": {"extra_headers": {"Host": "x.example"}}}, "options.extra_headers"),
+        ({"options": {"user_agent": "bot\r\nX: 1"}}, "options.user_agent"),
         ({"use_session": "../x"}, "use_session"),
         ({"pool": "gpu"}, "pool"),  # not one of the deployment's pools
         ({"pool": "Heavy-1"}, "pool"),

@@ -15,6 +15,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from pagefleet.jobs.options import STORED
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -135,7 +136,8 @@ def item_to_record(item: Mapping[str, Any]) -> JobRecord:
             data[key] = int(data[key])
     # A job recorded before its event counter lived on it (pagefleet.live.numbers).
     data.setdefault("events_seq", None)
-    return JobRecord.model_validate({k: v for k, v in data.items() if k in JobRecord.model_fields})
+    fields = {k: v for k, v in data.items() if k in JobRecord.model_fields}
+    return JobRecord.model_validate(fields, context=STORED)
 
 
 def filter_expression(where: JobFilter) -> tuple[str, dict[str, str], dict[str, Any]]:
