@@ -42,7 +42,6 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.models import JobRequest, iso, new_ulid
-from pagefleet.jobs.options import STORED
 from pagefleet.jobs.takeover import shown
 from pagefleet.workflow import Step, UseSession
 
@@ -76,10 +75,8 @@ def check_steps(request: JobRequest, steps: list[Step]) -> list[dict[str, Any]]:
     if not dumped:
         return dumped  # an observation alone
     try:
-        JobRequest.model_validate(
-            {"steps": dumped, "options": request.options.model_dump(mode="json")},
-            context=STORED,  # the session's options were checked when it opened
-        )
+        # The session's options as they are: checked when it opened.
+        JobRequest.model_validate({"steps": dumped, "options": request.options})
     except ValidationError as exc:
         raise InvalidField.from_errors(exc.errors()) from None
     return dumped

@@ -24,7 +24,7 @@ from pagefleet.ids import is_ulid, new_ulid
 from pagefleet.jobs.checkpoints import (
     irreversible_problem,
 )
-from pagefleet.jobs.options import JobOptions
+from pagefleet.jobs.options import JobOptions, stored
 from pagefleet.jobs.request_parts import (
     Notify,
     RetryPolicy,
@@ -37,8 +37,10 @@ from pagefleet.specs.pools import POOL_NAME_PATTERN, Requirements
 from pagefleet.specs.resources import DEFAULT_POOL, Priority
 from pagefleet.specs.tenant_defaults import PoolNames
 from pagefleet.specs.traces import TraceMode
+from pagefleet.targets.egress_policy import target_problem
 from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
+    Goto,
     Paginate,
     Screenshot,
     Step,
@@ -47,11 +49,13 @@ from pagefleet.workflow import (
     too_deep_block,
 )
 from pagefleet.workflow.steps.capture import png_name
-from pagefleet.workflow.templating import JOB_FIELDS, references
+from pagefleet.workflow.templating import JOB_FIELDS, references, render
 
 InputValue = str | int | float | bool
 MAX_DEPENDENCIES = 50
 MAX_DELAY_SECONDS = 7 * 24 * 3600
+# A goto's URL with its inputs filled in: Chromium's own bound (url::kMaxURLChars, 2 MiB).
+GOTO_URL_MAX_CHARS = 2 * 1024 * 1024
 
 
 def utcnow() -> datetime:
@@ -243,32 +247,18 @@ class JobRequest(JobSettings):
         return steps
 
     @model_validator(mode="after")
-    def _inputs_exist(self) -> JobRequest:
+    def _inputs_exist(self, info: ValidationInfo) -> JobRequest:
         problem = irreversible_problem(self.steps, self.compensate)
         if problem is not None:
             raise ValueError(problem)
         everywhere = [(f"steps[{p}]", s) for p, s in iter_steps(self.steps)]
         everywhere += [(f"compensate[{p}]", s) for p, s in iter_steps(self.compensate or [])]
         for where, step in everywhere:
-            # A block's nested steps are checked on their own, under their own path.
-            own = step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
-            for namespace, name in references(own):
-                if namespace == "inputs" and name not in self.inputs:
-                    raise ValueError(
-                        f"{where} uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
-                    )
-                if namespace == "job" and name not in JOB_FIELDS:
-                    raise ValueError(
-                        f"{where} uses {{{{job.{name}}}}}; a job has "
-                        + " and ".join(f"{{{{job.{f}}}}}" for f in JOB_FIELDS)
-                    )
-                if namespace == "parents" and name not in self.depends_on:
-                    raise ValueError(
-                        f"{where} reads the result of job {name}, which depends_on does not name"
-                    )
-            missing = _missing_upload(step, self.inputs)
-            if missing is not None:
-                raise ValueError(f"{where} uploads input {missing!r} but inputs has none")
+            problem = _step_problem(where, step, self.inputs, self.depends_on)
+            if problem is None and isinstance(step, Goto) and not stored(info):
+                problem = _goto_problem(where, step.url, self.inputs)
+            if problem is not None:
+                raise ValueError(problem)
         for namespace, name in references(self.options.model_dump()):
             if namespace == "inputs" and name not in self.inputs:
                 raise ValueError(f"options use {{{{inputs.{name}}}}} but inputs has no {name!r}")
@@ -301,6 +291,39 @@ class JobRequest(JobSettings):
         steps = [*self.steps, *(self.compensate or [])]
         found = references([s.model_dump() for s in steps] + [self.options.model_dump()])
         return {name for namespace, name in found if namespace == "secrets"}
+
+
+def _step_problem(
+    where: str, step: Step, inputs: dict[str, Any], depends_on: list[str]
+) -> str | None:
+    """What a step references that the job does not have (an input, a job field, a parent's
+    result, an upload's file), or None."""
+    # A block's nested steps are checked on their own, under their own path.
+    own = step.model_dump(exclude={"steps"} if isinstance(step, Paginate) else None)
+    for namespace, name in references(own):
+        if namespace == "inputs" and name not in inputs:
+            return f"{where} uses {{{{inputs.{name}}}}} but inputs has no {name!r}"
+        if namespace == "job" and name not in JOB_FIELDS:
+            return f"{where} uses {{{{job.{name}}}}}; a job has " + " and ".join(
+                f"{{{{job.{f}}}}}" for f in JOB_FIELDS
+            )
+        if namespace == "parents" and name not in depends_on:
+            return f"{where} reads the result of job {name}, which depends_on does not name"
+    missing = _missing_upload(step, inputs)
+    if missing is not None:
+        return f"{where} uploads input {missing!r} but inputs has none"
+    return None
+
+
+def _goto_problem(where: str, url: str, inputs: dict[str, Any]) -> str | None:
+    """Why a goto's URL, its inputs filled in, is no page a job may open (None: it may, or
+    it uses a secret, a parent's result or the job's own fields: the worker checks those)."""
+    try:
+        rendered = render(url, inputs, {})
+    except KeyError:
+        return None
+    problem = target_problem(rendered, max_chars=GOTO_URL_MAX_CHARS)
+    return None if problem is None else f"{where} cannot go to its url: {problem}"
 
 
 def _missing_upload(step: Step, inputs: dict[str, Any]) -> str | None:

@@ -45,7 +45,8 @@ _CHROMIUM_WRITES = frozenset(
 _LINE_BREAKING = re.compile(r"[\x00\r\n]")
 
 
-def _stored(info: ValidationInfo) -> bool:
+def stored(info: ValidationInfo) -> bool:
+    """Whether these options are read back from a record (``STORED``)."""
     return bool(info.context and info.context.get("stored"))
 
 
@@ -248,7 +249,7 @@ class JobOptions(BaseModel):
     @field_validator("extra_headers")
     @classmethod
     def _sendable_headers(cls, headers: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        if _stored(info):
+        if stored(info):
             return headers
         seen: dict[str, str] = {}
         for name, value in headers.items():
@@ -266,7 +267,7 @@ class JobOptions(BaseModel):
     @field_validator("user_agent")
     @classmethod
     def _sendable_user_agent(cls, agent: str | None, info: ValidationInfo) -> str | None:
-        if agent is not None and not _stored(info) and _LINE_BREAKING.search(agent):
+        if agent is not None and not stored(info) and _LINE_BREAKING.search(agent):
             raise ValueError("the User-Agent holds a NUL, CR or LF character; Chromium refuses it")
         return agent
 

@@ -318,10 +318,11 @@ class CheckedTarget:
     addresses: tuple[str, ...]
 
 
-def url_problem(url: str) -> str | None:
-    """What is wrong with a callback URL on its face (no lookup): None when nothing."""
-    if len(url) > URL_MAX_CHARS:
-        return f"the URL is longer than {URL_MAX_CHARS} characters"
+def target_problem(url: str, max_chars: int = URL_MAX_CHARS) -> str | None:
+    """What keeps a URL from being a target pagefleet may reach, on its face (no lookup):
+    too long, not a URL, not http(s), no host. None when nothing."""
+    if len(url) > max_chars:
+        return f"the URL is longer than {max_chars} characters"
     try:
         parts = urlsplit(url)
         _ = parts.port  # raises on a bad port
@@ -331,6 +332,15 @@ def url_problem(url: str) -> str | None:
         return "the URL must be http:// or https://"
     if not parts.hostname:
         return "the URL has no host"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with a callback URL on its face (no lookup): None when nothing."""
+    problem = target_problem(url)
+    if problem is not None:
+        return problem
+    parts = urlsplit(url)
     if parts.username is not None or parts.password is not None:
         return "the URL may not carry credentials; the request is signed instead"
     if parts.fragment:

@@ -20,6 +20,7 @@ from pagefleet.client import ApiError, PagefleetClient
 from pagefleet.jobs.models import TenantPolicy
 from pagefleet.runtime import RUNTIME
 from tests.e2e.conftest import running
+from tests.e2e.test_session_secrets_e2e import put_secret
 
 # Each test gets its own worker where it matters; a short lease makes a kill show quickly.
 WORKER_ENV = chaos_worker_env()
@@ -103,8 +104,13 @@ def test_bad_input_is_a_4xx_naming_the_field(client: PagefleetClient) -> None:
         with pytest.raises(ApiError) as bad_step:
             client.session_steps(sid, {"action": "goto", "wait_until": "load"})
         assert bad_step.value.status == 422 and "step.goto.url" in str(bad_step.value)
-        # The egress guard of a job's steps: refused in the worker, answered, not fatal.
-        refused = client.session_steps(sid, {"action": "goto", "url": "file:///etc/passwd"})
+        with pytest.raises(ApiError) as file_url:
+            client.session_steps(sid, {"action": "goto", "url": "file:///etc/passwd"})
+        assert file_url.value.status == 422 and "http:// or https://" in str(file_url.value)
+        # The egress guard of a job's steps (a URL from a secret): refused in the worker,
+        # answered, not fatal.
+        put_secret("session_target", "file:///etc/passwd")
+        refused = client.session_steps(sid, {"action": "goto", "url": "{{secrets.session_target}}"})
         assert not refused.ok and refused.error is not None
         assert "file" in refused.error["message"]
         assert client.get_session(sid).status == "ready"

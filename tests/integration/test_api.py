@@ -175,6 +175,24 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
             "CR or LF",
         ),
         (
+            {"steps": [{"action": "goto", "url": "file:///etc/passwd"}]},
+            422,
+            "body",
+            "steps[0] cannot go to its url: the URL must be http:// or https://",
+        ),
+        (
+            {"steps": [{"action": "goto", "url": "{{inputs.site}}/a"}], "inputs": {"site": "x"}},
+            422,
+            "body",
+            "steps[0] cannot go to its url",
+        ),
+        (
+            {"steps": [{"action": "goto", "url": "http://127.0.0.1:99999/"}]},
+            422,
+            "body",
+            "Port out of range",
+        ),
+        (
             {**SIMPLE, "options": {"user_agent": "bot/1.0\nX-Other: 2"}},
             422,
             "options.user_agent",

@@ -86,12 +86,14 @@ CALLS: dict[str, Call] = {
     "session_files": lambda c, ids: c.session_files(ids["session"]),
     "open_sessions": lambda c, ids: c.open_sessions(),
     "send_steps": lambda c, ids: ids.update(
-        command=c.send_steps(ids["session"], {"action": "goto", "url": "about:blank"}, wait_s=0)
+        command=c.send_steps(
+            ids["session"], {"action": "goto", "url": "http://127.0.0.1:9/"}, wait_s=0
+        )
         .model_dump()
         .get("command_id", "x")
     ),
     "session_steps": lambda c, ids: c.session_steps(
-        ids["session"], {"action": "goto", "url": "about:blank"}, wait_s=0, give_up_s=1
+        ids["session"], {"action": "goto", "url": "http://127.0.0.1:9/"}, wait_s=0, give_up_s=1
     ),
     "get_command": lambda c, ids: c.get_command(ids["session"], ids["command"]),
     "save_as_workflow": lambda c, ids: c.save_as_workflow(ids["session"], "from-session"),

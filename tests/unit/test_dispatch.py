@@ -189,11 +189,13 @@ def test_a_named_workflow_version_runs_as_named(svc: JobServices) -> None:
     put_version(svc.workflows, "t", "shop", v1, "2026-11-30T00:00:00Z")
     put_version(svc.workflows, "t", "shop", v2, "2026-11-30T00:00:01Z")
     old = submit_job(
-        svc, "t", JobSubmission.model_validate({"workflow": "shop@1", "inputs": {"site": "s"}})
+        svc,
+        "t",
+        JobSubmission.model_validate({"workflow": "shop@1", "inputs": {"site": "http://s"}}),
     ).job
     assert (old.workflow, old.workflow_version) == ("shop", 1)
     assert old.request.steps[0].model_dump()["url"] == "{{inputs.site}}/v1"
-    assert old.request.inputs == {"site": "s"}  # the job's input over the default
+    assert old.request.inputs == {"site": "http://s"}  # the job's input over the default
     latest = submit_job(svc, "t", JobSubmission.model_validate({"workflow": "shop"})).job
     assert latest.workflow_version == 2
     with pytest.raises(InvalidField) as unknown:

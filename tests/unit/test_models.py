@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import ValidationError
 
@@ -15,7 +17,7 @@ from pagefleet.adapters.dynamodb.codec import (
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs.models import JobRequest, new_job_id
-from pagefleet.jobs.options import JobOptions, Viewport
+from pagefleet.jobs.options import STORED, JobOptions, Viewport
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.record import AttemptRecord, JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -180,3 +182,70 @@ def test_cursor_is_bound_to_the_listing_filters() -> None:
     plain = codec.encode("acme", key)
     with pytest.raises(InvalidRequest):
         codec.decode("acme", plain, status=JobStatus.QUEUED, where=shop)
+
+
+@pytest.mark.parametrize(
+    ("url", "inputs", "reason"),
+    [
+        ("file:///etc/passwd", {}, "http:// or https://"),
+        ("about:blank", {}, "http:// or https://"),
+        ("example.com/a", {}, "http:// or https://"),
+        ("{{inputs.site}}/a", {"site": "ftp://files.example"}, "http:// or https://"),
+        ("http:///a", {}, "has no host"),
+        ("http://example.com:99999/", {}, "Port out of range"),
+    ],
+)
+def test_a_goto_no_browser_may_open_is_refused_when_the_job_is_made(
+    url: str, inputs: dict[str, str], reason: str
+) -> None:
+    steps = [{"action": "goto", "url": "https://example.com/"}, {"action": "goto", "url": url}]
+    with pytest.raises(ValidationError, match="steps\\[1\\] cannot go to its url") as refused:
+        JobRequest.model_validate({"steps": steps, "inputs": inputs})
+    assert reason in str(refused.value)
+
+
+def test_a_goto_checked_in_blocks_and_compensation_but_not_through_a_secret() -> None:
+    nested = {
+        "action": "paginate",
+        "next": "a.next",
+        "steps": [{"action": "goto", "url": "javascript:alert(1)"}],
+    }
+    with pytest.raises(ValidationError, match=re.escape("steps[0.steps[0]] cannot go")):
+        JobRequest.model_validate({"steps": [nested]})
+    with pytest.raises(ValidationError, match="compensate\\[0\\] cannot go"):
+        JobRequest.model_validate(
+            {
+                "steps": [
+                    {"action": "goto", "url": "https://example.com/"},
+                    {"action": "click", "selector": "#place", "irreversible": True},
+                ],
+                "compensate": [{"action": "goto", "url": "data:text/html,x"}],
+            }
+        )
+    # Known only in the worker, which refuses it there (tests/worker/test_worker_e2e.py).
+    secret = JobRequest.model_validate({"steps": [{"action": "goto", "url": "{{secrets.URL}}"}]})
+    assert secret.steps[0].model_dump()["url"] == "{{secrets.URL}}"
+
+
+def test_a_record_with_a_goto_refused_since_is_read_as_written() -> None:
+    request = JobRequest.model_validate(
+        {"steps": [{"action": "goto", "url": "about:blank"}]}, context=STORED
+    )
+    record = JobRecord.model_validate(
+        {
+            "tenant_id": "acme",
+            "job_id": new_job_id(),
+            "status": JobStatus.FAILED,
+            "request": request,
+            "created_at": "2026-11-30T06:00:00.000Z",
+            "updated_at": "2026-11-30T06:00:00.000Z",
+            "correlation_id": "c1",
+            "pool": "standard",
+        },
+        context=STORED,
+    )
+    from boto3.dynamodb.types import TypeSerializer
+
+    ser = TypeSerializer()
+    item = {k: ser.serialize(v) for k, v in record_to_item(record).items() if v is not None}
+    assert item_to_record(item) == record

@@ -8,6 +8,7 @@ import time
 import boto3
 import pytest
 
+from devstack.fakes import FakeSecrets
 from pagefleet.jobs.record import JobMessage
 from pagefleet.jobs.states import JobStatus
 from pagefleet.tenancy.spend import cost_usd
@@ -232,9 +233,12 @@ def test_non_http_goto_and_loopback_without_permission_are_refused(
     site, services, make_settings, run_worker
 ):
     url = site.add("/private", "<h1>internal</h1>")
-    file_job = submit(services, {"steps": [{"action": "goto", "url": "file:///etc/passwd"}]})
+    # A file URL is refused when the job is made; one that comes from a secret is the
+    # worker's to refuse.
+    file_job = submit(services, {"steps": [{"action": "goto", "url": "{{secrets.TARGET}}"}]})
     loopback_job = submit(services, {"steps": [{"action": "goto", "url": url}]})
-    run_worker(make_settings(allow_loopback=False))
+    secrets = FakeSecrets({(TENANT, "TARGET"): "file:///etc/passwd"})
+    run_worker(make_settings(allow_loopback=False), secrets_resolver=secrets)
 
     file_done = wait_for_job(services, file_job.job_id)
     loop_done = wait_for_job(services, loopback_job.job_id)
