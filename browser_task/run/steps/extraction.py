@@ -12,10 +12,10 @@ and ``fields`` results are appended to, single values are collected.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from typing import Any
 
+import regex
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import expect
 
@@ -116,6 +116,8 @@ def store(ctx: RunContext, name: str, value: Any, *, many: bool) -> None:
 
 
 ASSERT_POLL_S = 0.1
+# How long one search of a url_matches pattern may hold the worker's loop.
+URL_SEARCH_BUDGET_S = 0.02
 
 
 async def assert_page(step: Assert, ctx: RunContext) -> None:
@@ -140,10 +142,23 @@ async def assert_page(step: Assert, ctx: RunContext) -> None:
 
 
 async def _url_matches(pattern: str, ctx: RunContext, timeout_ms: int) -> None:
-    # Python's re (the one the model validated), searched anywhere in the URL.
-    regex = re.compile(pattern)
+    # Searched anywhere in the URL, in re's dialect (the one the model validated with), by
+    # the regex module: a tenant's pattern meets a URL the page chooses, on the loop every
+    # slot shares, and re cannot stop a search that backtracks without end ((a+)+b on 30
+    # a's: minutes). Each search is bounded; one over its budget fails this job alone.
+    compiled = regex.compile(pattern, regex.V0)
     deadline = time.monotonic() + timeout_ms / 1000
-    while not regex.search(ctx.page.url):
+    while True:
+        try:
+            if compiled.search(ctx.page.url, timeout=URL_SEARCH_BUDGET_S):
+                return
+        except TimeoutError:
+            raise FailJob(
+                f"url_matches {pattern!r} took over {URL_SEARCH_BUDGET_S * 1000:.0f} ms to "
+                "search the page's URL (it backtracks without end on it): write it without "
+                "nested repetition such as (a+)+",
+                kind="invalid_workflow",
+            ) from None
         if time.monotonic() >= deadline:
             raise AssertionError
         await asyncio.sleep(ASSERT_POLL_S)

@@ -1,0 +1,34 @@
+"""An assert's ``url_matches`` is a tenant's pattern searched in a URL the page chooses, on
+the event loop every slot of the worker shares: a search that backtracks without end fails
+its own job (``invalid_workflow``) instead of holding that loop (with ``re``, ``(a|aa)+c``
+on 60 a's takes longer than the universe has had)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from browser_task.errors import FailJob
+from browser_task.run.steps.extraction import _url_matches
+
+
+def _on(url: str) -> Any:
+    return cast(Any, SimpleNamespace(page=SimpleNamespace(url=url)))
+
+
+def test_a_pattern_that_backtracks_without_end_fails_its_job_alone() -> None:
+    page = _on("http://127.0.0.1:8080/" + "a" * 60)
+    with pytest.raises(FailJob) as failed:
+        asyncio.run(_url_matches(r"(a|aa)+c", page, timeout_ms=5_000))
+    assert failed.value.kind == "invalid_workflow"
+    assert "backtracks" in str(failed.value) and "(a|aa)+c" in str(failed.value)
+
+
+def test_a_pattern_is_searched_anywhere_in_the_url_in_res_dialect() -> None:
+    asyncio.run(_url_matches(r"/table/\d+$", _on("http://127.0.0.1/table/42"), timeout_ms=100))
+    asyncio.run(_url_matches(r"(?P<id>\d+)", _on("http://127.0.0.1/table/42"), timeout_ms=100))
+    with pytest.raises(AssertionError):  # not there within the step's time: the assert fails
+        asyncio.run(_url_matches(r"/chairs/", _on("http://127.0.0.1/table/42"), timeout_ms=100))
