@@ -172,13 +172,17 @@ async def run_steps(
                     await _irreversible(step, ctx, index, label, path)
                 else:
                     await _dispatch(step, ctx, index if top else None, path)
+                ctx.url_budget.raise_overrun()  # a glob's search ran over during the step
                 if ctx.dialogs is not None:
                     ctx.dialogs.raise_problem()  # a dialog this step opened was not expected
             except JobFailure as exc:
                 exc.message = ctx.mask(exc.message)
                 raise _at(exc, path, step, ctx) from None
             except PlaywrightError as exc:
-                failure = classify_playwright_error(exc, step, run_state(step, ctx))
+                # A glob's search that ran over is why a wait for a URL never ended.
+                failure = ctx.url_budget.failure() or classify_playwright_error(
+                    exc, step, run_state(step, ctx)
+                )
                 failure.message = ctx.mask(failure.message)
                 raise _at(failure, path, step, ctx) from None
 

@@ -159,6 +159,7 @@ class RunOpener:
             events=events,
             progress=Progress(self.lifecycle, job, events, lease_s=self.settings.lease_seconds),
             router=router,
+            url_budget=router.budget,
             leave_slot=leave_slot,
             # Its listeners are dropped when a warm context is parked.
             navigation=NavigationWatch.listening(session.page, session.listeners),

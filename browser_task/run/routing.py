@@ -1,8 +1,10 @@
 """The job's own request routing: ``options.block`` and ``route`` steps, in the browser.
 
-Nothing is routed unless a job asks: a Playwright route pauses each request it matches for
-a round trip to the driver (executor.scheme_guard says what that costs), so the block list
-is installed only for a job that has one, and each ``route`` step adds only its own glob.
+Nothing is routed unless a job asks: a Playwright route pauses requests for a round trip
+to the driver (executor.scheme_guard says what that costs), so the block list is installed
+only for a job that has one. Its globs are matched here, by callables with a time bound
+(browser_task.run.url_patterns), so a job that has any pauses every request of its page:
+the block list's globs share one route, and each ``route`` step adds one.
 Playwright tries the newest route first, so a ``route`` step wins over ``options.block``
 for the requests it matches, and a later ``route`` step over an earlier one.
 
@@ -28,6 +30,7 @@ from playwright.async_api import Route as PageRoute
 
 from browser_task.browser.setup import ContextSetup, RoutesFirst, together
 from browser_task.egress.guard import EgressGuard
+from browser_task.run.url_patterns import UrlBudget, any_glob_matcher, glob_matcher
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.options import BlockOptions
 from pagefleet.jobs.record import RunMetrics
@@ -54,6 +57,8 @@ class RequestRouter:
         self.routed = 0  # aborted or answered by a route step
         self.refused = 0  # matched a route step, refused by the egress policy
         self.routes = 0  # route steps applied
+        # The bound on its globs' searches (browser_task.run.url_patterns).
+        self.budget = UrlBudget()
 
     @property
     def used(self) -> bool:
@@ -85,8 +90,8 @@ class RequestRouter:
                     await _quietly(route.fallback())
 
             await context.route("**/*", by_type)
-        for glob in block.urls:
-            await context.route(glob, self._blocked)
+        if block.urls:
+            await context.route(any_glob_matcher(block.urls, self.budget), self._blocked)
 
     async def add(self, context: BrowserContext, step: Route) -> None:
         """A ``route`` step: from now on, requests matching its glob get its answer."""
@@ -108,7 +113,7 @@ class RequestRouter:
                 route.fulfill(status=fulfill.status, headers=fulfill.headers, body=fulfill.body)
             )
 
-        await context.route(step.url, answer)
+        await context.route(glob_matcher(step.url, self.budget), answer)
         self.routes += 1
 
     async def _replay(self, context: BrowserContext, har: bytes) -> None:

@@ -13,10 +13,11 @@ import pytest
 
 from browser_task.errors import FailJob
 from browser_task.run.steps.extraction import _url_matches
+from browser_task.run.url_patterns import UrlBudget
 
 
 def _on(url: str) -> Any:
-    return cast(Any, SimpleNamespace(page=SimpleNamespace(url=url)))
+    return cast(Any, SimpleNamespace(page=SimpleNamespace(url=url), url_budget=UrlBudget()))
 
 
 def test_a_pattern_that_backtracks_without_end_fails_its_job_alone() -> None:

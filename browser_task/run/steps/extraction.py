@@ -15,12 +15,12 @@ import asyncio
 import time
 from typing import Any
 
-import regex
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import expect
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
+from browser_task.run.url_patterns import pattern
 from pagefleet.workflow import Assert, Extract
 
 # One evaluate for all matches instead of one round trip per element.
@@ -116,8 +116,6 @@ def store(ctx: RunContext, name: str, value: Any, *, many: bool) -> None:
 
 
 ASSERT_POLL_S = 0.1
-# How long one search of a url_matches pattern may hold the worker's loop.
-URL_SEARCH_BUDGET_S = 0.02
 
 
 async def assert_page(step: Assert, ctx: RunContext) -> None:
@@ -141,24 +139,12 @@ async def assert_page(step: Assert, ctx: RunContext) -> None:
         raise FailJob(_assert_message(step, ctx, timeout), kind="assertion_failed") from None
 
 
-async def _url_matches(pattern: str, ctx: RunContext, timeout_ms: int) -> None:
-    # Searched anywhere in the URL, in re's dialect (the one the model validated with), by
-    # the regex module: a tenant's pattern meets a URL the page chooses, on the loop every
-    # slot shares, and re cannot stop a search that backtracks without end ((a+)+b on 30
-    # a's: minutes). Each search is bounded; one over its budget fails this job alone.
-    compiled = regex.compile(pattern, regex.V0)
+async def _url_matches(source: str, ctx: RunContext, timeout_ms: int) -> None:
+    # Searched anywhere in the URL, with a bound (browser_task.run.url_patterns).
+    compiled, budget = pattern(source), ctx.url_budget
     deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        try:
-            if compiled.search(ctx.page.url, timeout=URL_SEARCH_BUDGET_S):
-                return
-        except TimeoutError:
-            raise FailJob(
-                f"url_matches {pattern!r} took over {URL_SEARCH_BUDGET_S * 1000:.0f} ms to "
-                "search the page's URL (it backtracks without end on it): write it without "
-                "nested repetition such as (a+)+",
-                kind="invalid_workflow",
-            ) from None
+    while not budget.search(compiled, ctx.page.url, f"url_matches {source!r}"):
+        budget.raise_overrun()
         if time.monotonic() >= deadline:
             raise AssertionError
         await asyncio.sleep(ASSERT_POLL_S)

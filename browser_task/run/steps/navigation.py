@@ -17,6 +17,7 @@ from browser_task.egress.http import (
 )
 from browser_task.errors import FailJob, egress_failure, refused_navigation, target_unavailable
 from browser_task.run.context import RunContext
+from browser_task.run.url_patterns import glob_matcher
 from pagefleet.workflow import Back, Forward, Goto, Sleep, SwitchTab, WaitFor
 
 
@@ -51,7 +52,7 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
         locator = ctx.scope(step.frame).locator(step.selector).first
         await locator.wait_for(state=step.state, timeout=timeout)
     elif step.url is not None:
-        await ctx.page.wait_for_url(step.url, timeout=timeout)
+        await ctx.page.wait_for_url(glob_matcher(step.url, ctx.url_budget), timeout=timeout)
     elif step.load_state is not None:
         # "commit" (response received) is not a load state Playwright waits for; the nearest is
         # domcontentloaded, reached right after it.

@@ -1,0 +1,78 @@
+"""A job's URL globs and patterns, matched with a bound on the worker's own loop.
+
+A tenant writes the glob (``options.block.urls``, a ``route`` step's ``url``, a ``wait_for``
+step's ``url``) or the regular expression (an ``assert`` step's ``url_matches``); the page
+chooses the URL it meets (``history.pushState``, a request to a long address). Both regular
+expression engines a glob would otherwise meet backtrack: Python's ``re`` in Playwright's
+client and V8's in its driver, each shared by every slot of the worker (``**a**a**b``
+against a 4,000-character URL held the driver for 36 s). So the worker gives Playwright
+callables instead of strings: each glob is turned into a regular expression by Playwright's
+own translation (the same semantics as a string glob) and searched by the ``regex`` module
+with a timeout, which ``re`` does not have (docs/decisions.md, 2026-12-07).
+
+A search over its budget ends the job's matching: that glob, and every other of the
+attempt, matches nothing from then on (at most one budget of the loop's time an attempt),
+and the job fails ``invalid_workflow`` once its step ends (``UrlBudget.raise_overrun``).
+Until then a blocked or routed request goes to the network as any other, through the
+egress checks, which stay the boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import regex
+from playwright._impl.isomorphic.url_match import resolve_glob_to_regex_pattern
+
+from browser_task.errors import FailJob
+
+# How long one search may hold the worker's loop (the module checks its clock while it
+# backtracks, so a search is stopped some tens of milliseconds after this).
+SEARCH_BUDGET_S = 0.02
+
+
+class UrlBudget:
+    """One attempt's: whether one of its searches ran over its budget, and which."""
+
+    def __init__(self) -> None:
+        self.overrun: str | None = None
+
+    def search(self, compiled: regex.Pattern[str], text: str, what: str) -> bool:
+        """Whether ``compiled`` is found in ``text``; False, at once, after an overrun."""
+        if self.overrun is not None:
+            return False
+        try:
+            return compiled.search(text, timeout=SEARCH_BUDGET_S) is not None
+        except TimeoutError:
+            self.overrun = (
+                f"{what} took over {SEARCH_BUDGET_S * 1000:.0f} ms to search a URL (it "
+                "backtracks without end on it): write it without repetition that can match "
+                "the same text many ways, such as (a+)+ or several ** around one character"
+            )
+            return False
+
+    def failure(self) -> FailJob | None:
+        return None if self.overrun is None else FailJob(self.overrun, kind="invalid_workflow")
+
+    def raise_overrun(self) -> None:
+        failure = self.failure()
+        if failure is not None:
+            raise failure
+
+
+def pattern(source: str) -> regex.Pattern[str]:
+    """A tenant's regular expression in ``re``'s dialect (the one the model validated)."""
+    return regex.compile(source, regex.V0)
+
+
+def glob_matcher(glob: str, budget: UrlBudget) -> Callable[[str], bool]:
+    """A Playwright URL glob as a callable Playwright accepts where it takes the glob."""
+    compiled = pattern(resolve_glob_to_regex_pattern(None, glob))
+    what = f"the URL glob {glob!r}"
+    return lambda url: budget.search(compiled, url, what)
+
+
+def any_glob_matcher(globs: list[str], budget: UrlBudget) -> Callable[[str], bool]:
+    """One callable for several globs (``options.block.urls``): one route, not one each."""
+    matchers = [glob_matcher(glob, budget) for glob in globs]
+    return lambda url: any(match(url) for match in matchers)
