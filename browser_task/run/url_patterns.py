@@ -12,7 +12,8 @@ with a timeout, which ``re`` does not have (docs/decisions.md, 2026-12-07).
 
 A search over its budget ends the job's matching: that glob, and every other of the
 attempt, matches nothing from then on (at most one budget of the loop's time an attempt),
-and the job fails ``invalid_workflow`` once its step ends (``UrlBudget.raise_overrun``).
+and the job fails ``invalid_workflow`` once its step ends (``UrlBudget.raise_overrun``); so
+does a glob Playwright cannot read (the API refuses those; one may come from an input).
 Until then a blocked or routed request goes to the network as any other, through the
 egress checks, which stay the boundary.
 """
@@ -23,6 +24,7 @@ from collections.abc import Callable
 
 import regex
 from playwright._impl.isomorphic.url_match import resolve_glob_to_regex_pattern
+from playwright.async_api import Error as PlaywrightError
 
 from browser_task.errors import FailJob
 
@@ -32,10 +34,16 @@ SEARCH_BUDGET_S = 0.02
 
 
 class UrlBudget:
-    """One attempt's: whether one of its searches ran over its budget, and which."""
+    """One attempt's: whether one of its searches ran over its budget (or one of its globs
+    could not be read), and which."""
 
     def __init__(self) -> None:
         self.overrun: str | None = None
+
+    def refuse(self, reason: str) -> None:
+        """Fail the job with ``reason`` when its step ends (the first reason stands)."""
+        if self.overrun is None:
+            self.overrun = reason
 
     def search(self, compiled: regex.Pattern[str], text: str, what: str) -> bool:
         """Whether ``compiled`` is found in ``text``; False, at once, after an overrun."""
@@ -44,7 +52,7 @@ class UrlBudget:
         try:
             return compiled.search(text, timeout=SEARCH_BUDGET_S) is not None
         except TimeoutError:
-            self.overrun = (
+            self.refuse(
                 f"{what} took over {SEARCH_BUDGET_S * 1000:.0f} ms to search a URL (it "
                 "backtracks without end on it): write it without repetition that can match "
                 "the same text many ways, such as (a+)+ or several ** around one character"
@@ -66,9 +74,15 @@ def pattern(source: str) -> regex.Pattern[str]:
 
 
 def glob_matcher(glob: str, budget: UrlBudget) -> Callable[[str], bool]:
-    """A Playwright URL glob as a callable Playwright accepts where it takes the glob."""
-    compiled = pattern(resolve_glob_to_regex_pattern(None, glob))
+    """A Playwright URL glob as a callable Playwright accepts where it takes the glob. One
+    Playwright would refuse (an input brought a brace; the API checks the rest) matches
+    nothing and fails the job when its step ends, never the context it is installed in."""
     what = f"the URL glob {glob!r}"
+    try:
+        compiled = pattern(resolve_glob_to_regex_pattern(None, glob))
+    except (PlaywrightError, regex.error) as exc:
+        budget.refuse(f"{what} is not a glob Playwright reads: {exc}")
+        return lambda url: False
     return lambda url: budget.search(compiled, url, what)
 
 

@@ -24,7 +24,7 @@ from pagefleet.ids import is_ulid, new_ulid
 from pagefleet.jobs.checkpoints import (
     irreversible_problem,
 )
-from pagefleet.jobs.options import JobOptions, stored
+from pagefleet.jobs.options import JobOptions
 from pagefleet.jobs.request_parts import (
     Notify,
     RetryPolicy,
@@ -35,6 +35,7 @@ from pagefleet.monitors.expect import Expect
 from pagefleet.monitors.spec import Monitor
 from pagefleet.specs.pools import POOL_NAME_PATTERN, Requirements
 from pagefleet.specs.resources import DEFAULT_POOL, Priority
+from pagefleet.specs.stored import stored
 from pagefleet.specs.tenant_defaults import PoolNames
 from pagefleet.specs.traces import TraceMode
 from pagefleet.targets.egress_policy import target_problem

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -17,11 +17,9 @@ from pydantic import (
     model_validator,
 )
 
+from pagefleet.specs.stored import stored
 from pagefleet.specs.traces import TraceMode
-
-# Validation context for options read back from a record: a rule added after the record was
-# written does not make it unreadable (its job is refused when it is made or run instead).
-STORED: dict[str, Any] = {"stored": True}
+from pagefleet.workflow.globs import checked_glob
 
 # A header's name is an RFC 9110 token (https://www.rfc-editor.org/rfc/rfc9110#section-5.6.2).
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -43,11 +41,6 @@ _CHROMIUM_WRITES = frozenset(
 )
 # Chromium refuses a header value or a User-Agent holding NUL, CR or LF (a header's end).
 _LINE_BREAKING = re.compile(r"[\x00\r\n]")
-
-
-def stored(info: ValidationInfo) -> bool:
-    """Whether these options are read back from a record (``STORED``)."""
-    return bool(info.context and info.context.get("stored"))
 
 
 def header_problem(name: str, value: str) -> str | None:
@@ -127,10 +120,11 @@ class BlockOptions(BaseModel):
 
     @field_validator("urls")
     @classmethod
-    def _globs(cls, urls: list[str]) -> list[str]:
+    def _globs(cls, urls: list[str], info: ValidationInfo) -> list[str]:
         for url in urls:
             if not 1 <= len(url) <= 2000:
                 raise ValueError("each URL glob is 1 to 2000 characters")
+            checked_glob(url, info)
         return urls
 
     @model_validator(mode="after")

@@ -50,6 +50,11 @@ def references(value: Any) -> Iterable[tuple[str, str]]:
             yield from references(item)
 
 
+def literal_part(text: str) -> str:
+    """``text`` with its references taken out: what it says before anything is filled in."""
+    return _PARENT.sub("", _REF.sub("", text))
+
+
 def referenced(values: Sequence[Any]) -> list[set[tuple[str, str]]]:
     """The references of each value, in one call (a workflow's steps, its options)."""
     return [set(references(value)) for value in values]

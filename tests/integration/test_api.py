@@ -193,6 +193,12 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
             "Port out of range",
         ),
         (
+            {"steps": [{"action": "route", "url": "**/{a,{b}}", "abort": True}, *SIMPLE["steps"]]},
+            422,
+            "steps[0].route.url",
+            "nests a {...} group",
+        ),
+        (
             {**SIMPLE, "options": {"user_agent": "bot/1.0\nX-Other: 2"}},
             422,
             "options.user_agent",

@@ -19,7 +19,8 @@ from browser_task.run.prepare import prepare_run
 from devstack.fakes import FakeSecrets
 from pagefleet.adapters.dynamodb.codec import item_to_record, record_to_item
 from pagefleet.jobs.models import JobRequest
-from pagefleet.jobs.options import STORED, JobOptions, header_problem
+from pagefleet.jobs.options import JobOptions, header_problem
+from pagefleet.specs.stored import STORED
 from tests.support.records import job_record
 
 

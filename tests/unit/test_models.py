@@ -17,10 +17,11 @@ from pagefleet.adapters.dynamodb.codec import (
 from pagefleet.adapters.s3 import artifact_key
 from pagefleet.errors import InvalidRequest
 from pagefleet.jobs.models import JobRequest, new_job_id
-from pagefleet.jobs.options import STORED, JobOptions, Viewport
+from pagefleet.jobs.options import JobOptions, Viewport
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.record import AttemptRecord, JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.stored import STORED
 from pagefleet.workflow.masking import mask_secrets
 from pagefleet.workflow.templating import references, render
 

@@ -52,7 +52,9 @@ async def wait_for(step: WaitFor, ctx: RunContext) -> None:
         locator = ctx.scope(step.frame).locator(step.selector).first
         await locator.wait_for(state=step.state, timeout=timeout)
     elif step.url is not None:
-        await ctx.page.wait_for_url(glob_matcher(step.url, ctx.url_budget), timeout=timeout)
+        matches = glob_matcher(step.url, ctx.url_budget)
+        ctx.url_budget.raise_overrun()  # a glob Playwright would refuse: no wait for it
+        await ctx.page.wait_for_url(matches, timeout=timeout)
     elif step.load_state is not None:
         # "commit" (response received) is not a load state Playwright waits for; the nearest is
         # domcontentloaded, reached right after it.

@@ -15,10 +15,10 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
-from pagefleet.jobs.options import STORED
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.stored import STORED
 
 _ser = TypeSerializer()
 _de = TypeDeserializer()

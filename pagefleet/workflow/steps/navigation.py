@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from pagefleet.workflow.globs import UrlGlob
 from pagefleet.workflow.steps.base import FrameStep, StepBase
 
 LoadState = Literal["load", "domcontentloaded", "networkidle", "commit"]
@@ -27,7 +28,9 @@ class WaitFor(FrameStep):
     action: Literal["wait_for"] = "wait_for"
     selector: str | None = Field(default=None, min_length=1, max_length=2000)
     state: Literal["attached", "detached", "visible", "hidden"] = "visible"
-    url: str | None = Field(default=None, min_length=1, max_length=8192, description="glob or URL")
+    url: UrlGlob | None = Field(
+        default=None, min_length=1, max_length=8192, description="glob or URL"
+    )
     load_state: LoadState | None = None
 
     @model_validator(mode="after")

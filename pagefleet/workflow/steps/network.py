@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pagefleet.workflow.globs import UrlGlob
 from pagefleet.workflow.steps.base import StepBase
 
 MAX_FULFILL_BODY = 1_000_000
@@ -27,7 +28,7 @@ class Route(StepBase):
     answered with fulfill (never for an address the egress policy refuses)."""
 
     action: Literal["route"] = "route"
-    url: str = Field(min_length=1, max_length=2000, description="a URL glob")
+    url: UrlGlob = Field(min_length=1, max_length=2000, description="a URL glob")
     abort: bool = False
     fulfill: Fulfill | None = None
 
