@@ -5,11 +5,12 @@
 One local stack (one worker, 2 slots) and a page on loopback that weighs what a shop's page
 weighs: a stylesheet, 16 images (64 KB of noise each, so they are decoded, not just
 counted) and 2 web fonts. The same job (``goto`` the page, wait for its ``load``, extract
-its heading) runs in three variants: without options (the baseline), with ``options.har:
+its heading) runs in four variants: without options (the baseline), with ``options.har:
 true`` (the traffic recorded with its bodies, redacted and uploaded as ``har.zip``), and
-with ``options.block`` of images and fonts. Each round runs ``--jobs`` jobs of each variant,
-the order of the variants rotating from round to round so that drifting load weighs on
-each alike. For each it reads:
+with ``options.block`` of images and fonts, and with ``options.block.urls`` of a glob the
+page never meets (every request matched in the worker). Each round runs ``--jobs`` jobs of
+each variant, the order of the variants rotating from round to round so that drifting load
+weighs on each alike. For each it reads:
 
 - the worker's CPU per job (its Python, the Playwright driver and Chromium, from the
   kernel: what the job costs on the worker's machine on AWS) and the whole platform's
@@ -56,6 +57,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "baseline": {},
     "options.har": {"har": True},
     "options.block": {"block": {"resource_types": ["image", "font"]}},
+    # A URL glob that matches nothing on the page: what matching every request in the
+    # worker costs (browser_task.run.url_patterns; a string glob paused only its matches).
+    "options.block.urls": {"block": {"urls": ["**/ads/**"]}},
 }
 
 
@@ -175,7 +179,7 @@ def run_variant(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=12, help="jobs per variant and round")
-    parser.add_argument("--rounds", type=int, default=4, help="rounds of the three variants")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of the variants")
     args = parser.parse_args(argv)
     if args.jobs < 2 or args.rounds < 1:
         parser.error("--jobs must be at least 2 and --rounds at least 1")

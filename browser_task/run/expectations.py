@@ -12,6 +12,7 @@ from typing import Any
 
 from browser_task.errors import FailJob
 from browser_task.run.context import RunContext
+from browser_task.run.url_patterns import SchemaSearch
 from pagefleet.jobs.record import JobError
 from pagefleet.monitors.expect import Breach, breaches, summary
 
@@ -33,7 +34,8 @@ async def check_expectations(ctx: RunContext) -> None:
     expect = ctx.plan.request.expect
     if expect is None:
         return
-    # A schema's patterns run on page data: off the event loop, which serves both slots.
-    found = await asyncio.to_thread(breaches, ctx.result, expect)
+    # A schema's patterns run on page data: off the event loop, which serves every slot,
+    # and each search bounded (a thread alone would not spare the loop: re holds the GIL).
+    found = await asyncio.to_thread(breaches, ctx.result, expect, search=SchemaSearch())
     if found:
         raise DataQualityFailed(found, retry=expect.retry, mask=ctx.mask)

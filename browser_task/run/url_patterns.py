@@ -1,4 +1,4 @@
-"""A job's URL globs and patterns, matched with a bound on the worker's own loop.
+"""A job's URL globs and patterns, and its result schema's patterns, searched with a bound.
 
 A tenant writes the glob (``options.block.urls``, a ``route`` step's ``url``, a ``wait_for``
 step's ``url``) or the regular expression (an ``assert`` step's ``url_matches``); the page
@@ -8,7 +8,10 @@ client and V8's in its driver, each shared by every slot of the worker (``**a**a
 against a 4,000-character URL held the driver for 36 s). So the worker gives Playwright
 callables instead of strings: each glob is turned into a regular expression by Playwright's
 own translation (the same semantics as a string glob) and searched by the ``regex`` module
-with a timeout, which ``re`` does not have (docs/decisions.md, 2026-12-07).
+with a timeout, which ``re`` does not have (docs/decisions.md, 2026-12-07). The same holds
+for ``expect.json_schema``'s ``pattern`` keywords, searched in page data: on a thread, but
+``re`` holds the GIL for as long as it searches, so a thread does not spare the loop
+(``SchemaSearch``).
 
 A search over its budget ends the job's matching: that glob, and every other of the
 attempt, matches nothing from then on (at most one budget of the loop's time an attempt),
@@ -90,3 +93,26 @@ def any_glob_matcher(globs: list[str], budget: UrlBudget) -> Callable[[str], boo
     """One callable for several globs (``options.block.urls``): one route, not one each."""
     matchers = [glob_matcher(glob, budget) for glob in globs]
     return lambda url: any(match(url) for match in matchers)
+
+
+class SchemaSearch:
+    """How one check of a result against ``expect.json_schema`` searches its patterns
+    (``pagefleet.monitors.expect.PatternSearch``): each compiled once, each search bounded
+    and letting other threads run meanwhile; after one ran out of time, every later search
+    of the check raises at once (the check costs one budget at most)."""
+
+    def __init__(self) -> None:
+        self._compiled: dict[str, regex.Pattern[str]] = {}
+        self._spent = False
+
+    def __call__(self, source: str, text: str) -> bool:
+        if self._spent:
+            raise TimeoutError(source)
+        compiled = self._compiled.get(source)
+        if compiled is None:
+            compiled = self._compiled[source] = pattern(source)
+        try:
+            return compiled.search(text, timeout=SEARCH_BUDGET_S, concurrent=True) is not None
+        except TimeoutError:
+            self._spent = True
+            raise

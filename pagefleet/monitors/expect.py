@@ -13,6 +13,7 @@ a URL a tenant chose, outside the egress proxy.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -104,8 +105,17 @@ class Breach:
         return {"path": self.path, "reason": self.reason}
 
 
-def breaches(result: dict[str, Any], expect: Expect) -> list[Breach]:
-    """Every way ``result`` breaks ``expect`` (shorthands first), at most ``MAX_BREACHES``."""
+# A schema's ``pattern`` searched in a value: (pattern, text) -> found. It raises
+# ``TimeoutError`` when the search ran out of its time (the worker's bounds them: the result
+# is page data, the pattern the tenant's, and ``re`` would hold every thread of the worker).
+PatternSearch = Callable[[str, str], bool]
+
+
+def breaches(
+    result: dict[str, Any], expect: Expect, *, search: PatternSearch | None = None
+) -> list[Breach]:
+    """Every way ``result`` breaks ``expect`` (shorthands first), at most ``MAX_BREACHES``.
+    ``search``: how a schema's patterns are searched (None: jsonschema's own, ``re``)."""
     found: list[Breach] = []
     for path, fewest in expect.min_items.items():
         value, present = _lookup(result, path)
@@ -124,7 +134,7 @@ def breaches(result: dict[str, Any], expect: Expect) -> list[Breach]:
         elif value is None or value == "" or value == [] or value == {}:
             found.append(Breach(_shown(path), f"is empty ({json.dumps(value)})"))
     if expect.json_schema is not None:
-        found += _schema_breaches(result, expect.json_schema)
+        found += _schema_breaches(result, expect.json_schema, search)
     return found[:MAX_BREACHES]
 
 
@@ -153,16 +163,20 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     return None
 
 
-def _schema_breaches(result: dict[str, Any], schema: dict[str, Any]) -> list[Breach]:
-    validator = _validator(schema)
+def _schema_breaches(
+    result: dict[str, Any], schema: dict[str, Any], search: PatternSearch | None
+) -> list[Breach]:
+    validator = _validator(schema, search)
     errors = sorted(validator.iter_errors(result), key=lambda e: list(map(str, e.absolute_path)))
     return [Breach(_result_path(list(e.absolute_path)), _clip(e.message)) for e in errors]
 
 
-def _validator(schema: dict[str, Any]) -> Validator:
+def _validator(schema: dict[str, Any], search: PatternSearch | None = None) -> Validator:
     from referencing import Registry
 
     cls = _validator_class(schema)
+    if search is not None:
+        cls = _searching_with(cls, search)
     # An empty registry retrieves nothing: a remote $ref fails instead of being fetched
     # (jsonschema's default registry would still fetch it, with a warning).
     return cls(schema, registry=Registry(), format_checker=cls.FORMAT_CHECKER)
@@ -175,6 +189,45 @@ def _validator_class(schema: dict[str, Any]) -> type[Validator]:
 
     found: type[Validator] = validator_for(schema, default=Draft202012Validator)
     return found
+
+
+def _searching_with(cls: type[Validator], search: PatternSearch) -> type[Validator]:
+    """``cls`` whose ``pattern`` and ``patternProperties`` search with ``search``; a search
+    that ran out of time is a breach saying so."""
+    from jsonschema import ValidationError
+    from jsonschema.validators import extend
+
+    def too_slow(patrn: str) -> ValidationError:
+        return ValidationError(
+            f"could not be checked against pattern {patrn!r}: the search ran out of time "
+            "(the pattern backtracks without end on this value)"
+        )
+
+    def pattern(validator: Validator, patrn: str, instance: Any, schema: Any) -> Any:
+        if validator.is_type(instance, "string"):
+            try:
+                if not search(patrn, instance):
+                    yield ValidationError(f"{instance!r} does not match {patrn!r}")
+            except TimeoutError:
+                yield too_slow(patrn)
+
+    def pattern_properties(validator: Validator, patterns: Any, instance: Any, schema: Any) -> Any:
+        if not validator.is_type(instance, "object"):
+            return
+        for patrn, subschema in patterns.items():
+            for key, value in instance.items():
+                try:
+                    found = search(patrn, key)
+                except TimeoutError:
+                    yield too_slow(patrn)
+                    continue
+                if found:
+                    yield from validator.descend(value, subschema, path=key, schema_path=patrn)
+
+    bounded: type[Validator] = extend(
+        cls, {"pattern": pattern, "patternProperties": pattern_properties}
+    )
+    return bounded
 
 
 def _remote_ref(value: Any) -> str | None:
