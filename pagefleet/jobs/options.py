@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -20,41 +19,7 @@ from pydantic import (
 from pagefleet.specs.stored import stored
 from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow.globs import checked_glob
-
-# A header's name is an RFC 9110 token (https://www.rfc-editor.org/rfc/rfc9110#section-5.6.2).
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# Chromium fails every request that carries one of these as an extra header
-# (net::ERR_INVALID_ARGUMENT: its network stack writes them itself), and any ``Proxy-`` one.
-_CHROMIUM_WRITES = frozenset(
-    {
-        "connection",
-        "content-length",
-        "cookie2",
-        "host",
-        "keep-alive",
-        "set-cookie",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
-# Chromium refuses a header value or a User-Agent holding NUL, CR or LF (a header's end).
-_LINE_BREAKING = re.compile(r"[\x00\r\n]")
-
-
-def header_problem(name: str, value: str) -> str | None:
-    """Why Chromium would refuse this extra header (or fail every request with it)."""
-    if not _TOKEN.fullmatch(name):
-        return f"header name {name!r} is not a token (letters, digits and !#$%&'*+-.^_`|~)"
-    lower = name.lower()
-    if lower.startswith("proxy-"):
-        return f"header {name} is refused by Chromium (a proxy's credentials go in options.proxy)"
-    if lower in _CHROMIUM_WRITES:
-        return f"header {name} is refused by Chromium (the browser writes it itself)"
-    if _LINE_BREAKING.search(value):
-        return f"header {name}'s value holds a NUL, CR or LF character"
-    return None
+from pagefleet.workflow.headers import LINE_BREAKING, RequestHeaders
 
 
 class Viewport(BaseModel):
@@ -165,7 +130,7 @@ class JobOptions(BaseModel):
     timezone_id: str | None = Field(
         default=None, max_length=64, description="an IANA time zone (Europe/Paris)"
     )
-    extra_headers: dict[str, str] = Field(
+    extra_headers: RequestHeaders = Field(
         default_factory=dict,
         max_length=50,
         description=(
@@ -240,28 +205,10 @@ class JobOptions(BaseModel):
             return value
         raise ValueError('har is true, false or "on_failure"')
 
-    @field_validator("extra_headers")
-    @classmethod
-    def _sendable_headers(cls, headers: dict[str, str], info: ValidationInfo) -> dict[str, str]:
-        if stored(info):
-            return headers
-        seen: dict[str, str] = {}
-        for name, value in headers.items():
-            problem = header_problem(name, value)
-            if problem:
-                raise ValueError(problem)
-            if name.lower() in seen:
-                raise ValueError(
-                    f"header {name} is given twice ({seen[name.lower()]} and {name}): "
-                    "names are case-insensitive"
-                )
-            seen[name.lower()] = name
-        return headers
-
     @field_validator("user_agent")
     @classmethod
     def _sendable_user_agent(cls, agent: str | None, info: ValidationInfo) -> str | None:
-        if agent is not None and not stored(info) and _LINE_BREAKING.search(agent):
+        if agent is not None and not stored(info) and LINE_BREAKING.search(agent):
             raise ValueError("the User-Agent holds a NUL, CR or LF character; Chromium refuses it")
         return agent
 

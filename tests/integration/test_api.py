@@ -199,6 +199,17 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
             "nests a {...} group",
         ),
         (
+            {
+                "steps": [
+                    {"action": "route", "url": "**/x", "fulfill": {"headers": {"X Y": "1"}}},
+                    *SIMPLE["steps"],
+                ]
+            },
+            422,
+            "steps[0].route.fulfill.headers",
+            "not a token",
+        ),
+        (
             {**SIMPLE, "options": {"user_agent": "bot/1.0\nX-Other: 2"}},
             422,
             "options.user_agent",

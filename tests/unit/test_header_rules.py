@@ -19,8 +19,9 @@ from browser_task.run.prepare import prepare_run
 from devstack.fakes import FakeSecrets
 from pagefleet.adapters.dynamodb.codec import item_to_record, record_to_item
 from pagefleet.jobs.models import JobRequest
-from pagefleet.jobs.options import JobOptions, header_problem
+from pagefleet.jobs.options import JobOptions
 from pagefleet.specs.stored import STORED
+from pagefleet.workflow.headers import request_header_problem
 from tests.support.records import job_record
 
 
@@ -60,7 +61,7 @@ def test_headers_chromium_refuses_are_refused_with_the_reason(
     ],
 )
 def test_headers_chromium_sends_are_kept(name: str, value: str) -> None:
-    assert header_problem(name, value) is None
+    assert request_header_problem(name, value) is None
     options = JobOptions.model_validate({"extra_headers": {name: value}})
     assert options.extra_headers == {name: value}
 
@@ -106,3 +107,29 @@ def test_a_secret_that_breaks_a_header_fails_the_job_and_names_no_secret() -> No
     assert failed.value.kind == "invalid_workflow"
     assert "CR or LF" in str(failed.value)
     assert "tok" not in str(failed.value) and "Injected" not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({"X Mock": "1"}, "not a token"),
+        ({"X-Mock": "1\r\nX-Other: 2"}, "CR or LF"),
+        ({"X-Mock": "1", "x-mock": "2"}, "given twice"),
+    ],
+)
+def test_a_route_answers_only_with_headers_chromium_takes(
+    headers: dict[str, str], reason: str
+) -> None:
+    # Chromium leaves a request fulfilled with such a header unanswered: the page waited
+    # until its step timed out.
+    route = {"action": "route", "url": "**/api/**", "fulfill": {"headers": headers}}
+    with pytest.raises(ValidationError, match=r"fulfill\.headers") as refused:
+        JobRequest.model_validate({"steps": [route, {"action": "goto", "url": "http://x/"}]})
+    assert reason in str(refused.value)
+
+
+def test_a_route_may_answer_with_headers_a_request_may_not_carry() -> None:
+    headers = {"Set-Cookie": "a=1", "Content-Type": "text/html", "X-Name": "caf\u00e9"}
+    route = {"action": "route", "url": "**/api/**", "fulfill": {"headers": headers}}
+    request = JobRequest.model_validate({"steps": [route, {"action": "goto", "url": "http://x/"}]})
+    assert request.steps[0].model_dump()["fulfill"]["headers"] == headers

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pagefleet.workflow.globs import UrlGlob
+from pagefleet.workflow.headers import ResponseHeaders
 from pagefleet.workflow.steps.base import StepBase
 
 MAX_FULFILL_BODY = 1_000_000
@@ -19,7 +20,8 @@ class Fulfill(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     status: int = Field(default=200, ge=100, le=599)
-    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    # Chromium leaves a request fulfilled with a header it refuses unanswered.
+    headers: ResponseHeaders = Field(default_factory=dict, max_length=50)
     body: str = Field(default="", max_length=MAX_FULFILL_BODY)
 
 
