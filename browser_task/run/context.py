@@ -12,7 +12,7 @@ from playwright.async_api import FrameLocator, Page
 from browser_task.browser.pool import JobBrowser
 from browser_task.egress.guard import EgressGuard
 from browser_task.run.plan import RunPlan
-from browser_task.run.url_patterns import UrlBudget
+from browser_task.run.url_patterns import SearchBudget
 from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.jobs.ports import SecretStore
 from pagefleet.live.events import EventType
@@ -64,7 +64,7 @@ class RunContext:
     # The job's own routes (options.block, route steps) and what they did.
     router: RequestRouter | None = None
     # The bound on the attempt's URL globs and patterns (the router's, when there is one).
-    url_budget: UrlBudget = field(default_factory=UrlBudget)
+    url_budget: SearchBudget = field(default_factory=SearchBudget)
     # A person holding the page (a takeover): no step starts meanwhile.
     takeover: PageTakeover | None = None
     # Asks the worker to let this run's slot go while it waits for a person (await_human):

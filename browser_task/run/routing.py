@@ -30,7 +30,7 @@ from playwright.async_api import Route as PageRoute
 
 from browser_task.browser.setup import ContextSetup, RoutesFirst, together
 from browser_task.egress.guard import EgressGuard
-from browser_task.run.url_patterns import UrlBudget, any_glob_matcher, glob_matcher
+from browser_task.run.url_patterns import SearchBudget, any_glob_matcher, glob_matcher
 from pagefleet.jobs.lifecycle import Outcome
 from pagefleet.jobs.options import BlockOptions
 from pagefleet.jobs.record import RunMetrics
@@ -58,7 +58,7 @@ class RequestRouter:
         self.refused = 0  # matched a route step, refused by the egress policy
         self.routes = 0  # route steps applied
         # The bound on its globs' searches (browser_task.run.url_patterns).
-        self.budget = UrlBudget()
+        self.budget = SearchBudget()
 
     @property
     def used(self) -> bool:

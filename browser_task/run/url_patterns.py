@@ -15,7 +15,7 @@ for ``expect.json_schema``'s ``pattern`` keywords, searched in page data: on a t
 
 A search over its budget ends the job's matching: that glob, and every other of the
 attempt, matches nothing from then on (at most one budget of the loop's time an attempt),
-and the job fails ``invalid_workflow`` once its step ends (``UrlBudget.raise_overrun``); so
+and the job fails ``invalid_workflow`` once its step ends (``SearchBudget.raise_overrun``); so
 does a glob Playwright cannot read (the API refuses those; one may come from an input).
 Until then a blocked or routed request goes to the network as any other, through the
 egress checks, which stay the boundary.
@@ -36,9 +36,9 @@ from browser_task.errors import FailJob
 SEARCH_BUDGET_S = 0.02
 
 
-class UrlBudget:
-    """One attempt's: whether one of its searches ran over its budget (or one of its globs
-    could not be read), and which."""
+class SearchBudget:
+    """One attempt's (or one result check's): whether one of its searches ran over its
+    budget (or one of its globs could not be read), and which."""
 
     def __init__(self) -> None:
         self.overrun: str | None = None
@@ -53,12 +53,13 @@ class UrlBudget:
         if self.overrun is not None:
             return False
         try:
-            return compiled.search(text, timeout=SEARCH_BUDGET_S) is not None
+            # concurrent: other threads run while it searches (a result's check is on one).
+            return compiled.search(text, timeout=SEARCH_BUDGET_S, concurrent=True) is not None
         except TimeoutError:
             self.refuse(
-                f"{what} took over {SEARCH_BUDGET_S * 1000:.0f} ms to search a URL (it "
-                "backtracks without end on it): write it without repetition that can match "
-                "the same text many ways, such as (a+)+ or several ** around one character"
+                f"{what} took over {SEARCH_BUDGET_S * 1000:.0f} ms to search (it backtracks "
+                "without end on what it searched): write it without repetition that can "
+                "match the same text many ways, such as (a+)+ or several ** around one character"
             )
             return False
 
@@ -76,7 +77,7 @@ def pattern(source: str) -> regex.Pattern[str]:
     return regex.compile(source, regex.V0)
 
 
-def glob_matcher(glob: str, budget: UrlBudget) -> Callable[[str], bool]:
+def glob_matcher(glob: str, budget: SearchBudget) -> Callable[[str], bool]:
     """A Playwright URL glob as a callable Playwright accepts where it takes the glob. One
     Playwright would refuse (an input brought a brace; the API checks the rest) matches
     nothing and fails the job when its step ends, never the context it is installed in."""
@@ -89,7 +90,7 @@ def glob_matcher(glob: str, budget: UrlBudget) -> Callable[[str], bool]:
     return lambda url: budget.search(compiled, url, what)
 
 
-def any_glob_matcher(globs: list[str], budget: UrlBudget) -> Callable[[str], bool]:
+def any_glob_matcher(globs: list[str], budget: SearchBudget) -> Callable[[str], bool]:
     """One callable for several globs (``options.block.urls``): one route, not one each."""
     matchers = [glob_matcher(glob, budget) for glob in globs]
     return lambda url: any(match(url) for match in matchers)
@@ -98,21 +99,18 @@ def any_glob_matcher(globs: list[str], budget: UrlBudget) -> Callable[[str], boo
 class SchemaSearch:
     """How one check of a result against ``expect.json_schema`` searches its patterns
     (``pagefleet.monitors.expect.PatternSearch``): each compiled once, each search bounded
-    and letting other threads run meanwhile; after one ran out of time, every later search
-    of the check raises at once (the check costs one budget at most)."""
+    by a ``SearchBudget`` of the check; once one ran out of time, every search of the check
+    raises at once (the check costs one budget at most)."""
 
     def __init__(self) -> None:
         self._compiled: dict[str, regex.Pattern[str]] = {}
-        self._spent = False
+        self._budget = SearchBudget()
 
     def __call__(self, source: str, text: str) -> bool:
-        if self._spent:
-            raise TimeoutError(source)
         compiled = self._compiled.get(source)
         if compiled is None:
             compiled = self._compiled[source] = pattern(source)
-        try:
-            return compiled.search(text, timeout=SEARCH_BUDGET_S, concurrent=True) is not None
-        except TimeoutError:
-            self._spent = True
-            raise
+        found = self._budget.search(compiled, text, f"pattern {source!r}")
+        if self._budget.overrun is not None:
+            raise TimeoutError(source)
+        return found

@@ -10,7 +10,7 @@ import pytest
 from playwright._impl.isomorphic.url_match import resolve_glob_to_regex_pattern
 from pydantic import ValidationError
 
-from browser_task.run.url_patterns import UrlBudget, glob_matcher
+from browser_task.run.url_patterns import SearchBudget, glob_matcher
 from pagefleet.jobs.models import JobRequest
 from pagefleet.specs.stored import STORED
 from pagefleet.workflow.globs import glob_problem
@@ -60,7 +60,7 @@ def test_a_job_with_such_a_glob_is_refused_naming_the_field(
 
 
 def test_a_glob_the_worker_cannot_read_matches_nothing_and_fails_the_job() -> None:
-    budget = UrlBudget()
+    budget = SearchBudget()
     matches = glob_matcher("**/a{b", budget)  # from a record written before the rule
     assert matches("http://127.0.0.1/a{b") is False
     assert budget.overrun is not None and "unmatched" in budget.overrun

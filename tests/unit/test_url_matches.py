@@ -13,12 +13,12 @@ import pytest
 
 from browser_task.errors import FailJob
 from browser_task.run.steps.extraction import _url_matches
-from browser_task.run.url_patterns import SchemaSearch, UrlBudget
+from browser_task.run.url_patterns import SchemaSearch, SearchBudget
 from pagefleet.monitors.expect import Expect, breaches
 
 
 def _on(url: str) -> Any:
-    return cast(Any, SimpleNamespace(page=SimpleNamespace(url=url), url_budget=UrlBudget()))
+    return cast(Any, SimpleNamespace(page=SimpleNamespace(url=url), url_budget=SearchBudget()))
 
 
 def test_a_pattern_that_backtracks_without_end_fails_its_job_alone() -> None:
