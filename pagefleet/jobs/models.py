@@ -43,14 +43,16 @@ from pagefleet.workflow import (
     MAX_BLOCK_DEPTH,
     Goto,
     Paginate,
+    Press,
     Screenshot,
     Step,
     Upload,
     iter_steps,
     too_deep_block,
 )
+from pagefleet.workflow.keys import key_problem
 from pagefleet.workflow.steps.capture import png_name
-from pagefleet.workflow.templating import JOB_FIELDS, references, render
+from pagefleet.workflow.templating import JOB_FIELDS, literal_part, references, render
 
 InputValue = str | int | float | bool
 MAX_DEPENDENCIES = 50
@@ -256,8 +258,8 @@ class JobRequest(JobSettings):
         everywhere += [(f"compensate[{p}]", s) for p, s in iter_steps(self.compensate or [])]
         for where, step in everywhere:
             problem = _step_problem(where, step, self.inputs, self.depends_on)
-            if problem is None and isinstance(step, Goto) and not stored(info):
-                problem = _goto_problem(where, step.url, self.inputs)
+            if problem is None and not stored(info):
+                problem = _filled_in_problem(where, step, self.inputs)
             if problem is not None:
                 raise ValueError(problem)
         for namespace, name in references(self.options.model_dump()):
@@ -316,15 +318,25 @@ def _step_problem(
     return None
 
 
-def _goto_problem(where: str, url: str, inputs: dict[str, Any]) -> str | None:
-    """Why a goto's URL, its inputs filled in, is no page a job may open (None: it may, or
-    it uses a secret, a parent's result or the job's own fields: the worker checks those)."""
+def _filled_in_problem(where: str, step: Step, inputs: dict[str, Any]) -> str | None:
+    """Why a goto's URL is no page a job may open, or a press's key no key Playwright knows,
+    once the job's inputs are filled in (None: neither, or it uses a secret, a parent's
+    result or the job's own fields: the worker meets those)."""
+    if isinstance(step, Goto):
+        text = step.url
+    elif isinstance(step, Press) and literal_part(step.key) != step.key:
+        text = step.key  # a literal key was checked by the step itself
+    else:
+        return None
     try:
-        rendered = render(url, inputs, {})
+        rendered = render(text, inputs, {})
     except KeyError:
         return None
-    problem = target_problem(rendered, max_chars=GOTO_URL_MAX_CHARS)
-    return None if problem is None else f"{where} cannot go to its url: {problem}"
+    if isinstance(step, Goto):
+        problem = target_problem(rendered, max_chars=GOTO_URL_MAX_CHARS)
+        return None if problem is None else f"{where} cannot go to its url: {problem}"
+    problem = key_problem(rendered)
+    return None if problem is None else f"{where} cannot press its key: {problem}"
 
 
 def _missing_upload(step: Step, inputs: dict[str, Any]) -> str | None:

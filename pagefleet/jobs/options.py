@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from pagefleet.jobs.locales import locale_problem
 from pagefleet.specs.stored import stored
 from pagefleet.specs.traces import TraceMode
 from pagefleet.workflow.globs import checked_glob
@@ -125,7 +126,10 @@ class JobOptions(BaseModel):
         default=None,
         max_length=35,
         pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$",
-        description="a BCP 47 tag (en-GB): navigator.language and Accept-Language",
+        description=(
+            "a BCP 47 tag as Chromium takes it (en-GB, de-DE-u-co-phonebk): "
+            "navigator.language and Accept-Language"
+        ),
     )
     timezone_id: str | None = Field(
         default=None, max_length=64, description="an IANA time zone (Europe/Paris)"
@@ -211,6 +215,15 @@ class JobOptions(BaseModel):
         if agent is not None and not stored(info) and LINE_BREAKING.search(agent):
             raise ValueError("the User-Agent holds a NUL, CR or LF character; Chromium refuses it")
         return agent
+
+    @field_validator("locale")
+    @classmethod
+    def _chromium_locale(cls, locale: str | None, info: ValidationInfo) -> str | None:
+        if locale is not None and not stored(info):
+            problem = locale_problem(locale)
+            if problem is not None:
+                raise ValueError(f"Chromium refuses the locale {locale!r}: {problem}")
+        return locale
 
     @field_validator("timezone_id")
     @classmethod

@@ -11,6 +11,7 @@ from devstack.provision import Provisioned
 from pagefleet.adapters.dynamodb.workflows import DynamoWorkflowStore
 from pagefleet.errors import InvalidRequest, NotFound
 from pagefleet.runtime import RUNTIME
+from pagefleet.specs.stored import STORED
 from pagefleet.workflow.versions import (
     WorkflowDefinition,
     WorkflowStore,
@@ -44,6 +45,25 @@ def test_versions_count_up_and_stay_as_stored(store: WorkflowStore) -> None:
     assert old.definition.steps[0].model_dump()["url"] == "http://a/"
     assert resolve(store, "t", "shop").version == 2
     assert store.names("t") == [("shop", 2)]
+
+
+def test_a_version_saved_before_a_rule_reads_as_saved(store: WorkflowStore) -> None:
+    """A key the press rule now refuses (2026-12-07): the version still reads, so it can be
+    listed and replaced (a job made from it is refused as new, naming the step)."""
+    saved = WorkflowDefinition.model_validate(
+        {
+            "steps": [
+                {"action": "goto", "url": "http://a/"},
+                {"action": "press", "selector": "#q", "key": "Esc"},
+            ],
+            "options": {"locale": "root"},
+        },
+        context=STORED,
+    )
+    put_version(store, "t", "old", saved, AT)
+    read = resolve(store, "t", "old@1").definition
+    assert read.steps[1].model_dump()["key"] == "Esc"
+    assert read.options == {"locale": "root"}
 
 
 def test_workflows_are_per_tenant(store: WorkflowStore) -> None:

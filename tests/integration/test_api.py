@@ -215,6 +215,26 @@ def test_pool_routes_to_its_queue(tenant_a: ApiCaller, api_env: Provisioned) -> 
             "options.user_agent",
             "CR or LF",
         ),
+        ({**SIMPLE, "options": {"locale": "root"}}, 422, "options.locale", "2 or 3 letters"),
+        ({**SIMPLE, "options": {"locale": "en-US-US"}}, 422, "options.locale", "'US' does not"),
+        (
+            {"steps": [*SIMPLE["steps"], {"action": "press", "selector": "#q", "key": "Entr"}]},
+            422,
+            "steps[3].press.key",
+            "did you mean 'Enter'",
+        ),
+        (
+            {
+                "steps": [
+                    *SIMPLE["steps"],
+                    {"action": "press", "selector": "#q", "key": "{{inputs.k}}"},
+                ],
+                "inputs": {**SIMPLE["inputs"], "k": "Control+"},
+            },
+            422,
+            "body",
+            "steps[3] cannot press its key",
+        ),
     ],
 )
 def test_client_mistakes_get_4xx_with_field_and_reason(

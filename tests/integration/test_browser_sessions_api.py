@@ -4,6 +4,7 @@ session that never started, and its audit records."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import boto3
@@ -68,6 +69,7 @@ def test_a_session_opens_as_a_queued_job_and_makes_no_queue(
         ({"options": {"viewport": {"width": 1}}}, "options.viewport.width"),
         ({"options": {"extra_headers": {"Host": "x.example"}}}, "options.extra_headers"),
         ({"options": {"user_agent": "bot\r\nX: 1"}}, "options.user_agent"),
+        ({"options": {"locale": "abcd"}}, "options.locale"),
         ({"use_session": "../x"}, "use_session"),
         ({"pool": "gpu"}, "pool"),  # not one of the deployment's pools
         ({"pool": "Heavy-1"}, "pool"),
@@ -88,6 +90,14 @@ def test_a_step_body_with_neither_step_nor_steps_is_a_4xx(owner: ApiCaller) -> N
             "POST", f"/v1/browser-sessions/{sid}/steps", body={"step": {"action": "fly"}}
         )
         assert unknown.status == 422 and unknown.error["field"].startswith("step")
+        # A key Playwright does not know: refused before it reaches the worker.
+        typo = owner.call(
+            "POST",
+            f"/v1/browser-sessions/{sid}/steps",
+            body={"step": {"action": "press", "selector": "#q", "key": "Esc"}},
+        )
+        assert typo.status == 422 and typo.error["field"].startswith("step"), typo.body
+        assert "'Escape'" in json.dumps(typo.body)
     finally:
         owner.call("DELETE", f"/v1/browser-sessions/{sid}")
 

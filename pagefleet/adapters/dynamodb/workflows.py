@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.codec import condition_failed, deserialize, serialize, tenant_pk
 from pagefleet.adapters.dynamodb.transactions import write_together
+from pagefleet.specs.stored import STORED
 from pagefleet.workflow.versions import VersionTaken, WorkflowDefinition, WorkflowVersion
 
 if TYPE_CHECKING:
@@ -132,6 +133,10 @@ def _version(data: dict[str, Any]) -> WorkflowVersion:
     return WorkflowVersion(
         name=str(data["name"]),
         version=int(data["version"]),
-        definition=WorkflowDefinition.model_validate(json.loads(data["definition"])),
+        # Read as written: a version saved before a rule still reads (a job made from it is
+        # checked as new).
+        definition=WorkflowDefinition.model_validate(
+            json.loads(data["definition"]), context=STORED
+        ),
         created_at=str(data["created_at"]),
     )

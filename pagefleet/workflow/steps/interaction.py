@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from pagefleet.specs.stored import stored
+from pagefleet.workflow.keys import key_problem
 from pagefleet.workflow.steps.base import SELECTOR, FrameStep, StepBase
+from pagefleet.workflow.templating import literal_part
 
 
 class Point(BaseModel):
@@ -49,7 +52,24 @@ class Press(FrameStep):
 
     action: Literal["press"] = "press"
     selector: str = SELECTOR
-    key: str = Field(min_length=1, max_length=100, description="e.g. Enter, Tab, Control+A")
+    key: str = Field(
+        min_length=1,
+        max_length=100,
+        description=(
+            "Playwright's key name, case-sensitive (Enter, Tab, ArrowDown, KeyA, F1) or one "
+            "character of a US keyboard; + joins a chord (Control+A)"
+        ),
+    )
+
+    @field_validator("key")
+    @classmethod
+    def _known_key(cls, key: str, info: ValidationInfo) -> str:
+        # A key that uses {{...}} is checked once filled in (jobs.models, the worker).
+        if literal_part(key) == key and not stored(info):
+            problem = key_problem(key)
+            if problem is not None:
+                raise ValueError(problem)
+        return key
 
 
 class Select(FrameStep):
