@@ -126,10 +126,7 @@ class JobOptions(BaseModel):
         default=None,
         max_length=35,
         pattern=r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$",
-        description=(
-            "a BCP 47 tag as Chromium takes it (en-GB, de-DE-u-co-phonebk): "
-            "navigator.language and Accept-Language"
-        ),
+        description="a BCP 47 tag (en-GB): navigator.language and Accept-Language",
     )
     timezone_id: str | None = Field(
         default=None, max_length=64, description="an IANA time zone (Europe/Paris)"

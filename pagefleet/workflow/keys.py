@@ -12,7 +12,6 @@ https://playwright.dev/python/docs/api/class-keyboard#keyboard-press
 
 from __future__ import annotations
 
-import difflib
 import string
 
 _NAMED = [
@@ -108,6 +107,8 @@ def key_problem(key: str) -> str | None:
             continue
         if not name:
             return f"{key!r} ends in a + with no key after it"
+        import difflib  # only for a refusal: the worker starts without it
+
         near = difflib.get_close_matches(name, sorted(k for k in KEY_NAMES if len(k) > 1), 1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         return (

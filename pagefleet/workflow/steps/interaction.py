@@ -55,10 +55,7 @@ class Press(FrameStep):
     key: str = Field(
         min_length=1,
         max_length=100,
-        description=(
-            "Playwright's key name, case-sensitive (Enter, Tab, ArrowDown, KeyA, F1) or one "
-            "character of a US keyboard; + joins a chord (Control+A)"
-        ),
+        description="e.g. Enter, Escape, KeyA, Control+A",
     )
 
     @field_validator("key")
