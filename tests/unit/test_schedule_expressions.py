@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -92,3 +95,25 @@ def test_at_fires_once_in_its_time_zone() -> None:
 def test_invalid_expressions_say_why(expression: str, timezone: str, problem: str) -> None:
     with pytest.raises(InvalidExpression, match=problem.replace("(", r"\(").replace(")", r"\)")):
         parse(expression, timezone)
+
+
+def test_time_zones_resolve_without_a_system_zone_database() -> None:
+    """The AL2023-based Lambda runtimes start from a minimal image; with no system database
+    (``PYTHONTZPATH`` empty, as the local stack's functions run) every zone must still
+    resolve, from the tzdata package: without it, a schedule in any zone and a job's
+    ``options.timezone_id`` were refused ("not an IANA time zone")."""
+    check = (
+        "import zoneinfo\n"
+        "from datetime import UTC, datetime\n"
+        "from pagefleet.jobs.options import JobOptions\n"
+        "from pagefleet.schedules.expressions import check_new\n"
+        "assert zoneinfo.TZPATH == ()\n"
+        "JobOptions(timezone_id='Europe/Paris')\n"
+        "check_new('cron(0 9 * * ? *)', 'America/New_York', datetime(2026, 12, 7, tzinfo=UTC))\n"
+        "check_new('rate(1 hour)', 'UTC', datetime(2026, 12, 7, tzinfo=UTC))\n"
+    )
+    env = {**os.environ, "PYTHONTZPATH": ""}
+    ran = subprocess.run(
+        [sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
