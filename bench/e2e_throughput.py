@@ -16,7 +16,8 @@ every side alike. Targets at concurrency 2: platform / bare >= 0.95, warm / bare
 ``--fakes --aws-latency-ms N`` measures the worker alone instead (bench/fakes_worker.py): the
 worker on the ports' in-memory fakes, each request answered N ms late as AWS would answer
 it, against the same bare loop, segments alternating; no embedded AWS and no function
-stand-ins on the cores. Target at 10 ms: worker / bare >= 0.95.
+stand-ins on the cores: each segment's jobs are submitted (the API's work) before the
+worker may see them, and timed from then. Target at 10 ms: worker / bare >= 0.95.
 
 This prints figures; it asserts nothing about time.
 """

@@ -85,6 +85,16 @@ class LongPollQueue:
         self._inner = inner
         self._delayed = delayed
         self._sent = threading.Condition()
+        # Cleared while the bench fills the queue: a receive then finds it empty (a long
+        # poll waits for the opening), so the run starts with every job queued.
+        self.open = threading.Event()
+        self.open.set()
+
+    def opened(self) -> None:
+        """Let receives see the queue again, and wake the long polls waiting on it."""
+        self.open.set()
+        with self._sent:
+            self._sent.notify_all()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._delayed, name)
@@ -99,6 +109,8 @@ class LongPollQueue:
         self, pool: str, *, max_messages: int, wait_seconds: int, visibility: int
     ) -> list[ReceivedMessage]:
         deadline = time.monotonic() + wait_seconds
+        if not self.open.wait(wait_seconds):
+            return []
         got: list[ReceivedMessage] = self._delayed.receive(
             pool, max_messages=max_messages, wait_seconds=0, visibility=visibility
         )
@@ -127,9 +139,10 @@ class FakesWorker:
         # Every tenant's policy is the stage's default; a cap no bench reaches.
         limits = LimitsCache(FakeTenantStore(), LimitDefaults(max_running=200), ttl_s=60)
         gate = TenantGate(delayed(FakeTenantCounters()), limits, delayed(self._store))
+        self._queue = LongPollQueue(queue, delayed(queue))
         self.services = JobServices.of(
             delayed(self._store),
-            cast(JobQueue, LongPollQueue(queue, delayed(queue))),
+            cast(JobQueue, self._queue),
             delayed(FakeArtifactStore()),
             CursorCodec(),
             hooks=gate,
@@ -183,11 +196,17 @@ class FakesWorker:
         self._thread.join(120)
 
     def run(self, request: dict[str, Any], jobs: int, timeout_s: float) -> tuple[int, float]:
-        """Submit ``jobs`` copies of ``request`` and wait until all are final: (succeeded,
-        seconds from the first submission to the last job's ``finished_at``)."""
+        """Queue ``jobs`` copies of ``request``, then let the worker see them and wait until
+        all are final: (succeeded, seconds from that moment to the last job's
+        ``finished_at``). The submissions are the API's work (a function on AWS, not the
+        worker's cores): made before the run, with the queue closed to the worker."""
         body = JobRequest.model_validate(request)
-        start, began = time.time(), time.perf_counter()
-        ids = [submit_job(self.services, TENANT, body).job.job_id for _ in range(jobs)]
+        self._queue.open.clear()
+        try:
+            ids = [submit_job(self.services, TENANT, body).job.job_id for _ in range(jobs)]
+        finally:
+            start, began = time.time(), time.perf_counter()
+            self._queue.opened()
         records = self._wait(ids, began + timeout_s)
         ends = [epoch_of_iso(r.finished_at) for r in records if r.finished_at]
         done = len(records) == jobs and len(ends) == jobs

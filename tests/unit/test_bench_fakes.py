@@ -46,3 +46,28 @@ def test_a_receive_on_an_empty_queue_waits_for_the_next_send() -> None:
     assert received == ["late"]
     # An empty queue with no wait answers at once, empty.
     assert queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30) == []
+
+
+def test_a_closed_queue_looks_empty_until_opened_and_then_wakes_its_long_poll() -> None:
+    """The bench submits a segment's jobs (the API's work) with the queue closed to the
+    worker, so none of that work shares the timed run."""
+    inner = FakeQueue(SYSTEM_CLOCK)
+    queue = LongPollQueue(inner, Delayed(inner, 0.0, {}))
+    queue.open.clear()
+    queue.send(message("queued"))
+    assert queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30) == []
+    received: list[str] = []
+    waiting = threading.Event()
+
+    def receive() -> None:
+        waiting.set()
+        got = queue.receive("standard", max_messages=1, wait_seconds=60, visibility=30)
+        received.extend(m.message.job_id for m in got if m.message)
+
+    reader = threading.Thread(target=receive)
+    reader.start()
+    waiting.wait()
+    assert received == []
+    queue.opened()
+    reader.join(10)
+    assert received == ["queued"]
