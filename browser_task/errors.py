@@ -87,6 +87,30 @@ class RotateBrowser(RetryJob):
     default_kind = "browser_crashed"
 
 
+# What Chromium answers when a context's options are the job's own mistake (measured with
+# 156: a locale, time zone, header or User-Agent it will not take). The API refuses such
+# options when a job is made; a record written before a rule may still carry one, and no
+# fresh browser would take it: the job fails at once instead of retrying on new browsers.
+_OPTIONS_REFUSED = (
+    "Invalid locale name",
+    "Invalid timezone ID",
+    "Invalid header name",
+    "Invalid header value",
+    "Invalid characters found in userAgent",
+)
+
+
+def opening_failure(message: str) -> JobFailure:
+    """Why a context would not open: the job's options when Chromium refused them
+    (``invalid_workflow``), else the browser (retried on a fresh one)."""
+    headline = first_line(message)
+    if any(refusal in headline for refusal in _OPTIONS_REFUSED):
+        return FailJob(
+            f"the browser refused the job's options: {headline}", kind="invalid_workflow"
+        )
+    return RotateBrowser(f"could not open a browser context: {headline}")
+
+
 def first_line(text: str, limit: int = 300) -> str:
     """Playwright messages carry a call log that may quote page contents: keep the headline."""
     line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""

@@ -19,7 +19,7 @@ from browser_task.egress.guard import EgressGuard, Resolver
 from browser_task.egress.http import Refused
 from browser_task.egress.log import EgressLog
 from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
-from browser_task.errors import JobFailure, RotateBrowser, first_line, proxy_refused
+from browser_task.errors import JobFailure, opening_failure, proxy_refused
 from browser_task.observe.reporting import watch_page
 from browser_task.observe.run_events import RunEvents
 from browser_task.observe.telemetry import JobLog
@@ -135,10 +135,7 @@ class RunOpener:
                     warm_key=warm_key(job.tenant_id, self.settings.pool, options) if warm else None,
                 )
         except Exception as launch_error:
-            failure = RotateBrowser(
-                f"could not open a browser context: {first_line(str(launch_error))}"
-            )
-            return endings.refused(self.lifecycle, job, failure)
+            return endings.refused(self.lifecycle, job, opening_failure(str(launch_error)))
         if meter is not None:
             session.context.on("request", meter.on_request)
             session.listeners.append(("request", meter.on_request))  # dropped when parked

@@ -74,7 +74,8 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     ),
     ErrorKind(
         "invalid_workflow",
-        "the workflow cannot run as written (an input missing, a name used twice, ...)",
+        "the workflow cannot run as written (an input missing, a name used twice, options "
+        "the browser refuses, ...)",
         "fix the workflow; `POST /v1/jobs/validate` checks it before you submit",
     ),
     ErrorKind(

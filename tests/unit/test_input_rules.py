@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from browser_task.errors import opening_failure
 from pagefleet.jobs.locales import locale_problem
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
@@ -120,3 +121,29 @@ def test_records_written_before_the_rules_read_as_written() -> None:
     request = JobRequest.model_validate(old, context=STORED)
     assert request.options.locale == "root"
     assert request.steps[1] == Press.model_construct(selector="#q", key="Entr", action="press")
+
+
+LOCALE_REFUSED = "Protocol error (Emulation.setLocaleOverride): Invalid locale name"
+HEADER_REFUSED = "Protocol error (Network.setExtraHTTPHeaders): Invalid header name"
+
+
+@pytest.mark.parametrize(
+    ("message", "kind", "retried"),
+    [
+        (f"BrowserContext.new_page: {LOCALE_REFUSED}", "invalid_workflow", False),
+        ("BrowserContext.new_page: Invalid timezone ID: Not/AZone", "invalid_workflow", False),
+        (f"BrowserContext.new_page: {HEADER_REFUSED}", "invalid_workflow", False),
+        (
+            "Browser.new_context: Target page, context or browser has been closed",
+            "browser_crashed",
+            True,
+        ),
+        ("Timeout 30000ms exceeded.", "browser_crashed", True),
+    ],
+)
+def test_a_context_that_will_not_open_is_the_jobs_mistake_only_when_chromium_says_so(
+    message: str, kind: str, retried: bool
+) -> None:
+    failure = opening_failure(message + "\nCall log:\n  - a page's words")
+    assert (failure.kind, failure.retryable) == (kind, retried)
+    assert "Call log" not in failure.message

@@ -17,7 +17,11 @@ from playwright.async_api import async_playwright
 
 from devstack.console_browser import chromium_launch_options
 from pagefleet.jobs.locales import locale_problem
+from pagefleet.jobs.models import JobRequest
+from pagefleet.jobs.states import JobStatus
+from pagefleet.specs.stored import STORED
 from pagefleet.workflow.keys import KEY_NAMES, key_problem
+from tests.worker.conftest import submit, wait_for_job
 
 # What the field's pattern lets reach the rule (pagefleet.jobs.options).
 LOCALE_FIELD = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
@@ -127,3 +131,23 @@ def test_the_locale_and_key_rules_take_what_the_browser_takes_and_nothing_else()
     assert differ == {}, f"the key rule and Playwright differ on {len(differ)}: {differ}"
     assert all(pressed[name] for name in KEY_NAMES)
     assert len(pressed) - sum(pressed.values()) >= 300
+
+
+def test_a_record_with_options_chromium_refuses_fails_once_as_the_jobs_mistake(
+    site, services, run_worker
+) -> None:
+    """A job recorded before the locale rule (read as written) still reaches a worker: its
+    context does not open, which is the job's doing, not the browser's. Before, it was a
+    ``browser_crashed`` retried on fresh browsers to its last attempt."""
+    page = site.add("/plain", "<h1>plain</h1>")
+    request = JobRequest.model_validate(
+        {"steps": [{"action": "goto", "url": page}], "options": {"locale": "root"}},
+        context=STORED,
+    )
+    job = submit(services, request)
+    run_worker()
+    done = wait_for_job(services, job.job_id, timeout=120)
+    assert done.status is JobStatus.FAILED
+    assert done.error is not None and done.error.kind == "invalid_workflow", done.error
+    assert "Invalid locale name" in done.error.message
+    assert done.attempt == 1  # not retried
