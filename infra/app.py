@@ -4,7 +4,8 @@ Synthesis is offline: no Docker (the worker image is only staged), no AWS creden
 stack is environment-agnostic), no network unless ``pagefleet:bundleDependencies`` is on.
 Run directly, dependencies are not bundled, so the run must say it is for inspection:
 ``python -m infra.app -c pagefleet:inspectOnly=true`` (what `make synth` runs).
-cdk-nag's AwsSolutions pack validates every synth.
+cdk-nag's AwsSolutions pack validates every synth, and so does the functions' environment size
+(infra/function_env.py: Lambda takes 4 KB at most).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.deploy_file import load_config
+from infra.function_env import EnvironmentSizeCheck
 from infra.stacks.pagefleet_stack import PagefleetStack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +52,7 @@ def build_app(
         # Account-agnostic always (offline synth); region-bound where the stage says so.
         env=Environment(region=config.region) if config.region else None,
     )
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True), EnvironmentSizeCheck())
     return app, stack
 
 

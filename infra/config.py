@@ -177,7 +177,7 @@ class StageConfig(DeployModel):
                 egress=self.egress_of(pool.name),
                 region=self.region,
                 isolation=pool.isolation,
-            ).model_dump(mode="json")
+            ).model_dump(mode="json", exclude_defaults=True)  # a function's env holds 4 KB
             for pool in self.pools
         ]
         return json.dumps(offers, separators=(",", ":"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
@@ -121,5 +121,16 @@ class JobQueues(Construct):
         }
 
     def queue_urls(self) -> dict[str, str]:
-        """Queue key (``standard``, ``standard-high``...) -> URL: PAGEFLEET_QUEUE_URLS."""
+        """Queue key (``standard``, ``standard-high``...) -> URL: the tasks'
+        PAGEFLEET_QUEUE_URLS."""
         return {q.key: q.queue.queue_url for q in self.all}
+
+    def queue_names(self) -> dict[str, str]:
+        """Queue key -> name: the functions' PAGEFLEET_QUEUE_URLS, beside
+        ``QUEUE_URL_PREFIX`` (a function's environment holds 4 KB: infra/function_env.py)."""
+        return {q.key: q.queue.queue_name for q in self.all}
+
+
+# Every queue's URL is this and its name ("https://sqs.us-east-2.amazonaws.com/123456789012/
+# MyQueue": SQS's "Queue and message identifiers"; the China partition's suffix included).
+QUEUE_URL_PREFIX = f"https://sqs.{Aws.REGION}.{Aws.URL_SUFFIX}/{Aws.ACCOUNT_ID}/"

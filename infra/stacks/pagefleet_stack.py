@@ -39,7 +39,7 @@ from infra.constructs.console import Console
 from infra.constructs.dead_letters import DeadLetters
 from infra.constructs.image_scanning import ImageScanning
 from infra.constructs.job_changes import JobChanges
-from infra.constructs.job_queues import JobQueues
+from infra.constructs.job_queues import QUEUE_URL_PREFIX, JobQueues
 from infra.constructs.job_store import JobStore
 from infra.constructs.lambda_factory import LambdaFactory
 from infra.constructs.live import Live
@@ -80,13 +80,16 @@ class PagefleetStack(Stack):
             dlq_visibility_timeout_s=dead_letters.DLQ_VISIBILITY_S,
         )
         self.artifacts = ArtifactsBucket(self, "Artifacts", retain=config.retain_data)
-        # {"standard": url, "heavy": url}: the runtimes' PAGEFLEET_QUEUE_URLS.
+        # {"standard": url, "heavy": url}: the tasks' PAGEFLEET_QUEUE_URLS; the functions get
+        # names and one prefix (their environment holds 4 KB: infra/function_env.py).
         queue_urls_json = self.to_json_string(self.queues.queue_urls())
+        queue_names_json = self.to_json_string(self.queues.queue_names())
         core_env = {
             "jobs_table": self.store.jobs.table_name,
             "tenants_table": self.store.tenants.table_name,
             "artifacts_bucket": self.artifacts.bucket.bucket_name,
-            "queue_urls": queue_urls_json,
+            "queue_url_prefix": QUEUE_URL_PREFIX,
+            "queue_urls": queue_names_json,
             "stage": config.stage,
             "usage_table": self.store.usage.table_name,
             "tenant_defaults": config.tenant_defaults.model_dump_json(),
@@ -133,7 +136,6 @@ class PagefleetStack(Stack):
             store=self.store,
             queues=self.queues,
             artifacts=self.artifacts,
-            queue_urls_json=queue_urls_json,
             schedules=self.schedules,
             tenancy_env=core_env,
             account=self.api_account,

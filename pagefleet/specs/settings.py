@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pagefleet.pricing import Worker as WorkerShape
@@ -39,7 +39,11 @@ class CoreSettings(_Base):
     jobs_table: str
     tenants_table: str
     artifacts_bucket: str
-    # pool name -> queue URL, as JSON in the environment.
+    # Prepended to a queue_urls value that is a queue's name (no scheme): a Lambda function's
+    # environment holds 4 KB in all (infra/function_env.py), so the stack gives functions the
+    # account's queue URL prefix once and each queue by name (a task gets whole URLs).
+    queue_url_prefix: str | None = None
+    # queue key (standard, standard-high...) -> queue URL (or name), as JSON in the environment.
     queue_urls: dict[str, str]
     stage: str = "dev"
     # Per-domain circuit breaker thresholds, as JSON: {"window_s": 60, "failure_rate": 0.5, ...}
@@ -69,6 +73,15 @@ class CoreSettings(_Base):
     # browser may reach 127.0.0.0/8 and ::1 (the demo site). Every runtime that makes or runs
     # jobs reads it, so each judges a job's addresses alike (``jobs.submit_policy``).
     allow_loopback: bool = False
+
+    @field_validator("queue_urls")
+    @classmethod
+    def _whole_urls(cls, urls: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        prefix = info.data.get("queue_url_prefix")
+        named = sorted(key for key, url in urls.items() if "://" not in url)
+        if named and not prefix:
+            raise ValueError(f"queues given by name with no queue_url_prefix: {named}")
+        return {key: url if "://" in url else f"{prefix}{url}" for key, url in urls.items()}
 
     def queue_url(self, pool: str) -> str:
         return self.queue_urls[pool]
