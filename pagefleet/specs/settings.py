@@ -78,9 +78,8 @@ class CoreSettings(_Base):
     @classmethod
     def _whole_urls(cls, urls: dict[str, str], info: ValidationInfo) -> dict[str, str]:
         prefix = info.data.get("queue_url_prefix")
-        named = sorted(key for key, url in urls.items() if "://" not in url)
-        if named and not prefix:
-            raise ValueError(f"queues given by name with no queue_url_prefix: {named}")
+        if not prefix:
+            return urls
         return {key: url if "://" in url else f"{prefix}{url}" for key, url in urls.items()}
 
     def queue_url(self, pool: str) -> str:
