@@ -51,6 +51,9 @@ _NAME_MAX = {
     "AWS::IAM::Role": 64,
 }
 _ARN_PREFIX = len("arn:") + _PSEUDO["AWS::Partition"] + len(":service:") + 15 + 1 + 12 + 1
+# https://sqs.<region>.<URL suffix>/<account>/ before a queue's name.
+_QUEUE_URL_PREFIX = len("https://sqs.") + _PSEUDO["AWS::Region"] + 1 + _PSEUDO["AWS::URLSuffix"]
+_QUEUE_URL_PREFIX += 1 + _PSEUDO["AWS::AccountId"] + 1
 # Anything else a reference may name: no value of ours comes near it.
 _UNKNOWN = 256
 
@@ -78,8 +81,8 @@ def _ref(target: str, resources: Mapping[str, Any], stack_name: str) -> int:
     if resource is None:
         return _UNKNOWN
     name = _name(target, resource, stack_name)
-    if resource["Type"] == "AWS::SQS::Queue":  # https://sqs.<region>.amazonaws.com/<account>/<name>
-        return len("https://sqs.") + 15 + len(".amazonaws.com/") + 12 + 1 + name
+    if resource["Type"] == "AWS::SQS::Queue":
+        return _QUEUE_URL_PREFIX + name
     if resource["Type"] == "AWS::ApiGatewayV2::Api":
         return 10  # an API id
     return name

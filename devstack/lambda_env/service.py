@@ -220,6 +220,7 @@ class LambdaFunction:
                 # likewise); on AWS the functions trace.
                 "POWERTOOLS_TRACE_DISABLED": "true",
                 "PYTHONUNBUFFERED": "1",  # log lines in order with START / END
+                "TZ": ":UTC",  # Lambda's own (its reserved variables): local time is UTC
                 # No system time zone database, as on a runtime built from a minimal image
                 # (the AL2023-based Lambda runtimes): zones come from the tzdata package.
                 "PYTHONTZPATH": "",

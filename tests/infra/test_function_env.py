@@ -43,7 +43,7 @@ def test_a_reference_counts_at_the_longest_value_it_can_resolve_to() -> None:
         "Named": {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "q"}},
     }
     generated = len(STACK) + 1 + len("JobQueuesPool1Jobs1234ABCD") + 1 + 13
-    url = len("https://sqs.") + 15 + len(".amazonaws.com/") + 12 + 1 + generated
+    url = len("https://sqs.") + 15 + len(".amazonaws.com.cn/") + 12 + 1 + generated
     assert environment_bytes({"A": {"Ref": "JobQueuesPool1Jobs1234ABCD"}}, resources, STACK) == (
         len('{"A":""}') + url
     )
