@@ -50,7 +50,9 @@ _NAME_MAX = {
     "AWS::Lambda::Function": 64,
     "AWS::IAM::Role": 64,
 }
-_ARN_PREFIX = len("arn:") + _PSEUDO["AWS::Partition"] + len(":service:") + 15 + 1 + 12 + 1
+# arn:<partition>:<service>:<region>:<account>: before a resource's own part.
+_ARN_PREFIX = len("arn:") + _PSEUDO["AWS::Partition"] + len(":service:") + _PSEUDO["AWS::Region"]
+_ARN_PREFIX += 1 + _PSEUDO["AWS::AccountId"] + 1
 # https://sqs.<region>.<URL suffix>/<account>/ before a queue's name.
 _QUEUE_URL_PREFIX = len("https://sqs.") + _PSEUDO["AWS::Region"] + 1 + _PSEUDO["AWS::URLSuffix"]
 _QUEUE_URL_PREFIX += 1 + _PSEUDO["AWS::AccountId"] + 1

@@ -323,20 +323,23 @@ def _filled_in_problem(where: str, step: Step, inputs: dict[str, Any]) -> str | 
     once the job's inputs are filled in (None: neither, or it uses a secret, a parent's
     result or the job's own fields: the worker meets those)."""
     if isinstance(step, Goto):
-        text = step.url
-    elif isinstance(step, Press) and literal_part(step.key) != step.key:
-        text = step.key  # a literal key was checked by the step itself
-    else:
-        return None
+        url = _with_inputs(step.url, inputs)
+        problem = None if url is None else target_problem(url, max_chars=GOTO_URL_MAX_CHARS)
+        return None if problem is None else f"{where} cannot go to its url: {problem}"
+    # A literal key was checked by the step itself.
+    if isinstance(step, Press) and literal_part(step.key) != step.key:
+        key = _with_inputs(step.key, inputs)
+        problem = None if key is None else key_problem(key)
+        return None if problem is None else f"{where} cannot press its key: {problem}"
+    return None
+
+
+def _with_inputs(text: str, inputs: dict[str, Any]) -> str | None:
+    """``text`` with the job's inputs filled in (None: it names more than inputs)."""
     try:
-        rendered = render(text, inputs, {})
+        return str(render(text, inputs, {}))
     except KeyError:
         return None
-    if isinstance(step, Goto):
-        problem = target_problem(rendered, max_chars=GOTO_URL_MAX_CHARS)
-        return None if problem is None else f"{where} cannot go to its url: {problem}"
-    problem = key_problem(rendered)
-    return None if problem is None else f"{where} cannot press its key: {problem}"
 
 
 def _missing_upload(step: Step, inputs: dict[str, Any]) -> str | None:

@@ -42,6 +42,7 @@ class CoreSettings(_Base):
     # Prepended to a queue_urls value that is a queue's name (no scheme): a Lambda function's
     # environment holds 4 KB in all (infra/function_env.py), so the stack gives functions the
     # account's queue URL prefix once and each queue by name (a task gets whole URLs).
+    # Declared before queue_urls: its validator reads it.
     queue_url_prefix: str | None = None
     # queue key (standard, standard-high...) -> queue URL (or name), as JSON in the environment.
     queue_urls: dict[str, str]

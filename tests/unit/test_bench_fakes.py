@@ -15,6 +15,21 @@ def message(job_id: str) -> JobMessage:
     return JobMessage(tenant_id="t", job_id=job_id, attempt=0, correlation_id="c", pool="standard")
 
 
+def long_poll(queue: LongPollQueue, received: list[str]) -> threading.Thread:
+    """A receive waiting up to 60 s on a thread, started; what it gets goes to ``received``."""
+    waiting = threading.Event()
+
+    def receive() -> None:
+        waiting.set()
+        got = queue.receive("standard", max_messages=1, wait_seconds=60, visibility=30)
+        received.extend(m.message.job_id for m in got if m.message)
+
+    reader = threading.Thread(target=receive)
+    reader.start()
+    waiting.wait()
+    return reader
+
+
 def test_each_call_to_a_delayed_fake_is_counted_by_method_and_answered_by_the_fake() -> None:
     counts: dict[str, int] = {}
     queue = FakeQueue(SYSTEM_CLOCK)
@@ -31,16 +46,7 @@ def test_a_receive_on_an_empty_queue_waits_for_the_next_send() -> None:
     inner = FakeQueue(SYSTEM_CLOCK)
     queue = LongPollQueue(inner, Delayed(inner, 0.0, counts))
     received: list[str] = []
-    waiting = threading.Event()
-
-    def receive() -> None:
-        waiting.set()
-        got = queue.receive("standard", max_messages=1, wait_seconds=60, visibility=30)
-        received.extend(m.message.job_id for m in got if m.message)
-
-    reader = threading.Thread(target=receive)
-    reader.start()
-    waiting.wait()
+    reader = long_poll(queue, received)
     queue.send(message("late"))
     reader.join()
     assert received == ["late"]
@@ -57,17 +63,9 @@ def test_a_closed_queue_looks_empty_until_opened_and_then_wakes_its_long_poll() 
     queue.send(message("queued"))
     assert queue.receive("standard", max_messages=1, wait_seconds=0, visibility=30) == []
     received: list[str] = []
-    waiting = threading.Event()
-
-    def receive() -> None:
-        waiting.set()
-        got = queue.receive("standard", max_messages=1, wait_seconds=60, visibility=30)
-        received.extend(m.message.job_id for m in got if m.message)
-
-    reader = threading.Thread(target=receive)
-    reader.start()
-    waiting.wait()
-    assert received == []
+    reader = long_poll(queue, received)
+    reader.join(0.3)
+    assert reader.is_alive() and received == []  # still waiting, the job queued unseen
     queue.opened()
     reader.join(10)
     assert received == ["queued"]
