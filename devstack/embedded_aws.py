@@ -64,7 +64,7 @@ from typing import Any
 from devstack.call_counter import COUNT_ENV, CallCounter
 from devstack.cheap_moto import make_moto_cheap
 from devstack.cheap_sqs import make_sqs_cheap
-from devstack.strict_aws import MADE_PATH, StrictRules, enforce, made
+from devstack.strict_aws import MADE_PATH, StrictRules, enforce, in_force, made
 
 _DYNAMODB_LOCK = threading.RLock()
 _PREPARED = False
@@ -359,6 +359,14 @@ def _expiring(app: _WsgiApp) -> _WsgiApp:
     return app if lifetime is None else CredentialLifetimes(app, lifetime_s=lifetime)
 
 
+def _presigned_expiring(app: _WsgiApp) -> _WsgiApp:
+    """Presigned S3 URLs refused past their time (devstack.presigned_urls), as the strict
+    rules in force say."""
+    from devstack.presigned_urls import PresignedExpiry
+
+    return PresignedExpiry(app, enforced=lambda: in_force().s3_presigned_expiry)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m devstack.embedded_aws")
     parser.add_argument("-H", "--host", default="127.0.0.1")
@@ -380,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
     app: _WsgiApp = DomainDispatcherApplication(create_backend_app)
     if os.environ.get(COUNT_ENV):
         app = CallCounter(app)
-    app = _telling_made(_expiring(_iam_checked(app)))
+    app = _telling_made(_expiring(_presigned_expiring(_iam_checked(app))))
     serve(
         app,
         **where,

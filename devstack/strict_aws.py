@@ -54,6 +54,10 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   jobs stream mapping's batches, the Scheduler's fires and the sweeper's ticks invoke their
   function twice, as Lambda may (``devstack.repeated_invocations``). The local event
   sources apply it, not the process serving moto. Off by default; on with the duplicates.
+- **Presigned links run out.** A presigned S3 request past ``X-Amz-Date`` plus
+  ``X-Amz-Expires`` (or of a life over a week) is refused as S3 refuses it
+  (``s3_presigned_expiry``, ``devstack.presigned_urls``: a middleware in front of moto,
+  which serves such a link whatever its age).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the
   queue's default: moto does this already (``tests/integration/test_strict_aws.py`` keeps
   it so).
@@ -130,6 +134,7 @@ class StrictRules(BaseSettings):
     dynamodb_unprocessed_share: float = Field(default=0.0, ge=0, le=1)
     batch_entry_failure_share: float = Field(default=0.0, ge=0, le=1)
     invocation_duplicate_share: float = Field(default=0.0, ge=0, le=1)
+    s3_presigned_expiry: bool = True  # devstack.presigned_urls
 
     def effective(self) -> StrictRules:
         """The rules as applied: all off when ``on`` is false."""
@@ -141,7 +146,7 @@ LENIENT = StrictRules(
     sqs_message_characters=False,
     dynamodb_max_item_bytes=0, sqs_batch_max=0, dynamodb_batch_write_max=0,
     dynamodb_transaction_hold_s=0, dynamodb_stale_read_share=0, dynamodb_unprocessed_share=0,
-    batch_entry_failure_share=0, invocation_duplicate_share=0,
+    batch_entry_failure_share=0, invocation_duplicate_share=0, s3_presigned_expiry=False,
 )  # fmt: skip
 # How SDKs name SQS's answer for a queue that does not exist (query and JSON protocols).
 QUEUE_GONE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
@@ -202,6 +207,11 @@ def enforce(rules: StrictRules) -> None:
         _STATE.rules = rules.effective()
         for share in _counted().values():
             share.reset()  # the shares count from here
+
+
+def in_force() -> StrictRules:
+    """The rules this process applies now (a middleware reads its own rule per request)."""
+    return _STATE.rules
 
 
 # Where the embedded AWS answers ``made()`` (devstack.embedded_aws).

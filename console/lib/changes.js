@@ -66,7 +66,7 @@ export function changesPart(changes, links) {
     const diff = links.find((a) => a.name === visual.diff_artifact);
     if (diff) {
       parts.push(h("figure", { class: "visual-diff" },
-        h("a", { href: diff.url, target: "_blank", rel: "noopener" },
+        h("a", { href: diff.url, target: "_blank", rel: "noopener", dataset: { link: "diff" } },
           h("img", { src: diff.url, alt: "Visual difference with the baseline: changed pixels in red", id: "visual-diff" })),
         h("figcaption", {}, "Changed pixels in red, over this run's screenshot")));
     }

@@ -11,6 +11,8 @@ import { live } from "../lib/live.js";
 import { liveViewer } from "../lib/viewer.js";
 
 const EVENT_PAGE = 500;
+// Artifact links are made again once this share of their life has passed.
+const LINKS_RENEWED_AT = 0.8;
 
 function section(title, id, ...children) {
   return h("section", { "aria-labelledby": `${id}-title`, id },
@@ -118,7 +120,7 @@ function artifactsPart(job, links) {
   return [
     images.length ? h("div", { class: "shots" }, images.map((a) =>
       h("figure", {},
-        h("a", { href: a.url, target: "_blank", rel: "noopener" },
+        h("a", { href: a.url, target: "_blank", rel: "noopener", dataset: { link: `open:${a.name}` } },
           h("img", { src: a.url, alt: `Screenshot ${a.name} (attempt ${a.attempt ?? 1})`, loading: "lazy" })),
         h("figcaption", {}, a.name)))) : null,
     table(["Name", "Size", "Type", "sha256", ""], links.map((a) =>
@@ -127,7 +129,7 @@ function artifactsPart(job, links) {
         h("td", { class: "num", dataset: { value: a.size } }, bytes(a.size)),
         h("td", {}, a.content_type),
         h("td", { class: "mono hash" }, a.sha256),
-        h("td", {}, h("a", { href: a.url, download: a.name.split("/").pop() }, "Download", h("span", { class: "visually-hidden" }, ` ${a.name}`)))))),
+        h("td", {}, h("a", { href: a.url, download: a.name.split("/").pop(), dataset: { link: `download:${a.name}` } }, "Download", h("span", { class: "visually-hidden" }, ` ${a.name}`)))))),
     trace ? h("div", { class: "trace-help" },
       h("h3", {}, "Open the trace"),
       h("p", {}, "Download ", h("code", {}, trace.name), " and open it in Playwright's trace viewer:"),
@@ -135,7 +137,7 @@ function artifactsPart(job, links) {
       h("p", {}, "or drop the file on trace.playwright.dev, which reads it in your browser without uploading it.")) : null,
     har ? h("div", { class: "har-help" },
       h("h3", {}, "The recorded traffic"),
-      h("p", {}, h("a", { id: "har-link", href: har.url, download: "har.zip" }, "Download the HAR"),
+      h("p", {}, h("a", { id: "har-link", href: har.url, download: "har.zip", dataset: { link: "har" } }, "Download the HAR"),
         ` (${bytes(har.size)}, sha256 `, h("code", {}, har.sha256.slice(0, 12)), "…): every request and response of the run, ",
         "with credentials and the job's secrets redacted. Unzip it and import the .har file in the Network panel of your browser's developer tools.")) : null,
   ];
@@ -158,6 +160,7 @@ export function jobView(main, { match, params, navigate }) {
   let job = null;
   let stop = () => {};
   let closed = false;
+  let links = { until: Infinity, timer: 0 }; // when the shown links are due to be made again
   // A notification's link: watch at once, and take over if the job waits for a person.
   const viewer = liveViewer(jobId, {
     watchNow: params.get("live") === "1",
@@ -321,18 +324,41 @@ export function jobView(main, { match, params, navigate }) {
     } else {
       result.replaceChildren(h("p", {}, ended(job.status) ? "No result." : "Not yet."));
     }
+    await showArtifacts();
+    return !closed;
+  }
+
+  // The artifacts' links are presigned: S3 refuses each one `expires_in` seconds after it
+  // was made. While the page is open the list is read again before they run out, and a link
+  // followed after that (a computer asleep runs no timer) is read again first.
+  async function showArtifacts() {
+    clearTimeout(links.timer);
+    let list;
     try {
-      const list = await api(`/jobs/${jobId}/artifacts`);
-      if (closed) return false;
-      artifacts.replaceChildren(...artifactsPart(job, list.artifacts).filter(Boolean));
-      if (job.changes) {
-        changes.hidden = false;
-        changes.replaceChildren(h("h2", { id: "changes-title" }, "Changes"), ...changesPart(job.changes, list.artifacts));
-      }
+      list = await api(`/jobs/${jobId}/artifacts`);
     } catch (error) {
-      artifacts.replaceChildren(notice("error", `Artifacts could not be listed: ${error.message}`));
+      if (!closed) artifacts.replaceChildren(notice("error", `Artifacts could not be listed: ${error.message}`));
+      return;
     }
-    return true;
+    if (closed) return;
+    artifacts.replaceChildren(...artifactsPart(job, list.artifacts).filter(Boolean));
+    if (job.changes) {
+      changes.hidden = false;
+      changes.replaceChildren(h("h2", { id: "changes-title" }, "Changes"), ...changesPart(job.changes, list.artifacts));
+    }
+    const life = Math.min(...list.artifacts.map((a) => a.expires_in ?? Infinity)) * 1000 * LINKS_RENEWED_AT;
+    links = Number.isFinite(life)
+      ? { until: Date.now() + life, timer: setTimeout(showArtifacts, life) }
+      : { until: Infinity, timer: 0 };
+  }
+
+  async function followFresh(event) {
+    const link = event.target.closest("a[data-link]");
+    if (!link || Date.now() < links.until) return;
+    event.preventDefault();
+    await showArtifacts();
+    const fresh = [...main.querySelectorAll("a[data-link]")].find((a) => a.dataset.link === link.dataset.link);
+    if (fresh && Date.now() < links.until) fresh.click();
   }
 
   // Stored events after `after`, page by page; the last seq read.
@@ -366,9 +392,12 @@ export function jobView(main, { match, params, navigate }) {
     }, { after });
   }
 
+  artifacts.addEventListener("click", followFresh);
+  changes.addEventListener("click", followFresh);
   start();
   return () => {
     closed = true;
+    clearTimeout(links.timer);
     viewer.stop();
     stop();
   };

@@ -126,6 +126,45 @@ def test_a_submitted_job_appears_and_its_page_shows_the_screenshot(
     expect(page.get_by_role("cell", name=re.compile(r"^[0-9a-f]{64}$")).first).to_be_visible()
 
 
+def test_a_jobs_artifact_links_are_made_again_before_s3_refuses_them(
+    signed_in: Page, stack: LocalStack, client: PagefleetClient
+) -> None:
+    """Presigned links run out (S3 refuses them after ``expires_in``, as the embedded AWS now
+    does): a page left open lists them again before, and a link followed late (no timer ran:
+    a computer asleep) is listed again before it is followed."""
+    job = client.submit({"steps": SCREENSHOT_STEPS, "inputs": {"site": stack.site_url}})
+    client.wait(job.job_id, timeout=SHOWN_MS / 1000)
+    life_s = client.artifacts(job.job_id)[0].expires_in
+    assert life_s is not None
+    page = signed_in
+    page.clock.install()  # the page's timers and Date from here are the test's to move
+
+    def listing(request: Any) -> bool:
+        return bool(request.url.split("?")[0].endswith(f"/jobs/{job.job_id}/artifacts"))
+
+    with page.expect_request(listing):
+        page.goto(f"{stack.console_url}#/jobs/{job.job_id}")
+    download = page.locator('a[data-link="download:page.png"]')
+    expect(download).to_be_visible()
+    # Left open: read again at 80 % of the links' life, with nothing else to prompt it.
+    download.evaluate("a => { a.dataset.shown = 'before' }")
+    with page.expect_request(listing):
+        page.clock.fast_forward(int(life_s * 0.8 * 1000) + 1000)
+    # Shown again (the new links' time is set as they are shown) before the clock moves on.
+    expect(page.locator('a[data-link="download:page.png"]:not([data-shown])')).to_be_visible()
+    # Followed late: the clock jumps with no timer run; the click lists them first.
+    now_s = page.evaluate("Date.now()") / 1000
+    page.clock.set_system_time(now_s + life_s)
+    with (
+        page.expect_request(listing),
+        page.expect_response(
+            lambda r: "page.png" in r.url and "X-Amz-Signature" in r.url
+        ) as fetched,
+    ):
+        download.click()
+    assert fetched.value.status == 200
+
+
 def test_the_jobs_list_read_again_keeps_the_rows_that_did_not_change(
     signed_in: Page, stack: LocalStack, client: PagefleetClient
 ) -> None:

@@ -57,3 +57,34 @@ def test_a_job_longer_than_its_credentials_uploads_every_artifact(stack: LocalSt
     assert report["lifetime_s"] == LIFETIME_S
     assert isinstance(report["issued"], int) and report["issued"] >= 2  # renewed mid-job
     assert report["expired_refused"] == []
+
+
+def test_an_artifact_link_past_its_time_is_refused_as_s3_refuses_it(stack: LocalStack) -> None:
+    """The embedded AWS process runs presigned links out (devstack.presigned_urls): one made
+    for a second downloads at once and is refused two seconds later."""
+    import time
+
+    import boto3
+    from botocore.config import Config
+
+    from devstack.constants import LOCAL_REGION, aws_env
+
+    env = aws_env(stack.aws_endpoint)
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=stack.aws_endpoint,
+        region_name=LOCAL_REGION,
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        config=Config(signature_version="s3v4"),
+    )
+    assert stack.provisioned is not None
+    where = {"Bucket": stack.provisioned.artifacts_bucket, "Key": "probe/link.txt"}
+    s3.put_object(**where, Body=b"short-lived")
+    link = s3.generate_presigned_url("get_object", Params=where, ExpiresIn=1)
+    with httpx.Client(trust_env=False, timeout=10) as http:
+        assert http.get(link).content == b"short-lived"
+        time.sleep(2.2)  # X-Amz-Date is in whole seconds: past date + 1 s for certain
+        refused = http.get(link)
+    assert refused.status_code == 403
+    assert "Request has expired" in refused.text

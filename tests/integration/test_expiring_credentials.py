@@ -5,8 +5,6 @@ The clock is the test's, on both sides, so an expiry is met without waiting for 
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,17 +19,10 @@ from devstack.provision import Provisioned
 from devstack.sts_lifetime import CredentialLifetimes
 from devstack.tenant_role import create_job_role
 from pagefleet.specs.settings import WorkerSettings
+from tests.support.fronts import Clock, served_behind
 
 LIFETIME_S = 300.0
 TENANT = "tenant-a"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -42,19 +33,14 @@ def clock() -> Clock:
 @pytest.fixture
 def expiring(moto_endpoint: str, clock: Clock) -> Iterator[tuple[str, CredentialLifetimes]]:
     """This process's moto backends (the session's server) behind expiring credentials."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.serving import make_server
+    made: list[CredentialLifetimes] = []
 
-    front = CredentialLifetimes(
-        DomainDispatcherApplication(create_backend_app), lifetime_s=LIFETIME_S, clock=clock
-    )
-    server = make_server("127.0.0.1", 0, front, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", front
-    finally:
-        server.shutdown()
+    def front(app: Any) -> CredentialLifetimes:
+        made.append(CredentialLifetimes(app, lifetime_s=LIFETIME_S, clock=clock))
+        return made[0]
+
+    with served_behind(front) as endpoint:
+        yield endpoint, made[0]
 
 
 def client_as(endpoint: str, key: str, service: str, *, validate: bool = True) -> Any:

@@ -1,0 +1,153 @@
+"""Presigned S3 URLs run out in the embedded AWS as on S3 (devstack.presigned_urls, in front
+of a real moto server): the API's artifact links answer until their ``expires_in`` and are
+refused after it, with S3's ``AccessDenied`` "Request has expired"; a life over a week is
+refused at once. moto alone serves every one of them, whatever its age. The clock is the
+test's, so a link's end is met without waiting for it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from botocore.config import Config
+
+from devstack.constants import LOCAL_REGION
+from devstack.presigned_urls import MAX_EXPIRES_S, PresignedExpiry
+from devstack.provision import Provisioned
+from pagefleet.adapters.s3 import S3ArtifactStore
+from tests.support.fronts import Clock, served_behind
+
+TTL_S = 300
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def enforced() -> list[bool]:
+    return [True]
+
+
+@pytest.fixture
+def front(
+    moto_endpoint: str, clock: Clock, enforced: list[bool]
+) -> Iterator[tuple[str, PresignedExpiry]]:
+    """This process's moto backends (the session's server) behind the presigned URLs' rule."""
+    made: list[PresignedExpiry] = []
+
+    def front(app: Any) -> PresignedExpiry:
+        made.append(PresignedExpiry(app, clock=clock, enforced=lambda: enforced[0]))
+        return made[0]
+
+    with served_behind(front) as endpoint:
+        yield endpoint, made[0]
+
+
+@pytest.fixture
+def store(front: tuple[str, PresignedExpiry], provisioned: Provisioned) -> S3ArtifactStore:
+    endpoint, _ = front
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=LOCAL_REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        config=Config(signature_version="s3v4"),  # as the runtimes sign (pagefleet.runtime)
+    )
+    return S3ArtifactStore(s3, provisioned.artifacts_bucket)
+
+
+def a_link(store: S3ArtifactStore, ttl_s: int = TTL_S) -> str:
+    artifact = store.put(
+        tenant_id="tenant-a",
+        job_id="job-1",
+        attempt=1,
+        name="page.png",
+        data=b"\x89PNG-bytes",
+        content_type="image/png",
+    )
+    return store.presign_get(artifact.key, ttl_s)
+
+
+def get(url: str, method: str = "GET") -> httpx.Response:
+    with httpx.Client(trust_env=False, timeout=10) as http:
+        return http.request(method, url)
+
+
+def test_an_artifact_link_answers_until_its_time_and_is_refused_after_it(
+    store: S3ArtifactStore, front: tuple[str, PresignedExpiry], clock: Clock
+) -> None:
+    _, app = front
+    link = a_link(store)
+    assert get(link).content == b"\x89PNG-bytes"
+    clock.now += TTL_S - 5  # near its end: still good, as many times as asked
+    assert get(link).status_code == 200
+    assert get(link).status_code == 200
+    clock.now += 10
+    refused = get(link)
+    assert refused.status_code == 403
+    assert "<Code>AccessDenied</Code><Message>Request has expired</Message>" in refused.text
+    assert f"<X-Amz-Expires>{TTL_S}</X-Amz-Expires>" in refused.text
+    assert get(link, "HEAD").status_code == 403  # a HEAD: the status alone
+    assert app.refused == 2
+    # A link made at the server's time is good: the object did not go, the old link did.
+    clock.now = time.time()
+    assert get(a_link(store)).status_code == 200
+
+
+def test_moto_alone_serves_a_link_past_its_time(
+    store: S3ArtifactStore, clock: Clock, enforced: list[bool]
+) -> None:
+    """What the rule closes: without it an expired link downloads, as it never does on S3."""
+    link = a_link(store)
+    clock.now += TTL_S * 10
+    enforced[0] = False
+    assert get(link).status_code == 200
+    enforced[0] = True
+    assert get(link).status_code == 403
+
+
+def test_a_link_of_more_than_a_week_is_refused_at_once(store: S3ArtifactStore) -> None:
+    assert get(a_link(store, MAX_EXPIRES_S)).status_code == 200
+    refused = get(a_link(store, MAX_EXPIRES_S + 1))
+    assert refused.status_code == 400
+    assert "<Code>AuthorizationQueryParametersError</Code>" in refused.text
+    assert "must be less than a week" in refused.text
+
+
+def test_a_link_with_a_date_or_life_that_is_not_one_is_refused(store: S3ArtifactStore) -> None:
+    link = a_link(store)
+    for broken in (
+        link.replace("X-Amz-Expires=300", "X-Amz-Expires=soon"),
+        link.replace("X-Amz-Date=", "X-Amz-Date=x"),
+    ):
+        answer = get(broken)
+        assert answer.status_code == 400, broken
+        assert "AuthorizationQueryParametersError" in answer.text
+
+
+def test_a_signature_version_2_link_runs_out_too(
+    store: S3ArtifactStore,
+    provisioned: Provisioned,
+    front: tuple[str, PresignedExpiry],
+    clock: Clock,
+) -> None:
+    endpoint, _ = front
+    s3 = boto3.client(
+        "s3", endpoint_url=endpoint, region_name=LOCAL_REGION, aws_access_key_id="testing",
+        aws_secret_access_key="testing", config=Config(signature_version="s3"),
+    )  # fmt: skip
+    a_link(store)
+    key = "tenant-a/job-1/1/page.png"
+    params = {"Bucket": provisioned.artifacts_bucket, "Key": key}
+    link = s3.generate_presigned_url("get_object", Params=params, ExpiresIn=TTL_S)
+    assert "AWSAccessKeyId=" in link
+    assert get(link).status_code == 200
+    clock.now += TTL_S + 5
+    assert "Request has expired" in get(link).text
