@@ -5,7 +5,8 @@ stack is environment-agnostic), no network unless ``pagefleet:bundleDependencies
 Run directly, dependencies are not bundled, so the run must say it is for inspection:
 ``python -m infra.app -c pagefleet:inspectOnly=true`` (what `make synth` runs).
 cdk-nag's AwsSolutions pack validates every synth, and so does the functions' environment size
-(infra/function_env.py: Lambda takes 4 KB at most).
+(infra/function_env.py: Lambda takes 4 KB at most), and CloudFormation's template quotas and
+Lambda's package size (infra/deploy_quotas.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aws_cdk import App, Environment, Validations
 from cdk_nag import AwsSolutionsChecks
 
 from infra.deploy_file import load_config
+from infra.deploy_quotas import DeployQuotaCheck
 from infra.function_env import EnvironmentSizeCheck
 from infra.stacks.pagefleet_stack import PagefleetStack
 
@@ -52,8 +54,14 @@ def build_app(
         # Account-agnostic always (offline synth); region-bound where the stage says so.
         env=Environment(region=config.region) if config.region else None,
     )
-    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True), EnvironmentSizeCheck())
+    Validations.of(app).add_plugins(*validations(app))
     return app, stack
+
+
+def validations(app: App) -> list[Any]:
+    """What checks every synth: cdk-nag's pack, Lambda's environment size, and the quotas
+    CloudFormation and Lambda meet only at deploy."""
+    return [AwsSolutionsChecks(app, verbose=True), EnvironmentSizeCheck(), DeployQuotaCheck()]
 
 
 def cli_context(argv: list[str]) -> dict[str, str]:

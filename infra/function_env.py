@@ -22,13 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import (
-    IPolicyValidationContext,
-    IPolicyValidationPlugin,
-    PolicyValidationPluginReport,
-    PolicyViolatingResource,
-    PolicyViolation,
-)
+from aws_cdk import IPolicyValidationPlugin, PolicyViolation
+
+from infra.template_checks import TemplateCheck, violation
 
 LAMBDA_ENV_MAX_BYTES = 4096
 RULE = "LambdaEnvironmentSize"
@@ -151,43 +147,24 @@ def oversized(template: Mapping[str, Any], stack_name: str) -> dict[str, tuple[i
 
 
 @jsii.implements(IPolicyValidationPlugin)
-class EnvironmentSizeCheck:
+class EnvironmentSizeCheck(TemplateCheck):
     """Fails a synth whose functions' environments Lambda would refuse."""
 
-    @property
-    def name(self) -> str:
-        return "pagefleet-lambda-environment"
+    NAME = "pagefleet-lambda-environment"
+    RULES = (RULE,)
 
-    @property
-    def rule_ids(self) -> list[str]:
-        return [RULE]
-
-    @property
-    def version(self) -> str | None:
-        return None
-
-    def validate(self, context: IPolicyValidationContext) -> PolicyValidationPluginReport:
-        violations = []
-        for path in context.template_paths:
-            template = json.loads(Path(path).read_text())
-            stack_name = Path(path).name.removesuffix(".template.json")
-            for logical_id, (size, heaviest) in oversized(template, stack_name).items():
-                violations.append(
-                    PolicyViolation(
-                        rule_name=RULE,
-                        description=(
-                            f"the function's environment may reach {size} bytes once deployed, "
-                            f"over Lambda's {LAMBDA_ENV_MAX_BYTES} (largest: "
-                            f"{', '.join(heaviest)})"
-                        ),
-                        fix="fewer pools in the stage, or shorter names (its stack, its pools)",
-                        violating_resources=[
-                            PolicyViolatingResource(
-                                resource_logical_id=logical_id,
-                                template_path=path,
-                                locations=["Properties/Environment/Variables"],
-                            )
-                        ],
-                    )
-                )
-        return PolicyValidationPluginReport(success=not violations, violations=violations)
+    def check(self, template_path: str) -> list[PolicyViolation]:
+        template = json.loads(Path(template_path).read_text())
+        stack_name = Path(template_path).name.removesuffix(".template.json")
+        return [
+            violation(
+                RULE,
+                f"the function's environment may reach {size} bytes once deployed, over "
+                f"Lambda's {LAMBDA_ENV_MAX_BYTES} (largest: {', '.join(heaviest)})",
+                "fewer pools in the stage, or shorter names (its stack, its pools)",
+                logical_id,
+                template_path,
+                ["Properties/Environment/Variables"],
+            )
+            for logical_id, (size, heaviest) in oversized(template, stack_name).items()
+        ]

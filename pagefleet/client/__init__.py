@@ -423,6 +423,13 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls, TakeoverCalls)
     def download(self, url: str) -> bytes:
         """Fetch a presigned artifact URL (no API key is sent to the storage endpoint)."""
         response = self._downloads.get(url)
+        if response.status_code == 403 and b"Request has expired" in response.content:
+            # A presigned link lasts its expires_in seconds (S3 refuses it after them).
+            raise ApiError(
+                403,
+                "link_expired",
+                "the artifact's link ran out: list the job's artifacts again for fresh links",
+            )
         if response.status_code >= 400:
             raise ApiError(
                 response.status_code, "download_failed", f"GET artifact: {response.reason_phrase}"

@@ -232,3 +232,13 @@ def test_egress_and_isolation_a_stage_cannot_give_are_refused_at_synth(tmp_path:
         StageConfig.model_validate({**dev, "tenant_defaults": {"pools": ["gpu"]}})
     with pytest.raises(ValueError, match="names of their own"):
         StageConfig.model_validate({**dev, "pools": [*dev["pools"], dev["pools"][0]]})
+
+
+def test_declared_pools_leave_the_stack_within_cloudformations_quotas(declared: Synth) -> None:
+    """Each pool adds ~27 resources; the synth refuses a stack over 500 (infra/deploy_quotas)."""
+    from infra.deploy_quotas import SECTION_MAX, template_excess
+
+    body = declared.template_path.read_bytes()
+    assert template_excess(declared.raw, len(body)) == []
+    print(f"{len(declared.stack.workers.pools)} pools: {len(declared.raw['Resources'])} resources")
+    assert len(declared.raw["Resources"]) < SECTION_MAX["Resources"]

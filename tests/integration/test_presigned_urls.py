@@ -151,3 +151,16 @@ def test_a_signature_version_2_link_runs_out_too(
     assert get(link).status_code == 200
     clock.now += TTL_S + 5
     assert "Request has expired" in get(link).text
+
+
+def test_the_sdk_says_a_link_ran_out_and_what_to_do(store: S3ArtifactStore, clock: Clock) -> None:
+    from pagefleet.client import ApiError, PagefleetClient
+
+    link = a_link(store)
+    with PagefleetClient("http://127.0.0.1:9", None) as client:
+        assert client.download(link) == b"\x89PNG-bytes"
+        clock.now += TTL_S + 1
+        with pytest.raises(ApiError) as refused:
+            client.download(link)
+    assert refused.value.code == "link_expired"
+    assert "list the job's artifacts again" in str(refused.value)
