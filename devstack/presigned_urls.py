@@ -14,6 +14,13 @@ the S3 user guide, "Download and upload objects with presigned URLs", and docs/d
 - a life over a week, or an ``X-Amz-Expires`` or ``X-Amz-Date`` that is not one:
   ``400 AuthorizationQueryParametersError``.
 
+- a Signature Version 4 link whose signature is not its own (its URL changed after it was
+  signed: a parameter added or edited, another host or path; or signed with another key):
+  ``403 SignatureDoesNotMatch``, as S3 answers. The signature is computed again from the
+  request as S3 computes it; the secret is the signer's where the embedded AWS knows it (a
+  local principal's, the operator's, a session moto issued) and the link passes unchecked
+  otherwise.
+
 A link whose signing credentials ran out before it did is refused by
 ``devstack.sts_lifetime`` (``ExpiredToken``), as S3 refuses it. The rule is on with the
 strict rules (``StrictRules.s3_presigned_expiry``); the clock is the server's (a test's
@@ -22,11 +29,13 @@ may be given).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote, unquote
 from xml.sax.saxutils import escape
 
 # S3: "the maximum expiration time for presigned URLs is 7 days" with Signature Version 4.
@@ -44,10 +53,12 @@ class PresignedExpiry:
         *,
         clock: Callable[[], float] = time.time,
         enforced: Callable[[], bool] = lambda: True,
+        secrets: Callable[[str], str | None] | None = None,
     ) -> None:
         self._app = app
         self._clock = clock
         self._enforced = enforced
+        self._secret = secrets or known_secret
         self.refused = 0  # presigned requests answered as expired or malformed
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -58,7 +69,7 @@ class PresignedExpiry:
         params = {k: v[0] for k, v in parse_qs(query, keep_blank_values=True).items()}
         head = environ.get("REQUEST_METHOD") == "HEAD"
         if params.get("X-Amz-Algorithm") == "AWS4-HMAC-SHA256":
-            answer = self._refusal(params, head=head)
+            answer = self._refusal(params, head=head) or self._forged(environ, params, head)
         elif "AWSAccessKeyId" in params and "Signature" in params:
             answer = self._legacy_refusal(params.get("Expires", ""), head=head)
         else:
@@ -85,6 +96,23 @@ class PresignedExpiry:
         except ValueError:
             return _malformed(f"X-Amz-Date must be in the ISO8601 Long Format: {raw_date}", head)
         return self._expired(signed + expires, f"<X-Amz-Expires>{expires}</X-Amz-Expires>", head)
+
+    def _forged(
+        self, environ: dict[str, Any], params: dict[str, str], head: bool
+    ) -> tuple[str, bytes] | None:
+        """S3's answer when the link's signature is not the one its request makes."""
+        key, _, scope = params.get("X-Amz-Credential", "").partition("/")
+        secret = self._secret(key)
+        if secret is None:
+            return None  # a signer the embedded AWS does not know: moto's own leniency
+        expected = v4_query_signature(environ, params, scope, secret)
+        if hmac.compare_digest(expected, params.get("X-Amz-Signature", "")):
+            return None
+        message = (
+            "The request signature we calculated does not match the signature you provided. "
+            "Check your key and signing method."
+        )
+        return "403 Forbidden", _body("SignatureDoesNotMatch", message, "", head)
 
     def _legacy_refusal(self, raw_expires: str, *, head: bool) -> tuple[str, bytes] | None:
         """Signature Version 2's query (``Expires``: the end, in epoch seconds)."""
@@ -113,3 +141,69 @@ def _body(code: str, message: str, extra: str, head: bool) -> bytes:
 
 def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def known_secret(access_key: str) -> str | None:
+    """The secret a key the embedded AWS knows signs with: a local principal's (``pf-...``),
+    the operator's, or a session moto issued (AssumeRole); None for any other."""
+    from devstack.constants import LOCAL_ACCOUNT
+    from devstack.iam.guard import OPERATOR_KEYS
+    from devstack.iam.local import SECRET
+
+    if access_key.startswith("pf-"):
+        return SECRET
+    if access_key in OPERATOR_KEYS:
+        return access_key  # the operator's key is its own secret (devstack.constants.aws_env)
+    from moto.sts.models import sts_backends
+
+    for assumed in sts_backends[LOCAL_ACCOUNT]["aws"].assumed_roles:
+        if assumed.access_key_id == access_key:
+            return str(assumed.secret_access_key)
+    return None
+
+
+def v4_query_signature(
+    environ: dict[str, Any], params: dict[str, str], scope: str, secret: str
+) -> str:
+    """A presigned request's Signature Version 4, as S3 computes it from what arrived: the
+    method, the path, every query parameter but the signature, the signed headers' values,
+    an unsigned payload."""
+    raw_path, _, raw_query = str(environ.get("REQUEST_URI", "")).partition("?")
+    pairs = []
+    for part in filter(None, raw_query.split("&")):
+        name, _, value = part.partition("=")
+        name, value = unquote(name), unquote(value)
+        if name != "X-Amz-Signature":
+            pairs.append((quote(name, safe="-_.~"), quote(value, safe="-_.~")))
+    signed = params.get("X-Amz-SignedHeaders", "host").split(";")
+    headers = "".join(f"{name}:{' '.join(_header(environ, name).split())}\n" for name in signed)
+    canonical = "\n".join(
+        [
+            str(environ.get("REQUEST_METHOD", "GET")),
+            quote(unquote(raw_path), safe="/~"),
+            "&".join(f"{k}={v}" for k, v in sorted(pairs)),
+            headers,
+            ";".join(signed),
+            params.get("X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD"),
+        ]
+    )
+    to_sign = "\n".join(
+        [
+            "AWS4-HMAC-SHA256",
+            params.get("X-Amz-Date", ""),
+            scope,
+            hashlib.sha256(canonical.encode()).hexdigest(),
+        ]
+    )
+    key = ("AWS4" + secret).encode()
+    for part in scope.split("/"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def _header(environ: dict[str, Any], name: str) -> str:
+    if name == "host":
+        return str(environ.get("HTTP_HOST", ""))
+    if name in ("content-type", "content-length"):
+        return str(environ.get(name.upper().replace("-", "_"), ""))
+    return str(environ.get("HTTP_" + name.upper().replace("-", "_"), ""))

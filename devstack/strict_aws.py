@@ -54,8 +54,9 @@ gaps (docs/decisions.md, 2026-12-03, cites the AWS documentation for each):
   jobs stream mapping's batches, the Scheduler's fires and the sweeper's ticks invoke their
   function twice, as Lambda may (``devstack.repeated_invocations``). The local event
   sources apply it, not the process serving moto. Off by default; on with the duplicates.
-- **Presigned links run out.** A presigned S3 request past ``X-Amz-Date`` plus
-  ``X-Amz-Expires`` (or of a life over a week) is refused as S3 refuses it
+- **Presigned links run out, and keep their signature.** A presigned S3 request past
+  ``X-Amz-Date`` plus ``X-Amz-Expires`` (or of a life over a week), or whose URL no longer
+  matches its signature, is refused as S3 refuses it
   (``s3_presigned_expiry``, ``devstack.presigned_urls``: a middleware in front of moto,
   which serves such a link whatever its age).
 - **Visibility.** A receive without its own VisibilityTimeout hides the message for the

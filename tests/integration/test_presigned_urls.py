@@ -15,7 +15,8 @@ import httpx
 import pytest
 from botocore.config import Config
 
-from devstack.constants import LOCAL_REGION
+from devstack.constants import LOCAL_ACCOUNT, LOCAL_REGION
+from devstack.iam.local import SECRET as LOCAL_SECRET
 from devstack.presigned_urls import MAX_EXPIRES_S, PresignedExpiry
 from devstack.provision import Provisioned
 from pagefleet.adapters.s3 import S3ArtifactStore
@@ -49,18 +50,23 @@ def front(
         yield endpoint, made[0]
 
 
-@pytest.fixture
-def store(front: tuple[str, PresignedExpiry], provisioned: Provisioned) -> S3ArtifactStore:
-    endpoint, _ = front
-    s3 = boto3.client(
+def _s3_as(endpoint: str, key: str, secret: str, token: str | None = None) -> Any:
+    """An S3 client signing as the runtimes sign (Signature Version 4: pagefleet.runtime)."""
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         region_name=LOCAL_REGION,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        config=Config(signature_version="s3v4"),  # as the runtimes sign (pagefleet.runtime)
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+        aws_session_token=token,
+        config=Config(signature_version="s3v4"),
     )
-    return S3ArtifactStore(s3, provisioned.artifacts_bucket)
+
+
+@pytest.fixture
+def store(front: tuple[str, PresignedExpiry], provisioned: Provisioned) -> S3ArtifactStore:
+    endpoint, _ = front
+    return S3ArtifactStore(_s3_as(endpoint, "testing", "testing"), provisioned.artifacts_bucket)
 
 
 def a_link(store: S3ArtifactStore, ttl_s: int = TTL_S) -> str:
@@ -164,3 +170,57 @@ def test_the_sdk_says_a_link_ran_out_and_what_to_do(store: S3ArtifactStore, cloc
             client.download(link)
     assert refused.value.code == "link_expired"
     assert "list the job's artifacts again" in str(refused.value)
+
+
+def test_a_link_changed_after_it_was_signed_is_refused_as_s3_refuses_it(
+    store: S3ArtifactStore, front: tuple[str, PresignedExpiry], provisioned: Provisioned
+) -> None:
+    """S3 computes the signature again from what arrived; moto looks at none of it."""
+    endpoint, _ = front
+    link = a_link(store)
+    signature = link.rsplit("X-Amz-Signature=", 1)[1]
+    for changed in (
+        link.replace(f"X-Amz-Signature={signature}", f"X-Amz-Signature={'0' * 64}"),
+        link + "&response-content-type=text%2Fhtml",  # a parameter added
+        link.replace("page.png", "other.png"),  # another object
+    ):
+        refused = get(changed)
+        assert refused.status_code == 403, changed
+        assert "<Code>SignatureDoesNotMatch</Code>" in refused.text
+    # Signed with a key the embedded AWS knows but another secret: refused too.
+    where = {"Bucket": provisioned.artifacts_bucket, "Key": "tenant-a/job-1/1/page.png"}
+    wrong = _s3_as(endpoint, "testing", "not-its-secret")
+    assert get(wrong.generate_presigned_url("get_object", Params=where)).status_code == 403
+    # A key it does not know (no secret to check against) passes as moto lets it.
+    unknown = _s3_as(endpoint, "AKIAUNKNOWN000000000", "whatever")
+    assert get(unknown.generate_presigned_url("get_object", Params=where)).status_code == 200
+
+
+def test_links_as_the_api_makes_them_pass_their_signature_check(
+    store: S3ArtifactStore, front: tuple[str, PresignedExpiry], provisioned: Provisioned
+) -> None:
+    """Keys with spaces and non-ASCII characters, a download name in quotes, a local
+    principal's key and a session's: each signature computed here is S3's."""
+    endpoint, _ = front
+    bucket = provisioned.artifacts_bucket
+    odd = "tenant-a/job-1/1/a b+c (1) été.txt"
+    store._s3.put_object(Bucket=bucket, Key=odd, Body=b"odd")
+    assert get(store.presign_get(odd, TTL_S, download_name="été report.txt")).content == b"odd"
+    principal = _s3_as(endpoint, "pf-function-api", LOCAL_SECRET)
+    link = principal.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": odd})
+    assert get(link).content == b"odd"
+    sts = boto3.client(
+        "sts",
+        endpoint_url=endpoint,
+        region_name=LOCAL_REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    role = f"arn:aws:iam::{LOCAL_ACCOUNT}:role/pagefleet-probe"
+    issued = sts.assume_role(RoleArn=role, RoleSessionName="probe")["Credentials"]
+    session = _s3_as(
+        endpoint, issued["AccessKeyId"], issued["SecretAccessKey"], issued["SessionToken"]
+    )
+    link = session.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": odd})
+    assert get(link).content == b"odd"
+    assert get(link.replace("X-Amz-Signature=", "X-Amz-Signature=1")).status_code == 403
