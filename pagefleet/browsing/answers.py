@@ -24,23 +24,32 @@ from pagefleet.browsing.models import (
 Presign = Callable[[str], str]
 
 
-def answered(presign: Presign, record: CommandRecord, status: SessionStatus) -> StepsAnswer:
-    """The recorded answer of a command, or ``expired`` when it never ran."""
-    if record.state is CommandState.EXPIRED or record.answer is None:
+def answered(
+    presign: Presign, record: CommandRecord, status: SessionStatus, *, ttl_s: int
+) -> StepsAnswer:
+    """The recorded answer of a command, or ``expired`` when it never ran; its links last
+    ``ttl_s`` seconds."""
+    answer = record.answer
+    if record.state is CommandState.EXPIRED or answer is None:
         answer = expired_answer(record.command_id)
-        return steps_answer(presign, record.session_id, record.command_id, answer, status)
-    return steps_answer(presign, record.session_id, record.command_id, record.answer, status)
+    return steps_answer(presign, record.session_id, record.command_id, answer, status, ttl_s=ttl_s)
 
 
 def steps_answer(
-    presign: Presign, session_id: str, command_id: str, answer: Answer, status: SessionStatus
+    presign: Presign,
+    session_id: str,
+    command_id: str,
+    answer: Answer,
+    status: SessionStatus,
+    *,
+    ttl_s: int,
 ) -> StepsAnswer:
     observation = answer.observation
     if observation is not None and answer.screenshot_key is not None:
         observation = observation.model_copy(
             update={"screenshot_url": presign(answer.screenshot_key)}
         )
-    parts = {name: _link(presign, part) for name, part in answer.parts.items()}
+    parts = {name: _link(presign, part, ttl_s) for name, part in answer.parts.items()}
     expired = answer.error is not None and answer.error.get("kind") == EXPIRED_KIND
     return StepsAnswer(
         session_id=session_id,
@@ -53,16 +62,16 @@ def steps_answer(
         error=answer.error,
         observation=observation,
         parts=parts,
-        files={name: _link(presign, part) for name, part in answer.files.items()},
+        files={name: _link(presign, part, ttl_s) for name, part in answer.files.items()},
     )
 
 
-def _link(presign: Presign, part: PartRef) -> PartLink:
-    return PartLink(url=presign(part.key), **part.model_dump(exclude={"key"}))
+def _link(presign: Presign, part: PartRef, ttl_s: int) -> PartLink:
+    return PartLink(url=presign(part.key), expires_in=ttl_s, **part.model_dump(exclude={"key"}))
 
 
 def files_made(
-    presign: Presign, ledger: CommandLedger, tenant_id: str, session_id: str
+    presign: Presign, ledger: CommandLedger, tenant_id: str, session_id: str, *, ttl_s: int
 ) -> list[SessionFile]:
     """Every file the session's steps made, in the order they ran, each with a link."""
     done = [
@@ -72,7 +81,7 @@ def files_made(
     ]
     done.sort(key=lambda c: c.order or "")
     return [
-        SessionFile(name=name, **_link(presign, part).model_dump())
+        SessionFile(name=name, **_link(presign, part, ttl_s).model_dump())
         for c in done
         for name, part in (c.answer.files.items() if c.answer is not None else [])
     ]

@@ -236,6 +236,11 @@ class PartLink(BaseModel):
     sha256: str
     bytes: int
     content_type: str
+    expires_in: int | None = Field(
+        default=None,
+        description="seconds the link stays valid (then S3 refuses it: read the answer or "
+        "the files again for a fresh one)",
+    )
 
 
 class Answer(BaseModel):

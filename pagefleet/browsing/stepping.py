@@ -136,7 +136,7 @@ def run_steps(
             field="command_id",
         )
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        return answered(sessions.presign, record, "ready")
+        return answered(sessions.presign, record, "ready", ttl_s=sessions.presign_ttl_s)
     if woke is None:
         # Read after the record was written: a worker that took the session since either
         # is seen here, or finds the command when it looks at the ledger as it starts.
@@ -155,7 +155,7 @@ def run_steps(
     if woken or record.state is CommandState.RUNNING:
         record = _await_answer(sessions, record, body, dumped, began=began, trip=trip)
     if record.state is CommandState.DONE and record.answer is not None:
-        return answered(sessions.presign, record, "ready")
+        return answered(sessions.presign, record, "ready", ttl_s=sessions.presign_ttl_s)
     view = read_command(sessions, tenant_id, session_id, given)
     if view.state == "done" and view.answer is not None:
         return view.answer
@@ -267,7 +267,7 @@ def read_command(
         state = "lost"  # its worker went while it ran: whether its steps ran is unknown
     answer = None
     if record.state in (CommandState.DONE, CommandState.EXPIRED):
-        answer = answered(sessions.presign, record, status)
+        answer = answered(sessions.presign, record, status, ttl_s=sessions.presign_ttl_s)
     # A pending command says so plainly when it waits for the person holding the page.
     takeover = shown(job.takeover, final=job.status.is_final) if state == "pending" else None
     return CommandView(

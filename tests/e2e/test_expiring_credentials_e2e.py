@@ -61,7 +61,7 @@ def test_a_job_longer_than_its_credentials_uploads_every_artifact(stack: LocalSt
 
 def test_an_artifact_link_past_its_time_is_refused_as_s3_refuses_it(stack: LocalStack) -> None:
     """The embedded AWS process runs presigned links out (devstack.presigned_urls): one made
-    for a second downloads at once and is refused two seconds later."""
+    for a second is refused two seconds later, one made for ten minutes still downloads."""
     import time
 
     import boto3
@@ -81,10 +81,13 @@ def test_an_artifact_link_past_its_time_is_refused_as_s3_refuses_it(stack: Local
     assert stack.provisioned is not None
     where = {"Bucket": stack.provisioned.artifacts_bucket, "Key": "probe/link.txt"}
     s3.put_object(**where, Body=b"short-lived")
-    link = s3.generate_presigned_url("get_object", Params=where, ExpiresIn=1)
+    # X-Amz-Date is in whole seconds: a link of one second may already be over when first
+    # used, so the one that downloads lives ten minutes and the one refused one second.
+    lasting = s3.generate_presigned_url("get_object", Params=where, ExpiresIn=600)
+    brief = s3.generate_presigned_url("get_object", Params=where, ExpiresIn=1)
+    time.sleep(2.2)  # past the brief one's date + 1 s, whatever its second's fraction
     with httpx.Client(trust_env=False, timeout=10) as http:
-        assert http.get(link).content == b"short-lived"
-        time.sleep(2.2)  # X-Amz-Date is in whole seconds: past date + 1 s for certain
-        refused = http.get(link)
+        assert http.get(lasting).content == b"short-lived"
+        refused = http.get(brief)
     assert refused.status_code == 403
     assert "Request has expired" in refused.text

@@ -176,7 +176,8 @@ def test_every_routes_success_answer_matches_the_openapi_document(
     answer = Answer(id="go-1", ran=1, files={"a.csv": made})
     ledger.finish(TENANT, session, "go-1", answer, [step["step"]])
     call("GET", f"{base}/commands/go-1", 200)
-    assert call("GET", f"{base}/files", 200)["files"][0]["name"] == "a.csv"
+    [listed] = call("GET", f"{base}/files", 200)["files"]
+    assert listed["name"] == "a.csv" and listed["expires_in"] == 300  # the links' life
     call("POST", f"{base}/steps", 200, json=step)  # sent again: the first answer
     call("GET", base, 200)
     call("GET", "/v1/browser-sessions", 200)

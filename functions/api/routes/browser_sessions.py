@@ -219,7 +219,13 @@ def session_files(session_id: SESSION_ID) -> Response[str]:
     tenant = tenant_id(router)
     sessions = browser_sessions()
     service.get_session(sessions, tenant, session_id)  # 404 for another tenant's
-    made = answers.files_made(sessions.presign, sessions.require_commands(), tenant, session_id)
+    made = answers.files_made(
+        sessions.presign,
+        sessions.require_commands(),
+        tenant,
+        session_id,
+        ttl_s=sessions.presign_ttl_s,
+    )
     return respond(200, SessionFiles(session_id=session_id, files=made))
 
 
