@@ -240,5 +240,5 @@ def test_declared_pools_leave_the_stack_within_cloudformations_quotas(declared: 
 
     body = declared.template_path.read_bytes()
     assert template_excess(declared.raw, len(body)) == []
-    print(f"{len(declared.stack.workers.pools)} pools: {len(declared.raw['Resources'])} resources")
-    assert len(declared.raw["Resources"]) < SECTION_MAX["Resources"]
+    # Five pools: 444 resources; a sixth leaves ~30 before CloudFormation's 500.
+    assert len(declared.raw["Resources"]) < SECTION_MAX["Resources"] - 50

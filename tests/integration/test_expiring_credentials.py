@@ -33,14 +33,10 @@ def clock() -> Clock:
 @pytest.fixture
 def expiring(moto_endpoint: str, clock: Clock) -> Iterator[tuple[str, CredentialLifetimes]]:
     """This process's moto backends (the session's server) behind expiring credentials."""
-    made: list[CredentialLifetimes] = []
-
-    def front(app: Any) -> CredentialLifetimes:
-        made.append(CredentialLifetimes(app, lifetime_s=LIFETIME_S, clock=clock))
-        return made[0]
-
-    with served_behind(front) as endpoint:
-        yield endpoint, made[0]
+    with served_behind(
+        lambda app: CredentialLifetimes(app, lifetime_s=LIFETIME_S, clock=clock)
+    ) as served:
+        yield served
 
 
 def client_as(endpoint: str, key: str, service: str, *, validate: bool = True) -> Any:

@@ -42,14 +42,10 @@ def front(
     moto_endpoint: str, clock: Clock, enforced: list[bool]
 ) -> Iterator[tuple[str, PresignedExpiry]]:
     """This process's moto backends (the session's server) behind the presigned URLs' rule."""
-    made: list[PresignedExpiry] = []
-
-    def front(app: Any) -> PresignedExpiry:
-        made.append(PresignedExpiry(app, clock=clock, enforced=lambda: enforced[0]))
-        return made[0]
-
-    with served_behind(front) as endpoint:
-        yield endpoint, made[0]
+    with served_behind(
+        lambda app: PresignedExpiry(app, clock=clock, enforced=lambda: enforced[0])
+    ) as served:
+        yield served
 
 
 def _s3_as(endpoint: str, key: str, secret: str, token: str | None = None) -> Any:

@@ -7,7 +7,9 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+F = TypeVar("F")
 
 
 class Clock:
@@ -21,17 +23,17 @@ class Clock:
 
 
 @contextlib.contextmanager
-def served_behind(front: Callable[[Any], Any]) -> Iterator[str]:
-    """The session's moto backends behind ``front(app)``, served on loopback: its URL."""
+def served_behind(front: Callable[[Any], F]) -> Iterator[tuple[str, F]]:
+    """The session's moto backends behind ``front(app)``, served on loopback: its URL and
+    the middleware (to read what it counted)."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.serving import make_server
 
-    server = make_server(
-        "127.0.0.1", 0, front(DomainDispatcherApplication(create_backend_app)), threaded=True
-    )
+    app = front(DomainDispatcherApplication(create_backend_app))
+    server = make_server("127.0.0.1", 0, app, threaded=True)  # type: ignore[arg-type]  # a WSGI app
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        yield f"http://127.0.0.1:{server.server_port}", app
     finally:
         server.shutdown()
