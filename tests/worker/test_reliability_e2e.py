@@ -90,7 +90,9 @@ def test_failing_site_opens_the_circuit_defers_jobs_then_recovers(
     site, services, make_settings, run_worker
 ):
     down = site.add("/flaky", "<h1>down</h1>", status=503)
-    policy = BreakerPolicy(window_s=60, min_requests=2, failure_rate=0.5, cooldown_s=3)
+    # The cooldown outlasts the deferral below on a loaded machine: a shorter one let the
+    # half-open probe run a waiting job (503: retry_scheduled) before it was read deferred.
+    policy = BreakerPolicy(window_s=60, min_requests=2, failure_rate=0.5, cooldown_s=12)
     settings = make_settings(breaker=policy, concurrency=1)
     one_try = {"steps": [{"action": "goto", "url": down}], "max_attempts": 1}
     failing = [submit(services, one_try) for _ in range(2)]
@@ -110,10 +112,9 @@ def test_failing_site_opens_the_circuit_defers_jobs_then_recovers(
     # While the circuit is open, new jobs wait queued with a reason; none runs yet.
     waiting = [submit(services, {"steps": [{"action": "goto", "url": down}]}) for _ in range(3)]
     deadline = time.monotonic() + 20
-    while not services.store.get(TENANT, waiting[0].job_id).deferred_reason:
+    while not (deferred := services.store.get(TENANT, waiting[0].job_id)).deferred_reason:
         assert time.monotonic() < deadline, "the job was not deferred"
         time.sleep(0.05)
-    deferred = services.store.get(TENANT, waiting[0].job_id)
     assert deferred.status is JobStatus.QUEUED
     assert f"circuit open for {origin}" in (deferred.deferred_reason or "")
 
