@@ -19,17 +19,24 @@ and the job fails ``invalid_workflow`` once its step ends (``SearchBudget.raise_
 does a glob Playwright cannot read (the API refuses those; one may come from an input).
 Until then a blocked or routed request goes to the network as any other, through the
 egress checks, which stay the boundary.
+
+``regex`` is imported when a job first needs it: its extension allocates ~10 MB as it loads
+(PSS +11 MB on import; 2-3 MB of a busy worker's steady PSS, bench/worker_memory.py), which
+a worker that only runs plain jobs never uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import regex
 from playwright._impl.isomorphic.url_match import resolve_glob_to_regex_pattern
 from playwright.async_api import Error as PlaywrightError
 
 from browser_task.errors import FailJob
+
+if TYPE_CHECKING:
+    import regex
 
 # How long one search may hold the worker's loop (the module checks its clock while it
 # backtracks, so a search is stopped some tens of milliseconds after this).
@@ -74,6 +81,8 @@ class SearchBudget:
 
 def pattern(source: str) -> regex.Pattern[str]:
     """A tenant's regular expression in ``re``'s dialect (the one the model validated)."""
+    import regex
+
     return regex.compile(source, regex.V0)
 
 
@@ -81,6 +90,8 @@ def glob_matcher(glob: str, budget: SearchBudget) -> Callable[[str], bool]:
     """A Playwright URL glob as a callable Playwright accepts where it takes the glob. One
     Playwright would refuse (an input brought a brace; the API checks the rest) matches
     nothing and fails the job when its step ends, never the context it is installed in."""
+    import regex
+
     what = f"the URL glob {glob!r}"
     try:
         compiled = pattern(resolve_glob_to_regex_pattern(None, glob))

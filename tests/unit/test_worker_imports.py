@@ -1,9 +1,10 @@
 """What a worker loads before its first job: not the parts only some jobs use (issue 36).
 
-A browser session's loop, a takeover's input, a monitor's schedules and the WebSocket API's
-live service are loaded by the first job that needs them; a worker that never runs one
-never holds them. Each case imports ``browser_task.__main__`` in a fresh interpreter and
-builds a worker against an endpoint that answers nothing (building makes no AWS call).
+A browser session's loop, a takeover's input, a monitor's schedules, the WebSocket API's
+live service and the libraries of URL globs, visual diffs and result schemas are loaded by
+the first job that needs them; a worker that never runs one never holds them. Each case
+imports ``browser_task.__main__`` in a fresh interpreter and builds a worker against an
+endpoint that answers nothing (building makes no AWS call).
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ ONLY_SOME_JOBS = (
     "pagefleet.live.watch",
     "pagefleet.live.service",
     "pagefleet.tenancy.api_keys",
+    # a job's URL globs and patterns (the extension builds ~10 MB of tables as it loads), a
+    # monitor's visual diff, a result's JSON Schema
+    "regex",
+    "PIL",
+    "jsonschema",
 )
 PROBE = """
 import json, sys
