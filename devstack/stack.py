@@ -411,6 +411,10 @@ class LocalStack:
         """Each worker's id -> the pool it serves."""
         return self._workers.pools
 
+    def protected_workers(self) -> set[str]:
+        """The workers whose task is protected from scale-in now (by its ECS agent)."""
+        return {worker for worker, agent in self._workers.agents.items() if agent.protected()}
+
     def iam_report(self) -> dict[str, Any]:
         """The calls checked per principal and every denial (``devstack.iam.guard``)."""
         return self.iam.report(self.aws_endpoint)

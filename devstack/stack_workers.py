@@ -1,5 +1,8 @@
 """The local stack's workers: ``python -m browser_task`` processes, each with the stack's
-worker settings and as its pool's task role (``devstack.iam``), all stopped together."""
+worker settings and as its pool's task role (``devstack.iam``), all stopped together.
+
+Each worker has its own ECS agent stand-in (``devstack.ecs_agent``, as each Fargate task has
+its agent): it protects its task from scale-in while jobs run, as on ECS."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from devstack.ecs_agent import EcsAgent
 from devstack.iam.local import LocalIam
 from devstack.local_settings import pool_worker_env
 from devstack.processes import ManagedProcess, StopRequest, request_stop_all
@@ -29,8 +33,9 @@ class LocalWorkers:
         # Over every worker's environment (a chaos run's fault rate, a test's setting).
         self._extra_env = dict(extra_env)
         self.processes: list[ManagedProcess] = []
-        # Each worker's id -> the pool it serves.
+        # Each worker's id -> the pool it serves, and its task's ECS agent.
         self.pools: dict[str, str] = {}
+        self.agents: dict[str, EcsAgent] = {}
         self._stopping: StopRequest | None = None
         self._started_at = 0.0
 
@@ -72,8 +77,10 @@ class LocalWorkers:
         task role)."""
         index = len(self.processes)
         env = self.environment(settings, iam, index, extra_env)
-        pool = env[env_name(WorkerSettings, "pool")]
-        self.pools[env[env_name(WorkerSettings, "worker_id")]] = pool
+        worker_id = env[env_name(WorkerSettings, "worker_id")]
+        self.pools[worker_id] = env[env_name(WorkerSettings, "pool")]
+        agent = self.agents[worker_id] = EcsAgent()
+        env["ECS_AGENT_URI"] = agent.start()
         proc = ManagedProcess(
             f"worker-{index}",
             [sys.executable, "-m", "browser_task"],
@@ -117,3 +124,6 @@ class LocalWorkers:
         if stopping is None or stopping.processes != tuple(processes):
             stopping = request_stop_all(processes)
         stopping.finish(grace_s)
+        agents, self.agents = self.agents, {}
+        for agent in agents.values():
+            agent.stop()

@@ -133,6 +133,7 @@ class Worker:
             flusher.cancel()
             breaker_flusher.cancel()
             watch.cancel()
+            await self._protection.close()
             with contextlib.suppress(Exception):
                 await self._breaker.flush()
             await asyncio.to_thread(self._later.shutdown, wait=True)

@@ -206,6 +206,8 @@ def test_cli_cancels_a_running_job_mid_action(stack: LocalStack, tmp_path: Path)
         ):
             assert not client.get(job_id).is_final and time.monotonic() < deadline
             time.sleep(0.2)
+        # Its worker told its task's ECS agent: no scale-in stops the task meanwhile.
+        assert stack.protected_workers()
         cancelled = _cli("cancel", job_id, env=env)
         assert cancelled.returncode == 0, cancelled.stderr
         job = client.wait(job_id, timeout=20)  # far below the step's two minutes

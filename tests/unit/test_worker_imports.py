@@ -1,7 +1,7 @@
 """What a worker loads before its first job: not the parts only some jobs use (issue 36).
 
 A browser session's loop, a takeover's input, a monitor's schedules, the WebSocket API's
-live service and the libraries of URL globs, visual diffs and result schemas are loaded by
+live service and the libraries of URL globs and result schemas are loaded by
 the first job that needs them; a worker that never runs one never holds them. Each case
 imports ``browser_task.__main__`` in a fresh interpreter and builds a worker against an
 endpoint that answers nothing (building makes no AWS call).
@@ -45,10 +45,9 @@ ONLY_SOME_JOBS = (
     "pagefleet.live.watch",
     "pagefleet.live.service",
     "pagefleet.tenancy.api_keys",
-    # a job's URL globs and patterns (the extension builds ~10 MB of tables as it loads), a
-    # monitor's visual diff, a result's JSON Schema
+    # a job's URL globs and patterns (the extension allocates ~10 MB as it loads), a result's
+    # JSON Schema
     "regex",
-    "PIL",
     "jsonschema",
 )
 PROBE = """

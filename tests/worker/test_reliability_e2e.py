@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 
+from browser_task.observe.task_protection import TaskProtection
 from devstack.chaos import wait_until
+from devstack.ecs_agent import EcsAgent
 from pagefleet.adapters.dynamodb.events import DynamoEventStore
 from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.service import cancel_job
@@ -37,7 +39,8 @@ def test_running_job_is_cancelled_mid_action_and_keeps_its_artifacts(
         },
     )
     settings = make_settings()
-    run_worker(settings)
+    agent = EcsAgent()  # the task's ECS agent: protection from scale-in while a job runs
+    run_worker(settings, protection=TaskProtection(agent.start()))
     wait_for_job(services, job.job_id, {JobStatus.RUNNING})
     # Cancel once the slow step has begun (its run event says so): the screenshot before it
     # has landed then, however long it took on a loaded machine.
@@ -48,6 +51,7 @@ def test_running_job_is_cancelled_mid_action_and_keeps_its_artifacts(
         return any(e["type"] == "step_started" and e.get("index") == 2 for e in page)
 
     wait_until(slow_step_started, 60, what="the slow step's step_started event")
+    assert agent.protected()
     asked = cancel_job(services, TENANT, job.job_id)
     assert asked.status is JobStatus.RUNNING and asked.cancel_requested_at
 
@@ -58,6 +62,9 @@ def test_running_job_is_cancelled_mid_action_and_keeps_its_artifacts(
     assert done.error.step_index == 2
     assert "before.png" in {a.name for a in done.artifacts}
     wait_for_empty_queue(settings.queue_url("standard"))
+    wait_until(lambda: not agent.protected(), 20, what="protection given back when idle")
+    assert agent.refused == []
+    agent.stop()
 
 
 def test_queued_job_cancelled_before_a_worker_sees_it_never_runs(
