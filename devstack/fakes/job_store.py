@@ -42,6 +42,7 @@ from pagefleet.jobs.rules import (
 )
 from pagefleet.jobs.states import HELD_STATES, JobStatus, sources_of
 from pagefleet.monitors.changes import Changes
+from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
 
 @dataclass
@@ -71,8 +72,9 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
         key = (record.tenant_id, record.job_id)
         with self._lock:
             idem_key = (record.tenant_id, record.idempotency_key or "")
-            if record.idempotency_key is not None and idem_key in self._idempotency:
-                raise IdempotencyConflict(record.idempotency_key)
+            held = self._idempotency.get(idem_key) if record.idempotency_key is not None else None
+            if held is not None and held.expires_at > epoch_of(record.created_at):
+                raise IdempotencyConflict(str(record.idempotency_key))
             if key in self._rows:
                 raise IdempotencyConflict(record.job_id)
             ops = None
@@ -89,7 +91,9 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
                 self._edges.setdefault((record.tenant_id, parent), []).append(record.job_id)
             if record.idempotency_key is not None:
                 self._idempotency[idem_key] = IdempotencyRecord(
-                    job_id=record.job_id, fingerprint=idempotency_fingerprint or ""
+                    job_id=record.job_id,
+                    fingerprint=idempotency_fingerprint or "",
+                    expires_at=epoch_of(record.created_at) + IDEMPOTENCY_TTL_S,
                 )
 
     def all_jobs(self) -> list[JobRecord]:
@@ -97,9 +101,10 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
         with self._lock:
             return [row.job.model_copy(deep=True) for row in self._rows.values()]
 
-    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+    def get_idempotency(self, tenant_id: str, key: str, *, now: float) -> IdempotencyRecord | None:
         with self._lock:
-            return self._idempotency.get((tenant_id, key))
+            found = self._idempotency.get((tenant_id, key))
+        return found if found is not None and found.expires_at > now else None
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
         with self._lock:

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from pagefleet.adapters.dynamodb.batches import write_all
 from pagefleet.adapters.dynamodb.codec import (
+    condition_failed,
     deserialize,
     idempotency_sk,
     job_sk,
@@ -62,12 +63,29 @@ class AwsJobData:
         keys: list[dict[str, Any]] = []
         for prefix in (job_sk(job_id), f"{EVENTS_PREFIX}{job_id}#", counter_sk(job_id)):
             keys += self._keys_under(pk, prefix)
-        if idempotency_key is not None:
-            keys.append({"pk": pk, "sk": idempotency_sk(idempotency_key)})
+        key_deleted = (
+            0 if idempotency_key is None else self._delete_key(pk, idempotency_key, job_id)
+        )
         # The record last: if anything fails before, the job can still be found and deleted.
         keys.sort(key=lambda k: k["sk"] == job_sk(job_id))
         write_all(self._db, self._table, [{"DeleteRequest": {"Key": serialize(k)}} for k in keys])
-        return len(keys)
+        return len(keys) + key_deleted
+
+    def _delete_key(self, pk: str, idempotency_key: str, job_id: str) -> int:
+        """The job's idempotency key, while it is still the job's: past its 24 h another
+        submission may have taken it (pagefleet.jobs.ports.JobStore.create)."""
+        try:
+            self._db.delete_item(
+                TableName=self._table,
+                Key=serialize({"pk": pk, "sk": idempotency_sk(idempotency_key)}),
+                ConditionExpression="job_id = :j",
+                ExpressionAttributeValues=serialize({":j": job_id}),
+            )
+        except ClientError as exc:
+            if condition_failed(exc):
+                return 0  # another job's, or gone
+            raise
+        return 1
 
     def _keys_under(self, pk: str, prefix: str) -> list[dict[str, Any]]:
         keys: list[dict[str, Any]] = []

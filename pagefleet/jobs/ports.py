@@ -83,6 +83,7 @@ SYSTEM_CLOCK: Clock = SystemClock()
 class IdempotencyRecord:
     job_id: str
     fingerprint: str
+    expires_at: int  # epoch seconds: the key is free again from then (IDEMPOTENCY_TTL_S)
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,14 @@ class JobStore(Protocol):
     ) -> None:
         """Write a new job in its first state. A waiting job's dependency edges go with it;
         ``dispatch_at`` (a scheduled job due in more than 15 minutes) puts it in the sweeper's
-        due set instead of expecting its message now."""
+        due set instead of expecting its message now. Its idempotency key is taken unless a
+        job holds it still at the record's ``created_at`` (``IdempotencyConflict``)."""
 
-    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None: ...
+    def get_idempotency(self, tenant_id: str, key: str, *, now: float) -> IdempotencyRecord | None:
+        """The key's record, or None: never taken, or past its ``expires_at`` at ``now``
+        (DynamoDB's TTL deletes an expired item days later, and reads return it meanwhile:
+        the key lasts exactly its 24 h wherever it is read)."""
+        ...
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord: ...
 

@@ -174,7 +174,7 @@ def _send_on(
 
 
 def _replay(svc: JobServices, tenant_id: str, key: str, fingerprint: str) -> Submitted | None:
-    idem = svc.store.get_idempotency(tenant_id, key)
+    idem = svc.store.get_idempotency(tenant_id, key, now=svc.clock.now())
     if idem is None:
         return None
     if idem.fingerprint != fingerprint:

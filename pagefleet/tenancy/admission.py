@@ -165,7 +165,10 @@ def submit(
     """``schedule``: (schedule id, scheduled time) of a schedule's run started by hand;
     ``alongside``: work run while a new job is queued (``jobs.service.submit_job``)."""
     key = idempotency_key
-    if key is not None and svc.store.get_idempotency(tenant_id, key) is not None:
+    if (
+        key is not None
+        and svc.store.get_idempotency(tenant_id, key, now=svc.clock.now()) is not None
+    ):
         rate = quotas.spend(tenant_id)  # a replay: a token (it is a request), no queued room
         return Admitted(_replay(svc, tenant_id, request, key, correlation_id, schedule), rate)
     rate, held = quotas.spend_and_hold(tenant_id)
@@ -215,7 +218,11 @@ def _submit_one(
 ) -> Submitted:
     """One job whose token is spent; ``held``: the queued count once room was held for it
     (None: not held yet); ``key_is_new``: its key was just looked up and not found."""
-    if not key_is_new and key is not None and svc.store.get_idempotency(tenant_id, key):
+    if (
+        not key_is_new
+        and key is not None
+        and svc.store.get_idempotency(tenant_id, key, now=svc.clock.now())
+    ):
         if held is not None:
             quotas.release_queued(tenant_id)
         return _replay(svc, tenant_id, request, key, correlation_id, schedule)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from pagefleet.errors import IdempotencyConflict, IllegalTransition, NotFound
-from pagefleet.jobs.models import JobRequest, iso, utcnow
-from pagefleet.jobs.record import AttemptRecord, JobError
+from pagefleet.jobs.models import JobRequest, epoch_of_iso, iso, new_job_id, utcnow
+from pagefleet.jobs.record import AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.service import JobServices, submit_job
 from pagefleet.jobs.states import JobStatus
+from pagefleet.tenancy.limits import IDEMPOTENCY_TTL_S
 
 REQUEST = JobRequest.model_validate({"steps": [{"action": "goto", "url": "http://127.0.0.1:9/"}]})
 NOW = 2_000_000_000
@@ -62,13 +65,39 @@ def test_a_job_is_unqueued_until_its_message_is_known_sent(svc: JobServices) -> 
 
 def test_an_idempotency_key_is_taken_once(svc: JobServices) -> None:
     first = submit_job(svc, "t", REQUEST, idempotency_key="order-42").job
-    idem = svc.store.get_idempotency("t", "order-42")
+    now = svc.clock.now()
+    idem = svc.store.get_idempotency("t", "order-42", now=now)
     assert idem is not None and idem.job_id == first.job_id
     assert idem.fingerprint == REQUEST.fingerprint()
     clash = first.model_copy(update={"job_id": "1" * 26})
     with pytest.raises(IdempotencyConflict):
         svc.store.create(clash, idempotency_fingerprint="x")
-    assert svc.store.get_idempotency("other", "order-42") is None
+    assert svc.store.get_idempotency("other", "order-42", now=now) is None
+
+
+def test_an_idempotency_key_is_free_again_once_its_day_is_over(svc: JobServices) -> None:
+    """Past its expiry a key reads as absent and is taken by the next job, whether or not
+    TTL has deleted its item yet (days later, on DynamoDB)."""
+    first = submit_job(svc, "t", REQUEST, idempotency_key="order-43").job
+    made = int(epoch_of_iso(first.created_at))
+    held = svc.store.get_idempotency("t", "order-43", now=made + IDEMPOTENCY_TTL_S - 1)
+    assert held is not None and held.job_id == first.job_id
+    assert held.expires_at == made + IDEMPOTENCY_TTL_S
+    assert svc.store.get_idempotency("t", "order-43", now=made + IDEMPOTENCY_TTL_S) is None
+
+    def later(seconds: int) -> JobRecord:
+        at = datetime.fromtimestamp(made + IDEMPOTENCY_TTL_S + seconds, UTC)
+        return first.model_copy(update={"job_id": new_job_id(), "created_at": iso(at)})
+
+    second = later(5)
+    svc.store.create(second, idempotency_fingerprint="another body")
+    taken = svc.store.get_idempotency("t", "order-43", now=made + IDEMPOTENCY_TTL_S + 6)
+    assert taken is not None and (taken.job_id, taken.fingerprint) == (
+        second.job_id,
+        "another body",
+    )
+    with pytest.raises(IdempotencyConflict):  # the new holder's day has begun
+        svc.store.create(later(60), idempotency_fingerprint="x")
 
 
 def test_the_ops_index_holds_each_job_in_the_set_it_waits_in(svc: JobServices) -> None:

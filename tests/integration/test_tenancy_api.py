@@ -295,6 +295,27 @@ def test_idempotency_keys_expire_after_a_day(api_env: Provisioned, alice: ApiCal
     idem = item(api_env, api_env.jobs_table, "TENANT#alice", idempotency_sk("ttl"))
     created = datetime.fromisoformat(job["created_at"].replace("Z", "+00:00")).timestamp()
     assert idem["expires_at"] == int(created) + IDEMPOTENCY_TTL_S
+    replayed = alice.post_job(JOB, headers={"Idempotency-Key": "ttl"})
+    assert replayed.body["job_id"] == job["job_id"]
+    other_body = {**JOB, "max_attempts": 2}
+    assert alice.post_job(other_body, headers={"Idempotency-Key": "ttl"}).status == 409
+
+    # A day later the key is free, though its item is still there: DynamoDB's TTL deletes
+    # an expired item days after its expires_at, and reads return it meanwhile (moto never
+    # deletes it). The item as it is then:
+    RUNTIME.client("dynamodb").update_item(
+        TableName=api_env.jobs_table,
+        Key={"pk": {"S": "TENANT#alice"}, "sk": {"S": idempotency_sk("ttl")}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
+    )
+    fresh = alice.post_job(other_body, headers={"Idempotency-Key": "ttl"})
+    assert fresh.status == 202, fresh.body
+    assert fresh.body["job_id"] != job["job_id"]
+    # The key is the new job's now: deleting the first job leaves it with the new one.
+    assert alice.call("DELETE", f"/v1/jobs/{job['job_id']}").status == 200
+    again = alice.post_job(other_body, headers={"Idempotency-Key": "ttl"})
+    assert again.status == 202 and again.body["job_id"] == fresh.body["job_id"]  # a replay
 
 
 def read_stream(env: Provisioned) -> list[Any]:

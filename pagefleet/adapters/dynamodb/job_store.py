@@ -126,7 +126,9 @@ class DynamoJobStore(
             "Put": {
                 "TableName": self._table,
                 "Item": serialize(idem),
-                "ConditionExpression": "attribute_not_exists(pk)",
+                # A key past its expiry is free, whether or not TTL has deleted it yet.
+                "ConditionExpression": "attribute_not_exists(pk) OR expires_at <= :now",
+                "ExpressionAttributeValues": serialize({":now": epoch_of(record.created_at)}),
             }
         }
         try:
@@ -136,7 +138,7 @@ class DynamoJobStore(
                 raise IdempotencyConflict(record.idempotency_key) from exc
             raise
 
-    def get_idempotency(self, tenant_id: str, key: str) -> IdempotencyRecord | None:
+    def get_idempotency(self, tenant_id: str, key: str, *, now: float) -> IdempotencyRecord | None:
         resp = self._db.get_item(
             TableName=self._table,
             Key=serialize({"pk": tenant_pk(tenant_id), "sk": idempotency_sk(key)}),
@@ -145,7 +147,12 @@ class DynamoJobStore(
         if "Item" not in resp:
             return None
         data = deserialize(resp["Item"])
-        return IdempotencyRecord(job_id=data["job_id"], fingerprint=data["fingerprint"])
+        found = IdempotencyRecord(
+            job_id=data["job_id"],
+            fingerprint=data["fingerprint"],
+            expires_at=int(data["expires_at"]),
+        )
+        return found if found.expires_at > now else None
 
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
         key = serialize({"pk": tenant_pk(tenant_id), "sk": job_sk(job_id)})
