@@ -37,6 +37,8 @@ from pagefleet.api.meta import HealthView
 from pagefleet.api.notify import DeliveryList, NotifySettings, SigningSecret
 from pagefleet.client.browsing import BrowsingCalls
 from pagefleet.client.dispatch import DispatchCalls
+from pagefleet.client.errors import ApiError
+from pagefleet.client.retries import Retries, is_safe
 from pagefleet.client.takeover import TakeoverCalls
 from pagefleet.client.tenancy import TenancyCalls
 from pagefleet.client.tls import tls_context
@@ -50,67 +52,6 @@ if TYPE_CHECKING:
     from pagefleet.notify.ports import DeliveryAttempt
 
 DEFAULT_TIMEOUT_S = 30.0
-
-
-class ApiError(Exception):
-    """The API refused a request. ``details`` lists ``{"field", "reason"}`` for validation."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        details: list[dict[str, Any]] | None = None,
-        *,
-        field: str | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(f"{status} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details or []
-        self.field = field
-        self.retry_after = retry_after
-
-    @classmethod
-    def from_response(cls, response: httpx.Response) -> ApiError:
-        code, message, field, details = (
-            f"http_{response.status_code}",
-            response.reason_phrase,
-            None,
-            None,
-        )
-        try:
-            payload = response.json()
-        except ValueError:
-            payload = None
-        if isinstance(payload, Mapping):
-            error = payload.get("error")
-            if isinstance(error, Mapping):
-                code = str(error.get("code") or code)
-                message = str(error.get("message") or message)
-                field = error.get("field")
-                raw = error.get("details")
-                details = (
-                    [dict(d) for d in raw if isinstance(d, Mapping)]
-                    if isinstance(raw, list)
-                    else None
-                )
-            elif "message" in payload:  # API Gateway without our gateway responses: {"message"}
-                message = str(payload.get("message") or message)
-                code = {401: "unauthorized", 403: "forbidden", 413: "request_too_large"}.get(
-                    response.status_code, code
-                )
-        retry_after = response.headers.get("Retry-After")
-        return cls(
-            response.status_code,
-            code,
-            message,
-            details,
-            field=field,
-            retry_after=float(retry_after) if retry_after and retry_after.isdigit() else None,
-        )
 
 
 class ChecksumMismatch(Exception):
@@ -130,6 +71,7 @@ __all__ = [
     "Job",
     "JobList",
     "PagefleetClient",
+    "Retries",
 ]
 
 
@@ -141,13 +83,17 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls, TakeoverCalls)
         *,
         timeout: float = DEFAULT_TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
+        retries: Retries | None = None,
     ) -> None:
+        """``retries``: when a request is sent again (pagefleet.client.retries; three sends
+        at most by default, ``Retries(attempts=1)`` never again)."""
         headers = {"User-Agent": "pagefleet-client/0.1", "Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key or ""
         self.timeout = timeout
+        self.retries = retries or Retries()
         # trust_env=False: never route through a proxy from the environment (the local stack
         # is on loopback, and a presigned URL carries its own credentials).
         self._http = httpx.Client(
@@ -175,8 +121,12 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls, TakeoverCalls)
         self.close()
 
     # --- calls -------------------------------------------------------------------------------
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        response = self._http.request(method, path, **kwargs)
+    def _request(
+        self, method: str, path: str, *, safe: bool = False, **kwargs: Any
+    ) -> httpx.Response:
+        """``safe``: the call may run twice (beside what its method and key say)."""
+        safe = safe or is_safe(method, kwargs.get("headers"))
+        response = self.retries.send(lambda: self._http.request(method, path, **kwargs), safe=safe)
         if response.status_code >= 400:
             raise ApiError.from_response(response)
         return response
@@ -276,7 +226,9 @@ class PagefleetClient(DispatchCalls, TenancyCalls, BrowsingCalls, TakeoverCalls)
 
     def cancel(self, job_id: str) -> Job:
         """Cancel a job: queued ones at once; running ones stop within seconds."""
-        return Job.model_validate_json(self._request("POST", f"/v1/jobs/{job_id}/cancel").content)
+        # Cancelling twice is cancelling once: safe to send again.
+        response = self._request("POST", f"/v1/jobs/{job_id}/cancel", safe=True)
+        return Job.model_validate_json(response.content)
 
     def resolve(
         self, job_id: str, outcome: Literal["done", "not_done"], *, continue_: bool = False

@@ -155,7 +155,8 @@ class BrowsingCalls:
         if deadline_s is not None:
             body["deadline_s"] = deadline_s
         path = f"/v1/browser-sessions/{session_id}/steps"
-        response = self._request("POST", path, json=body)
+        # Its command_id makes it safe to send again: run once, or answered as the first.
+        response = self._request("POST", path, json=body, safe=True)
         if response.status_code == 202:
             return CommandView.model_validate(response.json())
         return StepsAnswer.model_validate(response.json())
