@@ -41,6 +41,10 @@ MAYBE_RUN = frozenset({502, 503, 504})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 # Errors raised before the request left: it cannot have run.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Errors of the network or the peer, which another send may not meet. Not the others
+# (an unsupported scheme, a proxy refused, a request httpx itself could not write): those
+# fail the same way every time.
+_PASSING = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 # Full jitter: many clients refused together spread out the most.
 BACKOFF = Backoff(0.5, 8.0, Jitter.FULL)
 
@@ -65,7 +69,7 @@ class Retries:
             last = attempt >= self.attempts
             try:
                 response = request()
-            except httpx.TransportError as exc:
+            except _PASSING as exc:
                 if last or not (safe or isinstance(exc, _NOT_SENT)):
                     raise
                 self.sleep(self.backoff.delay(attempt))

@@ -114,6 +114,9 @@ def test_the_last_answer_is_raised_when_every_send_is_refused() -> None:
         (httpx.ReadTimeout("slow"), lambda c: c.submit(JOB), 1),
         (httpx.ReadTimeout("slow"), lambda c: c.get(JOB_ID), 2),
         (httpx.RemoteProtocolError("closed"), lambda c: c.submit(JOB, idempotency_key="k"), 2),
+        # What fails the same way every time is not sent again, safe or not.
+        (httpx.UnsupportedProtocol("ftp"), lambda c: c.get(JOB_ID), 1),
+        (httpx.LocalProtocolError("bad header"), lambda c: c.get(JOB_ID), 1),
     ],
 )
 def test_a_lost_connection_is_tried_again_only_where_it_is_safe(
