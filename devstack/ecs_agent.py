@@ -56,8 +56,7 @@ class EcsAgent:
 
     # --- the state ------------------------------------------------------------------------
     def protected(self) -> bool:
-        with self._lock:
-            return self._until is not None and self._clock() < self._until
+        return self.expiration() is not None
 
     def expiration(self) -> float | None:
         """When protection lapses (wall seconds), or None when the task is not protected."""

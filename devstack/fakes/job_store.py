@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from devstack.fakes.human_waits import FakeHumanWaits
+from devstack.fakes.job_indexes import FakeJobIndexes
 from devstack.fakes.review import FakeReview, irreversible
 from devstack.fakes.takeovers import FakeTakeovers
 from devstack.fakes.waiting import FakeWaiting
 from devstack.fakes.watchers import FakeWatchers
 from pagefleet.adapters.dynamodb.codec import (
     epoch_of,
-    listing_key,
     ops_key,
 )
 from pagefleet.adapters.dynamodb.updates import claimable
@@ -29,9 +29,8 @@ from pagefleet.errors import (
     NotFound,
 )
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
-from pagefleet.jobs.listing import fill_page
 from pagefleet.jobs.models import MAX_REPLAYS_LISTED
-from pagefleet.jobs.ports import NO_FILTER, IdempotencyRecord, JobFilter
+from pagefleet.jobs.ports import IdempotencyRecord
 from pagefleet.jobs.record import Artifact, AttemptRecord, JobError, JobRecord
 from pagefleet.jobs.rules import (
     RETRY_DUE_SLACK_S,
@@ -53,7 +52,9 @@ class _Row:
     expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
-class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, FakeWaiting):
+class FakeJobStore(
+    FakeJobIndexes, FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, FakeWaiting
+):
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[tuple[str, str], _Row] = {}
@@ -109,73 +110,6 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
     def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
         with self._lock:
             return self._row(tenant_id, job_id).job.model_copy(deep=True)
-
-    def list_page(
-        self,
-        tenant_id: str,
-        *,
-        status: JobStatus | None,
-        limit: int,
-        start_key: dict[str, Any] | None,
-        where: JobFilter = NO_FILTER,
-    ) -> tuple[list[JobRecord], dict[str, Any] | None]:
-        with self._lock:
-            jobs = sorted(
-                (r.job for (t, _), r in self._rows.items() if t == tenant_id),
-                key=lambda j: j.job_id,
-                reverse=True,
-            )
-        if status is not None:
-            jobs = [j for j in jobs if j.status is status]
-
-        def read(size: int, start: dict[str, Any] | None) -> tuple[list[JobRecord], Any]:
-            # As a DynamoDB query: `size` items read after `start`, the filter applied to them.
-            after = str(start["sk"]).removeprefix("JOB#") if start else None
-            rest = [j for j in jobs if after is None or j.job_id < after]
-            batch = rest[:size]
-            last = listing_key(tenant_id, batch[-1].job_id, status) if len(rest) > size else None
-            return [j.model_copy(deep=True) for j in batch if where.matches(j)], last
-
-        return fill_page(
-            read,
-            limit=limit,
-            start_key=start_key,
-            filtered=bool(where),
-            key_of=lambda job: listing_key(tenant_id, job.job_id, status),
-        )
-
-    def list_unqueued(self, created_before: str, limit: int = 100) -> list[JobRecord]:
-        with self._lock:
-            found = [
-                r.job.model_copy(deep=True)
-                for r in self._rows.values()
-                if r.unqueued and r.job.created_at < created_before
-            ]
-        return found[:limit]
-
-    def ops_due(self, kind: str, before_epoch: int, limit: int = 100) -> list[tuple[str, str]]:
-        with self._lock:
-            due = [
-                (r.ops[1], r.job.tenant_id, r.job.job_id)
-                for r in self._rows.values()
-                if r.ops is not None
-                and (r.ops[0] == kind if kind == "dead" else r.ops[0].startswith(f"{kind}#"))
-                and r.ops[1] < before_epoch
-            ]
-        return [(tenant, job) for _, tenant, job in sorted(due)][: limit * 4]
-
-    def next_due(self, kind: str, after_epoch: int) -> int | None:
-        with self._lock:
-            return min(
-                (
-                    r.ops[1]
-                    for r in self._rows.values()
-                    if r.ops is not None
-                    and (r.ops[0] == kind if kind == "dead" else r.ops[0].startswith(f"{kind}#"))
-                    and r.ops[1] >= after_epoch
-                ),
-                default=None,
-            )
 
     # --- writes -----------------------------------------------------------------------------
     def mark_enqueued(self, tenant_id: str, job_id: str, at: str) -> None:
@@ -401,25 +335,6 @@ class FakeJobStore(FakeHumanWaits, FakeWatchers, FakeTakeovers, FakeReview, Fake
             row = self._rows.get((tenant_id, job_id))
             if row is not None and len(row.job.replays) < MAX_REPLAYS_LISTED:
                 row.job = row.job.model_copy(update={"replays": [*row.job.replays, replay_id]})
-
-    def count(self, tenant_id: str, status: JobStatus) -> int:
-        with self._lock:
-            return sum(
-                1 for (t, _), r in self._rows.items() if t == tenant_id and r.job.status is status
-            )
-
-    def oldest(self, tenant_id: str, status: JobStatus) -> JobRecord | None:
-        with self._lock:
-            found = sorted(
-                (r.job for (t, _), r in self._rows.items() if t == tenant_id),
-                key=lambda j: j.job_id,
-            )
-        first = next((j for j in found if j.status is status), None)
-        return first.model_copy(deep=True) if first else None
-
-    def dependants(self, tenant_id: str, job_id: str) -> list[str]:
-        with self._lock:
-            return list(self._edges.get((tenant_id, job_id), []))
 
     # --- helpers ----------------------------------------------------------------------------
     def expiry(self, tenant_id: str, job_id: str) -> int | None:
