@@ -13,6 +13,10 @@ as AWS does, and sooner:
   an hour when the caller is itself a role session (role chaining). Every local principal
   but the operator stands for a role (a function's, a task's), so their AssumeRole is
   chained.
+- So are its ``RoleSessionName`` (2 to 64 of ASCII letters, digits and ``_+=,.@-``) and its
+  session tags (at most 50; a key 1 to 128 characters, a value up to 256, each of letters,
+  digits and spaces of any script and ``_.:/=+-@``), which moto takes as they come (it
+  checks only a name's 64): a name or tag built from a tenant's id fails here as on AWS.
 
 ``GET /_pagefleet/sts`` reports the sessions issued and the calls refused as expired.
 """
@@ -23,13 +27,15 @@ import io
 import json
 import os
 import re
+import string
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from devstack.iam.calls import Wire, credential, form_fields
+from devstack.iam.calls import Wire, credential, form_fields, session_tags
 from devstack.iam.guard import OPERATOR_KEYS, call_app, refusal, wire_of
 
 LIFETIME_ENV = "PAGEFLEET_LOCAL_STS_LIFETIME_S"
@@ -40,6 +46,13 @@ REPORT_PATH = "/_pagefleet/sts"
 # chaining) is limited to one hour.
 MIN_DURATION_S = 900
 CHAINED_MAX_S = 3600
+# AssumeRole's role session name and session tags (the STS API reference's constraints).
+SESSION_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_+=,.@-")
+SESSION_NAME_PATTERN = r"[\w+=,.@-]*"
+TAG_PATTERN = r"[\p{L}\p{Z}\p{N}_.:/=+\-@]"
+MAX_TAGS = 50
+TAG_KEY_MAX = 128
+TAG_VALUE_MAX = 256
 _WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 _ISSUED_KEY = re.compile(rb"<AccessKeyId>([^<]+)</AccessKeyId>")
 _EXPIRATION = re.compile(rb"<Expiration>[^<]*</Expiration>")
@@ -115,7 +128,7 @@ class CredentialLifetimes:
             return _answer(start_response, refusal(service, wire, "ExpiredToken", message))
         if service != "sts" or _action(wire) != "AssumeRole":
             return self._app(environ, start_response)
-        invalid = self._invalid_duration(key, wire)
+        invalid = self._invalid_duration(key, wire) or invalid_names(form_fields(wire))
         if invalid is not None:
             return _answer(start_response, refusal("sts", wire, "ValidationError", invalid))
         return self._assume(environ, start_response)
@@ -155,6 +168,46 @@ class CredentialLifetimes:
             headers.append(("Content-Length", str(len(answer))))
         start_response(status, headers)
         return [answer]
+
+
+def invalid_names(fields: dict[str, str]) -> str | None:
+    """Why AWS refuses an AssumeRole's session name or tags, in its words (None: it does not)."""
+    name = fields.get("RoleSessionName", "")
+    if not 2 <= len(name) <= 64:
+        return _violation(name, "roleSessionName", "have length between 2 and 64")
+    if not set(name) <= SESSION_NAME_CHARS:
+        pattern = f"satisfy regular expression pattern: {SESSION_NAME_PATTERN}"
+        return _violation(name, "roleSessionName", pattern)
+    tags = session_tags(fields)
+    if len(tags) > MAX_TAGS:
+        return _violation(
+            f"{len(tags)} tags", "tags", f"have length less than or equal to {MAX_TAGS}"
+        )
+    for index, (key, value) in enumerate(tags, start=1):
+        for text, part, least, most in (
+            (key, "key", 1, TAG_KEY_MAX),
+            (value, "value", 0, TAG_VALUE_MAX),
+        ):
+            where = f"tags.{index}.member.{part}"
+            if not least <= len(text) <= most:
+                return _violation(text, where, f"have length between {least} and {most}")
+            if not all(_tag_char(c) for c in text):
+                suffix = "+" if part == "key" else "*"
+                return _violation(
+                    text, where, f"satisfy regular expression pattern: {TAG_PATTERN}{suffix}"
+                )
+    return None
+
+
+def _tag_char(char: str) -> bool:
+    return unicodedata.category(char)[0] in "LZN" or char in "_.:/=+-@"
+
+
+def _violation(value: str, where: str, rule: str) -> str:
+    return (
+        f"1 validation error detected: Value '{value}' at '{where}' failed to satisfy "
+        f"constraint: Member must {rule}"
+    )
 
 
 def _action(wire: Wire) -> str:

@@ -279,11 +279,7 @@ def _sts(wire: Wire, account: Account) -> list[Request]:
     if operation == "GetCallerIdentity":
         return []  # AWS asks no permission for it
     role = fields.get("RoleArn", "*")
-    tags = {}
-    index = 1
-    while f"Tags.member.{index}.Key" in fields:
-        tags[fields[f"Tags.member.{index}.Key"]] = fields.get(f"Tags.member.{index}.Value", "")
-        index += 1
+    tags = dict(session_tags(fields))
     context: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in tags.items()}
     if tags:
         context["aws:TagKeys"] = tuple(tags)
@@ -291,6 +287,18 @@ def _sts(wire: Wire, account: Account) -> list[Request]:
     if tags:
         out.append(Request("sts:TagSession", role, context))
     return out
+
+
+def session_tags(fields: dict[str, str]) -> list[tuple[str, str]]:
+    """An STS request's session tags (``Tags.member.N.Key`` / ``.Value``), in order."""
+    tags = []
+    index = 1
+    while f"Tags.member.{index}.Key" in fields:
+        tags.append(
+            (fields[f"Tags.member.{index}.Key"], fields.get(f"Tags.member.{index}.Value", ""))
+        )
+        index += 1
+    return tags
 
 
 def _iam(wire: Wire, account: Account) -> list[Request]:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 
+from pagefleet import ids
 from pagefleet.errors import InvalidRequest, Unauthorized
 from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.ports import ApiKeyRecord, TenantStore
 
 KEY_PREFIX = "pf_"
+_TENANT_ID = re.compile(ids.TENANT_ID_CHARS)
 
 
 def hash_api_key(api_key: str) -> str:
@@ -21,8 +24,13 @@ def create_api_key(
     store: TenantStore, tenant_id: str, *, name: str = "default", admin: bool = False
 ) -> tuple[str, ApiKeyRecord]:
     """Return the plaintext key (shown once) and its record; only the hash is stored."""
-    if not tenant_id or not tenant_id.replace("-", "").replace("_", "").isalnum():
-        raise InvalidRequest("tenant id must be letters, digits, '-' or '_'", field="tenant")
+    if _TENANT_ID.fullmatch(tenant_id) is None:
+        # str.isalnum() took any script's letters and digits, of any length: such a tenant
+        # was made, then its jobs failed on AWS, whose role session names and secret names
+        # are ASCII and whose session tags end at 256 characters (docs/decisions.md).
+        raise InvalidRequest(
+            "tenant id must be 1 to 128 ASCII letters, digits, '-' or '_'", field="tenant"
+        )
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     record = ApiKeyRecord(
         key_id=secrets.token_hex(6),

@@ -13,7 +13,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from browser_task.tenant.access import TenantAccess, refresh_windows
+from browser_task.tenant.access import RoleRefresher, TenantAccess, refresh_windows
 from devstack.constants import LOCAL_REGION
 from devstack.provision import Provisioned
 from devstack.sts_lifetime import CredentialLifetimes
@@ -161,3 +161,47 @@ def test_assume_role_durations_are_checked_as_aws_checks_them(
     # The operator's own key is no role session: longer is for the role's maximum to say.
     operator = client_as(endpoint, "testing", "sts")
     operator.assume_role(RoleArn=role, RoleSessionName="job", DurationSeconds=7200)
+
+
+def test_assume_role_session_names_and_tags_are_checked_as_aws_checks_them(
+    moto_endpoint: str, expiring: tuple[str, CredentialLifetimes]
+) -> None:
+    endpoint, _ = expiring
+    role = create_job_role(boto3.client("iam"))
+    # botocore checks none of these patterns or maximums (only a name's 2 characters).
+    sts = client_as(endpoint, "worker-task-role", "sts", validate=False)
+    lenient = client_as(moto_endpoint, "worker-task-role", "sts", validate=False)
+    refused = {
+        "a name of another script": {"RoleSessionName": "tenant-café"},
+        "a name with a space": {"RoleSessionName": "tenant a"},
+        "a name of 65": {"RoleSessionName": "t" * 65},
+        "a tag value of 257": {"Tags": [{"Key": "tenant", "Value": "v" * 257}]},
+        "a tag key of 129": {"Tags": [{"Key": "k" * 129, "Value": "v"}]},
+        "a tag key with '#'": {"Tags": [{"Key": "tenant#1", "Value": "v"}]},
+        "51 tags": {"Tags": [{"Key": f"k{i}", "Value": "v"} for i in range(51)]},
+    }
+    for what, asked in refused.items():
+        call = {"RoleArn": role, "RoleSessionName": "job", **asked}
+        with pytest.raises(ClientError) as caught:
+            sts.assume_role(**call)
+        assert caught.value.response["Error"]["Code"] == "ValidationError", what
+        assert "failed to satisfy constraint" in caught.value.response["Error"]["Message"], what
+        if what != "a name of 65":  # moto's one check
+            lenient.assume_role(**call)  # what the rule is there for: moto takes it
+    # Letters of any script and spaces are a tag value's characters; 50 tags, 256 a value.
+    tags = [{"Key": f"k{i}", "Value": "Zoë 東京"} for i in range(49)]
+    tags.append({"Key": "tenant", "Value": "v" * 256})
+    sts.assume_role(RoleArn=role, RoleSessionName="tenant-" + "a" * 57, Tags=tags)
+
+
+def test_a_job_role_for_any_tenant_the_api_takes_is_assumed_as_aws_would(
+    expiring: tuple[str, CredentialLifetimes], provisioned: Provisioned, clock: Clock
+) -> None:
+    """The longest tenant id the API and the CLI take: its session name (cut to 64) and
+    its tag pass AWS's checks."""
+    endpoint, _ = expiring
+    role = create_job_role(boto3.client("iam"))
+    sts = client_as(endpoint, "worker-task-role", "sts", validate=False)
+    for tenant in ("t", "a" * 128, "Acme_Corp-7" * 11):
+        refresher = RoleRefresher(sts, role, tenant, clock=clock, on_assumed=lambda: None)
+        assert refresher()["access_key"]
