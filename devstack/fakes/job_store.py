@@ -49,7 +49,6 @@ class _Row:
     job: JobRecord
     unqueued: bool = True
     ops: tuple[str, int] | None = None  # (ops_pk, due epoch) in the sparse ops index
-    expires_at: int | None = None  # the TTL attribute (epoch seconds)
 
 
 class FakeJobStore(
@@ -248,7 +247,7 @@ class FakeJobStore(
             if status.is_final:
                 update["finished_at"] = at
                 row.ops = None
-                row.expires_at = expires_at
+                update["expires_at"] = expires_at
             elif status is JobStatus.RETRY_SCHEDULED:
                 due = retry_at if retry_at is not None else 0
                 update["retry_at"] = due
@@ -340,7 +339,7 @@ class FakeJobStore(
     def expiry(self, tenant_id: str, job_id: str) -> int | None:
         """The record's TTL attribute (a test's look; the port has no reader for it)."""
         with self._lock:
-            return self._row(tenant_id, job_id).expires_at
+            return self._row(tenant_id, job_id).job.expires_at
 
     def _row(self, tenant_id: str, job_id: str) -> _Row:
         row = self._rows.get((tenant_id, job_id))

@@ -90,6 +90,13 @@ class JobView(View):
     attempts: list[AttemptView] = Field(default_factory=list)
     cancel_requested_at: str | None = None
     deferred_reason: str | None = Field(default=None, description="why a queued job waits")
+    expires_at: int | None = Field(
+        default=None,
+        description=(
+            "once the job has ended: when it is gone (epoch seconds, UTC), its record, events "
+            "and artifacts, by its tenant's retention_days; from then on it is not found"
+        ),
+    )
     run_at: int | None = Field(
         default=None, description="a scheduled job's start (epoch seconds, UTC)"
     )

@@ -42,7 +42,7 @@ from pagefleet.errors import (
 )
 from pagefleet.jobs.models import JobRequest, iso, new_ulid, utcnow
 from pagefleet.jobs.record import JobRecord
-from pagefleet.jobs.service import JobServices
+from pagefleet.jobs.service import JobServices, get_job
 from pagefleet.jobs.session_terms import SessionTerms
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.sweeper import session_lost
@@ -227,7 +227,7 @@ def check_saved(sessions: Sessions, tenant_id: str, name: str) -> None:
 
 def get_session(sessions: Sessions, tenant_id: str, session_id: str) -> JobRecord:
     """The session's job as it stands, its worker's lease taken back if it ran out."""
-    job = sessions.jobs.store.get(tenant_id, session_id)
+    job = get_job(sessions.jobs, tenant_id, session_id)
     if job.request.session is None:
         raise NotFound(f"browser session {session_id} not found")
     return _settled(sessions, job)

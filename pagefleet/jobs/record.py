@@ -126,6 +126,10 @@ class JobRecord(BaseModel):
     deferred_due: int | None = None
     # Set by DELETE /v1/jobs/{id} on a running job: deleted once it has stopped.
     delete_requested_at: str | None = None
+    # Epoch seconds from which the job is gone (DynamoDB's TTL attribute), set once it has
+    # ended (pagefleet.tenancy.retention). TTL deletes days later and reads return the item
+    # until then: a reader past it takes the job as gone (rules.gone).
+    expires_at: int | None = None
     # Epoch seconds a scheduled job may start (from delay_seconds / run_at).
     run_at: int | None = None
     # The named workflow version the steps came from, and the schedule that made the job.

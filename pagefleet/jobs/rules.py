@@ -69,6 +69,12 @@ def lease_over(job: JobRecord, now: int) -> bool:
     return job.status is JobStatus.RUNNING and (job.lease_expires_at or 0) < now
 
 
+def gone(job: JobRecord, now: float) -> bool:
+    """Past its retention at ``now``: gone to the API's readers, whether or not DynamoDB's
+    TTL has deleted it yet ("typically within a few days", reads return it meanwhile)."""
+    return job.expires_at is not None and job.expires_at <= now
+
+
 def lost_lease_error(attempt: int) -> JobError:
     """What a job records when attempt ``attempt``'s worker stopped heartbeating: written by
     its take-back, or by the claim that took the job from it (the same write counts the

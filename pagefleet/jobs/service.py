@@ -37,7 +37,7 @@ from pagefleet.jobs.ports import (
     JobStore,
 )
 from pagefleet.jobs.record import JobRecord
-from pagefleet.jobs.rules import MAX_DELAY_S
+from pagefleet.jobs.rules import MAX_DELAY_S, gone
 from pagefleet.jobs.states import JobStatus
 from pagefleet.jobs.submission import JobSubmission
 from pagefleet.jobs.submit_policy import STRICT, SubmitPolicy
@@ -206,8 +206,12 @@ def _wait_for_replay(svc: JobServices, tenant_id: str, key: str, fingerprint: st
     raise EnqueueFailed("a request with this Idempotency-Key is still being processed; retry")
 
 
-def get_job(svc: JobServices, tenant_id: str, job_id: str) -> JobRecord:
-    return svc.store.get(tenant_id, job_id)
+def get_job(svc: JobServices, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
+    """The tenant's job; NotFound once past its retention (``rules.gone``)."""
+    job = svc.store.get(tenant_id, job_id, consistent=consistent)
+    if gone(job, svc.clock.now()):
+        raise NotFound(f"job {job_id} not found", job_id=job_id)
+    return job
 
 
 def list_jobs(
@@ -226,7 +230,8 @@ def list_jobs(
         tenant_id, status=status, limit=limit, start_key=start, where=where
     )
     next_cursor = svc.cursors.encode(tenant_id, last_key, where=where) if last_key else None
-    return JobPage(jobs=jobs, next_cursor=next_cursor)
+    now = svc.clock.now()
+    return JobPage(jobs=[j for j in jobs if not gone(j, now)], next_cursor=next_cursor)
 
 
 def cancel_job(svc: JobServices, tenant_id: str, job_id: str) -> JobRecord:
@@ -260,7 +265,7 @@ def list_artifacts(
     svc: JobServices, tenant_id: str, job_id: str, *, ttl_seconds: int
 ) -> list[dict[str, Any]]:
     """Artifacts of a job with short presigned URLs, issued only after the tenant check."""
-    job = svc.store.get(tenant_id, job_id)  # NotFound for another tenant's job
+    job = get_job(svc, tenant_id, job_id)  # NotFound for another tenant's job, or a gone one
     out = []
     for artifact in job.artifacts:
         out.append(

@@ -197,7 +197,7 @@ def replay(
 ) -> Admitted:
     """An offline replay of ``job_id`` (pagefleet.jobs.replay), submitted as any job is
     (the tenant's rate and queued room), then linked from the job it replays."""
-    request = offline_request(svc.store.get(tenant_id, job_id))
+    request = offline_request(service.get_job(svc, tenant_id, job_id))
     admitted = submit(svc, quotas, tenant_id, request, correlation_id=correlation_id)
     svc.store.note_replay(tenant_id, job_id, admitted.submitted.job.job_id)
     return admitted

@@ -33,6 +33,7 @@ def _finish(
     *,
     error: JobError | None = None,
     retry_at: int | None = None,
+    expires_at: int | None = None,
 ):
     return svc.store.finish(
         "t",
@@ -46,6 +47,7 @@ def _finish(
         error=error,
         history=AttemptRecord(attempt=attempt, worker=owner, started_at=iso(utcnow())),
         retry_at=retry_at,
+        expires_at=expires_at,
     )
 
 
@@ -299,3 +301,20 @@ def test_a_worker_may_end_its_claimed_job_as_a_dead_letter_listed_as_one(
     ended = _finish(svc, job.job_id, 1, "w1", JobStatus.DEAD_LETTERED)
     assert ended.status is JobStatus.DEAD_LETTERED and ended.lease_owner is None
     assert [j.job_id for j in sweeper.list_dead_letters(svc)] == [job.job_id]
+
+
+def test_an_ended_jobs_expiry_is_read_with_it_and_a_new_job_has_none(svc: JobServices) -> None:
+    """The record carries its TTL attribute, so a reader can take the job as gone past it
+    whether or not DynamoDB's TTL has deleted the item yet (rules.gone)."""
+    from pagefleet.jobs.rules import gone
+
+    job = submit_job(svc, "t", REQUEST).job
+    assert job.expires_at is None and svc.store.get("t", job.job_id).expires_at is None
+    _claim(svc, job.job_id, "w1")
+    ends = _now() + 3 * 86_400
+    done = _finish(svc, job.job_id, 1, "w1", JobStatus.SUCCEEDED, expires_at=ends)
+    read = svc.store.get("t", job.job_id)
+    assert done.expires_at == ends and read.expires_at == ends
+    listed, _ = svc.store.list_page("t", status=None, limit=5, start_key=None)
+    assert [j.expires_at for j in listed] == [ends]
+    assert not gone(read, ends - 1) and gone(read, ends)

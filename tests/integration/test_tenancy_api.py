@@ -332,15 +332,23 @@ def read_stream(env: Provisioned) -> list[Any]:
     return job_changes(stream_event(records, arn)["Records"])
 
 
-def test_ended_jobs_expire_after_the_tenants_retention(
-    api_env: Provisioned, admin: ApiCaller, alice: ApiCaller
-) -> None:
-    set_limits(admin, "alice", retention_days=3)
+def cancelled_with_retention(
+    env: Provisioned, admin: ApiCaller, alice: ApiCaller, days: int
+) -> tuple[str, RetentionConsumer]:
+    """A job of alice's cancelled, its expiry written by the stream's retention consumer."""
+    set_limits(admin, "alice", retention_days=days)
     job_id = alice.post_job(JOB).body["job_id"]
     assert alice.call("POST", f"/v1/jobs/{job_id}/cancel").status == 200
     settings = ApiSettings()
     consumer = RetentionConsumer(RUNTIME.job_data(settings), RUNTIME.tenancy(settings).limits)
-    consumer.handle(read_stream(api_env))
+    consumer.handle(read_stream(env))
+    return job_id, consumer
+
+
+def test_ended_jobs_expire_after_the_tenants_retention(
+    api_env: Provisioned, admin: ApiCaller, alice: ApiCaller
+) -> None:
+    job_id, consumer = cancelled_with_retention(api_env, admin, alice, 3)
     record = item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")
     finished = datetime.fromisoformat(record["finished_at"].replace("Z", "+00:00")).timestamp()
     assert record["expires_at"] == int(finished) + 3 * 86_400
@@ -348,6 +356,36 @@ def test_ended_jobs_expire_after_the_tenants_retention(
     waiting = alice.post_job(JOB).body["job_id"]
     consumer.handle(read_stream(api_env))
     assert "expires_at" not in item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{waiting}")
+
+
+def test_a_job_past_its_retention_is_gone_though_ttl_has_not_deleted_it(
+    api_env: Provisioned, admin: ApiCaller, alice: ApiCaller
+) -> None:
+    job_id, _ = cancelled_with_retention(api_env, admin, alice, 3)
+    expires = int(item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")["expires_at"])
+    shown = alice.call("GET", f"/v1/jobs/{job_id}")
+    assert shown.status == 200 and shown.body["expires_at"] == expires
+    listed = {j["job_id"] for j in alice.call("GET", "/v1/jobs").body["jobs"]}
+    assert job_id in listed
+    assert alice.call("GET", f"/v1/jobs/{job_id}/artifacts").status == 200
+
+    # Three days on. DynamoDB's TTL deletes an expired item "typically within a few days",
+    # and reads return it until then (moto never deletes it): the item as it is then.
+    RUNTIME.client("dynamodb").update_item(
+        TableName=api_env.jobs_table,
+        Key={"pk": {"S": "TENANT#alice"}, "sk": {"S": f"JOB#{job_id}"}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
+    )
+    for path in (f"/v1/jobs/{job_id}", f"/v1/jobs/{job_id}/artifacts"):
+        gone = alice.call("GET", path)
+        assert gone.status == 404, (path, gone.body)
+    assert alice.call("POST", f"/v1/jobs/{job_id}/replay", {"offline": True}).status == 404
+    listed = {j["job_id"] for j in alice.call("GET", "/v1/jobs").body["jobs"]}
+    assert job_id not in listed
+    assert item(api_env, api_env.jobs_table, "TENANT#alice", f"JOB#{job_id}")  # still stored
+    # Its deletion still deletes what is left of it.
+    assert alice.call("DELETE", f"/v1/jobs/{job_id}").status == 200
 
 
 def test_a_worker_writes_the_expiry_with_the_outcome_and_the_consumer_adds_no_write(

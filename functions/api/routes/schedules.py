@@ -30,6 +30,7 @@ from pagefleet.api.schedules import (
 )
 from pagefleet.errors import NotFound
 from pagefleet.jobs.record import JobRecord
+from pagefleet.jobs.service import get_job
 from pagefleet.schedules import runs
 from pagefleet.schedules import service as schedules
 from pagefleet.schedules.service import Schedule, ScheduleChange, ScheduleSpec
@@ -144,9 +145,9 @@ def schedule_runs(
             skipped.append(ScheduleRunView.model_validate(run.model_dump()))
             continue
         try:
-            record = services().store.get(tenant, run.job_id, consistent=False)
+            record = get_job(services(), tenant, run.job_id, consistent=False)
         except NotFound:
-            continue  # deleted since
+            continue  # deleted since, or past its retention
         jobs.append(ScheduleRunJob.model_validate(JobView.of(record).model_dump(mode="json")))
     return respond(200, ScheduleRuns(jobs=jobs, skipped=skipped))
 
@@ -212,7 +213,7 @@ def pin_baseline(
     store, _ = schedule_stores()
 
     def job(job_id: str) -> JobRecord:
-        return services().store.get(tenant, job_id, consistent=False)
+        return get_job(services(), tenant, job_id, consistent=False)
 
     pinned = schedules.pin_baseline(store, tenant, schedule_id, body.job_id, job)
     return respond(200, _view(pinned))

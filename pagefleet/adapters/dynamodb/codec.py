@@ -116,8 +116,10 @@ def record_to_item(record: JobRecord) -> dict[str, Any]:
     for key, value in data.items():
         if key in _OMITTED_WHEN_EMPTY and not value:
             continue
-        if value is None and key == "events_seq":
-            continue  # written only by a record that had it (its claims ADD to it)
+        if value is None and key in ("events_seq", "expires_at"):
+            # events_seq: written only by a record that had it (its claims ADD to it);
+            # expires_at: DynamoDB's TTL attribute, only ever a number.
+            continue
         if key in _JSON_FIELDS:
             item[key] = to_json(value)
         else:
@@ -131,7 +133,14 @@ def item_to_record(item: Mapping[str, Any]) -> JobRecord:
         if isinstance(data.get(key), str):
             data[key] = json.loads(data[key])
     data["attempts"] = [json.loads(a) for a in data.pop("attempt_log", [])]
-    for key in ("attempt", "lease_expires_at", "leases_lost", "events_seq", "events_bounded"):
+    for key in (
+        "attempt",
+        "lease_expires_at",
+        "leases_lost",
+        "events_seq",
+        "events_bounded",
+        "expires_at",
+    ):
         if data.get(key) is not None:
             data[key] = int(data[key])
     # A job recorded before its event counter lived on it (pagefleet.live.numbers).
