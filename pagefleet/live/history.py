@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pagefleet.errors import NotFound
 from pagefleet.jobs.ports import JobStore
 from pagefleet.jobs.record import JobRecord
+from pagefleet.jobs.rules import gone
 from pagefleet.live.events import UNBOUNDED_TYPES, EventType, events_expire_at, now_iso
 from pagefleet.live.numbers import numbers_of
 from pagefleet.live.ports import EventStore
@@ -25,8 +27,10 @@ def list_events(
     now: int,
 ) -> tuple[list[dict[str, Any]], bool]:
     """The job's events after ``after`` and whether more follow; ``NotFound`` for a job
-    that is not the tenant's (or no longer exists: its events expire with it)."""
-    jobs.get(tenant_id, job_id, consistent=False)
+    that is not the tenant's (or no longer exists, or is past its retention: its events
+    expire with it)."""
+    if gone(jobs.get(tenant_id, job_id, consistent=False), now):
+        raise NotFound(f"job {job_id} not found", job_id=job_id)
     return events.page(tenant_id, job_id, after=after, limit=min(limit, PAGE_MAX), now=now)
 
 
