@@ -18,6 +18,7 @@ from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.rules import (
     RETRY_GRACE_S,
     WAITING_RECHECK_S,
+    gone,
     lease_ended_before,
 )
 from pagefleet.jobs.service import JobServices, requeue_unqueued
@@ -30,20 +31,34 @@ def mark_dead_lettered(svc: JobServices, received: ReceivedMessage) -> str:
 
 
 def list_dead_letters(svc: JobServices, limit: int = 100) -> list[JobRecord]:
+    """Dead-lettered jobs of every tenant, but those past their tenant's retention (gone,
+    though TTL may not have deleted them yet)."""
     out: list[JobRecord] = []
-    for tenant_id, job_id in svc.store.ops_due("dead", svc.lifecycle.now() + 1, limit=limit):
+    now = svc.lifecycle.now()
+    for tenant_id, job_id in svc.store.ops_due("dead", now + 1, limit=limit):
         try:
             job = svc.store.get(tenant_id, job_id)
         except NotFound:
             continue
-        if job.status is JobStatus.DEAD_LETTERED:
+        if job.status is JobStatus.DEAD_LETTERED and not gone(job, now):
             out.append(job)
     return out
 
 
 def redrive(svc: JobServices, jobs: list[tuple[str, str]]) -> list[str]:
-    """Send dead-lettered jobs back to their queue with a fresh retry budget."""
-    return [job_id for tenant_id, job_id in jobs if svc.lifecycle.redrive(tenant_id, job_id)]
+    """Send dead-lettered jobs back to their queue with a fresh retry budget. A job past its
+    retention stays as it is: its artifacts may be gone already, and TTL would delete the
+    record under the new run."""
+    now = svc.lifecycle.now()
+    out = []
+    for tenant_id, job_id in jobs:
+        try:
+            job = svc.store.get(tenant_id, job_id)
+        except NotFound:
+            continue
+        if not gone(job, now) and svc.lifecycle.redrive(tenant_id, job_id):
+            out.append(job_id)
+    return out
 
 
 @dataclass

@@ -166,6 +166,34 @@ def test_admin_lists_and_redrives_dead_letters(
     assert record.attempts_used == 0
 
 
+def test_a_dead_letter_past_its_retention_is_neither_listed_nor_redriven(
+    tenant: ApiCaller, admin: ApiCaller, api_env: Provisioned
+) -> None:
+    """Gone, though TTL has not deleted it (days late on AWS, never here): its artifacts may
+    be gone already, and TTL would delete the record under a new run."""
+    import time
+
+    from functions.dead_letters import handler as dl
+
+    RUNTIME.reset()
+    old, kept = tenant.post_job(SIMPLE).body, tenant.post_job(SIMPLE).body
+    queued_messages(api_env)  # drain the original messages
+    dl.handler(sqs_event([_dlq_message(old), _dlq_message(kept)]), None)
+    RUNTIME.client("dynamodb").update_item(  # the expiry the retention consumer wrote, passed
+        TableName=api_env.jobs_table,
+        Key={"pk": {"S": "TENANT#acme"}, "sk": {"S": f"JOB#{old['job_id']}"}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
+    )
+    listed = admin.call("GET", "/v1/admin/dead-letters").body["dead_letters"]
+    assert [d["job_id"] for d in listed] == [kept["job_id"]]
+    both = [f"acme/{old['job_id']}", f"acme/{kept['job_id']}"]
+    resp = admin.call("POST", "/v1/admin/dead-letters/redrive", {"jobs": both})
+    assert resp.status == 200 and resp.body["redriven"] == [kept["job_id"]]
+    assert svc().store.get("acme", old["job_id"]).status is JobStatus.DEAD_LETTERED
+    assert len(queued_messages(api_env)) == 1
+
+
 def test_redrive_request_is_validated(admin: ApiCaller) -> None:
     resp = admin.call("POST", "/v1/admin/dead-letters/redrive", {"jobs": ["no-slash"]})
     assert resp.status == 400

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from devstack.fakes import FakeClock, FakeQueue
-from pagefleet.errors import JobNotInReview, LeaseLost
+from pagefleet.errors import JobNotInReview, LeaseLost, NotFound
 from pagefleet.jobs.checkpoints import Checkpoint, Compensation
 from pagefleet.jobs.lifecycle import Outcome, Then
 from pagefleet.jobs.models import JobRequest
@@ -221,6 +221,19 @@ def test_resolved_done_the_job_succeeds_with_what_it_has(
     assert done.resolution is not None and done.resolution.skipped == [2]
     assert done.resolution.by == "t:key1"
     assert queue.depth(POOL) == 0
+
+
+def test_a_job_in_review_past_its_retention_is_not_found_to_resolve(
+    svc: JobServices, queue: FakeQueue, clock: FakeClock
+) -> None:
+    """Gone, whether or not TTL has deleted it: its artifacts may be gone already."""
+    job = review(svc, queue, clock)
+    # The expiry the retention consumer wrote for the review (JobData), now passed.
+    row = svc.store._rows[("t", job.job_id)]  # type: ignore[attr-defined]
+    row.job = row.job.model_copy(update={"expires_at": int(clock.now())})
+    with pytest.raises(NotFound):
+        svc.lifecycle.resolve("t", job.job_id, "done", by="t:key1")
+    assert svc.store.get("t", job.job_id).status is JobStatus.NEEDS_REVIEW
 
 
 def test_resolved_done_and_continue_runs_only_the_steps_after_it(

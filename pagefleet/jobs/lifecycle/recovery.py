@@ -21,6 +21,7 @@ from pagefleet.jobs.rules import (
     attempt_allowed,
     dead_worker_error,
     dead_worker_limit_reached,
+    gone,
     lost_lease_error,
     resume_plan,
 )
@@ -71,6 +72,8 @@ class RecoveryMoves(HumanMoves):
         the job's state when it is not in review.
         """
         job = self.store.get(tenant_id, job_id)
+        if gone(job, self.now()):  # past its retention: its artifacts may be gone already
+            raise NotFound(f"job {job_id} not found", job_id=job_id)
         if job.status is not JobStatus.NEEDS_REVIEW:
             raise JobNotInReview(
                 f"job {job_id} is {job.status.value}; only a job in needs_review can be resolved",
