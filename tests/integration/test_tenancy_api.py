@@ -367,8 +367,8 @@ def test_a_job_past_its_retention_is_gone_though_ttl_has_not_deleted_it(
     assert shown.status == 200 and shown.body["expires_at"] == expires
     listed = {j["job_id"] for j in alice.call("GET", "/v1/jobs").body["jobs"]}
     assert job_id in listed
-    assert alice.call("GET", f"/v1/jobs/{job_id}/artifacts").status == 200
-    assert alice.call("GET", f"/v1/jobs/{job_id}/events").status == 200
+    for what in ("", "/artifacts", "/events", "/deliveries", "/usage"):
+        assert alice.call("GET", f"/v1/jobs/{job_id}{what}").status == 200, what
 
     # Three days on. DynamoDB's TTL deletes an expired item "typically within a few days",
     # and reads return it until then (moto never deletes it): the item as it is then.
@@ -378,7 +378,8 @@ def test_a_job_past_its_retention_is_gone_though_ttl_has_not_deleted_it(
         UpdateExpression="SET expires_at = :past",
         ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
     )
-    for path in (f"/v1/jobs/{job_id}", f"/v1/jobs/{job_id}/artifacts", f"/v1/jobs/{job_id}/events"):
+    for what in ("", "/artifacts", "/events", "/deliveries", "/usage"):
+        path = f"/v1/jobs/{job_id}{what}"
         gone = alice.call("GET", path)
         assert gone.status == 404, (path, gone.body)
     assert alice.call("POST", f"/v1/jobs/{job_id}/replay", {"offline": True}).status == 404

@@ -12,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from functions.api.context import documented, live, respond, services, tenant_id
 from functions.api.routes.jobs import JOB_ID
 from pagefleet.api.notify import DeliveryList, NotifySettings, NotifySettingsRequest, SigningSecret
+from pagefleet.jobs.service import get_job
 
 router = Router()
 
@@ -24,7 +25,7 @@ router = Router()
 )
 def list_deliveries(job_id: JOB_ID) -> Response[str]:
     tenant = tenant_id(router)
-    services().store.get(tenant, job_id, consistent=False)  # 404 for another tenant's job
+    get_job(services(), tenant, job_id, consistent=False)  # 404: another tenant's, or gone
     attempts = live().deliveries.attempts(tenant, job_id)
     return respond(200, DeliveryList(job_id=job_id, deliveries=attempts))
 
