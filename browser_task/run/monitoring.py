@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from browser_task.tenant.artifacts import ArtifactCollector
 from pagefleet.errors import NotFound
 from pagefleet.jobs.ports import ArtifactStore, JobStore
 from pagefleet.jobs.record import Artifact, JobRecord
+from pagefleet.jobs.rules import gone
 from pagefleet.jobs.states import JobStatus
 from pagefleet.monitors.changes import (
     CHANGES_ARTIFACT,
@@ -69,6 +71,7 @@ class Baselines:
     # The schedules' store, made when a monitor's job first needs it (None: no schedules).
     schedules: Callable[[], ScheduleStore] | None
     tenant_data: TenantDataSource
+    clock: Callable[[], float] = time.time
 
     def baseline_id(self, job: JobRecord) -> tuple[str | None, str]:
         """The baseline's job id, or None and why there is none."""
@@ -127,6 +130,10 @@ class Baselines:
         if baseline_id is None:
             return Changes.no_baseline(why), None
         baseline = self.jobs.get(job.tenant_id, baseline_id, consistent=False)
+        if gone(baseline, self.clock()):  # TTL deletes it days later; its artifacts may be gone
+            return Changes.no_baseline(
+                f"no baseline: job {baseline_id} is past its retention"
+            ), None
         if baseline.status is not JobStatus.SUCCEEDED:
             why = f"no baseline: job {baseline_id} is {baseline.status.value}, not succeeded"
             return Changes.no_baseline(why), None

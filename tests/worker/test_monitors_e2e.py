@@ -9,6 +9,7 @@ One worker (one browser) serves the module; the shop's state is set before each 
 from __future__ import annotations
 
 import io
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -157,6 +158,19 @@ def test_a_price_change_and_a_new_product_are_the_changes_against_a_named_job(
         "price": ("18.50", "16.00")
     }
     assert b'"CMP-4"' in shop.artifact(job, "changes.json")
+
+    # The baseline past its tenant's retention: gone, though TTL has not deleted it (days
+    # late on AWS, never here): a run without a baseline, which says why.
+    boto3.client("dynamodb").update_item(
+        TableName=shop.settings.jobs_table,
+        Key={"pk": {"S": f"TENANT#{baseline.tenant_id}"}, "sk": {"S": f"JOB#{baseline.job_id}"}},
+        UpdateExpression="SET expires_at = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
+    )
+    late = shop.run(shop.watch(monitor=monitor))
+    assert late.status is JobStatus.SUCCEEDED, late.error
+    assert late.changes is not None and late.changes.baseline_job_id is None
+    assert f"job {baseline.job_id} is past its retention" in (late.changes.note or "")
 
 
 def test_a_masked_clock_is_no_change_and_a_moved_button_is_one_with_a_diff(shop: Shop) -> None:
