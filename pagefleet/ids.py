@@ -44,11 +44,17 @@ POOL_NAME = r"^[a-z][a-z0-9]{1,19}$"
 PATTERNS = frozenset({ULID, TENANT_ID, JOB_REF, COMMAND_ID, CORRELATION_ID, NAME, POOL_NAME})
 
 _ULID = re.compile(ULID)
+_TENANT_ID = re.compile(TENANT_ID_CHARS)
 
 
 def is_ulid(text: str) -> bool:
     """True for a job, schedule, browser session or audit id's format."""
     return _ULID.match(text) is not None
+
+
+def is_tenant_id(text: str) -> bool:
+    """True for a tenant id the routes take (the whole text: no trailing newline)."""
+    return _TENANT_ID.fullmatch(text) is not None
 
 
 def new_ulid(when: datetime | None = None) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,7 +70,7 @@ class Baselines:
     # The schedules' store, made when a monitor's job first needs it (None: no schedules).
     schedules: Callable[[], ScheduleStore] | None
     tenant_data: TenantDataSource
-    clock: Callable[[], float] = time.time
+    clock: Callable[[], float]  # the lifecycle's
 
     def baseline_id(self, job: JobRecord) -> tuple[str | None, str]:
         """The baseline's job id, or None and why there is none."""

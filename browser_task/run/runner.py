@@ -86,7 +86,7 @@ class JobRunner:
         self._egress_log = egress_log
         # Where a monitor's baseline is found (a schedule's pin or its last good run); the
         # schedules' store is made by a monitor's first job.
-        self._baselines = Baselines(lifecycle.store, schedules, tenant_data)
+        self._baselines = Baselines(lifecycle.store, schedules, tenant_data, lifecycle.now)
 
     async def run(
         self,

@@ -46,19 +46,22 @@ def list_dead_letters(svc: JobServices, limit: int = 100) -> list[JobRecord]:
 
 
 def redrive(svc: JobServices, jobs: list[tuple[str, str]]) -> list[str]:
-    """Send dead-lettered jobs back to their queue with a fresh retry budget. A job past its
-    retention stays as it is: its artifacts may be gone already, and TTL would delete the
-    record under the new run."""
+    """Send the named dead-lettered jobs back to their queue with a fresh retry budget. A job
+    past its retention stays as it is: its artifacts may be gone already, and TTL would
+    delete the record under the new run."""
     now = svc.lifecycle.now()
-    out = []
+    found = []
     for tenant_id, job_id in jobs:
         try:
-            job = svc.store.get(tenant_id, job_id)
+            found.append(svc.store.get(tenant_id, job_id))
         except NotFound:
             continue
-        if not gone(job, now) and svc.lifecycle.redrive(tenant_id, job_id):
-            out.append(job_id)
-    return out
+    return redrive_listed(svc, [job for job in found if not gone(job, now)])
+
+
+def redrive_listed(svc: JobServices, jobs: list[JobRecord]) -> list[str]:
+    """``redrive`` of jobs read and kept already (``list_dead_letters``'s)."""
+    return [job.job_id for job in jobs if svc.lifecycle.redrive(job.tenant_id, job.job_id)]
 
 
 @dataclass

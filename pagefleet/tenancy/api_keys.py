@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 import secrets
 
 from pagefleet import ids
@@ -12,7 +11,6 @@ from pagefleet.jobs.models import iso, utcnow
 from pagefleet.jobs.ports import ApiKeyRecord, TenantStore
 
 KEY_PREFIX = "pf_"
-_TENANT_ID = re.compile(ids.TENANT_ID_CHARS)
 
 
 def hash_api_key(api_key: str) -> str:
@@ -24,7 +22,7 @@ def create_api_key(
     store: TenantStore, tenant_id: str, *, name: str = "default", admin: bool = False
 ) -> tuple[str, ApiKeyRecord]:
     """Return the plaintext key (shown once) and its record; only the hash is stored."""
-    if _TENANT_ID.fullmatch(tenant_id) is None:
+    if not ids.is_tenant_id(tenant_id):
         # str.isalnum() took any script's letters and digits, of any length: such a tenant
         # was made, then its jobs failed on AWS, whose role session names and secret names
         # are ASCII and whose session tags end at 256 characters (docs/decisions.md).

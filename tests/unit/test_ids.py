@@ -85,3 +85,9 @@ def test_a_live_subscription_names_a_job_by_its_id_format() -> None:
     for loose in ("abc", "a" * 64):
         with pytest.raises(ValidationError, match="job_id"):
             Subscribe(action="subscribe", job_id=loose)
+
+
+def test_a_tenant_id_is_the_routes_pattern_whole() -> None:
+    assert ids.is_tenant_id("acme") and ids.is_tenant_id("A_b-9" + "x" * 123)
+    for bad in ("", "café", "١٢٣", "a" * 129, "acme\n", "acme corp", "acme/ops"):
+        assert not ids.is_tenant_id(bad), bad

@@ -47,7 +47,7 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
 
     require_admin(router)
     if request.jobs is None:
-        targets = [(j.tenant_id, j.job_id) for j in sweeper.list_dead_letters(services())]
+        redriven = sweeper.redrive_listed(services(), sweeper.list_dead_letters(services()))
     else:
         targets = []
         for index, ref in enumerate(request.jobs):
@@ -55,7 +55,7 @@ def redrive_dead_letters(request: Annotated[RedriveRequest, Body()]) -> Response
                 raise InvalidRequest("expected 'tenant_id/job_id'", field=f"jobs[{index}]")
             tenant, _, job_id = ref.partition("/")
             targets.append((tenant, job_id))
-    redriven = sweeper.redrive(services(), targets)
+        redriven = sweeper.redrive(services(), targets)
     if redriven:
         tenants.record(
             tenancy(), actor(router), "dead_letters.redriven", details={"jobs": redriven[:100]}
