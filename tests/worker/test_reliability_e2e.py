@@ -97,9 +97,10 @@ def test_failing_site_opens_the_circuit_defers_jobs_then_recovers(
     site, services, make_settings, run_worker
 ):
     down = site.add("/flaky", "<h1>down</h1>", status=503)
-    # The cooldown outlasts the deferral below on a loaded machine: a shorter one let the
-    # half-open probe run a waiting job (503: retry_scheduled) before it was read deferred.
-    policy = BreakerPolicy(window_s=60, min_requests=2, failure_rate=0.5, cooldown_s=12)
+    # The cooldown outlasts the wait for the deferral below (20 s) whatever the load: a
+    # shorter one (12 s) let the half-open probe run a waiting job against the site still
+    # down (503: retry_scheduled) before it was read deferred (a CI run, 2026-12-07).
+    policy = BreakerPolicy(window_s=60, min_requests=2, failure_rate=0.5, cooldown_s=30)
     settings = make_settings(breaker=policy, concurrency=1)
     one_try = {"steps": [{"action": "goto", "url": down}], "max_attempts": 1}
     failing = [submit(services, one_try) for _ in range(2)]
