@@ -33,13 +33,15 @@ MB = 1024 * 1024
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
-def workflow(site: str) -> dict[str, Any]:
+def workflow(site: str, path: str = "/") -> dict[str, Any]:
+    """The bench job: the demo shop's products read from the page at ``path`` (its front
+    page by default; ``/gallery?images=N`` is the same page making N+2 requests)."""
     return {
         "name": "bench-extract",
         "inputs": {"site": site},
         "max_attempts": 1,
         "steps": [
-            {"action": "goto", "url": "{{inputs.site}}/"},
+            {"action": "goto", "url": "{{inputs.site}}" + path},
             {"action": "wait_for", "selector": "#products .product"},
             {"action": "extract", "name": "names", "selector": ".product .name", "many": True},
             {
@@ -149,13 +151,15 @@ async def bare_loop(
     warmup: int = 0,
     on_job: Callable[[], None] | None = None,
     egress: bool = False,
+    path: str = "/",
 ) -> tuple[int, float]:
     """Run ``jobs`` jobs (after ``warmup``), ``concurrency`` at a time, each in a fresh
     context of one Chromium. ``launch="worker"`` launches it as the worker does (same
     executable, switches and driver environment); ``"default"`` with Playwright's defaults
     (same executable). ``egress``: every request through the worker's egress proxy, in this
     process, as the worker's browser sends them (what the egress check costs, apart from the
-    rest of the worker). Returns (succeeded, seconds)."""
+    rest of the worker). ``path``: the page each job reads (see ``workflow``). Returns
+    (succeeded, seconds)."""
     from playwright.async_api import async_playwright
 
     from browser_task.browser.chromium import (
@@ -200,7 +204,7 @@ async def bare_loop(
             )
             try:
                 page = await context.new_page()
-                await page.goto(f"{site}/", wait_until="load")
+                await page.goto(f"{site}{path}", wait_until="load")
                 await page.locator("#products .product").first.wait_for(state="visible")
                 names = await page.locator(".product .name").evaluate_all(
                     "els => els.map(e => (e.textContent || '').trim())"

@@ -1,6 +1,7 @@
 """CPU per job: what the platform spends on a job that a bare Playwright loop does not.
 
     .venv/bin/python bench/cpu_per_job.py [--jobs 40] [--rounds 10] [--bare-egress]
+        [--path '/gallery?images=100']
 
 The same job as bench/e2e_throughput.py, run by a bare loop (one Chromium launched as the
 worker launches it, a fresh context per job, concurrency 2, in a child Python of its own)
@@ -27,8 +28,10 @@ ratios (median, middle half, extremes), and ends with the worker-only line the t
 (the worker's Python, driver and Chromium against the bare loop's; the embedded AWS and the
 function stand-ins are not the worker's bill on AWS):
 ``CPU per job: bare <X> ms, worker <Y> ms; worker/bare = <R>`` (medians over the rounds).
-Prints figures; asserts
-nothing.
+``--path`` reads another page of the demo site on both sides: the front page makes two
+requests, a real page tens to hundreds, and a browser's every request costs the worker
+what it costs no bare loop (``/gallery?images=N``: the same page making N+2;
+``devstack.demo_gallery``). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -133,14 +136,16 @@ def _descendants(process: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def bare_round(site: str, jobs: int, egress: bool = False) -> tuple[dict[str, float], int]:
+def bare_round(
+    site: str, jobs: int, egress: bool = False, path: str = "/"
+) -> tuple[dict[str, float], int]:
     """CPU per job of a bare loop, run in a child Python of its own so that nothing else is
     counted on its side: the bench process also runs the local stack's gateway and pollers
     and the demo site, which no bare loop has. The child reads its own tree's CPU after its
     warm-up and after its last job (its browser exits when the loop ends). Returns its CPU
     per job by part and the jobs that succeeded."""
     done = subprocess.run(
-        [python(), __file__, "--bare-child", site, str(jobs), *(["egress"] if egress else [])],
+        [python(), __file__, "--bare-child", site, str(jobs), path, *(["egress"] * egress)],
         env=python_env(),
         capture_output=True,
         text=True,
@@ -152,7 +157,7 @@ def bare_round(site: str, jobs: int, egress: bool = False) -> tuple[dict[str, fl
     return {k: float(v) for k, v in answer["per_job"].items()}, int(answer["succeeded"])
 
 
-def bare_child(site: str, jobs: int, egress: bool = False) -> None:
+def bare_child(site: str, jobs: int, egress: bool = False, path: str = "/") -> None:
     """In the child: run the bare loop and print its CPU per job by part, as JSON."""
     marks: list[dict[str, float]] = []
     me = psutil.Process()
@@ -163,7 +168,7 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
         marks.append(mark)
 
     looped = bare_loop(
-        site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job, egress=egress
+        site, jobs, 2, launch="worker", warmup=BARE_WARMUP, on_job=on_job, egress=egress, path=path
     )
     ok, _seconds = asyncio.run(looped)
     first, last = marks[BARE_WARMUP - 1], marks[-1]
@@ -171,11 +176,11 @@ def bare_child(site: str, jobs: int, egress: bool = False) -> None:
     print(json.dumps({"succeeded": ok, "per_job": per_job}))
 
 
-def platform_round(stack: LocalStack, jobs: int) -> tuple[dict[str, float], int]:
+def platform_round(stack: LocalStack, jobs: int, path: str = "/") -> tuple[dict[str, float], int]:
     """CPU per job by part of the local stack, and the jobs that succeeded. A round in which
     the worker recycled its browser reads its Chromium as unreadable (below zero: see
     ``whole_rounds``)."""
-    body = workflow(stack.site_url)
+    body = workflow(stack.site_url, path)
     with stack.client() as api:
         browsers, before = _browsers(), snapshot()
         ids = [api.submit(body).job_id for _ in range(jobs)]
@@ -224,7 +229,9 @@ def spread(ratios: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and sys.argv[1:2] == ["--bare-child"]:
-        bare_child(sys.argv[2], int(sys.argv[3]), egress=sys.argv[4:5] == ["egress"])
+        bare_child(
+            sys.argv[2], int(sys.argv[3]), egress=sys.argv[5:6] == ["egress"], path=sys.argv[4]
+        )
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=40, help="jobs per round and side")
@@ -235,12 +242,21 @@ def main(argv: list[str] | None = None) -> int:
         help="the bare loop's requests through the worker's egress proxy too (its Python "
         "counts as the bare loop's): what the worker adds besides the egress check",
     )
+    parser.add_argument(
+        "--path",
+        default="/",
+        help="the demo site's page each job reads, on both sides (default: its front page, "
+        "two requests; '/gallery?images=100': the same page making 102)",
+    )
     args = parser.parse_args(argv)
+    if not args.path.startswith("/"):
+        parser.error("--path must start with '/'")
     if args.jobs < 2 or args.rounds < 1:
         parser.error("--jobs must be at least 2 and --rounds at least 1")
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
     with Measured("bench/cpu_per_job.py") as measured:
-        measured_rounds, ran = run_rounds(args.jobs, args.rounds, args.bare_egress)
+        print(f"each job reads {args.path}")
+        measured_rounds, ran = run_rounds(args.jobs, args.rounds, args.bare_egress, args.path)
         complete = complete_rounds(measured_rounds, ran, args.jobs)
         sides = whole_rounds(complete)
         report(sides)
@@ -259,23 +275,25 @@ def main(argv: list[str] | None = None) -> int:
 Rounds = dict[str, list[dict[str, float]]]
 
 
-def run_rounds(jobs: int, rounds: int, egress: bool = False) -> tuple[Rounds, dict[str, list[int]]]:
+def run_rounds(
+    jobs: int, rounds: int, egress: bool = False, path: str = "/"
+) -> tuple[Rounds, dict[str, list[int]]]:
     """``rounds`` pairs of (bare, platform) runs, the order alternating each round: each
     side's CPU per job by part, and the jobs that succeeded, round by round."""
     sides: Rounds = {"bare": [], "platform": []}
     ran: dict[str, list[int]] = {"bare": [], "platform": []}
     with LocalStack(api_port=0, workers=1, concurrency=2) as stack:
         lift_submission_rate(stack)
-        platform_round(stack, 4)  # warm-up: every environment has served a job
+        platform_round(stack, 4, path)  # warm-up: every environment has served a job
         for index in range(rounds):
             order = ["bare", "platform"] if index % 2 == 0 else ["platform", "bare"]
             for side in order:
                 with console.status(f"round {index + 1}/{rounds}: {side}…"):
                     started = time.monotonic()
                     if side == "bare":
-                        per_job, ok = bare_round(stack.site_url, jobs, egress)
+                        per_job, ok = bare_round(stack.site_url, jobs, egress, path)
                     else:
-                        per_job, ok = platform_round(stack, jobs)
+                        per_job, ok = platform_round(stack, jobs, path)
                     sides[side].append(per_job)
                     ran[side].append(ok)
                     console.print(f"round {index + 1} {side}: {time.monotonic() - started:.1f} s")

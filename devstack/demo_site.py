@@ -1,10 +1,12 @@
 """The demo website the example workflows run against, served on loopback only.
 
-Static pages from ``examples/site`` plus two handlers: ``POST /contact`` answers with a
+Static pages from ``examples/site`` plus handlers: ``POST /contact`` answers with a
 confirmation page that echoes the submitted name (HTML-escaped), the shop's order desk
 under ``/shop`` (``devstack.demo_orders``: orders recorded by reference, answers that can be
-slow or dropped), and the watched shop (``/watch/``, ``devstack.demo_watch``) whose prices
-and stock a test or a user changes between a monitor's runs.
+slow or dropped), the front page with a gallery of images (``/gallery``,
+``devstack.demo_gallery``: as many requests as a real page) and the watched shop
+(``/watch/``, ``devstack.demo_watch``) whose prices and stock a test or a user changes
+between a monitor's runs.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from devstack.demo_gallery import GALLERY_PATH, IMAGE_PREFIX, gallery_page, image, image_count
 from devstack.demo_orders import Answer, Orders, handle_get, handle_post
 from devstack.demo_watch import (
     MAX_STATE_BYTES,
@@ -77,12 +80,28 @@ class _Handler(SimpleHTTPRequestHandler):
             if answer is not None:
                 self._answer(answer)
                 return
-        if parts.path == PAGE_PATH:
+        if parts.path == GALLERY_PATH:
+            self._gallery(parts.query)
+        elif parts.path.startswith(IMAGE_PREFIX):
+            found = image(parts.path)
+            if found is None:
+                self.send_error(404)
+            else:
+                self._send(200, "image/svg+xml", found)
+        elif parts.path == PAGE_PATH:
             self._send(200, "text/html; charset=utf-8", self._shop.page())
         elif parts.path == STATE_PATH:
             self._send(200, "application/json", json.dumps(self._shop.state()).encode())
         else:
             super().do_GET()
+
+    def _gallery(self, query: str) -> None:
+        images = image_count(query)
+        if images is None:
+            self.send_error(400, "images: a count from 0 to 1000")
+            return
+        front_page = Path(self.directory) / "index.html"
+        self._send(200, "text/html; charset=utf-8", gallery_page(front_page, images))
 
     def do_PUT(self) -> None:
         if self.path.split("?", 1)[0] != STATE_PATH:
