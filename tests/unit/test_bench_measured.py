@@ -88,3 +88,25 @@ def test_a_short_poll_beside_one_that_found_a_job_is_that_jobs_request() -> None
         (14.010, "w1", "dynamodb.GetItem"),  # 5: not a poll
     ]
     assert idle_polls(calls) == {2, 3, 4}
+
+
+def test_a_workers_stop_is_set_apart_from_its_jobs_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A worker deletes its session inbox once, as it stops: not a job's request
+    (bench/aws_requests.py), as its making of it before the count is not."""
+    from bench.aws_requests import Request, report
+
+    def call(at: float, operation: str, caller: str) -> Request:
+        return Request((at, "local-worker-1", operation, 1, "pf-jobs", caller))
+
+    requests = [
+        call(1.0, "dynamodb.UpdateItem", "pagefleet.jobs.lifecycle.worker.claim"),
+        call(2.0, "dynamodb.UpdateItem", "pagefleet.jobs.lifecycle.worker.finish"),
+        call(9.0, "sqs.DeleteQueue", "browser_task.run.inbox.stop"),
+        call(9.1, "dynamodb.PutItem", "browser_task.run.inbox.stop"),
+    ]
+    report(requests, 1)
+    out = capsys.readouterr().out
+    assert "AWS requests per job: 2.0 " in out
+    assert "a worker's start and stop 2 in the run" in out
