@@ -20,10 +20,9 @@ time a slot asks for a job), counted as ``sqs.ReceiveMessage(nothing)``; without
 it, an idle slot looked before waiting: set apart too. A transaction counts as one request
 (its write units are printed: 2 per item up to 1 KB). A worker's own start and stop (its
 session inbox made, then deleted as the stack stops) are once a task's life: set apart too.
-Prints the requests by runtime and
-operation, and ends with ``AWS requests per job: <N> (artifact uploads aside), by
-operation: ...``. ``--where`` splits each runtime's requests by the function of ours that
-made them (outside the adapters). Asserts nothing.
+Prints the requests by runtime and operation, and ends with ``AWS requests per job: <N>
+(artifact uploads aside), by operation: ...``. ``--where`` splits each runtime's requests
+by the function of ours that made them (outside the adapters). Asserts nothing.
 """
 
 from __future__ import annotations

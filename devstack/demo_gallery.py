@@ -29,7 +29,7 @@ def image_count(query: str) -> int | None:
     """The images asked for (``images=N``, 0 to MAX_IMAGES), or None when the query does
     not say a count the page can have."""
     given = parse_qs(query, keep_blank_values=True).get("images", [str(DEFAULT_IMAGES)])[-1]
-    if not given.isdigit() or int(given) > MAX_IMAGES:
+    if not (given.isascii() and given.isdigit()) or int(given) > MAX_IMAGES:
         return None
     return int(given)
 
@@ -47,6 +47,8 @@ def image(path: str) -> bytes | None:
     """The image at ``path`` (``/gallery/img/<i>.svg``), or None when there is none."""
     name = path.removeprefix(IMAGE_PREFIX)
     index = name.removesuffix(".svg")
-    if not name.endswith(".svg") or not index.isdigit() or int(index) >= MAX_IMAGES:
+    if not (name.endswith(".svg") and index.isascii() and index.isdigit()):
+        return None  # an index's digits are ASCII ones ("²".isdigit(), int("²") fails)
+    if int(index) >= MAX_IMAGES:
         return None
     return _SVG.format(colour=(int(index) * 2654435761) % 0xFFFFFF).encode()

@@ -45,8 +45,13 @@ def test_the_gallery_is_the_front_page_with_as_many_images_as_asked(site: DemoSi
 
 
 def test_a_count_the_gallery_cannot_have_is_refused(site: DemoSite) -> None:
-    for query in ("images=-1", "images=abc", "images=1001", "images="):
+    for query in ("images=-1", "images=abc", "images=1001", "images=", "images=%C2%B2"):
         assert get(f"{site.url}/gallery?{query}")[0] == 400, query
     assert get(f"{site.url}/gallery?images=0")[2].decode().count("<img ") == 0
-    for path in ("/gallery/img/1000.svg", "/gallery/img/x.svg", "/gallery/img/3.png"):
+    for path in (
+        "/gallery/img/1000.svg",
+        "/gallery/img/x.svg",
+        "/gallery/img/3.png",
+        "/gallery/img/%C2%B2.svg",
+    ):
         assert get(f"{site.url}{path}")[0] == 404, path
