@@ -165,9 +165,15 @@ def rest_event(
 
 
 def proxy_response(result: Any, request_id: str) -> HttpResponse:
-    """Turn a Lambda proxy-integration result into HTTP, as API Gateway does."""
+    """Turn a Lambda proxy-integration result into HTTP, as API Gateway does. A result not
+    in the proxy integration's output format (a status code, a body that is a string:
+    base64 when ``isBase64Encoded``) is API Gateway's "Malformed Lambda proxy response",
+    a 502: a body that is an object, a list, a number or a boolean is not written out as
+    text here (docs/decisions.md, 2026-12-07, the proxy integration's output)."""
     if not isinstance(result, Mapping) or "statusCode" not in result:
         # API Gateway answers a malformed integration response with 502.
+        return gateway_error(502, "Internal server error", request_id)
+    if not isinstance(result.get("body"), str | None):
         return gateway_error(502, "Internal server error", request_id)
     headers: list[tuple[str, str]] = []
     seen: set[str] = set()

@@ -256,6 +256,17 @@ def test_malformed_integration_response_is_502() -> None:
     assert proxy_response({"body": "no status"}, "rid").status == 502
 
 
+@pytest.mark.parametrize("body", [{"ok": True}, ["a"], 7, True])
+def test_a_body_that_is_not_a_string_is_a_malformed_response(body: object) -> None:
+    """API Gateway's proxy integration takes a body as a string (JSON stringified by the
+    function): anything else is "Malformed Lambda proxy response", a 502, never the
+    object's text (the local gateway wrote ``{'ok': True}`` out with a 200)."""
+    response = proxy_response({"statusCode": 200, "body": body}, "rid")
+    assert response.status == 502
+    assert proxy_response({"statusCode": 200, "body": None}, "rid").status == 200
+    assert proxy_response({"statusCode": 204}, "rid").status == 204
+
+
 @pytest.mark.parametrize(
     ("arn", "allowed"),
     [
