@@ -18,8 +18,8 @@ printed apart. A short poll that finds nothing is a job's request when it was ma
 one that found a job (the receiver looks at the high queue and the normal one together each
 time a slot asks for a job), counted as ``sqs.ReceiveMessage(nothing)``; without one beside
 it, an idle slot looked before waiting: set apart too. A transaction counts as one request
-(its write units are printed: 2 per item up to 1 KB). A worker's own start and stop (its
-session inbox made, then deleted as the stack stops) are once a task's life: set apart too.
+(its write units are printed: 2 per item up to 1 KB). A worker's own stop (its session
+inbox deleted as the stack stops) is once a task's life: set apart too, as its start is.
 Prints the requests by runtime and operation, and ends with ``AWS requests per job: <N>
 (artifact uploads aside), by operation: ...``. ``--where`` splits each runtime's requests
 by the function of ours that made them (outside the adapters). Asserts nothing.
@@ -50,7 +50,7 @@ ARTIFACT_OPERATIONS = ("s3.PutObject", "s3.CreateMultipartUpload", "s3.UploadPar
 # A worker's own stop (its session inbox deleted, its entry dropped): once a task's life,
 # whatever its jobs. It comes as the stack stops, inside the count; the start (the inbox
 # made and registered) comes before the count begins.
-WORKER_LIFE_CALLERS = ("browser_task.run.inbox.stop",)
+WORKER_STOP_CALLERS = ("browser_task.run.inbox.stop",)
 QUIET_S = 4.0  # no request from any runtime for this long: the stream reader is done
 
 
@@ -207,8 +207,8 @@ def report(requests: list[Request], jobs: int, where: bool = False) -> None:
     idle = [r for r in requests if r.operation.endswith("(empty)")]
     counted = [r for r in requests if r not in idle]
     artifacts = [r for r in counted if r.operation.startswith(ARTIFACT_OPERATIONS)]
-    life = [r for r in counted if r.caller in WORKER_LIFE_CALLERS]
-    counted = [r for r in counted if r not in artifacts and r not in life]
+    stop = [r for r in counted if r.caller in WORKER_STOP_CALLERS]
+    counted = [r for r in counted if r not in artifacts and r not in stop]
     by_runtime: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for r in counted:
         by_runtime[r.runtime][
@@ -229,8 +229,8 @@ def report(requests: list[Request], jobs: int, where: bool = False) -> None:
     print(
         f"set aside: artifact uploads {len(artifacts) / jobs:.2f} per job; "
         f"idle polls {len(idle)} in the run (empty long polls and short polls with no job "
-        "beside them: idle capacity, per second, not per job); a worker's start and stop "
-        f"{len(life)} in the run (its session inbox: per task, not per job)"
+        "beside them: idle capacity, per second, not per job); a worker's stop "
+        f"{len(stop)} in the run (its session inbox deleted: per task, not per job)"
     )
     total = collections.Counter(r.operation for r in counted)
     verdict = "meets" if len(counted) / jobs <= TARGET else "misses"

@@ -109,4 +109,4 @@ def test_a_workers_stop_is_set_apart_from_its_jobs_requests(
     report(requests, 1)
     out = capsys.readouterr().out
     assert "AWS requests per job: 2.0 " in out
-    assert "a worker's start and stop 2 in the run" in out
+    assert "a worker's stop 2 in the run" in out
