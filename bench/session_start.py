@@ -12,7 +12,11 @@ other, ``--sessions`` times and timed at the client through the Python client:
   the call, and after a 202 while the session starts, reads of the command);
 - ``DELETE /v1/browser-sessions/{id}``.
 
-Between sessions (not timed) it waits until the closed one has given its running slot back.
+Between sessions (not timed) it waits until the closed one has given its running slot back,
+then ``--pause-s`` (0.5 s by default: an agent's next session does not open the instant its
+last one closed, and a worker with no job makes the next context ahead in that time,
+browser_task.browser.spare; ``--pause-s 0`` opens them back to back). ``--no-spare`` runs
+the worker with ``spare_context`` off: the same build without the context made ahead.
 Target (issue 32): open -> first goto p50 <= 300 ms on a warm local stack (the anchors'
 published lifecycle figures: Kernel 365 ms, Browserbase 578 ms, Steel 972 ms). Prints, last:
 ``session open -> first goto p50 <A> ms; open -> goto -> close p50 <B> ms``.
@@ -69,6 +73,10 @@ def main(argv: list[str] | None = None, measured: Measured | None = None) -> int
     parser.add_argument(
         "--count", action="store_true", help="print the median session's calls, one by one"
     )
+    parser.add_argument(
+        "--pause-s", type=float, default=0.5, help="idle time between sessions (not timed)"
+    )
+    parser.add_argument("--no-spare", action="store_true", help="the worker makes no context ahead")
     args = parser.parse_args(argv)
 
     from bench.aws_requests import calls_between, hook_env, print_calls
@@ -79,12 +87,17 @@ def main(argv: list[str] | None = None, measured: Measured | None = None) -> int
     windows: list[tuple[float, float]] = []
     log_dir = Path(tempfile.mkdtemp(prefix="pagefleet-session-start-"))
     env = {**hook_env(log_dir), "PAGEFLEET_BENCH_PLAYWRIGHT": "1"} if args.count else {}
+    worker_env = {**env, "PAGEFLEET_SPARE_CONTEXT": "false"} if args.no_spare else env
+    print(f"pause between sessions {args.pause_s} s; context made ahead: {not args.no_spare}")
     with (
-        LocalStack(api_port=0, workers=1, concurrency=2, worker_env=env, lambda_env=env) as stack,
+        LocalStack(
+            api_port=0, workers=1, concurrency=2, worker_env=worker_env, lambda_env=env
+        ) as stack,
         stack.client() as client,
     ):
         one(client, stack.site_url, [])  # warm
         for _ in range(args.sessions):
+            time.sleep(args.pause_s)
             first, whole = one(client, stack.site_url, windows)
             firsts.append(first)
             wholes.append(whole)

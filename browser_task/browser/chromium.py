@@ -24,11 +24,12 @@ below, checked against the driver's real command line by ``tests/worker/test_chr
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from playwright.async_api import Playwright
+from playwright.async_api import Browser, Playwright
 
 from pagefleet.specs.settings import WorkerSettings
 
@@ -220,3 +221,22 @@ def chromium_executable(settings: WorkerSettings, playwright: Playwright) -> str
     if Path(SYSTEM_CHROMIUM_BINARY).exists():
         return SYSTEM_CHROMIUM_BINARY
     return SYSTEM_CHROMIUM
+
+
+# A command-line switch Chromium ignores; it names the browser process of one launch so we
+# can find (and, if need be, kill) exactly that process tree.
+MARKER_SWITCH = "--pagefleet-browser"
+
+
+async def launch(
+    playwright: Playwright, settings: WorkerSettings, proxy_url: str
+) -> tuple[Browser, str]:
+    """Chromium launched as a worker launches it, and the marker switch on its command line."""
+    marker = f"{MARKER_SWITCH}={os.getpid()}-{secrets.token_hex(6)}"
+    browser = await playwright.chromium.launch(
+        executable_path=chromium_executable(settings, playwright),
+        headless=settings.headless,
+        args=[*chromium_args(settings, proxy_url), marker],
+        chromium_sandbox=sandbox_enabled(settings),
+    )
+    return browser, marker

@@ -127,6 +127,15 @@ class JobBrowser:
     def crashed(self) -> bool:
         return self.page_crashed or self.generation.crashed
 
+    def watch_crash(self) -> None:
+        """Note its page's crash (a listener dropped when a warm context is parked)."""
+
+        def crashed(_page: Page) -> None:
+            self.page_crashed = True
+
+        self.page.on("crash", crashed)
+        self.listeners.append(("page:crash", crashed))
+
     async def close(self) -> None:
         """Close the context (bounded), or park it warm; safe to call twice and after a
         crash."""

@@ -23,21 +23,14 @@ import asyncio
 import contextlib
 import logging
 import os
-import secrets
 import shutil
 import time
 from collections.abc import Callable
 from typing import Any
 
-from playwright.async_api import Page, Playwright, async_playwright
+from playwright.async_api import BrowserContext, Page, Playwright, async_playwright
 
-from browser_task.browser.chromium import (
-    chromium_args,
-    chromium_executable,
-    driver_env,
-    environment,
-    sandbox_enabled,
-)
+from browser_task.browser.chromium import driver_env, environment, launch
 from browser_task.browser.contexts import open_context
 from browser_task.browser.generation import (
     CONTEXT_CLOSE_TIMEOUT_S,
@@ -53,6 +46,7 @@ from browser_task.browser.process_tree import (
     watch_exit,
 )
 from browser_task.browser.setup import ContextSetup
+from browser_task.browser.spare import SPARE_OPTIONS, SpareContext, fits
 from browser_task.browser.video import recording_dir
 from browser_task.browser.warm import RecordingContext, WarmContexts
 from browser_task.egress.guard import EgressPolicy, Resolver
@@ -66,9 +60,6 @@ CONTEXT_OPEN_TIMEOUT_S = 20.0
 BROWSER_CLOSE_TIMEOUT_S = 10.0
 # Summing RSS over ~10 processes costs a millisecond or two: at most this often.
 MEMORY_CHECK_INTERVAL_S = 2.0
-# A command-line switch Chromium ignores; it names the browser process of one launch so we
-# can find (and, if need be, kill) exactly that process tree.
-MARKER_SWITCH = "--pagefleet-browser"
 
 
 class BrowserPool:
@@ -92,6 +83,8 @@ class BrowserPool:
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
         self.warm = WarmContexts(settings.concurrency)
+        self.spare = SpareContext()
+        self._stopping = False
         self._resolver = resolver
         self._connect = connect
         pool_proxy = settings.egress_proxy
@@ -129,6 +122,7 @@ class BrowserPool:
         with environment(driver_env()):
             self._playwright = await async_playwright().start()
         await self._browser()
+        self._make_spare()
 
     @property
     def launches(self) -> int:
@@ -136,13 +130,7 @@ class BrowserPool:
 
     async def _launch(self) -> BrowserGeneration:
         assert self._playwright is not None, "BrowserPool.start() first"
-        marker = f"{MARKER_SWITCH}={os.getpid()}-{secrets.token_hex(6)}"
-        browser = await self._playwright.chromium.launch(
-            executable_path=chromium_executable(self._settings, self._playwright),
-            headless=self._settings.headless,
-            args=[*chromium_args(self._settings, self.egress.url), marker],
-            chromium_sandbox=sandbox_enabled(self._settings),
-        )
+        browser, marker = await launch(self._playwright, self._settings, self.egress.url)
         self._launched += 1
         generation = BrowserGeneration(
             browser=browser, number=self._launched, process=find_browser_process(marker)
@@ -212,6 +200,16 @@ class BrowserPool:
             reused = await self._reuse(warm_key, options, setup)
             if reused is not None:
                 return reused
+        if fits(options, storage_state=storage_state, egress=egress, setup=setup):
+            made = await self.spare.take(self._usable)
+            if made is not None:
+                adopted = await self._adopt(
+                    made.context, made.page, made.generation, options, setup, warm_key=warm_key
+                )
+                if adopted is not None:
+                    return adopted
+        elif self._running() + 1 >= self._settings.concurrency:
+            await self.spare.drop()  # never more contexts than slots (browser_task.browser.spare)
         if egress is not None or storage_state is not None:
             warm_key = None  # only a context nothing of one job's own went into is kept
         try:
@@ -285,15 +283,8 @@ class BrowserPool:
             warm_key=warm_key,
             _park=self._park if warm_key is not None else None,
         )
-        self._watch_page(session)
+        session.watch_crash()
         return session
-
-    def _watch_page(self, session: JobBrowser) -> None:
-        def crashed(_page: Page) -> None:
-            session.page_crashed = True
-
-        session.page.on("crash", crashed)
-        session.listeners.append(("page:crash", crashed))
 
     def _usable(self, generation: BrowserGeneration) -> bool:
         return (
@@ -311,29 +302,50 @@ class BrowserPool:
         parked = self.warm.take(key, self._usable)
         if parked is None:
             return None
-        generation = parked.generation
+        return await self._adopt(
+            parked.context,
+            parked.page,
+            parked.generation,
+            options,
+            setup,
+            warm_key=key,
+            jobs=parked.jobs + 1,
+        )
+
+    async def _adopt(
+        self,
+        context: BrowserContext,
+        page: Page,
+        generation: BrowserGeneration,
+        options: JobOptions,
+        setup: ContextSetup | None,
+        warm_key: str | None = None,
+        jobs: int = 1,
+    ) -> JobBrowser | None:
+        """A job's session in a context made before it (warm, or the spare), set up for
+        it; None (and closed) if the setup fails."""
         generation.jobs_started += 1
         generation.active += 1
         if generation.jobs_started >= self._settings.jobs_per_browser:
             self._retire(generation, "jobs")
         session = JobBrowser(
-            context=parked.context,
-            page=parked.page,
+            context=context,
+            page=page,
             generation=generation,
             _release=self._release,
-            warm_key=key,
-            jobs=parked.jobs + 1,
-            _park=self._park,
+            warm_key=warm_key,
+            jobs=jobs,
+            _park=self._park if warm_key is not None else None,
         )
         try:
-            parked.context.set_default_timeout(options.action_timeout_ms)
-            parked.context.set_default_navigation_timeout(options.navigation_timeout_ms)
+            context.set_default_timeout(options.action_timeout_ms)
+            context.set_default_navigation_timeout(options.navigation_timeout_ms)
             if setup is not None:
-                await setup(RecordingContext(parked.context, session.listeners))  # type: ignore[arg-type]
+                await setup(RecordingContext(context, session.listeners))  # type: ignore[arg-type]
         except Exception:
             await session.close()
             return None
-        self._watch_page(session)
+        session.watch_crash()
         return session
 
     async def _park(self, session: JobBrowser) -> bool:
@@ -375,6 +387,29 @@ class BrowserPool:
             self._retire(session.generation, "unresponsive")
         session.generation.active -= 1
         await self._maybe_close(session.generation)
+        self._make_spare()
+
+    def _running(self) -> int:
+        return sum(generation.active for generation in self._generations)
+
+    def _make_spare(self) -> None:
+        """Make a context ahead for the next job, when no job runs (browser_task.browser.spare)."""
+        generation = self._current
+        if (
+            not self._settings.spare_context
+            or self._settings.jobs_per_browser <= 1  # a browser per job: none to make it in
+            or self._stopping
+            or generation is None
+            or not self._usable(generation)
+            or self._running() > 0
+        ):
+            return
+        self.spare.make(
+            generation,
+            lambda: generation.within(
+                open_context(generation, SPARE_OPTIONS), CONTEXT_OPEN_TIMEOUT_S
+            ),
+        )
 
     async def _maybe_close(self, generation: BrowserGeneration) -> None:
         if generation.retired and generation.active <= 0 and not generation.closing:
@@ -384,6 +419,7 @@ class BrowserPool:
         generation.closing = True
         self._generations.discard(generation)
         await self.warm.drop_generation(generation)
+        await self.spare.drop_generation(generation)
         # A browser already gone is not closed, only reaped (``within`` does not start it).
         with contextlib.suppress(Exception):
             await generation.within(generation.browser.close(), BROWSER_CLOSE_TIMEOUT_S)
@@ -395,6 +431,8 @@ class BrowserPool:
         generation.unwatch()
 
     async def close(self) -> None:
+        self._stopping = True
+        await self.spare.drop()
         await self.warm.close_all()
         # Each bounded on its own: closed side by side, not one after the other.
         await asyncio.gather(*(self._close_generation(g) for g in list(self._generations)))

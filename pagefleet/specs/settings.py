@@ -138,6 +138,9 @@ class WorkerSettings(CoreSettings):
     # Recycle the browser when the RSS of its process tree (summed per process, so shared
     # pages count more than once) passes this; running jobs finish on the old one.
     max_browser_rss_mb: int = Field(default=1500, ge=100)
+    # While no job runs, make one context and page ahead for the next job with default
+    # context options (its renderer starts before the claim: browser_task.browser.spare).
+    spare_context: bool = True
     max_artifact_bytes: int = Field(default=25 * 1024 * 1024, ge=1024)
     worker_id: str | None = None
     # On SIGTERM, how long running jobs may take to finish before they are handed back to
