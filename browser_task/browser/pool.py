@@ -389,6 +389,10 @@ class BrowserPool:
         await self._maybe_close(session.generation)
         self._make_spare()
 
+    def stop_spares(self) -> None:
+        """The worker drains: no context is made ahead any more (one held closes at stop)."""
+        self._stopping = True
+
     def _running(self) -> int:
         return sum(generation.active for generation in self._generations)
 

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from browser_task.browser.pool import BrowserPool
 from pagefleet.jobs.options import JobOptions, Viewport
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.settings import WorkerSettings
-from tests.worker.conftest import Site, submit, wait_for_job
+from tests.worker.conftest import TENANT, Site, submit, wait_for_job
 
 COOKIE_PAGE = """<title>c</title><p id=c>?</p>
 <script>
@@ -227,3 +228,24 @@ def test_two_jobs_opening_at_once_never_share_the_spare() -> None:
         await asyncio.gather(first.close(), second.close())
 
     _with_pool(body, concurrency=2)
+
+
+def test_a_draining_worker_makes_no_context_ahead(run_worker, services, make_settings, site):
+    """A job that ends while its worker drains leaves no spare behind it: one would only be
+    made to be closed at the stop (and the stop would wait for it)."""
+    url = site.add("/slow", "<title>s</title>")
+    running = run_worker(make_settings(concurrency=1, drain_seconds=30))
+    spare = running.worker.browsers.spare
+    deadline = time.monotonic() + 30
+    while spare.made < 1:  # the one made at start
+        assert time.monotonic() < deadline, "no context made at start"
+        time.sleep(0.02)
+    body = {"steps": [{"action": "goto", "url": url}, {"action": "sleep", "ms": 4000}]}
+    job = submit(services, body)
+    deadline = time.monotonic() + 30
+    while services.store.get(TENANT, job.job_id).status is not JobStatus.RUNNING:
+        assert time.monotonic() < deadline, "the job never ran"
+        time.sleep(0.02)
+    running.stop()
+    assert wait_for_job(services, job.job_id).status is JobStatus.SUCCEEDED
+    assert spare.made == 1
