@@ -45,6 +45,10 @@ class PoolConfig(DeployModel):
     # (their slots run other jobs meanwhile); past it a waiting job keeps its slot. Each is
     # a Chromium context in the task's memory (docs/decisions.md, 2026-12-05); 0: none.
     max_waiting_contexts: int = Field(default=2, ge=0, le=32)
+    # While a task runs no job, its worker makes one context ahead for the next job with
+    # the default context options (a session's first step then waits for no new page:
+    # docs/decisions.md, "The spare context comes back"); off: one idle renderer less.
+    spare_context: bool = True
     # Tasks kept running when no job waits (0: the first job waits for a task to start).
     min_tasks: int = Field(ge=0)
     # The most tasks scaling starts (the Fargate vCPU quota must hold twice this during a

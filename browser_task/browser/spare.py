@@ -15,7 +15,7 @@ agent, locale, time zone, extra headers), one with a saved login, its own proxy,
 It is made only when no job runs, so a busy worker makes no more contexts than before; a
 job that cannot take it while the worker's slots fill closes it, so the worker never holds
 more contexts than slots. None is made once the worker drains; one held is dropped with its
-browser and at stop. ``spare_context: false`` (WorkerSettings) turns it off.
+browser and at stop. A pool's ``spare_context: false`` turns it off.
 """
 
 from __future__ import annotations

@@ -230,6 +230,7 @@ class BrowserWorkers(Construct):
                     pool=name,
                     concurrency=str(pool.concurrency),
                     max_waiting_contexts=str(pool.max_waiting_contexts),
+                    spare_context=str(pool.spare_context).lower(),
                     max_browser_rss_mb=str(pool.browser_rss_limit_mb),
                     lease_seconds=str(queue.by_priority[0].spec.visibility_timeout_s),
                     # Chromium's sandbox needs user namespaces, which Fargate's seccomp

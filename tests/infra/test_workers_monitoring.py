@@ -33,6 +33,7 @@ def test_fargate_service_per_pool_sized_from_config(synth) -> None:
         assert env["PAGEFLEET_CONCURRENCY"] == str(config.pool(name).concurrency)
         waiting = str(config.pool(name).max_waiting_contexts)
         assert env["PAGEFLEET_MAX_WAITING_CONTEXTS"] == waiting
+        assert env["PAGEFLEET_SPARE_CONTEXT"] == str(config.pool(name).spare_context).lower()
         # Steps are priced as usage is: on the stage's pricing shape, whatever the pool.
         assert json.loads(env["PAGEFLEET_PRICING_WORKER"]) == pricing_worker(config)
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == m.stage_namespace(config.stage)
