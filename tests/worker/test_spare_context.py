@@ -249,3 +249,24 @@ def test_a_draining_worker_makes_no_context_ahead(run_worker, services, make_set
     running.stop()
     assert wait_for_job(services, job.job_id).status is JobStatus.SUCCEEDED
     assert spare.made == 1
+
+
+def test_a_worker_that_stops_while_its_spare_is_being_made_closes_it() -> None:
+    """The stop waits for the context being made and closes it (one cancelled half way would
+    still be made in the browser, and nothing would close it)."""
+    contexts: list[int] = []
+
+    async def body(pool: BrowserPool) -> None:
+        assert pool.spare.held  # being made since the start
+        browser = pool._current
+        assert browser is not None
+        original = pool.spare.drop
+
+        async def drop() -> None:
+            await original()
+            contexts.append(len(browser.browser.contexts))
+
+        pool.spare.drop = drop  # type: ignore[method-assign]
+
+    _with_pool(body)
+    assert contexts == [0]
