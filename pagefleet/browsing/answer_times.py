@@ -28,6 +28,11 @@ MARGIN_S = 0.002
 # After a first read that found nothing, this many reads this far apart, then the usual.
 SHORT_READS = 2
 SHORT_PAUSE_S = 0.002
+# Found by its first read again and again, the guess is too late by more than a margin: each
+# such time is kept twice as much earlier as the one before (from ``MARGIN_S``), so a guess
+# learned from slow first answers comes down in a few steps, not a margin a step; one that
+# overshoots is found by the close reads or the usual schedule, which set it right.
+MAX_HIT_STEP_S = 0.032
 # Longer answers are read on the usual schedule: a command of a kind that took this long
 # lately, quicker this time, is seen at most this late (it was read for ~every 5-30 ms).
 LEARN_MAX_S = 0.25
@@ -45,6 +50,8 @@ def kind_of(tenant_id: str, session_id: str, steps: list[dict[str, Any]], observ
 class AnswerTimes:
     def __init__(self) -> None:
         self._seen: OrderedDict[Kind, deque[float]] = OrderedDict()
+        # Each kind's first-read finds in a row (reset by a find that took more reads).
+        self._hits: dict[Kind, int] = {}
         self._lock = threading.Lock()
 
     def first_read_s(self, kind: Kind) -> float | None:
@@ -61,13 +68,17 @@ class AnswerTimes:
     def found(self, kind: Kind, after_s: float, reads: int) -> None:
         """The read that found the answer was sent ``after_s`` after the record, the
         ``reads``-th. Found by the first, it may have been there sooner: the time is kept
-        ``MARGIN_S`` earlier, so the next first read comes sooner still, until one finds
-        nothing (and the close reads after it say when the answer came)."""
-        if reads == 1:
-            after_s -= MARGIN_S
+        earlier (``MARGIN_S``, doubled for each such find in a row), so the next first read
+        comes sooner still, until one finds nothing (and the close reads after it say when
+        the answer came)."""
         with self._lock:
+            hits = self._hits.get(kind, 0) + 1 if reads == 1 else 0
+            if hits:
+                after_s -= min(MAX_HIT_STEP_S, MARGIN_S * 2 ** (hits - 1))
             seen = self._seen.pop(kind, None) or deque(maxlen=RECENT)
             seen.append(after_s)
             self._seen[kind] = seen
+            self._hits[kind] = hits
             while len(self._seen) > MAX_KINDS:
-                self._seen.popitem(last=False)
+                gone, _ = self._seen.popitem(last=False)
+                self._hits.pop(gone, None)

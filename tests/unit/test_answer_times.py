@@ -41,3 +41,19 @@ def test_a_slow_kind_is_not_guessed_and_the_kinds_kept_are_bounded(
     for kind in kinds:
         times.found(kind, 0.03, reads=2)
     assert [times.first_read_s(k) is not None for k in kinds] == [False, False, True, True, True]
+
+
+def test_first_read_finds_in_a_row_move_the_guess_twice_as_far_each_time() -> None:
+    times, kind = AnswerTimes(), kind_of("t", "s", [{"action": "fill"}], {})
+    kept = []
+    for _ in range(8):  # each found by the first read at the guess
+        guess = times.first_read_s(kind)
+        at = 0.200 if guess is None else guess
+        times.found(kind, at, reads=1)
+        kept.append(round(at - times._seen[kind][-1], 4))
+    steps = [MARGIN_S * 2**n for n in range(5)] + [answer_times.MAX_HIT_STEP_S] * 3
+    assert kept == pytest.approx(steps)
+    # A find that took more reads says when the answer came: the next hit starts over.
+    times.found(kind, 0.040, reads=3)
+    times.found(kind, 0.045, reads=1)
+    assert times._seen[kind][-1] == pytest.approx(0.045 - MARGIN_S)
