@@ -102,8 +102,10 @@ class SpareContext:
     def make(
         self, generation: BrowserGeneration, opening: Callable[[], Awaitable[tuple[Any, Any]]]
     ) -> None:
-        """Start making the spare on ``generation`` (nothing if one is held or being made)."""
-        if self._making is not None:
+        """Start making the spare on ``generation`` (nothing if one is held or being made;
+        one whose making failed is let go)."""
+        making = self._making
+        if making is not None and not (making.done() and making.result() is None):
             return
 
         async def make() -> Made | None:
