@@ -21,6 +21,8 @@ import threading
 from collections import OrderedDict, deque
 from typing import Any
 
+from pagefleet.backoff import Backoff, Jitter
+
 # How many of a kind's last answer times are kept.
 RECENT = 4
 # The first read goes this long before the lower median of them.
@@ -29,10 +31,10 @@ MARGIN_S = 0.002
 SHORT_READS = 2
 SHORT_PAUSE_S = 0.002
 # Found by its first read again and again, the guess is too late by more than a margin: each
-# such time is kept twice as much earlier as the one before (from ``MARGIN_S``), so a guess
-# learned from slow first answers comes down in a few steps, not a margin a step; one that
-# overshoots is found by the close reads or the usual schedule, which set it right.
-MAX_HIT_STEP_S = 0.032
+# such time is kept twice as much earlier as the one before (from ``MARGIN_S``, at most
+# 32 ms), so a guess learned from slow first answers comes down in a few steps, not a margin
+# a step; one that overshoots is found by the close reads or the usual schedule.
+HIT_STEPS = Backoff(base_s=MARGIN_S, cap_s=0.032, jitter=Jitter.NONE)
 # Longer answers are read on the usual schedule: a command of a kind that took this long
 # lately, quicker this time, is seen at most this late (it was read for ~every 5-30 ms).
 LEARN_MAX_S = 0.25
@@ -74,7 +76,7 @@ class AnswerTimes:
         with self._lock:
             hits = self._hits.get(kind, 0) + 1 if reads == 1 else 0
             if hits:
-                after_s -= min(MAX_HIT_STEP_S, MARGIN_S * 2 ** (hits - 1))
+                after_s -= HIT_STEPS.delay(hits)
             seen = self._seen.pop(kind, None) or deque(maxlen=RECENT)
             seen.append(after_s)
             self._seen[kind] = seen

@@ -51,7 +51,7 @@ def test_first_read_finds_in_a_row_move_the_guess_twice_as_far_each_time() -> No
         at = 0.200 if guess is None else guess
         times.found(kind, at, reads=1)
         kept.append(round(at - times._seen[kind][-1], 4))
-    steps = [MARGIN_S * 2**n for n in range(5)] + [answer_times.MAX_HIT_STEP_S] * 3
+    steps = [MARGIN_S * 2**n for n in range(5)] + [answer_times.HIT_STEPS.cap_s] * 3
     assert kept == pytest.approx(steps)
     # A find that took more reads says when the answer came: the next hit starts over.
     times.found(kind, 0.040, reads=3)
