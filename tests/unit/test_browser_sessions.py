@@ -661,10 +661,10 @@ def test_a_kind_whose_first_answers_were_slow_is_read_on_time_within_a_few_steps
 ) -> None:
     """A session's first steps of a kind are often slower (the page's first use of them);
     the next ones come sooner, and a first read that finds the answer says only that it came
-    before it. The guess moves down as far as its close reads reach each time, so the calls
-    see their answers on time within a few steps, not one margin a step (the bench's step
-    walked from 111 ms to 38 over forty steps, its answers in at ~40: 30 ms late at p50).
-    Each first read that finds the answer again moves the guess twice as far as the last."""
+    before it. Each first read that finds it again moves the guess twice as far as the last,
+    so the calls see their answers on time within a few steps, not one margin a step (the
+    bench's step walked from 111 ms to 38 over forty steps, its answers in at ~40: 30 ms
+    late at p50)."""
     now = [0.0]
 
     def sleep(seconds: float) -> None:
