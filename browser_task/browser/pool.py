@@ -83,8 +83,8 @@ class BrowserPool:
         self._reapers: set[asyncio.Task[None]] = set()
         self.recycles: dict[str, int] = {}
         self.warm = WarmContexts(settings.concurrency)
-        self.spare = SpareContext()
-        self._stopping = False
+        # A browser per job (isolation "task"): none to make a spare in.
+        self.spare = SpareContext(settings.spare_context and settings.jobs_per_browser > 1)
         self._resolver = resolver
         self._connect = connect
         pool_proxy = settings.egress_proxy
@@ -389,24 +389,13 @@ class BrowserPool:
         await self._maybe_close(session.generation)
         self._make_spare()
 
-    def stop_spares(self) -> None:
-        """The worker drains: no context is made ahead any more (one held closes at stop)."""
-        self._stopping = True
-
     def _running(self) -> int:
         return sum(generation.active for generation in self._generations)
 
     def _make_spare(self) -> None:
         """Make a context ahead for the next job, when no job runs (browser_task.browser.spare)."""
         generation = self._current
-        if (
-            not self._settings.spare_context
-            or self._settings.jobs_per_browser <= 1  # a browser per job: none to make it in
-            or self._stopping
-            or generation is None
-            or not self._usable(generation)
-            or self._running() > 0
-        ):
+        if generation is None or not self._usable(generation) or self._running() > 0:
             return
         self.spare.make(
             generation,
@@ -435,7 +424,7 @@ class BrowserPool:
         generation.unwatch()
 
     async def close(self) -> None:
-        self._stopping = True
+        self.spare.stop()
         await self.spare.drop()
         await self.warm.close_all()
         # Each bounded on its own: closed side by side, not one after the other.

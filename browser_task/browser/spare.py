@@ -80,7 +80,9 @@ class Made:
 class SpareContext:
     """At most one context made ahead (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        # Off by setting, or once the worker drains: one held is still closed by ``drop``.
+        self.enabled = enabled
         self._making: asyncio.Task[Made | None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self.made = 0
@@ -105,7 +107,9 @@ class SpareContext:
         """Start making the spare on ``generation`` (nothing if one is held or being made;
         one whose making failed is let go)."""
         making = self._making
-        if making is not None and not (making.done() and making.result() is None):
+        if not self.enabled or (
+            making is not None and not (making.done() and making.result() is None)
+        ):
             return
 
         async def make() -> Made | None:
@@ -120,6 +124,10 @@ class SpareContext:
             return made
 
         self._making = asyncio.get_running_loop().create_task(make(), name="spare context")
+
+    def stop(self) -> None:
+        """No more spares: the worker drains or stops."""
+        self.enabled = False
 
     async def take(self, usable: Callable[[BrowserGeneration], bool]) -> Made | None:
         """The spare (waited for if it is still being made) if its browser is ``usable``."""

@@ -147,7 +147,7 @@ class Worker:
 
     async def _drain(self, slots: list[asyncio.Task[None]]) -> None:
         self._log.info("draining", drain_seconds=self.settings.drain_seconds)
-        self.browsers.stop_spares()  # a context made ahead now would only be closed unused
+        self.browsers.spare.stop()  # a context made ahead now would only be closed unused
         # A slot is free before its job's uploads are in: those finish within the period too.
         running = {*slots, *self._background}
         _done, pending = await asyncio.wait(running, timeout=self.settings.drain_seconds)
