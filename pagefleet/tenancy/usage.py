@@ -30,33 +30,34 @@ MAX_DAYS = 92
 # for an update in place (the jobs table's three indexes project every attribute, so such a
 # write is as big as the table's). Measured with `bench/write_units.py` (the jobs table's
 # stream, every write sized as DynamoDB sizes it; docs/decisions.md, 2026-12-07): a plain
-# job's record is ~1.5 KB, 2 units a write in the table and as much in each index it is in.
+# job's record is under 1 KB until its outcome (its request kept without its defaults), 1 unit
+# a write in the table and as much in each index it is in; ~1.3 KB finished.
 PER_JOB = {
     "api_requests": 1,  # the submission
     "lambda_invocations": 2,  # the API call and the authorizer (cached calls are free)
     "lambda_gb_seconds": 0.1,  # 1 GB for ~100 ms
     "queue_requests": 1,  # the send
-    # the record (2; by_status 2, unqueued 2), marked enqueued (2; by_status 2, unqueued 2),
+    # the record (1; by_status 1, unqueued 1), marked enqueued (1; by_status 1, unqueued 1),
     # idempotency key, rate bucket and queued count up (one write), queued count down, the
     # notification's delivery mark
-    "table_writes": 16,
+    "table_writes": 10,
     "table_reads": 2,
 }
 PER_ATTEMPT = {
     # the receive, the high queue looked at beside it (empty, still billed), the delete
     # (batched, ten a request)
     "queue_requests": 2,
-    # the claim with its first run-event numbers (2; by_status 4: its key moves, ops 2: it
-    # enters), the outcome with its expiry (3; by_status 5, ops 2: it leaves), the running
+    # the claim with its first run-event numbers (1; by_status 2: its key moves, ops 1: it
+    # enters), the outcome with its expiry (2; by_status 3, ops 1: it leaves), the running
     # slot taken and given back, the run's events (one batch: 2), usage (3 items in a
     # transaction: 6; the day's by_day entry 1)
-    "table_writes": 29,
+    "table_writes": 21,
     "table_reads": 1,  # limits (the look before the claim reads the message's preview)
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.
 HEARTBEAT_S = 15
-# A heartbeat's lease write: the record (2), by_status in place (2), ops's key moves (2 + 2).
-HEARTBEAT_WRITES = 8
+# A heartbeat's lease write: the record (1), by_status in place (1), ops's key moves (1 + 1).
+HEARTBEAT_WRITES = 4
 # Lambda invocations of the jobs stream reader per job change it reads (batched).
 STREAM_SHARE = 0.2
 

@@ -15,6 +15,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.ports import JobFilter
 from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
@@ -104,13 +105,48 @@ def to_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+# Keys that name a union's member: a step's `action` defaults to its kind's one value, yet
+# the stored step needs it to be read back as that kind.
+_DISCRIMINATORS = ("action",)
+
+
+def _keep_discriminators(sparse: Any, full: Any) -> None:
+    if isinstance(sparse, dict) and isinstance(full, dict):
+        for key in _DISCRIMINATORS:
+            if key in full and key not in sparse:
+                sparse[key] = full[key]
+        for key, value in sparse.items():
+            _keep_discriminators(value, full.get(key))
+    elif isinstance(sparse, list) and isinstance(full, list):
+        for part, whole in zip(sparse, full, strict=False):
+            _keep_discriminators(part, whole)
+
+
+def request_text(request: JobRequest) -> str:
+    """The request as its record keeps it: what differs from a default, and each step's kind.
+
+    DynamoDB bills a write by the KB of the item, and every index of the jobs table holds the
+    whole item: a plain job's request written whole (~930 bytes, defaults and nulls mostly)
+    made each of its record's writes two units, and as many in each index it was in. A
+    default is read back as the reading version's default (docs/decisions.md, 2026-12-07).
+    A request the sparse form would not give back equal is kept whole.
+    """
+    full = request.model_dump(mode="json")
+    sparse = request.model_dump(mode="json", exclude_defaults=True)
+    _keep_discriminators(sparse, full)
+    if JobRequest.model_validate(sparse, context=STORED) != request:
+        return to_json(full)
+    return to_json(sparse)
+
+
 def record_to_item(record: JobRecord) -> dict[str, Any]:
-    data = record.model_dump(mode="json")
+    data = record.model_dump(mode="json", exclude={"request"})
     item: dict[str, Any] = {
         "pk": tenant_pk(record.tenant_id),
         "sk": job_sk(record.job_id),
         "status_pk": status_pk(record.tenant_id, record.status),
     }
+    item["request"] = request_text(record.request)
     # Attempt history is a DynamoDB list so a finishing worker can append to it atomically.
     item["attempt_log"] = [to_json(a) for a in data.pop("attempts")]
     for key, value in data.items():
