@@ -9,6 +9,7 @@ event shapes through the local Lambda service.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -232,6 +233,18 @@ class StreamPoller(Background):
         }
 
 
+def _as_lambda_sends(value: Any) -> Any:
+    """An attribute value as the event's JSON carries it: binary as base64 text (boto3 has
+    decoded it to bytes; a Lambda handler is given the text)."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    if isinstance(value, dict):
+        return {k: _as_lambda_sends(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_lambda_sends(v) for v in value]
+    return value
+
+
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
     """A record of GetRecords as a DynamoDB stream event source mapping hands it over."""
     return {
@@ -241,7 +254,7 @@ def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
         "eventSource": "aws:dynamodb",
         "awsRegion": record.get("awsRegion", LOCAL_REGION),
         "dynamodb": {
-            k: (v.timestamp() if hasattr(v, "timestamp") else v)
+            k: (v.timestamp() if hasattr(v, "timestamp") else _as_lambda_sends(v))
             for k, v in record["dynamodb"].items()
         },
         "eventSourceARN": stream_arn,

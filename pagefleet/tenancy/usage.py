@@ -49,9 +49,9 @@ PER_ATTEMPT = {
     "queue_requests": 2,
     # the claim with its first run-event numbers (1; by_status 2: its key moves, ops 1: it
     # enters), the outcome with its expiry (2; by_status 3, ops 1: it leaves), the running
-    # slot taken and given back, the run's events (one batch: 2), usage (3 items in a
-    # transaction: 6; the day's by_day entry 1)
-    "table_writes": 21,
+    # slot taken and given back, the run's events (one batch, compressed: 1), usage (3 items
+    # in a transaction: 6; the day's by_day entry 1)
+    "table_writes": 20,
     "table_reads": 1,  # limits (the look before the claim reads the message's preview)
 }
 # Heartbeats (queue visibility + lease) every 15 s of browser time.
