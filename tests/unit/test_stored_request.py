@@ -75,6 +75,21 @@ def test_a_step_of_defaults_only_keeps_its_kind() -> None:
     assert "options" not in stored and "retry" not in stored
 
 
+@pytest.mark.parametrize(
+    ("notify", "own"),
+    [
+        ({"on": ["failed"], "webhook": None}, True),  # none at all, said out loud
+        ({"on": ["failed"]}, False),  # the tenant's default
+        ({"webhook": "https://hooks.example.com/x"}, True),
+    ],
+)
+def test_a_notify_keeps_whether_it_named_its_webhook(notify: dict[str, Any], own: bool) -> None:
+    request = JobRequest.model_validate({**PLAIN, "notify": notify})
+    back = item_to_record(_stored_item(request)).request
+    assert back.notify is not None and back.notify.own_webhook is own
+    assert back.notify.webhook == notify.get("webhook")
+
+
 def test_a_plain_jobs_record_is_one_write_unit() -> None:
     """DynamoDB bills a write a unit per KB of the item; the request written whole (~930
     bytes of defaults and nulls) made a plain queued record 1.5 KB: two units in the table

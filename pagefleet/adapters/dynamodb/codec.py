@@ -129,12 +129,14 @@ def request_text(request: JobRequest) -> str:
     whole item: a plain job's request written whole (~930 bytes, defaults and nulls mostly)
     made each of its record's writes two units, and as many in each index it was in. A
     default is read back as the reading version's default (docs/decisions.md, 2026-12-07).
-    A request the sparse form would not give back equal is kept whole.
+    A request whose sparse form would not read back to the same whole form is kept whole:
+    one that says a default out loud where saying it means something (a notify's explicit
+    ``"webhook": null``, none at all, against an omitted one, the tenant's default).
     """
     full = request.model_dump(mode="json")
     sparse = request.model_dump(mode="json", exclude_defaults=True)
     _keep_discriminators(sparse, full)
-    if JobRequest.model_validate(sparse, context=STORED) != request:
+    if JobRequest.model_validate(sparse, context=STORED).model_dump(mode="json") != full:
         return to_json(full)
     return to_json(sparse)
 
