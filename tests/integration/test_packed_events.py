@@ -98,7 +98,9 @@ def test_a_plain_jobs_batch_is_one_write_unit_and_reads_back_whole(
     events = plain_jobs_events()
     assert len(to_json(events)) > 1024  # as text, two units
     store.put("t", JOB, events, expires_at=EXPIRES, attempt=1)
-    assert item_size(_item(provisioned.jobs_table, 8)) <= 1024
+    item = _item(provisioned.jobs_table, 8)
+    assert item_size(item) <= 1024
+    assert item["events"] == {"S": "[]"}  # a release from before reads no events, not an error
     assert store.page("t", JOB, after=0, limit=100, now=NOW) == (events, False)
 
 

@@ -3,10 +3,10 @@
 Items (``pk = TENANT#<tenant>``):
 
 - ``sk = EVT#<job>#<last seq, 10 digits>``: one batch of events (``events_z``: their JSON
-  list, zlib-compressed; ``events``: the text itself, where compressing saved nothing or
-  the item was written before; ``first_seq``, ``last_seq``), split so that an item stays far
-  below 400 KB. Keyed by its last sequence number, so the events after N are exactly the
-  items with a key above N.
+  list, zlib-compressed; ``events``: the text itself where compressing saved nothing or the
+  item was written before, else ``[]``; ``first_seq``, ``last_seq``), split so that an
+  item stays far below 400 KB. Keyed by its last sequence number, so the events after N
+  are exactly the items with a key above N.
 - ``sk = EVTSEQ#<job>``: the job's sequence counter (``seq``) and how many bounded events
   were reserved (``bounded``); an atomic ADD hands each writer its own numbers.
 
@@ -54,10 +54,16 @@ class EventsItem:
 
 def packed(events: list[dict[str, Any]]) -> dict[str, Any]:
     """A batch's events as its item keeps them. DynamoDB bills a write a unit per KB of the
-    item: a plain job's one batch is ~1.3 KB of JSON (two units) and ~0.5 KB compressed."""
+    item: a plain job's one batch is ~1.3 KB of JSON (two units) and ~0.5 KB compressed.
+
+    A compressed batch also says ``"events": "[]"``: a release from before reads it (beside
+    new workers for minutes in a deploy, or after a rollback) as a batch of no events, not
+    as a broken item."""
     text = to_json(events).encode()
     compressed = zlib.compress(text, 6)
-    return {"events_z": compressed} if len(compressed) < len(text) else {"events": text.decode()}
+    if len(compressed) < len(text):
+        return {"events_z": compressed, "events": "[]"}
+    return {"events": text.decode()}
 
 
 def _binary(value: Any) -> bytes:
