@@ -8,15 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from boto3.dynamodb.types import TypeSerializer
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 
 from bench.write_units import item_size
-from pagefleet.adapters.dynamodb.codec import item_to_record, record_to_item, request_text
+from pagefleet.adapters.dynamodb.codec import (
+    item_to_record,
+    record_to_item,
+    request_text,
+    serialize,
+)
 from pagefleet.jobs.models import JobRequest, new_job_id
-from pagefleet.jobs.record import JobRecord
 from pagefleet.jobs.states import JobStatus
 from pagefleet.specs.stored import STORED
+from tests.support.records import job_record
 from tests.unit.test_workflow_language import EVERY_STEP
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,18 +47,14 @@ def _requests() -> list[tuple[str, dict[str, Any]]]:
 
 
 def _stored_item(request: JobRequest) -> dict[str, Any]:
-    record = JobRecord(
-        tenant_id="acme",
+    """A queued job's item, its correlation id as long as the API's (a UUID)."""
+    record = job_record(
         job_id=new_job_id(),
         status=JobStatus.QUEUED,
         request=request,
-        created_at="2026-12-07T22:00:00.000Z",
-        updated_at="2026-12-07T22:00:00.000Z",
         correlation_id="a7f0b4a0-db97-43b1-8fff-e58ac6a318b3",
-        pool="standard",
     )
-    ser = TypeSerializer()
-    return {k: ser.serialize(v) for k, v in record_to_item(record).items() if v is not None}
+    return serialize(record_to_item(record))
 
 
 @pytest.mark.parametrize(("name", "body"), _requests(), ids=[n for n, _ in _requests()])

@@ -66,12 +66,10 @@ def packed(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"events": text.decode()}
 
 
-def _binary(value: Any) -> bytes:
-    """A binary attribute's bytes: boto3 gives bytes (or a ``Binary``), a Lambda stream event
-    base64 text."""
-    if isinstance(value, str):
-        return base64.b64decode(value)
-    return bytes(getattr(value, "value", value))
+def _binary(value: bytes | str) -> bytes:
+    """A binary attribute's bytes: boto3's client gives bytes, a Lambda stream event base64
+    text."""
+    return base64.b64decode(value) if isinstance(value, str) else bytes(value)
 
 
 def events_item(image: Mapping[str, Any]) -> EventsItem | None:
