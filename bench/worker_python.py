@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/worker_python.py [--jobs 40] [--warmup 4] [--protocol] [--profile]
     .venv/bin/python bench/worker_python.py --stack [--jobs 20] [--profile] [--save rows.json]
+    (either: [--path '/gallery?images=100'], a page of 102 requests instead of the front page)
 
 Each side runs in a child Python of its own against the demo site (served by this process),
 after ``--warmup`` jobs:
@@ -119,7 +120,7 @@ def _name(func: tuple[str, int, str]) -> str:
     return f"{path}:{line} {name}"
 
 
-def bare_child(site: str, jobs: int, warmup: int) -> dict[str, Any]:
+def bare_child(site: str, path: str, jobs: int, warmup: int) -> dict[str, Any]:
     marks = Marks(main_thread=True)
     done = 0
 
@@ -134,16 +135,18 @@ def bare_child(site: str, jobs: int, warmup: int) -> dict[str, Any]:
     if warmup == 0:
         marks.mark(START)
     ok, _seconds = asyncio.run(
-        bare_loop(site, jobs, 2, launch="worker", warmup=warmup, on_job=on_job)
+        bare_loop(site, jobs, 2, launch="worker", warmup=warmup, on_job=on_job, path=path)
     )
     return {"cpu": marks.per_job(jobs), "succeeded": ok}
 
 
-def worker_child(site: str, jobs: int, warmup: int, profile: bool, count: int) -> dict[str, Any]:
+def worker_child(
+    site: str, path: str, jobs: int, warmup: int, profile: bool, count: int
+) -> dict[str, Any]:
     profiles = ThreadProfiles() if profile else None
     from bench.fakes_worker import FakesWorker
 
-    body = workflow(site)
+    body = workflow(site, path)
     marks = Marks(main_thread=False)
     with FakesWorker(latency_ms=0, concurrency=2) as fakes:
         fakes.run(body, warmup, 600)
@@ -161,7 +164,7 @@ def worker_child(site: str, jobs: int, warmup: int, profile: bool, count: int) -
 
 
 # --- in the bench process -------------------------------------------------------------------
-def stack_run(jobs: int, warmup: int, profile: bool) -> dict[str, Any]:
+def stack_run(jobs: int, warmup: int, profile: bool, path: str = "/") -> dict[str, Any]:
     """The worker of a local stack (its AWS clients talking to the embedded AWS): its
     process's CPU a job over the measured jobs and, with ``profile``, its profile (through
     a ``sitecustomize`` importing bench/profile_hook.py)."""
@@ -182,7 +185,7 @@ def stack_run(jobs: int, warmup: int, profile: bool) -> dict[str, Any]:
             worker = next(
                 p for p in psutil.Process().children() if "browser_task" in " ".join(p.cmdline())
             )
-            body = workflow(stack.site_url)
+            body = workflow(stack.site_url, path)
             with stack.client() as api:
                 wait_final(stack, [api.submit(body).job_id for _ in range(warmup)], 600)
                 counts: dict[Any, int] = {}
@@ -221,7 +224,8 @@ def run_child(side: str, site: str, args: argparse.Namespace, mode: str) -> dict
         env["DEBUG"] = "pw:channel,pw:protocol"
     with tempfile.TemporaryDirectory(prefix="worker-python-") as tmp:
         result, errors = Path(tmp) / "result.json", Path(tmp) / "stderr.log"
-        command = [python(), __file__, "--child", side, site, str(args.jobs), str(args.warmup)]
+        command = [python(), __file__, "--child", side, site, args.path, str(args.jobs)]
+        command += [str(args.warmup)]
         command += [str(result), "1" if mode == "profile" else "0", str(args.top)]
         with open(errors, "w") as stderr:
             done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -332,11 +336,11 @@ def print_profile(profile: dict[str, list[list[Any]]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None and sys.argv[1:2] == ["--child"]:
-        side, url, jobs, warmup, result, profile, count = sys.argv[2:9]
+        side, url, path, jobs, warmup, result, profile, count = sys.argv[2:10]
         if side == "bare":
-            out = bare_child(url, int(jobs), int(warmup))
+            out = bare_child(url, path, int(jobs), int(warmup))
         else:
-            out = worker_child(url, int(jobs), int(warmup), profile == "1", int(count))
+            out = worker_child(url, path, int(jobs), int(warmup), profile == "1", int(count))
         Path(result).write_text(json.dumps(out))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -351,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the worker of a local stack instead (its AWS clients' work included)",
     )
     parser.add_argument("--save", help="with --profile: write the profile's rows (JSON) here")
+    parser.add_argument(
+        "--path",
+        default="/",
+        help="the demo site's page each job reads ('/gallery?images=100': a page of 102 requests)",
+    )
     args = parser.parse_args(argv)
     if args.stack:
         return stack_main(args)
@@ -382,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
 def stack_main(args: argparse.Namespace) -> int:
     """The local stack's worker: its Python's CPU a job, then (``--profile``) its profile."""
     with Measured("bench/worker_python.py --stack"):
-        plain = stack_run(args.jobs, args.warmup, profile=False)
+        plain = stack_run(args.jobs, args.warmup, profile=False, path=args.path)
         # Both windows' jobs: the figure is the second's, the first's are its warm-up.
         if not ran_every_job("the local stack's worker", _succeeded(plain), 2 * args.jobs):
             return 1
@@ -390,7 +399,7 @@ def stack_main(args: argparse.Namespace) -> int:
             f"local stack's worker: Python {plain['python_ms']:.1f} ms a job ({plain['statuses']})"
         )
         if args.profile:
-            profiled = stack_run(args.jobs, args.warmup, profile=True)
+            profiled = stack_run(args.jobs, args.warmup, profile=True, path=args.path)
             if not ran_every_job("the profiled worker", _succeeded(profiled), 2 * args.jobs):
                 return 1
             print(f"profiled: Python {profiled['python_ms']:.1f} ms a job")

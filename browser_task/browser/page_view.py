@@ -25,6 +25,8 @@ from typing import Any
 from playwright.async_api import CDPSession, Frame, Page, Request
 from playwright.async_api import Error as PlaywrightError
 
+from browser_task.observe.request_events import on_request
+
 # How long one DevTools command may take: answered in milliseconds by a browser that
 # works; the bound is for one that no longer answers.
 DEVTOOLS_TIMEOUT_S = 2.0
@@ -58,8 +60,7 @@ class NavigationWatch:
         """A watch already listening; its listeners are noted in ``listeners`` (a warm
         context outlives the job and drops them when parked)."""
         watch = cls(page)
-        page.context.on("request", watch.on_request)
-        listeners.append(("request", watch.on_request))
+        on_request(page.context, listeners, watch.on_request)
         page.on("framenavigated", watch.on_navigated)
         listeners.append(("page:framenavigated", watch.on_navigated))
         return watch

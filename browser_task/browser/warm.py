@@ -28,6 +28,7 @@ from typing import Any
 from playwright.async_api import BrowserContext, Page
 
 from browser_task.browser.generation import BrowserGeneration
+from browser_task.observe.request_events import on_request
 from pagefleet.jobs.models import JobRequest
 from pagefleet.jobs.options import JobOptions
 from pagefleet.workflow import Route, SaveSession, UseSession, iter_steps
@@ -69,6 +70,9 @@ class RecordingContext:
         self._added = added
 
     def on(self, event: str, handler: Callable[..., Any]) -> None:
+        if event == "request":  # one Playwright listener a context (request_events says why)
+            on_request(self._context, self._added, handler)
+            return
         self._added.append((event, handler))
         self._context.on(event, handler)  # type: ignore[call-overload]
 

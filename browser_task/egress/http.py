@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 # Why a refusal happened, sent to the browser (X-Pagefleet-Egress-Kind) and kept in Decision.
@@ -74,12 +75,19 @@ def absolute_target(target: str) -> tuple[str, int, str]:
     return host, port or 80, path
 
 
-def origin_request(
-    method: str, path: str, version: str, header_lines: list[str]
-) -> tuple[bytes, bool]:
-    """The request as the origin server should see it, and whether it asks for an upgrade."""
+class OriginRequest(NamedTuple):
+    head: bytes  # the request's head as the origin server should see it
+    upgrade: bool  # it asks for a WebSocket: both ways stay open
+    # A body follows the head (RFC 9112, section 6.3: a request has one only when it says
+    # Content-Length or Transfer-Encoding), so the client's side must be copied on.
+    body: bool
+
+
+def origin_request(method: str, path: str, version: str, header_lines: list[str]) -> OriginRequest:
+    """The request as the origin server should see it (one request, then the close)."""
     headers: list[str] = []
     upgrade: str | None = None
+    body = False
     for line in header_lines:
         if not line:
             continue
@@ -87,6 +95,8 @@ def origin_request(
         lname = name.strip().lower()
         if lname == "upgrade":
             upgrade = value.strip()
+        elif lname == "transfer-encoding" or (lname == "content-length" and value.strip() != "0"):
+            body = True
         if lname in _HOP_BY_HOP:
             continue
         headers.append(line)
@@ -96,7 +106,7 @@ def origin_request(
         upgrade = None
         headers.append("Connection: close")
     head = f"{method} {path} {version}\r\n" + "\r\n".join(headers) + "\r\n\r\n"
-    return head.encode("latin-1"), upgrade is not None
+    return OriginRequest(head.encode("latin-1"), upgrade is not None, body)
 
 
 def close_response_head(head: bytes) -> bytes:

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from browser_task.egress.guard import RefusalSink, normalize_host
 from browser_task.egress.http import POLICY
 from browser_task.egress.proxy import Decision, EgressProxy
+from browser_task.observe.request_events import on_request
 from browser_task.observe.telemetry import JobLog, WorkerMetrics
 from pagefleet.specs import metrics_names as names
 
@@ -124,8 +125,7 @@ class EgressLog:
         if session.egress is not None:
             return None
         job = self.track(log)
-        session.context.on("request", job.on_request)
-        session.listeners.append(("request", job.on_request))  # dropped when parked
+        on_request(session.context, session.listeners, job.on_request)  # dropped when parked
         return job
 
     # --- the shared proxy -------------------------------------------------------------------

@@ -10,6 +10,7 @@ The steps come rendered, from the run's plan (``plan.RunPlan``, made by
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Sequence
@@ -45,6 +46,10 @@ MAX_RESULT_BYTES = 256 * 1024
 
 
 # --- the browser context ---------------------------------------------------------------------
+# Closes the scheme guard started (held: the loop keeps only a weak reference to a task).
+_CLOSING: set[asyncio.Future[None]] = set()
+
+
 def scheme_guard(guard: EgressGuard) -> ContextSetup:
     """Context setup: stop the job at the first request for a scheme other than http(s).
 
@@ -59,16 +64,21 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
     """
 
     async def install(context: BrowserContext) -> None:
-        async def on_request(request: Request) -> None:
-            # Playwright starts this as a task when the event arrives, so the close reaches
-            # the browser before the step that is waiting can send its next command.
+        async def close() -> None:
+            with contextlib.suppress(PlaywrightError):
+                await context.close()
+
+        def on_request(request: Request) -> None:
             if guard.stopped is not None:
                 return
             verdict = guard.check_scheme(request.url)
             if not verdict.allowed:
                 guard.stopped = verdict.reason
-                with contextlib.suppress(PlaywrightError):
-                    await context.close()
+                # Started as the event arrives, so the close reaches the browser before the
+                # step that is waiting can send its next command.
+                closing = asyncio.ensure_future(close())
+                _CLOSING.add(closing)
+                closing.add_done_callback(_CLOSING.discard)
 
         context.on("request", on_request)
 

@@ -21,6 +21,7 @@ from browser_task.egress.log import EgressLog
 from browser_task.egress.proxy import Decision, EgressProxy, UpstreamProxy
 from browser_task.errors import JobFailure, opening_failure, proxy_refused
 from browser_task.observe.reporting import watch_page
+from browser_task.observe.request_events import on_request
 from browser_task.observe.run_events import RunEvents
 from browser_task.observe.telemetry import JobLog
 from browser_task.observe.usage import AttemptMeter
@@ -137,8 +138,7 @@ class RunOpener:
         except Exception as launch_error:
             return endings.refused(self.lifecycle, job, opening_failure(str(launch_error)))
         if meter is not None:
-            session.context.on("request", meter.on_request)
-            session.listeners.append(("request", meter.on_request))  # dropped when parked
+            on_request(session.context, session.listeners, meter.on_request)  # dropped when parked
         ctx = RunContext(
             plan=plan,
             session=session,
