@@ -6,9 +6,8 @@ Four parts of a job read every request the browser sends: the scheme guard
 egress proxy's attribution (``egress.log``) and the usage meter (``observe.usage``).
 Playwright calls each listener of its own through a wrapper that reads the listener's
 signature with ``inspect`` on every call and maps the request to its API object again: four
-listeners were 410 such calls a job on a page of a hundred requests, half of what the
-context's request events cost the worker's Python past the protocol's own messages (a
-profile, docs/performance.md). One Playwright listener per context calls ours in turn.
+listeners were 410 such calls a job on a page of a hundred requests, one is 104 (a profile,
+docs/performance.md). One Playwright listener per context calls ours in turn.
 
 A listener is a plain function: one with work to wait for starts it as a task itself (as
 the scheme guard closes the context). One that raises is logged and the others still run,
