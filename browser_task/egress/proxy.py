@@ -16,14 +16,12 @@ payload).
 Plain http is forwarded one request per client connection (``Connection: close`` both ways):
 the proxy never has to parse message bodies, and a kept-alive connection can never carry a
 second request for another host to the first host's address. The browser's side is copied
-on past the head only for a request that says it has a body (most of a page's requests do
-not), and the waits are ``asyncio.timeout`` scopes, not ``wait_for`` (a task each on 3.11):
-relaying costs a page's hundred requests ~80 ms of the worker's CPU, not ~100.
-
-A site that closes without answering, or does not answer within the idle timeout, gets the
-browser a 502 / 504 from the proxy rather than a closed connection: Chromium sends a request
-again, a form's POST included, when a connection it took for reusable closes before any
-answer, which would repeat an irreversible step (docs/irreversible-steps.md).
+on only for a request with a body, and waits are ``asyncio.timeout`` scopes (``wait_for`` is
+a task each on 3.11): ~0.75 ms of the worker's CPU a request (docs/performance.md). A site
+that closes without answering, or does not answer within the idle timeout, gets the browser
+a 502 / 504 from the proxy rather than a closed connection: Chromium sends a request again,
+a form's POST included, when a connection it took for reusable closes before any answer,
+which would repeat an irreversible step (docs/irreversible-steps.md).
 """
 
 from __future__ import annotations
@@ -244,9 +242,7 @@ class EgressProxy:
                     await self._pipe(
                         reader, writer, up_reader, up_writer, rewrite_response=not request.upgrade
                     )
-                else:
-                    # Nothing more comes from the browser (its connection carries this one
-                    # request): no copier waits on it, most of a page's requests.
+                else:  # nothing more comes from the browser: no copier waits on it
                     await self._copy_response(up_reader, writer)
         finally:
             close_writer(up_writer)
