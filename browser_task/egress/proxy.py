@@ -16,12 +16,12 @@ payload).
 Plain http is forwarded one request per client connection (``Connection: close`` both ways):
 the proxy never has to parse message bodies, and a kept-alive connection can never carry a
 second request for another host to the first host's address. The browser's side is copied
-on only for a request with a body, and waits are ``asyncio.timeout`` scopes (``wait_for`` is
-a task each on 3.11): ~0.75 ms of the worker's CPU a request (docs/performance.md). A site
-that closes without answering, or does not answer within the idle timeout, gets the browser
-a 502 / 504 from the proxy rather than a closed connection: Chromium sends a request again,
-a form's POST included, when a connection it took for reusable closes before any answer,
-which would repeat an irreversible step (docs/irreversible-steps.md).
+on only for a request with a body (the copying: ``browser_task.egress.relay``): ~0.75 ms of
+the worker's CPU a request (docs/performance.md). A site that closes without answering, or
+does not answer within the idle timeout, gets the browser a 502 / 504 from the proxy rather
+than a closed connection: Chromium sends a request again, a form's POST included, when a
+connection it took for reusable closes before any answer, which would repeat an
+irreversible step (docs/irreversible-steps.md).
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from browser_task.egress.http import (
     UPSTREAM_REFUSED,
     Refused,
     absolute_target,
-    close_response_head,
     close_writer,
     origin_request,
     reply,
     split_authority,
 )
+from browser_task.egress.relay import CHUNK, Relay
 from pagefleet.jobs.options import ProxyOptions
 from pagefleet.specs.pools import PoolProxy
 
@@ -65,7 +65,6 @@ Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Connector = Callable[[str, int], Awaitable[Streams]]
 
 MAX_HEAD_BYTES = 64 * 1024
-CHUNK = 64 * 1024
 
 
 async def open_tcp(host: str, port: int) -> Streams:
@@ -143,7 +142,7 @@ class EgressProxy:
         self._head_timeout = head_timeout_s
         self._resolve_timeout = resolve_timeout_s
         self._connect_timeout = connect_timeout_s
-        self._idle_timeout = idle_timeout_s
+        self._relay = Relay(idle_timeout_s)
         self.decisions: deque[Decision] = deque(maxlen=decision_log_size)
         # Told of each refusal on the event loop; without it a refusal is a plain log line.
         self._on_refusal = on_refusal
@@ -228,7 +227,7 @@ class EgressProxy:
             if method == "CONNECT":
                 writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
                 await writer.drain()
-                await self._pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
+                await self._relay.pipe(reader, writer, up_reader, up_writer, rewrite_response=False)
             else:
                 request = origin_request(method, origin_form, version, lines[1:])
                 try:
@@ -239,11 +238,11 @@ class EgressProxy:
                     await reply(writer, 502, "the site closed the connection", UNREACHABLE)
                     return
                 if request.upgrade or request.body:
-                    await self._pipe(
+                    await self._relay.pipe(
                         reader, writer, up_reader, up_writer, rewrite_response=not request.upgrade
                     )
                 else:  # nothing more comes from the browser: no copier waits on it
-                    await self._copy_response(up_reader, writer)
+                    await self._relay.copy_response(up_reader, writer)
         finally:
             close_writer(up_writer)
 
@@ -380,75 +379,3 @@ class EgressProxy:
         decision = Decision(time.time(), method, host, port, allowed, address, reason, kind)
         self.decisions.append(decision)
         return decision
-
-    # --- streaming ------------------------------------------------------------------------
-    async def _pipe(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        up_reader: asyncio.StreamReader,
-        up_writer: asyncio.StreamWriter,
-        *,
-        rewrite_response: bool,
-    ) -> None:
-        """Copy both ways until the server side ends (or either side idles too long)."""
-        upload = asyncio.create_task(self._copy(reader, up_writer, half_close=True))
-        try:
-            if rewrite_response:
-                await self._copy_response(up_reader, writer)
-            else:
-                await self._copy(up_reader, writer, half_close=False)
-        finally:
-            upload.cancel()
-            with contextlib.suppress(BaseException):
-                await upload
-
-    async def _copy(
-        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter, *, half_close: bool
-    ) -> None:
-        try:
-            while True:
-                async with asyncio.timeout(self._idle_timeout):
-                    data = await source.read(CHUNK)
-                if not data:
-                    break
-                sink.write(data)
-                await sink.drain()
-        except (ConnectionError, TimeoutError):
-            return
-        if half_close and sink.can_write_eof():
-            with contextlib.suppress(OSError):
-                sink.write_eof()
-
-    async def _copy_response(
-        self, source: asyncio.StreamReader, sink: asyncio.StreamWriter
-    ) -> None:
-        """Forward the response with its connection made non-reusable, then the body as is."""
-        try:
-            async with asyncio.timeout(self._idle_timeout):
-                head = await source.readuntil(b"\r\n\r\n")
-        except TimeoutError:
-            await reply(sink, 504, "the site did not answer in time", UNREACHABLE)
-            return
-        except ConnectionError:
-            await reply(sink, 502, "the site reset the connection without answering", UNREACHABLE)
-            return
-        except asyncio.IncompleteReadError as exc:
-            if not exc.partial:
-                # An answer, not a closed connection: never a resent request (docstring).
-                await reply(
-                    sink, 502, "the site closed the connection without answering", UNREACHABLE
-                )
-                return
-            # A head cut short: pass along what came (the browser reports the error).
-            sink.write(exc.partial)
-            await self._copy(source, sink, half_close=False)
-            return
-        except asyncio.LimitOverrunError:
-            # A head beyond the reader's limit is still in its buffer: pass it along as is
-            # (the browser applies its own limit).
-            await self._copy(source, sink, half_close=False)
-            return
-        sink.write(close_response_head(head))
-        await sink.drain()
-        await self._copy(source, sink, half_close=False)

@@ -46,10 +46,6 @@ MAX_RESULT_BYTES = 256 * 1024
 
 
 # --- the browser context ---------------------------------------------------------------------
-# Closes the scheme guard started (held: the loop keeps only a weak reference to a task).
-_CLOSING: set[asyncio.Future[None]] = set()
-
-
 def scheme_guard(guard: EgressGuard) -> ContextSetup:
     """Context setup: stop the job at the first request for a scheme other than http(s).
 
@@ -64,6 +60,9 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
     """
 
     async def install(context: BrowserContext) -> None:
+        # The close it started, held: the loop keeps only a weak reference to a task.
+        closing: set[asyncio.Future[None]] = set()
+
         async def close() -> None:
             with contextlib.suppress(PlaywrightError):
                 await context.close()
@@ -76,9 +75,9 @@ def scheme_guard(guard: EgressGuard) -> ContextSetup:
                 guard.stopped = verdict.reason
                 # Started as the event arrives, so the close reaches the browser before the
                 # step that is waiting can send its next command.
-                closing = asyncio.ensure_future(close())
-                _CLOSING.add(closing)
-                closing.add_done_callback(_CLOSING.discard)
+                task = asyncio.ensure_future(close())
+                closing.add(task)
+                task.add_done_callback(closing.discard)
 
         context.on("request", on_request)
 
